@@ -1,0 +1,168 @@
+"""Closed, versioned records and their strict JSON codec.
+
+Every persisted record is a JSON object ``{"record": KIND, "v": VERSION,
+...fields}``. Decoding refuses, with a fixed error code, anything that is
+not exactly a known kind at a known version with known, well-typed fields:
+an empty or truncated file, malformed JSON, an unknown kind, an unknown
+version, an unknown field, a wrong type. Nothing is coerced or guessed
+("1" is not an int, a missing field is not ``None``).
+
+Encoding is canonical (sorted keys, no whitespace, UTF-8) so that the bytes
+of a record, and therefore its hash, are a function of its value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
+from protocol.errors import CairnError, ErrorCode
+
+T = TypeVar("T")
+
+_REGISTRY: dict[str, dict[int, type]] = {}
+
+
+def record(kind: str, version: int = 1):  # type: ignore[no-untyped-def]
+    """Class decorator: make an attrs frozen class a registered closed record."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        cls = attrs.frozen(kw_only=True)(cls)  # type: ignore[assignment]
+        cls.RECORD_KIND = kind  # type: ignore[attr-defined]
+        cls.RECORD_VERSION = version  # type: ignore[attr-defined]
+        versions = _REGISTRY.setdefault(kind, {})
+        if version in versions:
+            raise RuntimeError(f"record {kind} v{version} registered twice")
+        versions[version] = cls
+        return cls
+
+    return wrap
+
+
+class Record:
+    """Typing aid for registered records (set by :func:`record`)."""
+
+    RECORD_KIND: ClassVar[str]
+    RECORD_VERSION: ClassVar[int]
+
+
+def _strict(tp: type) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if tp is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"expected number, got {type(value).__name__}")
+            return float(value)
+        if type(value) is not tp:
+            raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    for tp in (int, str, bool, float):
+        conv.register_structure_hook(tp, _strict(tp))
+
+    def tuple_hook(value: Any, tp: Any) -> Any:
+        if not isinstance(value, list):
+            raise TypeError("expected array")
+        (inner, *rest) = tp.__args__
+        if rest and rest != [Ellipsis]:
+            raise TypeError("fixed tuples are not used in records")
+        return tuple(conv.structure(v, inner) for v in value)
+
+    conv.register_structure_hook_func(
+        lambda t: getattr(t, "__origin__", None) is tuple, tuple_hook
+    )
+
+    def dict_hook(value: Any, tp: Any) -> Any:
+        if not isinstance(value, dict):
+            raise TypeError("expected object")
+        kt, vt = tp.__args__
+        return {conv.structure(k, kt): conv.structure(v, vt) for k, v in value.items()}
+
+    conv.register_structure_hook_func(lambda t: getattr(t, "__origin__", None) is dict, dict_hook)
+    return conv
+
+
+converter = _make_converter()
+
+
+def to_obj(rec: Any) -> dict[str, Any]:
+    obj = converter.unstructure(rec)
+    return {"record": rec.RECORD_KIND, "v": rec.RECORD_VERSION, **obj}
+
+
+def encode(rec: Any) -> bytes:
+    return dumps(to_obj(rec))
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _flatten(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        out: list[BaseException] = []
+        for sub in exc.exceptions:
+            out.extend(_flatten(sub))
+        return out
+    return [exc]
+
+
+def from_obj(obj: Any, expect: type[T] | None = None, *, where: str = "record") -> T:
+    """Structure a parsed JSON object into its registered record class."""
+    if not isinstance(obj, dict):
+        raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: not a JSON object")
+    kind = obj.get("record")
+    version = obj.get("v")
+    if not isinstance(kind, str) or kind not in _REGISTRY:
+        raise CairnError(ErrorCode.RECORD_UNKNOWN_KIND, f"{where}: unknown record kind {kind!r}"[:200])
+    if expect is not None and kind != expect.RECORD_KIND:  # type: ignore[attr-defined]
+        raise CairnError(
+            ErrorCode.RECORD_UNKNOWN_KIND,
+            f"{where}: expected {expect.RECORD_KIND}, found {kind}",  # type: ignore[attr-defined]
+        )
+    if type(version) is not int or version not in _REGISTRY[kind]:
+        raise CairnError(
+            ErrorCode.RECORD_UNKNOWN_VERSION, f"{where}: {kind} has no schema version {version!r}"[:200]
+        )
+    cls = _REGISTRY[kind][version]
+    body = {k: v for k, v in obj.items() if k not in ("record", "v")}
+    try:
+        return converter.structure(body, cls)  # type: ignore[no-any-return]
+    except Exception as exc:  # cattrs aggregates; classify the first cause
+        causes = _flatten(exc)
+        for cause in causes:
+            if isinstance(cause, ForbiddenExtraKeysError):
+                names = ",".join(sorted(cause.extra_fields))
+                raise CairnError(
+                    ErrorCode.RECORD_UNKNOWN_FIELD, f"{where}: unknown field(s) {names} in {kind} v{version}"[:300]
+                ) from None
+        raise CairnError(
+            ErrorCode.RECORD_INVALID_FIELD, f"{where}: invalid {kind} v{version}: {causes[0]}"[:300]
+        ) from None
+
+
+def decode(data: bytes, expect: type[T] | None = None, *, where: str = "record", limit: int = 8 << 20) -> T:
+    """Decode record bytes strictly; see the module docstring for what is refused."""
+    if not data:
+        raise CairnError(ErrorCode.RECORD_EMPTY, f"{where}: empty file")
+    if len(data) > limit:
+        raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{where}: {len(data)} bytes exceeds {limit}")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        body = data.strip()
+        # cut short = the parser ran out of input, not into a wrong character
+        truncated = exc.pos >= len(body) or exc.msg.startswith("Unterminated string")
+        code = ErrorCode.RECORD_TRUNCATED if truncated else ErrorCode.RECORD_MALFORMED
+        raise CairnError(code, f"{where}: invalid JSON at byte {exc.pos}") from None
+    return from_obj(obj, expect, where=where)

@@ -1,0 +1,88 @@
+"""Fixed error codes and the one exception type that carries them.
+
+A code is part of the public contract: scripts, the editor and tests match on
+it. Messages are for people and may change; codes may not. Messages never
+contain evidence, memory bodies, prompts or secrets: only ids, paths, counts.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.StrEnum):
+    # records and schemas
+    RECORD_EMPTY = "E_RECORD_EMPTY"
+    RECORD_TRUNCATED = "E_RECORD_TRUNCATED"
+    RECORD_MALFORMED = "E_RECORD_MALFORMED"
+    RECORD_UNKNOWN_KIND = "E_RECORD_UNKNOWN_KIND"
+    RECORD_UNKNOWN_VERSION = "E_RECORD_UNKNOWN_VERSION"
+    RECORD_UNKNOWN_FIELD = "E_RECORD_UNKNOWN_FIELD"
+    RECORD_INVALID_FIELD = "E_RECORD_INVALID_FIELD"
+    RECORD_TOO_LARGE = "E_RECORD_TOO_LARGE"
+    # pinned file system
+    PATH_SYMLINK = "E_PATH_SYMLINK"
+    PATH_NOT_DIRECTORY = "E_PATH_NOT_DIRECTORY"
+    PATH_INVALID_NAME = "E_PATH_INVALID_NAME"
+    PATH_OUTSIDE_ROOT = "E_PATH_OUTSIDE_ROOT"
+    IO_FAILED = "E_IO_FAILED"
+    # bundles
+    BUNDLE_HASH_MISMATCH = "E_BUNDLE_HASH_MISMATCH"
+    BUNDLE_MISSING = "E_BUNDLE_MISSING"
+    # claims
+    CLAIM_BUSY = "E_CLAIM_BUSY"
+    CLAIM_LOST = "E_CLAIM_LOST"
+    CLAIM_EXPIRED = "E_CLAIM_EXPIRED"
+    CLAIM_UNSETTLED = "E_CLAIM_UNSETTLED"
+    CLAIM_CORRUPT = "E_CLAIM_CORRUPT"
+    # configuration and CLI
+    CONFIG_INVALID = "E_CONFIG_INVALID"
+    WORKSPACE_INVALID = "E_WORKSPACE_INVALID"
+    NOT_FOUND = "E_NOT_FOUND"
+    USAGE = "E_USAGE"
+    # import
+    IMPORT_UNKNOWN_FORMAT = "E_IMPORT_UNKNOWN_FORMAT"
+    IMPORT_MALFORMED = "E_IMPORT_MALFORMED"
+    IMPORT_UNREADABLE = "E_IMPORT_UNREADABLE"
+    IMPORT_TOO_LARGE = "E_IMPORT_TOO_LARGE"
+    # capture and digest pipeline
+    CAPTURE_OVERSIZED = "E_CAPTURE_OVERSIZED"
+    CAPTURE_EXHAUSTED = "E_CAPTURE_EXHAUSTED"
+    CAPTURE_STATE = "E_CAPTURE_STATE"
+    PAYLOAD_TOO_LARGE = "E_PAYLOAD_TOO_LARGE"
+    PROVIDER_FAILED = "E_PROVIDER_FAILED"
+    PROVIDER_TIMEOUT = "E_PROVIDER_TIMEOUT"
+    PROVIDER_INVALID_REPLY = "E_PROVIDER_INVALID_REPLY"
+    PROVIDER_TRUNCATED = "E_PROVIDER_TRUNCATED"
+    CANCELLED = "E_CANCELLED"
+    # memory and proposals
+    PROPOSAL_STALE = "E_PROPOSAL_STALE"
+    PROPOSAL_STATE = "E_PROPOSAL_STATE"
+    TARGET_OUTSIDE_ROOTS = "E_TARGET_OUTSIDE_ROOTS"
+    TARGET_CHANGED = "E_TARGET_CHANGED"
+    # workers
+    WORKER_CRASHED = "E_WORKER_CRASHED"
+    WORKER_TIMEOUT = "E_WORKER_TIMEOUT"
+    WORKER_BAD_RESPONSE = "E_WORKER_BAD_RESPONSE"
+    WORKER_UNKNOWN_JOB = "E_WORKER_UNKNOWN_JOB"
+    INTERNAL = "E_INTERNAL"
+    # maintenance jobs (coordinator)
+    JOB_INVALID = "E_JOB_INVALID"
+    JOB_STATE = "E_JOB_STATE"
+
+
+class CairnError(Exception):
+    """An expected failure with a fixed code and a message fit for a person.
+
+    ``detail`` holds only identifiers and counts (line numbers, paths, ids),
+    never content, so it is safe to log and to publish.
+    """
+
+    def __init__(self, code: ErrorCode, message: str, **detail: object) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+    def to_json(self) -> dict[str, object]:
+        return {"code": str(self.code), "message": self.message, **{k: v for k, v in self.detail.items()}}

@@ -1,0 +1,286 @@
+"""Claims and outcomes: numbered, fenced generations of one line of work.
+
+A *scope* (``digest/<capture>``, ``review/general``, ``cleanup`` …) has
+generations 1, 2, 3 …; the generation number is the fencing token.
+
+* **Elect** (at most three programs): (1) ensure the scope directory, list it
+  and read the target clock; (2) read the newest claim and its outcome;
+  (3) under the scope's target lock, re-verify what was read and publish
+  ``N+1.claim`` by exclusive link. If N is unsettled and its deadline has not
+  passed the scope is busy; if it has passed, program 3 first elects N's
+  ``expired`` outcome (takeover), then claims N+1.
+* **Deadline** is fixed at election on the target clock. Claims never renew.
+* **Outcome**: exactly one per generation, by exclusive link of
+  ``N.outcome`` under the lock. Completion, failure, cancellation and
+  takeover race for it; the loser reads and returns the winner's.
+  ``completed`` additionally requires ownership (:class:`VerifyOwner`) in the
+  same program, so a result can never be accepted after its deadline.
+* **Guarded writes** run ``VerifyOwner`` and the writes it guards in one
+  program under the same lock that takeover and settlement use: a late
+  writer from an expired generation is rejected at the target.
+* **Successor requires outcome**: program 3 verifies N's outcome exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from protocol import codec
+from protocol.claims import Authority, ClaimRecord, OutcomeRecord
+from protocol.errors import CairnError, ErrorCode
+from protocol.vocab import OpStatus, OutcomeKind
+from state import program as P
+from state.fsdir import PinnedDir
+
+_PLAIN_SCOPE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
+_PART = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def scope_dirname(scope: str) -> str:
+    """Map a scope id to a directory name; anything not plainly safe is hashed."""
+    if _PLAIN_SCOPE.match(scope):
+        return scope
+    readable = _PART.sub("_", scope)[:60].strip("._") or "scope"
+    digest = hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
+    return f"{readable}.{digest}"
+
+
+@attrs.frozen
+class Claim:
+    """A generation this process elected; carry it to every guarded step."""
+
+    scope: str
+    scope_dir: str  # relative to the claims root
+    record: ClaimRecord
+
+    @property
+    def generation(self) -> int:
+        return self.record.generation
+
+    @property
+    def deadline(self) -> float:
+        return self.record.deadline
+
+
+@attrs.frozen
+class Newest:
+    generation: int
+    claim: ClaimRecord | None
+    outcome: OutcomeRecord | None
+    now: float
+
+
+class ClaimStore:
+    """Claims of many scopes under one directory of a pinned base."""
+
+    def __init__(self, base: PinnedDir, rel: str, *, clock_offset: float = 0.0) -> None:
+        self.base = base
+        self.rel = rel
+        self.clock_offset = clock_offset  # tests only: shifts this store's view of the target clock
+        self.host = socket.gethostname()
+        self._root: PinnedDir | None = None
+        self._hint: dict[str, int] = {}  # scope -> newest generation last seen (an observation, never authority)
+
+    # -- paths ------------------------------------------------------------
+    def scope_dir(self, scope: str) -> str:
+        """The scope's directory, relative to the claims root (:attr:`root`)."""
+        return scope_dirname(scope)
+
+    @property
+    def root(self) -> PinnedDir:
+        """The claims root, pinned once per store (a store lives for one job)."""
+        if self._root is None:
+            self._root = self.base.descend(self.rel, create=True)
+        return self._root
+
+    def close(self) -> None:
+        if self._root is not None:
+            self._root.close()
+            self._root = None
+
+    def run(self, ops: Sequence[P.Op], *, lock: str | None = None) -> P.ProgramResult:
+        """Run a program against the claims root."""
+        return P.run(self.root, ops, lock=lock)
+
+    # -- observation ------------------------------------------------------
+    def newest(self, scope: str) -> Newest:
+        """Two programs: list+clock, then read the newest claim with its outcome."""
+        sd = self.scope_dir(scope)
+        r = self.run([P.ListDir(sd), P.Clock("", offset=self.clock_offset)])
+        if not r.ok and r[0].status is not OpStatus.ABSENT:
+            bad = next(x for x in r.results if x.status is not OpStatus.OK)
+            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
+        names = r[0].value or []
+        now = float(r[1].value)
+        n = P.newest_generation(names)
+        self._hint[scope] = n
+        if n == 0:
+            return Newest(0, None, None, now)
+        return self._read_pair(scope, sd, n, now)
+
+    def _read_pair(self, scope: str, sd: str, n: int, now: float) -> Newest:
+        r = self.run([P.Read(f"{sd}/{n}.claim"), P.Read(f"{sd}/{n}.outcome", optional=True)])
+        for res in r.results:
+            if res.status is OpStatus.FAILED:
+                raise CairnError(res.code or ErrorCode.IO_FAILED, res.message)
+        if r[0].status is OpStatus.ABSENT:
+            # pruned between list and read, or a racing election: observe again
+            return self.newest(scope)
+        claim = codec.decode(r[0].value, ClaimRecord, where=f"{sd}/{n}.claim")
+        outcome = None
+        if r[1].status is OpStatus.OK:
+            outcome = codec.decode(r[1].value, OutcomeRecord, where=f"{sd}/{n}.outcome")
+        _check_pair(scope, n, claim, outcome, sd)
+        return Newest(n, claim, outcome, now)
+
+    def outcome(self, claim: Claim) -> OutcomeRecord | None:
+        sd = claim.scope_dir
+        r = self.run([P.Read(f"{sd}/{claim.generation}.outcome")])
+        if r[0].status is OpStatus.ABSENT:
+            return None
+        if r[0].status is not OpStatus.OK:
+            raise CairnError(r[0].code or ErrorCode.IO_FAILED, r[0].message)
+        return codec.decode(r[0].value, OutcomeRecord, where=f"{sd}/{claim.generation}.outcome")
+
+    # -- election ---------------------------------------------------------
+    def elect(
+        self,
+        scope: str,
+        *,
+        purpose: str,
+        ttl: float | None = None,
+        deadline: float | None = None,
+        authority: Authority,
+        inputs: dict[str, str] | None = None,
+        attempts: int = 8,
+    ) -> Claim:
+        """Elect the next generation or raise ``E_CLAIM_BUSY`` while a live owner holds it."""
+        sd = self.scope_dir(scope)
+        for _ in range(attempts):
+            hint = self._hint.get(scope)
+            r = self.run([P.EnsureDir(sd), P.FindNewest(sd, hint), P.Clock(sd, offset=self.clock_offset)])
+            if not r.ok:
+                bad = next(x for x in r.results if x.status is not OpStatus.OK)
+                raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message or f"cannot prepare {sd}")
+            now = float(r[2].value)
+            n = int(r[1].value)
+            ops: list[P.Op] = [P.VerifyNewest(sd, n)]
+            prev_outcome: OutcomeRecord | None = None
+            if n > 0:
+                cur = self._read_pair(scope, sd, n, now)
+                if cur.generation != n:
+                    continue
+                assert cur.claim is not None
+                if cur.outcome is None:
+                    if now < cur.claim.deadline:
+                        raise CairnError(
+                            ErrorCode.CLAIM_BUSY,
+                            f"{scope}: generation {n} is held until its deadline",
+                            generation=n,
+                            deadline=cur.claim.deadline,
+                        )
+                    expired = OutcomeRecord(
+                        scope=scope, generation=n, kind=OutcomeKind.EXPIRED, nonce=secrets.token_hex(16),
+                        decided=now, claim_nonce=cur.claim.nonce, error=str(ErrorCode.CLAIM_EXPIRED),
+                    )
+                    ops.append(P.Link(f"{sd}/{n}.outcome", codec.encode(expired)))
+                else:
+                    prev_outcome = cur.outcome
+                    ops.append(P.Verify(f"{sd}/{n}.outcome", data=codec.encode(prev_outcome)))
+            end = deadline if deadline is not None else now + (ttl if ttl is not None else 120.0)
+            rec = ClaimRecord(
+                scope=scope, generation=n + 1, nonce=secrets.token_hex(16), pid=os.getpid(), host=self.host,
+                purpose=purpose, created=now, deadline=end, authority=authority, inputs=dict(inputs or {}),
+            )
+            ops.append(P.Link(f"{sd}/{n + 1}.claim", codec.encode(rec)))
+            res = self.run(ops, lock=sd)
+            if res.ok:
+                self._hint[scope] = n + 1
+                return Claim(scope, sd, rec)
+            self._hint.pop(scope, None)
+            bad = next(x for x in res.results if x.status is not OpStatus.OK)
+            if bad.status is OpStatus.FAILED:
+                raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
+            # lost a race (someone elected or settled meanwhile): observe afresh
+        raise CairnError(ErrorCode.CLAIM_BUSY, f"{scope}: contention did not settle after {attempts} attempts")
+
+    # -- settlement -------------------------------------------------------
+    def settle(
+        self,
+        claim: Claim,
+        kind: OutcomeKind,
+        *,
+        payload: dict[str, Any] | None = None,
+        bundle: str | None = None,
+        error: str | None = None,
+        extra_ops: Sequence[P.Op] = (),
+    ) -> OutcomeRecord:
+        """Elect this generation's outcome; return the winning outcome (maybe not ours).
+
+        ``completed`` is elected only while we still own the generation; if the
+        deadline has passed the generation is settled ``expired`` instead and
+        ``E_CLAIM_EXPIRED`` is raised. ``extra_ops`` run in the same locked
+        program after the ownership proof and before the outcome link (for
+        effects that must be fenced together with acceptance).
+        """
+        sd = claim.scope_dir
+        n = claim.generation
+        rec = OutcomeRecord(
+            scope=claim.scope, generation=n, kind=kind, nonce=claim.record.nonce, decided=0.0,
+            claim_nonce=claim.record.nonce, payload=payload, bundle=bundle, error=error,
+        )
+        ops: list[P.Op] = []
+        if kind is OutcomeKind.COMPLETED or extra_ops:
+            ops.append(P.VerifyOwner(sd, n, claim.record.nonce, claim.deadline, self.clock_offset))
+            ops.extend(extra_ops)
+        ops.append(P.Clock(sd, offset=self.clock_offset))
+        ops.append(P.Link(f"{sd}/{n}.outcome", lambda now: codec.encode(attrs.evolve(rec, decided=now))))
+        res = self.run(ops, lock=sd)
+        if res.ok:
+            return attrs.evolve(rec, decided=float(res[len(ops) - 2].value))
+        bad = next(x for x in res.results if x.status is not OpStatus.OK)
+        if bad.status is OpStatus.FAILED:
+            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
+        winner = self.outcome(claim)
+        if winner is not None:
+            if kind is OutcomeKind.COMPLETED and winner.nonce != claim.record.nonce:
+                raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} was settled {winner.kind}",
+                                 outcome=str(winner.kind))
+            return winner
+        # ownership proof failed without an outcome: our deadline passed
+        expired = self.settle(claim, OutcomeKind.EXPIRED, error=str(ErrorCode.CLAIM_EXPIRED))
+        raise CairnError(ErrorCode.CLAIM_EXPIRED, f"{claim.scope}: generation {n} expired before settlement",
+                         outcome=str(expired.kind))
+
+    # -- guarded writes ---------------------------------------------------
+    def guarded(self, claim: Claim, ops: Sequence[P.Op]) -> P.ProgramResult:
+        """Run ``ops`` only if ``claim`` still owns its scope, in one locked program.
+
+        ``ops`` paths are relative to the store's *base* (e.g. the workspace),
+        so the guarded writes can land anywhere under it.
+
+        Raises ``E_CLAIM_LOST``/``E_CLAIM_EXPIRED`` when the proof fails; the
+        guarded operations then did not run.
+        """
+        full = f"{self.rel}/{claim.scope_dir}"
+        guard = P.VerifyOwner(full, claim.generation, claim.record.nonce, claim.deadline, self.clock_offset)
+        res = P.run(self.base, [guard, *ops], lock=full)
+        g = res[0]
+        if g.status is not OpStatus.OK:
+            raise CairnError(g.code or ErrorCode.CLAIM_LOST, g.message or f"{claim.scope}: ownership lost")
+        return res
+
+
+def _check_pair(scope: str, n: int, claim: ClaimRecord, outcome: OutcomeRecord | None, where: str) -> None:
+    if claim.scope != scope or claim.generation != n:
+        raise CairnError(ErrorCode.CLAIM_CORRUPT, f"{where}/{n}.claim names {claim.scope!r} generation {claim.generation}")
+    if outcome is not None and (outcome.generation != n or outcome.scope != scope or outcome.claim_nonce != claim.nonce):
+        raise CairnError(ErrorCode.CLAIM_CORRUPT, f"{where}/{n}.outcome does not settle its claim")

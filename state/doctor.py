@@ -1,0 +1,133 @@
+"""Invariant checks over a workspace's control state (``cairn doctor``).
+
+Violations (each with a fixed code and the path it concerns, never content):
+
+* a claim or outcome that does not decode (empty, torn, unknown version or
+  field) or whose name, scope or generation disagree with its content;
+* an outcome that does not settle its claim (wrong claim nonce);
+* a generation below the newest with no outcome (a successor without its
+  predecessor's outcome);
+* an outcome referring to a bundle that is missing or fails its hash;
+* a bundle whose bytes do not match its name.
+
+Stray temps and outcome files left without their claim by an interrupted
+prune are reported as notes, not violations: both are collected by cleanup.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from protocol import codec
+from protocol.claims import ClaimRecord, OutcomeRecord
+from protocol.errors import CairnError, ErrorCode
+from protocol.vocab import OpStatus
+from state import layout
+from state import program as P
+from state.bundles import BundleStore
+from state.claims import scope_dirname
+from state.fsdir import TEMP_PREFIX, PinnedDir
+from state.prune import _gens
+
+
+@attrs.frozen
+class Finding:
+    code: str
+    path: str
+    message: str
+
+
+@attrs.frozen
+class Report:
+    violations: tuple[Finding, ...]
+    notes: tuple[Finding, ...]
+    scopes: int
+    generations: int
+    bundles: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": not self.violations,
+            "violations": [attrs.asdict(v) for v in self.violations],
+            "notes": [attrs.asdict(n) for n in self.notes],
+            "scopes": self.scopes,
+            "generations": self.generations,
+            "bundles": self.bundles,
+        }
+
+
+def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout.CLAIM_ROOTS) -> Report:
+    violations: list[Finding] = []
+    notes: list[Finding] = []
+    scopes = gens = nbundles = 0
+    for claims_rel, bundles_rel in roots:
+        bstore = BundleStore(root, bundles_rel)
+        listing = P.run(root, [P.ListDir(claims_rel)])[0]
+        if listing.status is OpStatus.FAILED:
+            violations.append(Finding(str(listing.code), claims_rel, listing.message))
+            continue
+        referenced: set[str] = set()
+        for sd in listing.value or []:
+            scopes += 1
+            path = f"{claims_rel}/{sd}"
+            try:
+                d = root.descend(path)
+            except CairnError as exc:
+                violations.append(Finding(str(exc.code), path, exc.message))
+                continue
+            try:
+                names = d.listdir()
+                for n in names:
+                    if n.startswith(TEMP_PREFIX):
+                        notes.append(Finding("N_STRAY_TEMP", f"{path}/{n}", "stray temp file (collected by cleanup)"))
+                claims_g, outcomes_g = _gens(names)
+                newest = max(claims_g) if claims_g else 0
+                gens += len(claims_g)
+                claim_recs: dict[int, ClaimRecord] = {}
+                for g in sorted(claims_g):
+                    fp = f"{path}/{g}.claim"
+                    try:
+                        rec = codec.decode(d.read(f"{g}.claim") or b"", ClaimRecord, where=fp)
+                    except CairnError as exc:
+                        violations.append(Finding(str(exc.code), fp, exc.message))
+                        continue
+                    if rec.generation != g or scope_dirname(rec.scope) != sd:
+                        violations.append(Finding(str(ErrorCode.CLAIM_CORRUPT), fp,
+                                                  "claim content disagrees with its name or scope"))
+                        continue
+                    claim_recs[g] = rec
+                    if g < newest and g not in outcomes_g:
+                        violations.append(Finding("V_NO_PREDECESSOR_OUTCOME", fp,
+                                                  f"generation {g} has no outcome but generation {newest} exists"))
+                for g in sorted(outcomes_g):
+                    fp = f"{path}/{g}.outcome"
+                    try:
+                        out = codec.decode(d.read(f"{g}.outcome") or b"", OutcomeRecord, where=fp)
+                    except CairnError as exc:
+                        violations.append(Finding(str(exc.code), fp, exc.message))
+                        continue
+                    if out.generation != g or scope_dirname(out.scope) != sd:
+                        violations.append(Finding(str(ErrorCode.CLAIM_CORRUPT), fp,
+                                                  "outcome content disagrees with its name or scope"))
+                        continue
+                    if g not in claims_g:
+                        notes.append(Finding("N_ORPHAN_OUTCOME", fp, "outcome without claim (interrupted prune)"))
+                    elif g in claim_recs and claim_recs[g].nonce != out.claim_nonce:
+                        violations.append(Finding("V_OUTCOME_MISMATCH", fp, "outcome does not settle its claim"))
+                    if out.bundle:
+                        referenced.add(out.bundle)
+                        try:
+                            bstore.get(out.bundle)
+                        except CairnError as exc:
+                            violations.append(Finding(str(exc.code), fp, f"referenced bundle: {exc.message}"))
+            finally:
+                d.close()
+        for sha in bstore.iter_shas():
+            nbundles += 1
+            if sha in referenced:
+                continue  # already verified above
+            try:
+                bstore.get(sha)
+            except CairnError as exc:
+                violations.append(Finding(str(exc.code), bstore.path(sha), exc.message))
+    return Report(tuple(violations), tuple(notes), scopes, gens, nbundles)

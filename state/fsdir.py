@@ -1,0 +1,302 @@
+"""Pinned directory handles and the durable primitives built on them.
+
+Every path below a root is opened one component at a time, relative to its
+parent's file descriptor, with ``O_NOFOLLOW | O_DIRECTORY``. A component that
+is a symlink or not a directory fails closed (``E_PATH_SYMLINK`` /
+``E_PATH_NOT_DIRECTORY``): a directory swapped for a symlink between two
+operations can never redirect a write into another tree. Names are
+restricted to ``[A-Za-z0-9._-]`` (not ``.``/``..``) so a caller's string can
+never be interpreted as a path.
+
+Durability: a published file is written completely to a temp name, fsynced,
+then ``link()``-ed (exclusive: EEXIST means another writer won) or
+``rename()``-d (replace) to its final name, and the directory is fsynced.
+A visible record is therefore never torn. Temps are named
+``.tmp-<pid>-<random>`` so a collector can tell whose they were.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import stat
+import time
+from collections.abc import Iterator
+
+import psutil
+
+from protocol.errors import CairnError, ErrorCode
+from state import crash
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
+TEMP_PREFIX = ".tmp-"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name) or name in (".", ".."):
+        raise CairnError(ErrorCode.PATH_INVALID_NAME, f"invalid path component {name!r}"[:120])
+    return name
+
+
+def split_rel(rel: str) -> list[str]:
+    """Split a '/'-separated relative path into validated components ('' = none)."""
+    if rel in ("", "."):
+        return []
+    if rel.startswith("/"):
+        raise CairnError(ErrorCode.PATH_OUTSIDE_ROOT, f"absolute path {rel!r} where a relative one is required"[:160])
+    return [check_name(p) for p in rel.split("/")]
+
+
+def _classify_open_error(parent_fd: int, name: str, exc: OSError, where: str) -> CairnError:
+    try:
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        return CairnError(ErrorCode.PATH_SYMLINK, f"{where}: component {name!r} is a symlink; refusing to follow")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        return CairnError(ErrorCode.PATH_NOT_DIRECTORY, f"{where}: component {name!r} is not a directory")
+    if exc.errno == errno.ENOENT:
+        return CairnError(ErrorCode.NOT_FOUND, f"{where}: {name!r} does not exist")
+    return CairnError(ErrorCode.IO_FAILED, f"{where}: cannot open {name!r}: {exc.strerror}")
+
+
+class PinnedDir:
+    """An open directory file descriptor; children are reached only through it."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path  # for messages only; never used to reach files
+
+    @classmethod
+    def open_root(cls, path: str | os.PathLike[str], *, create: bool = False) -> PinnedDir:
+        """Open a root chosen by the user (its own path may contain symlinks)."""
+        p = os.fspath(path)
+        if create:
+            os.makedirs(p, exist_ok=True)
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise CairnError(ErrorCode.NOT_FOUND, f"directory {p} does not exist") from None
+        except NotADirectoryError:
+            raise CairnError(ErrorCode.PATH_NOT_DIRECTORY, f"{p} is not a directory") from None
+        return cls(fd, p)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> PinnedDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- navigation -------------------------------------------------------
+    def child(self, name: str, *, create: bool = False, mode: int = 0o700) -> PinnedDir:
+        check_name(name)
+        where = f"{self.path}/{name}"
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT and create:
+                crash.point(f"mkdir {name}")
+                try:
+                    os.mkdir(name, mode, dir_fd=self.fd)
+                except FileExistsError:
+                    pass
+                else:
+                    os.fsync(self.fd)
+                try:
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+                except OSError as exc2:
+                    raise _classify_open_error(self.fd, name, exc2, where) from None
+            else:
+                raise _classify_open_error(self.fd, name, exc, where) from None
+        return PinnedDir(fd, where)
+
+    def descend(self, rel: str, *, create: bool = False) -> PinnedDir:
+        """Open a relative directory path component by component (caller closes it)."""
+        parts = split_rel(rel)
+        cur = PinnedDir(os.dup(self.fd), self.path)
+        for part in parts:
+            nxt = cur.child(part, create=create)
+            cur.close()
+            cur = nxt
+        return cur
+
+    # -- reads ------------------------------------------------------------
+    def read(self, name: str, *, limit: int = 64 << 20) -> bytes | None:
+        """Bytes of a regular file, or None if absent. Symlinks fail closed."""
+        check_name(name)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _classify_open_error(self.fd, name, exc, f"{self.path}/{name}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise CairnError(ErrorCode.IO_FAILED, f"{self.path}/{name} is not a regular file")
+            if st.st_size > limit:
+                raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{self.path}/{name}: {st.st_size} bytes exceeds {limit}")
+            chunks = []
+            while True:
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    break
+                chunks.append(b)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def listdir(self) -> list[str]:
+        return os.listdir(self.fd)
+
+    def scandir(self) -> Iterator[os.DirEntry[str]]:
+        return os.scandir(self.fd)
+
+    def exists(self, name: str) -> bool:
+        check_name(name)
+        try:
+            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def stat(self, name: str) -> os.stat_result | None:
+        check_name(name)
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def clock(self) -> float:
+        """The storage's own clock: touch ``.clock`` here and read its mtime."""
+        try:
+            os.utime(".clock", dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            fd = os.open(".clock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+            os.close(fd)
+            os.utime(".clock", dir_fd=self.fd, follow_symlinks=False)
+        return os.stat(".clock", dir_fd=self.fd, follow_symlinks=False).st_mtime_ns / 1e9
+
+    # -- durable writes ---------------------------------------------------
+    def _write_temp(self, data: bytes, mode: int) -> str:
+        tmp = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        crash.point("write-temp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            crash.point("fsync-temp")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
+    def _unlink_quiet(self, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+
+    def publish(self, name: str, data: bytes, *, mode: int = 0o600) -> bool:
+        """Exclusively publish complete bytes under ``name``. False if it already existed."""
+        check_name(name)
+        tmp = self._write_temp(data, mode)
+        try:
+            crash.point(f"link {name}")
+            os.link(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+            won = True
+        except FileExistsError:
+            won = False
+        finally:
+            crash.point("unlink-temp")
+            self._unlink_quiet(tmp)
+        if won:
+            crash.point("fsync-dir")
+            os.fsync(self.fd)
+        return won
+
+    def replace(self, name: str, data: bytes, *, mode: int = 0o600) -> None:
+        """Durably replace ``name`` with complete bytes (temp, fsync, rename, fsync dir)."""
+        check_name(name)
+        st = self.stat(name)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise CairnError(ErrorCode.PATH_SYMLINK if stat.S_ISLNK(st.st_mode) else ErrorCode.IO_FAILED,
+                             f"{self.path}/{name} is not a regular file; refusing to replace it")
+        tmp = self._write_temp(data, mode)
+        try:
+            crash.point(f"rename {name}")
+            os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            self._unlink_quiet(tmp)
+            raise
+        crash.point("fsync-dir")
+        os.fsync(self.fd)
+
+    def create_empty(self, name: str, *, mode: int = 0o600) -> bool:
+        """Exclusively create an empty file (a marker). False if it existed."""
+        check_name(name)
+        crash.point(f"create {name}")
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
+        except FileExistsError:
+            return False
+        os.close(fd)
+        crash.point("fsync-dir")
+        os.fsync(self.fd)
+        return True
+
+    def remove(self, name: str, *, sync: bool = True) -> bool:
+        """Remove a file; False if it was already absent."""
+        check_name(name)
+        crash.point(f"unlink {name}")
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        if sync:
+            crash.point("fsync-dir")
+            os.fsync(self.fd)
+        return True
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+
+    def collect_temps(self, *, older_than: float = 3600.0, now: float | None = None) -> int:
+        """Remove stray temps whose writer is dead or that are older than ``older_than`` seconds."""
+        removed = 0
+        now = time.time() if now is None else now
+        for name in self.listdir():
+            if not name.startswith(TEMP_PREFIX):
+                continue
+            try:
+                pid = int(name[len(TEMP_PREFIX):].split("-", 1)[0])
+            except ValueError:
+                pid = -1
+            st = self.stat(name)
+            if st is None:
+                continue
+            if (pid > 0 and pid != os.getpid() and not psutil.pid_exists(pid)) or now - st.st_mtime > older_than:
+                if self.remove(name, sync=False):
+                    removed += 1
+        if removed:
+            os.fsync(self.fd)
+        return removed

@@ -1,0 +1,25 @@
+"""Where things live under a workspace (see DESIGN.md, "Workspace layout").
+
+All private state is under ``.cairn/state/`` (0700, generated, git-ignored);
+public records under ``.cairn/journal/``. Paths are relative to the
+workspace root and are opened only through pinned handles.
+"""
+
+from __future__ import annotations
+
+CAIRN = ".cairn"
+CONFIG = ".cairn/config.toml"
+PUBLIC_JOURNAL = ".cairn/journal"
+STATE = ".cairn/state"
+JOURNAL_STATE = ".cairn/state/journal"
+JOURNAL_CLAIMS = ".cairn/state/journal/claims"
+JOURNAL_BUNDLES = ".cairn/state/journal/bundles"
+MEMORY_WRITE = ".cairn/state/memory-write"
+MEMORY_WRITE_CLAIMS = ".cairn/state/memory-write/claims"
+MEMORY_WRITE_BUNDLES = ".cairn/state/memory-write/bundles"
+
+#: every claims root with the bundle store its outcomes may reference
+CLAIM_ROOTS: tuple[tuple[str, str], ...] = (
+    (JOURNAL_CLAIMS, JOURNAL_BUNDLES),
+    (MEMORY_WRITE_CLAIMS, MEMORY_WRITE_BUNDLES),
+)

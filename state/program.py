@@ -1,0 +1,363 @@
+"""Control programs: a batch of file-system operations run in one process.
+
+A program is a list of operations against one pinned base directory. Each
+operation reports exactly one :class:`~protocol.vocab.OpStatus`. The program
+stops at the first operation that is not ``ok`` unless that operation is
+``optional``; the rest report ``skipped``. A program may hold a target lock
+for its whole run, which is what makes a compare-and-set real: the ``verify``
+that proves a precondition and the writes that depend on it cannot be
+separated by another holder of the same lock.
+
+Operations (paths are '/'-separated, relative to the base, validated):
+
+``verify``      file bytes or sha256 equal / file absent / claim ownership
+``read``        file bytes (``absent`` if missing)
+``create``      exclusive creation of an empty marker file
+``write``       durable replace: temp + fsync + rename + fsync dir
+``link``        exclusive durable publish: temp + fsync + link + fsync dir
+``remove``      unlink (optionally only if the bytes hash to an expected value)
+``list``        names in a directory (temps and dot-files excluded)
+``clock``       the storage's own clock read in a directory
+``ensure-dir``  create a directory chain (0700) if missing
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from protocol import codec
+from protocol.claims import ClaimRecord
+from protocol.errors import CairnError, ErrorCode
+from protocol.vocab import OpStatus
+from state.fsdir import PinnedDir, split_rel
+from state.locks import TargetLock
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@attrs.frozen
+class Verify:
+    path: str
+    sha256: str | None = None  # expected hash of the bytes
+    data: bytes | None = None  # expected exact bytes
+    absent: bool = False  # expect no file at all
+    optional: bool = False
+    op: str = "verify"
+
+
+@attrs.frozen
+class VerifyOwner:
+    """Claim ownership, proven afresh: newest generation is ``generation``,
+    its claim is ours (``nonce``), it has no outcome, and its deadline has not
+    passed on the target clock."""
+
+    scope_dir: str
+    generation: int
+    nonce: str
+    deadline: float
+    clock_offset: float = 0.0
+    optional: bool = False
+    op: str = "verify"
+
+
+@attrs.frozen
+class VerifyNewest:
+    """The newest claim generation in ``scope_dir`` is exactly ``generation``."""
+
+    scope_dir: str
+    generation: int
+    optional: bool = False
+    op: str = "verify"
+
+
+@attrs.frozen
+class FindNewest:
+    """The newest claim generation in ``scope_dir`` (reported as a ``list``).
+
+    Generations are contiguous at the top (N+1 is elected only while N is
+    the newest, and pruning never removes the newest), so from a remembered
+    ``hint`` the newest is found by probing names instead of listing a
+    directory whose size grows with history.
+    """
+
+    scope_dir: str
+    hint: int | None = None
+    optional: bool = False
+    op: str = "list"
+
+
+@attrs.frozen
+class Read:
+    path: str
+    optional: bool = False
+    limit: int = 64 << 20
+    op: str = "read"
+
+
+@attrs.frozen
+class Create:
+    path: str
+    optional: bool = False
+    op: str = "create"
+
+
+@attrs.frozen
+class Write:
+    path: str
+    data: bytes
+    mode: int = 0o600
+    optional: bool = False
+    op: str = "write"
+
+
+@attrs.frozen
+class Link:
+    """``data`` may be a function of the latest ``clock`` value read earlier in
+    the same program, so a record can carry a time read under the lock."""
+
+    path: str
+    data: bytes | Callable[[float | None], bytes]
+    mode: int = 0o600
+    optional: bool = False
+    op: str = "link"
+
+
+@attrs.frozen
+class Remove:
+    path: str
+    sha256: str | None = None
+    optional: bool = False
+    sync: bool = True
+    op: str = "remove"
+
+
+@attrs.frozen
+class ListDir:
+    path: str
+    optional: bool = False
+    op: str = "list"
+
+
+@attrs.frozen
+class Clock:
+    path: str
+    offset: float = 0.0
+    optional: bool = False
+    op: str = "clock"
+
+
+@attrs.frozen
+class EnsureDir:
+    path: str
+    optional: bool = False
+    op: str = "ensure-dir"
+
+
+Op = Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | ListDir | Clock | EnsureDir
+
+
+@attrs.frozen
+class OpResult:
+    op: str
+    status: OpStatus
+    value: Any = None  # bytes for read, list[str] for list, float for clock
+    code: ErrorCode | None = None
+    message: str = ""
+
+
+@attrs.frozen
+class ProgramResult:
+    results: tuple[OpResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every operation reported ``ok`` (optional ones included)."""
+        return all(r.status is OpStatus.OK for r in self.results)
+
+    @property
+    def failed_at(self) -> int | None:
+        for i, r in enumerate(self.results):
+            if r.status not in (OpStatus.OK,):
+                return i
+        return None
+
+    def __getitem__(self, i: int) -> OpResult:
+        return self.results[i]
+
+
+def _dirname(path: str) -> tuple[str, str]:
+    parts = split_rel(path)
+    if not parts:
+        raise CairnError(ErrorCode.PATH_INVALID_NAME, "empty path")
+    return "/".join(parts[:-1]), parts[-1]
+
+
+class _Dirs:
+    """Opened directories of one program run, reused across its operations."""
+
+    def __init__(self, base: PinnedDir) -> None:
+        self.base = base
+        self.cache: dict[str, PinnedDir] = {}
+        self.clock: float | None = None
+
+    def get(self, rel: str, *, create: bool = False) -> PinnedDir:
+        if rel in ("", "."):
+            return self.base
+        d = self.cache.get(rel)
+        if d is None:
+            d = self.base.descend(rel, create=create)
+            self.cache[rel] = d
+        return d
+
+    def close(self) -> None:
+        for d in self.cache.values():
+            d.close()
+        self.cache.clear()
+
+
+def _is_plain(name: str) -> bool:
+    return not name.startswith(".")
+
+
+def newest_generation(names: list[str]) -> int:
+    best = 0
+    for n in names:
+        if n.endswith(".claim"):
+            stem = n[:-6]
+            if stem.isdigit():
+                best = max(best, int(stem))
+    return best
+
+
+def probe_newest(d: PinnedDir, hint: int | None) -> int:
+    """Newest generation, walking up from ``hint`` (or listing when there is none)."""
+    if hint is None or hint < 0:
+        return newest_generation(d.listdir())
+    n = hint
+    if n > 0 and not d.exists(f"{n}.claim"):
+        # the hinted generation is gone (pruned): it was not the newest; list once
+        return newest_generation(d.listdir())
+    while d.exists(f"{n + 1}.claim"):
+        n += 1
+    return n
+
+
+def _run_one(dirs: _Dirs, op: Op) -> OpResult:
+    if isinstance(op, Verify):
+        d, name = _dirname(op.path)
+        data = dirs.get(d).read(name)
+        if op.absent:
+            return OpResult(op.op, OpStatus.OK if data is None else OpStatus.CONFLICT)
+        if data is None:
+            return OpResult(op.op, OpStatus.ABSENT)
+        if op.data is not None and data != op.data:
+            return OpResult(op.op, OpStatus.MISMATCH)
+        if op.sha256 is not None and sha256(data) != op.sha256:
+            return OpResult(op.op, OpStatus.MISMATCH)
+        return OpResult(op.op, OpStatus.OK, data)
+    if isinstance(op, VerifyOwner):
+        d = dirs.get(op.scope_dir)
+        newest = probe_newest(d, op.generation)
+        if newest != op.generation:
+            return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_LOST,
+                            message=f"generation {op.generation} superseded by {newest}")
+        if d.exists(f"{op.generation}.outcome"):
+            return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_LOST,
+                            message=f"generation {op.generation} already settled")
+        raw = d.read(f"{op.generation}.claim")
+        if raw is None or codec.decode(raw, ClaimRecord, where=f"{op.scope_dir}/{op.generation}.claim").nonce != op.nonce:
+            return OpResult(op.op, OpStatus.MISMATCH, code=ErrorCode.CLAIM_LOST,
+                            message=f"generation {op.generation} is not ours")
+        now = d.clock() + op.clock_offset
+        dirs.clock = now
+        if now >= op.deadline:
+            return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_EXPIRED,
+                            message=f"generation {op.generation} deadline passed")
+        return OpResult(op.op, OpStatus.OK, now)
+    if isinstance(op, VerifyNewest):
+        newest = probe_newest(dirs.get(op.scope_dir), op.generation)
+        return OpResult(op.op, OpStatus.OK if newest == op.generation else OpStatus.CONFLICT, newest)
+    if isinstance(op, FindNewest):
+        return OpResult(op.op, OpStatus.OK, probe_newest(dirs.get(op.scope_dir), op.hint))
+    if isinstance(op, Read):
+        d, name = _dirname(op.path)
+        data = dirs.get(d).read(name, limit=op.limit)
+        return OpResult(op.op, OpStatus.ABSENT if data is None else OpStatus.OK, data)
+    if isinstance(op, Create):
+        d, name = _dirname(op.path)
+        return OpResult(op.op, OpStatus.OK if dirs.get(d).create_empty(name) else OpStatus.CONFLICT)
+    if isinstance(op, Write):
+        d, name = _dirname(op.path)
+        dirs.get(d).replace(name, op.data, mode=op.mode)
+        return OpResult(op.op, OpStatus.OK)
+    if isinstance(op, Link):
+        d, name = _dirname(op.path)
+        data = op.data(dirs.clock) if callable(op.data) else op.data
+        won = dirs.get(d).publish(name, data, mode=op.mode)
+        return OpResult(op.op, OpStatus.OK if won else OpStatus.CONFLICT)
+    if isinstance(op, Remove):
+        d, name = _dirname(op.path)
+        pd = dirs.get(d)
+        if op.sha256 is not None:
+            data = pd.read(name)
+            if data is None:
+                return OpResult(op.op, OpStatus.ABSENT)
+            if sha256(data) != op.sha256:
+                return OpResult(op.op, OpStatus.MISMATCH)
+        return OpResult(op.op, OpStatus.OK if pd.remove(name, sync=op.sync) else OpStatus.ABSENT)
+    if isinstance(op, ListDir):
+        try:
+            pd = dirs.get(op.path)
+        except CairnError as exc:
+            if exc.code is ErrorCode.NOT_FOUND:
+                return OpResult(op.op, OpStatus.ABSENT, [])
+            raise
+        return OpResult(op.op, OpStatus.OK, sorted(n for n in pd.listdir() if _is_plain(n)))
+    if isinstance(op, Clock):
+        dirs.clock = dirs.get(op.path).clock() + op.offset
+        return OpResult(op.op, OpStatus.OK, dirs.clock)
+    if isinstance(op, EnsureDir):
+        dirs.get(op.path, create=True)
+        return OpResult(op.op, OpStatus.OK)
+    raise TypeError(f"unknown operation {op!r}")
+
+
+def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None) -> ProgramResult:
+    """Run a control program; see the module docstring for the contract.
+
+    ``lock`` names a directory (relative to ``base``) whose target lock is held
+    for the whole program. Errors that are not statuses (a symlinked component,
+    an I/O error) report ``failed`` with their fixed code and stop the program.
+    """
+    dirs = _Dirs(base)
+    results: list[OpResult] = []
+    held: TargetLock | None = None
+    try:
+        if lock is not None:
+            held = TargetLock(dirs.get(lock, create=True))
+            held.acquire()
+        stopped = False
+        for op in ops:
+            if stopped:
+                results.append(OpResult(op.op, OpStatus.SKIPPED))
+                continue
+            try:
+                res = _run_one(dirs, op)
+            except CairnError as exc:
+                res = OpResult(op.op, OpStatus.FAILED, code=exc.code, message=exc.message)
+            except OSError as exc:
+                res = OpResult(op.op, OpStatus.FAILED, code=ErrorCode.IO_FAILED, message=exc.strerror or str(exc))
+            results.append(res)
+            if res.status is not OpStatus.OK and not op.optional:
+                stopped = True
+    finally:
+        if held is not None:
+            held.release()
+        dirs.close()
+    return ProgramResult(tuple(results))

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for subprocesses: the repo importable, crash injection off unless asked."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_CRASH")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+PYTHON = sys.executable

@@ -1,0 +1,101 @@
+"""A claim actor run as a real subprocess by the race, SIGSTOP and crash tests.
+
+Usage: python -m tests.state.actor MODE ROOT SCOPE [ARGS...]; prints one JSON
+line per event on stdout so the parent can check invariants.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from protocol.claims import Authority
+from protocol.errors import CairnError
+from protocol.vocab import OutcomeKind
+from state import program as P
+from state.claims import ClaimStore
+from state.fsdir import PinnedDir
+
+CLAIMS = ".cairn/state/journal/claims"
+
+
+def out(**kw: object) -> None:
+    sys.stdout.write(json.dumps(kw) + "\n")
+    sys.stdout.flush()
+
+
+def elect_loop(root: str, scope: str, rounds: int, ttl: float) -> None:
+    """Elect and complete repeatedly; report every generation won."""
+    store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
+    won = 0
+    busy = 0
+    while won < rounds:
+        try:
+            c = store.elect(scope, purpose="race", ttl=ttl, authority=Authority(workspace=root))
+        except CairnError as exc:
+            busy += 1
+            if busy > 200000:
+                out(event="gave-up", code=str(exc.code))
+                return
+            continue
+        o = store.settle(c, OutcomeKind.COMPLETED, payload={"pid": os.getpid()})
+        out(event="won", generation=c.generation, nonce=c.record.nonce, outcome=str(o.kind), by=o.nonce)
+        won += 1
+
+
+def hold_and_write(root: str, scope: str, ttl: float) -> None:
+    """Elect, announce, then (after being stopped and continued) try a guarded write."""
+    store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
+    c = store.elect(scope, purpose="stopped-owner", ttl=ttl, authority=Authority(workspace=root))
+    out(event="elected", generation=c.generation, deadline=c.deadline)
+    line = sys.stdin.readline()  # parent writes a line after SIGCONT
+    assert line
+    try:
+        store.guarded(c, [P.EnsureDir("public"), P.Write("public/result", f"from {c.generation}".encode())])
+        out(event="wrote", generation=c.generation)
+    except CairnError as exc:
+        out(event="rejected", generation=c.generation, code=str(exc.code))
+    try:
+        o = store.settle(c, OutcomeKind.COMPLETED)
+        out(event="settled", kind=str(o.kind))
+    except CairnError as exc:
+        out(event="settle-refused", code=str(exc.code))
+
+
+def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
+    """Race completion (owner) against takeover (successor) for one outcome."""
+    store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
+    n = store.newest(scope)
+    assert n.claim is not None
+    while time.time() < start_at:
+        pass
+    if role == "owner":
+        from state.claims import Claim
+
+        c = Claim(scope, store.scope_dir(scope), n.claim)
+        try:
+            o = store.settle(c, OutcomeKind.COMPLETED, payload={"who": "owner"})
+            out(event="settle", kind=str(o.kind), mine=o.nonce == n.claim.nonce)
+        except CairnError as exc:
+            out(event="settle", code=str(exc.code))
+    else:
+        store.clock_offset = 1000.0  # this process sees the deadline as passed
+        try:
+            c = store.elect(scope, purpose="takeover", ttl=5, authority=Authority(workspace=root))
+            out(event="takeover", generation=c.generation)
+        except CairnError as exc:
+            out(event="takeover", code=str(exc.code))
+
+
+if __name__ == "__main__":
+    mode, root, scope, *rest = sys.argv[1:]
+    if mode == "elect":
+        elect_loop(root, scope, int(rest[0]), float(rest[1]))
+    elif mode == "hold":
+        hold_and_write(root, scope, float(rest[0]))
+    elif mode == "race":
+        settle_race(root, scope, rest[0], float(rest[1]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
