@@ -114,9 +114,9 @@ class ClaimStore:
     def newest(self, scope: str) -> Newest:
         """Two programs: list+clock, then read the newest claim with its outcome."""
         sd = self.scope_dir(scope)
-        r = self.run([P.ListDir(sd), P.Clock("", offset=self.clock_offset)])
-        if not r.ok and r[0].status is not OpStatus.ABSENT:
-            bad = next(x for x in r.results if x.status is not OpStatus.OK)
+        r = self.run([P.ListDir(sd, optional=True), P.Clock("", offset=self.clock_offset)])
+        if r[0].status is OpStatus.FAILED or r[1].status is not OpStatus.OK:
+            bad = next(x for x in r.results if x.status not in (OpStatus.OK, OpStatus.ABSENT))
             raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
         names = r[0].value or []
         now = float(r[1].value)

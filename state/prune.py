@@ -73,12 +73,14 @@ def prune(
     """
     ref = set(referenced)
     pairs = groups = temps = 0
+    limited = False  # a batch limit cut the candidate list short
     top = store.run([P.ListDir(""), P.Clock("", offset=store.clock_offset)])
     scope_dirs = [n for n in (top[0].value or [])]
     now = float(top[1].value)
     seen = 0
     for sd in scope_dirs:
-        if pairs >= max_pairs or groups >= max_groups:
+        if pairs >= max_pairs or groups >= max_groups or limited:
+            limited = True
             break
         seen += 1
         try:
@@ -98,7 +100,9 @@ def prune(
         if not candidates and not orphans:
             continue  # only the newest (or unsettled) generations: nothing to read
         budget = max_pairs - pairs
-        candidates = candidates[:budget]
+        if len(candidates) > budget:
+            limited = True
+            candidates = candidates[:budget]
         reads: list[P.Op] = []
         for g in candidates:
             reads += [P.Read(f"{sd}/{g}.claim"), P.Read(f"{sd}/{g}.outcome")]
@@ -118,6 +122,7 @@ def prune(
             if (claim.scope, g) in ref or claim.deadline > now:
                 continue
             if outcome.bundle and bundles is not None and groups + len(dropped) >= max_groups:
+                limited = True
                 break
             ops += [
                 P.Verify(f"{sd}/{g}.claim", data=rc.value),
@@ -148,7 +153,7 @@ def prune(
                 r = P.run(bundles.base, [bundles.remove_op(sha)])
                 if r[0].status is OpStatus.OK:
                     groups += 1
-    more = pairs >= max_pairs or groups >= max_groups
+    more = limited or pairs >= max_pairs or groups >= max_groups
     return PruneResult(pairs=pairs, groups=groups, temps=temps, more=more, scopes_seen=seen)
 
 

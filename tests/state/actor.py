@@ -89,6 +89,42 @@ def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
             out(event="takeover", code=str(exc.code))
 
 
+def sweep_setup(root: str) -> None:
+    store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
+    for _ in range(5):
+        c = store.elect("digest/s", purpose="setup", ttl=0.001, authority=Authority(workspace=root))
+        store.settle(c, OutcomeKind.FAILED, error="E_PROVIDER_FAILED")
+
+
+def sweep_workload(root: str, offset: float) -> None:
+    """Election, guarded write, outcome election, a second scope, and pruning."""
+    from state.bundles import BundleStore
+    from state.prune import prune
+
+    base = PinnedDir.open_root(root)
+    store = ClaimStore(base, CLAIMS, clock_offset=offset)
+    bundles = BundleStore(base, ".cairn/state/journal/bundles")
+    for scope in ("digest/s", "review/general"):
+        n = store.newest(scope)
+        if n.claim is not None and n.outcome is None and n.now < n.claim.deadline:
+            continue  # a live owner (only possible without the recovery offset)
+        c = store.elect(scope, purpose="sweep", ttl=60, authority=Authority(workspace=root))
+        sha, put = bundles.put_ops(f"result of {scope} {c.generation}".encode())
+        store.guarded(c, [*put, P.EnsureDir("public"), P.Write(f"public/{c.generation}-{len(scope)}", sha.encode())])
+        store.settle(c, OutcomeKind.COMPLETED, bundle=sha)
+    # public records that name a bundle are retained references: pruning must keep those bundles
+    pub = os.path.join(root, "public")
+    named = {open(os.path.join(pub, n)).read() for n in os.listdir(pub) if not n.startswith(".")}
+    while prune(store, bundles=bundles, max_pairs=2, keep_bundle=named.__contains__).more:
+        pass
+    from state.temps import collect_tree
+
+    collect_tree(base, ".cairn")
+    collect_tree(base, "public")
+    out(event="done")
+
+
+
 if __name__ == "__main__":
     mode, root, scope, *rest = sys.argv[1:]
     if mode == "elect":
@@ -97,5 +133,9 @@ if __name__ == "__main__":
         hold_and_write(root, scope, float(rest[0]))
     elif mode == "race":
         settle_race(root, scope, rest[0], float(rest[1]))
+    elif mode == "sweep-setup":
+        sweep_setup(root)
+    elif mode == "sweep":
+        sweep_workload(root, float(scope))
     else:
         raise SystemExit(f"unknown mode {mode}")
