@@ -237,7 +237,9 @@ class ClaimStore:
             scope=claim.scope, generation=n, kind=kind, nonce=claim.record.nonce, decided=0.0,
             claim_nonce=claim.record.nonce, payload=payload, bundle=bundle, error=error,
         )
-        ops: list[P.Op] = []
+        # the claim must still be there and be ours: a late settler of a pruned
+        # generation must not resurrect an outcome for it
+        ops: list[P.Op] = [P.Verify(f"{sd}/{n}.claim", data=codec.encode(claim.record))]
         if kind is OutcomeKind.COMPLETED or extra_ops:
             ops.append(P.VerifyOwner(sd, n, claim.record.nonce, claim.deadline, self.clock_offset))
             ops.extend(extra_ops)
@@ -249,6 +251,8 @@ class ClaimStore:
         bad = next(x for x in res.results if x.status is not OpStatus.OK)
         if bad.status is OpStatus.FAILED:
             raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
+        if res[0].status is not OpStatus.OK:
+            raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} is gone or not ours")
         winner = self.outcome(claim)
         if winner is not None:
             if kind is OutcomeKind.COMPLETED and winner.nonce != claim.record.nonce:

@@ -66,18 +66,22 @@ def hold_and_write(root: str, scope: str, ttl: float) -> None:
 
 def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
     """Race completion (owner) against takeover (successor) for one outcome."""
+    from protocol import codec
+    from protocol.claims import ClaimRecord
+
     store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
-    n = store.newest(scope)
-    assert n.claim is not None
+    # the owner holds generation 1 (elected by the parent), however late this process started
+    raw = store.run([P.Read(f"{store.scope_dir(scope)}/1.claim")])[0].value
+    claim1 = codec.decode(raw, ClaimRecord)
     while time.time() < start_at:
         pass
     if role == "owner":
         from state.claims import Claim
 
-        c = Claim(scope, store.scope_dir(scope), n.claim)
+        c = Claim(scope, store.scope_dir(scope), claim1)
         try:
             o = store.settle(c, OutcomeKind.COMPLETED, payload={"who": "owner"})
-            out(event="settle", kind=str(o.kind), mine=o.nonce == n.claim.nonce)
+            out(event="settle", kind=str(o.kind), mine=o.nonce == claim1.nonce)
         except CairnError as exc:
             out(event="settle", code=str(exc.code))
     else:
