@@ -1,0 +1,163 @@
+"""Claude Code session JSONL: active branch, sidechains, tool loop, boilerplate, incomplete tail."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from protocol.errors import CairnError, ErrorCode
+from worker.importers import claude_code, load
+
+from .conftest import all_text
+
+FIXTURE = "claude-code/session.jsonl"
+SESSION = "5f0c2a8e-3b1d-4c7e-9a42-1e6d8b0f7c31"
+TURN_IDS = [
+    "11111111-1111-4111-8111-111111111111",
+    "22222222-2222-4222-8222-222222222222",
+    "33333333-bbbb-4333-8333-333333333333",
+    "44444444-4444-4444-8444-444444444444",
+    "55555555-5555-4555-8555-555555555555",
+]
+
+
+def test_turns_texts_and_ids(fixture_copy):
+    sessions = load(fixture_copy(FIXTURE))
+    assert len(sessions) == 1
+    s = sessions[0]
+    assert (s.session_id, s.source_format) == (SESSION, "claude-code")
+    assert s.title == "Parser unicode fix and house rules"  # not the previous session's summary
+    assert [t.turn_id for t in s.turns] == TURN_IDS
+    assert [t.parent_turn_id for t in s.turns] == [None, *TURN_IDS[:-1]]
+    first, second = s.turns[0], s.turns[1]
+    assert first.user == "From now on never use bare `except:` in this repo; catch the specific exception."
+    assert first.assistant == "Understood: I will always catch specific exceptions and never write a bare `except:`."
+    assert first.completed_at == "2025-06-02T09:00:21.021Z"
+    assert second.user.startswith("The parser tests fail, here is the log:\n```\nFAILED tests/test_parse.py")
+    assert second.user.endswith("```\nPlease fix it.")
+    assert second.assistant == (
+        "Let me look at the parser first.\n\n"
+        "Fixed: `normalise` no longer strips accents; the unicode test passes."
+    )
+    assert s.turns[2].user == "I'd rather not have emojis in commit messages."
+    assert s.turns[3].assistant == "Running the full suite now."  # interrupted, completed by the next prompt
+
+
+def test_noise_and_abandoned_branch_absent(fixture_copy):
+    text = all_text(load(fixture_copy(FIXTURE)))
+    for marker in ("THINKING-NOISE", "REMINDER-NOISE", "TOOL-OUTPUT-NOISE", "SIDECHAIN-NOISE", "ABANDONED-NOISE",
+                   "INCOMPLETE-NOISE", "tabs", "<command-name>", "local-command", "Caveat:", "Request interrupted",
+                   "Find callers of normalise"):
+        assert marker not in text, marker
+
+
+def test_tool_result_lines_are_not_turns(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    result_uuids = {
+        rec["uuid"] for rec in map(json.loads, path.read_text().splitlines())
+        if rec.get("type") == "user" and isinstance(rec["message"]["content"], list)
+        and all(b["type"] == "tool_result" for b in rec["message"]["content"])
+    }
+    assert len(result_uuids) == 3
+    assert not result_uuids & {t.turn_id for t in load(path)[0].turns}
+
+
+def test_ids_stable_across_loads(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    assert load(path) == load(path)
+
+
+def test_grown_file_keeps_ids_and_adds_completed_turn(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    before = load(path)[0].turns
+    completion = {
+        "parentUuid": "a6a6a6a6-0001-4000-8000-000000000001", "isSidechain": False, "type": "assistant",
+        "sessionId": SESSION, "uuid": "a6a6a6a6-0002-4000-8000-000000000002", "timestamp": "2025-06-02T09:05:00.000Z",
+        "message": {"id": "msg_01T6", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                    "content": [{"type": "text", "text": "the changelog entry."}], "stop_reason": "end_turn"},
+    }
+    with path.open("a") as f:
+        f.write(json.dumps(completion) + "\n")
+    after = load(path)[0].turns
+    assert after[: len(before)] == before
+    assert len(after) == len(before) + 1
+    new = after[-1]
+    assert (new.turn_id, new.parent_turn_id) == ("66666666-6666-4666-8666-666666666666", TURN_IDS[-1])
+    assert new.user == "What is left to do?"
+    assert new.assistant == "INCOMPLETE-NOISE Remaining work:\n\nthe changelog entry."
+    assert new.completed_at == "2025-06-02T09:05:00.000Z"
+
+
+def test_trailing_tool_use_is_incomplete(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    pending = {
+        "parentUuid": "a6a6a6a6-0001-4000-8000-000000000001", "isSidechain": False, "type": "assistant",
+        "uuid": "a6a6a6a6-0003-4000-8000-000000000003",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_x", "name": "Bash", "input": {}}], "stop_reason": "tool_use"},
+    }
+    with path.open("a") as f:
+        f.write(json.dumps(pending) + "\n")
+    assert len(load(path)[0].turns) == len(TURN_IDS)
+
+
+def test_truncated_last_line_is_ignored(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    with path.open("a") as f:
+        f.write('{"parentUuid":"a6a6a6a6-0001-4000-8000-000000000001","type":"assistant","message":{"con')
+    assert [t.turn_id for t in load(path)[0].turns] == TURN_IDS
+
+
+def test_malformed_line_names_line_number(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    lines = path.read_text().splitlines(keepends=True)
+    lines.insert(6, "this is { not json\n")
+    path.write_text("".join(lines))
+    with pytest.raises(CairnError) as err:
+        load(path)
+    assert err.value.code == ErrorCode.IMPORT_MALFORMED
+    assert err.value.detail["line"] == 7
+    assert "line 7" in err.value.message
+    assert "not json" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "record, line",
+    [
+        ('["a", "list"]', 2),
+        ('{"type": "user", "uuid": "u2", "message": "hello"}', 2),
+        ('{"type": "assistant", "uuid": "u2", "message": {"content": [{"text": "no type"}]}}', 2),
+        ('{"type": "user", "message": {"content": "no uuid"}}', 2),
+    ],
+)
+def test_wrong_shape_is_malformed(record, line):
+    good = '{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}'
+    with pytest.raises(CairnError) as err:
+        claude_code.parse(good + "\n" + record + "\n", source_name="x.jsonl")
+    assert err.value.code == ErrorCode.IMPORT_MALFORMED
+    assert err.value.detail["line"] == line
+    assert "hello" not in str(err.value) and "no uuid" not in str(err.value)
+
+
+def test_custom_slash_command_answered_is_a_turn():
+    recs = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1",
+         "message": {"role": "user", "content": "<command-message>review is running…</command-message>\n"
+                     "<command-name>/review</command-name>\n<command-args>src/app.py</command-args>"}},
+        {"type": "user", "uuid": "u2", "parentUuid": "u1", "isMeta": True,
+         "message": {"role": "user", "content": [{"type": "text", "text": "Review the file carefully ..."}]}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u2",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Looks fine."}], "stop_reason": "end_turn"}},
+    ]
+    (session,) = claude_code.parse("".join(json.dumps(r) + "\n" for r in recs), source_name="s1.jsonl")
+    assert [(t.turn_id, t.user, t.assistant) for t in session.turns] == [("u1", "/review src/app.py", "Looks fine.")]
+
+
+def test_sidechain_only_file_has_no_sessions():
+    recs = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "isSidechain": True, "message": {"content": "sub task"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "isSidechain": True,
+         "message": {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}},
+    ]
+    assert claude_code.parse("".join(json.dumps(r) + "\n" for r in recs), source_name="agent-1.jsonl") == []

@@ -1,0 +1,41 @@
+""""Claude Session Export" Markdown: JSON block bodies, tool results, boilerplate, unfinished tail."""
+
+from __future__ import annotations
+
+from worker.importers import load
+
+from .conftest import all_text
+
+FIXTURE = "claude-export/session-export.md"
+
+
+def test_turns_and_session_id(fixture_copy):
+    (s,) = load(fixture_copy(FIXTURE))
+    assert (s.session_id, s.source_format) == ("9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a", "claude-export")
+    assert [(t.user, t.assistant) for t in s.turns] == [
+        ("Please keep docstrings in Google style in this project; the linter config expects it.",
+         "Understood: Google-style docstrings (`Args:`, `Returns:`, `Raises:`) from now on."),
+        ("Rename `load_cfg` to `load_config` everywhere.",
+         "Let me find every use first.\n\nRenamed `load_cfg` to `load_config` in `src/config.py` and its two callers."),
+    ]
+    assert s.turns[1].parent_turn_id == s.turns[0].turn_id
+
+
+def test_noise_absent(fixture_copy):
+    text = all_text(load(fixture_copy(FIXTURE)))
+    for marker in ("THINKING-NOISE", "TOOL-OUTPUT-NOISE", "tool_use", "Caveat", "/cost", "Total cost", "run the linter", "6/3/2025"):
+        assert marker not in text, marker
+
+
+def test_ids_stable_and_growth_completes_the_last_turn(fixture_copy):
+    path = fixture_copy(FIXTURE)
+    before = load(path)
+    assert load(path) == before
+    with path.open("a") as f:
+        f.write("---\n\n### User\n> 6/3/2025, 10:19:44 AM\n\n[\n  {\n    \"tool_use_id\": \"toolu_01Lint\",\n"
+                "    \"type\": \"tool_result\",\n    \"content\": \"All checks passed!\"\n  }\n]\n\n---\n\n"
+                "### Assistant\n> 6/3/2025, 10:19:50 AM\n\nThe linter reports no problems.\n\n---\n")
+    (after,) = load(path)
+    assert after.turns[:2] == before[0].turns
+    assert len(after.turns) == 3
+    assert (after.turns[2].user, after.turns[2].assistant) == ("Now run the linter on the package.", "The linter reports no problems.")

@@ -1,0 +1,150 @@
+"""Format detection and file loading: every format by sniffing, fixed error codes for bad input."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from protocol.errors import CairnError, ErrorCode
+from worker.importers import FORMATS, MAX_BYTES, detect, load
+
+from .conftest import FIXTURES, REPO
+
+CASES = [
+    ("claude-code/session.jsonl", "claude-code"),
+    ("codex/rollout-2025-07-14T16-00-00-0197a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b.jsonl", "codex"),
+    ("aider/.aider.chat.history.md", "aider"),
+    ("specstory/.specstory/history/2025-06-10_08-12Z-dark-mode-toggle.md", "specstory"),
+    ("claude-export/session-export.md", "claude-export"),
+    ("gptel/chat.org", "gptel-org"),
+    ("gptel/old-bounds.org", "gptel-org"),
+    ("gptel/chat.md", "gptel-md"),
+]
+
+
+def test_formats_constant():
+    assert FORMATS == ("claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md")
+    assert {fmt for _, fmt in CASES} == set(FORMATS)
+
+
+@pytest.mark.parametrize("rel, fmt", CASES)
+def test_auto_detection_and_load(rel, fmt, tmp_path):
+    data = (FIXTURES / rel).read_bytes()
+    # a neutral name: detection must work from content alone
+    path = tmp_path / "transcript.txt"
+    path.write_bytes(data)
+    assert detect(path, data[:4096]) == fmt
+    sessions = load(path)
+    assert sessions and all(s.source_format == fmt for s in sessions)
+    assert load(path, fmt) == sessions
+
+
+def test_detect_head_only_for_jsonl_cut_mid_line(tmp_path):
+    data = (FIXTURES / CASES[1][0]).read_bytes()
+    assert detect(tmp_path / "absent.jsonl", data[:80]) == "codex"
+    data = (FIXTURES / CASES[0][0]).read_bytes()
+    assert detect(tmp_path / "absent.jsonl", data[:200]) == "claude-code"
+
+
+def test_unknown_format(tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_text("# Shopping list\n\n- eggs\n- milk\n")
+    with pytest.raises(CairnError) as err:
+        load(path)
+    assert err.value.code == ErrorCode.IMPORT_UNKNOWN_FORMAT
+    with pytest.raises(CairnError) as err:
+        detect(path, path.read_bytes())
+    assert err.value.code == ErrorCode.IMPORT_UNKNOWN_FORMAT
+    with pytest.raises(CairnError) as err:
+        load(path, "chatgpt")
+    assert err.value.code == ErrorCode.IMPORT_UNKNOWN_FORMAT
+
+
+def test_too_large_is_refused(tmp_path):
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.truncate(MAX_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(CairnError) as err:
+        load(path)
+    assert err.value.code == ErrorCode.IMPORT_TOO_LARGE
+    assert MAX_BYTES == 64 * 1024 * 1024
+
+
+def test_unreadable(tmp_path):
+    with pytest.raises(CairnError) as err:
+        load(tmp_path / "missing.jsonl")
+    assert err.value.code == ErrorCode.IMPORT_UNREADABLE
+    with pytest.raises(CairnError) as err:
+        load(tmp_path)
+    assert err.value.code == ErrorCode.IMPORT_UNREADABLE
+
+
+def test_invalid_utf8_names_its_line(tmp_path):
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_bytes(b"# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n\nbad \xff byte\n\n#### more\n")
+    with pytest.raises(CairnError) as err:
+        load(path)
+    assert (err.value.code, err.value.detail["line"]) == (ErrorCode.IMPORT_MALFORMED, 5)
+
+
+def test_load_is_pure(fixture_copy):
+    path = fixture_copy(CASES[0][0])
+    before = (path.read_bytes(), os.stat(path).st_mtime_ns, sorted(os.listdir(path.parent)))
+    load(path)
+    assert (path.read_bytes(), os.stat(path).st_mtime_ns, sorted(os.listdir(path.parent))) == before
+
+
+def test_shipped_demo_session():
+    """The README demo transcript: ten completed turns, the streaming eleventh left out."""
+    (s,) = load(REPO / "server" / "examples" / "demo-session.jsonl")
+    assert s.source_format == "claude-code"
+    assert s.session_id == "3c9e1f52-7a4b-4d18-b6e0-5f2a9c8d1e73"
+    assert s.title == "Fix flaky ledger rollover test and agree house rules"
+    assert len(s.turns) == 10
+    users = [t.user for t in s.turns]
+    assert any("never use bare except" in u for u in users)
+    assert any("rather not have emojis in commit messages" in u for u in users)
+    assert any("pytest -x tests/ledger" in u for u in users)
+    assert any("https://tracker.example.org/CAIRN" in u for u in users)
+    assert any("Forgejo Actions" in u for u in users)
+    text = "\n".join(u + t.assistant for u, t in zip(users, s.turns, strict=True))
+    for noise in ("changelog entry", "<system-reminder>", "<command-name>", "Caveat:", "collected 57 items",
+                  "List every call site", "EU DST switch", "Two call sites: ledger/close.py:31 and"):
+        assert noise not in text, noise
+    assert [t.parent_turn_id for t in s.turns[1:]] == [t.turn_id for t in s.turns[:-1]]
+
+
+@pytest.mark.parametrize("rel", [rel for rel, fmt in CASES if rel.endswith(".md") or rel.endswith(".org")])
+def test_crlf_files_read_like_lf_files(rel, tmp_path):
+    src = FIXTURES / rel
+    path = tmp_path / src.name
+    path.write_bytes(src.read_bytes().replace(b"\n", b"\r\n"))
+    assert load(path) == load(src)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [REPO / "server" / "examples" / "demo-session.jsonl", FIXTURES / CASES[1][0]],
+    ids=["claude-code-demo", "codex"],
+)
+def test_every_prefix_of_a_growing_jsonl_file_gives_a_prefix_of_its_turns(path, tmp_path):
+    """Simulates a live transcript read after each write, including a write cut mid-line."""
+    data = path.read_text()
+    fmt = detect(path, data.encode()[:4096])
+    full = load(path)[0].turns
+    copy = tmp_path / path.name
+    cut = 0
+    seen_counts = set()
+    while True:
+        end = data.find("\n", cut)
+        if end < 0:
+            break
+        for stop in (end + 1, (cut + end) // 2):  # after a whole line, and in the middle of the next one
+            copy.write_text(data[:stop])
+            sessions = load(copy, fmt)
+            turns = sessions[0].turns if sessions else ()
+            assert turns == full[: len(turns)]
+            seen_counts.add(len(turns))
+        cut = end + 1
+    assert seen_counts == set(range(len(full) + 1))

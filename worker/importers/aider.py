@@ -1,0 +1,91 @@
+"""aider chat history (``.aider.chat.history.md``).
+
+``# aider chat started at <time>`` opens a session. Lines starting ``#### ``
+are the user's prompt (consecutive ones form one prompt); lines starting
+``> `` are aider's own tool output (startup banner, "Applied edit", command
+output) and are noise; everything else after a prompt is the assistant's
+reply. Inside a fenced code block of the reply, ``> `` lines belong to the
+reply. A prompt with no reply (a ``/add`` command, an interrupted request, the
+prompt still being answered) is not a completed turn. aider writes a reply
+only once it is complete, so a reply present in the file is complete.
+"""
+
+from __future__ import annotations
+
+import re
+
+from protocol.transcript import Session
+
+from ._common import TurnBuilder, derived_session_id, inside_fence
+
+FORMAT = "aider"
+_HEADER = re.compile(r"^# aider chat started at .*$")
+
+
+def _is_prompt(line: str) -> bool:
+    return line.startswith("#### ") or line.rstrip() == "####"
+
+
+def _is_tool_output(line: str) -> bool:
+    return line.startswith("> ") or line.rstrip() == ">"
+
+
+class _Session:
+    def __init__(self, header: str | None) -> None:
+        self.header = header
+        self.builder = TurnBuilder()
+        self.prompt: list[str] | None = None  # lines of the prompt being read or answered
+        self.reading_prompt = False
+        self.reply: list[str] = []
+        self.fence: str | None = None
+
+    def close_turn(self) -> None:
+        if self.prompt is not None:
+            user = "\n".join(self.prompt).strip()
+            assistant = "\n".join(self.reply).strip()
+            if user and assistant:
+                self.builder.add(user, assistant)
+        self.prompt, self.reply, self.fence, self.reading_prompt = None, [], None, False
+
+    def feed(self, line: str) -> None:
+        if self.fence is None and _is_prompt(line):
+            if not self.reading_prompt:
+                self.close_turn()
+                self.prompt, self.reading_prompt = [], True
+            assert self.prompt is not None
+            self.prompt.append(line[5:].rstrip() if len(line) > 4 else "")
+            return
+        self.reading_prompt = False
+        if self.prompt is None:
+            return  # banner or text before the first prompt
+        if self.fence is None and _is_tool_output(line):
+            return
+        self.fence = inside_fence(line, self.fence)
+        self.reply.append(line.rstrip())
+
+
+def parse(text: str, *, source_name: str) -> list[Session]:
+    """Parse a chat history file into one session per ``# aider chat started at`` header."""
+    text = text.replace("\r\n", "\n")
+    sessions: list[_Session] = [_Session(None)]
+    for line in text.split("\n"):
+        if _HEADER.match(line):
+            sessions[-1].close_turn()
+            sessions.append(_Session(line.strip()))
+            continue
+        sessions[-1].feed(line)
+    sessions[-1].close_turn()
+
+    out: list[Session] = []
+    seen: dict[str, int] = {}
+    for s in sessions:
+        if not len(s.builder):
+            continue
+        sid = derived_session_id(FORMAT, s.header, s.builder.first_user or "")
+        # Two sessions with identical header and opening prompt: number the repeats in file order,
+        # which an append never changes.
+        seen[sid] = seen.get(sid, 0) + 1
+        if seen[sid] > 1:
+            sid = derived_session_id(FORMAT, f"{s.header}#{seen[sid]}", s.builder.first_user or "")
+        out.append(s.builder.finish(session_id=sid, source_format=FORMAT, title=None))
+    return out

@@ -1,0 +1,120 @@
+""""Claude Session Export" Markdown (a Claude Code session rendered as Markdown).
+
+The file opens with ``# Claude Session Export`` and a ``## Session Information``
+list (``- **Session ID**: `<uuid>` ``); each message is a ``### User`` or
+``### Assistant`` section, optionally starting with a ``> <local time>`` line,
+closed by ``---``. A body is either plain text or a JSON array of Claude
+content blocks, of which only ``text`` blocks carry words (``thinking``,
+``tool_use``, ``tool_result`` are noise). The same boilerplate rules as for
+Claude Code apply: tool-result-only user messages, slash-command echoes,
+caveats and reminders never start a turn.
+
+A turn is complete when a new prompt follows it, or, for the last turn, when
+its last message is assistant text without a pending tool call. Times are
+local and carry no zone, so ``completed_at`` is left unset.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from protocol.transcript import Session
+
+from . import _claude
+from ._common import TurnBuilder, derived_session_id, headers_outside_fences, join_texts, malformed
+
+FORMAT = "claude-export"
+MAGIC = "# Claude Session Export"
+_SECTION = re.compile(r"^### (User|Assistant|System)[ \t]*$", re.M)
+_SESSION_ID = re.compile(r"\*\*Session ID\*\*:\s*`([^`]+)`")
+
+
+def _content(body: str) -> str | list[dict[str, Any]]:
+    """A JSON block array when the body is one, else the body as text."""
+    stripped = body.strip()
+    if stripped.startswith("[") and stripped.endswith("]"):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            return body
+        if _claude.is_blocks(value):
+            return value  # type: ignore[no-any-return]
+    return body
+
+
+def _body(section: str) -> str:
+    lines = section.split("\n")
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start < len(lines) and lines[start].startswith("> "):
+        start += 1  # the message's timestamp line
+    out = lines[start:]
+    while out and (not out[-1].strip() or out[-1].strip() == "---"):
+        out.pop()
+    return "\n".join(out)
+
+
+def parse(text: str, *, source_name: str) -> list[Session]:
+    """Parse one export into at most one session of completed turns."""
+    text = text.replace("\r\n", "\n")
+    first = text.lstrip("\ufeff\n").split("\n", 1)[0].strip()
+    if first != MAGIC:
+        raise malformed(1, "missing the '# Claude Session Export' header")
+    headers = headers_outside_fences(_SECTION, text)
+    preamble = text[: headers[0].start()] if headers else text
+    found_sid = _SESSION_ID.search(preamble)
+    source_sid = found_sid.group(1).strip() if found_sid else None
+    sections: list[tuple[str, str]] = []
+    for index, match in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+        sections.append((match.group(1).lower(), text[match.end() : end]))
+
+    builder = TurnBuilder()
+    user: str | None = None
+    texts: list[str] = []
+    answered = False
+    ends_cleanly = False  # last message so far is assistant text with no tool call pending
+    pending_command: str | None = None
+
+    def close() -> None:
+        if user is not None and answered:
+            builder.add(user, join_texts(texts))
+
+    for role, section in sections:
+        content = _content(_body(section))
+        if role == "user":
+            if _claude.only_tool_results(content):
+                ends_cleanly = False
+                continue
+            raw = "\n\n".join(_claude.block_texts(content))
+            prompt = _claude.clean_prompt(raw)
+            if prompt:
+                close()
+                user, texts, answered, ends_cleanly, pending_command = prompt, [], False, False, None
+            elif command := _claude.slash_command(raw):
+                close()
+                user, pending_command = None, command
+            continue
+        if role != "assistant":
+            continue
+        pieces = [t for t in _claude.block_texts(content) if t.strip()]
+        tool = _claude.has_tool_use(content)
+        if user is None:
+            if pending_command is None or not (pieces or tool or isinstance(content, list)):
+                continue
+            user, texts, answered, pending_command = pending_command, [], False, None
+        if not pieces and not tool and not isinstance(content, list):
+            continue  # an empty section, as the exporter writes for streamed placeholders
+        answered = True
+        texts.extend(pieces)
+        ends_cleanly = bool(pieces) and not tool
+    if ends_cleanly:
+        close()
+
+    if not len(builder):
+        return []
+    sid = source_sid or derived_session_id(FORMAT, None, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=FORMAT, title=None)]

@@ -1,0 +1,14 @@
+"""gptel chat files saved as Markdown: bounds in the trailing local-variables block (see ``_gptel``)."""
+
+from __future__ import annotations
+
+from protocol.transcript import Session
+
+from . import _gptel
+
+FORMAT = "gptel-md"
+
+
+def parse(text: str, *, source_name: str) -> list[Session]:
+    """Parse a Markdown gptel chat into at most one session of completed turns."""
+    return _gptel.parse(text, flavour="md", fmt=FORMAT)
