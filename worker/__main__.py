@@ -1,0 +1,21 @@
+"""``python -m worker KIND``: run one job from a JSON request on stdin.
+
+Imports only what the job needs (see :mod:`worker.registry`), so a cold start
+stays close to a bare interpreter start. Exit status is 0 whenever a
+response was written, including failed jobs; a non-zero exit or a missing
+response means the worker itself died, which the runner reports as a failure.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    from worker.entry import run_stdio
+
+    return run_stdio(sys.argv[1:], sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Decode the request, dispatch to the job, encode the response."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+import traceback
+from typing import IO, Any
+
+from protocol import codec
+from protocol.errors import CairnError, ErrorCode
+from protocol.worker import WorkerRequest, WorkerResponse, WorkerStatus
+
+#: kind -> "module:function"; imported lazily so each job pays only for itself
+REGISTRY: dict[str, str] = {
+    "capture": "worker.journal.capture:job_capture",
+    "import": "worker.journal.capture:job_import",
+    "seal": "worker.journal.capture:job_seal",
+    "seal-idle": "worker.journal.capture:job_seal_idle",
+    "recover": "worker.journal.digest:job_recover",
+    "process": "worker.journal.digest:job_process",
+    "retry": "worker.journal.digest:job_retry",
+    "discard": "worker.journal.digest:job_discard",
+    "cleanup": "worker.journal.cleanup:job_cleanup",
+    "status": "worker.journal.views:job_status",
+    "journal": "worker.journal.views:job_journal",
+    "jobs": "worker.journal.views:job_jobs",
+    "review": "worker.memory.jobs:job_review",
+    "drain": "worker.memory.jobs:job_drain",
+    "accept": "worker.memory.jobs:job_accept",
+    "reject": "worker.memory.jobs:job_reject",
+    "undo": "worker.memory.jobs:job_undo",
+    "proposals": "worker.memory.jobs:job_proposals",
+    "proposal": "worker.memory.jobs:job_proposal",
+    "memory": "worker.memory.jobs:job_memory",
+    "cockpit": "worker.memory.jobs:job_cockpit",
+}
+
+#: test-only jobs, available when CAIRN_TEST_JOBS=1 (the runner's own tests)
+TEST_REGISTRY: dict[str, str] = {
+    "test-echo": "worker.testjobs:job_echo",
+    "test-sleep": "worker.testjobs:job_sleep",
+    "test-crash": "worker.testjobs:job_crash",
+    "test-noise": "worker.testjobs:job_noise",
+}
+
+
+def resolve(kind: str) -> Any:
+    target = REGISTRY.get(kind)
+    if target is None and os.environ.get("CAIRN_TEST_JOBS") == "1":
+        target = TEST_REGISTRY.get(kind)
+    if target is None:
+        raise CairnError(ErrorCode.WORKER_UNKNOWN_JOB, f"unknown job kind {kind[:40]!r}")
+    mod, _, fn = target.partition(":")
+    return getattr(importlib.import_module(mod), fn)
+
+
+def run_request(req: WorkerRequest) -> WorkerResponse:
+    """Run one job in this process (the CLI uses this directly)."""
+    try:
+        if req.deadline and time.time() >= req.deadline:
+            return WorkerResponse(status=WorkerStatus.CANCELLED, error=str(ErrorCode.CANCELLED),
+                                  message="deadline passed before start")
+        job = resolve(req.job)
+        out = job(req)
+        if isinstance(out, WorkerResponse):
+            return out
+        result, more = out if isinstance(out, tuple) else (out, False)
+        return WorkerResponse(status=WorkerStatus.OK, result=result, more=more)
+    except CairnError as exc:
+        status = WorkerStatus.BUSY if exc.code is ErrorCode.CLAIM_BUSY else WorkerStatus.FAILED
+        return WorkerResponse(status=status, error=str(exc.code), message=exc.message)
+
+
+def run_stdio(argv: list[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[str]) -> int:
+    try:
+        from worker.priority import lower_priority
+
+        lower_priority()
+        req = codec.decode(stdin.read(), WorkerRequest, where="worker request")
+        if argv and argv[0] != req.job:
+            raise CairnError(ErrorCode.USAGE, f"job {argv[0]!r} does not match request {req.job!r}")
+        resp = run_request(req)
+    except CairnError as exc:
+        resp = WorkerResponse(status=WorkerStatus.FAILED, error=str(exc.code), message=exc.message)
+    except Exception as exc:  # a bug: report it as a fixed code; details only on stderr
+        traceback.print_exc(file=stderr)
+        resp = WorkerResponse(status=WorkerStatus.FAILED, error=str(ErrorCode.INTERNAL),
+                              message=type(exc).__name__)
+    stdout.write(codec.encode(resp) + b"\n")
+    stdout.flush()
+    return 0

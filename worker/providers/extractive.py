@@ -1,0 +1,389 @@
+"""The embedded extractive digest engine: offline, deterministic, fast.
+
+It keeps only sentences the *user* wrote that state reusable knowledge, and
+cites the turn each came from. The assistant's text is never evidence (a
+model's summary is not the user's preference), so it is not read at all.
+
+Before matching, each user message is cleaned: fenced code blocks (an
+unclosed fence runs to the end), indented blocks, quoted lines (``>``) and
+lines that look like logs, tracebacks, prompts, compiler output or code are
+dropped. What remains is split into sentences; bullets and leading filler
+("ok,", "btw", "also", "remember that" …) are ignored. A sentence is then
+classified by the first rule that matches; anything else is dropped.
+
+Rules that drop a sentence whatever it says:
+  questions (ends with ``?``); sentences over 1000 characters (pasted text);
+  markers of a one-off or of the moment ("for now", "this time", "right
+  now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
+  "asap", "until …"); vague directives whose object is only a pronoun
+  ("don't do that", "never mind").
+
+``feedback`` — how the assistant should work. The sentence addresses the
+  assistant: an imperative rule ("always/never …", "you should/must
+  always/never …", "make sure to always/never …", "please always/never/
+  don't …", "don't <verb> …" except "don't forget/worry/bother", "stop
+  <verb>ing …"), a correction ("no, use X instead (of Y)", "use X, not Y"),
+  a first-person preference that mentions the assistant or its output
+  ("you", "your", answers, responses, replies, summaries, explanations,
+  confirmation), or any other statement introduced by "from now on / going
+  forward / in future" that is not a project fact or a request.
+``user`` — the user's own taste: a first-person preference ("I prefer …",
+  "I'd rather (not) …", "I like/hate it when …", "I always/never …",
+  "my preference is …") that does not address the assistant.
+  The rule between the two: *addressed to the assistant → feedback; about
+  the user → user*.
+``project`` — enduring facts and conventions of the project or team:
+  "this project/repo/codebase uses|is written in|runs on|deploys …", "our
+  CI/pipeline/tests/docs … runs|uses|lives …", "the X service/module/config
+  lives|is in …", "the/our convention (here) is …", and "we" statements
+  ("we always/never/usually …", "we deploy/use/release/squash … with …"),
+  because a team's habit is a fact about the project, not one person's
+  taste. Status words ("currently", "now", "still", "broken", "failing",
+  "flaky", "red" …) drop a project sentence: that is progress, not a fact.
+``reference`` — a labelled pointer: a URL the user introduces with a label
+  (tracker, dashboard(s), docs, wiki, runbook, status page, Sentry,
+  Grafana …) near the start of the sentence ("the tracker is https://…",
+  "dashboards at https://…", "Runbook: https://…"). The URL is kept.
+
+A sentence that directly follows a kept one and starts with a reason
+("because", "since", "otherwise", "that's why" …) is kept in its body.
+Titles are the first clause of the sentence without its lead-in; bodies are
+the sentence(s). Final cleaning, redaction, merging and ordering are those
+of :mod:`worker.providers.notes`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from protocol.digest import DigestInput, DigestOutput
+from protocol.vocab import NoteType
+from worker.providers.notes import Draft, finalize, one_line
+
+MAX_SENTENCE = 1000
+
+# ---------------------------------------------------------------- cleaning
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_URL = re.compile(r"https?://[^\s<>()\[\]{}\"'`]*[^\s<>()\[\]{}\"'`.,;:!?]")
+_LOG_LINE = re.compile(
+    r"""^(?:
+        \d{4}-\d{2}-\d{2}[T\ ]\d{1,2}:\d{2}            # ISO timestamps
+      | \[?\d{1,2}:\d{2}:\d{2}                          # clock times
+      | \[\s*(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b
+      | (?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|PANIC)\b\s*[:\]|\-]
+      | Traceback\ \(most\ recent\ call\ last\)
+      | File\ "[^"]*",\ line\ \d+
+      | at\ [\w$.<>/]+\s*\(.*\)\s*$                    # JVM / JS stack frames
+      | (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\b\s*(?::|$)
+      | (?:\$|>>>|\.\.\.|PS\ [A-Z]:\\[^>]*>)\s          # shell and REPL prompts
+      | [EF]\s{2,}                                      # pytest failure detail
+      | (?:FAILED|PASSED|ERROR|SKIPPED|XFAIL)\s
+      | [\w./\\-]+\.\w+:\d+(?::\d+)?:                   # file.py:12:3: compiler output
+      | (?:error|warning)(?:\[\w+\])?:
+      | npm\ (?:ERR|WARN)!
+      | -->\s
+      | \d+\ (?:passed|failed|errors?|warnings?)\b
+      | (?:[=\-*_#~+]\s?){3,}$                          # separators
+      | (?:def|class|import|from\s+\S+\s+import|function|\#include|@\w+)\b.*[:;{(=]
+    )""",
+    re.X,
+)
+_CODE_END = re.compile(r"[;{}]\s*$|^\s*[})\]]")
+_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def _symbol_heavy(line: str) -> bool:
+    """Code and log lines are dense in symbols; prose (URLs aside) is not."""
+    bare = _URL.sub("", line)
+    if len(bare) < 16:
+        return False
+    symbols = sum(1 for c in bare if not (c.isalnum() or c.isspace() or c in ".,'’!?-\"()"))
+    return symbols / len(bare) > 0.2
+
+
+def _units(text: str) -> list[list[str]]:
+    """Prose paragraphs of ``text`` (each a list of sentences), without code, quotes and logs."""
+    units: list[str] = []
+    current: list[str] = []
+    fence: str | None = None
+
+    def close() -> None:
+        if current:
+            units.append(" ".join(current))
+            current.clear()
+
+    for raw in text.splitlines():
+        m = _FENCE.match(raw)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            continue
+        if m:
+            close()
+            fence = m.group(1)
+            continue
+        if not raw.strip():
+            close()
+            continue
+        if raw.startswith(("    ", "\t")):
+            close()
+            continue
+        line = raw.strip()
+        if line.startswith(">") or _LOG_LINE.match(line) or _CODE_END.search(line) or _symbol_heavy(line):
+            close()
+            continue
+        line = _BULLET.sub("", line)
+        if current and not line[:1].islower():
+            close()
+        current.append(line)
+    close()
+    return [_SENTENCE_SPLIT.split(unit) for unit in units]
+
+
+# ---------------------------------------------------------------- rules
+
+_FILLER = re.compile(
+    r"^(?:ok(?:ay)?|also|and|but|btw|by\ the\ way|fyi|oh|hey|so|well|note(?:\ that)?|nb|ps|one\ more\ thing"
+    r"|for\ the\ record|for\ future\ reference|just\ so\ you\ know|just\ a\ reminder|remember(?:\ that)?"
+    r"|keep\ in\ mind(?:\ that)?|important|reminder|heads\ up|actually|honestly|thanks|thank\ you|great"
+    r"|got\ it|right|sure|cool|perfect|nice|again)\b[\s,:;!.\-—]*",
+    re.I | re.X,
+)
+_NO = re.compile(r"^(?:no|nope|nah|wrong)\b[\s,:;!.\-—]+", re.I)
+_DURABLE = re.compile(
+    r"^(?:from\ now\ on|going\ forward|moving\ forward|in\ (?:the\ )?future|henceforth"
+    r"|from\ here\ on(?:\ out)?|as\ a\ rule|in\ general|generally)\b[\s,:;\-—]*",
+    re.I | re.X,
+)
+_PLEASE = re.compile(r"^please\s+", re.I)
+
+_ONE_OFF = re.compile(
+    r"\b(?:for\ now|this\ time|right\ now|at\ the\ moment|today|tonight|tomorrow|yesterday|yet|asap"
+    r"|deadline|due\ (?:on|by)|by\ (?:eod|end\ of)|until\ (?:we|i|you|the|it|this|tomorrow|next)"
+    r"|this\ (?:pr|commit|change|branch|file|function|method|test|bug|issue|ticket|session|task|sprint"
+    r"|week|release|one)|for\ this\ (?:one|pr|change|task|file|fix))\b",
+    re.I | re.X,
+)
+_STATUS = re.compile(
+    r"\b(?:currently|now|still|broken|failing|fails|failed|flaky|red|green|passing|down|blocked|blocker"
+    r"|temporarily|wip|todo|not\ working|doesn't\ work|does\ not\ work|bug|regression)\b",
+    re.I | re.X,
+)
+_PRONOUNS = frozenset("it that this them those these one".split())
+_VAGUE_WORDS = _PRONOUNS | frozenset("do again so please ever now mind anything so".split())
+
+_ALWAYS_NEVER = re.compile(
+    r"^(?:(?:you\s+(?:should|must|shall)|make\s+sure\s+(?:to|you)|be\s+sure\s+to|to)\s+)?"
+    r"(?:always|never)\s+(?P<rest>.+)$",
+    re.I | re.S,
+)
+_DONT = re.compile(r"^(?:don'?t|do\ not|don’t)\s+(?P<verb>[\w'’]+)(?P<rest>.*)$", re.I | re.S | re.X)
+_DONT_EXCLUDED = frozenset(
+    {"worry", "bother", "forget", "mind", "hesitate", "panic", "stop", "know", "think"}
+)
+_STOP = re.compile(r"^stop\s+(?P<rest>[a-z]+ing\b.*)$", re.I | re.S)
+_INSTEAD = re.compile(
+    r"^(?:use|prefer|pick|choose|go\ with|write|run)\s+(?P<rest>.+?)\s+instead\b", re.I | re.S | re.X
+)
+_NOT_Y = re.compile(r"^use\s+(?P<rest>\S.*?),?\s+not\s+\S", re.I | re.S)
+_FIRST_PERSON = re.compile(
+    r"^(?:i\ (?:really\ |strongly\ |much\ |generally\ )?prefer|i'?d\ (?:much\ )?(?:rather|prefer)"
+    r"|i\ would\ (?:much\ )?(?:rather|prefer)|my\ preference\ is|i\ (?:really\ )?(?:like|love|hate|dislike)"
+    r"\ (?:it\ )?when|i\ (?:don'?t|do\ not)\ like\ (?:it\ )?when|i\ (?:always|never|usually|tend\ to)\b)",
+    re.I | re.X,
+)
+_ADDRESSES_ASSISTANT = re.compile(
+    r"\b(?:you|your|yourself|answers?|responses?|repl(?:y|ies)|summar\w*|explanations?|explain\w*"
+    r"|confirm\w*|ask(?:ing)?)\b",
+    re.I,
+)
+_WE = re.compile(
+    r"^we\s+(?:always|never|usually|generally|normally|typically|don'?t|do\ not|prefer|only|use|deploy|build"
+    r"|release|ship|host|run|test|store|keep|follow|target|support|publish|package|version|lint|format"
+    r"|squash|rebase|merge|write|name|pin|vendor|require|track|manage|document|tag|review|sign)\b",
+    re.I | re.X,
+)
+_PROJECT_SUBJECT = re.compile(
+    r"^(?:this|the|our)\s+(?:project|repo|repository|codebase|code\ base|app|application|package|library"
+    r"|monorepo|service|workspace|team)\s+(?:uses|is\ built\ (?:with|on)|is\ written\ in|runs\ on|targets"
+    r"|requires|depends\ on|follows|keeps|stores|deploys|ships|is\ deployed|is\ hosted|lives|supports"
+    r"|relies\ on|prefers|vendors|pins|has\ (?:no|a|an|its|one|two|three))\b",
+    re.I | re.X,
+)
+_OUR_THING = re.compile(
+    r"^our\s+(?:[\w./-]+\s+){0,2}?(?:ci|pipeline|build|builds|tests?|test\ suite|deploys?|deployment|releases?"
+    r"|release\ process|staging|production|prod|database|db|api|backend|frontend|docs|documentation"
+    r"|conventions?|style\ guide|linter|formatter|infra|infrastructure|cluster|stack|branching\ (?:model|strategy)"
+    r"|workflow|main\ branch|default\ branch|migrations|changelog)\s+(?:runs?|uses?|is|are|lives?|deploys?"
+    r"|builds?|requires?|goes|go|happens?|needs?|targets?|follows?|has|have|pins?|checks?|enforces?"
+    r"|blocks?|rejects?|publish(?:es)?|gets?)\b",
+    re.I | re.X,
+)
+_LIVES_IN = re.compile(
+    r"^the\s+(?:[\w./-]+\s+){0,3}?(?:service|server|api|module|package|library|lib|config|configuration"
+    r"|frontend|backend|worker|workers|schema|migrations?|tests?|docs|cli|client|daemon|jobs?|scripts?|code"
+    r"|source|entry\ ?point|fixtures?|templates?|models?|handlers?|routes?)\s+(?:lives?|is|are|sits?|belongs?)"
+    r"\s+(?:in|under|inside|at)\s+\S",
+    re.I | re.X,
+)
+_CONVENTION = re.compile(
+    r"^(?:(?:the|our)\s+convention\s+(?:here\s+|in\s+this\s+\w+\s+)?is\b|by\s+convention\b|the\s+rule\s+here\s+is\b)",
+    re.I,
+)
+_REFERENCE_LABEL = re.compile(
+    r"\b(?:(?:issue\ |bug\ )?tracker|issues|board|jira|linear|dashboards?|grafana|kibana|datadog|sentry"
+    r"|docs|documentation|wiki|runbooks?|playbooks?|handbook|manual|design\ docs?|specs?|status\ page"
+    r"|monitoring|metrics|alerts|logs|confluence|notion|roadmap|backlog|kanban|api\ reference|style\ guide"
+    r"|changelog|storybook|figma|mockups|rfcs?|adrs?|on-?call|postmortems?|release\ notes|registry)\b",
+    re.I | re.X,
+)
+_REFERENCE_LEAD = re.compile(r"^(?:(?:the|our|my|team|project)\b|(?:see|refer\ to)\s)", re.I | re.X)
+_TASK_VERB = re.compile(
+    r"\b(?:fix|update|add|create|open|close|review|check|look|investigate|debug|merge|click)\b", re.I
+)
+_REASON = re.compile(
+    r"^(?:because|since|otherwise|that's\ why|that\ is\ why|the\ reason|it'?s\ because|this\ is\ because)\b",
+    re.I | re.X,
+)
+_TITLE_CUT = re.compile(
+    r"[.;!?](?:\s|$)|\s[—–]\s|\s-\s|,\s(?:because|since|so\ that|as|which|but|otherwise)\b", re.X
+)
+
+
+def _strip_lead(sentence: str) -> tuple[str, bool]:
+    """Remove bullets' filler words, report whether the sentence was a "no, …" correction."""
+    s = sentence
+    correction = False
+    for _ in range(4):
+        before = s
+        s = _FILLER.sub("", s, count=1)
+        m = _NO.match(s)
+        if m:
+            correction = True
+            s = s[m.end() :]
+        if s == before:
+            break
+    return s, correction
+
+
+def _vague(rest: str) -> bool:
+    """No content, or a short phrase whose object is a pronoun ("do that", "touch it", "mind")."""
+    words = [w for w in (w.strip(".,!;:").lower() for w in rest.split()) if w]
+    if all(w in _VAGUE_WORDS for w in words):
+        return True
+    return len(words) <= 2 and words[-1] in _PRONOUNS
+
+
+def _directive(s: str) -> bool:
+    """Is ``s`` (lead removed, "please" removed) a rule for the assistant?"""
+    m = _ALWAYS_NEVER.match(s)
+    if m:
+        return not _vague(m.group("rest"))
+    m = _DONT.match(s)
+    if m:
+        verb = m.group("verb").lower()
+        return verb not in _DONT_EXCLUDED and not _vague(verb + m.group("rest"))
+    m = _STOP.match(s)
+    if m:
+        return not _vague(m.group("rest"))
+    m = _INSTEAD.match(s)
+    if m:
+        return not _vague(m.group("rest"))
+    m = _NOT_Y.match(s)
+    return m is not None and not _vague(m.group("rest"))
+
+
+def _preference_type(s: str) -> NoteType:
+    return NoteType.FEEDBACK if _ADDRESSES_ASSISTANT.search(s) else NoteType.USER
+
+
+def _project(s: str, plain: str) -> bool:
+    if _STATUS.search(plain):
+        return False
+    if _WE.match(s):
+        return not _vague(" ".join(s.split()[2:]))
+    return bool(
+        _PROJECT_SUBJECT.match(s) or _OUR_THING.match(s) or _LIVES_IN.match(s) or _CONVENTION.match(s)
+    )
+
+
+def _reference(s: str, plain: str) -> bool:
+    url = _URL.search(s)
+    if url is None:
+        return False
+    prefix = s[: url.start()]
+    label = _REFERENCE_LABEL.search(prefix)
+    if label is None or len(prefix.split()) > 10 or _STATUS.search(plain) or _TASK_VERB.search(prefix):
+        return False
+    return label.start() == 0 or bool(_REFERENCE_LEAD.match(prefix))
+
+
+def classify(sentence: str) -> tuple[NoteType, str, str] | None:
+    """Classify one cleaned user sentence: (type, title text, body text), or None to drop it.
+
+    The rules are those of the module docstring, tried in this order:
+    drop rules, feedback directives, first-person preferences, project
+    facts, references, then anything else said "from now on".
+    """
+    sentence = one_line(sentence).replace("\u2019", "'")
+    if not sentence or len(sentence) > MAX_SENTENCE or sentence.endswith("?"):
+        return None
+    lead, _ = _strip_lead(sentence)
+    s = lead
+    durable = _DURABLE.match(s)
+    if durable:
+        s = s[durable.end() :]
+    plain = _URL.sub(" ", s)
+    if _ONE_OFF.search(plain) or len(s.split()) < 2:
+        return None
+    s = _PLEASE.sub("", s)
+    body = lead[:1].upper() + lead[1:]
+    if _directive(s):
+        return NoteType.FEEDBACK, s, body
+    if _FIRST_PERSON.match(s):
+        return _preference_type(s), s, body
+    if _project(s, plain):
+        return NoteType.PROJECT, s, body
+    if _reference(s, plain):
+        return NoteType.REFERENCE, s, body
+    if durable and not _vague(s) and not re.match(r"(?:can|could|would|will|let'?s)\b", s, re.I):
+        return NoteType.FEEDBACK, s, body
+    return None
+
+
+def _title(text: str) -> str:
+    m = _TITLE_CUT.search(text)
+    title = text[: m.start()] if m else text
+    title = title.strip(" ,;:-—")
+    return title[:1].upper() + title[1:]
+
+
+def digest(inp: DigestInput) -> DigestOutput:
+    """Digest ``inp`` into notes of reusable knowledge; see the module docstring for the rules."""
+    drafts: list[Draft] = []
+    turn_order = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
+    for turn in inp.turns:
+        position = 0
+        for sentences in _units(turn.user):
+            for i, sentence in enumerate(sentences):
+                position += 1
+                found = classify(sentence)
+                if found is None:
+                    continue
+                note_type, title_text, statement = found
+                body = statement
+                if i + 1 < len(sentences) and _REASON.match(sentences[i + 1]):
+                    body = f"{statement} {one_line(sentences[i + 1])}"
+                drafts.append(
+                    Draft(
+                        type=note_type,
+                        title=_title(title_text),
+                        body=body,
+                        turn_ids=(turn.turn_id,),
+                        position=position,
+                        statement=statement,
+                    )
+                )
+    return DigestOutput(notes=finalize(drafts, turn_order))

@@ -1,0 +1,238 @@
+"""Digest through any OpenAI-compatible chat-completions endpoint (Ollama, llama.cpp, vLLM, OpenAI).
+
+Contract:
+
+* The request is a pure function of the evidence and the frozen
+  :class:`~protocol.digest.ModelPolicy`: :func:`prepare_payload` returns the
+  exact bytes that are sent (canonical JSON), and :func:`digest` measures
+  them against ``policy.max_payload_bytes`` *before* any connection is
+  opened (``E_PAYLOAD_TOO_LARGE``).
+* Frozen policy fields on the wire: ``model``, ``temperature``,
+  ``max_tokens`` (= ``max_output_tokens``), ``response_format`` JSON object,
+  ``stream: false``. When ``policy.reasoning == "disabled"`` the request
+  carries ``"reasoning_effort": "none"``: the standard chat-completions
+  field, which Ollama's ``/v1`` endpoint, llama.cpp's server, vLLM and
+  OpenAI's newer models (gpt-5.1 onwards) all read as "no reasoning". The
+  server-specific switches (``think``, ``chat_template_kwargs``) are not
+  sent because strict servers reject unknown fields. A model that refuses
+  ``"none"`` answers with an HTTP error (``E_PROVIDER_FAILED``); capture it
+  with ``reasoning = "default"`` to send nothing and keep the server default.
+* The API key travels only in the ``Authorization`` header, never in the
+  body, and is never stored: the caller reads it from the environment.
+* Evidence is redacted before it is sent: a model cannot leak a secret it
+  never saw, and no digest needs one.
+* Only a terminal reply is accepted: ``finish_reason`` must be ``stop``
+  (``length`` → ``E_PROVIDER_TRUNCATED``). The message content must be a
+  JSON object ``{"notes": [{"type", "title", "body", "turn_ids"}]}`` with no
+  other keys, a known type, a one-line title of at most 120 characters, a
+  body of at most 2000, and only turn ids of the evidence; anything else is
+  ``E_PROVIDER_INVALID_REPLY``. Accepted notes are cleaned, redacted,
+  merged and ordered by :func:`worker.providers.notes.finalize`.
+* HTTP statuses other than 2xx and transport errors → ``E_PROVIDER_FAILED``
+  (the message carries the status code or error class only, never the
+  body); the policy timeout, applied to the whole exchange →
+  ``E_PROVIDER_TIMEOUT``. Cancelling the surrounding trio cancel scope
+  abandons the request at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import trio
+
+from protocol.digest import DigestInput, DigestOutput, ModelPolicy
+from protocol.errors import CairnError, ErrorCode
+from protocol.vocab import NoteType
+from worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
+from worker.redact import redact
+
+MAX_REPLY_BYTES = 4 << 20
+_NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
+_TYPES = {t.value: t for t in NoteType}
+
+SYSTEM_PROMPT = """\
+You write the journal digest of one coding session between a user and an AI coding assistant.
+Keep only knowledge that will still be useful in future sessions, of exactly four types:
+- "user": the user's own preferences, habits or background, stated by the user ("I prefer ...", "I'd rather ...").
+- "feedback": how the assistant should work: rules and corrections the user gave the assistant \
+("from now on never ...", "always ...", "don't ...", "stop ...ing", "no, use X instead of Y").
+- "project": enduring facts and conventions of the project or team ("this repo uses ...", "our CI runs ...", \
+"the X service lives in ...", "we deploy with ...", "the convention here is ...").
+- "reference": a labelled pointer to an external resource such as an issue tracker, dashboard, docs or runbook; \
+keep the URL exactly.
+Only the user's words are evidence; the assistant's text may only confirm what the user said.
+Never keep: tasks and requests ("please fix ...", "can you add ..."), progress or status ("I've done ...", \
+"tests pass now"), decisions of the moment, blockers, deadlines, questions, pasted logs, tracebacks and code, \
+debugging recipes, facts that are easy to look up again, or one-off instructions.
+Each note: "title" is one short line (at most 120 characters); "body" states the knowledge in at most 2000 \
+characters, with the reason when the user gave one; "turn_ids" lists the ids of the turns it comes from, copied \
+exactly from the evidence. Never copy secrets, tokens or passwords.
+Reply with one JSON object and nothing else: {"notes": [{"type": "user|feedback|project|reference", \
+"title": "...", "body": "...", "turn_ids": ["..."]}]}. If nothing qualifies, reply {"notes": []}.
+"""
+
+
+def _config_error(message: str) -> CairnError:
+    return CairnError(ErrorCode.CONFIG_INVALID, message)
+
+
+def chat_url(endpoint: str) -> str:
+    """The chat-completions URL of a base endpoint such as ``http://127.0.0.1:11434/v1``."""
+    base = endpoint.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise _config_error("the digest endpoint must be an http:// or https:// URL")
+    return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+
+def _check_policy(policy: ModelPolicy) -> None:
+    if not policy.model:
+        raise _config_error("the openai digest provider needs a model name")
+    if policy.reasoning not in ("disabled", "default"):
+        raise _config_error("model reasoning must be 'disabled' or 'default'")
+    if not policy.timeout_seconds > 0 or policy.max_output_tokens <= 0 or policy.max_payload_bytes <= 0:
+        raise _config_error("timeout, output token and payload limits must be positive")
+    chat_url(policy.endpoint)
+
+
+def _evidence(inp: DigestInput) -> str:
+    doc = {
+        "session_title": redact(inp.title) if inp.title else None,
+        "turns": [
+            {"turn_id": t.turn_id, "user": redact(t.user), "assistant": redact(t.assistant)}
+            for t in inp.turns
+        ],
+    }
+    return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=None)
+
+
+def build_request(inp: DigestInput, policy: ModelPolicy) -> dict[str, Any]:
+    """The request object; :func:`prepare_payload` gives its exact bytes."""
+    _check_policy(policy)
+    request: dict[str, Any] = {
+        "model": policy.model,
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": _evidence(inp)},
+        ],
+        "temperature": policy.temperature,
+        "max_tokens": policy.max_output_tokens,
+        "response_format": {"type": "json_object"},
+        "stream": False,
+    }
+    if policy.reasoning == "disabled":
+        request["reasoning_effort"] = "none"
+    return request
+
+
+def prepare_payload(inp: DigestInput, policy: ModelPolicy) -> bytes:
+    """The exact request body: canonical JSON (sorted keys, no spaces, UTF-8)."""
+    obj = build_request(inp, policy)
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _invalid(message: str, **detail: object) -> CairnError:
+    return CairnError(ErrorCode.PROVIDER_INVALID_REPLY, message, **detail)
+
+
+def _note(item: object, index: int, known: dict[str, int]) -> Draft:
+    if not isinstance(item, dict):
+        raise _invalid(f"note {index} is not an object", note=index)
+    if set(item) != _NOTE_KEYS:
+        extra = len(set(item) - _NOTE_KEYS)
+        raise _invalid(
+            f"note {index} must have exactly type, title, body, turn_ids ({extra} unknown key(s))", note=index
+        )
+    note_type = item["type"]
+    title = item["title"]
+    body = item["body"]
+    ids = item["turn_ids"]
+    if not isinstance(note_type, str) or note_type not in _TYPES:
+        raise _invalid(f"note {index} has an unknown type", note=index)
+    if not isinstance(title, str) or not 0 < len(one_line(title)) <= TITLE_MAX:
+        raise _invalid(f"note {index} needs a title of 1 to {TITLE_MAX} characters", note=index)
+    if not isinstance(body, str) or not 0 < len(one_line(body)) <= BODY_MAX:
+        raise _invalid(f"note {index} needs a body of 1 to {BODY_MAX} characters", note=index)
+    if not isinstance(ids, list) or not ids or not all(isinstance(t, str) for t in ids):
+        raise _invalid(f"note {index} needs a non-empty list of turn ids", note=index)
+    unknown = sum(1 for t in ids if t not in known)
+    if unknown:
+        raise _invalid(f"note {index} cites {unknown} turn id(s) that are not in the evidence", note=index)
+    return Draft(type=_TYPES[note_type], title=title, body=body, turn_ids=tuple(ids), position=index)
+
+
+def parse_reply(raw: bytes, inp: DigestInput) -> DigestOutput:
+    """Validate a chat-completions response body strictly and turn it into a digest."""
+    try:
+        reply = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise _invalid("the endpoint's response is not JSON") from None
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _invalid("the response has no choices")
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    if finish == "length":
+        raise CairnError(ErrorCode.PROVIDER_TRUNCATED, "the model reached its output limit before finishing")
+    if finish != "stop":
+        raise _invalid("the response did not finish normally")
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise _invalid("the response has no message content")
+    try:
+        doc = json.loads(content)
+    except json.JSONDecodeError:
+        raise _invalid("the model's answer is not JSON") from None
+    if not isinstance(doc, dict) or set(doc) != {"notes"} or not isinstance(doc["notes"], list):
+        raise _invalid('the model\'s answer must be exactly {"notes": [...]}')
+    known = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
+    drafts = [_note(item, index, known) for index, item in enumerate(doc["notes"])]
+    return DigestOutput(notes=finalize(drafts, known))
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.aiter_bytes():
+        total += len(chunk)
+        if total > MAX_REPLY_BYTES:
+            raise _invalid(f"the response exceeds {MAX_REPLY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def digest(inp: DigestInput, policy: ModelPolicy, *, api_key: str | None) -> DigestOutput:
+    """Run one digest request; see the module docstring for every outcome."""
+    payload = prepare_payload(inp, policy)
+    if len(payload) > policy.max_payload_bytes:
+        raise CairnError(
+            ErrorCode.PAYLOAD_TOO_LARGE,
+            f"the prepared request is {len(payload)} bytes, over the bound of {policy.max_payload_bytes}",
+            size=len(payload),
+            limit=policy.max_payload_bytes,
+        )
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    url = chat_url(policy.endpoint)
+    try:
+        with trio.fail_after(policy.timeout_seconds):
+            async with httpx.AsyncClient(timeout=policy.timeout_seconds) as client:
+                async with client.stream("POST", url, content=payload, headers=headers) as response:
+                    if not 200 <= response.status_code < 300:
+                        raise CairnError(
+                            ErrorCode.PROVIDER_FAILED,
+                            f"the endpoint answered HTTP {response.status_code}",
+                            status=response.status_code,
+                        )
+                    raw = await _read_capped(response)
+    except (trio.TooSlowError, httpx.TimeoutException):
+        raise CairnError(
+            ErrorCode.PROVIDER_TIMEOUT, f"no complete reply within {policy.timeout_seconds:g} s"
+        ) from None
+    except httpx.HTTPError as exc:
+        raise CairnError(ErrorCode.PROVIDER_FAILED, f"the request failed ({type(exc).__name__})") from None
+    return parse_reply(raw, inp)
