@@ -1,0 +1,125 @@
+"""Journal records: private capture state and the public digest entry.
+
+Private records (under ``.cairn/state/journal/``) hold evidence and the
+bookkeeping that makes every step recoverable. The public digest entry
+(under ``.cairn/journal/``) holds only reusable notes, already redacted,
+with the turn ids they cite; it is never proof of acceptance by itself.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from protocol.codec import record
+from protocol.digest import ModelPolicy, Note
+from protocol.vocab import Trigger
+
+#: a turn whose text exceeds this is captured as unknown/oversized, never truncated
+TURN_SNAPSHOT_LIMIT = 512 * 1024
+#: total bound of one public digest entry
+PUBLIC_ENTRY_LIMIT = 8 * 1024 * 1024
+
+
+@record("turn-evidence", version=1)
+class TurnEvidence:
+    """One completed root turn, frozen: the immutable content of an evidence bundle."""
+
+    session_id: str
+    turn_id: str
+    parent_turn_id: str | None
+    user: str
+    assistant: str
+    completed_at: str | None
+    source: str  # "lsp" | "import:<format>"
+    title: str | None
+    oversized: bool  # true: text exceeded TURN_SNAPSHOT_LIMIT and is not kept (unknown)
+    size: int  # UTF-8 bytes of user + assistant as received
+    policy: ModelPolicy
+
+
+@record("capture-turn", version=1)
+class CaptureTurn:
+    """A ready turn of a capture: written only after its evidence bundle is pinned."""
+
+    capture: str
+    seq: int
+    turn_id: str
+    bundle: str  # sha256 of the TurnEvidence bundle
+    captured_at: float  # target clock
+
+
+@record("turn-index", version=1)
+class TurnIndex:
+    """Identity of a captured turn, so a re-import never captures it twice."""
+
+    turn_id: str
+    session_id: str
+    capture: str
+
+
+@record("seal", version=1)
+class Seal:
+    capture: str
+    session_id: str
+    trigger: Trigger = attrs.field(converter=Trigger)
+    sealed_at: float
+    turns: int
+
+
+@record("digest-result", version=1)
+class DigestResult:
+    """The accepted private result of one capture (the bundle a completed outcome names)."""
+
+    capture: str
+    session_id: str
+    title: str | None
+    trigger: Trigger = attrs.field(converter=Trigger)
+    turn_ids: tuple[str, ...]  # every turn covered, oversized ones included
+    notes: tuple[Note, ...]
+    provider: str
+    discarded: bool = False
+
+
+@record("digest", version=1)
+class PublicDigest:
+    id: str
+    capture: str
+    session_id: str
+    title: str | None
+    trigger: Trigger = attrs.field(converter=Trigger)
+    created: float
+    provider: str
+    turn_ids: tuple[str, ...]
+    notes: tuple[Note, ...]
+
+
+@record("coverage", version=1)
+class Coverage:
+    """Identity-only: this turn was digested (survives public expiry)."""
+
+    turn_id: str
+    session_id: str
+    capture: str
+    digest: str | None  # public digest id, or None for all-none / discarded
+
+
+@record("retired", version=1)
+class Retired:
+    capture: str
+    at: float
+    digest: str | None
+    reason: str  # "published" | "all-none" | "discarded"
+
+
+@record("failure", version=1)
+class Failure:
+    capture: str
+    generation: int
+    error: str  # fixed error code
+    at: float
+
+
+@record("session", version=1)
+class SessionInfo:
+    session_id: str
+    title: str | None

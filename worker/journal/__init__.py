@@ -1,0 +1,1 @@
+"""The journal pipeline: capture, seal, digest, publication, recovery and cleanup."""

@@ -1,0 +1,84 @@
+"""One bounded cleanup batch: claim pruning, stray temps, retired evidence.
+
+Runs under the ``cleanup`` claim. Prunes settled claim generations of the
+journal and memory-write roots (bounded as :mod:`state.prune` says), collects
+stray temps of dead writers, and removes the evidence of captures retired
+longer than the history window (default 14 days): their coverage and
+retirement records stay, so the turns are never captured again.
+``more`` is true only when a batch limit was reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import codec
+from protocol.journal import CaptureTurn, Retired
+from protocol.vocab import OpStatus, OutcomeKind
+from protocol.worker import WorkerRequest
+from state import layout
+from state import program as P
+from state.bundles import BundleStore
+from state.claims import ClaimStore
+from state.prune import MAX_GROUPS, prune
+from state.temps import collect_tree
+from worker.journal.store import CAPTURES, Journal
+
+HISTORY_DAYS = 14.0
+
+
+def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int = MAX_GROUPS) -> tuple[dict[str, Any], bool]:
+    claim = j.claims.elect("cleanup", purpose="cleanup", ttl=120.0, authority=j.authority)
+    try:
+        pr = prune(j.claims, bundles=j.bundles)
+        pairs, groups, more = pr.pairs, pr.groups, pr.more
+        mw_pairs = 0
+        mw = ClaimStore(j.root, layout.MEMORY_WRITE_CLAIMS, clock_offset=j.claims.clock_offset)
+        try:
+            if j.run([P.Verify(f"{layout.MEMORY_WRITE_CLAIMS}/x", absent=True)])[0].status is not OpStatus.FAILED:
+                r2 = prune(mw, bundles=BundleStore(j.root, layout.MEMORY_WRITE_BUNDLES))
+                mw_pairs, more = r2.pairs, more or r2.more
+        finally:
+            mw.close()
+        temps = pr.temps + collect_tree(j.root, layout.CAIRN)
+        evidence_groups = 0
+        cutoff = claim.record.created - history_days * 86400
+        cids = j.list(CAPTURES)
+        listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
+        retired = [c for c in cids if "retired" in listings[f"{CAPTURES}/{c}"]
+                   and any(n.startswith("t-") for n in listings[f"{CAPTURES}/{c}"])]
+        recs = j.read_many(f"{CAPTURES}/{c}/retired" for c in retired)
+        for c in retired:
+            if groups + evidence_groups >= max_groups:
+                more = True
+                break
+            rec = codec.decode(recs[f"{CAPTURES}/{c}/retired"] or b"", Retired)
+            if rec.at > cutoff:
+                continue
+            entries = [n for n in listings[f"{CAPTURES}/{c}"] if n.startswith("t-")]
+            raws = j.read_many(f"{CAPTURES}/{c}/{n}" for n in entries)
+            ops: list[P.Op] = []
+            for n in entries:
+                raw = raws[f"{CAPTURES}/{c}/{n}"]
+                if raw is None:
+                    continue
+                entry = codec.decode(raw, CaptureTurn)
+                # evidence first, then the entry naming it: a crash leaves an entry
+                # whose evidence is gone only for a retired (fully covered) capture
+                ops += [j.evidence.remove_op(entry.bundle), P.Remove(f"{CAPTURES}/{c}/{n}", optional=True)]
+            j.claims.guarded(claim, ops)
+            evidence_groups += 1
+    except BaseException:
+        try:
+            j.claims.settle(claim, OutcomeKind.FAILED, error="E_INTERNAL")
+        except Exception:
+            pass
+        raise
+    result = {"pairs": pairs + mw_pairs, "groups": groups, "evidence": evidence_groups, "temps": temps}
+    j.claims.settle(claim, OutcomeKind.COMPLETED, payload={k: int(v) for k, v in result.items()})
+    return result, more
+
+
+def job_cleanup(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+    with Journal(req.workspace) as j:
+        return cleanup(j, history_days=float(req.config.get("historyDays", HISTORY_DAYS)))

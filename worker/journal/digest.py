@@ -1,0 +1,384 @@
+"""Digest work: discovery, admission, inference, acceptance, publication, recovery.
+
+* **Discovery** lists captures and reads their markers in batched programs of
+  16: a capture is *runnable* when sealed, not retired and not exhausted.
+* **Recovery comes before replacement**: a capture whose newest digest
+  generation has a ``completed`` outcome is published from that accepted
+  bundle; no new inference is ever admitted for it.
+* **Admission** elects ``digest/<capture>``; a generation that was taken over
+  (``expired``) or ``failed`` counts as an attempt (a ``fail-<gen>`` marker
+  written under the new claim), so a capture that kills its worker cannot
+  loop forever. After three attempts (since the last explicit retry) the
+  capture is ``exhausted`` and waits for ``retry`` or ``discard``.
+* **Inference** reads pinned evidence (hash-verified), runs the frozen policy's
+  provider with no tools, and is cancelled at the claim's deadline.
+* **Acceptance** puts the :class:`DigestResult` bundle and elects
+  ``completed`` naming its hash, both fenced by the claim.
+* **Publication** (idempotent, any process may finish it): public digest
+  entry (skipped for all-none) → coverage per turn → release pins → retired
+  marker. Nothing is retired before its coverage exists.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import attrs
+
+from protocol import codec
+from protocol.claims import OutcomeRecord
+from protocol.digest import DigestInput, ModelPolicy
+from protocol.errors import CairnError, ErrorCode
+from protocol.journal import (
+    PUBLIC_ENTRY_LIMIT,
+    CaptureTurn,
+    Coverage,
+    DigestResult,
+    Failure,
+    PublicDigest,
+    Retired,
+    Seal,
+    TurnEvidence,
+)
+from protocol.transcript import Turn
+from protocol.vocab import OpStatus, OutcomeKind
+from protocol.worker import WorkerRequest
+from state import program as P
+from state.claims import Claim
+from worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
+
+MAX_ATTEMPTS = 3
+DIGEST_TTL_MARGIN = 30.0
+
+
+@attrs.frozen
+class CaptureState:
+    cid: str
+    sealed: bool
+    retired: bool
+    failures: int
+    retries: int
+    turns: int
+    sealed_at: float
+
+    @property
+    def attempts_left(self) -> int:
+        return MAX_ATTEMPTS - (self.failures - MAX_ATTEMPTS * self.retries)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.sealed and not self.retired and self.attempts_left <= 0
+
+    @property
+    def state(self) -> str:
+        if self.retired:
+            return "retired"
+        if not self.sealed:
+            return "open"
+        if self.exhausted:
+            return "exhausted"
+        if self.failures - MAX_ATTEMPTS * self.retries > 0:
+            return "retry-waiting"
+        return "pending"
+
+
+def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureState]:
+    """Observe captures' markers in batched listings (an observation, never authority)."""
+    cids = sorted(j.list(CAPTURES)) if cids is None else cids
+    listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
+    seals = j.read_many(f"{CAPTURES}/{c}/seal" for c in cids if "seal" in listings[f"{CAPTURES}/{c}"])
+    out = []
+    for c in cids:
+        names = listings[f"{CAPTURES}/{c}"]
+        raw = seals.get(f"{CAPTURES}/{c}/seal")
+        sealed_at = codec.decode(raw, Seal).sealed_at if raw else 0.0
+        out.append(CaptureState(
+            cid=c, sealed="seal" in names, retired="retired" in names,
+            failures=sum(1 for n in names if n.startswith("fail-")),
+            retries=sum(1 for n in names if n.startswith("retry-")),
+            turns=sum(1 for n in names if n.startswith("t-")), sealed_at=sealed_at,
+        ))
+    return out
+
+
+def load_evidence(j: Journal, cid: str) -> tuple[list[TurnEvidence], Seal]:
+    names = j.list(f"{CAPTURES}/{cid}")
+    raws = j.read_many(f"{CAPTURES}/{cid}/{n}" for n in names if n.startswith("t-") or n == "seal")
+    seal_raw = raws.pop(f"{CAPTURES}/{cid}/seal", None)
+    if seal_raw is None:
+        raise CairnError(ErrorCode.CAPTURE_STATE, f"capture {cid} is not sealed")
+    entries = sorted((codec.decode(r, CaptureTurn, where=p) for p, r in raws.items() if r is not None),
+                     key=lambda e: e.seq)
+    evidence = [codec.decode(j.evidence.get(e.bundle), TurnEvidence, where=f"evidence of {cid}") for e in entries]
+    return evidence, codec.decode(seal_raw, Seal)
+
+
+def _policy(evidence: list[TurnEvidence]) -> ModelPolicy:
+    return evidence[0].policy if evidence else ModelPolicy(provider="extractive")
+
+
+def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None) -> Any:
+    """Run the frozen policy's provider over the usable turns (sessionless, no tools)."""
+    import trio
+
+    from worker.providers import run_digest
+
+    usable = tuple(
+        Turn(turn_id=e.turn_id, parent_turn_id=e.parent_turn_id, user=e.user, assistant=e.assistant,
+             completed_at=e.completed_at)
+        for e in evidence if not e.oversized
+    )
+    inp = DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable)
+    policy = _policy(evidence)
+
+    async def go() -> Any:
+        with trio.fail_after(max(0.1, deadline - time.time())):
+            return await run_digest(inp, policy, env=dict(env if env is not None else os.environ))
+
+    try:
+        return trio.run(go)
+    except trio.TooSlowError:
+        raise CairnError(ErrorCode.PROVIDER_TIMEOUT, "digest inference passed the claim deadline") from None
+
+
+def digest_id(cid: str, bundle: str) -> str:
+    return h(f"{cid}\0{bundle}", 20)
+
+
+def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, Any]:
+    """Publish an accepted result; idempotent and safe to repeat after any crash."""
+    result = codec.decode(j.bundles.get(bundle_sha), DigestResult, where=f"accepted result of {cid}")
+    if result.capture != cid:
+        raise CairnError(ErrorCode.CLAIM_CORRUPT, f"accepted result names capture {result.capture[:60]}, not {cid}")
+    did = digest_id(cid, bundle_sha) if result.notes else None
+    ops: list[P.Op] = []
+    if did is not None:
+        entry = PublicDigest(id=did, capture=cid, session_id=result.session_id, title=result.title,
+                             trigger=result.trigger, created=decided, provider=result.provider,
+                             turn_ids=result.turn_ids, notes=result.notes)
+        data = codec.encode(entry)
+        if len(data) > PUBLIC_ENTRY_LIMIT:
+            raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"digest of {cid} exceeds the public entry bound")
+        ops += [P.EnsureDir(PUBLIC), P.Link(f"{PUBLIC}/{did}.json", data, mode=0o644, optional=True)]
+    ops.append(P.EnsureDir(COVERAGE))
+    for t in result.turn_ids:
+        cov = Coverage(turn_id=t, session_id=result.session_id, capture=cid, digest=did)
+        ops.append(P.Link(f"{COVERAGE}/{h(result.session_id + chr(0) + t)}", codec.encode(cov), optional=True))
+    res = j.run(ops)
+    _raise_failed(res)
+    if did is not None:
+        link = res[1]
+        if link.status is OpStatus.CONFLICT:
+            # present already: it must be exactly what this acceptance publishes
+            check = j.run([P.Verify(f"{PUBLIC}/{did}.json", data=data)])
+            if check[0].status is not OpStatus.OK:
+                raise CairnError(ErrorCode.TARGET_CHANGED, f"public digest {did} differs from its accepted result")
+    # pins are released only after coverage exists; then retire
+    pins = [n for n in j.list(f"{CAPTURES}/{cid}") if n.startswith("pin-")]
+    reason = "discarded" if result.discarded else ("published" if did else "all-none")
+    retired = Retired(capture=cid, at=decided, digest=did, reason=reason)
+    res = j.run([*(P.Remove(f"{CAPTURES}/{cid}/{n}", optional=True, sync=False) for n in pins),
+                 P.Link(f"{CAPTURES}/{cid}/retired", codec.encode(retired), optional=True)])
+    _raise_failed(res)
+    return {"digest": did, "notes": len(result.notes), "reason": reason}
+
+
+def _raise_failed(res: P.ProgramResult) -> None:
+    for r in res.results:
+        if r.status is OpStatus.FAILED:
+            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
+
+
+def recover_capture(j: Journal, cid: str) -> dict[str, Any] | None:
+    """Publish an accepted-but-unpublished result of ``cid``; None when there is none."""
+    newest = j.claims.newest(f"digest/{cid}")
+    if newest.outcome is not None and newest.outcome.kind is OutcomeKind.COMPLETED and newest.outcome.bundle:
+        return publish(j, cid, newest.outcome.bundle, newest.outcome.decided)
+    return None
+
+
+def _admit(j: Journal, cid: str, deadline_ttl: float) -> Claim:
+    claim = j.claims.elect(f"digest/{cid}", purpose="digest", ttl=deadline_ttl, authority=j.authority)
+    return claim
+
+
+def _record_failure(j: Journal, claim: Claim, cid: str, gen: int, code: str) -> None:
+    fail = Failure(capture=cid, generation=gen, error=code, at=claim.record.created)
+    j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{gen}", codec.encode(fail), optional=True)])
+
+
+def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None = None) -> str:
+    """Digest one runnable capture. Returns published | all-none | failed | exhausted | busy | recovered."""
+    if recover_capture(j, st.cid) is not None:
+        return "recovered"
+    evidence, seal = load_evidence(j, st.cid)
+    policy = _policy(evidence)
+    ttl = (policy.timeout_seconds if policy.provider != "extractive" else 60.0) + DIGEST_TTL_MARGIN
+    try:
+        claim = _admit(j, st.cid, ttl)
+    except CairnError as exc:
+        if exc.code is ErrorCode.CLAIM_BUSY:
+            return "busy"
+        raise
+    gen = claim.generation
+    try:
+        # a predecessor that was taken over or failed is an attempt
+        if gen > 1:
+            prev = j.claims.run([P.Read(f"{claim.scope_dir}/{gen - 1}.outcome", optional=True)])[0]
+            if prev.status is OpStatus.OK:
+                po = codec.decode(prev.value, OutcomeRecord)
+                if po.kind is OutcomeKind.COMPLETED and po.bundle:
+                    # accepted meanwhile by someone else: publish, never re-infer
+                    j.claims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
+                    publish(j, st.cid, po.bundle, po.decided)
+                    return "recovered"
+                if po.kind is OutcomeKind.EXPIRED:
+                    _record_failure(j, claim, st.cid, gen - 1, str(ErrorCode.WORKER_CRASHED))
+        fresh = capture_states(j, [st.cid])[0]
+        if fresh.retired:
+            j.claims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
+            return "recovered"
+        if fresh.exhausted:
+            j.claims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CAPTURE_EXHAUSTED))
+            return "exhausted"
+        try:
+            out = infer(evidence, deadline=claim.deadline - DIGEST_TTL_MARGIN / 2 + (time.time() - j.now()), env=env)
+        except CairnError as exc:
+            _record_failure(j, claim, st.cid, gen, str(exc.code))
+            j.claims.settle(claim, OutcomeKind.FAILED, error=str(exc.code))
+            again = capture_states(j, [st.cid])[0]
+            return "exhausted" if again.exhausted else "failed"
+        result = DigestResult(capture=st.cid, session_id=seal.session_id, title=evidence[0].title if evidence else None,
+                              trigger=seal.trigger, turn_ids=tuple(e.turn_id for e in evidence), notes=out.notes,
+                              provider=policy.provider)
+        sha, put = j.bundles.put_ops(codec.encode(result))
+        outcome = j.claims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=put)
+    except BaseException:
+        try:
+            o = j.claims.outcome(claim)
+            if o is None:
+                j.claims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
+        except CairnError:
+            pass
+        raise
+    publish(j, st.cid, sha, outcome.decided)
+    return "published" if out.notes else "all-none"
+
+
+def recover_all(j: Journal) -> int:
+    n = 0
+    for st in capture_states(j):
+        if st.sealed and not st.retired and recover_capture(j, st.cid) is not None:
+            n += 1
+    return n
+
+
+def process(j: Journal, *, limit: int | None = None, deadline: float | None = None,
+            progress: Any = None, env: dict[str, str] | None = None) -> tuple[dict[str, Any], bool]:
+    """Recovery, then digest work over runnable captures (oldest seal first)."""
+    counts = {"recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0, "exhausted": []}
+    states = capture_states(j)
+    # recovery first: accepted-unpublished results are published before any new inference
+    for st in states:
+        if st.sealed and not st.retired and recover_capture(j, st.cid) is not None:
+            counts["recovered"] += 1
+    states = [s for s in capture_states(j) if s.sealed and not s.retired and not s.exhausted]
+    # fairness: a pass takes captures in seal order from a list frozen at its start
+    runnable = sorted(states, key=lambda s: (s.sealed_at, s.cid))
+    done = 0
+    more = False
+    for i, st in enumerate(runnable):
+        if (limit is not None and done >= limit) or (deadline is not None and time.time() >= deadline):
+            more = True
+            break
+        if progress:
+            progress(i, len(runnable), st.cid)
+        outcome = process_capture(j, st, env=env)
+        done += 1
+        if outcome == "exhausted":
+            counts["exhausted"].append(st.cid)
+        elif outcome == "all-none":
+            counts["all_none"] += 1
+        else:
+            counts[outcome] = counts.get(outcome, 0) + 1
+    if progress:
+        progress(len(runnable), len(runnable), "")
+    counts["remaining"] = len([s for s in capture_states(j) if s.sealed and not s.retired and not s.exhausted])
+    more = more and counts["remaining"] > 0
+    return counts, more
+
+
+# -- explicit decisions -----------------------------------------------------
+
+def retry(j: Journal, cid: str) -> dict[str, Any]:
+    states = {s.cid: s for s in capture_states(j, [cid])}
+    st = states[cid]
+    if st.turns == 0 and not st.sealed:
+        raise CairnError(ErrorCode.NOT_FOUND, f"no capture {cid}")
+    if not st.exhausted:
+        return {"capture": cid, "state": st.state, "changed": False}
+    res = j.run([P.Create(f"{CAPTURES}/{cid}/retry-{st.retries + 1}", optional=True)])
+    _raise_failed(res)
+    return {"capture": cid, "state": capture_states(j, [cid])[0].state, "changed": True}
+
+
+def discard(j: Journal, cid: str) -> dict[str, Any]:
+    """Accept an omission for a capture (coverage + retirement, nothing public).
+
+    An already accepted digest takes precedence: it is published instead.
+    """
+    st = capture_states(j, [cid])[0]
+    if not st.sealed:
+        raise CairnError(ErrorCode.CAPTURE_STATE, f"capture {cid} is not sealed; seal it first")
+    if st.retired:
+        return {"capture": cid, "state": "retired", "changed": False}
+    rec = recover_capture(j, cid)
+    if rec is not None:
+        return {"capture": cid, "state": "retired", "changed": False, "published": rec["digest"]}
+    evidence, seal = load_evidence(j, cid)
+    claim = _admit(j, cid, 60.0)
+    result = DigestResult(capture=cid, session_id=seal.session_id, title=None, trigger=seal.trigger,
+                          turn_ids=tuple(e.turn_id for e in evidence), notes=(), provider="discard", discarded=True)
+    sha, put = j.bundles.put_ops(codec.encode(result))
+    outcome = j.claims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=put)
+    publish(j, cid, sha, outcome.decided)
+    return {"capture": cid, "state": "retired", "changed": True}
+
+
+# -- jobs -------------------------------------------------------------------
+
+def job_recover(req: WorkerRequest) -> dict[str, Any]:
+    with Journal(req.workspace) as j:
+        return {"recovered": recover_all(j)}
+
+
+def job_process(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+    limit = req.args.get("max")
+    with Journal(req.workspace) as j:
+        return process(j, limit=int(limit) if limit is not None else None,
+                       deadline=(req.deadline - 5.0) if req.deadline else None)
+
+
+def job_retry(req: WorkerRequest) -> dict[str, Any]:
+    with Journal(req.workspace) as j:
+        return retry(j, _cid(j, str(req.args.get("capture", ""))))
+
+
+def job_discard(req: WorkerRequest) -> dict[str, Any]:
+    with Journal(req.workspace) as j:
+        return discard(j, _cid(j, str(req.args.get("capture", ""))))
+
+
+def _cid(j: Journal, prefix: str) -> str:
+    """Resolve a capture id or an unambiguous prefix of one."""
+    if not prefix:
+        raise CairnError(ErrorCode.USAGE, "a capture id is required")
+    cids = [c for c in j.list(CAPTURES) if c.startswith(prefix)]
+    if prefix in cids:
+        return prefix
+    if len(cids) != 1:
+        raise CairnError(ErrorCode.NOT_FOUND, f"{len(cids)} captures match {prefix[:60]!r}")
+    return cids[0]
+

@@ -1,0 +1,122 @@
+"""The journal's private and public storage for one workspace.
+
+Layout under ``.cairn/state/journal/``::
+
+    claims/               fenced claims (scopes session/<id>, digest/<capture>)
+    evidence/aa/<sha>     immutable TurnEvidence bundles
+    bundles/aa/<sha>      accepted DigestResult bundles (named by completed outcomes)
+    sessions/<sdir>/c-NNNN    one marker per capture of a session (the newest is current)
+    captures/<cid>/       t-NNNNNN (CaptureTurn), pin-<sha>, seal, fail-<gen>, retry-<k>, retired
+    turns/<h>             TurnIndex: a turn is captured once
+    coverage/<h>          Coverage: a turn was digested
+
+Public digests live in ``.cairn/journal/<id>.json``. Every read of a record
+is strict (closed schema), every bundle read re-verifies its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import TypeVar
+
+from protocol import codec
+from protocol.claims import Authority
+from protocol.errors import CairnError, ErrorCode
+from protocol.vocab import OpStatus
+from state import layout
+from state import program as P
+from state.bundles import BundleStore
+from state.claims import ClaimStore
+from state.fsdir import PinnedDir
+
+T = TypeVar("T")
+
+J = layout.JOURNAL_STATE
+CAPTURES = f"{J}/captures"
+SESSIONS = f"{J}/sessions"
+TURNS = f"{J}/turns"
+COVERAGE = f"{J}/coverage"
+EVIDENCE = f"{J}/evidence"
+PUBLIC = layout.PUBLIC_JOURNAL
+BATCH = 16  # discovery reads records in groups of this size
+
+_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def h(text: str, n: int = 32) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def session_dir(session_id: str) -> str:
+    """A directory name for a session id: readable prefix + hash (never a path)."""
+    return f"{_SAFE.sub('_', session_id)[:40].strip('_') or 's'}-{h(session_id, 12)}"
+
+
+def capture_id(session_id: str, k: int) -> str:
+    return f"{session_dir(session_id)}-{k:04d}"
+
+
+class Journal:
+    """Pinned handles and stores of one workspace's journal."""
+
+    def __init__(self, workspace: str, *, clock_offset: float = 0.0) -> None:
+        self.workspace = workspace
+        self.root = PinnedDir.open_root(workspace)
+        self.claims = ClaimStore(self.root, layout.JOURNAL_CLAIMS, clock_offset=clock_offset)
+        self.evidence = BundleStore(self.root, EVIDENCE)
+        self.bundles = BundleStore(self.root, layout.JOURNAL_BUNDLES)
+        self.authority = Authority(workspace=workspace, target=layout.JOURNAL_STATE, client="cairn")
+
+    def close(self) -> None:
+        self.claims.close()
+        self.root.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers ----------------------------------------------------------
+    def run(self, ops: list[P.Op], **kw: object) -> P.ProgramResult:
+        return P.run(self.root, ops, **kw)  # type: ignore[arg-type]
+
+    def now(self) -> float:
+        r = self.claims.run([P.Clock("", offset=self.claims.clock_offset)])
+        return float(r[0].value)
+
+    def list(self, rel: str) -> list[str]:
+        r = self.run([P.ListDir(rel, optional=True)])
+        if r[0].status is OpStatus.FAILED:
+            raise CairnError(r[0].code or ErrorCode.IO_FAILED, r[0].message)
+        return list(r[0].value or [])
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        """Read files in batched programs of :data:`BATCH`; absent files map to None."""
+        out: dict[str, bytes | None] = {}
+        paths = list(paths)
+        for i in range(0, len(paths), BATCH):
+            chunk = paths[i : i + BATCH]
+            r = self.run([P.Read(p, optional=True) for p in chunk])
+            for p, res in zip(chunk, r.results, strict=True):
+                if res.status is OpStatus.FAILED:
+                    raise CairnError(res.code or ErrorCode.IO_FAILED, res.message, path=p)
+                out[p] = res.value if res.status is OpStatus.OK else None
+        return out
+
+    def read_record(self, path: str, cls: type[T]) -> T | None:
+        raw = self.read_many([path])[path]
+        return None if raw is None else codec.decode(raw, cls, where=path)
+
+    def list_many(self, rels: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for i in range(0, len(rels), BATCH):
+            chunk = rels[i : i + BATCH]
+            r = self.run([P.ListDir(d, optional=True) for d in chunk])
+            for d, res in zip(chunk, r.results, strict=True):
+                if res.status is OpStatus.FAILED:
+                    raise CairnError(res.code or ErrorCode.IO_FAILED, res.message, path=d)
+                out[d] = list(res.value or [])
+        return out

@@ -1,0 +1,119 @@
+"""Read-only views of the journal: status counts, public digests, capture jobs.
+
+These are observations for people and editors, never authority. The public
+digest index is cached per process and refreshed only when the journal
+directory's attributes change: public entries are published by exclusive
+link and removed by expiry, both of which change the directory, so a warm
+listing reads no record at all. (An entry edited in place by hand keeps the
+directory unchanged; ``cairn journal --fresh`` rereads everything.)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from protocol import codec
+from protocol.errors import CairnError
+from protocol.journal import PublicDigest
+from protocol.worker import WorkerRequest
+from worker.journal.store import PUBLIC, Journal
+
+_INDEX: dict[str, tuple[tuple[int, int, int, int], list[PublicDigest], list[str]]] = {}
+
+
+def _dir_key(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_nlink)
+
+
+def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicDigest], list[str]]:
+    """All valid public digests (oldest first) and the names of invalid entries."""
+    path = os.path.join(workspace, PUBLIC)
+    key = _dir_key(path)
+    if key is None:
+        return [], []
+    cached = _INDEX.get(path)
+    if cached is not None and cached[0] == key and not fresh:
+        return cached[1], cached[2]
+    digests: list[PublicDigest] = []
+    bad: list[str] = []
+    with Journal(workspace) as j:
+        names = [n for n in j.list(PUBLIC) if n.endswith(".json")]
+        raws = j.read_many(f"{PUBLIC}/{n}" for n in names)
+    for n in names:
+        raw = raws.get(f"{PUBLIC}/{n}")
+        if raw is None:
+            continue
+        try:
+            digests.append(codec.decode(raw, PublicDigest, where=n))
+        except CairnError as exc:
+            bad.append(f"{n}: {exc.code}")
+    digests.sort(key=lambda d: (d.created, d.id))
+    # a second observation: if the directory changed during the read, do not cache
+    if _dir_key(path) == key:
+        _INDEX[path] = (key, digests, bad)
+    return digests, bad
+
+
+def read_status(workspace: str) -> dict[str, int]:
+    """Capture-level counts for ``cairn/status`` (the server adds its own job counts)."""
+    from worker.journal.digest import capture_states
+
+    if not os.path.isdir(os.path.join(workspace, ".cairn")):
+        return {"pending": 0, "retryWaiting": 0, "exhausted": 0, "open": 0, "digests": 0, "proposals": 0}
+    with Journal(workspace) as j:
+        states = capture_states(j)
+    counts = {"pending": 0, "retryWaiting": 0, "exhausted": 0, "open": 0}
+    for st in states:
+        s = st.state
+        if s == "pending":
+            counts["pending"] += 1
+        elif s == "retry-waiting":
+            counts["retryWaiting"] += 1
+        elif s == "exhausted":
+            counts["exhausted"] += 1
+        elif s == "open":
+            counts["open"] += 1
+    counts["digests"] = len(public_digests(workspace)[0])
+    counts["proposals"] = _pending_proposals(workspace)
+    return counts
+
+
+def _pending_proposals(workspace: str) -> int:
+    try:
+        from worker.memory.views import pending_count
+    except ImportError:
+        return 0
+    return int(pending_count(workspace))
+
+
+def capture_rows(workspace: str) -> list[dict[str, Any]]:
+    from worker.journal.digest import capture_states
+
+    with Journal(workspace) as j:
+        return [{"capture": s.cid, "state": s.state, "turns": s.turns, "attempts": s.failures - 3 * s.retries,
+                 "sealed_at": s.sealed_at or None} for s in capture_states(j)]
+
+
+def digest_json(d: PublicDigest) -> dict[str, Any]:
+    obj = codec.to_obj(d)
+    obj.pop("record", None)
+    obj.pop("v", None)
+    return obj
+
+
+def job_status(req: WorkerRequest) -> dict[str, Any]:
+    return read_status(req.workspace)
+
+
+def job_journal(req: WorkerRequest) -> dict[str, Any]:
+    digests, bad = public_digests(req.workspace, fresh=bool(req.args.get("fresh")))
+    return {"digests": [digest_json(d) for d in digests], "invalid": bad}
+
+
+def job_jobs(req: WorkerRequest) -> dict[str, Any]:
+    return {"captures": capture_rows(req.workspace)}
