@@ -13,6 +13,7 @@ of a record, and therefore its hash, are a function of its value.
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any, ClassVar, TypeVar
 
@@ -65,8 +66,19 @@ def _strict(tp: type) -> Any:
 
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
-    for tp in (int, str, bool, float):
+    for tp in (int, bool, float):
         conv.register_structure_hook(tp, _strict(tp))
+    strict_str = _strict(str)
+
+    def str_or_enum(value: Any, tp: Any) -> Any:
+        # StrEnum fields dispatch here too (str is in their MRO): make them members
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            if not isinstance(value, str):
+                raise TypeError(f"expected a {tp.__name__} value")
+            return tp(value)
+        return strict_str(value, tp)
+
+    conv.register_structure_hook(str, str_or_enum)
 
     def tuple_hook(value: Any, tp: Any) -> Any:
         if not isinstance(value, list):

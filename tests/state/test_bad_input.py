@@ -150,3 +150,16 @@ def test_scope_ids_never_become_paths(workspace: Path) -> None:
         assert d.parent == workspace / CLAIMS and (d / "1.claim").exists()
         assert c.record.scope == scope
     assert not (workspace.parent / "etc").exists()
+
+
+def test_enum_fields_decode_to_members_and_unknown_values_are_refused() -> None:
+    from protocol.claims import OutcomeRecord
+    from protocol.vocab import OutcomeKind
+
+    rec = OutcomeRecord(scope="s", generation=1, kind=OutcomeKind.COMPLETED, nonce="n", decided=1.0, claim_nonce="n")
+    assert codec.decode(codec.encode(rec), OutcomeRecord).kind is OutcomeKind.COMPLETED
+    obj = codec.to_obj(rec)
+    obj["kind"] = "succeeded"
+    with pytest.raises(CairnError) as ei:
+        codec.from_obj(obj, OutcomeRecord)
+    assert ei.value.code is ErrorCode.RECORD_INVALID_FIELD

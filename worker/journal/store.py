@@ -17,6 +17,7 @@ is strict (closed schema), every bundle read re-verifies its hash.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from typing import TypeVar
@@ -61,7 +62,10 @@ def capture_id(session_id: str, k: int) -> str:
 class Journal:
     """Pinned handles and stores of one workspace's journal."""
 
-    def __init__(self, workspace: str, *, clock_offset: float = 0.0) -> None:
+    def __init__(self, workspace: str, *, clock_offset: float | None = None) -> None:
+        if clock_offset is None:
+            # crash-recovery tests stand in for "time passed" without sleeping
+            clock_offset = float(os.environ.get("CAIRN_TEST_CLOCK_OFFSET", "0") or 0)
         self.workspace = workspace
         self.root = PinnedDir.open_root(workspace)
         self.claims = ClaimStore(self.root, layout.JOURNAL_CLAIMS, clock_offset=clock_offset)

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import PYTHON, REPO, child_env
+
+FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
+DEMO = REPO / "server" / "examples" / "demo-session.jsonl"
+ALL_FORMATS = {
+    "claude-code": FIXTURES / "claude-code" / "session.jsonl",
+    "codex": next((FIXTURES / "codex").glob("rollout-*.jsonl")),
+    "aider": FIXTURES / "aider" / ".aider.chat.history.md",
+    "specstory": next((FIXTURES / "specstory" / ".specstory" / "history").glob("*.md")),
+    "claude-export": FIXTURES / "claude-export" / "session-export.md",
+    "gptel-org": FIXTURES / "gptel" / "chat.org",
+    "gptel-md": FIXTURES / "gptel" / "chat.md",
+}
+
+
+def cairn(ws: Path, *argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([PYTHON, "-m", "server", *argv, "-w", str(ws)], cwd=REPO, env=child_env(**(env or {})),
+                       capture_output=True, text=True, timeout=300)
+    if check and r.returncode != 0:
+        raise AssertionError(f"cairn {' '.join(argv)} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+def cairn_json(ws: Path, *argv: str) -> object:
+    return json.loads(cairn(ws, *argv, "--json").stdout)

@@ -1,0 +1,136 @@
+"""Capture and seal, through the real CLI on real files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from protocol import codec
+from protocol.journal import CaptureTurn, Seal, TurnEvidence
+from tests.journal.helpers import ALL_FORMATS, DEMO, cairn, cairn_json
+
+J = ".cairn/state/journal"
+
+
+def _captures(ws: Path) -> list[Path]:
+    return sorted((ws / J / "captures").iterdir())
+
+
+def test_reimport_is_idempotent_and_a_grown_file_adds_only_new_turns(workspace: Path, tmp_path: Path) -> None:
+    src = tmp_path / "session.jsonl"
+    lines = DEMO.read_text().splitlines(keepends=True)
+    # keep the first part of the session: a later, longer copy is the "grown" file
+    cut = next(i for i, line in enumerate(lines) if '"Now add a retry' in line or i > len(lines) // 2)
+    src.write_text("".join(lines[:cut]))
+    first = cairn_json(workspace, "import", str(src))
+    assert first["captured"] > 0 and first["skipped"] == 0
+    again = cairn_json(workspace, "import", str(src))
+    assert again == dict(first, captured=0, skipped=first["captured"])
+    src.write_text("".join(lines))
+    grown = cairn_json(workspace, "import", str(src))
+    assert grown["skipped"] == first["captured"]
+    assert grown["captured"] == 10 - first["captured"]
+    # one open capture holds every turn exactly once
+    (cap,) = _captures(workspace)
+    entries = [codec.decode(p.read_bytes(), CaptureTurn) for p in cap.glob("t-*")]
+    assert len(entries) == 10 == len({e.turn_id for e in entries})
+    assert sorted(e.seq for e in entries) == list(range(10))
+
+
+def test_every_ready_turn_has_pinned_verified_evidence(workspace: Path) -> None:
+    cairn(workspace, "import", str(DEMO))
+    (cap,) = _captures(workspace)
+    for p in cap.glob("t-*"):
+        entry = codec.decode(p.read_bytes(), CaptureTurn)
+        assert (cap / f"pin-{entry.bundle}").exists()
+        blob = workspace / J / "evidence" / entry.bundle[:2] / entry.bundle
+        ev = codec.decode(blob.read_bytes(), TurnEvidence)
+        assert ev.turn_id == entry.turn_id and ev.policy.provider == "extractive"
+        assert oct(blob.stat().st_mode & 0o777) == "0o600"
+    assert oct((workspace / ".cairn/state").stat().st_mode & 0o777) == "0o700"
+
+
+def test_oversized_turn_is_recorded_unknown_not_truncated(workspace: Path, tmp_path: Path) -> None:
+    big = "x" * (600 * 1024)
+    src = tmp_path / "big.md"
+    src.write_text(f"# aider chat started at 2025-01-01 10:00:00\n\n#### {big}\n\nsure.\n\n#### from now on never "
+                   "use tabs\n\nNoted.\n")
+    cairn(workspace, "import", str(src), "--format", "aider")
+    (cap,) = _captures(workspace)
+    evs = []
+    for p in cap.glob("t-*"):
+        entry = codec.decode(p.read_bytes(), CaptureTurn)
+        evs.append(codec.decode((workspace / J / "evidence" / entry.bundle[:2] / entry.bundle).read_bytes(),
+                                TurnEvidence))
+    over = [e for e in evs if e.oversized]
+    assert len(over) == 1 and over[0].user == "" and over[0].size > 600 * 1024
+    cairn(workspace, "seal")
+    cairn(workspace, "process")
+    (d,) = cairn_json(workspace, "journal")
+    # the oversized turn is covered but never becomes (wrong) evidence
+    assert over[0].turn_id in d["turn_ids"]
+    assert all(over[0].turn_id not in n["turn_ids"] for n in d["notes"])
+    assert any("tabs" in n["body"] for n in d["notes"])
+
+
+def test_sealing_keeps_the_first_trigger_and_never_seals_an_empty_capture(workspace: Path) -> None:
+    assert cairn_json(workspace, "seal")["sealed"] == []
+    cairn(workspace, "import", str(DEMO))
+    assert len(cairn_json(workspace, "seal", "--trigger", "compaction")["sealed"]) == 1
+    assert cairn_json(workspace, "seal", "--trigger", "clear")["sealed"] == []
+    (cap,) = _captures(workspace)
+    assert codec.decode((cap / "seal").read_bytes(), Seal).trigger == "compaction"
+    bad = cairn(workspace, "seal", "--trigger", "lunch", check=False)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_turns_after_a_seal_start_a_new_capture(workspace: Path, tmp_path: Path) -> None:
+    src = tmp_path / "s.jsonl"
+    lines = DEMO.read_text().splitlines(keepends=True)
+    src.write_text("".join(lines[:20]))
+    cairn(workspace, "import", str(src))
+    cairn(workspace, "seal")
+    src.write_text("".join(lines))
+    cairn(workspace, "import", str(src))
+    caps = _captures(workspace)
+    assert len(caps) == 2
+    assert (caps[0] / "seal").exists() and not (caps[1] / "seal").exists()
+    turns = [len(list(c.glob("t-*"))) for c in caps]
+    assert sum(turns) == 10 and all(turns)
+
+
+def test_idle_sealing_waits_for_the_quiet_period(workspace: Path) -> None:
+    from protocol.worker import WorkerRequest
+    from worker.entry import run_request
+
+    cairn(workspace, "import", str(DEMO))
+    r = run_request(WorkerRequest(job="seal-idle", workspace=str(workspace), args={"quiet_seconds": 1200}))
+    assert r.result["sealed"] == 0
+    # 21 minutes later on the target clock
+    import os
+
+    os.environ["CAIRN_TEST_CLOCK_OFFSET"] = str(21 * 60)
+    try:
+        r = run_request(WorkerRequest(job="seal-idle", workspace=str(workspace), args={"quiet_seconds": 1200}))
+    finally:
+        del os.environ["CAIRN_TEST_CLOCK_OFFSET"]
+    assert r.result["sealed"] == 1
+    (cap,) = _captures(workspace)
+    assert json.loads((cap / "seal").read_text())["trigger"] == "idle"
+
+
+def test_unknown_and_malformed_files_lose_nothing(workspace: Path, tmp_path: Path) -> None:
+    cairn(workspace, "import", str(DEMO))
+    before = sorted(p.name for p in _captures(workspace)[0].iterdir())
+    junk = tmp_path / "notes.txt"
+    junk.write_text("just some text\n")
+    r = cairn(workspace, "import", str(junk), check=False)
+    assert r.returncode == 2 and "E_IMPORT_UNKNOWN_FORMAT" in r.stderr
+    broken = tmp_path / "broken.jsonl"
+    shutil.copy(ALL_FORMATS["claude-code"], broken)
+    with broken.open("a") as fh:
+        fh.write("{not json}\n{\"type\":\"user\"}\n")
+    r = cairn(workspace, "import", str(broken), check=False)
+    assert r.returncode == 2 and "E_IMPORT_MALFORMED" in r.stderr and "line" in r.stderr
+    assert sorted(p.name for p in _captures(workspace)[0].iterdir()) == before
