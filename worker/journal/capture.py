@@ -98,22 +98,20 @@ def _capture_owned(j: Journal, claim: Claim, session: Session, *, source: str, p
     if j.read_many([_session_record_path(sid)])[_session_record_path(sid)] is None:
         setup.append(P.Link(_session_record_path(sid), codec.encode(SessionInfo(session_id=sid, title=session.title)),
                             optional=True))
-    todo: list[tuple[Turn, bool]] = []  # (turn, index exists already: repair)
-    repairs: dict[str, str] = {}
+    indexed: dict[str, str] = {}  # turn id -> capture named by its existing index
     for t in session.turns:
         raw = known[index_paths[t.turn_id]]
-        if raw is None:
+        if raw is not None:
+            indexed[t.turn_id] = codec.decode(raw, TurnIndex, where=index_paths[t.turn_id]).capture
+    # a turn indexed in a capture whose ready entry is missing (crash window) is finished, not skipped
+    entries = j.read_many(f"{CAPTURES}/{c}/t-{h(t)}" for t, c in indexed.items()) if indexed else {}
+    todo: list[tuple[Turn, bool]] = []  # (turn, repair?) in session order, so seq follows the session
+    for t in session.turns:
+        c = indexed.get(t.turn_id)
+        if c is None:
             todo.append((t, False))
-            continue
-        idx = codec.decode(raw, TurnIndex, where=index_paths[t.turn_id])
-        repairs[t.turn_id] = idx.capture
-    # a turn indexed in a capture whose ready entry is missing (crash window): finish it
-    if repairs:
-        entries = j.read_many(f"{CAPTURES}/{c}/t-{h(t)}" for t, c in repairs.items())
-        for t in session.turns:
-            c = repairs.get(t.turn_id)
-            if c is not None and entries[f"{CAPTURES}/{c}/t-{h(t.turn_id)}"] is None:
-                todo.append((t, True))
+        elif entries[f"{CAPTURES}/{c}/t-{h(t.turn_id)}"] is None:
+            todo.append((t, True))
     if not todo:
         j.claims.guarded(claim, setup)
         return {"captured": 0, "skipped": len(session.turns), "capture": cid}
