@@ -231,8 +231,10 @@ class ClaimStore:
         program after the ownership proof and before the outcome link (for
         effects that must be fenced together with acceptance).
         """
-        sd = claim.scope_dir
         n = claim.generation
+        # with extra operations the program runs against the base (their paths
+        # are base-relative); otherwise against the pinned claims root
+        sd = f"{self.rel}/{claim.scope_dir}" if extra_ops else claim.scope_dir
         rec = OutcomeRecord(
             scope=claim.scope, generation=n, kind=kind, nonce=claim.record.nonce, decided=0.0,
             claim_nonce=claim.record.nonce, payload=payload, bundle=bundle, error=error,
@@ -245,12 +247,13 @@ class ClaimStore:
             ops.extend(extra_ops)
         ops.append(P.Clock(sd, offset=self.clock_offset))
         ops.append(P.Link(f"{sd}/{n}.outcome", lambda now: codec.encode(attrs.evolve(rec, decided=now))))
-        res = self.run(ops, lock=sd)
-        if res.ok:
+        res = P.run(self.base, ops, lock=sd) if extra_ops else self.run(ops, lock=sd)
+        if res.ok or all(r.status is OpStatus.OK or o.optional for r, o in zip(res.results, ops, strict=True)):
             return attrs.evolve(rec, decided=float(res[len(ops) - 2].value))
-        bad = next(x for x in res.results if x.status is not OpStatus.OK)
-        if bad.status is OpStatus.FAILED:
-            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
+        bad_i = next(i for i, x in enumerate(res.results) if x.status is not OpStatus.OK and not ops[i].optional)
+        bad = res[bad_i]
+        if bad.status is OpStatus.FAILED or 2 <= bad_i < 2 + len(extra_ops):
+            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message or f"{claim.scope}: fenced effect refused")
         if res[0].status is not OpStatus.OK:
             raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} is gone or not ours")
         winner = self.outcome(claim)

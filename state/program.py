@@ -248,10 +248,21 @@ def probe_newest(d: PinnedDir, hint: int | None) -> int:
     return n
 
 
+def _read_or_none(dirs: _Dirs, d: str, name: str, limit: int = 64 << 20) -> bytes | None:
+    """A file's bytes; None when it or a parent directory does not exist."""
+    try:
+        pd = dirs.get(d)
+    except CairnError as exc:
+        if exc.code is ErrorCode.NOT_FOUND:
+            return None
+        raise
+    return pd.read(name, limit=limit)
+
+
 def _run_one(dirs: _Dirs, op: Op) -> OpResult:
     if isinstance(op, Verify):
         d, name = _dirname(op.path)
-        data = dirs.get(d).read(name)
+        data = _read_or_none(dirs, d, name)
         if op.absent:
             return OpResult(op.op, OpStatus.OK if data is None else OpStatus.CONFLICT)
         if data is None:
@@ -287,7 +298,7 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
         return OpResult(op.op, OpStatus.OK, probe_newest(dirs.get(op.scope_dir), op.hint))
     if isinstance(op, Read):
         d, name = _dirname(op.path)
-        data = dirs.get(d).read(name, limit=op.limit)
+        data = _read_or_none(dirs, d, name, op.limit)
         return OpResult(op.op, OpStatus.ABSENT if data is None else OpStatus.OK, data)
     if isinstance(op, Create):
         d, name = _dirname(op.path)
