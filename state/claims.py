@@ -87,7 +87,10 @@ class ClaimStore:
         self.clock_offset = clock_offset  # tests only: shifts this store's view of the target clock
         self.host = socket.gethostname()
         self._root: PinnedDir | None = None
-        self._hint: dict[str, int] = {}  # scope -> newest generation last seen (an observation, never authority)
+        self._hint: dict[str, int] = {}
+        # scope -> (generation, exact outcome bytes) this store settled itself: lets the
+        # next election of the scope prove "N is newest and settled" in its one locked program
+        self._settled: dict[str, tuple[int, bytes]] = {}  # scope -> newest generation last seen (an observation, never authority)
 
     # -- paths ------------------------------------------------------------
     def scope_dir(self, scope: str) -> str:
@@ -164,6 +167,10 @@ class ClaimStore:
     ) -> Claim:
         """Elect the next generation or raise ``E_CLAIM_BUSY`` while a live owner holds it."""
         sd = self.scope_dir(scope)
+        fast = self._elect_fast(scope, sd, purpose=purpose, ttl=ttl, deadline=deadline, authority=authority,
+                                inputs=inputs)
+        if fast is not None:
+            return fast
         for _ in range(attempts):
             hint = self._hint.get(scope)
             r = self.run([P.EnsureDir(sd), P.FindNewest(sd, hint), P.Clock(sd, offset=self.clock_offset)])
@@ -212,6 +219,37 @@ class ClaimStore:
             # lost a race (someone elected or settled meanwhile): observe afresh
         raise CairnError(ErrorCode.CLAIM_BUSY, f"{scope}: contention did not settle after {attempts} attempts")
 
+    def _elect_fast(self, scope: str, sd: str, *, purpose: str, ttl: float | None, deadline: float | None,
+                    authority: Authority, inputs: dict[str, str] | None) -> Claim | None:
+        """One locked program when this store settled the newest generation itself.
+
+        The same proof as the full path (N is newest, N's outcome is exactly the
+        bytes we wrote, the clock is read under the lock) without the two
+        observation programs; any mismatch falls back to the full path.
+        """
+        known = self._settled.get(scope)
+        if known is None:
+            return None
+        n, outcome_raw = known
+        made: list[ClaimRecord] = []
+
+        def render(now: float | None) -> bytes:
+            assert now is not None
+            end = deadline if deadline is not None else now + (ttl if ttl is not None else 120.0)
+            made.append(ClaimRecord(
+                scope=scope, generation=n + 1, nonce=secrets.token_hex(16), pid=os.getpid(), host=self.host,
+                purpose=purpose, created=now, deadline=end, authority=authority, inputs=dict(inputs or {}),
+            ))
+            return codec.encode(made[-1])
+
+        res = self.run([P.VerifyNewest(sd, n), P.Verify(f"{sd}/{n}.outcome", data=outcome_raw),
+                        P.Clock(sd, offset=self.clock_offset), P.Link(f"{sd}/{n + 1}.claim", render)], lock=sd)
+        self._settled.pop(scope, None)
+        if not res.ok:
+            return None
+        self._hint[scope] = n + 1
+        return Claim(scope, sd, made[-1])
+
     # -- settlement -------------------------------------------------------
     def settle(
         self,
@@ -239,33 +277,45 @@ class ClaimStore:
             scope=claim.scope, generation=n, kind=kind, nonce=claim.record.nonce, decided=0.0,
             claim_nonce=claim.record.nonce, payload=payload, bundle=bundle, error=error,
         )
-        # the claim must still be there and be ours: a late settler of a pruned
-        # generation must not resurrect an outcome for it
-        ops: list[P.Op] = [P.Verify(f"{sd}/{n}.claim", data=codec.encode(claim.record))]
+        # the claim must still be there and be ours (a late settler of a pruned
+        # generation must not resurrect an outcome for it); for completion and
+        # fenced effects, ownership is proven afresh, which reads the clock too
+        claim_bytes = codec.encode(claim.record)
+        guard: P.Op
         if kind is OutcomeKind.COMPLETED or extra_ops:
-            ops.append(P.VerifyOwner(sd, n, claim.record.nonce, claim.deadline, self.clock_offset))
-            ops.extend(extra_ops)
-        ops.append(P.Clock(sd, offset=self.clock_offset))
-        ops.append(P.Link(f"{sd}/{n}.outcome", lambda now: codec.encode(attrs.evolve(rec, decided=now))))
+            guard = P.VerifyOwner(sd, n, claim.record.nonce, claim.deadline, self.clock_offset, claim_bytes)
+            ops: list[P.Op] = [guard, *extra_ops]
+        else:
+            guard = P.Verify(f"{sd}/{n}.claim", data=claim_bytes)
+            ops = [guard, P.Clock(sd, offset=self.clock_offset)]
+        clock_at = 0 if isinstance(guard, P.VerifyOwner) else 1
+        outcome_bytes: list[bytes] = []
+
+        def render(now: float | None) -> bytes:
+            outcome_bytes.append(codec.encode(attrs.evolve(rec, decided=now)))
+            return outcome_bytes[-1]
+
+        ops.append(P.Link(f"{sd}/{n}.outcome", render))
         res = P.run(self.base, ops, lock=sd) if extra_ops else self.run(ops, lock=sd)
         if res.ok or all(r.status is OpStatus.OK or o.optional for r, o in zip(res.results, ops, strict=True)):
-            return attrs.evolve(rec, decided=float(res[len(ops) - 2].value))
+            self._settled[claim.scope] = (n, outcome_bytes[-1])
+            return attrs.evolve(rec, decided=float(res[clock_at].value))
         bad_i = next(i for i, x in enumerate(res.results) if x.status is not OpStatus.OK and not ops[i].optional)
         bad = res[bad_i]
-        if bad.status is OpStatus.FAILED or 2 <= bad_i < 2 + len(extra_ops):
+        if bad.status is OpStatus.FAILED or 1 <= bad_i < 1 + len(extra_ops):
             raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message or f"{claim.scope}: fenced effect refused")
-        if res[0].status is not OpStatus.OK:
-            raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} is gone or not ours")
+        if isinstance(guard, P.VerifyOwner) and res[0].status is not OpStatus.OK:
+            if self.outcome(claim) is None and res[0].code is ErrorCode.CLAIM_EXPIRED:
+                expired = self.settle(claim, OutcomeKind.EXPIRED, error=str(ErrorCode.CLAIM_EXPIRED))
+                raise CairnError(ErrorCode.CLAIM_EXPIRED, f"{claim.scope}: generation {n} expired before settlement",
+                                 outcome=str(expired.kind))
         winner = self.outcome(claim)
-        if winner is not None:
-            if kind is OutcomeKind.COMPLETED and winner.nonce != claim.record.nonce:
-                raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} was settled {winner.kind}",
-                                 outcome=str(winner.kind))
-            return winner
-        # ownership proof failed without an outcome: our deadline passed
-        expired = self.settle(claim, OutcomeKind.EXPIRED, error=str(ErrorCode.CLAIM_EXPIRED))
-        raise CairnError(ErrorCode.CLAIM_EXPIRED, f"{claim.scope}: generation {n} expired before settlement",
-                         outcome=str(expired.kind))
+        if winner is None:
+            raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} is gone or not ours")
+        if kind is OutcomeKind.COMPLETED and winner.nonce != claim.record.nonce:
+            raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} was settled {winner.kind}",
+                             outcome=str(winner.kind))
+        return winner
 
     # -- guarded writes ---------------------------------------------------
     def guarded(self, claim: Claim, ops: Sequence[P.Op]) -> P.ProgramResult:

@@ -130,8 +130,10 @@ class PinnedDir:
     def descend(self, rel: str, *, create: bool = False) -> PinnedDir:
         """Open a relative directory path component by component (caller closes it)."""
         parts = split_rel(rel)
-        cur = PinnedDir(os.dup(self.fd), self.path)
-        for part in parts:
+        if not parts:
+            return PinnedDir(os.dup(self.fd), self.path)
+        cur = self.child(parts[0], create=create)
+        for part in parts[1:]:
             nxt = cur.child(part, create=create)
             cur.close()
             cur = nxt
@@ -153,12 +155,17 @@ class PinnedDir:
                 raise CairnError(ErrorCode.IO_FAILED, f"{self.path}/{name} is not a regular file")
             if st.st_size > limit:
                 raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{self.path}/{name}: {st.st_size} bytes exceeds {limit}")
-            chunks = []
+            first = os.read(fd, st.st_size + 1)  # one call for a file that did not grow
+            if len(first) <= st.st_size:
+                return first
+            chunks = [first]
             while True:
                 b = os.read(fd, 1 << 20)
                 if not b:
                     break
                 chunks.append(b)
+                if sum(map(len, chunks)) > limit:
+                    raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{self.path}/{name} grew past {limit} bytes")
             return b"".join(chunks)
         finally:
             os.close(fd)

@@ -62,6 +62,7 @@ class VerifyOwner:
     nonce: str
     deadline: float
     clock_offset: float = 0.0
+    claim_bytes: bytes | None = None  # when known, compared instead of decoding the claim
     optional: bool = False
     op: str = "verify"
 
@@ -282,7 +283,8 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
             return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_LOST,
                             message=f"generation {op.generation} already settled")
         raw = d.read(f"{op.generation}.claim")
-        if raw is None or codec.decode(raw, ClaimRecord, where=f"{op.scope_dir}/{op.generation}.claim").nonce != op.nonce:
+        if raw is None or (raw != op.claim_bytes if op.claim_bytes is not None else codec.decode(
+                raw, ClaimRecord, where=f"{op.scope_dir}/{op.generation}.claim").nonce != op.nonce):
             return OpResult(op.op, OpStatus.MISMATCH, code=ErrorCode.CLAIM_LOST,
                             message=f"generation {op.generation} is not ours")
         now = d.clock() + op.clock_offset
