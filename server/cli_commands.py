@@ -229,7 +229,7 @@ def _run_setup(p: argparse.ArgumentParser) -> None:
     _json_flag(p)
 
 
-@command("run", "import transcripts, seal them (session-end), digest, and print the journal")
+@command("run", "import transcripts, seal (session-end), digest, review; print the journal and pending proposals")
 @args(_run_setup)
 def cmd_run(ns: argparse.Namespace) -> int:
     import os
@@ -245,13 +245,18 @@ def cmd_run(ns: argparse.Namespace) -> int:
     counts = _process(ws)
     digests, _ = public_digests(ws)
     mine = [d for d in digests if d.session_id in set(imp["session_ids"])]
+    review = _run(ns, "review")
+    rows = [r for r in _proposal_rows(ns) if r["state"] in ("pending", "stale")]
     if ns.json:
-        emit_json({"import": imp, "sealed": sealed, "process": counts, "digests": [digest_json(d) for d in mine]})
+        emit_json({"import": imp, "sealed": sealed, "process": counts, "digests": [digest_json(d) for d in mine],
+                   "review": review.result, "proposals": rows})
     else:
         print(f"imported {imp['captured']} new turn(s) from {imp['sessions']} session(s); sealed {len(sealed)}; "
               + _summary(counts))
         print()
         print_journal(mine)
+        print("Pending proposals (`cairn show ID`, `cairn accept ID`, `cairn reject ID`):")
+        print_proposals(rows)
     return 1 if counts["failed"] or counts["exhausted"] else 0
 
 
@@ -259,3 +264,153 @@ def _example() -> str:
     from pathlib import Path
 
     return str(Path(__file__).resolve().parent / "examples" / "demo-session.jsonl")
+
+
+# -- memory consolidation -------------------------------------------------------
+
+def _review_result(ns: argparse.Namespace, job: str) -> Any:
+    return _run(ns, job)
+
+
+@command("review", "run one general review of unreviewed digests against the memory")
+@args(_json_flag)
+def cmd_review(ns: argparse.Namespace) -> int:
+    resp = _run(ns, "review")
+    r = dict(resp.result, more=resp.more)
+    if ns.json:
+        emit_json(r)
+    elif r.get("review"):
+        print(f"review {r['review']}: {r['digests']} digest(s), {r['proposals']} proposal(s)"
+              + (f", applied {len(r['applied'])}" if r.get("applied") else "")
+              + ("; more digests wait: run `cairn drain`" if resp.more else ""))
+    else:
+        print("nothing to review" if not r.get("skipped") else f"skipped: {r['skipped']}")
+    return 0
+
+
+@command("drain", "review the whole backlog in successive bounded reviews (bypasses the automatic cap)")
+@args(_json_flag)
+def cmd_drain(ns: argparse.Namespace) -> int:
+    reviews = proposals = 0
+    while True:
+        resp = _run(ns, "drain")
+        reviews += resp.result["reviews"]
+        proposals += resp.result["proposals"]
+        if not ns.json and sys.stderr.isatty():
+            sys.stderr.write(f"\rreviews {reviews}, proposals {proposals}")
+        if not resp.more:
+            break
+    if not ns.json and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    r = {"reviews": reviews, "proposals": proposals}
+    emit_json(r) if ns.json else print(f"drained: {reviews} review(s), {proposals} proposal(s)")
+    return 0
+
+
+def _proposal_rows(ns: argparse.Namespace) -> list[dict[str, Any]]:
+    return _run(ns, "proposals").result["proposals"]
+
+
+def print_proposals(rows: list[dict[str, Any]], *, only_open: bool = False) -> None:
+    shown = [r for r in rows if not only_open or r["state"] in ("pending", "stale")]
+    if not shown:
+        print("(no proposals)")
+    for r in shown:
+        print(f"{r['id']}  {r['state']:<8} {r['kind']:<11} {r['target']}  {r['title']}")
+
+
+@command("proposals", "list proposals: id, kind, target, state (pending/stale/applied/rejected/undone)")
+@args(_json_flag)
+def cmd_proposals(ns: argparse.Namespace) -> int:
+    rows = _proposal_rows(ns)
+    emit_json(rows) if ns.json else print_proposals(rows)
+    return 0
+
+
+def _one_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+    _json_flag(p)
+
+
+@command("show", "show a proposal as a unified diff")
+@args(_one_id)
+def cmd_show(ns: argparse.Namespace) -> int:
+    r = _run(ns, "proposal", {"id": ns.id}).result
+    if ns.json:
+        emit_json(r)
+    else:
+        print(f"# {r['id']} {r['kind']} {r['target']} [{r['state']}] {r['title']}")
+        if r.get("reason"):
+            print(f"# {r['reason']}")
+        sys.stdout.write(r["diff"])
+    return 0
+
+
+def _many_ids(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ids", nargs="+", metavar="ID")
+    _json_flag(p)
+
+
+def _decide(ns: argparse.Namespace, job: str) -> int:
+    r = _run(ns, job, {"ids": ns.ids}).result
+    if ns.json:
+        emit_json(r)
+    else:
+        for d in r["decisions"]:
+            print(f"{d['id']}: {d['state']}" + ("" if d.get("changed", True) else " (already)"))
+    return 0
+
+
+@command("accept", "apply proposals through the checked path")
+@args(_many_ids)
+def cmd_accept(ns: argparse.Namespace) -> int:
+    return _decide(ns, "accept")
+
+
+@command("reject", "reject proposals (remembered: later reviews will not propose them again)")
+@args(_many_ids)
+def cmd_reject(ns: argparse.Namespace) -> int:
+    return _decide(ns, "reject")
+
+
+@command("undo", "undo an applied proposal (refused if the files changed since)")
+@args(_one_id)
+def cmd_undo(ns: argparse.Namespace) -> int:
+    r = _run(ns, "undo", {"id": ns.id}).result
+    emit_json(r) if ns.json else print(f"{r['id']}: {r['state']}")
+    return 0
+
+
+@command("memory", "list memory topics with their type and description")
+@args(_json_flag)
+def cmd_memory(ns: argparse.Namespace) -> int:
+    rows = _run(ns, "memory").result["topics"]
+    if ns.json:
+        emit_json(rows)
+    else:
+        if not rows:
+            print("(no memory topics)")
+        for r in rows:
+            print(f"{r['file']}  ({r['type']})  {r['description']}")
+    return 0
+
+
+# ---------------------------------------------------------------- serve (language server)
+
+import argparse as _argparse  # noqa: E402
+
+from server.cli import args as _args  # noqa: E402
+from server.cli import command as _command  # noqa: E402
+
+
+def _serve_setup(p: _argparse.ArgumentParser) -> None:
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (loopback recommended)")
+    p.add_argument("--stdio", action="store_true", help="speak LSP on stdin/stdout (the default)")
+
+
+@_command("serve", "run the cairn language server (stdio by default)")
+@_args(_serve_setup)
+def cmd_serve(ns: _argparse.Namespace) -> int:
+    from server.serve import serve
+
+    return serve(ns.tcp)

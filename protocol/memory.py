@@ -1,0 +1,138 @@
+"""Memory consolidation records: proposals, decisions, intents and markers.
+
+A proposal carries its exact before-state: for every affected topic or
+instruction file the sha256 of its bytes (``None``: the file must not
+exist), and for every affected ``MEMORY.md`` entry the exact entry line
+(``None``: no entry for that file). Application compares these afresh;
+unrelated index lines never make a proposal stale. Bodies (before and after
+bytes) live in private bundles, never in public records.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from protocol.codec import record
+
+
+class ProposalKind(enum.StrEnum):
+    CREATE = "create"  # new topic file + index entry
+    UPDATE = "update"  # append to / rewrite an existing topic
+    MERGE = "merge"  # fold duplicate topics into one; sources deleted
+    DELETE = "delete"  # remove a topic and its index entry
+    INSTRUCTION = "instruction"  # edit an instruction file (AGENTS.md …)
+    DISPOSITION = "disposition"  # a digest note judged: no memory change (recorded, nothing written)
+
+
+class ProposalState(enum.StrEnum):
+    PENDING = "pending"
+    STALE = "stale"  # derived, never stored: the before-state no longer matches
+    APPLIED = "applied"
+    REJECTED = "rejected"
+    UNDONE = "undone"
+
+
+@attrs.frozen(kw_only=True)
+class FileEdit:
+    """One whole-file change, relative to the workspace (or an absolute configured root path)."""
+
+    path: str
+    before: str | None  # sha256 of the exact bytes expected now; None = must not exist
+    after: str | None  # sha256 of the bytes to write; None = delete
+    before_bundle: str | None = None  # private bundle holding the before bytes (for undo and diffs)
+    after_bundle: str | None = None  # private bundle holding the after bytes
+
+
+@attrs.frozen(kw_only=True)
+class IndexEdit:
+    """An entry-level change of a root's MEMORY.md: the line for ``file``."""
+
+    index: str  # path of the MEMORY.md
+    file: str  # the topic file name the entry links to
+    before: str | None  # exact current entry line (without newline); None = no entry
+    after: str | None  # new entry line; None = remove the entry
+
+
+@record("proposal", version=1)
+class Proposal:
+    id: str
+    review: str  # id of the review that made it
+    kind: ProposalKind = attrs.field(converter=ProposalKind)
+    title: str
+    summary: str
+    target: str  # the main affected path (for listing)
+    files: tuple[FileEdit, ...]
+    index: tuple[IndexEdit, ...]
+    evidence: tuple[str, ...]  # digest ids
+    fingerprint: str  # stable identity of "the same proposal" (rejections are remembered by it)
+    created: float
+
+
+@record("review", version=1)
+class ReviewRecord:
+    """Public record of a published general review: ids and counts only."""
+
+    id: str
+    created: float
+    digests: tuple[str, ...]  # digest ids it covered
+    proposals: tuple[str, ...]  # proposal ids it made (empty = No action)
+    provider: str
+    automatic: bool
+
+
+@record("decision", version=1)
+class DecisionRecord:
+    """Public record of a decision. Alone it never decides anything: the accepted
+    private outcome (whose hash ``accepted`` names) does."""
+
+    proposal: str
+    action: str  # accept | reject | undo
+    state: ProposalState = attrs.field(converter=ProposalState)
+    decided: float
+    accepted: str  # sha256 of the private accepted decision bundle
+
+
+@record("write-intent", version=1)
+class WriteIntent:
+    """Complete private intent, persisted before any mutation of a target."""
+
+    id: str  # write id (unique per attempt)
+    proposal: str
+    action: str  # apply | undo
+    files: tuple[FileEdit, ...]  # exact before/after per file (index files included, whole-file)
+    marker: str  # path of the hash-only marker for this write
+    created: float
+
+
+@record("write-marker", version=1)
+class WriteMarker:
+    """Hash-only marker at the target: a write may be in flight."""
+
+    write: str
+    intent: str  # sha256 of the intent bundle
+
+
+@record("decision-private", version=1)
+class PrivateDecision:
+    """The accepted decision (the authority); its bundle hash is what public records cite."""
+
+    proposal: str
+    seq: int
+    action: str  # accept | reject | undo
+    state: ProposalState = attrs.field(converter=ProposalState)
+    decided: float
+    write: str | None  # write id of the application/reversal, if any
+    fingerprint: str
+
+
+@record("review-result", version=1)
+class ReviewResult:
+    """The accepted private result of a general review (what its completed outcome names)."""
+
+    id: str
+    digests: tuple[str, ...]
+    proposals: tuple[Proposal, ...]
+    provider: str
+    automatic: bool

@@ -1,0 +1,473 @@
+"""Decisions on proposals: checked application, rejection, undo and recovery.
+
+**Accept** holds the workspace claim ``proposal/<id>`` and the target claim
+(scope ``target`` in the target base's memory-write store), then:
+
+1. proves the before-state afresh (file hashes; index *entries* only, so
+   unrelated index edits never block) — otherwise the proposal is stale;
+2. persists a complete private :class:`WriteIntent` (whole-file before and
+   after hashes, bytes in bundles), fenced by the workspace claim;
+3. publishes a hash-only :class:`WriteMarker` at the target, fenced by the
+   target claim;
+4. in ONE program under the target lock: proves target ownership, verifies
+   every file is still exactly its before-state, writes/removes each file
+   (temp + fsync + rename, so every file is always whole: before or after),
+   and settles the target claim;
+5. records the private decision (the authority), then retires the marker,
+   then publishes the public decision record.
+
+**Recovery** inspects only intents whose marker exists (plus intents this
+process has not read before — all of them, for a fresh process, but reading
+an unmarked intent only learns its marker path) and classifies each marked
+write by exact comparison: *complete* (all files at their after-state: the
+decision is recorded if missing), *untouched* (all at before), *partial*
+(a mix: files at after are restored to before, exact-expected), *foreign*
+(anything else: nothing is touched, the marker stays, the write is
+reported). Success is never inferred from an unmarked intent.
+
+**Undo** is a separate reversal intent that requires the exact recorded
+after-state of every topic/instruction file (and the applied entry lines of
+the index); otherwise it refuses with ``E_TARGET_CHANGED`` and changes
+nothing. The original application stays as evidence.
+
+**Reject** is accepted privately (a decision bundle, fenced by the workspace
+claim) before its public record is published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+import attrs
+
+from protocol import codec
+from protocol.errors import CairnError, ErrorCode
+from protocol.memory import (
+    DecisionRecord,
+    FileEdit,
+    PrivateDecision,
+    Proposal,
+    ProposalKind,
+    ProposalState,
+    WriteIntent,
+    WriteMarker,
+)
+from protocol.vocab import OpStatus, OutcomeKind
+from state import program as P
+from state.claims import Claim, ClaimStore
+from state.fsdir import PinnedDir
+from worker.memory.store import (
+    DECISIONS,
+    DECISIONS_PUBLIC,
+    INTENTS,
+    MARKERS,
+    PROPOSALS,
+    WRITE,
+    MemoryStore,
+    Target,
+)
+
+CLAIM_TTL = 60.0
+TARGET_LOCK = f"{WRITE}/claims/target"  # the target claim's scope directory: one lock for writes and markers
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- observation ------------------------------------------------------------
+
+def load_proposal(ms: MemoryStore, pid: str) -> Proposal:
+    p = ms.read_record(f"{PROPOSALS}/{_check_id(pid)}", Proposal)
+    if p is None:
+        raise CairnError(ErrorCode.NOT_FOUND, f"no proposal {pid[:40]}")
+    return p
+
+
+def _check_id(pid: str) -> str:
+    if not pid or not all(c.isalnum() or c in "-_" for c in pid) or len(pid) > 80:
+        raise CairnError(ErrorCode.USAGE, f"invalid proposal id {pid[:40]!r}")
+    return pid
+
+
+def proposal_ids(ms: MemoryStore) -> list[str]:
+    return sorted(ms.list(PROPOSALS))
+
+
+def decisions(ms: MemoryStore, pid: str) -> list[PrivateDecision]:
+    names = sorted(ms.list(f"{DECISIONS}/{pid}"))
+    raws = ms.read_many(f"{DECISIONS}/{pid}/{n}" for n in names)
+    out = []
+    for n in names:
+        raw = raws[f"{DECISIONS}/{pid}/{n}"]
+        if raw is None:
+            continue
+        # the entry names the accepted bundle; the bundle (hash-verified) is the decision
+        out.append(codec.decode(ms.mbundles.get(raw.decode().strip()), PrivateDecision))
+    return sorted(out, key=lambda d: d.seq)
+
+
+def _read_current(base: PinnedDir, paths: list[str]) -> dict[str, bytes | None]:
+    res = P.run(base, [P.Read(p, optional=True) for p in paths])
+    out: dict[str, bytes | None] = {}
+    for p, r in zip(paths, res.results, strict=True):
+        if r.status is OpStatus.FAILED:
+            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message, path=p)
+        out[p] = r.value if r.status is OpStatus.OK else None
+    return out
+
+
+def _resolve(ms: MemoryStore, p: Proposal) -> tuple[Target, dict[str, str]]:
+    """One target base for all of a proposal's paths; path -> base-relative path."""
+    targets: dict[str, tuple[Target, str]] = {}
+    for f in p.files:
+        targets[f.path] = ms.check_target(f.path)
+    for e in p.index:
+        targets[e.index] = ms.check_target(e.index)
+    bases = {t.base for t, _ in targets.values()}
+    if len(bases) > 1:
+        raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"proposal {p.id} spans more than one target root")
+    if not targets:
+        return Target(ms.workspace, True), {}
+    (target,) = {t for t, _ in targets.values()}
+    return target, {k: rel for k, (_, rel) in targets.items()}
+
+
+def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str]) -> tuple[bool, str]:
+    """(fresh?, reason): every file at its recorded before-state, every affected index entry unchanged."""
+    from worker.memory import model
+
+    current = _read_current(base, sorted(set(rels.values())))
+    for f in p.files:
+        data = current[rels[f.path]]
+        now = None if data is None else sha(data)
+        if now != f.before:
+            return False, f"{f.path} changed since the proposal was made"
+    for e in p.index:
+        data = current[rels[e.index]] or b""
+        if model.entry_line(model.parse_index(data), e.file) != e.before:
+            return False, f"the {e.file} entry of {e.index} changed since the proposal was made"
+    return True, ""
+
+
+def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
+    ds = decisions(ms, p.id)
+    if ds:
+        return ds[-1].state, ""
+    if p.kind is ProposalKind.DISPOSITION:
+        return ProposalState.PENDING, ""
+    try:
+        target, rels = _resolve(ms, p)
+        base, tclaims = ms.target_stores(target)
+        try:
+            fresh, why = check_fresh(ms, p, base, rels)
+        finally:
+            tclaims.close()
+            if base is not ms.root:
+                base.close()
+    except CairnError as exc:
+        return ProposalState.STALE, f"{exc.code}: {exc.message}"
+    return (ProposalState.PENDING, "") if fresh else (ProposalState.STALE, why)
+
+
+# -- shared steps -------------------------------------------------------------
+
+def _settle_quiet(store: ClaimStore, claim: Claim, kind: OutcomeKind, code: ErrorCode) -> None:
+    try:
+        store.settle(claim, kind, error=str(code))
+    except CairnError:
+        pass
+
+
+def _record_decision(ms: MemoryStore, claim: Claim, p: Proposal, action: str, state: ProposalState,
+                     write: str | None) -> PrivateDecision:
+    seq = len(decisions(ms, p.id)) + 1
+    dec = PrivateDecision(proposal=p.id, seq=seq, action=action, state=state, decided=ms.now(), write=write,
+                          fingerprint=p.fingerprint)
+    data = codec.encode(dec)
+    h, put = ms.mbundles.put_ops(data)
+    ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=h, extra_ops=[
+        *put, P.EnsureDir(f"{DECISIONS}/{p.id}"), P.Link(f"{DECISIONS}/{p.id}/{seq:04d}", h.encode()),
+    ])
+    return dec
+
+
+def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
+    h = sha(codec.encode(dec))
+    rec = DecisionRecord(proposal=dec.proposal, action=dec.action, state=dec.state, decided=dec.decided, accepted=h)
+    ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(rec)))
+
+
+def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
+                   plan: list[tuple[str, str, bytes | None, bytes | None]], target: Target,
+                   base: PinnedDir, tclaims: ClaimStore, tclaim: Claim) -> str:
+    """Intent → marker → guarded write+settle. ``plan``: (proposal path, base rel, before, after)."""
+    write = f"w{secrets.token_hex(8)}"
+    edits: list[FileEdit] = []
+    put_ops: list[P.Op] = []
+    for _path, rel, before, after in plan:
+        bh = ah = None
+        if before is not None:
+            bh, ops = ms.mbundles.put_ops(before)
+            put_ops += ops
+        if after is not None:
+            ah, ops = ms.mbundles.put_ops(after)
+            put_ops += ops
+        edits.append(FileEdit(path=rel, before=bh, after=ah, before_bundle=bh, after_bundle=ah))
+    intent = WriteIntent(id=write, proposal=p.id, action=action, files=tuple(edits), marker=f"{MARKERS}/{write}",
+                         created=wclaim.record.created)
+    intent_bytes = codec.encode(intent)
+    ms.mclaims.guarded(wclaim, [*put_ops, P.EnsureDir(INTENTS), P.Link(f"{INTENTS}/{write}", intent_bytes)])
+    marker = codec.encode(WriteMarker(write=write, intent=sha(intent_bytes)))
+    tclaims.guarded(tclaim, [P.EnsureDir(MARKERS), P.Link(f"{MARKERS}/{write}", marker)])
+    ops: list[P.Op] = []
+    for e, (_path, rel, _b, _a) in zip(edits, plan, strict=True):
+        ops.append(P.Verify(rel, absent=True) if e.before is None else P.Verify(rel, sha256=e.before))
+    for _path, rel, _b, after in plan:
+        d = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        if after is None:
+            ops.append(P.Remove(rel))
+        else:
+            if d:
+                ops.append(P.EnsureDir(d))
+            ops.append(P.Write(rel, after, mode=0o644))
+    try:
+        tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": write}, extra_ops=ops)
+    except CairnError as exc:
+        # nothing was written (the program stops at the first failed verify): retire the marker
+        _retire_marker(base, write)
+        if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
+            raise
+        raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {p.id}: a target file changed during application; "
+                         "nothing was written") from None
+    return write
+
+
+def _retire_marker(base: PinnedDir, write: str) -> None:
+    """Remove a marker under the same target lock that guards the writes."""
+    P.run(base, [P.Remove(f"{MARKERS}/{write}", optional=True)], lock=TARGET_LOCK)
+
+
+def _with_claims(ms: MemoryStore, p: Proposal, purpose: str):  # type: ignore[no-untyped-def]
+    target, rels = _resolve(ms, p)
+    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose=purpose, ttl=CLAIM_TTL, authority=ms.mauthority)
+    base, tclaims = ms.target_stores(target)
+    try:
+        tclaim = tclaims.elect("target", purpose=f"{purpose}:{p.id}", ttl=CLAIM_TTL,
+                               authority=attrs.evolve(ms.mauthority, target=target.base))
+    except CairnError:
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CLAIM_BUSY)
+        tclaims.close()
+        raise
+    return target, rels, wclaim, base, tclaims, tclaim
+
+
+# -- decisions ----------------------------------------------------------------
+
+def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
+    from worker.memory import model
+
+    p = load_proposal(ms, pid)
+    history = decisions(ms, pid)
+    if history and history[-1].state is ProposalState.APPLIED:
+        return {"id": pid, "state": "applied", "changed": False}
+    if history and history[-1].state is ProposalState.REJECTED:
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was rejected; it cannot be applied")
+    if p.kind is ProposalKind.DISPOSITION:
+        wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="accept", ttl=CLAIM_TTL, authority=ms.mauthority)
+        dec = _record_decision(ms, wclaim, p, "accept", ProposalState.APPLIED, None)
+        _publish_decision(ms, dec)
+        return {"id": pid, "state": "applied", "changed": True, "written": []}
+    target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, "accept")
+    try:
+        fresh, why = check_fresh(ms, p, base, rels)
+        if not fresh:
+            raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
+        current = _read_current(base, sorted(set(rels.values())))
+        plan: list[tuple[str, str, bytes | None, bytes | None]] = []
+        for f in p.files:
+            after = ms.mbundles.get(f.after_bundle) if f.after_bundle else None
+            if (None if after is None else sha(after)) != f.after:
+                raise CairnError(ErrorCode.BUNDLE_HASH_MISMATCH, f"proposal {pid}: after-state of {f.path} is corrupt")
+            plan.append((f.path, rels[f.path], current[rels[f.path]], after))
+        by_index: dict[str, list[tuple[str, str | None, str | None]]] = {}
+        for e in p.index:
+            by_index.setdefault(e.index, []).append((e.file, e.before, e.after))
+        for index, edits in by_index.items():
+            before = current[rels[index]]
+            plan.append((index, rels[index], before, model.apply_index_edits(before or b"", edits)))
+        write = _execute_write(ms, p, wclaim, "apply", plan, target, base, tclaims, tclaim)
+        dec = _record_decision(ms, wclaim, p, "accept", ProposalState.APPLIED, write)
+    except BaseException:
+        _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
+        raise
+    finally:
+        tclaims.close()
+    _retire_marker(base, write)
+    _publish_decision(ms, dec)
+    return {"id": pid, "state": "applied", "changed": True, "written": [path for path, *_ in plan]}
+
+
+def reject(ms: MemoryStore, pid: str) -> dict[str, Any]:
+    p = load_proposal(ms, pid)
+    history = decisions(ms, pid)
+    if history and history[-1].state is ProposalState.REJECTED:
+        return {"id": pid, "state": "rejected", "changed": False}
+    if history and history[-1].state is ProposalState.APPLIED:
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is applied; undo it instead of rejecting it")
+    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="reject", ttl=CLAIM_TTL, authority=ms.mauthority)
+    try:
+        dec = _record_decision(ms, wclaim, p, "reject", ProposalState.REJECTED, None)
+    except BaseException:
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
+        raise
+    _publish_decision(ms, dec)
+    return {"id": pid, "state": "rejected", "changed": True}
+
+
+def load_intent(ms: MemoryStore, write: str) -> WriteIntent:
+    rec = ms.read_record(f"{INTENTS}/{write}", WriteIntent)
+    if rec is None:
+        raise CairnError(ErrorCode.NOT_FOUND, f"write intent {write} is missing")
+    return rec
+
+
+def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
+    from worker.memory import model
+
+    p = load_proposal(ms, pid)
+    history = decisions(ms, pid)
+    if not history or history[-1].state is not ProposalState.APPLIED:
+        state = history[-1].state if history else "pending"
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is {state}; only an applied proposal can be undone")
+    applied = history[-1]
+    if applied.write is None:  # a disposition: nothing was written
+        wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="undo", ttl=CLAIM_TTL, authority=ms.mauthority)
+        dec = _record_decision(ms, wclaim, p, "undo", ProposalState.UNDONE, None)
+        _publish_decision(ms, dec)
+        return {"id": pid, "state": "undone", "changed": True, "written": []}
+    intent = load_intent(ms, applied.write)
+    index_paths = {e.index for e in p.index}
+    target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, "undo")
+    rel_to_path = {v: k for k, v in rels.items()}
+    try:
+        current = _read_current(base, [f.path for f in intent.files])
+        plan: list[tuple[str, str, bytes | None, bytes | None]] = []
+        for f in intent.files:
+            path = rel_to_path.get(f.path, f.path)
+            now = current[f.path]
+            if path in index_paths:
+                edits = [(e.file, e.after, e.before) for e in p.index if e.index == path]
+                try:
+                    after = model.apply_index_edits(now or b"", edits)
+                except CairnError as exc:
+                    raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied "
+                                     f"({exc.code}); nothing was changed") from None
+                plan.append((path, f.path, now, after))
+                continue
+            if (None if now is None else sha(now)) != f.after:
+                raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied; "
+                                 "nothing was changed")
+            before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
+            plan.append((path, f.path, now, before))
+        write = _execute_write(ms, p, wclaim, "undo", plan, target, base, tclaims, tclaim)
+        dec = _record_decision(ms, wclaim, p, "undo", ProposalState.UNDONE, write)
+    except BaseException:
+        _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
+        raise
+    finally:
+        tclaims.close()
+    _retire_marker(base, write)
+    _publish_decision(ms, dec)
+    return {"id": pid, "state": "undone", "changed": True, "written": [path for path, *_ in plan]}
+
+
+# -- recovery -------------------------------------------------------------------
+
+_MARKER_PATHS: dict[str, str] = {}  # write id -> marker path: immutable facts remembered per process
+
+
+def recover(ms: MemoryStore) -> dict[str, int]:
+    """Reconcile marked writes of this workspace; see the module docstring."""
+    counts = {"complete": 0, "untouched": 0, "partial": 0, "foreign": 0, "busy": 0}
+    writes = ms.list(INTENTS)
+    unread = [w for w in writes if w not in _MARKER_PATHS]
+    raws = ms.read_many(f"{INTENTS}/{w}" for w in unread)
+    intents: dict[str, WriteIntent] = {}
+    for w in unread:
+        raw = raws[f"{INTENTS}/{w}"]
+        if raw is None:
+            continue
+        rec = codec.decode(raw, WriteIntent, where=f"{INTENTS}/{w}")
+        _MARKER_PATHS[w] = rec.marker
+        intents[w] = rec
+    for w in writes:
+        if w not in _MARKER_PATHS:
+            continue
+        intent = intents.get(w) or load_intent(ms, w)
+        p = load_proposal(ms, intent.proposal)
+        target, _rels = _resolve(ms, p)
+        base, tclaims = ms.target_stores(target)
+        try:
+            if P.run(base, [P.Verify(_MARKER_PATHS[w], absent=True)])[0].status is OpStatus.OK:
+                continue  # unmarked: never inspected further, never taken as success
+            counts[_reconcile(ms, p, intent, base, tclaims)] += 1
+        finally:
+            tclaims.close()
+    return counts
+
+
+def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDir, tclaims: ClaimStore) -> str:
+    try:
+        tclaim = tclaims.elect("target", purpose=f"recover:{p.id}", ttl=CLAIM_TTL, authority=ms.mauthority)
+    except CairnError as exc:
+        if exc.code is ErrorCode.CLAIM_BUSY:
+            return "busy"  # a live writer owns the target: its own program will settle it
+        raise
+    try:
+        current = _read_current(base, [f.path for f in intent.files])
+        states = []
+        for f in intent.files:
+            now = current[f.path]
+            h = None if now is None else sha(now)
+            states.append("after" if h == f.after else "before" if h == f.before else "foreign")
+        if "foreign" in states:
+            tclaims.settle(tclaim, OutcomeKind.CANCELLED, error=str(ErrorCode.TARGET_CHANGED))
+            return "foreign"
+        if all(s == "after" for s in states):
+            tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"})
+            if not any(d.write == intent.id for d in decisions(ms, p.id)):
+                try:
+                    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="recover", ttl=CLAIM_TTL,
+                                              authority=ms.mauthority)
+                except CairnError as exc:
+                    if exc.code is ErrorCode.CLAIM_BUSY:
+                        return "busy"  # the writer is recording its decision right now
+                    raise
+                if any(d.write == intent.id for d in decisions(ms, p.id)):
+                    _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
+                    _retire_marker(base, intent.id)
+                    return "complete"
+                state = ProposalState.APPLIED if intent.action == "apply" else ProposalState.UNDONE
+                dec = _record_decision(ms, wclaim, p, "accept" if intent.action == "apply" else "undo", state,
+                                       intent.id)
+                _publish_decision(ms, dec)
+            _retire_marker(base, intent.id)
+            return "complete"
+        kind = "untouched" if all(s == "before" for s in states) else "partial"
+        ops: list[P.Op] = []
+        for f, s in zip(intent.files, states, strict=True):
+            if s == "after":  # exact-expected rollback: only what this write itself wrote
+                ops.append(P.Verify(f.path, absent=True) if f.after is None else P.Verify(f.path, sha256=f.after))
+                before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
+                ops.append(P.Remove(f.path) if before is None else P.Write(f.path, before, mode=0o644))
+        tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": kind}, extra_ops=ops)
+        _retire_marker(base, intent.id)
+        return kind
+    except BaseException:
+        _settle_quiet(tclaims, tclaim, OutcomeKind.FAILED, ErrorCode.INTERNAL)
+        raise

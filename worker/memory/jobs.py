@@ -1,0 +1,102 @@
+"""Worker jobs of memory consolidation (see :mod:`worker.entry`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import CairnError, ErrorCode
+from protocol.lsp import Settings
+from protocol.worker import WorkerRequest
+from worker.memory.store import MemoryStore
+
+
+def _settings(req: WorkerRequest) -> Settings:
+    from worker import config
+
+    settings, _warnings = config.merge(Settings(), req.config, source="request")
+    return settings
+
+
+def _store(req: WorkerRequest) -> MemoryStore:
+    return MemoryStore(req.workspace, _settings(req))
+
+
+def _ids(req: WorkerRequest) -> list[str]:
+    ids = req.args.get("ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise CairnError(ErrorCode.USAGE, "ids: a non-empty list of proposal ids is required")
+    return ids
+
+
+def job_review(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+    from worker.memory.apply import recover
+    from worker.memory.review import general_review
+
+    with _store(req) as ms:
+        recovered = recover(ms)
+        result, more = general_review(ms, automatic=bool(req.args.get("automatic", False)))
+        return dict(result, writes=recovered), more
+
+
+def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+    """One bounded review per call: the caller repeats while ``more`` (yielding between batches)."""
+    from worker.memory.review import general_review
+
+    with _store(req) as ms:
+        result, more = general_review(ms, automatic=False)
+        return {"reviews": 1 if result.get("review") else 0, "proposals": result.get("proposals", 0)}, more
+
+
+def _decide(req: WorkerRequest, fn_name: str) -> dict[str, Any]:
+    from worker.memory import apply
+
+    fn = getattr(apply, fn_name)
+    out = []
+    with _store(req) as ms:
+        apply.recover(ms)
+        for pid in _ids(req):
+            out.append(fn(ms, pid))
+    return {"decisions": out}
+
+
+def job_accept(req: WorkerRequest) -> dict[str, Any]:
+    return _decide(req, "accept")
+
+
+def job_reject(req: WorkerRequest) -> dict[str, Any]:
+    return _decide(req, "reject")
+
+
+def job_undo(req: WorkerRequest) -> dict[str, Any]:
+    from worker.memory import apply
+
+    pid = req.args.get("id")
+    if not isinstance(pid, str) or not pid:
+        raise CairnError(ErrorCode.USAGE, "id: a proposal id is required")
+    with _store(req) as ms:
+        apply.recover(ms)
+        return apply.undo(ms, pid)
+
+
+def job_proposals(req: WorkerRequest) -> dict[str, Any]:
+    from worker.memory.views import proposal_rows
+
+    return {"proposals": proposal_rows(req.workspace, _settings(req))}
+
+
+def job_proposal(req: WorkerRequest) -> dict[str, Any]:
+    from worker.memory.views import proposal
+
+    return proposal(req.workspace, str(req.args.get("id", "")), _settings(req))
+
+
+def job_memory(req: WorkerRequest) -> dict[str, Any]:
+    from worker.memory.views import memory_rows
+
+    return {"topics": memory_rows(req.workspace, _settings(req))}
+
+
+def job_cockpit(req: WorkerRequest) -> dict[str, Any]:
+    from worker.memory.views import cockpit
+
+    return {"rows": cockpit(req.workspace, str(req.args.get("view", "candidates")), _settings(req))}

@@ -1,0 +1,220 @@
+"""General reviews: bounded scope, provider without tools, accepted and published.
+
+A review elects ``review/general`` in the workspace memory store, then:
+recovery first (a completed-but-unpublished review is published, never
+re-run); scope capture (up to 20 unreviewed public digests oldest first,
+the memory root snapshot, the instruction files, the fingerprints of
+rejected — and still pending — proposals, so nothing already decided or
+waiting is proposed again); the embedded engine; acceptance (the
+:class:`ReviewResult` bundle and every before/after bundle, fenced by the
+claim); publication (private proposal records, then the public review
+record). Only a published general review advances coverage: a digest is
+reviewed when a public review record lists it *and* that record's accepted
+result exists.
+
+Automatic reviews are capped at 8 successful ones per rolling 24 hours
+(``cap_exceeded``); explicit reviews and the backlog drain bypass the cap.
+In ``auto`` mode each new proposal is then applied through the same checked
+path as a manual accept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from protocol import codec
+from protocol.errors import CairnError, ErrorCode
+from protocol.journal import PublicDigest
+from protocol.memory import (
+    FileEdit,
+    IndexEdit,
+    Proposal,
+    ProposalKind,
+    ProposalState,
+    ReviewRecord,
+    ReviewResult,
+)
+from protocol.vocab import OutcomeKind
+from state import program as P
+from worker.journal.views import public_digests
+from worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
+
+MAX_DIGESTS = 20
+AUTO_CAP = 8
+WINDOW = 24 * 3600.0
+REVIEW_TTL = 120.0
+
+
+def published_reviews(ms: MemoryStore) -> list[ReviewRecord]:
+    names = [n for n in ms.list(REVIEWS_PUBLIC) if n.endswith(".json")]
+    raws = ms.read_many(f"{REVIEWS_PUBLIC}/{n}" for n in names)
+    out = []
+    for n in names:
+        raw = raws[f"{REVIEWS_PUBLIC}/{n}"]
+        if raw is not None:
+            out.append(codec.decode(raw, ReviewRecord, where=n))
+    return sorted(out, key=lambda r: (r.created, r.id))
+
+
+def reviewed_digests(ms: MemoryStore) -> set[str]:
+    """Digests covered by a published review whose accepted proposals exist privately."""
+    out: set[str] = set()
+    for r in published_reviews(ms):
+        present = all(ms.read_many([f"{PROPOSALS}/{p}"])[f"{PROPOSALS}/{p}"] is not None for p in r.proposals)
+        if present:
+            out.update(r.digests)
+    return out
+
+
+def unreviewed(ms: MemoryStore) -> list[PublicDigest]:
+    seen = reviewed_digests(ms)
+    return [d for d in public_digests(ms.workspace)[0] if d.id not in seen]
+
+
+def _suppressed(ms: MemoryStore) -> set[str]:
+    from worker.memory.apply import decisions, load_proposal, proposal_ids
+
+    out: set[str] = set()
+    for pid in proposal_ids(ms):
+        ds = decisions(ms, pid)
+        if not ds or ds[-1].state in (ProposalState.REJECTED, ProposalState.PENDING):
+            out.add(load_proposal(ms, pid).fingerprint)  # rejected, or still waiting for a decision
+    return out
+
+
+def _instruction_files(ms: MemoryStore) -> dict[str, bytes]:
+    out = {}
+    for rel in ms.settings.instructionFiles:
+        try:
+            ms.check_target(rel)
+        except CairnError:
+            continue
+        raw = ms.read_many([rel])[rel]
+        if raw is not None:
+            out[rel] = raw
+    return out
+
+
+def _to_proposals(ms: MemoryStore, drafts: list[Any], review_id: str, now: float) -> tuple[list[Proposal], list[P.Op]]:
+    props: list[Proposal] = []
+    ops: list[P.Op] = []
+    for d in drafts:
+        files = []
+        for path, (before, after) in sorted(d.files.items()):
+            bh = ah = None
+            if before is not None:
+                bh, put = ms.mbundles.put_ops(before)
+                ops += put
+            if after is not None:
+                ah, put = ms.mbundles.put_ops(after)
+                ops += put
+            ms.check_target(path)  # a proposal can only touch configured roots and instruction files
+            files.append(FileEdit(path=path, before=bh, after=ah, before_bundle=bh, after_bundle=ah))
+        index = tuple(IndexEdit(index=d.index_path, file=f, before=b, after=a) for f, b, a in d.index_edits)
+        if index:
+            ms.check_target(d.index_path)
+        pid = "p" + hashlib.sha256(f"{review_id}\0{d.fingerprint}".encode()).hexdigest()[:12]
+        props.append(Proposal(id=pid, review=review_id, kind=ProposalKind(d.kind), title=d.title, summary=d.summary,
+                              target=d.target, files=tuple(files), index=index, evidence=tuple(d.evidence),
+                              fingerprint=d.fingerprint, created=now))
+    return props, ops
+
+
+def _publish(ms: MemoryStore, result: ReviewResult, created: float) -> None:
+    ops: list[P.Op] = [P.EnsureDir(PROPOSALS)]
+    for p in result.proposals:
+        ops.append(P.Link(f"{PROPOSALS}/{p.id}", codec.encode(p), optional=True))
+    rec = ReviewRecord(id=result.id, created=created, digests=result.digests,
+                       proposals=tuple(p.id for p in result.proposals), provider=result.provider,
+                       automatic=result.automatic)
+    ops += ms.public_ops(f"{REVIEWS_PUBLIC}/{result.id}.json", codec.encode(rec))
+    res = ms.run(ops)
+    for r in res.results:
+        if r.status.value == "failed":
+            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
+
+
+def recover_review(ms: MemoryStore) -> bool:
+    newest = ms.mclaims.newest("review/general")
+    o = newest.outcome
+    if o is None or o.kind is not OutcomeKind.COMPLETED or not o.bundle:
+        return False
+    result = codec.decode(ms.mbundles.get(o.bundle), ReviewResult)
+    if ms.read_many([f"{REVIEWS_PUBLIC}/{result.id}.json"])[f"{REVIEWS_PUBLIC}/{result.id}.json"] is not None and all(
+            ms.read_many([f"{PROPOSALS}/{p.id}"])[f"{PROPOSALS}/{p.id}"] is not None for p in result.proposals):
+        return False
+    _publish(ms, result, o.decided)
+    return True
+
+
+def automatic_reviews_in_window(ms: MemoryStore, now: float) -> int:
+    return sum(1 for r in published_reviews(ms) if r.automatic and r.created > now - WINDOW)
+
+
+def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any], bool]:
+    """One bounded general review. Returns (result, more: unreviewed digests remain)."""
+    from worker.memory import engine, model
+
+    recovered = recover_review(ms)
+    now = ms.now()
+    if automatic:
+        if ms.settings.mode == "manual":
+            return {"review": None, "skipped": "manual-mode", "recovered": recovered}, False
+        if automatic_reviews_in_window(ms, now) >= AUTO_CAP:
+            return {"review": None, "skipped": "cap", "recovered": recovered}, False
+    claim = ms.mclaims.elect("review/general", purpose="review", ttl=REVIEW_TTL, authority=ms.mauthority)
+    try:
+        todo = unreviewed(ms)
+        batch = todo[:MAX_DIGESTS]
+        if not batch:
+            ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
+            return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
+        root_dir = Path(ms.workspace) / DEFAULT_ROOT
+        snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
+        review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
+        drafts = engine.review(batch, snapshot, root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
+                               instruction_files=_instruction_files(ms), rejected=_suppressed(ms), now=now,
+                               review_id=review_id)
+        proposals, ops = _to_proposals(ms, drafts, review_id, now)
+        result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
+                              provider="extractive", automatic=automatic)
+        sha, put = ms.mbundles.put_ops(codec.encode(result))
+        outcome = ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put])
+    except BaseException:
+        try:
+            if ms.mclaims.outcome(claim) is None:
+                ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
+        except CairnError:
+            pass
+        raise
+    _publish(ms, result, outcome.decided)
+    applied = []
+    if ms.settings.mode == "auto":
+        from worker.memory.apply import accept
+
+        for p in proposals:
+            try:
+                applied.append(accept(ms, p.id)["id"])
+            except CairnError:
+                continue  # stale or busy: it stays pending for the cockpit
+    return ({"review": review_id, "digests": len(batch), "proposals": len(proposals), "applied": applied,
+             "recovered": recovered}, len(todo) > len(batch))
+
+
+def drain(ms: MemoryStore, *, deadline: float | None = None) -> tuple[dict[str, Any], bool]:
+    """Successive bounded reviews until nothing is left (or the deadline: then ``more``)."""
+    import time
+
+    reviews = proposals = 0
+    while True:
+        r, more = general_review(ms, automatic=False)
+        if r.get("review"):
+            reviews += 1
+            proposals += r["proposals"]
+        if not more:
+            return {"reviews": reviews, "proposals": proposals}, False
+        if deadline is not None and time.time() >= deadline:
+            return {"reviews": reviews, "proposals": proposals}, True
+

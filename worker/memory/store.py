@@ -1,0 +1,112 @@
+"""Where memory consolidation keeps its records, and which files it may touch.
+
+Private, per workspace, under ``.cairn/state/memory/``::
+
+    claims/                 review/general, proposal/<id>
+    bundles/aa/<sha>        before/after bytes, review results, intents, private decisions
+    proposals/<id>          Proposal records (immutable)
+    decisions/<id>/<seq>    PrivateDecision records: the authority for a proposal's state
+    intents/<write>         WriteIntent records (complete before any mutation)
+
+Target coordination, per target base (the workspace for its own memory root
+and instruction files; the root itself for a memory root outside it), under
+``<base>/.cairn/state/memory-write/``: ``claims/`` (scope ``target``) and
+``markers/<write>`` (hash-only WriteMarker). Two workspaces sharing a root
+therefore share its ownership.
+
+Public records: ``.cairn/journal/reviews/<id>.json`` and
+``.cairn/journal/decisions/<id>-<seq>.json`` (ids, states and hashes only).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import attrs
+
+from protocol.claims import Authority
+from protocol.errors import CairnError, ErrorCode
+from protocol.lsp import Settings
+from state import program as P
+from state.bundles import BundleStore
+from state.claims import ClaimStore
+from state.fsdir import PinnedDir, split_rel
+from worker.journal.store import Journal
+
+M = ".cairn/state/memory"
+PROPOSALS = f"{M}/proposals"
+DECISIONS = f"{M}/decisions"
+INTENTS = f"{M}/intents"
+REVIEWS_PUBLIC = ".cairn/journal/reviews"
+DECISIONS_PUBLIC = ".cairn/journal/decisions"
+DEFAULT_ROOT = ".agents/memory"
+WRITE = ".cairn/state/memory-write"
+MARKERS = f"{WRITE}/markers"
+
+
+@attrs.frozen
+class Target:
+    """A resolved target base and the base-relative paths of a proposal's files."""
+
+    base: str  # absolute directory
+    local: bool  # the base is the workspace itself
+
+
+class MemoryStore(Journal):
+    """The workspace's journal plus its memory-consolidation stores."""
+
+    def __init__(self, workspace: str, settings: Settings | None = None, **kw: Any) -> None:
+        super().__init__(workspace, **kw)
+        self.settings = settings or Settings()
+        self.mclaims = ClaimStore(self.root, f"{M}/claims", clock_offset=self.claims.clock_offset)
+        self.mbundles = BundleStore(self.root, f"{M}/bundles")
+        self.mauthority = Authority(workspace=workspace, target=M, client="cairn")
+
+    def close(self) -> None:
+        self.mclaims.close()
+        super().close()
+
+    # -- allowed targets --------------------------------------------------
+    def roots(self) -> list[str]:
+        """Memory roots: the workspace's own, then configured ones (absolute or workspace-relative)."""
+        out = [DEFAULT_ROOT]
+        for r in self.settings.memoryRoots:
+            out.append(r if os.path.isabs(r) else os.path.normpath(r))
+        return out
+
+    def check_target(self, path: str) -> tuple[Target, str]:
+        """Resolve a proposal path to (target base, base-relative path) or refuse it.
+
+        Only files directly inside a configured memory root, or a configured
+        instruction file, may be touched. Traversal, absolute paths outside a
+        root and odd names are refused with ``E_TARGET_OUTSIDE_ROOTS``;
+        symlinked or non-directory parents fail closed when opened.
+        """
+        if os.path.isabs(path):
+            for r in self.roots():
+                if os.path.isabs(r) and os.path.dirname(path) == os.path.normpath(r):
+                    name = os.path.basename(path)
+                    split_rel(name)
+                    return Target(os.path.normpath(r), False), name
+            raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"{path[:120]} is not inside a configured memory root")
+        try:
+            parts = split_rel(path)
+        except CairnError:
+            raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"{path[:120]} is not a plain relative path") from None
+        rel = "/".join(parts)
+        if rel in self.settings.instructionFiles:
+            return Target(self.workspace, True), rel
+        for r in self.roots():
+            if not os.path.isabs(r) and "/".join(parts[:-1]) == r and parts[-1].endswith(".md"):
+                return Target(self.workspace, True), rel
+        raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS,
+                         f"{path[:120]} is neither in a configured memory root nor a configured instruction file")
+
+    def target_stores(self, target: Target) -> tuple[PinnedDir, ClaimStore]:
+        base = self.root if target.local else PinnedDir.open_root(target.base)
+        return base, ClaimStore(base, f"{WRITE}/claims", clock_offset=self.claims.clock_offset)
+
+    def public_ops(self, rel: str, data: bytes) -> list[P.Op]:
+        d = rel.rsplit("/", 1)[0]
+        return [P.EnsureDir(d), P.Link(rel, data, mode=0o644, optional=True)]

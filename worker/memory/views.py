@@ -1,0 +1,154 @@
+"""Read-only views for the cockpit, the CLI and code actions.
+
+Observations only: a proposal's state comes from its private accepted
+decisions (never from public records) and, while pending, from a fresh
+comparison with the current files (stale when its before-state no longer
+holds).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any
+
+from protocol.errors import CairnError, ErrorCode
+from protocol.lsp import Settings
+from protocol.memory import Proposal, ProposalState
+from worker.memory.store import DEFAULT_ROOT, MemoryStore
+
+
+def _store(workspace: str, settings: Settings | None) -> MemoryStore:
+    return MemoryStore(workspace, settings)
+
+
+def _rows(ms: MemoryStore) -> list[tuple[Proposal, ProposalState, str, list[Any]]]:
+    from worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
+
+    out = []
+    for pid in proposal_ids(ms):
+        p = load_proposal(ms, pid)
+        state, why = state_of(ms, p)
+        out.append((p, state, why, decisions(ms, pid)))
+    return out
+
+
+def proposal_rows(workspace: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    with _store(workspace, settings) as ms:
+        return [{"id": p.id, "kind": str(p.kind), "target": p.target, "title": p.title, "state": str(state),
+                 "summary": p.summary, "evidence": list(p.evidence), "reason": why, "review": p.review,
+                 "decided": ds[-1].decided if ds else None}
+                for p, state, why, ds in _rows(ms)]
+
+
+def pending_count(workspace: str, settings: Settings | None = None) -> int:
+    if not os.path.isdir(os.path.join(workspace, ".cairn", "state", "memory")):
+        return 0
+    return sum(1 for r in proposal_rows(workspace, settings) if r["state"] in ("pending", "stale"))
+
+
+def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    from worker.memory import model
+
+    settings = settings or Settings()
+    rows = []
+    roots = [DEFAULT_ROOT, *settings.memoryRoots]
+    for root in roots:
+        path = root if os.path.isabs(root) else os.path.join(workspace, root)
+        if not os.path.isdir(path):
+            continue
+        snap = model.read_root(Path(path))
+        for name, topic in sorted(snap.topics.items()):
+            rows.append({"file": os.path.join(root, name), "name": topic.name, "type": topic.type,
+                         "description": topic.description, "root": root})
+    return rows
+
+
+def cockpit(workspace: str, view: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    if view == "memories":
+        return memory_rows(workspace, settings)
+    rows = proposal_rows(workspace, settings)
+    if view == "candidates":
+        return [r for r in rows if r["state"] in ("pending", "stale")]
+    if view == "history":
+        return [dict(r, canUndo=r["state"] == "applied") for r in rows
+                if r["state"] in ("applied", "rejected", "undone")]
+    raise CairnError(ErrorCode.USAGE, f"unknown cockpit view {view[:30]!r}")
+
+
+def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, bytes | None]]:
+    """(path, before bytes, after bytes) for every affected file, index included."""
+    from worker.memory import model
+    from worker.memory.apply import _read_current, _resolve, decisions, load_intent
+
+    ds = decisions(ms, p.id)
+    if ds and ds[-1].write:
+        # decided: show what was written (or reverted)
+        intent = load_intent(ms, ds[-1].write)
+        target, rels = _resolve(ms, p)
+        back = {v: k for k, v in rels.items()}
+        return [(back.get(f.path, f.path), ms.mbundles.get(f.before_bundle) if f.before_bundle else None,
+                 ms.mbundles.get(f.after_bundle) if f.after_bundle else None) for f in intent.files]
+    out: list[tuple[str, bytes | None, bytes | None]] = []
+    for f in p.files:
+        out.append((f.path, ms.mbundles.get(f.before_bundle) if f.before_bundle else None,
+                    ms.mbundles.get(f.after_bundle) if f.after_bundle else None))
+    by_index: dict[str, list[tuple[str, str | None, str | None]]] = {}
+    for e in p.index:
+        by_index.setdefault(e.index, []).append((e.file, e.before, e.after))
+    if by_index:
+        target, rels = _resolve(ms, p)
+        base, tclaims = ms.target_stores(target)
+        try:
+            current = _read_current(base, [rels[i] for i in by_index])
+        finally:
+            tclaims.close()
+        for index, edits in by_index.items():
+            before = current[rels[index]] or b""
+            try:
+                after = model.apply_index_edits(before, edits)
+            except CairnError:
+                after = before  # stale entry: nothing this proposal could write
+            out.append((index, before, after))
+    return out
+
+
+def proposal(workspace: str, proposal_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    from worker.memory import diff
+    from worker.memory.apply import load_proposal, state_of
+
+    with _store(workspace, settings) as ms:
+        p = load_proposal(ms, proposal_id)
+        state, why = state_of(ms, p)
+        text = "".join(diff.unified_diff(path, b, a) for path, b, a in _file_pairs(ms, p))
+        return {"id": p.id, "kind": str(p.kind), "target": p.target, "title": p.title, "summary": p.summary,
+                "state": str(state), "reason": why, "evidence": list(p.evidence), "diff": text}
+
+
+def _changed_ranges(before: bytes | None, after: bytes | None) -> list[dict[str, int]]:
+    a = (before or b"").decode("utf-8", "replace").splitlines()
+    b = (after or b"").decode("utf-8", "replace").splitlines()
+    ranges = []
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        start = min(i1, max(len(a) - 1, 0))
+        ranges.append({"startLine": start, "endLine": max(start, i2 - 1)})
+    return ranges
+
+
+def pending_for_file(workspace: str, path: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    """Pending proposals touching ``path`` (absolute or workspace-relative), with the lines they change."""
+    rel = os.path.relpath(path, workspace) if os.path.isabs(path) else os.path.normpath(path)
+    out = []
+    with _store(workspace, settings) as ms:
+        for p, state, _why, _ds in _rows(ms):
+            if state is not ProposalState.PENDING:
+                continue
+            for fpath, before, after in _file_pairs(ms, p):
+                if os.path.normpath(fpath) == rel:
+                    out.append({"id": p.id, "title": p.title, "kind": str(p.kind),
+                                "ranges": _changed_ranges(before, after)})
+                    break
+    return out
