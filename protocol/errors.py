@@ -60,6 +60,11 @@ class ErrorCode(enum.StrEnum):
     PROPOSAL_STATE = "E_PROPOSAL_STATE"
     TARGET_OUTSIDE_ROOTS = "E_TARGET_OUTSIDE_ROOTS"
     TARGET_CHANGED = "E_TARGET_CHANGED"
+    INDEX_ENTRY_CHANGED = "E_INDEX_ENTRY_CHANGED"  # an affected MEMORY.md entry differs from its before-state
+    INDEX_ENTRY_INVALID = "E_INDEX_ENTRY_INVALID"  # an index edit that is not one well-formed entry line
+    INDEX_FULL = "E_INDEX_FULL"  # more than 200 entries, or an entry past the 200 lines agents load
+    TOPIC_FRONT_MATTER = "E_TOPIC_FRONT_MATTER"  # missing or invalid YAML front matter of a topic
+    MEMORY_NOT_TEXT = "E_MEMORY_NOT_TEXT"  # a memory or instruction file that is not UTF-8 text
     # workers
     WORKER_CRASHED = "E_WORKER_CRASHED"
     WORKER_TIMEOUT = "E_WORKER_TIMEOUT"
