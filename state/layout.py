@@ -18,8 +18,12 @@ MEMORY_WRITE = ".cairn/state/memory-write"
 MEMORY_WRITE_CLAIMS = ".cairn/state/memory-write/claims"
 MEMORY_WRITE_BUNDLES = ".cairn/state/memory-write/bundles"
 
+MEMORY_CLAIMS = ".cairn/state/memory/claims"
+MEMORY_BUNDLES = ".cairn/state/memory/bundles"
+
 #: every claims root with the bundle store its outcomes may reference
 CLAIM_ROOTS: tuple[tuple[str, str], ...] = (
     (JOURNAL_CLAIMS, JOURNAL_BUNDLES),
+    (MEMORY_CLAIMS, MEMORY_BUNDLES),
     (MEMORY_WRITE_CLAIMS, MEMORY_WRITE_BUNDLES),
 )

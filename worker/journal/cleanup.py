@@ -14,11 +14,10 @@ from typing import Any
 
 from protocol import codec
 from protocol.journal import CaptureTurn, Retired
-from protocol.vocab import OpStatus, OutcomeKind
+from protocol.vocab import OutcomeKind
 from protocol.worker import WorkerRequest
 from state import layout
 from state import program as P
-from state.bundles import BundleStore
 from state.claims import ClaimStore
 from state.prune import MAX_GROUPS, prune
 from state.temps import collect_tree
@@ -33,13 +32,17 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
         pr = prune(j.claims, bundles=j.bundles)
         pairs, groups, more = pr.pairs, pr.groups, pr.more
         mw_pairs = 0
-        mw = ClaimStore(j.root, layout.MEMORY_WRITE_CLAIMS, clock_offset=j.claims.clock_offset)
-        try:
-            if j.run([P.Verify(f"{layout.MEMORY_WRITE_CLAIMS}/x", absent=True)])[0].status is not OpStatus.FAILED:
-                r2 = prune(mw, bundles=BundleStore(j.root, layout.MEMORY_WRITE_BUNDLES))
-                mw_pairs, more = r2.pairs, more or r2.more
-        finally:
-            mw.close()
+        # the memory stores: decisions and reviews (bundles there are referenced by
+        # proposals and decisions, so only claim pairs are pruned) and target writes
+        for claims_rel in (layout.MEMORY_CLAIMS, layout.MEMORY_WRITE_CLAIMS):
+            if not j.list(claims_rel):
+                continue
+            other = ClaimStore(j.root, claims_rel, clock_offset=j.claims.clock_offset)
+            try:
+                r2 = prune(other)
+                mw_pairs, more = mw_pairs + r2.pairs, more or r2.more
+            finally:
+                other.close()
         temps = pr.temps + collect_tree(j.root, layout.CAIRN)
         evidence_groups = 0
         cutoff = claim.record.created - history_days * 86400

@@ -1,0 +1,179 @@
+"""Proposals end to end through the CLI: accept writes exactly the diff, undo
+restores exact bytes, staleness is entry-level, rejections are remembered."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.journal.helpers import DEMO, cairn, cairn_json
+
+MEM = ".agents/memory"
+
+
+def _setup(ws: Path, *, agents: bytes = b"# Agents\r\n\r\nBe terse.") -> dict[str, dict]:
+    (ws / "AGENTS.md").write_bytes(agents)  # CRLF and no final newline: must survive byte-exactly
+    out = cairn_json(ws, "run", str(DEMO))
+    return {p["kind"] + ":" + p["target"]: p for p in out["proposals"]}
+
+
+def _by_kind(props: dict[str, dict], kind: str) -> dict:
+    return next(p for k, p in props.items() if k.startswith(kind + ":"))
+
+
+def _apply_diff_expectation(diff: str) -> list[str]:
+    """Lines the diff adds (a line re-emitted only to gain its newline is not new)."""
+    plus = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    minus = {line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")}
+    return [line for line in plus if line not in minus]
+
+
+def test_accept_writes_exactly_the_shown_diff_and_undo_restores_bytes(workspace: Path) -> None:
+    props = _setup(workspace)
+    inst = _by_kind(props, "instruction")
+    shown = cairn_json(workspace, "show", inst["id"])
+    assert shown["state"] == "pending" and shown["diff"].startswith("--- a/AGENTS.md")
+    before = (workspace / "AGENTS.md").read_bytes()
+    cairn(workspace, "accept", inst["id"])
+    after = (workspace / "AGENTS.md").read_bytes()
+    assert after.startswith(before)  # untouched bytes (CRLF, no final newline) kept exactly
+    added = after[len(before):].decode()
+    for line in _apply_diff_expectation(shown["diff"]):
+        assert line in added
+    rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
+    assert rows[inst["id"]]["state"] == "applied"
+    cairn(workspace, "undo", inst["id"])
+    assert (workspace / "AGENTS.md").read_bytes() == before
+    rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
+    assert rows[inst["id"]]["state"] == "undone"
+    assert cairn(workspace, "doctor").returncode == 0
+
+
+def test_create_topic_then_undo_removes_it_and_its_entry(workspace: Path) -> None:
+    props = _setup(workspace)
+    create = _by_kind(props, "create")
+    cairn(workspace, "accept", create["id"])
+    topic = workspace / create["target"]
+    assert topic.exists() and "type:" in topic.read_text()
+    index = (workspace / MEM / "MEMORY.md").read_text()
+    assert f"]({topic.name})" in index
+    assert [r["file"] for r in cairn_json(workspace, "memory")] == [create["target"]]
+    cairn(workspace, "undo", create["id"])
+    assert not topic.exists()
+    assert f"]({topic.name})" not in (workspace / MEM / "MEMORY.md").read_text()
+
+
+def test_undo_refuses_when_the_file_changed_and_changes_nothing(workspace: Path) -> None:
+    props = _setup(workspace)
+    create = _by_kind(props, "create")
+    cairn(workspace, "accept", create["id"])
+    topic = workspace / create["target"]
+    topic.write_bytes(topic.read_bytes() + b"my own note\n")
+    snapshot = {p: p.read_bytes() for p in (workspace / MEM).iterdir()}
+    r = cairn(workspace, "undo", create["id"], check=False)
+    assert r.returncode == 2 and "E_TARGET_CHANGED" in r.stderr and "nothing was changed" in r.stderr
+    assert {p: p.read_bytes() for p in (workspace / MEM).iterdir()} == snapshot
+    assert {r["id"]: r for r in cairn_json(workspace, "proposals")}[create["id"]]["state"] == "applied"
+
+
+def test_staleness_is_entry_level(workspace: Path) -> None:
+    props = _setup(workspace)
+    creates = [p for k, p in props.items() if k.startswith("create:")]
+    assert len(creates) >= 2
+    first, second = creates[0], creates[1]
+    cairn(workspace, "accept", first["id"])
+    index = workspace / MEM / "MEMORY.md"
+    # an unrelated manual edit to the index: a new line and an edited heading
+    index.write_text(index.read_text().replace("# Memory", "# Memory (mine)") + "- [Mine](mine.md) - by hand\n")
+    rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
+    assert rows[second["id"]]["state"] == "pending"
+    cairn(workspace, "accept", second["id"])
+    text = index.read_text()
+    assert "# Memory (mine)" in text and "- [Mine](mine.md) - by hand" in text
+    assert Path(second["target"]).name in text
+    # a concurrent edit to an affected entry blocks: undoing the first now conflicts
+    name = Path(first["target"]).name
+    lines = [line + " (edited)" if f"]({name})" in line else line for line in index.read_text().splitlines()]
+    index.write_text("\n".join(lines) + "\n")
+    r = cairn(workspace, "undo", first["id"], check=False)
+    assert r.returncode == 2 and "E_TARGET_CHANGED" in r.stderr
+
+
+def test_a_manual_edit_of_the_target_makes_a_proposal_stale(workspace: Path) -> None:
+    props = _setup(workspace)
+    inst = _by_kind(props, "instruction")
+    (workspace / "AGENTS.md").write_bytes(b"# Agents\n\nI rewrote this.\n")
+    rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
+    assert rows[inst["id"]]["state"] == "stale" and "AGENTS.md" in rows[inst["id"]]["reason"]
+    r = cairn(workspace, "accept", inst["id"], check=False)
+    assert r.returncode == 2 and "E_PROPOSAL_STALE" in r.stderr
+    assert (workspace / "AGENTS.md").read_bytes() == b"# Agents\n\nI rewrote this.\n"
+
+
+def test_rejections_are_remembered_by_later_reviews(workspace: Path) -> None:
+    props = _setup(workspace)
+    create = _by_kind(props, "create")
+    cairn(workspace, "reject", create["id"])
+    rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
+    assert rows[create["id"]]["state"] == "rejected"
+    r = cairn(workspace, "accept", create["id"], check=False)
+    assert r.returncode == 2 and "E_PROPOSAL_STATE" in r.stderr
+    # the same knowledge arrives again from another session: not proposed again
+    other = workspace / "again.jsonl"
+    other.write_text(DEMO.read_text().replace("3c9e1f52-7a4b-4d18-b6e0-5f2a9c8d1e73",
+                                              "3c9e1f52-7a4b-4d18-b6e0-000000000000"))
+    out = cairn_json(workspace, "run", str(other))
+    titles = [p["title"] for p in out["proposals"] if p["id"] != create["id"]]
+    assert create["title"] not in titles
+
+
+def test_a_public_decision_record_alone_decides_nothing(workspace: Path) -> None:
+    props = _setup(workspace)
+    create = _by_kind(props, "create")
+    forged = workspace / ".cairn/journal/decisions" / f"{create['id']}-0001.json"
+    forged.parent.mkdir(parents=True, exist_ok=True)
+    forged.write_text(json.dumps({"record": "decision", "v": 1, "proposal": create["id"], "action": "reject",
+                                  "state": "rejected", "decided": 1.0, "accepted": "0" * 64}))
+    rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
+    assert rows[create["id"]]["state"] == "pending"
+    cairn(workspace, "accept", create["id"])
+    assert (workspace / create["target"]).exists()
+
+
+@pytest.mark.parametrize("attack", ["symlinked-root", "non-directory-parent"])
+def test_targets_through_symlinks_or_files_fail_closed(workspace: Path, tmp_path: Path, attack: str) -> None:
+    props = _setup(workspace)
+    create = _by_kind(props, "create")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mem = workspace / ".agents" / "memory"
+    if mem.exists():
+        for p in mem.iterdir():
+            p.unlink()
+        mem.rmdir()
+    mem.parent.mkdir(parents=True, exist_ok=True)
+    if attack == "symlinked-root":
+        os.symlink(elsewhere, mem)
+        code = "E_PATH_SYMLINK"
+    else:
+        mem.write_text("not a directory")
+        code = "E_PATH_NOT_DIRECTORY"
+    r = cairn(workspace, "accept", create["id"], check=False)
+    assert r.returncode == 2 and code in r.stderr, r.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_paths_outside_roots_are_refused(workspace: Path) -> None:
+    from protocol.errors import CairnError, ErrorCode
+    from worker.memory.store import MemoryStore
+
+    with MemoryStore(str(workspace)) as ms:
+        for bad in ("../escape.md", ".agents/memory/../../x.md", "/etc/passwd", "src/app.py", ".agents/memory/a/b.md"):
+            with pytest.raises(CairnError) as ei:
+                ms.check_target(bad)
+            assert ei.value.code is ErrorCode.TARGET_OUTSIDE_ROOTS
+        assert ms.check_target(".agents/memory/x.md")[1] == ".agents/memory/x.md"
+        assert ms.check_target("AGENTS.md")[1] == "AGENTS.md"
