@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from protocol import codec
+from protocol.errors import CairnError
 from protocol.journal import CaptureTurn, Retired
+from protocol.lsp import Settings
 from protocol.vocab import OutcomeKind
 from protocol.worker import WorkerRequest
 from state import layout
@@ -26,7 +28,25 @@ from worker.journal.store import CAPTURES, Journal
 HISTORY_DAYS = 14.0
 
 
-def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int = MAX_GROUPS) -> tuple[dict[str, Any], bool]:
+def _collect_target_temps(j: Journal, settings: Settings) -> int:
+    """Temps a killed memory writer left beside the files it was replacing (never recursive)."""
+    dirs = {"", ".agents/memory"} | {f.rsplit("/", 1)[0] if "/" in f else "" for f in settings.instructionFiles}
+    n = 0
+    for rel in sorted(dirs):
+        try:
+            d = j.root.descend(rel)
+        except CairnError:
+            continue
+        try:
+            n += d.collect_temps()
+        finally:
+            d.close()
+    return n
+
+
+def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int = MAX_GROUPS,
+            settings: Settings | None = None) -> tuple[dict[str, Any], bool]:
+    req_settings = settings or Settings()
     claim = j.claims.elect("cleanup", purpose="cleanup", ttl=120.0, authority=j.authority)
     try:
         pr = prune(j.claims, bundles=j.bundles)
@@ -43,7 +63,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
                 mw_pairs, more = mw_pairs + r2.pairs, more or r2.more
             finally:
                 other.close()
-        temps = pr.temps + collect_tree(j.root, layout.CAIRN)
+        temps = pr.temps + collect_tree(j.root, layout.CAIRN) + _collect_target_temps(j, req_settings)
         evidence_groups = 0
         cutoff = claim.record.created - history_days * 86400
         cids = j.list(CAPTURES)
@@ -84,4 +104,8 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
 
 def job_cleanup(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     with Journal(req.workspace) as j:
-        return cleanup(j, history_days=float(req.config.get("historyDays", HISTORY_DAYS)))
+        from worker import config
+
+        settings, _ = config.merge(Settings(), {k: v for k, v in req.config.items() if k != "historyDays"},
+                                   source="request")
+        return cleanup(j, history_days=float(req.config.get("historyDays", HISTORY_DAYS)), settings=settings)

@@ -1,0 +1,88 @@
+"""Kill review, application, undo and rejection at every mutating operation.
+
+After any kill, every memory and instruction file is byte-identical to one of
+its legitimate states (never mixed); a rerun after the claims' deadlines
+reconciles the marked writes and reaches the same decided end state as an
+uninterrupted run, with `cairn doctor` clean and no marker left behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from protocol.worker import WorkerRequest
+from state.doctor import check_workspace
+from state.fsdir import PinnedDir
+from tests.conftest import PYTHON, REPO, child_env
+from tests.journal.helpers import DEMO, cairn
+from worker.entry import run_request
+
+FILES = ("AGENTS.md", ".agents/memory/MEMORY.md")
+
+
+def _actor(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "tests.memory.actor", str(ws)], cwd=REPO, env=child_env(**env),
+                          capture_output=True, text=True, timeout=120)
+
+
+def _files(ws: Path) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    for rel in FILES:
+        p = ws / rel
+        out[rel] = p.read_bytes() if p.exists() else None
+    mem = ws / ".agents/memory"
+    if mem.exists():
+        for p in sorted(mem.iterdir()):
+            if not p.name.startswith(".tmp-"):  # a killed writer's temp: never visible as a memory file
+                out[f".agents/memory/{p.name}"] = p.read_bytes()
+    return out
+
+
+def test_memory_decisions_survive_a_kill_at_every_point(tmp_path: Path) -> None:
+    template = tmp_path / "template"
+    template.mkdir()
+    (template / "AGENTS.md").write_bytes(b"# Agents\n\nBe terse.\n")
+    cairn(template, "import", str(DEMO))
+    cairn(template, "seal")
+    cairn(template, "process")
+    initial = _files(template)
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    log = tmp_path / "points.log"
+    r = _actor(ref, CAIRN_CRASH_LOG=str(log))
+    assert r.returncode == 0, r.stderr
+    final = _files(ref)
+    points = log.read_text().splitlines()
+    assert len(points) > 80
+    # every legitimate state of each file: initial, after accept, after undo (== initial for AGENTS.md)
+    legit: dict[str, set[bytes | None]] = {}
+    for snap in (initial, final):
+        for k, v in snap.items():
+            legit.setdefault(k, set()).add(v)
+    agents_applied = None
+    for k in range(1, len(points) + 1):
+        ws = tmp_path / f"k{k}"
+        shutil.copytree(template, ws)
+        crashed = _actor(ws, CAIRN_CRASH_AT=str(k))
+        assert crashed.returncode == -signal.SIGKILL, (k, crashed.stderr[-400:])
+        now = _files(ws)
+        for name, data in now.items():
+            ok = data in legit.get(name, {None}) or name == "AGENTS.md" and data is not None \
+                and data.startswith(initial["AGENTS.md"]) and b"## Working agreements" in data
+            if name == "AGENTS.md" and data not in legit[name]:
+                agents_applied = agents_applied or data
+                ok = ok and data == agents_applied  # the one applied state, whole
+            assert ok, (k, points[k - 1], name)
+        again = _actor(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+        assert again.returncode == 0, (k, points[k - 1], again.stderr[-800:])
+        assert _files(ws) == final, (k, points[k - 1])
+        markers = [m for m in (ws / ".cairn/state/memory-write/markers").iterdir() if not m.name.startswith(".tmp-")]
+        assert not markers, (k, points[k - 1])
+        run_request(WorkerRequest(job="cleanup", workspace=str(ws)))  # collects the killed writer's temps
+        assert not list(ws.rglob(".tmp-*")), (k, points[k - 1])
+        with PinnedDir.open_root(ws) as root:
+            assert check_workspace(root).violations == (), (k, points[k - 1])
+        shutil.rmtree(ws)
