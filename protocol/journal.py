@@ -123,3 +123,22 @@ class Failure:
 class SessionInfo:
     session_id: str
     title: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ExpiryEntry:
+    name: str  # public entry file name
+    sha256: str  # of its exact bytes
+
+
+@record("expiry-manifest", version=1)
+class ExpiryManifest:
+    """Accepted before any deletion: exactly which public entries (by hash) expire."""
+
+    id: str
+    created: float
+    entries: tuple[ExpiryEntry, ...]
+
+
+#: an expiry manifest larger than this is never admitted
+MANIFEST_LIMIT = 4 * 1024 * 1024

@@ -213,7 +213,7 @@ def cmd_cleanup(ns: argparse.Namespace) -> int:
         emit_json(r)
     else:
         print(f"pruned {r['pairs']} claim pair(s), {r['groups']} content group(s), {r['evidence']} retired "
-              f"evidence group(s), {r['temps']} stray temp(s); "
+              f"evidence group(s), {r['temps']} stray temp(s), {r['expired']} expired digest(s); "
               + ("more remains: run `cairn cleanup` again" if resp.more else "nothing more to do"))
     return 0
 

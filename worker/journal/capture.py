@@ -105,12 +105,15 @@ def _capture_owned(j: Journal, claim: Claim, session: Session, *, source: str, p
             indexed[t.turn_id] = codec.decode(raw, TurnIndex, where=index_paths[t.turn_id]).capture
     # a turn indexed in a capture whose ready entry is missing (crash window) is finished, not skipped
     entries = j.read_many(f"{CAPTURES}/{c}/t-{h(t)}" for t, c in indexed.items()) if indexed else {}
+    retired = j.read_many(f"{CAPTURES}/{c}/retired" for c in set(indexed.values())) if indexed else {}
     todo: list[tuple[Turn, bool]] = []  # (turn, repair?) in session order, so seq follows the session
     for t in session.turns:
         c = indexed.get(t.turn_id)
         if c is None:
             todo.append((t, False))
-        elif entries[f"{CAPTURES}/{c}/t-{h(t.turn_id)}"] is None:
+        elif entries[f"{CAPTURES}/{c}/t-{h(t.turn_id)}"] is None and retired[f"{CAPTURES}/{c}/retired"] is None:
+            # indexed but never made ready (a crash window): finish it. A retired capture's
+            # entries are gone on purpose (evidence retention); its turns stay covered.
             todo.append((t, True))
     if not todo:
         j.claims.guarded(claim, setup)

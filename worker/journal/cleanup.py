@@ -28,6 +28,15 @@ from worker.journal.store import CAPTURES, Journal
 HISTORY_DAYS = 14.0
 
 
+def _expire(j: Journal, claim: Any, settings: Settings, history_days: float) -> tuple[int, bool]:
+    """Expiry of fully reviewed public digests (only where consolidation has reviewed them)."""
+    from worker.journal.expiry import expire
+    from worker.memory.store import MemoryStore
+
+    with MemoryStore(j.workspace, settings) as ms:
+        return expire(j, claim, ms, history_days=history_days)
+
+
 def _collect_target_temps(j: Journal, settings: Settings) -> int:
     """Temps a killed memory writer left beside the files it was replacing (never recursive)."""
     dirs = {"", ".agents/memory"} | {f.rsplit("/", 1)[0] if "/" in f else "" for f in settings.instructionFiles}
@@ -64,6 +73,8 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
             finally:
                 other.close()
         temps = pr.temps + collect_tree(j.root, layout.CAIRN) + _collect_target_temps(j, req_settings)
+        expired, more_expiry = _expire(j, claim, req_settings, history_days)
+        more = more or more_expiry
         evidence_groups = 0
         cutoff = claim.record.created - history_days * 86400
         cids = j.list(CAPTURES)
@@ -97,7 +108,8 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
         except Exception:
             pass
         raise
-    result = {"pairs": pairs + mw_pairs, "groups": groups, "evidence": evidence_groups, "temps": temps}
+    result = {"pairs": pairs + mw_pairs, "groups": groups, "evidence": evidence_groups, "temps": temps,
+              "expired": expired}
     j.claims.settle(claim, OutcomeKind.COMPLETED, payload={k: int(v) for k, v in result.items()})
     return result, more
 
