@@ -33,6 +33,7 @@ CMD_DISCARD = "cairn.discard"
 CMD_DISMISS = "cairn.dismiss"
 CMD_CLEANUP = "cairn.cleanup"
 CMD_DIAGNOSTIC_REPORT = "cairn.diagnosticReport"
+CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
 COMMANDS = (CMD_DRAIN, CMD_REVIEW, CMD_ACCEPT, CMD_REJECT, CMD_UNDO, CMD_RETRY, CMD_DISCARD, CMD_DISMISS,
             CMD_CLEANUP, CMD_DIAGNOSTIC_REPORT)
 

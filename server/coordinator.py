@@ -401,9 +401,15 @@ class Coordinator:
 
     def _head(self, ws: str, queue: list[Job], t: float) -> tuple[Job | None, float | None]:
         """The job W may start now, else the time W's blocking job becomes eligible."""
+        blocked_until: float | None = None
         for job in queue:
             if job.state is JobState.RETRY_WAITING and job.not_before is not None and job.not_before > t:
-                return None, job.not_before  # rule 4: no overtaking a delayed retry
+                # rule 4: no overtaking a delayed retry, except by independent kinds
+                if blocked_until is None:
+                    blocked_until = job.not_before
+                continue
+            if blocked_until is not None and job.kind not in self.config.independent_kinds:
+                continue
             if job.id in self._held:
                 until = self._hold_until(ws)
                 if t < until:
@@ -411,7 +417,7 @@ class Coordinator:
             if job.kind == DRAIN and ws in self._turn_active:
                 continue  # rule 13: waits for the turn, blocks nothing
             return job, None
-        return None, None
+        return None, blocked_until
 
     def _queues(self) -> dict[str, list[Job]]:
         queues: dict[str, list[Job]] = {}

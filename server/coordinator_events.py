@@ -82,6 +82,9 @@ class CoordinatorConfig:
     history_max: int = 500  # dismissed records kept
     history_max_age: float = 90 * 86400.0  # dismissed records older than this are pruned
     attention_codes: frozenset[str] = DEFAULT_ATTENTION_CODES
+    # kinds that depend on no earlier job of their workspace and may overtake a delayed
+    # retry there: a capture holds an editor turn in memory until it runs
+    independent_kinds: tuple[str, ...] = ("capture",)
 
     def __attrs_post_init__(self) -> None:
         for name in ("max_workers", "max_attempts", "history_max"):

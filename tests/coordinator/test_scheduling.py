@@ -58,6 +58,18 @@ def test_a_delayed_retry_holds_back_its_workspace_but_not_others() -> None:
     assert started(h.finish(32, proc.job_id)) == [("/a", "review")]
 
 
+def test_a_capture_may_overtake_a_delayed_retry_but_nothing_else_does() -> None:
+    """Captures depend on no earlier job and hold an editor turn in memory: they must not wait 30-120 s."""
+    h = Clocked()
+    proc = only_start(h.at(0, Enqueue("/a", "process")))
+    h.send(Enqueue("/a", "review"))
+    h.send(Enqueue("/a", "capture", {"session": "s1", "turn": "t1"}))
+    assert started(h.finish(1, proc.job_id, "failed", "E_PROVIDER_FAILED")) == [("/a", "capture")]
+    cap = next(j for j in h.running())
+    assert started(h.finish(2, cap)) == []  # the review still waits behind the delayed retry
+    assert [k for _ws, k in started(h.tick(31))] == ["process"]
+
+
 def test_exhausted_and_attention_jobs_are_not_runnable_and_block_nothing() -> None:
     h = Clocked(CoordinatorConfig(max_attempts=1))
     proc = only_start(h.at(0, Enqueue("/a", "process")))

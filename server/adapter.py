@@ -1,0 +1,445 @@
+"""The asyncio adapter around the pure coordinator.
+
+The coordinator (:mod:`server.coordinator`) decides; this module does. It
+owns the clock, the single coordinator timer, the worker processes and the
+durable job store, and feeds every outcome back as an event:
+
+- ``SetTimer(at)`` → one timer on the clock (replacing any earlier one) that
+  sends ``Tick()`` when it fires.
+- ``StartWorker`` → a :class:`server.runner.WorkerProcess`; exactly one
+  ``WorkerFinished`` is reported when it has exited (also after a cancel).
+- ``CancelWorker`` → stop that worker (terminate, then kill).
+- ``Persist(store)`` → the store is split per workspace and written durably
+  to ``<ws>/.cairn/state/server/jobs.json`` in a thread, before any worker
+  that the same step started is spawned (the coordinator orders Persist
+  before StartWorker so a started job is durable first).
+- ``Report`` → handed to the listener (the LSP layer shows it once).
+
+Actions are carried out strictly in order by one consumer task; ``submit``
+itself is synchronous and cheap (it never touches the disk), so LSP handlers
+can call it on the event loop.
+
+Time: :class:`Clock` gives ``now()`` (wall-clock seconds, the unit the job
+store's eligibility deadlines use) and ``call_at``. :class:`SystemClock` is
+the real one; tests pass a :class:`FakeClock` and move time explicitly.
+Worker processes are real either way; their hard backstop timeout is the
+budget plus a margin, measured in real time.
+
+Shutdown: ``Shutdown(grace)`` stops admission; running workers finish or
+are cancelled at their deadline / the grace; everything else is already
+durable and resumes on the next start (``load_stores`` + ``Restart``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import attrs
+
+from protocol import codec
+from protocol.errors import CairnError, ErrorCode
+from protocol.jobs import Job, JobStore
+from protocol.worker import WorkerRequest, WorkerStatus
+from server.coordinator import Coordinator
+from server.coordinator_events import (
+    Action,
+    CancelWorker,
+    Event,
+    Persist,
+    Report,
+    Restart,
+    SetTimer,
+    Shutdown,
+    StartWorker,
+    Tick,
+    WorkerFinished,
+)
+from server.runner import RunResult, WorkerProcess
+
+log = logging.getLogger("cairn.server.adapter")
+
+STORE_DIR = ".cairn/state/server"
+STORE_FILE = "jobs.json"
+BACKSTOP_MARGIN = 30.0  # real seconds past the coordinator's deadline before the runner kills on its own
+
+
+class TimerHandle(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle: ...
+
+
+class SystemClock:
+    """Wall-clock time; timers on the running loop (delays measured from ``now()``)."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
+        loop = asyncio.get_running_loop()
+        return loop.call_later(max(0.0, when - self.now()), callback)
+
+
+class _FakeHandle:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeClock:
+    """Time moves only when :meth:`advance` says so; due callbacks run in time order."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self._now = start
+        self._heap: list[tuple[float, int, _FakeHandle, Callable[[], None]]] = []
+        self._seq = itertools.count()
+
+    def now(self) -> float:
+        return self._now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
+        handle = _FakeHandle()
+        heapq.heappush(self._heap, (when, next(self._seq), handle, callback))
+        return handle
+
+    def pending(self) -> list[float]:
+        return sorted(w for w, _, h, _ in self._heap if not h.cancelled)
+
+    def advance(self, seconds: float) -> None:
+        target = self._now + seconds
+        while self._heap and self._heap[0][0] <= target:
+            when, _, handle, callback = heapq.heappop(self._heap)
+            if handle.cancelled:
+                continue
+            self._now = max(self._now, when)
+            callback()
+        self._now = target
+
+
+class Listener(Protocol):
+    """What the adapter tells the layer above (all called on the event loop)."""
+
+    def worker_started(self, start: StartWorker, pid: int) -> None: ...
+
+    def worker_finished(self, start: StartWorker, result: RunResult) -> None: ...
+
+    def report(self, report: Report) -> None: ...
+
+
+class NullListener:
+    def worker_started(self, start: StartWorker, pid: int) -> None:
+        pass
+
+    def worker_finished(self, start: StartWorker, result: RunResult) -> None:
+        pass
+
+    def report(self, report: Report) -> None:
+        pass
+
+
+RequestBuilder = Callable[[StartWorker, float], WorkerRequest]
+"""(start, wall-clock deadline) -> the worker request (args, settings) for that job."""
+
+Spawner = Callable[[WorkerRequest], "asyncio.Future[WorkerProcess] | Any"]
+
+
+def default_request(start: StartWorker, deadline: float) -> WorkerRequest:
+    return WorkerRequest(job=start.kind, workspace=start.workspace, args=dict(start.args),
+                         deadline=deadline, job_id=start.job_id)
+
+
+# ---------------------------------------------------------------- durable store
+
+
+def split_store(store: JobStore) -> dict[str, JobStore]:
+    """One store per workspace (jobs, that workspace's cleanup throttle, the shared next_seq)."""
+    workspaces = {j.workspace for j in store.jobs} | set(store.cleanup_offered)
+    return {
+        ws: JobStore(
+            jobs=tuple(j for j in store.jobs if j.workspace == ws),
+            next_seq=store.next_seq,
+            cleanup_offered={k: v for k, v in store.cleanup_offered.items() if k == ws},
+        )
+        for ws in workspaces
+    }
+
+
+def merge_stores(stores: Iterable[JobStore]) -> JobStore:
+    """Several workspaces' stores as one; colliding job ids get fresh numbers (order kept)."""
+    jobs: list[Job] = []
+    cleanup: dict[str, float] = {}
+    next_seq = 1
+    for store in stores:
+        jobs.extend(store.jobs)
+        cleanup.update(store.cleanup_offered)
+        next_seq = max(next_seq, store.next_seq)
+    jobs.sort(key=lambda j: (j.seq, j.created, j.workspace))
+    seen: set[str] = set()
+    out: list[Job] = []
+    next_seq = max([next_seq, *(j.seq + 1 for j in jobs)])
+    for job in jobs:
+        if job.id in seen:
+            job = attrs.evolve(job, id=f"job-{next_seq}", seq=next_seq)
+            next_seq += 1
+        seen.add(job.id)
+        out.append(job)
+    return JobStore(jobs=tuple(out), next_seq=next_seq, cleanup_offered=cleanup)
+
+
+def write_store(workspace: str, data: bytes) -> None:
+    """Durable replace of ``<ws>/.cairn/state/server/jobs.json`` (blocking: run in a thread)."""
+    from state.fsdir import PinnedDir
+
+    with PinnedDir.open_root(workspace) as root, root.descend(STORE_DIR, create=True) as d:
+        d.replace(STORE_FILE, data)
+
+
+def read_store(workspace: str) -> tuple[JobStore | None, str | None]:
+    """The workspace's stored jobs, or ``(None, code)`` when unreadable (blocking)."""
+    from state.fsdir import PinnedDir
+
+    try:
+        with PinnedDir.open_root(workspace) as root:
+            try:
+                d = root.descend(STORE_DIR)
+            except CairnError as exc:
+                if exc.code is ErrorCode.NOT_FOUND:
+                    return None, None
+                raise
+            with d:
+                data = d.read(STORE_FILE)
+                if data is None:
+                    return None, None
+                try:
+                    return codec.decode(data, JobStore, where="job store"), None
+                except CairnError as exc:
+                    d.replace(STORE_FILE + ".bad", data)  # keep the unreadable bytes for a person
+                    return None, str(exc.code)
+    except CairnError as exc:
+        return None, str(exc.code)
+    except FileNotFoundError:
+        return None, None
+    except OSError:
+        return None, str(ErrorCode.IO_FAILED)
+
+
+# ---------------------------------------------------------------- the adapter
+
+
+class Adapter:
+    """Drive one :class:`Coordinator`. Create on a running loop; call :meth:`close` at the end."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        *,
+        clock: Clock | None = None,
+        listener: Listener | None = None,
+        build_request: RequestBuilder = default_request,
+        spawn: Callable[[WorkerRequest], Any] | None = None,
+        persist: Callable[[str, bytes], None] | None = write_store,
+    ) -> None:
+        self.coordinator = coordinator
+        self.clock: Clock = clock or SystemClock()
+        self.listener: Listener = listener or NullListener()
+        self._build_request = build_request
+        self._spawn = spawn or (lambda request: WorkerProcess.start(request))
+        self._persist = persist
+        self._queue: asyncio.Queue[Action | None] = asyncio.Queue()
+        self._timer: TimerHandle | None = None
+        self._workers: dict[str, WorkerProcess] = {}
+        self._starting: dict[str, StartWorker] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._written: dict[str, bytes] = {}
+        self._latest_store: JobStore | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.persist_errors = 0
+        self._consumer = asyncio.ensure_future(self._consume())
+
+    # ------------------------------------------------------------ events in
+
+    def submit(self, event: Event) -> list[Action]:
+        """Feed one event at ``clock.now()``; queue its actions; return them (for tests/logs)."""
+        actions = self.coordinator.handle(event, self.clock.now())
+        for action in actions:
+            if isinstance(action, SetTimer):
+                self._set_timer(action.at)  # timers are immediate: no I/O
+            elif isinstance(action, Report):
+                self.listener.report(action)
+            else:
+                if isinstance(action, StartWorker):
+                    self._starting[action.job_id] = action
+                    self._idle.clear()
+                self._queue.put_nowait(action)
+        return actions
+
+    def restart(self, store: JobStore) -> list[Action]:
+        return self.submit(Restart(store))
+
+    @property
+    def running(self) -> dict[str, StartWorker]:
+        """Job id -> the start of every worker that has not reported back yet."""
+        return dict(self._starting)
+
+    def worker_pid(self, job_id: str) -> int | None:
+        proc = self._workers.get(job_id)
+        return proc.pid if proc else None
+
+    async def wait_idle(self) -> None:
+        """Until no worker is running or starting."""
+        await self._idle.wait()
+
+    async def flush(self) -> None:
+        """Until every queued action (including persistence) has been carried out."""
+        marker = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Flush(marker))  # type: ignore[arg-type]
+        await marker
+
+    async def shutdown(self, grace: float, *, bound: float | None = None) -> None:
+        """Stop admitting; let running workers finish or cancel them; persist; stop the consumer.
+
+        ``bound`` caps the real time spent waiting (default: grace + 10 s);
+        workers still alive then are cancelled (an interruption, no attempt).
+        """
+        self.submit(Shutdown(grace))
+        try:
+            await asyncio.wait_for(self.wait_idle(), timeout=grace + 10.0 if bound is None else bound)
+        except TimeoutError:
+            for proc in list(self._workers.values()):
+                proc.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wait_idle(), timeout=10.0)
+        await self.flush()
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop the consumer and timer; cancel any worker still running (no wait for reports)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for proc in list(self._workers.values()):
+            proc.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=15.0)
+        self._queue.put_nowait(None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._consumer
+
+    # ------------------------------------------------------------ actions out
+
+    def _set_timer(self, at: float | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if at is not None:
+            self._timer = self.clock.call_at(at, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.submit(Tick())
+
+    async def _consume(self) -> None:
+        while True:
+            action = await self._queue.get()
+            if action is None:
+                return
+            try:
+                if isinstance(action, _Flush):
+                    await self._write_latest()
+                    if not action.future.done():
+                        action.future.set_result(None)
+                elif isinstance(action, Persist):
+                    self._latest_store = action.store
+                    if not self._queue_has_persist():
+                        await self._write_latest()
+                elif isinstance(action, StartWorker):
+                    await self._write_latest()  # a started job is durable first
+                    await self._start(action)
+                elif isinstance(action, CancelWorker):
+                    proc = self._workers.get(action.job_id)
+                    if proc is not None:
+                        proc.cancel()
+            except Exception:  # keep the loop alive; the failure is reported as a code
+                log.exception("adapter: action %s failed", type(action).__name__)
+
+    def _queue_has_persist(self) -> bool:
+        return any(isinstance(a, Persist) for a in self._queue._queue)  # type: ignore[attr-defined]
+
+    async def _write_latest(self) -> None:
+        store, self._latest_store = self._latest_store, None
+        if store is None or self._persist is None:
+            return
+        parts = split_store(store)
+        for ws in set(self._written) - set(parts):
+            parts[ws] = JobStore(next_seq=store.next_seq)  # its last job left: write it empty
+        for ws, part in sorted(parts.items()):
+            data = codec.encode(part)
+            if self._written.get(ws) == data:
+                continue
+            try:
+                await asyncio.to_thread(self._persist, ws, data)
+                self._written[ws] = data
+            except (CairnError, OSError) as exc:
+                self.persist_errors += 1
+                code = exc.code if isinstance(exc, CairnError) else ErrorCode.IO_FAILED
+                log.warning("adapter: job store for %s not written (%s)", ws, code)
+
+    async def _start(self, start: StartWorker) -> None:
+        now = self.clock.now()
+        budget = max(0.0, start.deadline - now)
+        request = self._build_request(start, time.time() + budget)
+        try:
+            proc = await self._spawn(request)
+        except CairnError as exc:
+            self._finish(start, RunResult(status=WorkerStatus.FAILED, error=str(exc.code), message=exc.message))
+            return
+        self._workers[start.job_id] = proc
+        self.listener.worker_started(start, proc.pid)
+        task = asyncio.ensure_future(self._wait(start, proc, budget + BACKSTOP_MARGIN))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _wait(self, start: StartWorker, proc: WorkerProcess, backstop: float) -> None:
+        try:
+            result = await proc.wait(backstop)
+        except Exception:
+            log.exception("adapter: waiting for worker of %s failed", start.job_id)
+            result = RunResult(status=WorkerStatus.FAILED, error=str(ErrorCode.WORKER_CRASHED))
+        self._workers.pop(start.job_id, None)
+        self._finish(start, result)
+
+    def _finish(self, start: StartWorker, result: RunResult) -> None:
+        self._starting.pop(start.job_id, None)
+        checkpoint = result.result.get("checkpoint") if isinstance(result.result, dict) else None
+        if not (isinstance(checkpoint, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                     for k, v in checkpoint.items())):
+            checkpoint = {}
+        event = WorkerFinished(start.job_id, str(result.status), result.error, bool(result.more), checkpoint)
+        try:
+            self.submit(event)
+        except CairnError as exc:  # e.g. the job was discarded meanwhile
+            log.warning("adapter: finish of %s refused (%s)", start.job_id, exc.code)
+        try:
+            self.listener.worker_finished(start, result)
+        finally:
+            if not self._starting:
+                self._idle.set()
+
+
+@attrs.define
+class _Flush:
+    future: asyncio.Future[None]

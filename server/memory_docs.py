@@ -1,0 +1,116 @@
+"""Which editor documents are memory documents, and what cairn shows on them.
+
+Pure functions (no LSP library, no I/O): the language server asks them
+whether a document is a memory topic file (under ``.agents/memory/`` or a
+configured memory root), a ``MEMORY.md`` index or an instruction file, and
+turns the pending proposals touching it into Information diagnostics and
+code actions, as plain LSP-shaped dicts.
+
+Proposal rows come from ``worker.memory.views.pending_for_file``:
+``{id, title, kind, ranges: [{startLine, endLine}]}`` with 0-based,
+inclusive line numbers of the current file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from protocol.lsp import (
+    CMD_ACCEPT,
+    CMD_REJECT,
+    CMD_SHOW_PROPOSAL,  # noqa: E402
+    Settings,
+)
+
+"""Server command behind the "show diff" code action: returns ``cairn/proposal``'s answer."""
+
+MEMORY_DIR = os.path.join(".agents", "memory")
+INFORMATION = 3  # DiagnosticSeverity.Information
+
+
+def uri_to_path(uri: str) -> str | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return os.path.normpath(unquote(parsed.path))
+
+
+def _under(path: str, root: str) -> bool:
+    root = os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def memory_roots(workspace: str, settings: Settings) -> list[str]:
+    roots = [os.path.join(workspace, MEMORY_DIR)]
+    for r in settings.memoryRoots:
+        r = os.path.expanduser(r)
+        roots.append(os.path.normpath(r if os.path.isabs(r) else os.path.join(workspace, r)))
+    return roots
+
+
+def is_memory_document(path: str, workspace: str, settings: Settings) -> bool:
+    """A topic file or index under a memory root, or one of the workspace's instruction files."""
+    path = os.path.normpath(path)
+    if any(_under(path, root) for root in memory_roots(workspace, settings)):
+        return path.endswith(".md")
+    if not _under(path, workspace):
+        return False
+    rel = os.path.relpath(path, workspace)
+    return rel in {os.path.normpath(f) for f in settings.instructionFiles} or os.path.basename(path) == "MEMORY.md"
+
+
+def _line_range(r: dict[str, Any], line_count: int) -> dict[str, Any]:
+    start = max(0, int(r.get("startLine", 0)))
+    end = max(start, int(r.get("endLine", start)))
+    if line_count:
+        start, end = min(start, line_count - 1), min(end, line_count - 1)
+    return {"start": {"line": start, "character": 0}, "end": {"line": end + 1, "character": 0}}
+
+
+def diagnostics(proposals: Iterable[dict[str, Any]], line_count: int = 0) -> list[dict[str, Any]]:
+    """One Information diagnostic per range a pending proposal would change."""
+    out = []
+    for p in proposals:
+        ranges = p.get("ranges") or [{"startLine": 0, "endLine": 0}]
+        for r in ranges:
+            out.append({
+                "range": _line_range(r, line_count),
+                "severity": INFORMATION,
+                "source": "cairn",
+                "code": str(p.get("id", "")),
+                "message": f"cairn {p.get('kind', 'proposal')} proposal {p.get('id', '')}: {p.get('title', '')}",
+            })
+    return out
+
+
+def code_actions(workspace: str, proposals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Accept, reject and show diff for every pending proposal touching the document."""
+    out = []
+    for p in proposals:
+        pid, title = str(p.get("id", "")), str(p.get("title", ""))
+        arg = {"workspace": workspace, "ids": [pid], "id": pid}
+        for verb, command, kind in (
+            ("Accept", CMD_ACCEPT, "quickfix"),
+            ("Reject", CMD_REJECT, "quickfix"),
+            ("Show diff of", CMD_SHOW_PROPOSAL, "source"),
+        ):
+            label = f"cairn: {verb} proposal {pid}" + (f" ({title})" if title else "")
+            out.append({"title": label, "kind": kind,
+                        "command": {"title": label, "command": command, "arguments": [arg]}})
+    return out
+
+
+def overlapping(proposals: Sequence[dict[str, Any]], start_line: int, end_line: int) -> list[dict[str, Any]]:
+    """Proposals with a range touching [start_line, end_line]; all of them if none has ranges there.
+
+    Editors ask for code actions at the cursor; a proposal for the file is
+    offered anywhere in it, but one touching the cursor's lines comes first.
+    """
+    near = [p for p in proposals
+            if any(int(r.get("startLine", 0)) <= end_line and int(r.get("endLine", 0)) >= start_line
+                   for r in p.get("ranges") or [])]
+    rest = [p for p in proposals if p not in near]
+    return near + rest

@@ -1,0 +1,90 @@
+"""Start the real ``cairn serve`` over stdio with pytest-lsp and drive it like an editor."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+
+from tests.conftest import PYTHON, child_env
+
+TURNS = [
+    ("From now on never use bare except in this codebase: catch the specific exception and log it with context.",
+     "Understood: no bare except; specific exceptions with context."),
+    ("Heads-up: the staging database is read-only on Fridays for the weekly snapshot, so never schedule "
+     "migrations on staging on a Friday.", "Noted: no staging migrations on Fridays."),
+    ("We always run the test suite with `make check`, never plain pytest, because it sets the timezone.",
+     "Got it: `make check` runs the suite."),
+]
+
+
+async def start_server(ws: Path, options: dict[str, Any] | None = None, **env: str) -> LanguageClient:
+    client = make_test_lsp_client()
+    await client.start_io(PYTHON, "-m", "server", "serve", env=child_env(**env), cwd=str(ws))
+    await client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("emacs"),
+            root_uri=ws.as_uri(),
+            workspace_folders=[lsp.WorkspaceFolder(uri=ws.as_uri(), name=ws.name)],
+            initialization_options=options or {},
+        )
+    )
+    return client
+
+
+async def stop_server(client: LanguageClient) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.shutdown_session(), 30)
+    with contextlib.suppress(Exception):
+        await client.stop()
+
+
+async def request(client: LanguageClient, method: str, params: dict[str, Any] | None = None) -> Any:
+    return await asyncio.wait_for(client.protocol.send_request_async(method, params or {}), 30)
+
+
+async def command(client: LanguageClient, name: str, arg: dict[str, Any] | None = None) -> Any:
+    params = lsp.ExecuteCommandParams(command=name, arguments=[arg] if arg is not None else [])
+    return await asyncio.wait_for(client.workspace_execute_command_async(params), 60)
+
+
+def plain(obj: Any) -> Any:
+    if hasattr(obj, "_asdict"):
+        return {k: plain(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    return obj
+
+
+async def until(client: LanguageClient, check: Callable[[], Awaitable[Any]], *, events: int = 60,
+                per_event: float = 30.0) -> Any:
+    """Re-check after every ``window/logMessage`` (the server logs once its snapshot is fresh).
+
+    Bounded by a number of events, each with a timeout: no sleeps.
+    """
+    for _ in range(events):
+        waiter = asyncio.ensure_future(client.wait_for_notification("window/logMessage"))  # arm first
+        value = await check()
+        if value:
+            return value  # the armed waiter is left to the next notification (cancelling it breaks the client)
+        try:
+            await asyncio.wait_for(waiter, per_event)
+        except TimeoutError:
+            break
+    raise AssertionError("condition not reached")
+
+
+def send_turns(client: LanguageClient, ws: Path, session: str, turns: list[tuple[str, str]] = TURNS) -> None:
+    parent = None
+    for i, (user, assistant) in enumerate(turns):
+        tid = f"{session}-t{i}"
+        client.protocol.notify("cairn/turnCompleted", {
+            "workspace": str(ws), "sessionId": session, "turnId": tid, "parentTurnId": parent,
+            "user": user, "assistant": assistant, "completedAt": f"2025-06-12T10:0{i}:00Z",
+        })
+        parent = tid

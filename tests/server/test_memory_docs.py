@@ -1,0 +1,47 @@
+"""Which documents get cairn diagnostics and code actions, and what they say."""
+
+from __future__ import annotations
+
+from protocol.lsp import Settings
+from server import memory_docs as md
+
+WS = "/home/u/proj"
+
+
+def test_memory_documents_are_recognised() -> None:
+    s = Settings(memoryRoots=("/home/u/global-memory",), instructionFiles=("AGENTS.md", "docs/CLAUDE.md"))
+    assert md.is_memory_document(f"{WS}/.agents/memory/testing.md", WS, s)
+    assert md.is_memory_document(f"{WS}/.agents/memory/MEMORY.md", WS, s)
+    assert md.is_memory_document("/home/u/global-memory/style.md", WS, s)
+    assert md.is_memory_document(f"{WS}/AGENTS.md", WS, s)
+    assert md.is_memory_document(f"{WS}/docs/CLAUDE.md", WS, s)
+    assert not md.is_memory_document(f"{WS}/src/main.py", WS, s)
+    assert not md.is_memory_document(f"{WS}/.agents/memory-old/x.md", WS, s)
+    assert not md.is_memory_document(f"{WS}/.agents/memory/notes.txt", WS, s)
+    assert not md.is_memory_document("/elsewhere/AGENTS.md", WS, s)
+
+
+def test_uri_to_path() -> None:
+    assert md.uri_to_path("file:///home/u/proj/A%20B.md") == "/home/u/proj/A B.md"
+    assert md.uri_to_path("untitled:1") is None
+
+
+PROPOSALS = [
+    {"id": "p1", "title": "Testing rules", "kind": "update", "ranges": [{"startLine": 2, "endLine": 4}]},
+    {"id": "p2", "title": "New topic", "kind": "create", "ranges": [{"startLine": 9, "endLine": 9}]},
+]
+
+
+def test_one_information_diagnostic_per_changed_range() -> None:
+    diags = md.diagnostics(PROPOSALS, line_count=8)
+    assert [d["code"] for d in diags] == ["p1", "p2"]
+    assert all(d["severity"] == 3 and d["source"] == "cairn" for d in diags)
+    assert diags[0]["range"]["start"]["line"] == 2 and diags[0]["range"]["end"]["line"] == 5
+    assert diags[1]["range"]["start"]["line"] == 7  # clamped to the document
+
+
+def test_three_actions_per_proposal_nearest_first() -> None:
+    actions = md.code_actions(WS, md.overlapping(PROPOSALS, 9, 9))
+    assert len(actions) == 6
+    assert [a["command"]["command"] for a in actions[:3]] == ["cairn.accept", "cairn.reject", "cairn.showProposal"]
+    assert actions[0]["command"]["arguments"] == [{"workspace": WS, "ids": ["p2"], "id": "p2"}]

@@ -1,0 +1,121 @@
+"""The LSP behaviour without pygls: a fake editor connection, a fake clock, real workers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.adapter import FakeClock
+from server.lsp_service import CairnService, ServiceError
+
+pytestmark = pytest.mark.asyncio
+
+
+class FakeEditor:
+    def __init__(self) -> None:
+        self.logs: list[str] = []
+        self.shown: list[str] = []
+        self.diagnostics: dict[str, list[dict[str, Any]]] = {}
+        self.changed = asyncio.Event()
+
+    def log(self, level: int, message: str) -> None:
+        self.logs.append(message)
+        self.changed.set()
+
+    def show(self, level: int, message: str) -> None:
+        self.shown.append(message)
+
+    def publish_diagnostics(self, uri: str, diagnostics: list[dict[str, Any]]) -> None:
+        self.diagnostics[uri] = diagnostics
+
+    async def progress_begin(self, title: str, message: str) -> str | None:
+        return None
+
+    def progress_report(self, token: str, message: str, percentage: int | None) -> None:
+        pass
+
+    def progress_end(self, token: str, message: str) -> None:
+        pass
+
+    def document_text(self, uri: str) -> str | None:
+        return None
+
+    async def until(self, pred, bound: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+        async def loop() -> None:
+            while not pred():
+                self.changed.clear()
+                await self.changed.wait()
+        await asyncio.wait_for(loop(), bound)
+
+
+async def started(ws: Path, options: dict[str, Any]) -> tuple[CairnService, FakeEditor, FakeClock]:
+    editor, clock = FakeEditor(), FakeClock()
+    service = CairnService(editor, clock=clock)
+    service.configure([str(ws)], options)
+    await service.start()
+    await editor.until(lambda: any("recover ok" in m for m in editor.logs))
+    return service, editor, clock
+
+
+def turn(ws: Path, sid: str, tid: str) -> dict[str, Any]:
+    return {"workspace": str(ws), "sessionId": sid, "turnId": tid, "user": "u", "assistant": "a",
+            "completedAt": "2025-06-12T10:00:00Z"}
+
+
+def kinds_started(editor: FakeEditor) -> list[str]:
+    return [m.split()[2] for m in editor.logs if m.endswith(")") and " started (pid " in m]
+
+
+async def test_idle_sealing_after_the_quiet_period(workspace: Path) -> None:
+    service, editor, clock = await started(workspace, {"sealIdleMinutes": 1})
+    try:
+        service.turn_completed(turn(workspace, "s1", "t1"))
+        await editor.until(lambda: any("capture ok" in m for m in editor.logs))
+        clock.advance(59.0)
+        assert "seal-idle" not in kinds_started(editor)
+        clock.advance(1.0)
+        await editor.until(lambda: any("seal-idle ok" in m for m in editor.logs))
+        # once per quiet period: another hour of quiet enqueues nothing more
+        clock.advance(3600.0)
+        assert kinds_started(editor).count("seal-idle") == 1
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_idle_opportunity_needs_enough_idleness_and_comes_once(workspace: Path) -> None:
+    service, editor, clock = await started(workspace, {"idleMinutes": 10})
+    try:
+        assert service.idle({"seconds": 60}) is False
+        assert service.idle({"seconds": 600}) is True
+        jobs = {r["kind"] for r in service.jobs()["jobs"]}
+        assert {"process", "review", "cleanup"} <= jobs
+        await editor.until(lambda: not service.adapter.running and not service.jobs()["jobs"])  # type: ignore[union-attr]
+        before = len(kinds_started(editor))
+        service.idle({"seconds": 1200})  # the same idle period: nothing new
+        await service.adapter.flush()  # type: ignore[union-attr]
+        assert len(kinds_started(editor)) == before and not service.jobs()["jobs"]
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_status_counts_turns_waiting_for_capture(workspace: Path) -> None:
+    service, editor, clock = await started(workspace, {})
+    try:
+        service.turn_completed(turn(workspace, "s1", "t1"))
+        status = service.status({})
+        assert status["pending"] >= 1 and status["turnsWaiting"] == 1
+        # the turn text is not in the durable job store
+        await service.adapter.flush()  # type: ignore[union-attr]
+        stored = (workspace / ".cairn/state/server/jobs.json").read_text()
+        assert '"u"' not in stored and "assistant" not in stored
+        with pytest.raises(ServiceError) as info:
+            service.turn_completed({"workspace": str(workspace), "sessionId": "s1"})
+        assert info.value.code == "E_USAGE"
+        with pytest.raises(ServiceError) as info:
+            service.session_event({"workspace": str(workspace), "sessionId": "s1", "kind": "reboot"})
+        assert info.value.code == "E_USAGE"
+    finally:
+        await service.shutdown(0.0)
