@@ -29,12 +29,12 @@ def _config(ws: str) -> dict[str, Any]:
 
 
 def _run(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
-    from protocol.worker import WorkerRequest, WorkerStatus
+    from protocol.worker import WorkerRequest
     from worker.entry import run_request
 
     ws = workspace_path(ns)
     resp = run_request(WorkerRequest(job=job, workspace=ws, args=job_args or {}, config=_config(ws)))
-    if resp.status is not WorkerStatus.OK:
+    if resp.status != "ok":
         raise CairnError(ErrorCode(resp.error) if resp.error in ErrorCode._value2member_map_ else ErrorCode.INTERNAL,
                          resp.message or str(resp.status))
     return resp

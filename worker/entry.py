@@ -8,9 +8,8 @@ import time
 import traceback
 from typing import IO, Any
 
-from protocol import codec
 from protocol.errors import CairnError, ErrorCode
-from protocol.worker import WorkerRequest, WorkerResponse, WorkerStatus
+from worker.envelope import Request, Response, decode_request, encode_response
 
 #: kind -> "module:function"; imported lazily so each job pays only for itself
 REGISTRY: dict[str, str] = {
@@ -56,21 +55,23 @@ def resolve(kind: str) -> Any:
     return getattr(importlib.import_module(mod), fn)
 
 
-def run_request(req: WorkerRequest) -> WorkerResponse:
-    """Run one job in this process (the CLI uses this directly)."""
+def run_request(req: Request | Any) -> Response:
+    """Run one job in this process (the CLI uses this directly).
+
+    ``req`` is a :class:`Request` or a ``protocol.worker.WorkerRequest``: jobs
+    read only its attributes.
+    """
     try:
         if req.deadline and time.time() >= req.deadline:
-            return WorkerResponse(status=WorkerStatus.CANCELLED, error=str(ErrorCode.CANCELLED),
-                                  message="deadline passed before start")
+            return Response(status="cancelled", result={}, error=str(ErrorCode.CANCELLED),
+                            message="deadline passed before start")
         job = resolve(req.job)
         out = job(req)
-        if isinstance(out, WorkerResponse):
-            return out
         result, more = out if isinstance(out, tuple) else (out, False)
-        return WorkerResponse(status=WorkerStatus.OK, result=result, more=more)
+        return Response(status="ok", result=result, more=bool(more))
     except CairnError as exc:
-        status = WorkerStatus.BUSY if exc.code is ErrorCode.CLAIM_BUSY else WorkerStatus.FAILED
-        return WorkerResponse(status=status, error=str(exc.code), message=exc.message)
+        status = "busy" if exc.code is ErrorCode.CLAIM_BUSY else "failed"
+        return Response(status=status, result={}, error=str(exc.code), message=exc.message)
 
 
 def run_stdio(argv: list[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[str]) -> int:
@@ -78,16 +79,15 @@ def run_stdio(argv: list[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[s
         from worker.priority import lower_priority
 
         lower_priority()
-        req = codec.decode(stdin.read(), WorkerRequest, where="worker request")
+        req = decode_request(stdin.read())
         if argv and argv[0] != req.job:
             raise CairnError(ErrorCode.USAGE, f"job {argv[0]!r} does not match request {req.job!r}")
         resp = run_request(req)
     except CairnError as exc:
-        resp = WorkerResponse(status=WorkerStatus.FAILED, error=str(exc.code), message=exc.message)
+        resp = Response(status="failed", result={}, error=str(exc.code), message=exc.message)
     except Exception as exc:  # a bug: report it as a fixed code; details only on stderr
         traceback.print_exc(file=stderr)
-        resp = WorkerResponse(status=WorkerStatus.FAILED, error=str(ErrorCode.INTERNAL),
-                              message=type(exc).__name__)
-    stdout.write(codec.encode(resp) + b"\n")
+        resp = Response(status="failed", result={}, error=str(ErrorCode.INTERNAL), message=type(exc).__name__)
+    stdout.write(encode_response(resp) + b"\n")
     stdout.flush()
     return 0

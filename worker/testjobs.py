@@ -6,8 +6,10 @@ import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from protocol.worker import WorkerRequest
+if TYPE_CHECKING:
+    from protocol.worker import WorkerRequest
 
 
 def job_echo(req: WorkerRequest) -> dict[str, object]:
