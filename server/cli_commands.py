@@ -167,7 +167,7 @@ def cmd_journal(ns: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-@command("jobs", "list captures and their states (open, pending, retry-waiting, exhausted, retired)")
+@command("jobs", "list captures and their states (open, pending, running, retry-waiting, exhausted, published, all-none, discarded)")
 @args(_json_flag)
 def cmd_jobs(ns: argparse.Namespace) -> int:
     from worker.journal.views import capture_rows

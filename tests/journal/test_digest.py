@@ -92,7 +92,7 @@ def test_three_failed_attempts_exhaust_then_retry_and_discard(workspace: Path) -
     assert cairn_json(workspace, "retry", row["capture"][:20])["state"] == "pending"
     cairn(workspace, "discard", row["capture"])
     (row,) = cairn_json(workspace, "jobs")
-    assert row["state"] == "retired"
+    assert row["state"] == "discarded"
     cap = _cap(workspace)
     assert codec.decode((cap / "retired").read_bytes(), Retired).reason == "discarded"
     assert not list(cap.glob("pin-*")) and cairn_json(workspace, "journal") == []

@@ -92,11 +92,28 @@ def _pending_proposals(workspace: str) -> int:
 
 
 def capture_rows(workspace: str) -> list[dict[str, Any]]:
+    """One row per capture: open, pending, running (a live digest claim), retry-waiting,
+    exhausted, or retired as published / all-none / discarded."""
+    from protocol.journal import Retired
     from worker.journal.digest import capture_states
+    from worker.journal.store import CAPTURES
 
+    rows = []
     with Journal(workspace) as j:
-        return [{"capture": s.cid, "state": s.state, "turns": s.turns, "attempts": s.failures - 3 * s.retries,
-                 "sealed_at": s.sealed_at or None} for s in capture_states(j)]
+        states = capture_states(j)
+        retired = j.read_many(f"{CAPTURES}/{s.cid}/retired" for s in states if s.retired)
+        for s in states:
+            state = s.state
+            if s.retired:
+                raw = retired.get(f"{CAPTURES}/{s.cid}/retired")
+                state = codec.decode(raw, Retired).reason if raw else "retired"
+            elif s.sealed:
+                newest = j.claims.newest(f"digest/{s.cid}")
+                if newest.claim is not None and newest.outcome is None and newest.now < newest.claim.deadline:
+                    state = "running"
+            rows.append({"capture": s.cid, "state": state, "turns": s.turns,
+                         "attempts": s.failures - 3 * s.retries, "sealed_at": s.sealed_at or None})
+    return rows
 
 
 def digest_json(d: PublicDigest) -> dict[str, Any]:
