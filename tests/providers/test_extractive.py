@@ -116,6 +116,9 @@ def test_empty_session_is_all_none() -> None:
     ("sentence", "expected"),
     [
         ("From now on, never summarize at the end.", FEEDBACK),
+        ("FYI this repo's CI runs on Forgejo Actions.", PROJECT),
+        ("Heads-up: staging is read-only on Fridays, so never schedule migrations on a Friday.", FEEDBACK),
+        ("The build failed, so always retry it.", None),
         ("Going forward, always write the test first.", FEEDBACK),
         ("Please don't add docstrings to private helpers.", FEEDBACK),
         ("Please never force-push to main.", FEEDBACK),

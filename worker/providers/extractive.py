@@ -147,7 +147,7 @@ def _units(text: str) -> list[list[str]]:
 _FILLER = re.compile(
     r"^(?:ok(?:ay)?|also|and|but|btw|by\ the\ way|fyi|oh|hey|so|well|note(?:\ that)?|nb|ps|one\ more\ thing"
     r"|for\ the\ record|for\ future\ reference|just\ so\ you\ know|just\ a\ reminder|remember(?:\ that)?"
-    r"|keep\ in\ mind(?:\ that)?|important|reminder|heads\ up|actually|honestly|thanks|thank\ you|great"
+    r"|keep\ in\ mind(?:\ that)?|important|reminder|heads[\ -]up|actually|honestly|thanks|thank\ you|great"
     r"|got\ it|right|sure|cool|perfect|nice|again)\b[\s,:;!.\-—]*",
     re.I | re.X,
 )
@@ -212,6 +212,14 @@ _PROJECT_SUBJECT = re.compile(
     r"|relies\ on|prefers|vendors|pins|has\ (?:no|a|an|its|one|two|three))\b",
     re.I | re.X,
 )
+_POSSESSIVE_FACT = re.compile(
+    r"^(?:this|the|our)\s+(?:project|repo|repository|codebase|app|application|package|library|monorepo|service"
+    r"|team)'s\s+(?:[\w./-]+\s+){0,2}?(?:runs?\ on|uses?|is|are|lives?|targets?|requires?|builds?\ with"
+    r"|deploys?\ (?:to|with)|follows?)\b",
+    re.I | re.X,
+)
+# "…, so never/always …": a rule with its reason in front of it
+_SO_RULE = re.compile(r"^(?P<reason>.+?)[,;]\s+so\s+(?P<rule>(?:always|never)\s+.+)$", re.I | re.S)
 _OUR_THING = re.compile(
     r"^our\s+(?:[\w./-]+\s+){0,2}?(?:ci|pipeline|build|builds|tests?|test\ suite|deploys?|deployment|releases?"
     r"|release\ process|staging|production|prod|database|db|api|backend|frontend|docs|documentation"
@@ -305,7 +313,8 @@ def _project(s: str, plain: str) -> bool:
     if _WE.match(s):
         return not _vague(" ".join(s.split()[2:]))
     return bool(
-        _PROJECT_SUBJECT.match(s) or _OUR_THING.match(s) or _LIVES_IN.match(s) or _CONVENTION.match(s)
+        _PROJECT_SUBJECT.match(s) or _POSSESSIVE_FACT.match(s) or _OUR_THING.match(s) or _LIVES_IN.match(s)
+        or _CONVENTION.match(s)
     )
 
 
@@ -342,6 +351,9 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     body = lead[:1].upper() + lead[1:]
     if _directive(s):
         return NoteType.FEEDBACK, s, body
+    so = _SO_RULE.match(s)
+    if so and _directive(so.group("rule")):
+        return NoteType.FEEDBACK, so.group("rule"), body
     if _FIRST_PERSON.match(s):
         return _preference_type(s), s, body
     if _project(s, plain):
