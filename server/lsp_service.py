@@ -53,7 +53,7 @@ from protocol.lsp import (
 )
 from protocol.worker import WorkerRequest, WorkerStatus
 from server import memory_docs
-from server.adapter import Adapter, Clock, SystemClock, merge_stores, read_store
+from server.adapter import Adapter, Clock, SystemClock, merge_stores, read_store, write_store
 from server.coordinator import Coordinator
 from server.coordinator_events import (
     ClearHistory,
@@ -70,6 +70,7 @@ from server.coordinator_events import (
     TurnActive,
 )
 from server.runner import RunResult, WorkerProcess, run_worker, worker_env
+from state.fsdir import PinnedDir
 
 log = logging.getLogger("cairn.server")
 
@@ -182,6 +183,7 @@ class CairnService:
         self._base_env = env
         self._editor_options: dict[str, Any] = {}
         self._config_lock = asyncio.Lock()
+        self._store_locks: dict[str, Any] = {}  # workspace -> the job-store lock this process holds
         self.workspaces: dict[str, WorkspaceState] = {}
         self._order: list[str] = []
         self._payloads: dict[str, TurnPayload] = {}  # job id -> the turn it must capture
@@ -207,6 +209,10 @@ class CairnService:
             await self._load_settings(ws)
         stores = []
         for ws in self._order:
+            if not await asyncio.to_thread(self._own_store, ws):
+                self.client.log(LOG_INFO, f"cairn: another cairn server owns the job store of {ws}; this one "
+                                "keeps its jobs in memory (claims still fence every job)")
+                continue
             store, code = await asyncio.to_thread(read_store, ws)
             if code:
                 self.client.log(LOG_WARNING, f"cairn: job store of {ws} unreadable ({code}); kept as jobs.json.bad")
@@ -215,7 +221,7 @@ class CairnService:
         first = self.workspaces[self._order[0]].settings if self._order else Settings()
         config = CoordinatorConfig(max_workers=max(1, int(first.maxWorkers)))
         self.adapter = Adapter(Coordinator(config), clock=self.clock, listener=self,
-                               build_request=self._build_request, spawn=self._spawn)
+                               build_request=self._build_request, spawn=self._spawn, persist=self._persist)
         merged = merge_stores(stores)
         lost = [j for j in merged.jobs if j.kind == "capture"]  # their turns lived in a dead process
         for job in lost:
@@ -225,6 +231,33 @@ class CairnService:
         for ws in self._order:
             self._workspace_started(ws)
         self._started.set()
+
+    def _own_store(self, ws: str) -> bool:
+        """Take the per-workspace job-store lock (blocking I/O: call in a thread).
+
+        One server process at a time persists a workspace's job store; a
+        second editor's server on the same workspace runs with an in-memory
+        store. fasteners' process-level lock is exactly the semantics wanted
+        here: ownership belongs to the server process and ends with it.
+        """
+        import fasteners
+
+        from server.adapter import STORE_DIR
+
+        try:
+            with PinnedDir.open_root(ws) as root, root.descend(STORE_DIR, create=True):
+                pass
+        except CairnError:
+            return False
+        lock = fasteners.InterProcessLock(os.path.join(ws, STORE_DIR, "jobs.lock"))
+        if not lock.acquire(blocking=False):
+            return False
+        self._store_locks[ws] = lock
+        return True
+
+    def _persist(self, ws: str, data: bytes) -> None:
+        if ws in self._store_locks:
+            write_store(ws, data)
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
         if self._seal_timer is not None:

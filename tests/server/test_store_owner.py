@@ -1,0 +1,42 @@
+"""Two server processes on one workspace: one persists the job store, the other keeps jobs in memory."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from server.lsp_service import CairnService
+from tests.conftest import PYTHON, REPO, child_env
+
+HOLDER = """
+import sys
+from server.lsp_service import CairnService
+class C:
+    def __getattr__(self, name): return lambda *a, **k: None
+s = CairnService(C())
+print(s._own_store(sys.argv[1]), flush=True)
+sys.stdin.readline()
+"""
+
+
+class _Client:
+    def __getattr__(self, name: str) -> Any:
+        return lambda *a, **k: None
+
+
+def test_only_one_server_process_owns_the_job_store(workspace: Path) -> None:
+    holder = subprocess.Popen([PYTHON, "-c", HOLDER, str(workspace)], cwd=REPO, env=child_env(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        other = CairnService(_Client())
+        assert other._own_store(str(workspace)) is False
+        other._persist(str(workspace), b'{"record":"job-store"}')  # a non-owner never writes
+        assert not (workspace / ".cairn/state/server/jobs.json").exists()
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=30)
+    # the owner is gone: the store can be taken over
+    assert CairnService(_Client())._own_store(str(workspace)) is True
