@@ -280,26 +280,42 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
         dec = _record_decision(ms, wclaim, p, "accept", ProposalState.APPLIED, None)
         _publish_decision(ms, dec)
         return {"id": pid, "state": "applied", "changed": True, "written": []}
-    target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, "accept")
-    try:
+
+    def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
         fresh, why = check_fresh(ms, p, base, rels)
         if not fresh:
             raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
         current = _read_current(base, sorted(set(rels.values())))
-        plan: list[tuple[str, str, bytes | None, bytes | None]] = []
+        out: list[tuple[str, str, bytes | None, bytes | None]] = []
         for f in p.files:
             after = ms.mbundles.get(f.after_bundle) if f.after_bundle else None
             if (None if after is None else sha(after)) != f.after:
                 raise CairnError(ErrorCode.BUNDLE_HASH_MISMATCH, f"proposal {pid}: after-state of {f.path} is corrupt")
-            plan.append((f.path, rels[f.path], current[rels[f.path]], after))
+            out.append((f.path, rels[f.path], current[rels[f.path]], after))
         by_index: dict[str, list[tuple[str, str | None, str | None]]] = {}
         for e in p.index:
             by_index.setdefault(e.index, []).append((e.file, e.before, e.after))
         for index, edits in by_index.items():
             before = current[rels[index]]
-            plan.append((index, rels[index], before, model.apply_index_edits(before or b"", edits)))
-        write = _execute_write(ms, p, wclaim, "apply", plan, target, base, tclaims, tclaim)
-        dec = _record_decision(ms, wclaim, p, "accept", ProposalState.APPLIED, write)
+            out.append((index, rels[index], before, model.apply_index_edits(before or b"", edits)))
+        return out
+
+    written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
+    return {"id": pid, "state": "applied", "changed": True, "written": written}
+
+
+def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, state: ProposalState,
+                   make_plan: Any) -> list[str]:
+    """Both claims, the plan (made under them), intent → marker → write, decision, marker retirement.
+
+    Any failure before the decision settles both claims as cancelled; a crash
+    leaves at most a marked write for :func:`recover`.
+    """
+    target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, purpose)
+    try:
+        plan = make_plan(rels, base)
+        write = _execute_write(ms, p, wclaim, action, plan, target, base, tclaims, tclaim)
+        dec = _record_decision(ms, wclaim, p, "accept" if action == "apply" else "undo", state, write)
     except BaseException:
         _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
@@ -308,7 +324,7 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
         tclaims.close()
     _retire_marker(base, write)
     _publish_decision(ms, dec)
-    return {"id": pid, "state": "applied", "changed": True, "written": [path for path, *_ in plan]}
+    return [path for path, *_ in plan]
 
 
 def reject(ms: MemoryStore, pid: str) -> dict[str, Any]:
@@ -351,11 +367,11 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
         return {"id": pid, "state": "undone", "changed": True, "written": []}
     intent = load_intent(ms, applied.write)
     index_paths = {e.index for e in p.index}
-    target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, "undo")
-    rel_to_path = {v: k for k, v in rels.items()}
-    try:
+
+    def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
+        rel_to_path = {v: k for k, v in rels.items()}
         current = _read_current(base, [f.path for f in intent.files])
-        plan: list[tuple[str, str, bytes | None, bytes | None]] = []
+        out: list[tuple[str, str, bytes | None, bytes | None]] = []
         for f in intent.files:
             path = rel_to_path.get(f.path, f.path)
             now = current[f.path]
@@ -366,24 +382,17 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
                 except CairnError as exc:
                     raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied "
                                      f"({exc.code}); nothing was changed") from None
-                plan.append((path, f.path, now, after))
+                out.append((path, f.path, now, after))
                 continue
             if (None if now is None else sha(now)) != f.after:
                 raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied; "
                                  "nothing was changed")
             before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
-            plan.append((path, f.path, now, before))
-        write = _execute_write(ms, p, wclaim, "undo", plan, target, base, tclaims, tclaim)
-        dec = _record_decision(ms, wclaim, p, "undo", ProposalState.UNDONE, write)
-    except BaseException:
-        _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
-        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
-        raise
-    finally:
-        tclaims.close()
-    _retire_marker(base, write)
-    _publish_decision(ms, dec)
-    return {"id": pid, "state": "undone", "changed": True, "written": [path for path, *_ in plan]}
+            out.append((path, f.path, now, before))
+        return out
+
+    written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan)
+    return {"id": pid, "state": "undone", "changed": True, "written": written}
 
 
 # -- recovery -------------------------------------------------------------------
