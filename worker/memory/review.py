@@ -174,12 +174,25 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         root_dir = Path(ms.workspace) / DEFAULT_ROOT
         snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
-        drafts = engine.review(batch, snapshot, root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
-                               instruction_files=_instruction_files(ms), rejected=_suppressed(ms), now=now,
-                               review_id=review_id)
+        scope: dict[str, Any] = dict(root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
+                                     instruction_files=_instruction_files(ms), rejected=_suppressed(ms), now=now,
+                                     review_id=review_id)
+        if ms.settings.provider == "openai":
+            import os
+
+            from worker.memory import remote
+
+            provider = "openai"
+            # the model's whole exchange ends well inside the review claim's lease
+            policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
+            drafts = remote.review_remote(batch, snapshot, policy=policy,
+                                          api_key=os.environ.get(ms.settings.apiKeyEnv) or None, **scope)
+        else:
+            provider = "extractive"
+            drafts = engine.review(batch, snapshot, **scope)
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
-                              provider="extractive", automatic=automatic)
+                              provider=provider, automatic=automatic)
         sha, put = ms.mbundles.put_ops(codec.encode(result))
         outcome = ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put])
     except BaseException:

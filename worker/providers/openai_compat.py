@@ -33,6 +33,9 @@ Contract:
   body); the policy timeout, applied to the whole exchange →
   ``E_PROVIDER_TIMEOUT``. Cancelling the surrounding trio cancel scope
   abandons the request at once.
+
+The exchange itself (payload bound, headers, statuses, timeout, terminal
+reply) is :mod:`worker.providers.http`, shared with the remote review.
 """
 
 from __future__ import annotations
@@ -40,16 +43,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-import trio
-
 from protocol.digest import DigestInput, DigestOutput, ModelPolicy
-from protocol.errors import CairnError, ErrorCode
 from protocol.vocab import NoteType
+from worker.providers import http
+from worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
 from worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
 from worker.redact import redact
 
-MAX_REPLY_BYTES = 4 << 20
 _NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
 _TYPES = {t.value: t for t in NoteType}
 
@@ -75,26 +75,9 @@ Reply with one JSON object and nothing else: {"notes": [{"type": "user|feedback|
 """
 
 
-def _config_error(message: str) -> CairnError:
-    return CairnError(ErrorCode.CONFIG_INVALID, message)
-
-
 def chat_url(endpoint: str) -> str:
     """The chat-completions URL of a base endpoint such as ``http://127.0.0.1:11434/v1``."""
-    base = endpoint.strip().rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise _config_error("the digest endpoint must be an http:// or https:// URL")
-    return base if base.endswith("/chat/completions") else base + "/chat/completions"
-
-
-def _check_policy(policy: ModelPolicy) -> None:
-    if not policy.model:
-        raise _config_error("the openai digest provider needs a model name")
-    if policy.reasoning not in ("disabled", "default"):
-        raise _config_error("model reasoning must be 'disabled' or 'default'")
-    if not policy.timeout_seconds > 0 or policy.max_output_tokens <= 0 or policy.max_payload_bytes <= 0:
-        raise _config_error("timeout, output token and payload limits must be positive")
-    chat_url(policy.endpoint)
+    return http.chat_url(endpoint)
 
 
 def _evidence(inp: DigestInput) -> str:
@@ -110,31 +93,15 @@ def _evidence(inp: DigestInput) -> str:
 
 def build_request(inp: DigestInput, policy: ModelPolicy) -> dict[str, Any]:
     """The request object; :func:`prepare_payload` gives its exact bytes."""
-    _check_policy(policy)
-    request: dict[str, Any] = {
-        "model": policy.model,
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": _evidence(inp)},
-        ],
-        "temperature": policy.temperature,
-        "max_tokens": policy.max_output_tokens,
-        "response_format": {"type": "json_object"},
-        "stream": False,
-    }
-    if policy.reasoning == "disabled":
-        request["reasoning_effort"] = "none"
-    return request
+    return http.base_request(policy, SYSTEM_PROMPT, _evidence(inp))
 
 
 def prepare_payload(inp: DigestInput, policy: ModelPolicy) -> bytes:
     """The exact request body: canonical JSON (sorted keys, no spaces, UTF-8)."""
-    obj = build_request(inp, policy)
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return http.encode(build_request(inp, policy))
 
 
-def _invalid(message: str, **detail: object) -> CairnError:
-    return CairnError(ErrorCode.PROVIDER_INVALID_REPLY, message, **detail)
+_invalid = http.invalid
 
 
 def _note(item: object, index: int, known: dict[str, int]) -> Draft:
@@ -165,74 +132,14 @@ def _note(item: object, index: int, known: dict[str, int]) -> Draft:
 
 def parse_reply(raw: bytes, inp: DigestInput) -> DigestOutput:
     """Validate a chat-completions response body strictly and turn it into a digest."""
-    try:
-        reply = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise _invalid("the endpoint's response is not JSON") from None
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _invalid("the response has no choices")
-    choice = choices[0]
-    finish = choice.get("finish_reason")
-    if finish == "length":
-        raise CairnError(ErrorCode.PROVIDER_TRUNCATED, "the model reached its output limit before finishing")
-    if finish != "stop":
-        raise _invalid("the response did not finish normally")
-    message = choice.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        raise _invalid("the response has no message content")
-    try:
-        doc = json.loads(content)
-    except json.JSONDecodeError:
-        raise _invalid("the model's answer is not JSON") from None
-    if not isinstance(doc, dict) or set(doc) != {"notes"} or not isinstance(doc["notes"], list):
-        raise _invalid('the model\'s answer must be exactly {"notes": [...]}')
+    items = http.json_object(http.reply_content(raw), key="notes")
     known = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
-    drafts = [_note(item, index, known) for index, item in enumerate(doc["notes"])]
+    drafts = [_note(item, index, known) for index, item in enumerate(items)]
     return DigestOutput(notes=finalize(drafts, known))
-
-
-async def _read_capped(response: httpx.Response) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in response.aiter_bytes():
-        total += len(chunk)
-        if total > MAX_REPLY_BYTES:
-            raise _invalid(f"the response exceeds {MAX_REPLY_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def digest(inp: DigestInput, policy: ModelPolicy, *, api_key: str | None) -> DigestOutput:
     """Run one digest request; see the module docstring for every outcome."""
     payload = prepare_payload(inp, policy)
-    if len(payload) > policy.max_payload_bytes:
-        raise CairnError(
-            ErrorCode.PAYLOAD_TOO_LARGE,
-            f"the prepared request is {len(payload)} bytes, over the bound of {policy.max_payload_bytes}",
-            size=len(payload),
-            limit=policy.max_payload_bytes,
-        )
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    url = chat_url(policy.endpoint)
-    try:
-        with trio.fail_after(policy.timeout_seconds):
-            async with httpx.AsyncClient(timeout=policy.timeout_seconds) as client:
-                async with client.stream("POST", url, content=payload, headers=headers) as response:
-                    if not 200 <= response.status_code < 300:
-                        raise CairnError(
-                            ErrorCode.PROVIDER_FAILED,
-                            f"the endpoint answered HTTP {response.status_code}",
-                            status=response.status_code,
-                        )
-                    raw = await _read_capped(response)
-    except (trio.TooSlowError, httpx.TimeoutException):
-        raise CairnError(
-            ErrorCode.PROVIDER_TIMEOUT, f"no complete reply within {policy.timeout_seconds:g} s"
-        ) from None
-    except httpx.HTTPError as exc:
-        raise CairnError(ErrorCode.PROVIDER_FAILED, f"the request failed ({type(exc).__name__})") from None
+    raw = await http.post_chat(payload, policy, api_key=api_key)
     return parse_reply(raw, inp)
