@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 import attrs
 import cattrs
@@ -28,7 +29,8 @@ T = TypeVar("T")
 _REGISTRY: dict[str, dict[int, type]] = {}
 
 
-def record(kind: str, version: int = 1):  # type: ignore[no-untyped-def]
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(attrs.field,))
+def record(kind: str, version: int = 1) -> Callable[[type[T]], type[T]]:
     """Class decorator: make an attrs frozen class a registered closed record."""
 
     def wrap(cls: type[T]) -> type[T]:

@@ -45,7 +45,7 @@ def _session_record_path(sid: str) -> str:
 
 def current_capture(j: Journal, session_id: str) -> tuple[str | None, int, bool]:
     """(capture id or None, its number, sealed?) of a session's newest capture."""
-    names = j.list(f"{SESSIONS}/{session_dir(session_id)}")
+    names = j.names(f"{SESSIONS}/{session_dir(session_id)}")
     ks = [int(n[2:]) for n in names if n.startswith("c-") and n[2:].isdigit()]
     if not ks:
         return None, 0, False
@@ -125,7 +125,7 @@ def _capture_owned(j: Journal, claim: Claim, session: Session, *, source: str, p
     else:
         setup.append(P.EnsureDir(f"{CAPTURES}/{cid}"))
     j.claims.guarded(claim, setup)
-    seq0 = len([n for n in j.list(f"{CAPTURES}/{cid}") if n.startswith("t-")])
+    seq0 = len([n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith("t-")])
     for start in range(0, len(todo), 16):
         ops: list[P.Op] = []
         for i, (t, repair) in enumerate(todo[start : start + 16]):
@@ -158,7 +158,7 @@ def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before:
         cid, _, sealed = current_capture(j, session_id)
         sealed_now = None
         if cid is not None and not sealed:
-            entries = [n for n in j.list(f"{CAPTURES}/{cid}") if n.startswith("t-")]
+            entries = [n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith("t-")]
             if entries:
                 raws = j.read_many(f"{CAPTURES}/{cid}/{n}" for n in entries)
                 last = max(codec.decode(r, CaptureTurn).captured_at for r in raws.values() if r is not None)
@@ -177,7 +177,7 @@ def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before:
 def open_sessions(j: Journal) -> list[str]:
     """Session ids that have an unsealed capture."""
     out = []
-    sdirs = j.list(SESSIONS)
+    sdirs = j.names(SESSIONS)
     recs = j.read_many(f"{SESSIONS}/{s}/session.json" for s in sdirs)
     for raw in recs.values():
         if raw is None:

@@ -64,7 +64,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
         # the memory stores: decisions and reviews (bundles there are referenced by
         # proposals and decisions, so only claim pairs are pruned) and target writes
         for claims_rel in (layout.MEMORY_CLAIMS, layout.MEMORY_WRITE_CLAIMS):
-            if not j.list(claims_rel):
+            if not j.names(claims_rel):
                 continue
             other = ClaimStore(j.root, claims_rel, clock_offset=j.claims.clock_offset)
             try:
@@ -77,7 +77,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
         more = more or more_expiry
         evidence_groups = 0
         cutoff = claim.record.created - history_days * 86400
-        cids = j.list(CAPTURES)
+        cids = j.names(CAPTURES)
         listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
         retired = [c for c in cids if "retired" in listings[f"{CAPTURES}/{c}"]
                    and any(n.startswith("t-") for n in listings[f"{CAPTURES}/{c}"])]

@@ -86,7 +86,7 @@ class CaptureState:
 
 def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureState]:
     """Observe captures' markers in batched listings (an observation, never authority)."""
-    cids = sorted(j.list(CAPTURES)) if cids is None else cids
+    cids = sorted(j.names(CAPTURES)) if cids is None else cids
     listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
     seals = j.read_many(f"{CAPTURES}/{c}/seal" for c in cids if "seal" in listings[f"{CAPTURES}/{c}"])
     out = []
@@ -104,7 +104,7 @@ def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureSta
 
 
 def load_evidence(j: Journal, cid: str) -> tuple[list[TurnEvidence], Seal]:
-    names = j.list(f"{CAPTURES}/{cid}")
+    names = j.names(f"{CAPTURES}/{cid}")
     raws = j.read_many(f"{CAPTURES}/{cid}/{n}" for n in names if n.startswith("t-") or n == "seal")
     seal_raw = raws.pop(f"{CAPTURES}/{cid}/seal", None)
     if seal_raw is None:
@@ -176,7 +176,7 @@ def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, 
             if check[0].status is not OpStatus.OK:
                 raise CairnError(ErrorCode.TARGET_CHANGED, f"public digest {did} differs from its accepted result")
     # pins are released only after coverage exists; then retire
-    pins = [n for n in j.list(f"{CAPTURES}/{cid}") if n.startswith("pin-")]
+    pins = [n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith("pin-")]
     reason = "discarded" if result.discarded else ("published" if did else "all-none")
     retired = Retired(capture=cid, at=decided, digest=did, reason=reason)
     res = j.run([*(P.Remove(f"{CAPTURES}/{cid}/{n}", optional=True, sync=False) for n in pins),
@@ -375,7 +375,7 @@ def _cid(j: Journal, prefix: str) -> str:
     """Resolve a capture id or an unambiguous prefix of one."""
     if not prefix:
         raise CairnError(ErrorCode.USAGE, "a capture id is required")
-    cids = [c for c in j.list(CAPTURES) if c.startswith(prefix)]
+    cids = [c for c in j.names(CAPTURES) if c.startswith(prefix)]
     if prefix in cids:
         return prefix
     if len(cids) != 1:

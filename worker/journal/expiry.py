@@ -76,7 +76,7 @@ def candidates(ms: Any, now: float, history_days: float) -> list[str]:
 
 def expire(j: Journal, claim: Claim, ms: Any, *, history_days: float) -> tuple[int, bool]:
     """Finish accepted manifests, then admit at most one new bounded one. Returns (removed, more)."""
-    names = j.list(EXPIRY)
+    names = j.names(EXPIRY)
     done = {n[:-5] for n in names if n.endswith(".done")}
     removed = 0
     for n in sorted(names):
@@ -85,7 +85,7 @@ def expire(j: Journal, claim: Claim, ms: Any, *, history_days: float) -> tuple[i
         m = codec.decode(j.read_many([f"{EXPIRY}/{n}"])[f"{EXPIRY}/{n}"] or b"", ExpiryManifest)
         removed += _finish(j, claim, m)
     ids = candidates(ms, claim.record.created, history_days)
-    present = set(j.list(PUBLIC))
+    present = set(j.names(PUBLIC))
     ids = [d for d in ids if f"{d}.json" in present]
     batch, more = ids[:MAX_GROUPS], len(ids) > MAX_GROUPS
     if not batch:

@@ -20,7 +20,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import Self, TypeVar
 
 from protocol import codec
 from protocol.claims import Authority
@@ -77,7 +77,7 @@ class Journal:
         self.claims.close()
         self.root.close()
 
-    def __enter__(self) -> Journal:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -91,7 +91,7 @@ class Journal:
         r = self.claims.run([P.Clock("", offset=self.claims.clock_offset)])
         return float(r[0].value)
 
-    def list(self, rel: str) -> list[str]:
+    def names(self, rel: str) -> list[str]:
         r = self.run([P.ListDir(rel, optional=True)])
         if r[0].status is OpStatus.FAILED:
             raise CairnError(r[0].code or ErrorCode.IO_FAILED, r[0].message)

@@ -42,7 +42,7 @@ def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicD
     digests: list[PublicDigest] = []
     bad: list[str] = []
     with Journal(workspace) as j:
-        names = [n for n in j.list(PUBLIC) if n.endswith(".json")]
+        names = [n for n in j.names(PUBLIC) if n.endswith(".json")]
         raws = j.read_many(f"{PUBLIC}/{n}" for n in names)
     for n in names:
         raw = raws.get(f"{PUBLIC}/{n}")

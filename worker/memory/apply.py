@@ -93,11 +93,11 @@ def _check_id(pid: str) -> str:
 
 
 def proposal_ids(ms: MemoryStore) -> list[str]:
-    return sorted(ms.list(PROPOSALS))
+    return sorted(ms.names(PROPOSALS))
 
 
 def decisions(ms: MemoryStore, pid: str) -> list[PrivateDecision]:
-    names = sorted(ms.list(f"{DECISIONS}/{pid}"))
+    names = sorted(ms.names(f"{DECISIONS}/{pid}"))
     raws = ms.read_many(f"{DECISIONS}/{pid}/{n}" for n in names)
     out = []
     for n in names:
@@ -403,7 +403,7 @@ _MARKER_PATHS: dict[str, str] = {}  # write id -> marker path: immutable facts r
 def recover(ms: MemoryStore) -> dict[str, int]:
     """Reconcile marked writes of this workspace; see the module docstring."""
     counts = {"complete": 0, "untouched": 0, "partial": 0, "foreign": 0, "busy": 0}
-    writes = ms.list(INTENTS)
+    writes = ms.names(INTENTS)
     unread = [w for w in writes if w not in _MARKER_PATHS]
     raws = ms.read_many(f"{INTENTS}/{w}" for w in unread)
     intents: dict[str, WriteIntent] = {}

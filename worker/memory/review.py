@@ -48,7 +48,7 @@ REVIEW_TTL = 120.0
 
 
 def published_reviews(ms: MemoryStore) -> list[ReviewRecord]:
-    names = [n for n in ms.list(REVIEWS_PUBLIC) if n.endswith(".json")]
+    names = [n for n in ms.names(REVIEWS_PUBLIC) if n.endswith(".json")]
     raws = ms.read_many(f"{REVIEWS_PUBLIC}/{n}" for n in names)
     out = []
     for n in names:
