@@ -177,3 +177,23 @@ def test_paths_outside_roots_are_refused(workspace: Path) -> None:
             assert ei.value.code is ErrorCode.TARGET_OUTSIDE_ROOTS
         assert ms.check_target(".agents/memory/x.md")[1] == ".agents/memory/x.md"
         assert ms.check_target("AGENTS.md")[1] == "AGENTS.md"
+
+
+def test_user_preferences_go_to_a_configured_global_root(workspace: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home-memory"  # a root outside the workspace, shared by every project
+    (workspace / ".cairn").mkdir()
+    (workspace / ".cairn/config.toml").write_text(f'memory_roots = ["{home}"]\n')
+    out = cairn_json(workspace, "run", str(DEMO))
+    user = next(p for p in out["proposals"] if p["kind"] == "create" and p["target"].startswith(str(home)))
+    assert "emojis" in user["title"]
+    assert all(not p["target"].startswith(str(home)) for p in out["proposals"] if p is not user)
+    cairn(workspace, "accept", user["id"])
+    topic = Path(user["target"])
+    assert topic.parent == home and "type: user" in topic.read_text()
+    assert f"]({topic.name})" in (home / "MEMORY.md").read_text()
+    # its coordination lives with the root, so two workspaces sharing it share ownership
+    assert (home / ".cairn/state/memory-write/claims").is_dir()
+    assert not list((home / ".cairn/state/memory-write/markers").iterdir())
+    assert any(r["file"] == str(topic) for r in cairn_json(workspace, "memory"))
+    cairn(workspace, "undo", user["id"])
+    assert not topic.exists() and f"]({topic.name})" not in (home / "MEMORY.md").read_text()

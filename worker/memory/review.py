@@ -21,8 +21,11 @@ path as a manual accept.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from protocol import codec
 from protocol.errors import CairnError, ErrorCode
@@ -36,7 +39,7 @@ from protocol.memory import (
     ReviewRecord,
     ReviewResult,
 )
-from protocol.vocab import OutcomeKind
+from protocol.vocab import NoteType, OutcomeKind
 from state import program as P
 from worker.journal.views import public_digests
 from worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
@@ -149,6 +152,23 @@ def recover_review(ms: MemoryStore) -> bool:
     return True
 
 
+def _review_roots(ms: MemoryStore) -> list[tuple[str, Any, dict[str, bytes]]]:
+    """(root, which notes it receives, instruction files) for each reviewed memory root.
+
+    With a global memory root configured (an absolute path), the user's own
+    preferences (``user`` notes) go there, so they follow the user across
+    projects; feedback, project facts and references stay in the workspace's
+    root (and its instruction files). Without one, everything goes to the
+    workspace root.
+    """
+    workspace = (DEFAULT_ROOT, lambda n: True, _instruction_files(ms))
+    global_roots = [r for r in ms.settings.memoryRoots if os.path.isabs(r)]
+    if not global_roots:
+        return [workspace]
+    return [(DEFAULT_ROOT, lambda n: n.type is not NoteType.USER, workspace[2]),
+            (os.path.normpath(global_roots[0]), lambda n: n.type is NoteType.USER, {})]
+
+
 def automatic_reviews_in_window(ms: MemoryStore, now: float) -> int:
     return sum(1 for r in published_reviews(ms) if r.automatic and r.created > now - WINDOW)
 
@@ -171,25 +191,29 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         if not batch:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
-        root_dir = Path(ms.workspace) / DEFAULT_ROOT
-        snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
-        scope: dict[str, Any] = dict(root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
-                                     instruction_files=_instruction_files(ms), rejected=_suppressed(ms), now=now,
-                                     review_id=review_id)
-        if ms.settings.provider == "openai":
-            import os
+        suppressed = _suppressed(ms)
+        provider = "openai" if ms.settings.provider == "openai" else "extractive"
+        drafts: list[Any] = []
+        for root_rel, keep, instructions in _review_roots(ms):
+            sub = [attrs.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
+            sub = [d for d in sub if d.notes]
+            if not sub:
+                continue
+            root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
+            snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
+            scope: dict[str, Any] = dict(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
+                                         instruction_files=instructions, rejected=suppressed, now=now,
+                                         review_id=review_id)
+            if provider == "openai":
+                from worker.memory import remote
 
-            from worker.memory import remote
-
-            provider = "openai"
-            # the model's whole exchange ends well inside the review claim's lease
-            policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
-            drafts = remote.review_remote(batch, snapshot, policy=policy,
-                                          api_key=os.environ.get(ms.settings.apiKeyEnv) or None, **scope)
-        else:
-            provider = "extractive"
-            drafts = engine.review(batch, snapshot, **scope)
+                # the model's whole exchange ends well inside the review claim's lease
+                policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
+                drafts += remote.review_remote(sub, snapshot, policy=policy,
+                                               api_key=os.environ.get(ms.settings.apiKeyEnv) or None, **scope)
+            else:
+                drafts += engine.review(sub, snapshot, **scope)
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)

@@ -104,7 +104,7 @@ class MemoryStore(Journal):
                          f"{path[:120]} is neither in a configured memory root nor a configured instruction file")
 
     def target_stores(self, target: Target) -> tuple[PinnedDir, ClaimStore]:
-        base = self.root if target.local else PinnedDir.open_root(target.base)
+        base = self.root if target.local else PinnedDir.open_root(target.base, create=True)
         return base, ClaimStore(base, f"{WRITE}/claims", clock_offset=self.claims.clock_offset)
 
     def public_ops(self, rel: str, data: bytes) -> list[P.Op]:
