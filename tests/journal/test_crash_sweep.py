@@ -8,12 +8,12 @@ run); no evidence or pin is lost before its coverage exists.
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 from protocol import codec
 from protocol.journal import CaptureTurn, Coverage, PublicDigest
+from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 
 SRC = REPO / "tests" / "fixtures" / "sweep" / ".aider.chat.history.md"
@@ -57,16 +57,18 @@ def test_killing_run_at_every_point_converges(tmp_path: Path) -> None:
     points = log.read_text().splitlines()
     assert len(points) > 60
     (expected,) = _public(ref)
-    for k in range(1, len(points) + 1):
+    for k in sweep.points(len(points)):
         ws = tmp_path / f"k{k}"
         ws.mkdir()
-        crashed = _run(ws, CAIRN_CRASH_AT=str(k))
-        assert crashed.returncode == -signal.SIGKILL, (k, crashed.stderr[-500:])
-        _check_evidence_until_coverage(ws, f"after crash at {points[k - 1]}")
+        killed_at = sweep.kill_at(k, tmp_path / "kill.log", _run, ws)
+        if killed_at is None:
+            sweep.covered(k, len(points))
+            break
+        _check_evidence_until_coverage(ws, f"after crash at {killed_at}")
         # time passes (held claims expire), the user runs the same command again
         again = _run(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
-        assert again.returncode == 0, (k, points[k - 1], again.stderr[-800:])
-        where = f"crash at {points[k - 1]}"
+        assert again.returncode == 0, (k, killed_at, again.stderr[-800:])
+        where = f"crash at {killed_at}"
         doctor = subprocess.run([PYTHON, "-m", "server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
                                 capture_output=True, text=True)
         assert doctor.returncode == 0, (where, doctor.stdout)

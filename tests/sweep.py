@@ -1,0 +1,55 @@
+"""Kill points for crash sweeps, learned from each killed run itself.
+
+A workload's number of mutating operations is not a constant: records carry
+timestamps, so content-addressed bundles land in different two-hex-digit
+shard directories from run to run, and a shard that already exists needs no
+``mkdir``. A sweep that trusted a reference run's count would sometimes ask to
+die at a point the workload never reaches. Instead every run is told both to
+die at point *k* and to log its points; a run that exits normally must have
+logged fewer than *k* points, which proves the sweep has passed the end of the
+workload.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def kill_at(k: int, log: Path, run: Run, *args: object, **env: str) -> str | None:
+    """Run ``run(*args, **env)`` set to die before mutating point *k*.
+
+    Returns the label of the point it died at, or None when the workload
+    completed in fewer than *k* points. Anything else (an error exit, or a
+    clean exit after *k* points) fails the test.
+    """
+    log.unlink(missing_ok=True)
+    r = run(*args, CAIRN_CRASH_AT=str(k), CAIRN_CRASH_LOG=str(log), **env)
+    points = log.read_text().splitlines() if log.exists() else []
+    if r.returncode == -signal.SIGKILL:
+        assert len(points) == k, (k, len(points), r.stderr[-400:])
+        return points[-1]
+    assert r.returncode == 0 and len(points) < k, (k, r.returncode, len(points), r.stderr[-400:])
+    return None
+
+
+def points(reference: int) -> Iterator[int]:
+    """Kill points 1, 2, … until the caller stops at a completed run.
+
+    *reference* is an uninterrupted run's count; a workload that ends far from
+    it (or never ends) means the sweep is not measuring what it claims to.
+    """
+    k = 0
+    while True:
+        k += 1
+        assert k <= reference + 32, f"workload still running after {k} points (reference run: {reference})"
+        yield k
+
+
+def covered(k: int, reference: int) -> None:
+    """Check the completed run at *k* ended near the reference run's count."""
+    assert k > reference - 32, f"workload ended after {k - 1} points, reference run had {reference}"
