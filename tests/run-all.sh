@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs into .venv (and Emacs from Debian
-# when it is missing and we may install it), then run the whole suite.
+# Install everything the test suite needs into .venv (and Emacs and Neovim from
+# Debian when they are missing and we may install them), then run the whole suite.
 # pytest's exit 5 (no tests collected) is a failure, never a silent pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 has_eglot() { command -v emacs >/dev/null 2>&1 && emacs --batch --eval "(require 'eglot)" >/dev/null 2>&1; }
-if ! has_eglot; then
+if ! has_eglot || ! command -v nvim >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot neovim >/dev/null
   else
-    echo "tests/run-all.sh: Emacs with eglot is required for the editor tests:" >&2
-    echo "  sudo apt-get install emacs-nox elpa-eglot" >&2
+    echo "tests/run-all.sh: Emacs with eglot and Neovim are required for the editor tests:" >&2
+    echo "  sudo apt-get install emacs-nox elpa-eglot neovim" >&2
     exit 1
   fi
 fi

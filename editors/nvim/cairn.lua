@@ -1,17 +1,23 @@
--- cairn for Neovim (0.8+): start `cairn serve` for memory and instruction
--- files and expose the cairn commands.  Pending proposals then appear as
--- diagnostics, and `vim.lsp.buf.code_action()` offers accept / reject /
--- show diff on them.
+-- cairn for Neovim (0.7.2 and later): start `cairn serve` for memory and
+-- instruction files and expose the cairn commands.  Pending proposals then
+-- appear as diagnostics, and `vim.lsp.buf.code_action()` offers accept /
+-- reject / show diff on them.
 --
---   require("cairn").setup({ mode = "propose", idleMinutes = 10 })
+--   require("cairn").setup({ settings = { mode = "propose", idleMinutes = 10 } })
 --
--- Commands: :CairnDrain, :CairnStatus, :CairnAccept ID, :CairnReject ID,
--- :CairnUndo ID.  Drain progress arrives as $/progress (Neovim shows it
--- through its LSP progress handler, e.g. in a status line plugin).
+-- Commands: :CairnStatus, :CairnDrain, :CairnAccept ID, :CairnReject ID,
+-- :CairnUndo ID.  Drain progress arrives as $/progress.  An AI plugin feeds
+-- turns with require("cairn").turn_completed{...} and ends sessions with
+-- require("cairn").session_event(session_id, kind).
+--
+-- One server per workspace root: Neovim 0.8+ reuses it through
+-- `vim.lsp.start`; on 0.7 this module keeps the root -> client id table.
 local M = {}
 
 M.defaults = {
   cmd = { "cairn", "serve" },
+  cmd_env = nil, -- extra environment for the server process
+  root_markers = { ".git", ".cairn", ".agents" },
   -- server settings (names as in the cairn LSP contract)
   settings = {
     mode = "propose",
@@ -23,26 +29,70 @@ M.defaults = {
   },
 }
 
-local function is_memory_file(path)
-  return path:match("/%.agents/memory/.+%.md$") ~= nil
-    or path:match("/MEMORY%.md$") ~= nil
-    or path:match("/AGENTS%.md$") ~= nil
-    or path:match("/CLAUDE%.md$") ~= nil
+local opts = vim.deepcopy(M.defaults)
+local clients_by_root = {} -- 0.7 only: root_dir -> client id
+
+local function notify(msg, level)
+  vim.notify("cairn: " .. msg, level or vim.log.levels.INFO)
 end
 
-local function root_of(path)
-  local found = vim.fs.find({ ".git", ".cairn", ".agents" }, { path = vim.fs.dirname(path), upward = true })[1]
-  return found and vim.fs.dirname(found) or vim.fs.dirname(path)
+-- Client methods are called with ':' from 0.11 on, with '.' before.
+local function call(client, method, ...)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client[method](client, ...)
+  end
+  return client[method](...)
 end
 
-local function client_for(bufnr)
-  for _, client in ipairs(vim.lsp.get_active_clients({ bufnr = bufnr, name = "cairn" })) do
-    return client
+--- True for `.agents/memory/*.md`, any `MEMORY.md` and the instruction files.
+function M.is_memory_file(path)
+  if path:match("/%.agents/memory/[^/]+%.md$") or path:match("/MEMORY%.md$") then
+    return true
   end
-  for _, client in ipairs(vim.lsp.get_active_clients({ name = "cairn" })) do
-    return client
+  local name = vim.fn.fnamemodify(path, ":t")
+  return vim.tbl_contains(opts.settings.instructionFiles or {}, name)
+end
+
+--- The nearest directory above `path` holding a root marker (else the file's directory).
+function M.root_of(path)
+  local start = vim.fn.fnamemodify(path, ":p:h")
+  local dir = start
+  while true do
+    for _, marker in ipairs(opts.root_markers) do
+      if vim.loop.fs_stat(dir .. "/" .. marker) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ":h")
+    if parent == dir then
+      return start
+    end
+    dir = parent
   end
-  vim.notify("cairn: no cairn server is running (open a memory file first)", vim.log.levels.WARN)
+end
+
+--- The cairn client attached to `bufnr` (0: current), else any running cairn client.
+function M.client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local get = vim.lsp.get_clients or vim.lsp.get_active_clients
+  local any
+  for _, client in ipairs(get()) do
+    if client.name == "cairn" then
+      if client.attached_buffers and client.attached_buffers[bufnr] then
+        return client
+      end
+      any = any or client
+    end
+  end
+  return any
+end
+
+local function need_client(bufnr)
+  local client = M.client(bufnr)
+  if not client then
+    notify("no cairn server is running (open a memory file first)", vim.log.levels.WARN)
+  end
+  return client
 end
 
 local function show_diff(result)
@@ -57,93 +107,144 @@ local function show_diff(result)
   vim.bo[buf].modifiable = false
 end
 
--- Run a cairn command with its single argument object.
-function M.command(name, argument, bufnr)
-  local client = client_for(bufnr or 0)
+--- Send a request to the cairn server; `on_result(err, result)` gets the answer.
+function M.request(method, params, on_result, bufnr)
+  local client = need_client(bufnr)
   if not client then
-    return
+    return false
   end
-  argument.workspace = argument.workspace or client.config.root_dir
-  client.request("workspace/executeCommand", { command = name, arguments = { argument } }, function(err, result)
+  params.workspace = params.workspace or client.config.root_dir
+  return call(client, "request", method, params, function(err, result)
+    on_result(err, result)
+  end, bufnr or 0)
+end
+
+--- Send a notification to the cairn server (workspace defaults to the client's root).
+function M.notify(method, params, bufnr)
+  local client = need_client(bufnr)
+  if not client then
+    return false
+  end
+  params.workspace = params.workspace or client.config.root_dir
+  return call(client, "notify", method, params)
+end
+
+--- Run cairn command `name` with its single argument object.  Without
+--- `on_result` the outcome is shown and buffers are reloaded (`:checktime`).
+function M.command(name, argument, on_result, bufnr)
+  argument = argument or {}
+  return M.request("workspace/executeCommand", { command = name, arguments = { argument } }, function(err, result)
+    if on_result then
+      return on_result(err, result)
+    end
     if err then
-      vim.notify("cairn: " .. (err.message or tostring(err)), vim.log.levels.ERROR)
+      notify(err.message or tostring(err), vim.log.levels.ERROR)
     elseif name ~= "cairn.drainBacklog" then
-      vim.notify("cairn: " .. name .. " done")
+      notify(name .. " done")
       vim.cmd("checktime") -- reload memory buffers the command rewrote
     end
-  end, bufnr or 0)
+  end, bufnr)
 end
 
-function M.status(bufnr)
-  local client = client_for(bufnr or 0)
-  if not client then
-    return
-  end
-  client.request("cairn/status", { workspace = client.config.root_dir }, function(err, st)
-    if err then
-      vim.notify("cairn: " .. err.message, vim.log.levels.ERROR)
-      return
+--- `cairn/status`; without `on_result` the counts are shown.
+function M.status(on_result, bufnr)
+  return M.request("cairn/status", {}, function(err, st)
+    if on_result then
+      return on_result(err, st)
     end
-    vim.notify(string.format("cairn: pending %d running %d retry %d attention %d exhausted %d digests %d proposals %d",
+    if err then
+      return notify(err.message or tostring(err), vim.log.levels.ERROR)
+    end
+    notify(string.format("pending %d running %d retry %d attention %d exhausted %d digests %d proposals %d",
       st.pending, st.running, st.retryWaiting, st.attention, st.exhausted, st.digests, st.proposals))
-  end, bufnr or 0)
+  end, bufnr)
 end
 
-function M.setup(opts)
-  opts = vim.tbl_deep_extend("force", M.defaults, opts or {})
-  if not (vim.lsp and vim.lsp.start) then
-    vim.notify("cairn: Neovim 0.8 or later is required (vim.lsp.start)", vim.log.levels.ERROR)
-    return
+--- Feed one completed turn: `turn` = {sessionId, turnId, parentTurnId?, user,
+--- assistant, completedAt, workspace?} as in the cairn LSP contract.
+function M.turn_completed(turn, bufnr)
+  return M.notify("cairn/turnCompleted", vim.deepcopy(turn), bufnr)
+end
+
+--- End or compact a session: kind is "compaction", "clear" or "session-end".
+function M.session_event(session_id, kind, bufnr)
+  return M.notify("cairn/sessionEvent", { sessionId = session_id, kind = kind }, bufnr)
+end
+
+local function client_config(root)
+  return {
+    name = "cairn",
+    cmd = opts.cmd,
+    cmd_env = opts.cmd_env,
+    root_dir = root,
+    init_options = opts.settings,
+    -- sent as workspace/didChangeConfiguration (0.8+): keep the settings under
+    -- "cairn" so an empty configuration never replaces the initializationOptions
+    settings = { cairn = opts.settings },
+    get_language_id = function()
+      return "markdown"
+    end,
+    handlers = {
+      -- code actions run their commands through this handler
+      ["workspace/executeCommand"] = function(err, result, ctx)
+        local command = ctx.params and ctx.params.command
+        if err then
+          notify(err.message or tostring(err), vim.log.levels.ERROR)
+        elseif command == "cairn.showProposal" then
+          show_diff(result)
+        elseif command == "cairn.accept" or command == "cairn.reject" or command == "cairn.undo" then
+          vim.cmd("checktime")
+        end
+      end,
+    },
+    on_exit = function()
+      clients_by_root[root] = nil
+    end,
+  }
+end
+
+--- Attach `bufnr` to the cairn server of `root`, starting it when needed.
+function M.attach(bufnr, root)
+  if vim.lsp.start then
+    return vim.lsp.start(client_config(root), { bufnr = bufnr })
   end
+  local id = clients_by_root[root]
+  local client = id and vim.lsp.get_client_by_id(id)
+  if not client or client.is_stopped() then
+    id = vim.lsp.start_client(client_config(root))
+    if not id then
+      return notify("could not start " .. table.concat(opts.cmd, " "), vim.log.levels.ERROR)
+    end
+    clients_by_root[root] = id
+  end
+  vim.lsp.buf_attach_client(bufnr, id)
+  return id
+end
+
+function M.setup(user_opts)
+  opts = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), user_opts or {})
+  local group = vim.api.nvim_create_augroup("cairn", { clear = true })
   vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+    group = group,
     pattern = "*.md",
     callback = function(args)
       local path = vim.api.nvim_buf_get_name(args.buf)
-      if not is_memory_file(path) then
-        return
+      if M.is_memory_file(path) then
+        M.attach(args.buf, M.root_of(path))
       end
-      vim.lsp.start({
-        name = "cairn",
-        cmd = opts.cmd,
-        root_dir = root_of(path),
-        init_options = opts.settings,
-        -- sent as workspace/didChangeConfiguration: keep the settings under "cairn"
-        -- so an empty configuration never replaces the initializationOptions
-        settings = { cairn = opts.settings },
-        handlers = {
-          -- code actions run their commands through this handler
-          ["workspace/executeCommand"] = function(err, result, ctx)
-            local command = ctx.params and ctx.params.command
-            if err then
-              vim.notify("cairn: " .. (err.message or tostring(err)), vim.log.levels.ERROR)
-            elseif command == "cairn.showProposal" then
-              show_diff(result)
-            elseif command == "cairn.accept" or command == "cairn.reject" or command == "cairn.undo" then
-              vim.cmd("checktime")
-            end
-          end,
-        },
-      }, { bufnr = args.buf })
     end,
   })
-  local function ids_command(cmd_name, command)
-    vim.api.nvim_create_user_command(cmd_name, function(a)
-      M.command(command, { ids = { a.args } })
-    end, { nargs = 1, desc = "cairn: " .. command })
+  local function user_command(name, fn, extra)
+    vim.api.nvim_create_user_command(name, fn, vim.tbl_extend("force", { desc = "cairn" }, extra or {}))
   end
-  ids_command("CairnAccept", "cairn.accept")
-  ids_command("CairnReject", "cairn.reject")
-  vim.api.nvim_create_user_command("CairnUndo", function(a)
-    M.command("cairn.undo", { id = a.args })
-  end, { nargs = 1, desc = "cairn: undo an accepted proposal" })
-  vim.api.nvim_create_user_command("CairnDrain", function()
-    M.command("cairn.drainBacklog", {})
-  end, { desc = "cairn: process and review the backlog now" })
-  vim.api.nvim_create_user_command("CairnStatus", function()
-    M.status()
-  end, { desc = "cairn: counts" })
-  -- one maintenance opportunity per idle period is Emacs' job here: Neovim has no
-  -- idle timer; send cairn/idle from CursorHold if you want one.
+  user_command("CairnAccept", function(a) M.command("cairn.accept", { ids = a.fargs }) end, { nargs = "+" })
+  user_command("CairnReject", function(a) M.command("cairn.reject", { ids = a.fargs }) end, { nargs = "+" })
+  user_command("CairnUndo", function(a) M.command("cairn.undo", { id = a.args }) end, { nargs = 1 })
+  user_command("CairnDrain", function() M.command("cairn.drainBacklog", {}) end)
+  user_command("CairnReview", function() M.command("cairn.review", {}) end)
+  user_command("CairnStatus", function() M.status() end)
+  -- Neovim has no idle timer: send cairn/idle yourself if you want idle
+  -- maintenance, e.g. M.notify("cairn/idle", { seconds = 600 }) from CursorHold.
 end
 
 return M

@@ -1,0 +1,249 @@
+-- Headless smoke test of cairn.lua against the real `cairn serve`.
+--
+--   nvim --headless --clean -u NONE -c "luafile editors/nvim/test/smoke.lua"
+--
+-- Environment (set by tests/editors/test_nvim.py):
+--   CAIRN_TEST_PYTHON    interpreter that runs `-m server serve` (PYTHONPATH = repo)
+--   CAIRN_TEST_WS        workspace with a pending proposal
+--   CAIRN_TEST_FILE      the proposal's target, relative to the workspace
+--   CAIRN_TEST_PROPOSAL  the proposal id to accept and then undo
+--   CAIRN_TEST_OUT       directory for the file's bytes after accept / undo
+--
+-- Every wait is bounded (vim.wait).  Any failure prints "cairn smoke: FAIL: ..."
+-- on stderr, stops the server and exits 1; success prints "cairn smoke: OK".
+local here = debug.getinfo(1, "S").source:sub(2)
+package.path = vim.fn.fnamemodify(here, ":p:h:h") .. "/?.lua;" .. package.path
+local cairn -- loaded in main(), so that a load error fails the run too
+
+local TIMEOUT = 90000 -- ms for one server round trip (a decision runs a worker)
+
+local function env(name)
+  local value = os.getenv(name)
+  if not value or value == "" then
+    error(name .. " is not set", 0)
+  end
+  return value
+end
+
+local function check(ok, msg, ...)
+  if not ok then
+    error(string.format(msg, ...), 0)
+  end
+  return ok
+end
+
+-- vim.notify messages (the user commands report through it); an error fails the run
+local messages, errors = {}, {}
+vim.notify = function(msg, level)
+  table.insert(level == vim.log.levels.ERROR and errors or messages, msg)
+end
+
+local function wait_for(what, pred, timeout)
+  local ok = vim.wait(timeout or TIMEOUT, function()
+    return #errors > 0 or pred()
+  end, 20)
+  check(#errors == 0, "error message while waiting for %s: %s", what, errors[1])
+  check(ok, "timed out waiting for %s", what)
+end
+
+-- Start `start(callback)` and wait until the callback ran; return its (err, result).
+local function await(what, start)
+  local done, err, result = false, nil, nil
+  check(start(function(e, r)
+    done, err, result = true, e, r
+  end) ~= false, "could not send %s", what)
+  wait_for(what, function()
+    return done
+  end)
+  check(err == nil, "%s failed: %s", what, err and (err.message or vim.inspect(err)) or "")
+  return result
+end
+
+local function read_bytes(path)
+  local f = check(io.open(path, "rb"), "cannot read %s", path)
+  local data = f:read("*a")
+  f:close()
+  return data
+end
+
+local function write_bytes(path, data)
+  local f = check(io.open(path, "wb"), "cannot write %s", path)
+  f:write(data)
+  f:close()
+end
+
+local function buffer_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n"
+end
+
+local function cairn_clients()
+  local out = {}
+  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
+    if c.name == "cairn" then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
+local function stop_all(force)
+  for _, c in ipairs(cairn_clients()) do
+    if vim.fn.has("nvim-0.11") == 1 then
+      c:stop(force)
+    else
+      c.stop(force)
+    end
+  end
+  return vim.wait(30000, function()
+    return #cairn_clients() == 0
+  end, 20)
+end
+
+local function notified(pattern)
+  for _, msg in ipairs(messages) do
+    if msg:match(pattern) then
+      return true
+    end
+  end
+  return false
+end
+
+local function history_state(id)
+  local rows = await("cairn/cockpit history", function(cb)
+    return cairn.request("cairn/cockpit", { view = "history" }, cb)
+  end)
+  for _, row in ipairs(rows or {}) do
+    if row.id == id then
+      return row.state
+    end
+  end
+end
+
+local function main()
+  cairn = require("cairn")
+  local ws = env("CAIRN_TEST_WS")
+  local target = ws .. "/" .. env("CAIRN_TEST_FILE")
+  local id = env("CAIRN_TEST_PROPOSAL")
+  local out = env("CAIRN_TEST_OUT")
+  local original = read_bytes(target)
+
+  cairn.setup({
+    cmd = { env("CAIRN_TEST_PYTHON"), "-m", "server", "serve" },
+    settings = { mode = "propose", provider = "extractive" },
+  })
+  for _, name in ipairs({ "CairnStatus", "CairnDrain", "CairnAccept", "CairnReject", "CairnUndo" }) do
+    check(vim.fn.exists(":" .. name) == 2, "user command :%s is missing", name)
+  end
+
+  -- opening the instruction file starts the server and attaches the buffer
+  vim.cmd("edit " .. vim.fn.fnameescape(target))
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("the cairn client to attach", function()
+    local c = cairn.client(buf)
+    return c ~= nil and c.initialized and c.attached_buffers[buf]
+  end)
+  local client = cairn.client(buf)
+  check(client.config.root_dir == ws, "root_dir is %s, expected %s", tostring(client.config.root_dir), ws)
+
+  -- a second memory file in the same workspace reuses the same server
+  vim.cmd("edit " .. vim.fn.fnameescape(ws .. "/.agents/memory/MEMORY.md"))
+  local memory_buf = vim.api.nvim_get_current_buf()
+  wait_for("MEMORY.md to attach", function()
+    return client.attached_buffers[memory_buf]
+  end)
+  check(#cairn_clients() == 1, "%d cairn clients for one workspace, expected 1", #cairn_clients())
+  vim.cmd("buffer " .. buf)
+
+  -- status counts come from a snapshot the server refreshes in the background:
+  -- ask again until it shows the pending proposals
+  local deadline, status = vim.loop.now() + TIMEOUT, nil
+  while true do
+    status = await("cairn/status", function(cb)
+      return cairn.status(cb)
+    end)
+    if type(status.proposals) == "number" and status.proposals > 0 then
+      break
+    end
+    check(vim.loop.now() < deadline, "cairn/status proposals = %s, expected > 0", tostring(status.proposals))
+    vim.wait(100)
+  end
+
+  -- the pending proposal shows as an Information diagnostic in its target
+  wait_for("the proposal's diagnostic", function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.source == "cairn" and d.code == id and d.severity == vim.diagnostic.severity.INFO then
+        return true
+      end
+    end
+    return false
+  end)
+
+  local proposal = await("cairn/proposal", function(cb)
+    return cairn.request("cairn/proposal", { id = id }, cb)
+  end)
+  check(proposal.id == id and proposal.state == "pending", "cairn/proposal answered %s", vim.inspect(proposal))
+
+  -- :CairnStatus shows the counts
+  vim.cmd("CairnStatus")
+  wait_for(":CairnStatus's message", function()
+    return notified("^cairn: pending %d+ .* proposals [1-9]")
+  end)
+
+  -- :CairnAccept: the file changes on disk and the unmodified buffer follows it
+  vim.cmd("CairnAccept " .. id)
+  wait_for(":CairnAccept to finish", function()
+    return notified("^cairn: cairn%.accept done$")
+  end)
+  local after = read_bytes(target)
+  write_bytes(out .. "/after-accept", after)
+  check(after ~= original, "cairn.accept left %s unchanged", target)
+  wait_for("the buffer to reload after accept", function()
+    return buffer_text(buf) == after
+  end)
+  check(history_state(id) == "applied", "history state of %s is not applied", id)
+
+  -- undo: the exact original bytes come back
+  await("cairn.undo", function(cb)
+    return cairn.command("cairn.undo", { id = id }, cb)
+  end)
+  local restored = read_bytes(target)
+  write_bytes(out .. "/after-undo", restored)
+  check(restored == original, "cairn.undo did not restore the original bytes of %s", target)
+  check(history_state(id) == "undone", "history state of %s is not undone", id)
+
+  -- a completed turn becomes an open capture (the journal counts it once captured)
+  local function open_captures()
+    local st = await("cairn/status", function(cb)
+      return cairn.status(cb)
+    end)
+    return st.journal and st.journal.open or 0
+  end
+  local open_before = open_captures()
+  check(cairn.turn_completed({
+    sessionId = "nvim-smoke",
+    turnId = "t1",
+    user = "From now on run the linter before every commit.",
+    assistant = "Understood: linter before every commit.",
+    completedAt = "2025-06-12T10:00:00Z",
+  }) ~= false, "cairn/turnCompleted was not sent")
+  deadline = vim.loop.now() + TIMEOUT
+  while open_captures() ~= open_before + 1 do
+    check(vim.loop.now() < deadline, "the turn sent with cairn/turnCompleted was never captured")
+    vim.wait(100)
+  end
+
+  -- a clean shutdown ends the server process
+  check(stop_all(false), "the cairn server did not exit after shutdown")
+end
+
+local ok, err = xpcall(main, debug.traceback)
+if ok then
+  io.stdout:write("cairn smoke: OK\n")
+  vim.cmd("qall!")
+else
+  io.stderr:write("cairn smoke: FAIL: " .. tostring(err) .. "\n")
+  if not stop_all(false) then
+    stop_all(true)
+  end
+  vim.cmd("cquit 1")
+end
