@@ -21,7 +21,7 @@ class ProposalKind(enum.StrEnum):
     CREATE = "create"  # new topic file + index entry
     UPDATE = "update"  # append to / rewrite an existing topic
     MERGE = "merge"  # fold duplicate topics into one; sources deleted
-    DELETE = "delete"  # remove a topic and its index entry
+    DELETE = "delete"  # remove a topic and/or its index entry (a dangling entry alone)
     INSTRUCTION = "instruction"  # edit an instruction file (AGENTS.md …)
     DISPOSITION = "disposition"  # a digest note judged: no memory change (recorded, nothing written)
 

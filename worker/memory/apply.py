@@ -11,8 +11,9 @@
    target claim;
 4. in ONE program under the target lock: proves target ownership, verifies
    every file is still exactly its before-state, writes/removes each file
-   (temp + fsync + rename, so every file is always whole: before or after),
-   and settles the target claim;
+   (temp + fsync + rename, so every file is always whole: before or after;
+   a file whose after-state is its before-state is a freshness guard, only
+   verified, never rewritten), and settles the target claim;
 5. records the private decision (the authority), then retires the marker,
    then publishes the public decision record.
 
@@ -28,7 +29,9 @@ reported). Success is never inferred from an unmarked intent.
 **Undo** is a separate reversal intent that requires the exact recorded
 after-state of every topic/instruction file (and the applied entry lines of
 the index); otherwise it refuses with ``E_TARGET_CHANGED`` and changes
-nothing. The original application stays as evidence.
+nothing. An index still exactly as the application left it gets its exact
+before bytes back (a removed entry returns to its own line); one edited
+since is reverted entry by entry. The original application stays as evidence.
 
 **Reject** is accepted privately (a decision bundle, fenced by the workspace
 claim) before its public record is published.
@@ -210,11 +213,11 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
     for _path, rel, before, after in plan:
         bh = ah = None
         if before is not None:
-            bh, ops = ms.mbundles.put_ops(before)
-            put_ops += ops
+            bh, bundle_ops = ms.mbundles.put_ops(before)
+            put_ops += bundle_ops
         if after is not None:
-            ah, ops = ms.mbundles.put_ops(after)
-            put_ops += ops
+            ah, bundle_ops = ms.mbundles.put_ops(after)
+            put_ops += bundle_ops
         edits.append(FileEdit(path=rel, before=bh, after=ah, before_bundle=bh, after_bundle=ah))
     intent = WriteIntent(id=write, proposal=p.id, action=action, files=tuple(edits), marker=f"{MARKERS}/{write}",
                          created=wclaim.record.created)
@@ -225,7 +228,9 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
     ops: list[P.Op] = []
     for e, (_path, rel, _b, _a) in zip(edits, plan, strict=True):
         ops.append(P.Verify(rel, absent=True) if e.before is None else P.Verify(rel, sha256=e.before))
-    for _path, rel, _b, after in plan:
+    for e, (_path, rel, _b, after) in zip(edits, plan, strict=True):
+        if e.before == e.after:
+            continue  # unchanged (a freshness guard): verified above, never rewritten
         d = rel.rsplit("/", 1)[0] if "/" in rel else ""
         if after is None:
             ops.append(P.Remove(rel))
@@ -250,7 +255,9 @@ def _retire_marker(base: PinnedDir, write: str) -> None:
     P.run(base, [P.Remove(f"{MARKERS}/{write}", optional=True)], lock=TARGET_LOCK)
 
 
-def _with_claims(ms: MemoryStore, p: Proposal, purpose: str):  # type: ignore[no-untyped-def]
+def _with_claims(
+    ms: MemoryStore, p: Proposal, purpose: str
+) -> tuple[Target, dict[str, str], Claim, PinnedDir, ClaimStore, Claim]:
     target, rels = _resolve(ms, p)
     wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose=purpose, ttl=CLAIM_TTL, authority=ms.mauthority)
     base, tclaims = ms.target_stores(target)
@@ -376,6 +383,10 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
             path = rel_to_path.get(f.path, f.path)
             now = current[f.path]
             if path in index_paths:
+                original = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
+                if original is not None and now is not None and sha(now) == f.after:
+                    out.append((path, f.path, now, original))  # untouched since: the exact original bytes
+                    continue
                 edits = [(e.file, e.after, e.before) for e in p.index if e.index == path]
                 try:
                     after = model.apply_index_edits(now or b"", edits)
@@ -443,11 +454,12 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
         for f in intent.files:
             now = current[f.path]
             h = None if now is None else sha(now)
-            states.append("after" if h == f.after else "before" if h == f.before else "foreign")
+            guard = f.before == f.after and h == f.before  # verified only, never written
+            states.append("guard" if guard else "after" if h == f.after else "before" if h == f.before else "foreign")
         if "foreign" in states:
             tclaims.settle(tclaim, OutcomeKind.CANCELLED, error=str(ErrorCode.TARGET_CHANGED))
             return "foreign"
-        if all(s == "after" for s in states):
+        if all(s in ("after", "guard") for s in states):
             tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"})
             if not any(d.write == intent.id for d in decisions(ms, p.id)):
                 try:
@@ -467,7 +479,7 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
                 _publish_decision(ms, dec)
             _retire_marker(base, intent.id)
             return "complete"
-        kind = "untouched" if all(s == "before" for s in states) else "partial"
+        kind = "untouched" if all(s in ("before", "guard") for s in states) else "partial"
         ops: list[P.Op] = []
         for f, s in zip(intent.files, states, strict=True):
             if s == "after":  # exact-expected rollback: only what this write itself wrote

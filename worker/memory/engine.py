@@ -51,15 +51,43 @@ Rules, in the order they are applied:
    body = one bullet per note. The file is
    :func:`topic_filename` of the name, made unique in the root. A create the
    index cannot take (over 200 entries or past line 200) is not proposed.
-7. **Rejections.** A draft whose fingerprint (sha256 over kind, target and
-   the normalised added content, evidence dates excluded) is in
-   ``rejected`` is dropped: the same proposal is never made again.
+7. **Dangling entry.** An index entry (the first one for its file) that
+   links a plain topic file name (``*.md`` directly in the root, see
+   :func:`~worker.memory.model.check_topic_file`) naming no file of the
+   root is removed by one DELETE per entry: the index edit ``(file, entry,
+   None)`` and no file change; the absent file is a freshness guard
+   (``files`` maps it to ``(None, None)``: should it appear, the proposal is
+   stale). Names compare case-insensitively, so a link that resolves on a
+   case-insensitive file system is never called dangling; links with a
+   path, an anchor or a URL are not judged at all.
+8. **Orphan topic.** A parsed topic file (valid front matter) that no index
+   entry links (compared as in rule 7, ``./`` and ``#anchor`` ignored) gets
+   its entry back by one UPDATE: ``- [name](file.md) - description``, name
+   and hook clipped like a create's (no hook when it only repeats the
+   name), added after the last entry. The topic is a freshness guard
+   (``files`` maps it to its unchanged bytes) and is not written. An entry
+   the index cannot take after the review's creates (the limit of rule 6)
+   is not proposed. Rules 7 and 8 are housekeeping of the snapshot alone
+   (no evidence) and are computed here whichever provider drafted the
+   other proposals (:func:`index_maintenance`). They leave alone every
+   file another draft of the same review touches — a topic being merged
+   away or updated, a created file — so two proposals of one review never
+   contend for one entry; a later review takes it up. Their fingerprint
+   covers the rule, the index and the file name only: a rejected repair
+   stays rejected even when the entry's or the topic's wording changes.
+9. **Rejections.** A draft whose fingerprint (sha256 over kind, target and
+   the normalised added content, evidence dates excluded; rules 7 and 8
+   as stated there) is in ``rejected`` is dropped: the same proposal is
+   never made again.
 
-Drafts are ordered MERGE, UPDATE, CREATE, INSTRUCTION, then by target.
+Drafts are ordered MERGE, DELETE, UPDATE, CREATE, INSTRUCTION — removals
+first, then what memory gains — then by target.
 Index edits are entry-level ``(file, before, after)`` tuples for
 :func:`~worker.memory.model.apply_index_edits`; an edit with ``before ==
 after`` is a freshness guard only (the topic must keep its captured entry).
-``files`` holds topic and instruction files only, never the index.
+``files`` holds topic and instruction files only, never the index; a file
+whose after-state is its before-state (``(None, None)``: it must stay
+absent) is likewise a guard, verified on application and never written.
 """
 
 from __future__ import annotations
@@ -69,7 +97,7 @@ import posixpath
 import re
 import time
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -86,6 +114,7 @@ from worker.memory.model import (
     add_working_agreements,
     append_to_topic,
     apply_index_edits,
+    check_topic_file,
     entry_line,
     format_entry,
     one_line,
@@ -102,10 +131,13 @@ DESCRIPTION_MAX = 150
 
 _KIND_ORDER = {
     ProposalKind.MERGE: 0,
-    ProposalKind.UPDATE: 1,
-    ProposalKind.CREATE: 2,
-    ProposalKind.INSTRUCTION: 3,
+    ProposalKind.DELETE: 1,
+    ProposalKind.UPDATE: 2,
+    ProposalKind.CREATE: 3,
+    ProposalKind.INSTRUCTION: 4,
 }
+#: longest name of a created topic (and of an entry restored for an orphan)
+NAME_MAX = 120
 _STOP = frozenset(
     """a an the and or but if then so of to in on at by for from with without into onto as is are was were be
     been being it its this that these those there here i me my we us our you your he she they them their
@@ -279,6 +311,21 @@ def _clip(text: str, limit: int) -> str:
     if cut.rfind(" ") > limit // 2:
         cut = cut[: cut.rfind(" ")]
     return cut.rstrip(" ,;:-") + "…"
+
+
+def admit_entry(index: bytes | None, name: str, file: str, description: str) -> tuple[bytes, str] | None:
+    """The index (``None``: none yet) with an entry for ``file`` added, and that entry; None when it is full.
+
+    The hook is the description, or nothing when it only repeats the name.
+    """
+    hook = description if normalise(description) != normalise(name) else ""
+    line = format_entry(name, file, hook)
+    try:
+        return apply_index_edits(index, [(file, None, line)]), line
+    except CairnError as exc:
+        if exc.code == ErrorCode.INDEX_FULL:
+            return None
+        raise
 
 
 def _plural(n: int, word: str) -> str:
@@ -482,7 +529,7 @@ def review(
     simulated = snapshot.index
     for cluster in clusters:
         strongest = max(cluster, key=lambda it: it.strength)
-        name = _clip(strongest.note.title, 120)
+        name = _clip(strongest.note.title, NAME_MAX)
         body_line = one_line(strongest.note.body)
         description = _clip(body_line if normalise(body_line) != normalise(name) else name, DESCRIPTION_MAX)
         file = topic_filename(name)
@@ -494,14 +541,10 @@ def review(
         kind = strongest.note.type
         body = "\n" + "".join(it.bullet + "\n" for it in cluster)
         data = render_topic(name, description, kind, body)
-        hook = description if normalise(description) != normalise(name) else ""  # no echo of the title
-        line = format_entry(name, file, hook)
-        try:
-            simulated = apply_index_edits(simulated, [(file, None, line)])
-        except CairnError as exc:
-            if exc.code == ErrorCode.INDEX_FULL:
-                continue
-            raise
+        admitted = admit_entry(simulated, name, file, description)
+        if admitted is None:
+            continue
+        simulated, line = admitted
         taken.add(file.casefold())
         path = path_of(file)
         add(
@@ -520,5 +563,133 @@ def review(
             )
         )
 
+    drafts += index_maintenance(
+        snapshot, drafts, root_rel=root_rel, index_rel=index_rel, rejected=rejected, now=now, review_id=review_id
+    )
     drafts.sort(key=lambda d: (_KIND_ORDER[d.kind], d.target))
     return drafts
+
+
+# -- index maintenance (rules 7 and 8) ----------------------------------------------------
+
+
+def _maintenance_fingerprint(rule: str, index_rel: str, file: str) -> str:
+    """The identity of one index repair: its rule, its index and the file name, nothing else."""
+    h = hashlib.sha256()
+    for part in ("index-maintenance", rule, index_rel, file):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _is_topic_name(file: str) -> bool:
+    try:
+        check_topic_file(file)
+    except CairnError:
+        return False
+    return True
+
+
+def _linked_name(link: str) -> str:
+    """The root file an entry's link names, for comparisons: anchor and ``./`` dropped, casefolded."""
+    return posixpath.normpath(link.split("#", 1)[0] or ".").casefold()
+
+
+def index_maintenance(
+    snapshot: MemorySnapshot,
+    drafts: Sequence[ProposalDraft],
+    *,
+    root_rel: str,
+    index_rel: str,
+    rejected: set[str],
+    now: float,
+    review_id: str,
+) -> list[ProposalDraft]:
+    """Rules 7 and 8: DELETE drafts for dangling entries, UPDATE drafts restoring orphans' entries.
+
+    ``drafts`` are the review's other drafts for this root, already without
+    rejected ones: files they touch are left alone, and the entries they add
+    count against the index bound before any restored entry. Deterministic:
+    entries in index order, orphans by file name. Drafts whose fingerprint
+    is in ``rejected`` are not returned (and take no room in the index).
+    """
+    index = snapshot.parsed_index()
+
+    def path_of(file: str) -> str:
+        return posixpath.join(root_rel, file) if root_rel else file
+
+    touched_paths = {p.casefold() for d in drafts for p in d.files}
+    touched_entries = {f.casefold() for d in drafts if d.index_path == index_rel for f, _, _ in d.index_edits}
+
+    def touched(file: str) -> bool:
+        return file.casefold() in touched_entries or path_of(file).casefold() in touched_paths
+
+    present = {n.casefold() for n in (*snapshot.topics, *snapshot.refused)}
+    out: list[ProposalDraft] = []
+
+    # 7. entries linking a topic file the root does not have
+    seen: set[str] = set()
+    for entry in index.entries:
+        if entry.file in seen:
+            continue  # a later duplicate is an ordinary line, never "the entry"
+        seen.add(entry.file)
+        if not _is_topic_name(entry.file) or entry.file.casefold() in present or touched(entry.file):
+            continue
+        fingerprint = _maintenance_fingerprint("dangling-entry", index_rel, entry.file)
+        if fingerprint in rejected:
+            continue
+        path = path_of(entry.file)
+        out.append(
+            ProposalDraft(
+                kind=ProposalKind.DELETE,
+                title=f"Remove the index entry for missing {entry.file}",
+                summary=f"{INDEX_NAME} line {entry.line + 1} links {entry.file}, which is not in the memory "
+                "root; only that entry is removed",
+                target=path,
+                files={path: (None, None)},  # guard: the file must still be absent
+                index_path=index_rel,
+                index_edits=((entry.file, entry.raw, None),),
+                evidence=(),
+                fingerprint=fingerprint,
+                review=review_id,
+                created=now,
+            )
+        )
+
+    # 8. parsed topics no entry links, after the entries the review's other drafts add
+    simulated = snapshot.index
+    for d in drafts:
+        added = [e for e in d.index_edits if e[1] is None and e[2] is not None]
+        if d.index_path == index_rel and added:
+            simulated = apply_index_edits(simulated, added)
+    linked = {_linked_name(e.file) for e in index.entries}
+    for file, tf in sorted(snapshot.topics.items()):
+        if tf.topic is None or not _is_topic_name(file) or file.casefold() in linked or touched(file):
+            continue
+        fingerprint = _maintenance_fingerprint("orphan-topic", index_rel, file)
+        if fingerprint in rejected:
+            continue
+        name = _clip(tf.topic.name, NAME_MAX)
+        description = _clip(tf.topic.description, DESCRIPTION_MAX)
+        admitted = admit_entry(simulated, name, file, description)
+        if admitted is None:
+            continue
+        simulated, line = admitted
+        path = path_of(file)
+        out.append(
+            ProposalDraft(
+                kind=ProposalKind.UPDATE,
+                title=f"Add the missing index entry for {file}",
+                summary=f"{file} ({tf.topic.type}) has no entry in {INDEX_NAME}, so agents reading the index "
+                "never load it; the entry gives its name and description",
+                target=path,
+                files={path: (tf.data, tf.data)},  # guard: the topic must keep its bytes; it is not written
+                index_path=index_rel,
+                index_edits=((file, None, line),),
+                evidence=(),
+                fingerprint=fingerprint,
+                review=review_id,
+                created=now,
+            )
+        )
+    return out

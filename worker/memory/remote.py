@@ -37,7 +37,11 @@ and index hook the description clipped to the engine's 150 characters (no
 hook when it repeats the name), its file :func:`topic_filename` made unique
 in the root; a create the index cannot take is not proposed. Fingerprints
 are the engine's; a draft whose fingerprint is in ``rejected`` is dropped.
-Drafts are ordered as the engine orders them.
+Index maintenance (the engine's rules 7 and 8: dangling entries, orphan
+topics) is housekeeping of the snapshot, never asked of the model: the
+engine's :func:`~worker.memory.engine.index_maintenance` adds it to the
+model's drafts exactly as an embedded review would. Drafts are ordered as
+the engine orders them.
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ import attrs
 import trio
 
 from protocol.digest import ModelPolicy
-from protocol.errors import CairnError, ErrorCode
 from protocol.journal import PublicDigest
 from protocol.lsp import Settings
 from protocol.memory import ProposalKind
@@ -67,6 +70,8 @@ from worker.memory.engine import (
     _clip,
     _fingerprint,
     _plural,
+    admit_entry,
+    index_maintenance,
     normalise,
 )
 from worker.memory.model import (
@@ -74,9 +79,7 @@ from worker.memory.model import (
     MemorySnapshot,
     add_working_agreements,
     append_to_topic,
-    apply_index_edits,
     entry_line,
-    format_entry,
     one_line,
     render_topic,
     topic_filename,
@@ -421,14 +424,10 @@ def build_drafts(
                 n += 1
             body = "\n" + "".join(b + "\n" for b in g.bullets)
             data = render_topic(name, description, kind, body)
-            hook = description if normalise(description) != normalise(name) else ""
-            line = format_entry(name, file, hook)
-            try:
-                simulated = apply_index_edits(simulated, [(file, None, line)])
-            except CairnError as exc:
-                if exc.code == ErrorCode.INDEX_FULL:
-                    continue
-                raise
+            admitted = admit_entry(simulated, name, file, description)
+            if admitted is None:
+                continue
+            simulated, line = admitted
             taken.add(file.casefold())
             path = path_of(file)
             drafts.append(
@@ -447,6 +446,9 @@ def build_drafts(
                 )
             )
     drafts = [d for d in drafts if d.fingerprint not in rejected]
+    drafts += index_maintenance(
+        snapshot, drafts, root_rel=root_rel, index_rel=index_rel, rejected=rejected, now=now, review_id=review_id
+    )
     drafts.sort(key=lambda d: (_KIND_ORDER[d.kind], d.target))
     return drafts
 
