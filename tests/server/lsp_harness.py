@@ -61,11 +61,33 @@ def plain(obj: Any) -> Any:
     return obj
 
 
+WorkDone = lsp.WorkDoneProgressBegin | lsp.WorkDoneProgressReport | lsp.WorkDoneProgressEnd
+
+
+def work_done(client: LanguageClient, token: lsp.ProgressToken) -> list[WorkDone]:
+    """The work-done progress values received for ``token``, in order.
+
+    pytest-lsp stores the structured begin/report/end values, though its
+    attribute is annotated as holding ``ProgressParams``.
+    """
+    out: list[WorkDone] = []
+    for report in client.progress_reports.get(token, []):
+        value: object = report
+        assert isinstance(
+            value, (lsp.WorkDoneProgressBegin, lsp.WorkDoneProgressReport, lsp.WorkDoneProgressEnd)
+        ), value
+        out.append(value)
+    return out
+
+
 async def until(client: LanguageClient, check: Callable[[], Awaitable[Any]], *, events: int = 60,
                 per_event: float = 30.0) -> Any:
     """Re-check after every ``window/logMessage`` (the server logs once its snapshot is fresh).
 
-    Bounded by a number of events, each with a timeout: no sleeps.
+    Bounded by a number of events, each with a timeout: no sleeps. After a
+    silent ``per_event`` the condition is checked once more before giving up,
+    and a failure shows the server's last log lines (ids and codes only), so
+    a slow machine costs time, and a real hang says where it stopped.
     """
     for _ in range(events):
         waiter = asyncio.ensure_future(client.wait_for_notification("window/logMessage"))  # arm first
@@ -75,8 +97,12 @@ async def until(client: LanguageClient, check: Callable[[], Awaitable[Any]], *, 
         try:
             await asyncio.wait_for(waiter, per_event)
         except TimeoutError:
+            value = await check()
+            if value:
+                return value
             break
-    raise AssertionError("condition not reached")
+    last = [m.message for m in client.log_messages[-15:]]
+    raise AssertionError("condition not reached; last server log lines:\n" + "\n".join(last))
 
 
 def send_turns(client: LanguageClient, ws: Path, session: str, turns: list[tuple[str, str]] = TURNS) -> None:
