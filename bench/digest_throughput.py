@@ -88,9 +88,10 @@ def build_transcript(target_chars: int, seed: int) -> tuple[Turn, ...]:
     parent: str | None = None
     while total < target_chars:
         mod = rng.choice(MODULES)
+        n = rng.randint(2, 400)
         fields = {
             "mod": mod,
-            "n": rng.randint(2, 400),
+            "n": n,
             "m": rng.randint(2, 400),
             "d": rng.randint(1, 9),
             "mm": rng.randint(10, 59),
@@ -103,7 +104,7 @@ def build_transcript(target_chars: int, seed: int) -> tuple[Turn, ...]:
             parts.append(TRACEBACK)
         elif kind < 0.45:
             parts.append(
-                "".join(LOG.format(**{**fields, "n": fields["n"] + i}) for i in range(rng.randint(3, 30)))
+                "".join(LOG.format(**{**fields, "n": n + i}) for i in range(rng.randint(3, 30)))
             )
         elif kind < 0.6:
             parts.append(CODE)

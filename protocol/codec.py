@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 import attrs
 import cattrs
@@ -34,7 +34,7 @@ def record(kind: str, version: int = 1) -> Callable[[type[T]], type[T]]:
     """Class decorator: make an attrs frozen class a registered closed record."""
 
     def wrap(cls: type[T]) -> type[T]:
-        cls = attrs.frozen(kw_only=True)(cls)  # type: ignore[assignment]
+        cls = attrs.frozen(kw_only=True)(cls)
         cls.RECORD_KIND = kind  # type: ignore[attr-defined]
         cls.RECORD_VERSION = version  # type: ignore[attr-defined]
         versions = _REGISTRY.setdefault(kind, {})
@@ -51,6 +51,18 @@ class Record:
 
     RECORD_KIND: ClassVar[str]
     RECORD_VERSION: ClassVar[int]
+
+
+def evolve(rec: T, **changes: Any) -> T:
+    """A copy of record ``rec`` with ``changes`` applied, exactly as :func:`attrs.evolve`.
+
+    Records are attrs classes at run time but dataclass-like to type checkers
+    (:func:`record` is a ``dataclass_transform``), and mypy checks
+    ``attrs.evolve`` only on classes it saw decorated by attrs itself. This
+    keeps the copy typed as the record's own class.
+    """
+    inst: Any = rec
+    return cast(T, attrs.evolve(inst, **changes))
 
 
 def _strict(tp: type) -> Any:
@@ -149,7 +161,7 @@ def from_obj(obj: Any, expect: type[T] | None = None, *, where: str = "record") 
     cls = _REGISTRY[kind][version]
     body = {k: v for k, v in obj.items() if k not in ("record", "v")}
     try:
-        return converter.structure(body, cls)  # type: ignore[no-any-return]
+        return converter.structure(body, cls)
     except Exception as exc:  # cattrs aggregates; classify the first cause
         causes = _flatten(exc)
         for cause in causes:

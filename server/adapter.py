@@ -192,7 +192,7 @@ def merge_stores(stores: Iterable[JobStore]) -> JobStore:
     next_seq = max([next_seq, *(j.seq + 1 for j in jobs)])
     for job in jobs:
         if job.id in seen:
-            job = attrs.evolve(job, id=f"job-{next_seq}", seq=next_seq)
+            job = codec.evolve(job, id=f"job-{next_seq}", seq=next_seq)
             next_seq += 1
         seen.add(job.id)
         out.append(job)
@@ -258,7 +258,7 @@ class Adapter:
         self._build_request = build_request
         self._spawn = spawn or (lambda request: WorkerProcess.start(request))
         self._persist = persist
-        self._queue: asyncio.Queue[Action | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Action | _Flush | None] = asyncio.Queue()
         self._timer: TimerHandle | None = None
         self._workers: dict[str, WorkerProcess] = {}
         self._starting: dict[str, StartWorker] = {}
@@ -306,7 +306,7 @@ class Adapter:
     async def flush(self) -> None:
         """Until every queued action (including persistence) has been carried out."""
         marker = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Flush(marker))  # type: ignore[arg-type]
+        self._queue.put_nowait(_Flush(marker))
         await marker
 
     async def shutdown(self, grace: float, *, bound: float | None = None) -> None:

@@ -35,8 +35,10 @@ def _run(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = Non
     ws = workspace_path(ns)
     resp = run_request(WorkerRequest(job=job, workspace=ws, args=job_args or {}, config=_config(ws)))
     if resp.status != "ok":
-        raise CairnError(ErrorCode(resp.error) if resp.error in ErrorCode._value2member_map_ else ErrorCode.INTERNAL,
-                         resp.message or str(resp.status))
+        err = resp.error
+        code = (ErrorCode(err) if err is not None and err in ErrorCode._value2member_map_
+                else ErrorCode.INTERNAL)
+        raise CairnError(code, resp.message or str(resp.status))
     return resp
 
 

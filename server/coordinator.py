@@ -62,9 +62,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
-import attrs
-
+from protocol import codec
 from protocol.errors import CairnError, ErrorCode
 from protocol.jobs import HELD_STATES, PENDING_STATES, Job, JobState, JobStore
 from server.coordinator_events import (
@@ -179,7 +179,7 @@ class Coordinator:
         live.sort(key=lambda j: (j.state is not JobState.RUNNING, j.seq))
         return live[0] if live else None
 
-    def snapshot(self, now: float) -> dict[str, object]:
+    def snapshot(self, now: float) -> dict[str, Any]:
         """The ``cairn/jobs`` view: counts, active rows and dismissed history."""
         active = [j for j in self._ordered() if j.state is not JobState.DISMISSED]
         dismissed = sorted(
@@ -193,7 +193,7 @@ class Coordinator:
             "dismissed": [self._row(j, now, with_args=True) for j in dismissed],
         }
 
-    def diagnostic_report(self, now: float) -> dict[str, object]:
+    def diagnostic_report(self, now: float) -> dict[str, Any]:
         """A shareable report: ids, workspaces, kinds, times, attempts, codes, states.
 
         Args and checkpoints appear only as their sorted keys: their values
@@ -271,7 +271,7 @@ class Coordinator:
             case Dismiss(job_id=job_id):
                 job = self._existing(job_id, not_running=True)
                 if job.state is not JobState.DISMISSED:
-                    self._put(attrs.evolve(job, state=JobState.DISMISSED, not_before=None, updated=t))
+                    self._put(codec.evolve(job, state=JobState.DISMISSED, not_before=None, updated=t))
                     self._held.discard(job_id)
             case Discard(job_id=job_id):
                 self._existing(job_id, not_running=True)
@@ -323,24 +323,24 @@ class Coordinator:
         reason = self._cancelling.pop(job.id, None)
         self._last_pass_end[job.workspace] = t
         if event.checkpoint:
-            job = attrs.evolve(job, checkpoint={**job.checkpoint, **event.checkpoint})
+            job = codec.evolve(job, checkpoint={**job.checkpoint, **event.checkpoint})
         status = event.status
         if status is WorkerStatus.OK:
             if event.more:  # bounded progress: the next batch goes to the back of the queue
                 seq = self._take_seq()
-                self._put(attrs.evolve(
+                self._put(codec.evolve(
                     job, state=JobState.IDLE, seq=seq, attempts=0, not_before=None, last_error=None, updated=t,
                 ))
             else:
                 del self._jobs[job.id]  # done: completed jobs leave the store
                 self._dirty = True
         elif reason is CancelReason.SHUTDOWN:
-            self._put(attrs.evolve(job, state=JobState.IDLE, updated=t))  # interruption: no attempt
+            self._put(codec.evolve(job, state=JobState.IDLE, updated=t))  # interruption: no attempt
         elif reason is CancelReason.DEADLINE:
             self._fail(job, str(ErrorCode.WORKER_TIMEOUT), t)
         elif status is WorkerStatus.BUSY:
             code = self._code(event.error_code) or str(ErrorCode.CLAIM_BUSY)
-            self._put(attrs.evolve(
+            self._put(codec.evolve(
                 job, state=JobState.RETRY_WAITING, not_before=t + self.config.busy_delay,
                 last_error=code, updated=t,
             ))
@@ -357,7 +357,7 @@ class Coordinator:
             state, not_before = JobState.EXHAUSTED, None
         else:
             state, not_before = JobState.RETRY_WAITING, t + self.config.retry_delay(attempts)
-        self._put(attrs.evolve(
+        self._put(codec.evolve(
             job, state=state, attempts=attempts, not_before=not_before, last_error=code, updated=t,
         ))
 
@@ -369,7 +369,7 @@ class Coordinator:
             return
         seq = job.seq if job.state is JobState.RETRY_WAITING else self._take_seq()
         self._reported.discard(job.id)  # a new episode may be reported again
-        self._put(attrs.evolve(job, state=JobState.IDLE, seq=seq, attempts=0, not_before=None, updated=t))
+        self._put(codec.evolve(job, state=JobState.IDLE, seq=seq, attempts=0, not_before=None, updated=t))
 
     # ------------------------------------------------------------ scheduling
 
@@ -395,7 +395,7 @@ class Coordinator:
             self._held -= {j.id for j in self._jobs.values() if j.workspace == job.workspace}
             deadline = t + self.config.budget(job.kind)
             self._deadlines[job.id] = deadline
-            self._put(attrs.evolve(job, state=JobState.RUNNING, not_before=None, updated=t))
+            self._put(codec.evolve(job, state=JobState.RUNNING, not_before=None, updated=t))
             starts.append(StartWorker(job.id, job.workspace, job.kind, dict(job.args), deadline))
         return starts
 
@@ -497,11 +497,11 @@ class Coordinator:
                 changed = True
                 continue
             if job.state is JobState.RUNNING:
-                fixed = attrs.evolve(job, state=JobState.IDLE, not_before=None)  # not an attempt
+                fixed = codec.evolve(job, state=JobState.IDLE, not_before=None)  # not an attempt
             elif job.state is JobState.RETRY_WAITING and job.not_before is None:
-                fixed = attrs.evolve(job, state=JobState.IDLE)
+                fixed = codec.evolve(job, state=JobState.IDLE)
             elif job.state is not JobState.RETRY_WAITING and job.not_before is not None:
-                fixed = attrs.evolve(job, not_before=None)
+                fixed = codec.evolve(job, not_before=None)
             changed = changed or fixed != job
             jobs[job.id] = fixed
         self._jobs = jobs
@@ -542,8 +542,8 @@ class Coordinator:
                 counts[names[job.state]] += 1
         return counts
 
-    def _row(self, job: Job, now: float, *, with_args: bool) -> dict[str, object]:
-        row: dict[str, object] = {
+    def _row(self, job: Job, now: float, *, with_args: bool) -> dict[str, Any]:
+        row: dict[str, Any] = {
             "id": job.id,
             "workspace": job.workspace,
             "kind": job.kind,

@@ -61,7 +61,7 @@ class CancelReason(enum.StrEnum):
     SHUTDOWN = "shutdown"  # the server is leaving: an interruption, not an attempt
 
 
-def _positive(_: object, attribute: attrs.Attribute, value: float) -> None:  # type: ignore[type-arg]
+def _positive(_: object, attribute: attrs.Attribute[float], value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise CairnError(ErrorCode.CONFIG_INVALID, f"coordinator: {attribute.name} must be > 0")
 

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from protocol import codec
 from protocol.errors import CairnError, ErrorCode
 from protocol.jobs import HELD_STATES, JobState, JobStore
 from protocol.lsp import (
@@ -226,7 +227,7 @@ class CairnService:
         lost = [j for j in merged.jobs if j.kind == "capture"]  # their turns lived in a dead process
         for job in lost:
             self.client.log(LOG_WARNING, f"cairn: {job.id} capture lost its turn on restart ({ErrorCode.CAPTURE_STATE})")
-        merged = attrs.evolve(merged, jobs=tuple(j for j in merged.jobs if j.kind != "capture"))
+        merged = codec.evolve(merged, jobs=tuple(j for j in merged.jobs if j.kind != "capture"))
         self.adapter.restart(merged)
         for ws in self._order:
             self._workspace_started(ws)
@@ -471,7 +472,7 @@ class CairnService:
     def jobs(self, params: dict[str, Any] | None = None) -> dict[str, Any]:
         adapter = self._need_adapter()
         snap = adapter.coordinator.snapshot(self.clock.now())
-        for row in (*snap["jobs"], *snap["dismissed"]):  # type: ignore[misc]
+        for row in (*snap["jobs"], *snap["dismissed"]):
             row.pop("checkpoint", None)
         return snap
 

@@ -154,7 +154,12 @@ class WorkerProcess:
             pidfd = os.pidfd_open(proc.pid)
         except (AttributeError, OSError):
             task = loop.run_in_executor(None, proc.wait)
-            task.add_done_callback(lambda t: fut.done() or fut.set_result(proc.returncode))
+
+            def reaped(_: asyncio.Future[int]) -> None:
+                if not fut.done():
+                    fut.set_result(proc.returncode)
+
+            task.add_done_callback(reaped)
             return fut
 
         def exited() -> None:
@@ -209,7 +214,8 @@ class WorkerProcess:
         cancelled = asyncio.ensure_future(self._cancel.wait())
         timed_out = False
         try:
-            done, _ = await asyncio.wait({exited, cancelled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            racers: set[asyncio.Future[Any]] = {exited, cancelled}
+            done, _ = await asyncio.wait(racers, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             if exited not in done:
                 timed_out = cancelled not in done
                 await self._stop(exited)
@@ -226,23 +232,25 @@ class WorkerProcess:
         returncode = proc.returncode
         duration = time.monotonic() - self._started
         stderr_tail = bytes(self._stderr.buf)
-        base = dict(pid=proc.pid, returncode=returncode, stderr_tail=stderr_tail, strays=strays, duration=duration)
+
+        def outcome(status: WorkerStatus, error: str | None, message: str, *,
+                    result: dict[str, Any] | None = None, more: bool = False) -> RunResult:
+            return RunResult(status=status, result=result if result is not None else {}, error=error,
+                             message=message, more=more, pid=proc.pid, returncode=returncode,
+                             stderr_tail=stderr_tail, strays=strays, duration=duration)
 
         response = None if overflow else _parse(bytes(out))
         if response is not None and not timed_out:
-            return RunResult(status=response.status, result=dict(response.result), error=response.error,
-                             message=response.message, more=response.more, **base)
+            return outcome(response.status, response.error, response.message,
+                           result=dict(response.result), more=response.more)
         if timed_out:
-            return RunResult(status=WorkerStatus.FAILED, error=str(ErrorCode.WORKER_TIMEOUT),
-                             message="worker passed its deadline", **base)
+            return outcome(WorkerStatus.FAILED, str(ErrorCode.WORKER_TIMEOUT), "worker passed its deadline")
         if self._cancel.is_set() and not overflow:
-            return RunResult(status=WorkerStatus.CANCELLED, error=str(ErrorCode.CANCELLED),
-                             message="worker cancelled", **base)
+            return outcome(WorkerStatus.CANCELLED, str(ErrorCode.CANCELLED), "worker cancelled")
         if overflow or returncode == 0:
-            return RunResult(status=WorkerStatus.FAILED, error=str(ErrorCode.WORKER_BAD_RESPONSE),
-                             message="worker wrote no valid response", **base)
-        return RunResult(status=WorkerStatus.FAILED, error=str(ErrorCode.WORKER_CRASHED),
-                         message=f"worker died (exit {returncode})", **base)
+            return outcome(WorkerStatus.FAILED, str(ErrorCode.WORKER_BAD_RESPONSE),
+                           "worker wrote no valid response")
+        return outcome(WorkerStatus.FAILED, str(ErrorCode.WORKER_CRASHED), f"worker died (exit {returncode})")
 
     async def _stop(self, exited: asyncio.Future[int]) -> None:
         """Terminate the worker's group, then kill it after the grace."""

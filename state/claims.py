@@ -292,14 +292,14 @@ class ClaimStore:
         outcome_bytes: list[bytes] = []
 
         def render(now: float | None) -> bytes:
-            outcome_bytes.append(codec.encode(attrs.evolve(rec, decided=now)))
+            outcome_bytes.append(codec.encode(codec.evolve(rec, decided=now)))
             return outcome_bytes[-1]
 
         ops.append(P.Link(f"{sd}/{n}.outcome", render))
         res = P.run(self.base, ops, lock=sd) if extra_ops else self.run(ops, lock=sd)
         if res.ok or all(r.status is OpStatus.OK or o.optional for r, o in zip(res.results, ops, strict=True)):
             self._settled[claim.scope] = (n, outcome_bytes[-1])
-            return attrs.evolve(rec, decided=float(res[clock_at].value))
+            return codec.evolve(rec, decided=float(res[clock_at].value))
         bad_i = next(i for i, x in enumerate(res.results) if x.status is not OpStatus.OK and not ops[i].optional)
         bad = res[bad_i]
         if bad.status is OpStatus.FAILED or 1 <= bad_i < 1 + len(extra_ops):

@@ -274,20 +274,20 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
             return OpResult(op.op, OpStatus.MISMATCH)
         return OpResult(op.op, OpStatus.OK, data)
     if isinstance(op, VerifyOwner):
-        d = dirs.get(op.scope_dir)
-        newest = probe_newest(d, op.generation)
+        owner_dir = dirs.get(op.scope_dir)
+        newest = probe_newest(owner_dir, op.generation)
         if newest != op.generation:
             return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_LOST,
                             message=f"generation {op.generation} superseded by {newest}")
-        if d.exists(f"{op.generation}.outcome"):
+        if owner_dir.exists(f"{op.generation}.outcome"):
             return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_LOST,
                             message=f"generation {op.generation} already settled")
-        raw = d.read(f"{op.generation}.claim")
+        raw = owner_dir.read(f"{op.generation}.claim")
         if raw is None or (raw != op.claim_bytes if op.claim_bytes is not None else codec.decode(
                 raw, ClaimRecord, where=f"{op.scope_dir}/{op.generation}.claim").nonce != op.nonce):
             return OpResult(op.op, OpStatus.MISMATCH, code=ErrorCode.CLAIM_LOST,
                             message=f"generation {op.generation} is not ours")
-        now = d.clock() + op.clock_offset
+        now = owner_dir.clock() + op.clock_offset
         dirs.clock = now
         if now >= op.deadline:
             return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_EXPIRED,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.jobs import JobStore
+from protocol.jobs import Job, JobStore
 from server.coordinator import Coordinator
 from server.coordinator_events import (
     Action,
@@ -15,6 +15,7 @@ from server.coordinator_events import (
     StartWorker,
     Tick,
     WorkerFinished,
+    WorkerStatus,
 )
 
 
@@ -40,8 +41,15 @@ class Clocked:
         return self.at(now, Tick())
 
     def finish(self, now: float, job_id: str, status: str = "ok", code: str | None = None,
-               more: bool = False, **kw: object) -> list[Action]:
-        return self.at(now, WorkerFinished(job_id, status, code, more, **kw))  # type: ignore[arg-type]
+               more: bool = False, checkpoint: dict[str, str] | None = None) -> list[Action]:
+        return self.at(now, WorkerFinished(job_id, WorkerStatus(status), code, more,
+                                               checkpoint if checkpoint is not None else {}))
+
+    def job(self, job_id: str) -> Job:
+        """The job with this id; a test that asks for one expects it to exist."""
+        job = self.c.job(job_id)
+        assert job is not None, f"no job {job_id}"
+        return job
 
     def running(self) -> list[str]:
         return [j.id for j in self.c.store.jobs if j.state == "running"]

@@ -110,7 +110,7 @@ def _settle_with_history(h: Clocked) -> None:
     h.finish(2, b, "failed", "E_PROVIDER_FAILED")
     for t in (32, 153):  # eligible 30 s after the first failure, 120 s after the second
         h.finish(t, only_start(h.tick(t)).job_id, "failed", "E_PROVIDER_FAILED")
-    assert h.c.job(b).state == "exhausted"
+    assert h.job(b).state == "exhausted"
     h.at(160, Dismiss(a.job_id))
     assert h.running() == [] and h.c.next_wakeup() is None
 
@@ -161,7 +161,7 @@ def test_cleanup_is_offered_at_most_hourly_per_workspace() -> None:
         kinds = []
         t = now
         while h.running():
-            job = h.c.job(h.running()[0])
+            job = h.job(h.running()[0])
             kinds.append(job.kind)
             t += 1
             h.finish(t, job.id)

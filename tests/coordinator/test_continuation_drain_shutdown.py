@@ -33,7 +33,7 @@ def test_a_failed_batch_is_a_failure_even_if_it_asks_for_more() -> None:
     h = Clocked()
     clean = only_start(h.at(0, Enqueue("/a", "cleanup"))).job_id
     assert starts(h.finish(1, clean, "failed", "E_IO_FAILED", more=True)) == []
-    assert (h.c.job(clean).state, h.c.job(clean).attempts) == ("retry-waiting", 1)
+    assert (h.job(clean).state, h.job(clean).attempts) == ("retry-waiting", 1)
 
 
 def test_more_starts_a_fresh_attempt_budget() -> None:
@@ -41,10 +41,10 @@ def test_more_starts_a_fresh_attempt_budget() -> None:
     job = only_start(h.at(0, Drain("/a"))).job_id
     h.finish(1, job, "failed", "E_PROVIDER_FAILED")
     h.finish(32, only_start(h.tick(31)).job_id, "failed", "E_PROVIDER_FAILED")
-    assert h.c.job(job).attempts == 2
+    assert h.job(job).attempts == 2
     again = h.finish(153, only_start(h.tick(152)).job_id, more=True)
     assert only_start(again).job_id == job  # the next batch starts at once
-    assert h.c.job(job).attempts == 0
+    assert h.job(job).attempts == 0
 
 
 def test_drain_runs_batches_until_nothing_is_left_and_waits_for_active_turns() -> None:
@@ -94,7 +94,7 @@ def test_shutdown_starts_nothing_and_cancels_at_the_deadline_as_a_failure() -> N
     assert timers(at_deadline) == [None]  # nothing left to wake for
     end = h.finish(121, job, "cancelled")
     assert starts(end) == [] and h.c.next_wakeup() is None
-    assert (h.c.job(job).state, h.c.job(job).attempts) == ("retry-waiting", 1)
+    assert (h.job(job).state, h.job(job).attempts) == ("retry-waiting", 1)
 
 
 def test_a_shutdown_grace_cancellation_is_an_interruption_not_an_attempt() -> None:
@@ -104,4 +104,4 @@ def test_a_shutdown_grace_cancellation_is_an_interruption_not_an_attempt() -> No
     assert cancels(h.tick(14.9)) == []
     assert [(c.job_id, c.reason) for c in cancels(h.tick(15))] == [(job, "shutdown")]
     h.finish(16, job, "cancelled")
-    assert (h.c.job(job).state, h.c.job(job).attempts) == ("idle", 0)
+    assert (h.job(job).state, h.job(job).attempts) == ("idle", 0)

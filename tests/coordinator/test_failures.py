@@ -16,7 +16,7 @@ def test_backoff_is_30_then_120_seconds_then_exhausted_and_reported_once() -> No
     job = only_start(h.at(0, Enqueue("/a", "process"))).job_id
 
     actions = h.finish(5, job, "failed", "E_PROVIDER_FAILED")
-    rec = h.c.job(job)
+    rec = h.job(job)
     assert (rec.state, rec.attempts, rec.not_before, rec.last_error) == (
         "retry-waiting", 1, 35.0, "E_PROVIDER_FAILED",
     )
@@ -25,14 +25,14 @@ def test_backoff_is_30_then_120_seconds_then_exhausted_and_reported_once() -> No
     assert only_start(h.tick(35)).job_id == job
 
     actions = h.finish(40, job, "failed", "E_PROVIDER_TIMEOUT")
-    assert (h.c.job(job).attempts, h.c.job(job).not_before) == (2, 160.0)
+    assert (h.job(job).attempts, h.job(job).not_before) == (2, 160.0)
     assert timers(actions) == [160.0]
     assert starts(h.tick(159.99)) == []
     assert only_start(h.tick(160)).job_id == job
 
     actions = h.finish(161, job, "failed", "E_PROVIDER_FAILED")
-    assert h.c.job(job).state == "exhausted"
-    assert h.c.job(job).attempts == 3
+    assert h.job(job).state == "exhausted"
+    assert h.job(job).attempts == 3
     assert [(r.kind, r.job_id, r.code) for r in reports(actions)] == [("exhausted", job, "E_PROVIDER_FAILED")]
     assert timers(actions) == [None]
 
@@ -46,7 +46,7 @@ def test_backoff_is_30_then_120_seconds_then_exhausted_and_reported_once() -> No
     assert [j.id for j in h.c.store.jobs] == [job]
 
     again = only_start(h.at(4001, Retry(job)))
-    assert again.job_id == job and h.c.job(job).attempts == 0
+    assert again.job_id == job and h.job(job).attempts == 0
 
 
 def test_busy_waits_the_minimum_spacing_without_consuming_an_attempt() -> None:
@@ -55,11 +55,11 @@ def test_busy_waits_the_minimum_spacing_without_consuming_an_attempt() -> None:
     for round_ in range(5):  # more busy replies than the attempt budget
         t0 = round_ * 100.0 + 1
         h.finish(t0, job, "busy", "E_CLAIM_BUSY")
-        rec = h.c.job(job)
+        rec = h.job(job)
         assert (rec.state, rec.attempts, rec.not_before) == ("retry-waiting", 0, t0 + 30)
         assert starts(h.tick(t0 + 29)) == []
         assert only_start(h.tick(t0 + 30)).job_id == job
-    assert h.c.job(job).state == "running"
+    assert h.job(job).state == "running"
 
 
 def test_retry_delays_below_thirty_seconds_are_refused() -> None:
@@ -76,7 +76,7 @@ def test_free_text_never_enters_the_store_as_an_error() -> None:
     h = Clocked()
     job = only_start(h.at(0, Enqueue("/a", "process"))).job_id
     h.finish(1, job, "failed", "provider said: here is the private prompt")
-    assert h.c.job(job).last_error == "E_WORKER_BAD_RESPONSE"
+    assert h.job(job).last_error == "E_WORKER_BAD_RESPONSE"
     assert b"private prompt" not in encode(h.c.store)
 
 
@@ -90,7 +90,7 @@ def test_a_deadline_cancellation_is_a_failed_attempt_and_keeps_the_workspace_bus
     assert starts(actions) == []
     assert cancels(h.tick(130)) == [] and starts(h.tick(131)) == []
     h.finish(132, job, "cancelled", "E_CANCELLED")
-    rec = h.c.job(job)
+    rec = h.job(job)
     assert (rec.state, rec.attempts, rec.last_error) == ("retry-waiting", 1, "E_WORKER_TIMEOUT")
 
 

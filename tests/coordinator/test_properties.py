@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +19,7 @@ from server.coordinator_events import (
     Dismiss,
     Drain,
     Enqueue,
+    Event,
     Idle,
     Notify,
     Report,
@@ -63,7 +66,7 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
         name = item[0]
         if name == "tick":
             now += item[1]
-            event: object = Tick()
+            event: Event = Tick()
         elif name == "notify":
             event = Notify(item[1], tuple(item[2]))
         elif name == "enqueue":
@@ -85,7 +88,10 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
             if not ids:
                 continue
             job_id = ids[item[2] % len(ids)]
-            event = {"retry": Retry, "dismiss": Dismiss, "discard": Discard}[item[1]](job_id)
+            manage: dict[str, Callable[[str], Event]] = {
+                "retry": Retry, "dismiss": Dismiss, "discard": Discard,
+            }
+            event = manage[item[1]](job_id)
             if item[1] == "retry":
                 reported.discard(job_id)
         elif name == "clear":
@@ -102,7 +108,7 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
 
         before = c.store
         try:
-            actions = c.handle(event, now)  # type: ignore[arg-type]
+            actions = c.handle(event, now)
         except CairnError:
             assert c.store == before  # a refused command changes nothing
             continue
@@ -135,4 +141,4 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
             assert job.last_error is None or job.last_error.startswith("E_")
             assert (job.not_before is not None) == (job.state == "retry-waiting")
         counts = c.snapshot(now)["counts"]
-        assert counts["running"] == len(running)  # type: ignore[index]
+        assert counts["running"] == len(running)

@@ -49,7 +49,7 @@ def test_a_delayed_retry_holds_back_its_workspace_but_not_others() -> None:
     h.send(Enqueue("/a", "review"))
     # the failure makes process retry-waiting until 31; review must not overtake it
     assert started(h.finish(1, proc.job_id, "failed", "E_PROVIDER_FAILED")) == []
-    assert h.c.job(proc.job_id).not_before == 31.0
+    assert h.job(proc.job_id).not_before == 31.0
     assert started(h.at(2, Enqueue("/b", "process"))) == [("/b", "process")]  # other workspaces run
     for t in (5, 10, 20, 30.9):
         assert started(h.tick(t)) == []
@@ -78,11 +78,11 @@ def test_exhausted_and_attention_jobs_are_not_runnable_and_block_nothing() -> No
     # exhausted on its only attempt: the next /a job starts in the same step
     review = only_start(h.finish(1, proc.job_id, "failed", "E_PROVIDER_FAILED"))
     assert review.kind == "review"
-    assert h.c.job(proc.job_id).state == "exhausted"
+    assert h.job(proc.job_id).state == "exhausted"
     # a failure retrying cannot fix goes to attention at once, and blocks nothing either
     recover = only_start(h.finish(2, review.job_id, "failed", "E_RECORD_MALFORMED"))
     assert recover.kind == "recover"
-    assert h.c.job(review.job_id).state == "attention"
+    assert h.job(review.job_id).state == "attention"
     h.finish(3, recover.job_id)
     for t in range(4, 600, 7):
         assert starts(h.tick(t)) == []

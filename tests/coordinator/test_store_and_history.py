@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -26,10 +27,10 @@ from .helpers import Clocked, only_start, persists, reports, started, starts
 DAY = 86400.0
 
 
-def _job(n: int, ws: str, kind: str, state: JobState, **kw: object) -> Job:
-    fields: dict[str, object] = {"created": 0.0, "updated": 0.0}
+def _job(n: int, ws: str, kind: str, state: JobState, **kw: Any) -> Job:
+    fields: dict[str, Any] = {"created": 0.0, "updated": 0.0}
     fields.update(kw)
-    return Job(id=f"job-{n}", workspace=ws, kind=kind, seq=n, state=state, **fields)  # type: ignore[arg-type]
+    return Job(id=f"job-{n}", workspace=ws, kind=kind, seq=n, state=state, **fields)
 
 
 def test_restart_normalises_interrupted_jobs_and_keeps_everything_else() -> None:
@@ -51,15 +52,15 @@ def test_restart_normalises_interrupted_jobs_and_keeps_everything_else() -> None
 
     # the interrupted job is idle again with its attempts intact, and it runs
     assert started(actions) == [("/a", "process")]
-    assert h.c.job("job-1").attempts == 2
+    assert h.job("job-1").attempts == 2
     # the retry deadline is kept: /b waits until 500
-    assert h.c.job("job-2").state == "retry-waiting" and h.c.next_wakeup() == 220.0  # job-1's deadline
+    assert h.job("job-2").state == "retry-waiting" and h.c.next_wakeup() == 220.0  # job-1's deadline
     assert starts(h.tick(499)) == []
     assert started(h.tick(500)) == [("/b", "review")]
     # attention and exhaustion are kept and reported once in this server session
     assert sorted((r.kind, r.job_id) for r in reports(actions)) == [("attention", "job-4"), ("exhausted", "job-3")]
     # dismissed history and its checkpoint are kept and never run
-    assert h.c.job("job-5").state == "dismissed" and h.c.job("job-5").checkpoint == {"published": "x"}
+    assert h.job("job-5").state == "dismissed" and h.job("job-5").checkpoint == {"published": "x"}
     assert h.c.store.cleanup_offered == {"/a": 10.0}
     assert persists(actions)  # the normalisation itself was made durable
 
@@ -74,7 +75,8 @@ def test_an_interruption_alone_never_consumes_an_attempt() -> None:
         assert store.jobs[0].state == "running"
     after = Coordinator(store=store)
     after.handle(Tick(), 9000.0)
-    assert after.job("job-1").attempts == 0
+    revived = after.job("job-1")
+    assert revived is not None and revived.attempts == 0
 
 
 def test_a_new_session_reports_exhaustion_again_but_once() -> None:
@@ -114,12 +116,12 @@ def test_dismissed_jobs_never_run_nor_count_and_are_not_revived_by_an_identical_
     snap = h.c.snapshot(2)
     assert snap["counts"]["dismissed"] == 1
     assert snap["counts"]["pending"] == snap["counts"]["retryWaiting"] == snap["counts"]["attention"] == 0
-    assert [row["id"] for row in snap["dismissed"]] == [job]  # type: ignore[index]
-    assert snap["dismissed"][0]["checkpoint"] == {"published": "p1"}  # type: ignore[index]
+    assert [row["id"] for row in snap["dismissed"]] == [job]
+    assert snap["dismissed"][0]["checkpoint"] == {"published": "p1"}
     for t in range(3, 400, 10):
         assert starts(h.tick(t)) == []
     fresh = only_start(h.at(400, Enqueue("/a", "process", {"capture": "c1"})))
-    assert fresh.job_id != job and h.c.job(job).state == "dismissed"
+    assert fresh.job_id != job and h.job(job).state == "dismissed"
 
 
 def test_retry_restores_a_dismissed_job_and_discard_removes_a_record() -> None:
@@ -188,7 +190,7 @@ def test_snapshot_counts_every_state() -> None:
     assert snap["counts"] == {
         "pending": 1, "running": 1, "retryWaiting": 1, "attention": 0, "exhausted": 0, "dismissed": 0,
     }
-    waiting = {row["kind"] + row["workspace"]: row["waiting"] for row in snap["jobs"]}  # type: ignore[union-attr]
+    waiting = {row["kind"] + row["workspace"]: row["waiting"] for row in snap["jobs"]}
     assert waiting == {"process/a": None, "review/a": "queued", "process/b": "retry-delay"}
 
 
@@ -201,7 +203,7 @@ def test_the_diagnostic_report_carries_no_argument_or_checkpoint_values() -> Non
     report = h.c.diagnostic_report(2)
     text = json.dumps(report)
     assert secret_arg not in text and secret_checkpoint not in text
-    row = report["jobs"][0]  # type: ignore[index]
+    row = report["jobs"][0]
     assert row["argKeys"] == ["capture"] and row["checkpointKeys"] == ["published"]
     assert (row["id"], row["workspace"], row["kind"], row["state"], row["attempts"], row["lastError"]) == (
         job, "/a", "process", "retry-waiting", 1, "E_PROVIDER_FAILED",

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import PYTHON, REPO, child_env
 
@@ -27,5 +28,6 @@ def cairn(ws: Path, *argv: str, env: dict[str, str] | None = None, check: bool =
     return r
 
 
-def cairn_json(ws: Path, *argv: str) -> object:
+def cairn_json(ws: Path, *argv: str) -> Any:
+    """The command's ``--json`` output, parsed (each test asserts the shape it relies on)."""
     return json.loads(cairn(ws, *argv, "--json").stdout)

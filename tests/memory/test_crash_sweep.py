@@ -60,8 +60,10 @@ def test_memory_decisions_survive_a_kill_at_every_point(tmp_path: Path) -> None:
     # every legitimate state of each file: initial, after accept, after undo (== initial for AGENTS.md)
     legit: dict[str, set[bytes | None]] = {}
     for snap in (initial, final):
-        for k, v in snap.items():
-            legit.setdefault(k, set()).add(v)
+        for rel, content in snap.items():
+            legit.setdefault(rel, set()).add(content)
+    initial_agents = initial["AGENTS.md"]
+    assert initial_agents is not None  # the template wrote it
     agents_applied = None
     for k in sweep.points(len(points)):
         ws = tmp_path / f"k{k}"
@@ -73,7 +75,7 @@ def test_memory_decisions_survive_a_kill_at_every_point(tmp_path: Path) -> None:
         now = _files(ws)
         for name, data in now.items():
             ok = data in legit.get(name, {None}) or name == "AGENTS.md" and data is not None \
-                and data.startswith(initial["AGENTS.md"]) and b"## Working agreements" in data
+                and data.startswith(initial_agents) and b"## Working agreements" in data
             if name == "AGENTS.md" and data not in legit[name]:
                 agents_applied = agents_applied or data
                 ok = ok and data == agents_applied  # the one applied state, whole

@@ -13,7 +13,7 @@ from protocol.digest import ModelPolicy, Note
 from protocol.errors import CairnError, ErrorCode
 from protocol.journal import PublicDigest
 from protocol.memory import ProposalKind
-from protocol.vocab import NoteType
+from protocol.vocab import NoteType, Trigger
 from tests.journal.helpers import DEMO, cairn, cairn_json
 from tests.providers.endpoint import Endpoint
 from tests.providers.endpoint import endpoint as endpoint
@@ -27,7 +27,7 @@ JAN_2 = 1735819200.0  # 2025-01-02T12:00:00Z
 JAN_5 = 1736078400.0  # 2025-01-05T12:00:00Z
 
 D1 = PublicDigest(
-    id="d1aaaaaaaaaaaaaaaaaa", capture="c1", session_id="s1", title="CI work", trigger="session-end",
+    id="d1aaaaaaaaaaaaaaaaaa", capture="c1", session_id="s1", title="CI work", trigger=Trigger.SESSION_END,
     created=JAN_2, provider="extractive", turn_ids=("t1", "t2"),
     notes=(
         Note(type=NoteType.PROJECT, title="CI runs on Forgejo Actions",
@@ -38,7 +38,7 @@ D1 = PublicDigest(
     ),
 )
 D2 = PublicDigest(
-    id="d2bbbbbbbbbbbbbbbbbb", capture="c2", session_id="s2", title="Money", trigger="idle",
+    id="d2bbbbbbbbbbbbbbbbbb", capture="c2", session_id="s2", title="Money", trigger=Trigger.IDLE,
     created=JAN_5, provider="extractive", turn_ids=("t3",),
     notes=(Note(type=NoteType.PROJECT, title="Money is integer cents",
                 body="Amounts are stored as integer cents in the ledger.", turn_ids=("t3",)),),
@@ -197,8 +197,11 @@ def test_collisions_duplicates_known_text_and_secrets(endpoint: Endpoint, root: 
     )
     update, create = review(endpoint, root)
     assert create.target == ".agents/memory/money-handling.md"  # the title is redacted-safe and free in the root
-    assert b"[REDACTED:openai_key]" in create.files[create.target][1] and leaked.encode() not in str(create).encode()
+    created = create.files[create.target][1]
+    assert created is not None
+    assert b"[REDACTED:openai_key]" in created and leaked.encode() not in str(create).encode()
     (before, after) = update.files[".agents/memory/money.md"]
+    assert before is not None
     assert after == before + (b"- Amounts are integer cents. (noted 2025-01-05)\n"
                               b"- Refunds are negative cents. (noted 2025-01-05)\n")
     assert update.title == "Add 2 notes to Money handling"
@@ -343,7 +346,7 @@ def test_cairn_review_with_the_openai_provider(endpoint: Endpoint, workspace: Pa
     assert (workspace / ".agents/memory/MEMORY.md").read_bytes() == (
         b"# Memory\n\n- [Continuous integration](continuous-integration.md) - CI runs on Forgejo Actions\n")
     assert (workspace / "AGENTS.md").read_bytes() == AGENTS  # not accepted: untouched
-    states = {r["kind"]: r["state"] for r in cairn_json(workspace, "proposals")}  # type: ignore[union-attr]
+    states = {r["kind"]: r["state"] for r in cairn_json(workspace, "proposals")}
     assert states == {"create": "applied", "instruction": "pending"}
     # nothing left to review: the model is not asked again
     assert json.loads(cairn(workspace, "review", "--json").stdout)["review"] is None

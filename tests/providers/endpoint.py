@@ -84,8 +84,9 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def endpoint() -> Iterator[Endpoint]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), None)  # type: ignore[arg-type]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)  # the real handler needs the port
     host, port = server.server_address[:2]
+    assert isinstance(host, str)
     ep = Endpoint(base_url=f"http://{host}:{port}/v1")
     server.RequestHandlerClass = _handler(ep)
     server.daemon_threads = False  # so server_close() joins every handler thread

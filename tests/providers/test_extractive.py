@@ -8,6 +8,7 @@ import attrs
 import pytest
 
 from protocol.digest import DigestInput, DigestOutput
+from protocol.transcript import Turn
 from protocol.vocab import NoteType
 from tests.providers.sessions import MIXED, turn
 from worker.providers.extractive import classify, digest
@@ -15,7 +16,7 @@ from worker.providers.extractive import classify, digest
 USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.PROJECT, NoteType.REFERENCE
 
 
-def session(*turns) -> DigestInput:  # type: ignore[no-untyped-def]
+def session(*turns: Turn) -> DigestInput:
     return DigestInput(session_id="s", title=None, turns=tuple(turns))
 
 

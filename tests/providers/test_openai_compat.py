@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from protocol.digest import DigestInput, ModelPolicy
+from protocol.digest import DigestInput, DigestOutput, ModelPolicy
 from protocol.errors import CairnError, ErrorCode
 from protocol.vocab import NoteType
 from tests.providers.endpoint import Endpoint
@@ -59,7 +59,7 @@ GOOD_NOTES = [
 ]
 
 
-async def run(ep: Endpoint, **changes: Any):  # type: ignore[no-untyped-def]
+async def run(ep: Endpoint, **changes: Any) -> DigestOutput:
     return await openai_compat.digest(INP, policy(ep, **changes), api_key=API_KEY)
 
 

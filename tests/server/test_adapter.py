@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +37,7 @@ class Recorder:
     def report(self, report: Report) -> None:
         self.reports.append(report)
 
-    async def until(self, pred, bound: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    async def until(self, pred: Callable[[], object], bound: float = 30.0) -> None:
         """Wait for a condition, re-checked on every adapter event (bounded, not a sleep)."""
         async def loop() -> None:
             while not pred():
@@ -45,9 +47,9 @@ class Recorder:
 
 
 def make(ws: Path, env: dict[str, str], clock: FakeClock, store: JobStore | None = None,
-         **cfg: object) -> tuple[Adapter, Recorder]:
+         **cfg: Any) -> tuple[Adapter, Recorder]:
     rec = Recorder()
-    config = CoordinatorConfig(**cfg) if cfg else CoordinatorConfig()  # type: ignore[arg-type]
+    config = CoordinatorConfig(**cfg) if cfg else CoordinatorConfig()
     adapter = Adapter(
         Coordinator(config), clock=clock, listener=rec,
         spawn=lambda request: WorkerProcess.start(request, env=env, grace=0.5),
@@ -174,8 +176,8 @@ async def test_unreadable_store_is_kept_aside(workspace: Path) -> None:
 async def test_split_and_merge_keep_every_workspace(tmp_path: Path) -> None:
     from protocol.jobs import Job
     from server.adapter import merge_stores, split_store
-    a = Job(id="job-1", workspace="/a", kind="process", seq=1, state="idle", created=1.0, updated=1.0)
-    b = Job(id="job-1", workspace="/b", kind="process", seq=1, state="idle", created=2.0, updated=2.0)
+    a = Job(id="job-1", workspace="/a", kind="process", seq=1, state=JobState.IDLE, created=1.0, updated=1.0)
+    b = Job(id="job-1", workspace="/b", kind="process", seq=1, state=JobState.IDLE, created=2.0, updated=2.0)
     merged = merge_stores([JobStore(jobs=(a,), next_seq=2), JobStore(jobs=(b,), next_seq=2)])
     assert len({j.id for j in merged.jobs}) == 2 and merged.next_seq == 3
     parts = split_store(merged)

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
-from tests.server.lsp_harness import command, plain, request, send_turns, start_server, stop_server, until
+from tests.server.lsp_harness import (
+    command,
+    plain,
+    request,
+    send_turns,
+    start_server,
+    stop_server,
+    until,
+    work_done,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -71,14 +82,16 @@ async def test_drain_reports_work_done_progress(workspace: Path) -> None:
         assert token
 
         async def ended() -> bool:
-            reports = client.progress_reports.get(token, [])
+            reports = work_done(client, token)
             return bool(reports) and reports[-1].kind == "end"
 
         await until(client, ended)
-        reports = client.progress_reports[token]
+        reports = work_done(client, token)
         kinds = [r.kind for r in reports]
         assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
-        assert "not finished" not in (reports[-1].message or ""), reports[-1].message
+        last = reports[-1]
+        assert isinstance(last, lsp.WorkDoneProgressEnd)
+        assert "not finished" not in (last.message or ""), last.message
         # a second drain gets a fresh token
         again = plain(await command(client, "cairn.drainBacklog", {"workspace": str(workspace)}))
         assert again["progress"] != token
@@ -118,8 +131,6 @@ async def test_worker_killed_mid_job_is_retried_and_converges(workspace: Path) -
 
 
 async def test_code_actions_on_a_memory_file_apply_a_proposal(workspace: Path) -> None:
-    from lsprotocol import types as lsp
-
     memory = workspace / ".agents" / "memory"
     memory.mkdir(parents=True)
     index = memory / "MEMORY.md"
@@ -156,11 +167,12 @@ async def test_code_actions_on_a_memory_file_apply_a_proposal(workspace: Path) -
         assert client.diagnostics[uri], "a pending proposal touches MEMORY.md"
         assert all(d.severity == lsp.DiagnosticSeverity.Information for d in client.diagnostics[uri])
 
-        actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        received = await client.text_document_code_action_async(lsp.CodeActionParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri),
             range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
             context=lsp.CodeActionContext(diagnostics=[])))
-        actions = [_code_action(a) for a in actions]
+        assert received is not None
+        actions = [_code_action(a) for a in received]
         titles = [a["title"] for a in actions]
         assert any("Accept" in t for t in titles) and any("Reject" in t for t in titles)
         accept = next(a for a in actions if a["command"]["command"] == "cairn.accept")
@@ -189,7 +201,7 @@ async def test_code_actions_on_a_memory_file_apply_a_proposal(workspace: Path) -
         await stop_server(client)
 
 
-def _code_action(item: object) -> dict:
+def _code_action(item: lsp.Command | lsp.CodeAction) -> dict[str, Any]:
     """A code action as the server sent it.
 
     lsprotocol's client-side hook reads every item that has a ``command`` key
@@ -198,8 +210,9 @@ def _code_action(item: object) -> dict:
     """
     import ast
 
-    command = getattr(item, "command", None)
-    if isinstance(command, str) and command.startswith("{"):
-        return {"title": item.title, "command": ast.literal_eval(command)}  # type: ignore[attr-defined]
-    return {"title": item.title, "command": {"command": command.command,  # type: ignore[union-attr,attr-defined]
-                                             "arguments": command.arguments}}  # type: ignore[union-attr]
+    command = item.command
+    if isinstance(command, str):
+        assert command.startswith("{"), "a bare command, not a code action"
+        return {"title": item.title, "command": ast.literal_eval(command)}
+    assert command is not None, "a code action without a command"
+    return {"title": item.title, "command": {"command": command.command, "arguments": command.arguments}}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from server.adapter import FakeClock
+from server.adapter import Adapter, FakeClock
 from server.lsp_service import CairnService, ServiceError
 
 pytestmark = pytest.mark.asyncio
@@ -43,12 +44,19 @@ class FakeEditor:
     def document_text(self, uri: str) -> str | None:
         return None
 
-    async def until(self, pred, bound: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    async def until(self, pred: Callable[[], object], bound: float = 30.0) -> None:
         async def loop() -> None:
             while not pred():
                 self.changed.clear()
                 await self.changed.wait()
         await asyncio.wait_for(loop(), bound)
+
+
+def adapter_of(service: CairnService) -> Adapter:
+    """The started service's adapter."""
+    adapter = service.adapter
+    assert adapter is not None, "the service is not started"
+    return adapter
 
 
 async def started(ws: Path, options: dict[str, Any]) -> tuple[CairnService, FakeEditor, FakeClock]:
@@ -92,10 +100,10 @@ async def test_idle_opportunity_needs_enough_idleness_and_comes_once(workspace: 
         assert service.idle({"seconds": 600}) is True
         jobs = {r["kind"] for r in service.jobs()["jobs"]}
         assert {"process", "review", "cleanup"} <= jobs
-        await editor.until(lambda: not service.adapter.running and not service.jobs()["jobs"])  # type: ignore[union-attr]
+        await editor.until(lambda: not adapter_of(service).running and not service.jobs()["jobs"])
         before = len(kinds_started(editor))
         service.idle({"seconds": 1200})  # the same idle period: nothing new
-        await service.adapter.flush()  # type: ignore[union-attr]
+        await adapter_of(service).flush()
         assert len(kinds_started(editor)) == before and not service.jobs()["jobs"]
     finally:
         await service.shutdown(0.0)
@@ -108,7 +116,7 @@ async def test_status_counts_turns_waiting_for_capture(workspace: Path) -> None:
         status = service.status({})
         assert status["pending"] >= 1 and status["turnsWaiting"] == 1
         # the turn text is not in the durable job store
-        await service.adapter.flush()  # type: ignore[union-attr]
+        await adapter_of(service).flush()
         stored = (workspace / ".cairn/state/server/jobs.json").read_text()
         assert '"u"' not in stored and "assistant" not in stored
         with pytest.raises(ServiceError) as info:

@@ -28,6 +28,7 @@ class _Client:
 def test_only_one_server_process_owns_the_job_store(workspace: Path) -> None:
     holder = subprocess.Popen([PYTHON, "-c", HOLDER, str(workspace)], cwd=REPO, env=child_env(),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdin is not None and holder.stdout is not None  # both are pipes
     try:
         assert holder.stdout.readline().strip() == "True"
         other = CairnService(_Client())

@@ -70,7 +70,7 @@ class ClaimModel(RuleBasedStateMachine):
 
     # -- rules ------------------------------------------------------------
     @rule(target=held, scope=st.sampled_from(SCOPES))
-    def claim(self, scope: str):  # type: ignore[no-untyped-def]
+    def claim(self, scope: str) -> Claim | None:
         n = self.newest(scope)
         cur = self.gens[scope].get(n)
         try:

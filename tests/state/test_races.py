@@ -49,7 +49,7 @@ def test_completion_and_takeover_race_for_one_outcome(workspace: Path) -> None:
     from state.claims import ClaimStore
     from state.fsdir import PinnedDir
 
-    kinds = Counter()
+    kinds: Counter[str] = Counter()
     for i in range(12):
         scope = f"race-{i}"
         store = ClaimStore(PinnedDir.open_root(workspace), CLAIMS)

@@ -22,6 +22,7 @@ def test_stopped_owner_write_is_rejected_after_takeover(workspace: Path) -> None
     proc = subprocess.Popen([PYTHON, "-m", "tests.state.actor", "hold", str(workspace), scope, "1.0"], cwd=REPO,
                             env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+    assert proc.stdin is not None and proc.stdout is not None  # both are pipes
     try:
         first = json.loads(proc.stdout.readline())
         assert first["event"] == "elected" and first["generation"] == 1

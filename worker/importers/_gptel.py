@@ -45,7 +45,7 @@ class _Sym(str):
     """An Elisp symbol (distinct from a string)."""
 
 
-class _Cons(tuple):  # type: ignore[type-arg]
+class _Cons(tuple[Any, Any]):
     """A dotted pair ``(car . cdr)``."""
 
 

@@ -40,7 +40,7 @@ def _content(body: str) -> str | list[dict[str, Any]]:
         except ValueError:
             return body
         if _claude.is_blocks(value):
-            return value  # type: ignore[no-any-return]
+            return value
     return body
 
 

@@ -278,7 +278,10 @@ def recover_all(j: Journal) -> int:
 def process(j: Journal, *, limit: int | None = None, deadline: float | None = None,
             progress: Any = None, env: dict[str, str] | None = None) -> tuple[dict[str, Any], bool]:
     """Recovery, then digest work over runnable captures (oldest seal first)."""
-    counts = {"recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0, "exhausted": []}
+    exhausted: list[str] = []
+    counts: dict[str, Any] = {
+        "recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0, "exhausted": exhausted,
+    }
     states = capture_states(j)
     # recovery first: accepted-unpublished results are published before any new inference
     for st in states:
@@ -298,7 +301,7 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
         outcome = process_capture(j, st, env=env)
         done += 1
         if outcome == "exhausted":
-            counts["exhausted"].append(st.cid)
+            exhausted.append(st.cid)
         elif outcome == "all-none":
             counts["all_none"] += 1
         else:

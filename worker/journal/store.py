@@ -84,8 +84,8 @@ class Journal:
         self.close()
 
     # -- helpers ----------------------------------------------------------
-    def run(self, ops: list[P.Op], **kw: object) -> P.ProgramResult:
-        return P.run(self.root, ops, **kw)  # type: ignore[arg-type]
+    def run(self, ops: list[P.Op], *, lock: str | None = None) -> P.ProgramResult:
+        return P.run(self.root, ops, lock=lock)
 
     def now(self) -> float:
         r = self.claims.run([P.Clock("", offset=self.claims.clock_offset)])

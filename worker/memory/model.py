@@ -134,7 +134,9 @@ def _match_entry(text: str, line: int) -> IndexEntry | None:
     if m is None:
         return None
     rest = m.group("rest")
-    hook = rest[_HOOK_SEP.match(rest).end() :].strip()  # type: ignore[union-attr]
+    sep = _HOOK_SEP.match(rest)
+    assert sep is not None  # every part of the pattern is optional: it matches any text
+    hook = rest[sep.end() :].strip()
     title = re.sub(r"\\(.)", r"\1", m.group("title"))
     return IndexEntry(title=title, file=m.group("file"), hook=hook, line=line, raw=text)
 
@@ -229,7 +231,8 @@ def apply_index_edits(data: bytes | None, edits: Iterable[IndexEditTuple]) -> by
         if before == after:
             continue
         if current is None:
-            insert.append(after)  # type: ignore[arg-type]
+            assert after is not None  # no entry now means before was None, and after differs from it
+            insert.append(after)
         elif after is None:
             remove.add(current.line)
         else:

@@ -25,8 +25,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from protocol import codec
 from protocol.errors import CairnError, ErrorCode
 from protocol.journal import PublicDigest
@@ -196,7 +194,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         provider = "openai" if ms.settings.provider == "openai" else "extractive"
         drafts: list[Any] = []
         for root_rel, keep, instructions in _review_roots(ms):
-            sub = [attrs.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
+            sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
             sub = [d for d in sub if d.notes]
             if not sub:
                 continue
