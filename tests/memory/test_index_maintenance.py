@@ -388,3 +388,27 @@ def test_a_kill_around_each_index_write_leaves_a_whole_state_that_a_rerun_comple
         assert {_states(ws)[i][0] for i in ids} == {"undone"}, (k, where)
         shutil.rmtree(ws)
     assert sum(h.endswith(" rename MEMORY.md") for h in hits) >= 2  # the sweep really reached the writes
+
+
+def test_an_explicit_review_with_no_new_digests_still_repairs_the_index(workspace: Path) -> None:
+    from worker.memory.review import general_review
+    from worker.memory.store import MemoryStore
+
+    props = _setup(workspace)  # reviews the demo's digests: nothing is left unreviewed
+    for pid in (p["id"] for p in props.values()):
+        cairn(workspace, "reject", pid)
+    (workspace / MEM / "last.md").unlink()  # the user deletes a topic by hand; its entry now dangles
+    with MemoryStore(str(workspace), Settings()) as ms:
+        quiet, more = general_review(ms, automatic=True)
+        assert quiet["review"] is None and quiet["digests"] == 0 and not more  # idle: no debt, no scan
+        result, more = general_review(ms, automatic=False)
+    assert result["review"] and result["digests"] == 0 and result["proposals"] == 1 and not more
+    rows = cairn_json(workspace, "proposals")
+    assert isinstance(rows, list)
+    (fresh,) = [r for r in rows if r["state"] == "pending"]
+    assert (fresh["kind"], fresh["target"]) == ("delete", f"{MEM}/last.md")
+    # proposed once: a second explicit review finds it pending and proposes nothing
+    again = cairn_json(workspace, "review")
+    assert isinstance(again, dict) and not again.get("proposals")
+    cairn(workspace, "accept", fresh["id"])
+    assert b"last.md" not in (workspace / INDEX_REL).read_bytes()

@@ -171,8 +171,19 @@ def automatic_reviews_in_window(ms: MemoryStore, now: float) -> int:
     return sum(1 for r in published_reviews(ms) if r.automatic and r.created > now - WINDOW)
 
 
+#: the part of a review's scope that index housekeeping reads
+HOUSEKEEPING_SCOPE = ("root_rel", "index_rel", "rejected", "now", "review_id")
+
+
 def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any], bool]:
-    """One bounded general review. Returns (result, more: unreviewed digests remain)."""
+    """One bounded general review. Returns (result, more: unreviewed digests remain).
+
+    Each memory root gets the batch's notes meant for it; a root that gets
+    none still has its index housekeeping (dangling entries, orphan topics).
+    An explicit review with no unreviewed digest is housekeeping alone, and
+    is published only when it proposes something; an automatic one with no
+    digest debt reads nothing.
+    """
     from worker.memory import engine, model
 
     recovered = recover_review(ms)
@@ -186,7 +197,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
     try:
         todo = unreviewed(ms)
         batch = todo[:MAX_DIGESTS]
-        if not batch:
+        if not batch and automatic:  # quiet when idle: no digest debt, no scan of the memory roots
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
@@ -196,13 +207,16 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         for root_rel, keep, instructions in _review_roots(ms):
             sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
             sub = [d for d in sub if d.notes]
-            if not sub:
-                continue
             root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
+            if not sub and not root_dir.is_dir():
+                continue
             snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
             scope: dict[str, Any] = dict(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
                                          instruction_files=instructions, rejected=suppressed, now=now,
                                          review_id=review_id)
+            if not sub:  # no notes for this root: its index housekeeping only
+                drafts += engine.index_maintenance(snapshot, [], **{k: scope[k] for k in HOUSEKEEPING_SCOPE})
+                continue
             if provider == "openai":
                 from worker.memory import remote
 
@@ -212,6 +226,9 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
                                                api_key=os.environ.get(ms.settings.apiKeyEnv) or None, **scope)
             else:
                 drafts += engine.review(sub, snapshot, **scope)
+        if not batch and not drafts:
+            ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
+            return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)
