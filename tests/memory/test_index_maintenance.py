@@ -412,3 +412,20 @@ def test_an_explicit_review_with_no_new_digests_still_repairs_the_index(workspac
     assert isinstance(again, dict) and not again.get("proposals")
     cairn(workspace, "accept", fresh["id"])
     assert b"last.md" not in (workspace / INDEX_REL).read_bytes()
+
+
+def test_a_stale_repair_does_not_block_a_fresh_one(workspace: Path) -> None:
+    props = _setup(workspace)
+    orphan = props[f"update:{MEM}/orphan.md"]
+    for pid in (p["id"] for p in props.values() if p["id"] != orphan["id"]):
+        cairn(workspace, "reject", pid)
+    topic = workspace / MEM / "orphan.md"
+    topic.write_bytes(topic.read_bytes() + b"- The chain is lubricated monthly.\n")  # the user edits the topic
+    assert _states(workspace)[orphan["id"]][0] == "stale"
+    again = cairn_json(workspace, "review")
+    assert isinstance(again, dict) and again["proposals"] == 1
+    (fresh,) = [r for r in cairn_json(workspace, "proposals") if r["state"] == "pending"]
+    assert (fresh["kind"], fresh["target"]) == ("update", f"{MEM}/orphan.md") and fresh["id"] != orphan["id"]
+    cairn(workspace, "accept", fresh["id"])
+    assert ORPHAN_LINE in (workspace / INDEX_REL).read_bytes()
+    assert cairn_json(workspace, "review")["proposals"] == 0  # applied: nothing left to repair

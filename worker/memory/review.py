@@ -4,8 +4,8 @@ A review elects ``review/general`` in the workspace memory store, then:
 recovery first (a completed-but-unpublished review is published, never
 re-run); scope capture (up to 20 unreviewed public digests oldest first,
 the memory root snapshot, the instruction files, the fingerprints of
-rejected — and still pending — proposals, so nothing already decided or
-waiting is proposed again); the embedded engine; acceptance (the
+rejected and of still applicable pending proposals, so nothing already
+decided or waiting is proposed again, while a stale one may be); the embedded engine; acceptance (the
 :class:`ReviewResult` bundle and every before/after bundle, fenced by the
 claim); publication (private proposal records, then the public review
 record). Only a published general review advances coverage: a digest is
@@ -75,13 +75,23 @@ def unreviewed(ms: MemoryStore) -> list[PublicDigest]:
 
 
 def _suppressed(ms: MemoryStore) -> set[str]:
-    from worker.memory.apply import decisions, load_proposal, proposal_ids
+    """Fingerprints a review must not propose again: rejected ones, and applicable pending ones.
+
+    A pending proposal whose before-state no longer matches (stale) can never
+    be applied, so it does not hold its fingerprint: the same change may be
+    proposed afresh against the files as they are now.
+    """
+    from worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
 
     out: set[str] = set()
     for pid in proposal_ids(ms):
         ds = decisions(ms, pid)
-        if not ds or ds[-1].state in (ProposalState.REJECTED, ProposalState.PENDING):
-            out.add(load_proposal(ms, pid).fingerprint)  # rejected, or still waiting for a decision
+        if ds and ds[-1].state is ProposalState.REJECTED:
+            out.add(load_proposal(ms, pid).fingerprint)
+        elif not ds or ds[-1].state is ProposalState.PENDING:
+            p = load_proposal(ms, pid)
+            if state_of(ms, p)[0] is not ProposalState.STALE:
+                out.add(p.fingerprint)
     return out
 
 
