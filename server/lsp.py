@@ -168,24 +168,31 @@ def build_server() -> CairnLanguageServer:
 
     # -- cairn notifications: refusals are logged (a notification has no reply)
 
-    async def _notify(ls: CairnLanguageServer, method: str, fn: Any, params: Any) -> None:
-        await ls.service.wait_started()
-        try:
-            fn(_plain(params))
-        except ServiceError as exc:
-            ls.service.client.log(1, f"cairn: {method} refused ({exc.code})")
+    # synchronous handlers: pygls runs them as each message is read, so they take effect in the
+    # order the editor sent them (service.when_started keeps that order across startup)
+
+    def _notify(ls: CairnLanguageServer, method: str, fn: Any, params: Any) -> None:
+        plain = _plain(params)
+
+        def call() -> None:
+            try:
+                fn(plain)
+            except ServiceError as exc:
+                ls.service.client.log(1, f"cairn: {method} refused ({exc.code})")
+
+        ls.service.when_started(call)
 
     @server.feature(TURN_COMPLETED)
-    async def turn_completed(ls: CairnLanguageServer, params: Any) -> None:
-        await _notify(ls, TURN_COMPLETED, ls.service.turn_completed, params)
+    def turn_completed(ls: CairnLanguageServer, params: Any) -> None:
+        _notify(ls, TURN_COMPLETED, ls.service.turn_completed, params)
 
     @server.feature(SESSION_EVENT)
-    async def session_event(ls: CairnLanguageServer, params: Any) -> None:
-        await _notify(ls, SESSION_EVENT, ls.service.session_event, params)
+    def session_event(ls: CairnLanguageServer, params: Any) -> None:
+        _notify(ls, SESSION_EVENT, ls.service.session_event, params)
 
     @server.feature(IDLE)
-    async def idle(ls: CairnLanguageServer, params: Any) -> None:
-        await _notify(ls, IDLE, ls.service.idle, params)
+    def idle(ls: CairnLanguageServer, params: Any) -> None:
+        _notify(ls, IDLE, ls.service.idle, params)
 
     # -- cairn requests
 

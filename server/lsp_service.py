@@ -195,6 +195,7 @@ class CairnService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.adapter: Adapter | None = None
         self._started = asyncio.Event()
+        self._deferred: list[Callable[[], object]] = []  # notifications that arrived before start
 
     # ------------------------------------------------------------ lifecycle
 
@@ -232,6 +233,9 @@ class CairnService:
         for ws in self._order:
             self._workspace_started(ws)
         self._started.set()
+        deferred, self._deferred = self._deferred, []
+        for call in deferred:  # in arrival order, before anything that arrives from now on
+            call()
 
     def _own_store(self, ws: str) -> bool:
         """Take the per-workspace job-store lock (blocking I/O: call in a thread).
@@ -833,6 +837,22 @@ class CairnService:
 
     async def wait_started(self) -> None:
         await self._started.wait()
+
+    def when_started(self, call: Callable[[], object]) -> None:
+        """Run ``call`` now if started, else right after start, in arrival order.
+
+        Editor notifications must take effect in the order they were sent: a
+        ``session-end`` handled before the turns sent ahead of it would seal
+        nothing and strand those turns in an open capture. Awaiting the start
+        event does not keep that order (a handler whose first step runs after
+        the event is set overtakes handlers still waking up), so notifications
+        go through this one ordered gate instead. ``call`` handles its own
+        errors.
+        """
+        if self._started.is_set():
+            call()
+        else:
+            self._deferred.append(call)
 
     def stored_store(self) -> JobStore | None:
         return self.adapter.coordinator.store if self.adapter else None

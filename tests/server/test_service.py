@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -125,5 +126,35 @@ async def test_status_counts_turns_waiting_for_capture(workspace: Path) -> None:
         with pytest.raises(ServiceError) as info:
             service.session_event({"workspace": str(workspace), "sessionId": "s1", "kind": "reboot"})
         assert info.value.code == "E_USAGE"
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_notifications_sent_while_starting_take_effect_in_the_order_sent(workspace: Path) -> None:
+    """Turns, then session-end, all sent before the service is up: the session-end seals those turns.
+
+    Handled out of order, the seal would run first, find nothing and leave
+    the turns in an open capture until idle sealing, 20 minutes later.
+    """
+    editor, clock = FakeEditor(), FakeClock()
+    service = CairnService(editor, clock=clock)
+    service.configure([str(workspace)], {})
+    for i in range(3):
+        service.when_started(functools.partial(service.turn_completed, turn(workspace, "s1", f"t{i}")))
+    starting = asyncio.ensure_future(service.start())
+    await asyncio.sleep(0)  # start() is under way (its first await), not finished
+    assert not starting.done() and service.adapter is None
+    service.when_started(lambda: service.session_event(
+        {"workspace": str(workspace), "sessionId": "s1", "kind": "session-end"}))
+    await starting
+    try:
+        order = [(r["kind"], r["args"].get("turn")) for r in service.jobs()["jobs"] if r["kind"] != "recover"]
+        assert order[:4] == [("capture", "t0"), ("capture", "t1"), ("capture", "t2"), ("seal", None)]
+        await editor.until(lambda: any(" seal ok" in m for m in editor.logs))
+        assert any(" seal ok sealed=1" in m for m in editor.logs)  # the turns' capture, sealed
+        # arriving after start, a call runs at once
+        ran: list[str] = []
+        service.when_started(lambda: ran.append("now"))
+        assert ran == ["now"]
     finally:
         await service.shutdown(0.0)
