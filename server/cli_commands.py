@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from protocol.errors import CairnError, ErrorCode
@@ -26,6 +27,19 @@ def _config(ws: str) -> dict[str, Any]:
     for w in warnings:
         sys.stderr.write(f"cairn: {w}\n")
     return config.to_dict(settings)
+
+
+def _listing(ns: argparse.Namespace, rows: list[dict[str, Any]], empty: str,
+             line: Callable[[dict[str, Any]], str]) -> int:
+    """Print ``rows``: a JSON array with ``--json``, else one line each (``empty`` when none)."""
+    if ns.json:
+        emit_json(rows)
+        return 0
+    if not rows:
+        print(empty)
+    for r in rows:
+        print(line(r))
+    return 0
 
 
 def _run(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
@@ -175,14 +189,8 @@ def cmd_jobs(ns: argparse.Namespace) -> int:
     from worker.journal.views import capture_rows
 
     rows = capture_rows(workspace_path(ns))
-    if ns.json:
-        emit_json(rows)
-    else:
-        if not rows:
-            print("(no captures)")
-        for r in rows:
-            print(f"{r['capture']}  {r['state']:<13} turns {r['turns']:<4} attempts {r['attempts']}")
-    return 0
+    return _listing(ns, rows, "(no captures)",
+                    lambda r: f"{r['capture']}  {r['state']:<13} turns {r['turns']:<4} attempts {r['attempts']}")
 
 
 def _id_setup(p: argparse.ArgumentParser) -> None:
@@ -387,32 +395,19 @@ def cmd_undo(ns: argparse.Namespace) -> int:
 @args(_json_flag)
 def cmd_memory(ns: argparse.Namespace) -> int:
     rows = _run(ns, "memory").result["topics"]
-    if ns.json:
-        emit_json(rows)
-    else:
-        if not rows:
-            print("(no memory topics)")
-        for r in rows:
-            print(f"{r['file']}  ({r['type']})  {r['description']}")
-    return 0
+    return _listing(ns, rows, "(no memory topics)", lambda r: f"{r['file']}  ({r['type']})  {r['description']}")
 
 
 # ---------------------------------------------------------------- serve (language server)
 
-import argparse as _argparse  # noqa: E402
-
-from server.cli import args as _args  # noqa: E402
-from server.cli import command as _command  # noqa: E402
-
-
-def _serve_setup(p: _argparse.ArgumentParser) -> None:
+def _serve_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (loopback recommended)")
     p.add_argument("--stdio", action="store_true", help="speak LSP on stdin/stdout (the default)")
 
 
-@_command("serve", "run the cairn language server (stdio by default)")
-@_args(_serve_setup)
-def cmd_serve(ns: _argparse.Namespace) -> int:
+@command("serve", "run the cairn language server (stdio by default)")
+@args(_serve_setup)
+def cmd_serve(ns: argparse.Namespace) -> int:
     from server.serve import serve
 
     return serve(ns.tcp)
