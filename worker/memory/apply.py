@@ -211,14 +211,9 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
     edits: list[FileEdit] = []
     put_ops: list[P.Op] = []
     for _path, rel, before, after in plan:
-        bh = ah = None
-        if before is not None:
-            bh, bundle_ops = ms.mbundles.put_ops(before)
-            put_ops += bundle_ops
-        if after is not None:
-            ah, bundle_ops = ms.mbundles.put_ops(after)
-            put_ops += bundle_ops
-        edits.append(FileEdit(path=rel, before=bh, after=ah, before_bundle=bh, after_bundle=ah))
+        edit, bundle_ops = ms.edit_ops(rel, before, after)
+        edits.append(edit)
+        put_ops += bundle_ops
     intent = WriteIntent(id=write, proposal=p.id, action=action, files=tuple(edits), marker=f"{MARKERS}/{write}",
                          created=wclaim.record.created)
     intent_bytes = codec.encode(intent)

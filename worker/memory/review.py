@@ -29,7 +29,6 @@ from protocol import codec
 from protocol.errors import CairnError, ErrorCode
 from protocol.journal import PublicDigest
 from protocol.memory import (
-    FileEdit,
     IndexEdit,
     Proposal,
     ProposalKind,
@@ -114,15 +113,10 @@ def _to_proposals(ms: MemoryStore, drafts: list[Any], review_id: str, now: float
     for d in drafts:
         files = []
         for path, (before, after) in sorted(d.files.items()):
-            bh = ah = None
-            if before is not None:
-                bh, put = ms.mbundles.put_ops(before)
-                ops += put
-            if after is not None:
-                ah, put = ms.mbundles.put_ops(after)
-                ops += put
             ms.check_target(path)  # a proposal can only touch configured roots and instruction files
-            files.append(FileEdit(path=path, before=bh, after=ah, before_bundle=bh, after_bundle=ah))
+            edit, put = ms.edit_ops(path, before, after)
+            files.append(edit)
+            ops += put
         index = tuple(IndexEdit(index=d.index_path, file=f, before=b, after=a) for f, b, a in d.index_edits)
         if index:
             ms.check_target(d.index_path)
@@ -181,10 +175,6 @@ def automatic_reviews_in_window(ms: MemoryStore, now: float) -> int:
     return sum(1 for r in published_reviews(ms) if r.automatic and r.created > now - WINDOW)
 
 
-#: the part of a review's scope that index housekeeping reads
-HOUSEKEEPING_SCOPE = ("root_rel", "index_rel", "rejected", "now", "review_id")
-
-
 def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any], bool]:
     """One bounded general review. Returns (result, more: unreviewed digests remain).
 
@@ -225,7 +215,8 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
                                          instruction_files=instructions, rejected=suppressed, now=now,
                                          review_id=review_id)
             if not sub:  # no notes for this root: its index housekeeping only
-                drafts += engine.index_maintenance(snapshot, [], **{k: scope[k] for k in HOUSEKEEPING_SCOPE})
+                drafts += engine.index_maintenance(snapshot, [], root_rel=root_rel, index_rel=scope["index_rel"],
+                                                   rejected=suppressed, now=now, review_id=review_id)
                 continue
             if provider == "openai":
                 from worker.memory import remote

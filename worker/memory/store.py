@@ -28,6 +28,7 @@ import attrs
 from protocol.claims import Authority
 from protocol.errors import CairnError, ErrorCode
 from protocol.lsp import Settings
+from protocol.memory import FileEdit
 from state import program as P
 from state.bundles import BundleStore
 from state.claims import ClaimStore
@@ -106,6 +107,18 @@ class MemoryStore(Journal):
     def target_stores(self, target: Target) -> tuple[PinnedDir, ClaimStore]:
         base = self.root if target.local else PinnedDir.open_root(target.base, create=True)
         return base, ClaimStore(base, f"{WRITE}/claims", clock_offset=self.claims.clock_offset)
+
+    def edit_ops(self, path: str, before: bytes | None, after: bytes | None) -> tuple[FileEdit, list[P.Op]]:
+        """A file's edit by content hash, and the ops that put both states into the private bundles."""
+        ops: list[P.Op] = []
+        bh = ah = None
+        if before is not None:
+            bh, put = self.mbundles.put_ops(before)
+            ops += put
+        if after is not None:
+            ah, put = self.mbundles.put_ops(after)
+            ops += put
+        return FileEdit(path=path, before=bh, after=ah, before_bundle=bh, after_bundle=ah), ops
 
     def public_ops(self, rel: str, data: bytes) -> list[P.Op]:
         d = rel.rsplit("/", 1)[0]
