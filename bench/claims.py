@@ -59,11 +59,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from protocol import codec  # noqa: E402
-from protocol.claims import Authority, ClaimRecord, OutcomeRecord  # noqa: E402
-from protocol.vocab import OutcomeKind  # noqa: E402
-from state.claims import ClaimStore  # noqa: E402
-from state.fsdir import PinnedDir  # noqa: E402
+from cairn.protocol import codec  # noqa: E402
+from cairn.protocol.claims import Authority, ClaimRecord, OutcomeRecord  # noqa: E402
+from cairn.protocol.vocab import OutcomeKind  # noqa: E402
+from cairn.state.claims import ClaimStore  # noqa: E402
+from cairn.state.fsdir import PinnedDir  # noqa: E402
 
 KINDS = ("floor", "sqlite", "cairn")
 CLAIMS_REL = ".cairn/state/journal/claims"

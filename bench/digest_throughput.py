@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.digest import DigestInput  # noqa: E402
-from protocol.transcript import Turn  # noqa: E402
-from worker.providers import extractive  # noqa: E402
+from cairn.protocol.digest import DigestInput  # noqa: E402
+from cairn.protocol.transcript import Turn  # noqa: E402
+from cairn.worker.providers import extractive  # noqa: E402
 
 USER_LINES = [
     "Can you add a retry to the {mod} client? It keeps timing out under load.",

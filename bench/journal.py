@@ -24,14 +24,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol import codec  # noqa: E402
-from protocol.claims import Authority  # noqa: E402
-from protocol.digest import Note  # noqa: E402
-from protocol.journal import PublicDigest  # noqa: E402
-from protocol.vocab import NoteType, OutcomeKind, Trigger  # noqa: E402
-from state.claims import ClaimStore  # noqa: E402
-from state.fsdir import PinnedDir  # noqa: E402
-from state.prune import prune  # noqa: E402
+from cairn.protocol import codec  # noqa: E402
+from cairn.protocol.claims import Authority  # noqa: E402
+from cairn.protocol.digest import Note  # noqa: E402
+from cairn.protocol.journal import PublicDigest  # noqa: E402
+from cairn.protocol.vocab import NoteType, OutcomeKind, Trigger  # noqa: E402
+from cairn.state.claims import ClaimStore  # noqa: E402
+from cairn.state.fsdir import PinnedDir  # noqa: E402
+from cairn.state.prune import prune  # noqa: E402
 
 
 def make_entries(ws: Path, n: int) -> None:
@@ -47,7 +47,7 @@ def make_entries(ws: Path, n: int) -> None:
 
 
 def bench_discovery(n: int) -> None:
-    from worker.journal import views
+    from cairn.worker.journal import views
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         ws = Path(tmp)

@@ -13,7 +13,7 @@ trip:
 
 It prints p50/p99/max latency for both phases side by side (targets while
 busy: p99 < 10 ms, max < 30 ms) and the work done. It also measures a cold
-worker start (``python -m worker test-echo`` with a request on stdin)
+worker start (``python -m cairn.worker test-echo`` with a request on stdin)
 against a bare ``python -c pass`` (target: within 2x).
 
 Run: ``python bench/responsiveness.py [--captures 200] [--generations 10000] [--json]``
@@ -40,7 +40,6 @@ sys.path.insert(0, str(REPO))
 
 def env(**extra: str) -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
-    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
     e.update(extra)
     return e
 
@@ -49,8 +48,8 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def cold_start(runs: int) -> dict[str, float]:
-    from protocol import codec
-    from protocol.worker import WorkerRequest
+    from cairn.protocol import codec
+    from cairn.protocol.worker import WorkerRequest
 
     req = codec.encode(WorkerRequest(job="test-echo", workspace="/nonexistent"))
     e = env(CAIRN_TEST_JOBS="1")
@@ -63,7 +62,7 @@ def cold_start(runs: int) -> dict[str, float]:
     bare, worker = [], []
     for _ in range(runs):  # interleaved so drift hits both alike
         bare.append(timed([sys.executable, "-c", "pass"], b""))
-        worker.append(timed([sys.executable, "-m", "worker", "test-echo"], req))
+        worker.append(timed([sys.executable, "-m", "cairn.worker", "test-echo"], req))
     b, w = statistics.median(bare), statistics.median(worker)
     return {"python_c_pass_ms": b * 1e3, "worker_ms": w * 1e3, "ratio": w / b}
 
@@ -73,12 +72,12 @@ def cold_start(runs: int) -> dict[str, float]:
 
 def prepare(ws: Path, captures: int, generations: int) -> dict[str, int]:
     """Sealed captures through the real jobs; settled generations through the real claim store."""
-    from protocol.vocab import OutcomeKind
-    from protocol.worker import WorkerRequest
-    from state import layout
-    from state.claims import ClaimStore
-    from worker.entry import run_request
-    from worker.journal.store import Journal
+    from cairn.protocol.vocab import OutcomeKind
+    from cairn.protocol.worker import WorkerRequest
+    from cairn.state import layout
+    from cairn.state.claims import ClaimStore
+    from cairn.worker.entry import run_request
+    from cairn.worker.journal.store import Journal
 
     for i in range(captures):
         sid = f"bench-{i}"
@@ -183,7 +182,7 @@ def summary(lat: list[float]) -> dict[str, float]:
 
 async def measure(ws: Path, idle_seconds: float, limit: float) -> dict[str, Any]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server", "serve", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "cairn.server", "serve", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=open(os.environ.get("BENCH_SERVER_STDERR", os.devnull), "wb"), env=env(**({"CAIRN_SERVER_SLOW_MS": os.environ["BENCH_SLOW_MS"]} if os.environ.get("BENCH_SLOW_MS") else {})), cwd=str(ws))
     client = Client(proc)
     try:

@@ -2,7 +2,7 @@
 
     python bench/worker_start.py [--runs 30]
 
-Times ``python -m worker test-echo`` (a request decoded, the job resolved and
+Times ``python -m cairn.worker test-echo`` (a request decoded, the job resolved and
 run, a response written) and ``python -c pass`` alternately, and prints the
 medians and their ratio (target: within 2x).
 """
@@ -31,11 +31,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=30)
     a = ap.parse_args()
-    env = dict(os.environ, CAIRN_TEST_JOBS="1", PYTHONPATH=str(REPO))
+    env = dict(os.environ, CAIRN_TEST_JOBS="1", )
     bare, worker = [], []
     for _ in range(a.runs):
         bare.append(once([sys.executable, "-c", "pass"], None, env))
-        worker.append(once([sys.executable, "-m", "worker", "test-echo"], REQ, env))
+        worker.append(once([sys.executable, "-m", "cairn.worker", "test-echo"], REQ, env))
     b, w = statistics.median(bare), statistics.median(worker)
     print(f"python -c pass          median {b * 1e3:6.1f} ms")
     print(f"python -m worker (echo) median {w * 1e3:6.1f} ms")

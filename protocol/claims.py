@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-
-from protocol.codec import record
-from protocol.vocab import OutcomeKind
+from cairn.protocol.codec import record
+from cairn.protocol.vocab import OutcomeKind
 
 
 @attrs.frozen(kw_only=True)

@@ -20,9 +20,8 @@ from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 import attrs
 import cattrs
+from cairn.protocol.errors import CairnError, ErrorCode
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
-
-from protocol.errors import CairnError, ErrorCode
 
 T = TypeVar("T")
 

@@ -8,10 +8,9 @@ from. An empty ``notes`` tuple is a valid "all-none" digest.
 from __future__ import annotations
 
 import attrs
-
-from protocol.codec import record
-from protocol.transcript import Turn
-from protocol.vocab import NoteType
+from cairn.protocol.codec import record
+from cairn.protocol.transcript import Turn
+from cairn.protocol.vocab import NoteType
 
 
 @record("model-policy", version=1)

@@ -22,8 +22,7 @@ from __future__ import annotations
 import enum
 
 import attrs
-
-from protocol.codec import record
+from cairn.protocol.codec import record
 
 
 class JobState(enum.StrEnum):

@@ -9,10 +9,9 @@ with the turn ids they cite; it is never proof of acceptance by itself.
 from __future__ import annotations
 
 import attrs
-
-from protocol.codec import record
-from protocol.digest import ModelPolicy, Note
-from protocol.vocab import Trigger
+from cairn.protocol.codec import record
+from cairn.protocol.digest import ModelPolicy, Note
+from cairn.protocol.vocab import Trigger
 
 #: a turn whose text exceeds this is captured as unknown/oversized, never truncated
 TURN_SNAPSHOT_LIMIT = 512 * 1024

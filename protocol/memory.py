@@ -13,8 +13,7 @@ from __future__ import annotations
 import enum
 
 import attrs
-
-from protocol.codec import record
+from cairn.protocol.codec import record
 
 
 class ProposalKind(enum.StrEnum):

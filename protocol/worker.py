@@ -1,6 +1,6 @@
 """The worker envelope: one JSON request on stdin, one JSON response on stdout.
 
-``python -m worker KIND`` reads a :class:`WorkerRequest`, runs one bounded
+``python -m cairn.worker KIND`` reads a :class:`WorkerRequest`, runs one bounded
 job and writes one :class:`WorkerResponse`. Diagnostics go to stderr and are
 never mistaken for a result. A result holds ids, counts and fixed codes,
 never evidence, memory bodies or prompts (``cockpit``/``proposal`` read jobs
@@ -13,8 +13,7 @@ import enum
 from typing import Any
 
 import attrs
-
-from protocol.codec import record
+from cairn.protocol.codec import record
 
 
 class WorkerStatus(enum.StrEnum):

@@ -42,13 +42,12 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import attrs
-
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.jobs import Job, JobStore
-from protocol.worker import WorkerRequest, WorkerStatus
-from server.coordinator import Coordinator
-from server.coordinator_events import (
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.jobs import Job, JobStore
+from cairn.protocol.worker import WorkerRequest, WorkerStatus
+from cairn.server.coordinator import Coordinator
+from cairn.server.coordinator_events import (
     Action,
     CancelWorker,
     Event,
@@ -61,7 +60,7 @@ from server.coordinator_events import (
     Tick,
     WorkerFinished,
 )
-from server.runner import RunResult, WorkerProcess
+from cairn.server.runner import RunResult, WorkerProcess
 
 log = logging.getLogger("cairn.server.adapter")
 
@@ -201,7 +200,7 @@ def merge_stores(stores: Iterable[JobStore]) -> JobStore:
 
 def write_store(workspace: str, data: bytes) -> None:
     """Durable replace of ``<ws>/.cairn/state/server/jobs.json`` (blocking: run in a thread)."""
-    from state.fsdir import PinnedDir
+    from cairn.state.fsdir import PinnedDir
 
     with PinnedDir.open_root(workspace) as root, root.descend(STORE_DIR, create=True) as d:
         d.replace(STORE_FILE, data)
@@ -209,7 +208,7 @@ def write_store(workspace: str, data: bytes) -> None:
 
 def read_store(workspace: str) -> tuple[JobStore | None, str | None]:
     """The workspace's stored jobs, or ``(None, code)`` when unreadable (blocking)."""
-    from state.fsdir import PinnedDir
+    from cairn.state.fsdir import PinnedDir
 
     try:
         with PinnedDir.open_root(workspace) as root:

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from protocol.errors import CairnError
+from cairn.protocol.errors import CairnError
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, tuple[Handler, Callable[[argparse.ArgumentParser], None], str]] = {}
@@ -52,8 +52,8 @@ def _doctor_setup(p: argparse.ArgumentParser) -> None:
 @command("doctor", "check the workspace's control state; exit 1 with the list of violations")
 @args(_doctor_setup)
 def cmd_doctor(ns: argparse.Namespace) -> int:
-    from state.doctor import check_workspace
-    from state.fsdir import PinnedDir
+    from cairn.state.doctor import check_workspace
+    from cairn.state.fsdir import PinnedDir
 
     with PinnedDir.open_root(workspace_path(ns)) as root:
         report = check_workspace(root)
@@ -71,7 +71,7 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     # import command modules for their registrations
-    from server import cli_commands  # noqa: F401
+    from cairn.server import cli_commands  # noqa: F401
 
     parser = argparse.ArgumentParser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from protocol.errors import CairnError, ErrorCode
-from server.cli import args, command, emit_json, workspace_path
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli import args, command, emit_json, workspace_path
 
 TRIGGERS = ("compaction", "clear", "session-end", "idle")
 
 
 def _config(ws: str) -> dict[str, Any]:
-    from worker import config
+    from cairn.worker import config
 
     settings, warnings = config.load(ws)
     for w in warnings:
@@ -43,8 +43,8 @@ def _listing(ns: argparse.Namespace, rows: list[dict[str, Any]], empty: str,
 
 
 def _run(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
-    from protocol.worker import WorkerRequest
-    from worker.entry import run_request
+    from cairn.protocol.worker import WorkerRequest
+    from cairn.worker.entry import run_request
 
     ws = workspace_path(ns)
     resp = run_request(WorkerRequest(job=job, workspace=ws, args=job_args or {}, config=_config(ws)))
@@ -63,7 +63,7 @@ def _json_flag(p: argparse.ArgumentParser) -> None:
 # -- import / seal / process --------------------------------------------------
 
 def _import_setup(p: argparse.ArgumentParser) -> None:
-    from worker.importers import FORMATS
+    from cairn.worker.importers import FORMATS
 
     p.add_argument("paths", nargs="+", metavar="PATH", help="transcript files")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
@@ -123,8 +123,8 @@ class _Progress:
 
 
 def _process(ws: str) -> dict[str, Any]:
-    from worker.journal.digest import process
-    from worker.journal.store import Journal
+    from cairn.worker.journal.digest import process
+    from cairn.worker.journal.store import Journal
 
     with Journal(ws) as j:
         counts, _ = process(j, progress=_Progress())
@@ -171,7 +171,7 @@ def print_journal(digests: list[Any]) -> None:
 @command("journal", "list public digests")
 @args(_journal_setup)
 def cmd_journal(ns: argparse.Namespace) -> int:
-    from worker.journal.views import digest_json, public_digests
+    from cairn.worker.journal.views import digest_json, public_digests
 
     digests, bad = public_digests(workspace_path(ns), fresh=ns.fresh)
     for b in bad:
@@ -186,7 +186,7 @@ def cmd_journal(ns: argparse.Namespace) -> int:
 @command("jobs", "list captures and their states (open, pending, running, retry-waiting, exhausted, published, all-none, discarded)")
 @args(_json_flag)
 def cmd_jobs(ns: argparse.Namespace) -> int:
-    from worker.journal.views import capture_rows
+    from cairn.worker.journal.views import capture_rows
 
     rows = capture_rows(workspace_path(ns))
     return _listing(ns, rows, "(no captures)",
@@ -231,7 +231,7 @@ def cmd_cleanup(ns: argparse.Namespace) -> int:
 # -- the main job -------------------------------------------------------------
 
 def _run_setup(p: argparse.ArgumentParser) -> None:
-    from worker.importers import FORMATS
+    from cairn.worker.importers import FORMATS
 
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="transcript files (default: the shipped example session)")
@@ -244,7 +244,7 @@ def _run_setup(p: argparse.ArgumentParser) -> None:
 def cmd_run(ns: argparse.Namespace) -> int:
     import os
 
-    from worker.journal.views import digest_json, public_digests
+    from cairn.worker.journal.views import digest_json, public_digests
 
     ws = workspace_path(ns)
     paths = [os.path.abspath(p) for p in ns.paths] or [_example()]
@@ -408,6 +408,6 @@ def _serve_setup(p: argparse.ArgumentParser) -> None:
 @command("serve", "run the cairn language server (stdio by default)")
 @args(_serve_setup)
 def cmd_serve(ns: argparse.Namespace) -> int:
-    from server.serve import serve
+    from cairn.server.serve import serve
 
     return serve(ns.tcp)

@@ -64,10 +64,10 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.jobs import HELD_STATES, PENDING_STATES, Job, JobState, JobStore
-from server.coordinator_events import (
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.jobs import HELD_STATES, PENDING_STATES, Job, JobState, JobStore
+from cairn.server.coordinator_events import (
     Action,
     CancelReason,
     CancelWorker,

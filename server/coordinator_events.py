@@ -24,9 +24,8 @@ from __future__ import annotations
 import enum
 
 import attrs
-
-from protocol.errors import CairnError, ErrorCode
-from protocol.jobs import JobStore
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.jobs import JobStore
 
 MIN_RETRY_SPACING = 30.0
 """Seconds. No automatic retry is ever eligible sooner than this after a failure."""

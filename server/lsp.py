@@ -16,11 +16,7 @@ import logging
 import uuid
 from typing import Any
 
-from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
-
-from protocol.lsp import (
+from cairn.protocol.lsp import (
     COCKPIT,
     COMMANDS,
     CONTRACT_VERSION,
@@ -31,8 +27,11 @@ from protocol.lsp import (
     STATUS,
     TURN_COMPLETED,
 )
-from server import memory_docs
-from server.lsp_service import CairnService, ServiceError, to_plain
+from cairn.server import memory_docs
+from cairn.server.lsp_service import CairnService, ServiceError, to_plain
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
 
 VERSION = "0.1.0"
 _TYPES = {1: lsp.MessageType.Error, 2: lsp.MessageType.Warning, 3: lsp.MessageType.Info, 4: lsp.MessageType.Log}

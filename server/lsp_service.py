@@ -32,11 +32,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
-
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.jobs import HELD_STATES, JobState, JobStore
-from protocol.lsp import (
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.jobs import HELD_STATES, JobState, JobStore
+from cairn.protocol.lsp import (
     CMD_ACCEPT,
     CMD_CLEANUP,
     CMD_DIAGNOSTIC_REPORT,
@@ -52,11 +51,11 @@ from protocol.lsp import (
     STATUS_KEYS,
     Settings,
 )
-from protocol.worker import WorkerRequest, WorkerStatus
-from server import memory_docs
-from server.adapter import Adapter, Clock, SystemClock, merge_stores, read_store, write_store
-from server.coordinator import Coordinator
-from server.coordinator_events import (
+from cairn.protocol.worker import WorkerRequest, WorkerStatus
+from cairn.server import memory_docs
+from cairn.server.adapter import Adapter, Clock, SystemClock, merge_stores, read_store, write_store
+from cairn.server.coordinator import Coordinator
+from cairn.server.coordinator_events import (
     ClearHistory,
     CoordinatorConfig,
     Discard,
@@ -70,8 +69,8 @@ from server.coordinator_events import (
     StartWorker,
     TurnActive,
 )
-from server.runner import RunResult, WorkerProcess, run_worker, worker_env
-from state.fsdir import PinnedDir
+from cairn.server.runner import RunResult, WorkerProcess, run_worker, worker_env
+from cairn.state.fsdir import PinnedDir
 
 log = logging.getLogger("cairn.server")
 
@@ -120,7 +119,7 @@ class Client(Protocol):
 
 def _journal_status(workspace: str) -> dict[str, int]:
     try:
-        from worker.journal.views import read_status
+        from cairn.worker.journal.views import read_status
     except ImportError:
         return {}
     return {k: int(v) for k, v in read_status(workspace).items() if isinstance(v, int)}
@@ -128,7 +127,7 @@ def _journal_status(workspace: str) -> dict[str, int]:
 
 def _memory_view(name: str) -> Callable[..., Any] | None:
     try:
-        from worker.memory import views
+        from cairn.worker.memory import views
     except ImportError:
         return None
     return getattr(views, name, None)
@@ -246,8 +245,7 @@ class CairnService:
         here: ownership belongs to the server process and ends with it.
         """
         import fasteners
-
-        from server.adapter import STORE_DIR
+        from cairn.server.adapter import STORE_DIR
 
         try:
             with PinnedDir.open_root(ws) as root, root.descend(STORE_DIR, create=True):
@@ -291,7 +289,7 @@ class CairnService:
             self._order.append(path)
 
     async def _load_settings(self, ws: str) -> None:
-        from worker.config import load
+        from cairn.worker.config import load
 
         settings, warnings = await asyncio.to_thread(load, ws, self._editor_options)
         self.workspaces[ws].settings = settings
@@ -897,6 +895,6 @@ def _read_text(path: str) -> str | None:
 
 
 def _config(settings: Settings) -> dict[str, Any]:
-    from worker.config import to_dict
+    from cairn.worker.config import to_dict
 
     return to_dict(settings)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from protocol.lsp import (
+from cairn.protocol.lsp import (
     CMD_ACCEPT,
     CMD_REJECT,
     CMD_SHOW_PROPOSAL,  # noqa: E402

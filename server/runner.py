@@ -1,4 +1,4 @@
-"""Run one worker job as a subprocess: ``python -m worker KIND``.
+"""Run one worker job as a subprocess: ``python -m cairn.worker KIND``.
 
 Contract (DESIGN.md "Processes"): the request goes to the worker's stdin, one
 JSON response line comes back on stdout, diagnostics go to stderr. The runner
@@ -35,22 +35,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
 import psutil
-
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.worker import WorkerRequest, WorkerResponse, WorkerStatus
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.worker import WorkerRequest, WorkerResponse, WorkerStatus
 
 STDOUT_LIMIT = 1 << 20  # a response holds ids and counts: 1 MiB is generous
 STDERR_TAIL = 64 << 10  # keep the last 64 KiB of diagnostics
 DEFAULT_GRACE = 2.0  # seconds between terminate and kill
-
-_REPO = Path(__file__).resolve().parent.parent
-
 
 @attrs.frozen(kw_only=True)
 class RunResult:
@@ -69,20 +64,21 @@ class RunResult:
 
 
 def worker_command(kind: str, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "worker", kind]
+    return [python or sys.executable, "-m", "cairn.worker", kind]
 
 
 def worker_env(extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: the repo importable when running from a checkout.
+    """The worker's environment: the caller's, minus inherited crash injection.
+
+    The worker is ``python -m cairn.worker`` in the same interpreter, so the
+    installed package is importable as it is: ``PYTHONPATH`` is never touched
+    (prepending a directory would put site-packages ahead of the standard
+    library once installed).
 
     Crash injection (``CAIRN_CRASH_*``) is never inherited by accident; a
     caller that wants it passes it in ``extra``.
     """
     env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith("CAIRN_CRASH")}
-    if (_REPO / "worker" / "__main__.py").is_file():
-        parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if str(_REPO) not in parts:
-            env["PYTHONPATH"] = os.pathsep.join([str(_REPO), *parts])
     env.update(extra or {})
     return env
 

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 
-from protocol.errors import CairnError, ErrorCode
+from cairn.protocol.errors import CairnError, ErrorCode
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
@@ -39,7 +39,7 @@ def _patch_slow(seconds: float) -> None:
 
 def serve(tcp: str | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cairn: %(name)s: %(message)s")
-    from server.lsp import build_server
+    from cairn.server.lsp import build_server
 
     address = parse_tcp(tcp) if tcp else None
     # snapshot reads run in threads; a short switch interval hands the interpreter lock back to

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OpStatus
-from state import program as P
-from state.fsdir import PinnedDir
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OpStatus
+from cairn.state import program as P
+from cairn.state.fsdir import PinnedDir
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 

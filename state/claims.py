@@ -32,13 +32,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-
-from protocol import codec
-from protocol.claims import Authority, ClaimRecord, OutcomeRecord
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OpStatus, OutcomeKind
-from state import program as P
-from state.fsdir import PinnedDir
+from cairn.protocol import codec
+from cairn.protocol.claims import Authority, ClaimRecord, OutcomeRecord
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OpStatus, OutcomeKind
+from cairn.state import program as P
+from cairn.state.fsdir import PinnedDir
 
 _PLAIN_SCOPE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
 _PART = re.compile(r"[^A-Za-z0-9._-]+")

@@ -17,17 +17,16 @@ prune are reported as notes, not violations: both are collected by cleanup.
 from __future__ import annotations
 
 import attrs
-
-from protocol import codec
-from protocol.claims import ClaimRecord, OutcomeRecord
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OpStatus
-from state import layout
-from state import program as P
-from state.bundles import BundleStore
-from state.claims import scope_dirname
-from state.fsdir import TEMP_PREFIX, PinnedDir
-from state.prune import _gens
+from cairn.protocol import codec
+from cairn.protocol.claims import ClaimRecord, OutcomeRecord
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OpStatus
+from cairn.state import layout
+from cairn.state import program as P
+from cairn.state.bundles import BundleStore
+from cairn.state.claims import scope_dirname
+from cairn.state.fsdir import TEMP_PREFIX, PinnedDir
+from cairn.state.prune import _gens
 
 
 @attrs.frozen

@@ -26,9 +26,8 @@ import time
 from collections.abc import Iterator
 
 import psutil
-
-from protocol.errors import CairnError, ErrorCode
-from state import crash
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.state import crash
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 TEMP_PREFIX = ".tmp-"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from state.fsdir import PinnedDir
+from cairn.state.fsdir import PinnedDir
 
 
 class TargetLock:

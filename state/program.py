@@ -28,13 +28,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-
-from protocol import codec
-from protocol.claims import ClaimRecord
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OpStatus
-from state.fsdir import PinnedDir, split_rel
-from state.locks import TargetLock
+from cairn.protocol import codec
+from cairn.protocol.claims import ClaimRecord
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OpStatus
+from cairn.state.fsdir import PinnedDir, split_rel
+from cairn.state.locks import TargetLock
 
 
 def sha256(data: bytes) -> str:

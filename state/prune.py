@@ -22,14 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 import attrs
-
-from protocol import codec
-from protocol.claims import ClaimRecord, OutcomeRecord
-from protocol.errors import CairnError
-from protocol.vocab import OpStatus
-from state import program as P
-from state.bundles import BundleStore
-from state.claims import ClaimStore
+from cairn.protocol import codec
+from cairn.protocol.claims import ClaimRecord, OutcomeRecord
+from cairn.protocol.errors import CairnError
+from cairn.protocol.vocab import OpStatus
+from cairn.state import program as P
+from cairn.state.bundles import BundleStore
+from cairn.state.claims import ClaimStore
 
 MAX_PAIRS = 200
 MAX_GROUPS = 50

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import stat
 
-from protocol.errors import CairnError
-from state.fsdir import PinnedDir
+from cairn.protocol.errors import CairnError
+from cairn.state.fsdir import PinnedDir
 
 
 def collect_tree(base: PinnedDir, rel: str, *, max_dirs: int = 10_000) -> int:

@@ -17,9 +17,12 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """Environment for subprocesses: the repo importable, crash injection off unless asked."""
+    """Environment for subprocesses: crash injection off unless asked.
+
+    ``cairn`` is importable through the installation; ``tests`` (for actors run
+    with ``-m tests...``) through the working directory, which callers set to REPO.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_CRASH")}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
 

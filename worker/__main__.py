@@ -1,4 +1,4 @@
-"""``python -m worker KIND``: run one job from a JSON request on stdin.
+"""``python -m cairn.worker KIND``: run one job from a JSON request on stdin.
 
 Imports only what the job needs (see :mod:`worker.registry`), so a cold start
 stays close to a bare interpreter start. Exit status is 0 whenever a
@@ -12,7 +12,7 @@ import sys
 
 
 def main() -> int:
-    from worker.entry import run_stdio
+    from cairn.worker.entry import run_stdio
 
     return run_stdio(sys.argv[1:], sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
 

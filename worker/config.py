@@ -15,8 +15,7 @@ import tomllib
 from typing import Any
 
 import attrs
-
-from protocol.lsp import Settings
+from cairn.protocol.lsp import Settings
 
 _CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai")}
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}

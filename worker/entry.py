@@ -8,40 +8,40 @@ import time
 import traceback
 from typing import IO, Any
 
-from protocol.errors import CairnError, ErrorCode
-from worker.envelope import Request, Response, decode_request, encode_response
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.envelope import Request, Response, decode_request, encode_response
 
 #: kind -> "module:function"; imported lazily so each job pays only for itself
 REGISTRY: dict[str, str] = {
-    "capture": "worker.journal.capture:job_capture",
-    "import": "worker.journal.capture:job_import",
-    "seal": "worker.journal.capture:job_seal",
-    "seal-idle": "worker.journal.capture:job_seal_idle",
-    "recover": "worker.journal.digest:job_recover",
-    "process": "worker.journal.digest:job_process",
-    "retry": "worker.journal.digest:job_retry",
-    "discard": "worker.journal.digest:job_discard",
-    "cleanup": "worker.journal.cleanup:job_cleanup",
-    "status": "worker.journal.views:job_status",
-    "journal": "worker.journal.views:job_journal",
-    "jobs": "worker.journal.views:job_jobs",
-    "review": "worker.memory.jobs:job_review",
-    "drain": "worker.memory.jobs:job_drain",
-    "accept": "worker.memory.jobs:job_accept",
-    "reject": "worker.memory.jobs:job_reject",
-    "undo": "worker.memory.jobs:job_undo",
-    "proposals": "worker.memory.jobs:job_proposals",
-    "proposal": "worker.memory.jobs:job_proposal",
-    "memory": "worker.memory.jobs:job_memory",
-    "cockpit": "worker.memory.jobs:job_cockpit",
+    "capture": "cairn.worker.journal.capture:job_capture",
+    "import": "cairn.worker.journal.capture:job_import",
+    "seal": "cairn.worker.journal.capture:job_seal",
+    "seal-idle": "cairn.worker.journal.capture:job_seal_idle",
+    "recover": "cairn.worker.journal.digest:job_recover",
+    "process": "cairn.worker.journal.digest:job_process",
+    "retry": "cairn.worker.journal.digest:job_retry",
+    "discard": "cairn.worker.journal.digest:job_discard",
+    "cleanup": "cairn.worker.journal.cleanup:job_cleanup",
+    "status": "cairn.worker.journal.views:job_status",
+    "journal": "cairn.worker.journal.views:job_journal",
+    "jobs": "cairn.worker.journal.views:job_jobs",
+    "review": "cairn.worker.memory.jobs:job_review",
+    "drain": "cairn.worker.memory.jobs:job_drain",
+    "accept": "cairn.worker.memory.jobs:job_accept",
+    "reject": "cairn.worker.memory.jobs:job_reject",
+    "undo": "cairn.worker.memory.jobs:job_undo",
+    "proposals": "cairn.worker.memory.jobs:job_proposals",
+    "proposal": "cairn.worker.memory.jobs:job_proposal",
+    "memory": "cairn.worker.memory.jobs:job_memory",
+    "cockpit": "cairn.worker.memory.jobs:job_cockpit",
 }
 
 #: test-only jobs, available when CAIRN_TEST_JOBS=1 (the runner's own tests)
 TEST_REGISTRY: dict[str, str] = {
-    "test-echo": "worker.testjobs:job_echo",
-    "test-sleep": "worker.testjobs:job_sleep",
-    "test-crash": "worker.testjobs:job_crash",
-    "test-noise": "worker.testjobs:job_noise",
+    "test-echo": "cairn.worker.testjobs:job_echo",
+    "test-sleep": "cairn.worker.testjobs:job_sleep",
+    "test-crash": "cairn.worker.testjobs:job_crash",
+    "test-noise": "cairn.worker.testjobs:job_noise",
 }
 
 
@@ -76,7 +76,7 @@ def run_request(req: Request | Any) -> Response:
 
 def run_stdio(argv: list[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[str]) -> int:
     try:
-        from worker.priority import lower_priority
+        from cairn.worker.priority import lower_priority
 
         lower_priority()
         req = decode_request(stdin.read())

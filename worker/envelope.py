@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from protocol.errors import CairnError, ErrorCode
+from cairn.protocol.errors import CairnError, ErrorCode
 
 _REQUEST_TYPES: dict[str, tuple[type, ...]] = {
     "job": (str,), "workspace": (str,), "args": (dict,), "deadline": (int, float), "job_id": (str,),

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from protocol.worker import WorkerRequest
+    from cairn.protocol.worker import WorkerRequest
 
 
 def job_echo(req: WorkerRequest) -> dict[str, object]:

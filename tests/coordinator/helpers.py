@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from protocol.jobs import Job, JobStore
-from server.coordinator import Coordinator
-from server.coordinator_events import (
+from cairn.protocol.jobs import Job, JobStore
+from cairn.server.coordinator import Coordinator
+from cairn.server.coordinator_events import (
     Action,
     CancelWorker,
     CoordinatorConfig,

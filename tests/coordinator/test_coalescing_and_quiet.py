@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.jobs import Job, JobState, JobStore
-from server.coordinator_events import (
+from cairn.protocol.jobs import Job, JobState, JobStore
+from cairn.server.coordinator_events import (
     Dismiss,
     Enqueue,
     Idle,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from protocol.codec import encode
-from protocol.errors import CairnError
-from server.coordinator_events import CoordinatorConfig, Enqueue, Notify, Retry
+from cairn.protocol.codec import encode
+from cairn.protocol.errors import CairnError
+from cairn.server.coordinator_events import CoordinatorConfig, Enqueue, Notify, Retry
 
 from .helpers import Clocked, cancels, only_start, reports, started, starts, timers
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from protocol.codec import decode, encode
-from protocol.errors import CairnError
-from protocol.jobs import JobStore
-from server.coordinator import Coordinator
-from server.coordinator_events import (
+from cairn.protocol.codec import decode, encode
+from cairn.protocol.errors import CairnError
+from cairn.protocol.jobs import JobStore
+from cairn.server.coordinator import Coordinator
+from cairn.server.coordinator_events import (
     CancelWorker,
     ClearHistory,
     CoordinatorConfig,
@@ -32,6 +29,8 @@ from server.coordinator_events import (
     TurnActive,
     WorkerFinished,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 WORKSPACES = ("/a", "/b", "/c")
 KINDS = ("recover", "process", "review", "drain", "cleanup")

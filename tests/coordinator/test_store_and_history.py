@@ -6,12 +6,11 @@ import json
 from typing import Any
 
 import pytest
-
-from protocol.codec import decode, encode
-from protocol.errors import CairnError
-from protocol.jobs import Job, JobState, JobStore
-from server.coordinator import Coordinator
-from server.coordinator_events import (
+from cairn.protocol.codec import decode, encode
+from cairn.protocol.errors import CairnError
+from cairn.protocol.jobs import Job, JobState, JobStore
+from cairn.server.coordinator import Coordinator
+from cairn.server.coordinator_events import (
     ClearHistory,
     CoordinatorConfig,
     Discard,

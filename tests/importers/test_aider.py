@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.importers import aider, load
+from cairn.worker.importers import aider, load
 
 from .conftest import all_text
 

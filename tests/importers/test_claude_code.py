@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from protocol.errors import CairnError, ErrorCode
-from worker.importers import claude_code, load
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.importers import claude_code, load
 
 from .conftest import all_text
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.importers import load
+from cairn.worker.importers import load
 
 from .conftest import all_text
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from protocol.errors import CairnError, ErrorCode
-from worker.importers import FORMATS, MAX_BYTES, detect, load
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.importers import FORMATS, MAX_BYTES, detect, load
 
 from .conftest import FIXTURES, REPO
 

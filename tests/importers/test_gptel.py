@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from protocol.errors import CairnError, ErrorCode
-from worker.importers import gptel_md, gptel_org, load
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.importers import gptel_md, gptel_org, load
 
 from .conftest import all_text
 

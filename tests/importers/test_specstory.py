@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.importers import load, specstory
+from cairn.worker.importers import load, specstory
 
 from .conftest import all_text
 

@@ -21,7 +21,7 @@ ALL_FORMATS = {
 
 
 def cairn(ws: Path, *argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run([PYTHON, "-m", "server", *argv, "-w", str(ws)], cwd=REPO, env=child_env(**(env or {})),
+    r = subprocess.run([PYTHON, "-m", "cairn.server", *argv, "-w", str(ws)], cwd=REPO, env=child_env(**(env or {})),
                        capture_output=True, text=True, timeout=300)
     if check and r.returncode != 0:
         raise AssertionError(f"cairn {' '.join(argv)} exited {r.returncode}: {r.stderr}")

@@ -6,8 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
-from protocol import codec
-from protocol.journal import CaptureTurn, Seal, TurnEvidence
+from cairn.protocol import codec
+from cairn.protocol.journal import CaptureTurn, Seal, TurnEvidence
+
 from tests.journal.helpers import ALL_FORMATS, DEMO, cairn, cairn_json
 
 J = ".cairn/state/journal"
@@ -101,8 +102,8 @@ def test_turns_after_a_seal_start_a_new_capture(workspace: Path, tmp_path: Path)
 
 
 def test_idle_sealing_waits_for_the_quiet_period(workspace: Path) -> None:
-    from protocol.worker import WorkerRequest
-    from worker.entry import run_request
+    from cairn.protocol.worker import WorkerRequest
+    from cairn.worker.entry import run_request
 
     cairn(workspace, "import", str(DEMO))
     r = run_request(WorkerRequest(job="seal-idle", workspace=str(workspace), args={"quiet_seconds": 1200}))

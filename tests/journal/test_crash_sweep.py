@@ -11,8 +11,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from protocol import codec
-from protocol.journal import CaptureTurn, Coverage, PublicDigest
+from cairn.protocol import codec
+from cairn.protocol.journal import CaptureTurn, Coverage, PublicDigest
+
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 
@@ -21,7 +22,7 @@ J = ".cairn/state/journal"
 
 
 def _run(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "server", "run", str(SRC), "-w", str(ws)], cwd=REPO, env=child_env(**env),
+    return subprocess.run([PYTHON, "-m", "cairn.server", "run", str(SRC), "-w", str(ws)], cwd=REPO, env=child_env(**env),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -69,7 +70,7 @@ def test_killing_run_at_every_point_converges(tmp_path: Path) -> None:
         again = _run(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
         assert again.returncode == 0, (k, killed_at, again.stderr[-800:])
         where = f"crash at {killed_at}"
-        doctor = subprocess.run([PYTHON, "-m", "server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
+        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
                                 capture_output=True, text=True)
         assert doctor.returncode == 0, (where, doctor.stdout)
         got = _public(ws)

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from cairn.protocol import codec
+from cairn.protocol.journal import Coverage, DigestResult, Retired
+from cairn.protocol.vocab import OutcomeKind
+from cairn.worker.journal import digest as D
+from cairn.worker.journal.store import Journal
 
-from protocol import codec
-from protocol.journal import Coverage, DigestResult, Retired
-from protocol.vocab import OutcomeKind
 from tests.journal.helpers import ALL_FORMATS, DEMO, cairn, cairn_json
-from worker.journal import digest as D
-from worker.journal.store import Journal
 
 J = ".cairn/state/journal"
 
@@ -122,7 +122,7 @@ def test_accepted_unpublished_result_is_recovered_not_reinferred(workspace: Path
 
 
 def test_a_late_owner_cannot_accept_after_takeover(workspace: Path) -> None:
-    from protocol.errors import CairnError, ErrorCode
+    from cairn.protocol.errors import CairnError, ErrorCode
 
     cairn(workspace, "import", str(DEMO))
     cairn(workspace, "seal")

@@ -7,11 +7,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from protocol.worker import WorkerRequest
+from cairn.protocol.worker import WorkerRequest
+from cairn.worker.entry import run_request
+
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from worker.entry import run_request
 
 
 def _cleanup(ws: Path, offset_days: float = 0) -> dict:
@@ -52,7 +53,7 @@ def test_expiry_killed_at_every_point_finishes_from_its_manifest(workspace: Path
 
     def cleanup(ws: Path, later: float = 0, **env: str) -> subprocess.CompletedProcess[str]:
         offset = str(15 * 86400 + later)
-        return subprocess.run([PYTHON, "-m", "server", "cleanup", "-w", str(ws)], cwd=REPO, capture_output=True,
+        return subprocess.run([PYTHON, "-m", "cairn.server", "cleanup", "-w", str(ws)], cwd=REPO, capture_output=True,
                               text=True, env=child_env(CAIRN_TEST_CLOCK_OFFSET=offset, **env))
 
     count = tmp_path / "count"

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sys
 
-from protocol.errors import CairnError, ErrorCode
-from protocol.lsp import Settings
-from worker.memory import apply
-from worker.memory.review import general_review
-from worker.memory.store import MemoryStore
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.lsp import Settings
+from cairn.worker.memory import apply
+from cairn.worker.memory.review import general_review
+from cairn.worker.memory.store import MemoryStore
 
 
 def main(ws: str) -> None:

@@ -12,13 +12,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from protocol.worker import WorkerRequest
-from state.doctor import check_workspace
-from state.fsdir import PinnedDir
+from cairn.protocol.worker import WorkerRequest
+from cairn.state.doctor import check_workspace
+from cairn.state.fsdir import PinnedDir
+from cairn.worker.entry import run_request
+
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn
-from worker.entry import run_request
 
 FILES = ("AGENTS.md", ".agents/memory/MEMORY.md")
 

@@ -167,8 +167,8 @@ def test_targets_through_symlinks_or_files_fail_closed(workspace: Path, tmp_path
 
 
 def test_paths_outside_roots_are_refused(workspace: Path) -> None:
-    from protocol.errors import CairnError, ErrorCode
-    from worker.memory.store import MemoryStore
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.memory.store import MemoryStore
 
     with MemoryStore(str(workspace)) as ms:
         for bad in ("../escape.md", ".agents/memory/../../x.md", "/etc/passwd", "src/app.py", ".agents/memory/a/b.md"):

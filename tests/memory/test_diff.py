@@ -6,9 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from worker.memory import model
-from worker.memory.diff import unified_diff
+from cairn.worker.memory import model
+from cairn.worker.memory.diff import unified_diff
 
 PATH = ".agents/memory/package-manager.md"
 

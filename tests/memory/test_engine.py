@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from protocol.digest import Note
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import PublicDigest
-from protocol.memory import ProposalKind
-from protocol.vocab import NoteType, Trigger
-from worker.memory import engine, model
+from cairn.protocol.digest import Note
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.memory import ProposalKind
+from cairn.protocol.vocab import NoteType, Trigger
+from cairn.worker.memory import engine, model
 
 DAY = 1767571200.0  # 2026-01-05 00:00 UTC
 ROOT = ".agents/memory"

@@ -14,18 +14,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from protocol.digest import Note
-from protocol.journal import PublicDigest
-from protocol.lsp import Settings
-from protocol.memory import ProposalKind
-from protocol.vocab import NoteType, Trigger
-from server import memory_docs
+from cairn.protocol.digest import Note
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.lsp import Settings
+from cairn.protocol.memory import ProposalKind
+from cairn.protocol.vocab import NoteType, Trigger
+from cairn.server import memory_docs
+from cairn.worker.memory import engine, model, remote, views
+
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
 from tests.providers.endpoint import Endpoint
 from tests.providers.endpoint import endpoint as endpoint
-from worker.memory import engine, model, remote, views
 
 DAY = 1767571200.0  # 2026-01-05 00:00 UTC
 MEM = ".agents/memory"
@@ -338,9 +339,9 @@ def test_a_rejected_repair_is_not_proposed_by_a_later_review(workspace: Path) ->
 # the repairs accepted, then undone newest first; every step is skipped when a rerun finds it done
 _WORKLOAD = """
 import sys
-from protocol.lsp import Settings
-from worker.memory import apply
-from worker.memory.store import MemoryStore
+from cairn.protocol.lsp import Settings
+from cairn.worker.memory import apply
+from cairn.worker.memory.store import MemoryStore
 ws, ids = sys.argv[1], sys.argv[2:]
 with MemoryStore(ws, Settings()) as ms:
     apply.recover(ms)
@@ -391,8 +392,8 @@ def test_a_kill_around_each_index_write_leaves_a_whole_state_that_a_rerun_comple
 
 
 def test_an_explicit_review_with_no_new_digests_still_repairs_the_index(workspace: Path) -> None:
-    from worker.memory.review import general_review
-    from worker.memory.store import MemoryStore
+    from cairn.worker.memory.review import general_review
+    from cairn.worker.memory.store import MemoryStore
 
     props = _setup(workspace)  # reviews the demo's digests: nothing is left unreviewed
     for pid in (p["id"] for p in props.values()):

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import NoteType
+from cairn.worker.memory import model
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import NoteType
-from worker.memory import model
 
 INDEX = (
     b"# Memory\n"

@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cairn.protocol.digest import ModelPolicy, Note
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.memory import ProposalKind
+from cairn.protocol.vocab import NoteType, Trigger
+from cairn.worker.journal.views import public_digests
+from cairn.worker.memory import engine, remote
+from cairn.worker.memory.model import MemorySnapshot, apply_index_edits, read_root
 
-from protocol.digest import ModelPolicy, Note
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import PublicDigest
-from protocol.memory import ProposalKind
-from protocol.vocab import NoteType, Trigger
 from tests.journal.helpers import DEMO, cairn, cairn_json
 from tests.providers.endpoint import Endpoint
 from tests.providers.endpoint import endpoint as endpoint
-from worker.journal.views import public_digests
-from worker.memory import engine, remote
-from worker.memory.model import MemorySnapshot, apply_index_edits, read_root
 
 API_KEY = "sk-test-Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1"
 SECRET_IN_TOPIC = "ghp_" + "Ab1Cd2Ef3G" * 4

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from protocol.lsp import Settings
+from cairn.protocol.lsp import Settings
+from cairn.worker.memory import review as R
+from cairn.worker.memory.store import MemoryStore
+
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from worker.memory import review as R
-from worker.memory.store import MemoryStore
 
 
 def _digests(ws: Path, n: int) -> None:

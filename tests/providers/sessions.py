@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.digest import DigestInput
-from protocol.transcript import Turn
+from cairn.protocol.digest import DigestInput
+from cairn.protocol.transcript import Turn
 
 
 def turn(turn_id: str, user: str, assistant: str = "Done.", parent: str | None = None) -> Turn:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.providers import DEFAULT_API_KEY_ENV, default_policy, extractive, run_digest
 
-from protocol.digest import ModelPolicy
-from protocol.errors import CairnError, ErrorCode
 from tests.providers.endpoint import Endpoint
 from tests.providers.sessions import MIXED
-from worker.providers import DEFAULT_API_KEY_ENV, default_policy, extractive, run_digest
 
 
 def test_default_policy_is_the_extractive_engine() -> None:

@@ -6,12 +6,12 @@ import json
 
 import attrs
 import pytest
+from cairn.protocol.digest import DigestInput, DigestOutput
+from cairn.protocol.transcript import Turn
+from cairn.protocol.vocab import NoteType
+from cairn.worker.providers.extractive import classify, digest
 
-from protocol.digest import DigestInput, DigestOutput
-from protocol.transcript import Turn
-from protocol.vocab import NoteType
 from tests.providers.sessions import MIXED, turn
-from worker.providers.extractive import classify, digest
 
 USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.PROJECT, NoteType.REFERENCE
 

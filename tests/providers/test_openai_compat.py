@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 import trio
+from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import NoteType
+from cairn.worker.providers import openai_compat
 
-from protocol.digest import DigestInput, DigestOutput, ModelPolicy
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import NoteType
 from tests.providers.endpoint import Endpoint
 from tests.providers.sessions import turn
-from worker.providers import openai_compat
 
 API_KEY = "sk-test-Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1"
 SECRET_IN_EVIDENCE = "ghp_" + "Ab1Cd2Ef3G" * 4

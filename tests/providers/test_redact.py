@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from cairn.worker.redact import redact
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from worker.redact import redact
 
 GH = "ghp_" + "a1B2c3D4e5" * 4
 JWT = (

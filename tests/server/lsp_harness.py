@@ -25,7 +25,7 @@ TURNS = [
 
 async def start_server(ws: Path, options: dict[str, Any] | None = None, **env: str) -> LanguageClient:
     client = make_test_lsp_client()
-    await client.start_io(PYTHON, "-m", "server", "serve", env=child_env(**env), cwd=str(ws))
+    await client.start_io(PYTHON, "-m", "cairn.server", "serve", env=child_env(**env), cwd=str(ws))
     await client.initialize_session(
         lsp.InitializeParams(
             capabilities=client_capabilities("emacs"),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.lsp import Settings
-from server import memory_docs as md
+from cairn.protocol.lsp import Settings
+from cairn.server import memory_docs as md
 
 WS = "/home/u/proj"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from cairn.protocol.worker import WorkerRequest, WorkerStatus
+from cairn.server.runner import WorkerProcess, run_worker
 
-from protocol.worker import WorkerRequest, WorkerStatus
-from server.runner import WorkerProcess, run_worker
 from tests.server.conftest import PYTHON, STRAY_SCRIPT
 
 pytestmark = pytest.mark.asyncio

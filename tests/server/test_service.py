@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from server.adapter import Adapter, FakeClock
-from server.lsp_service import CairnService, ServiceError
+from cairn.server.adapter import Adapter, FakeClock
+from cairn.server.lsp_service import CairnService, ServiceError
 
 pytestmark = pytest.mark.asyncio
 

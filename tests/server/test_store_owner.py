@@ -6,12 +6,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from server.lsp_service import CairnService
+from cairn.server.lsp_service import CairnService
+
 from tests.conftest import PYTHON, REPO, child_env
 
 HOLDER = """
 import sys
-from server.lsp_service import CairnService
+from cairn.server.lsp_service import CairnService
 class C:
     def __getattr__(self, name): return lambda *a, **k: None
 s = CairnService(C())

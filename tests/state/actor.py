@@ -11,12 +11,12 @@ import os
 import sys
 import time
 
-from protocol.claims import Authority
-from protocol.errors import CairnError
-from protocol.vocab import OutcomeKind
-from state import program as P
-from state.claims import ClaimStore
-from state.fsdir import PinnedDir
+from cairn.protocol.claims import Authority
+from cairn.protocol.errors import CairnError
+from cairn.protocol.vocab import OutcomeKind
+from cairn.state import program as P
+from cairn.state.claims import ClaimStore
+from cairn.state.fsdir import PinnedDir
 
 CLAIMS = ".cairn/state/journal/claims"
 
@@ -66,8 +66,8 @@ def hold_and_write(root: str, scope: str, ttl: float) -> None:
 
 def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
     """Race completion (owner) against takeover (successor) for one outcome."""
-    from protocol import codec
-    from protocol.claims import ClaimRecord
+    from cairn.protocol import codec
+    from cairn.protocol.claims import ClaimRecord
 
     store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
     # the owner holds generation 1 (elected by the parent), however late this process started
@@ -76,7 +76,7 @@ def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
     while time.time() < start_at:
         pass
     if role == "owner":
-        from state.claims import Claim
+        from cairn.state.claims import Claim
 
         c = Claim(scope, store.scope_dir(scope), claim1)
         try:
@@ -102,8 +102,8 @@ def sweep_setup(root: str) -> None:
 
 def sweep_workload(root: str, offset: float) -> None:
     """Election, guarded write, outcome election, a second scope, and pruning."""
-    from state.bundles import BundleStore
-    from state.prune import prune
+    from cairn.state.bundles import BundleStore
+    from cairn.state.prune import prune
 
     base = PinnedDir.open_root(root)
     store = ClaimStore(base, CLAIMS, clock_offset=offset)
@@ -121,7 +121,7 @@ def sweep_workload(root: str, offset: float) -> None:
     named = {open(os.path.join(pub, n)).read() for n in os.listdir(pub) if not n.startswith(".")}
     while prune(store, bundles=bundles, max_pairs=2, keep_bundle=named.__contains__).more:
         pass
-    from state.temps import collect_tree
+    from cairn.state.temps import collect_tree
 
     collect_tree(base, ".cairn")
     collect_tree(base, "public")

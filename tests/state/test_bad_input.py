@@ -7,14 +7,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cairn.protocol import codec
+from cairn.protocol.claims import Authority, ClaimRecord
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OutcomeKind
+from cairn.state.bundles import BundleStore
+from cairn.state.claims import ClaimStore, scope_dirname
+from cairn.state.fsdir import PinnedDir
 
-from protocol import codec
-from protocol.claims import Authority, ClaimRecord
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OutcomeKind
-from state.bundles import BundleStore
-from state.claims import ClaimStore, scope_dirname
-from state.fsdir import PinnedDir
 from tests.conftest import PYTHON, REPO, child_env
 
 CLAIMS = ".cairn/state/journal/claims"
@@ -84,7 +84,7 @@ def test_damaged_claim_blocks_election_and_doctor_reports_it(workspace: Path, da
     # nothing was lost or "repaired" by guessing; no successor was elected on top of it
     assert path.read_bytes() == before
     assert not (workspace / CLAIMS / "scope" / "2.claim").exists()
-    r = subprocess.run([PYTHON, "-m", "server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert code in r.stdout and "scope/1.claim" in r.stdout
@@ -100,7 +100,7 @@ def test_wrong_hash_bundle_is_refused_and_kept(workspace: Path) -> None:
         bs.get(sha)
     assert ei.value.code is ErrorCode.BUNDLE_HASH_MISMATCH
     assert p.read_bytes() == b"tampered"
-    r = subprocess.run([PYTHON, "-m", "server", "doctor", "-w", str(workspace), "--json"], cwd=REPO, env=child_env(),
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(workspace), "--json"], cwd=REPO, env=child_env(),
                        capture_output=True, text=True)
     assert r.returncode == 1 and "E_BUNDLE_HASH_MISMATCH" in r.stdout
     # a later put of the true bytes repairs it (content-addressed: the right bytes are known)
@@ -153,8 +153,8 @@ def test_scope_ids_never_become_paths(workspace: Path) -> None:
 
 
 def test_enum_fields_decode_to_members_and_unknown_values_are_refused() -> None:
-    from protocol.claims import OutcomeRecord
-    from protocol.vocab import OutcomeKind
+    from cairn.protocol.claims import OutcomeRecord
+    from cairn.protocol.vocab import OutcomeKind
 
     rec = OutcomeRecord(scope="s", generation=1, kind=OutcomeKind.COMPLETED, nonce="n", decided=1.0, claim_nonce="n")
     assert codec.decode(codec.encode(rec), OutcomeRecord).kind is OutcomeKind.COMPLETED

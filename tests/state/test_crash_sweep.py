@@ -7,10 +7,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from protocol import codec
-from protocol.claims import OutcomeRecord
-from state.doctor import check_workspace
-from state.fsdir import PinnedDir
+from cairn.protocol import codec
+from cairn.protocol.claims import OutcomeRecord
+from cairn.state.doctor import check_workspace
+from cairn.state.fsdir import PinnedDir
+
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS

@@ -13,18 +13,17 @@ import tempfile
 import time
 
 import attrs
+from cairn.protocol.claims import Authority
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OutcomeKind
+from cairn.state import program as P
+from cairn.state.claims import Claim, ClaimStore, scope_dirname
+from cairn.state.doctor import check_workspace
+from cairn.state.fsdir import PinnedDir
+from cairn.state.prune import prune
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
-
-from protocol.claims import Authority
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OutcomeKind
-from state import program as P
-from state.claims import Claim, ClaimStore, scope_dirname
-from state.doctor import check_workspace
-from state.fsdir import PinnedDir
-from state.prune import prune
 
 CLAIMS = ".cairn/state/journal/claims"
 SCOPES = ("digest/a", "review/general")

@@ -6,12 +6,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from protocol.claims import Authority
-from protocol.vocab import OutcomeKind
-from state.bundles import BundleStore
-from state.claims import ClaimStore
-from state.fsdir import PinnedDir
-from state.prune import prune
+from cairn.protocol.claims import Authority
+from cairn.protocol.vocab import OutcomeKind
+from cairn.state.bundles import BundleStore
+from cairn.state.claims import ClaimStore
+from cairn.state.fsdir import PinnedDir
+from cairn.state.prune import prune
+
 from tests.conftest import PYTHON, REPO, child_env
 
 CLAIMS = ".cairn/state/journal/claims"
@@ -94,11 +95,11 @@ def test_doctor_reports_a_successor_without_predecessor_outcome(workspace: Path)
     root = PinnedDir.open_root(workspace)
     store = ClaimStore(root, CLAIMS)
     _fill(store, "s", 3, ttl=60)
-    clean = subprocess.run([PYTHON, "-m", "server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
+    clean = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
                            capture_output=True, text=True)
     assert clean.returncode == 0 and "ok" in clean.stdout
     (workspace / CLAIMS / "s" / "2.outcome").unlink()
-    bad = subprocess.run([PYTHON, "-m", "server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
+    bad = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
                          capture_output=True, text=True)
     assert bad.returncode == 1
     assert "V_NO_PREDECESSOR_OUTCOME" in bad.stdout and "s/2.claim" in bad.stdout

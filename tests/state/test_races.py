@@ -8,9 +8,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from protocol import codec
-from protocol.claims import ClaimRecord, OutcomeRecord
-from state.claims import scope_dirname
+from cairn.protocol import codec
+from cairn.protocol.claims import ClaimRecord, OutcomeRecord
+from cairn.state.claims import scope_dirname
+
 from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS
 
@@ -45,9 +46,9 @@ def test_eight_processes_electing_in_one_scope_never_share_a_generation(workspac
 
 
 def test_completion_and_takeover_race_for_one_outcome(workspace: Path) -> None:
-    from protocol.claims import Authority
-    from state.claims import ClaimStore
-    from state.fsdir import PinnedDir
+    from cairn.protocol.claims import Authority
+    from cairn.state.claims import ClaimStore
+    from cairn.state.fsdir import PinnedDir
 
     kinds: Counter[str] = Counter()
     for i in range(12):

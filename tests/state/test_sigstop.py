@@ -9,10 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from protocol.claims import Authority
-from state import program as P
-from state.claims import ClaimStore, scope_dirname
-from state.fsdir import PinnedDir
+from cairn.protocol.claims import Authority
+from cairn.state import program as P
+from cairn.state.claims import ClaimStore, scope_dirname
+from cairn.state.fsdir import PinnedDir
+
 from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS
 

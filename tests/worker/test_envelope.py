@@ -6,12 +6,12 @@ import json
 import subprocess
 
 import pytest
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError
+from cairn.protocol.worker import WorkerRequest, WorkerResponse
+from cairn.worker.envelope import Response, decode_request, encode_response
 
-from protocol import codec
-from protocol.errors import CairnError
-from protocol.worker import WorkerRequest, WorkerResponse
 from tests.conftest import PYTHON, REPO, child_env
-from worker.envelope import Response, decode_request, encode_response
 
 GOOD = {"record": "worker-request", "v": 1, "job": "status", "workspace": "/w", "args": {"a": [1]},
         "deadline": 12.5, "job_id": "j1", "config": {"mode": "auto"}}
@@ -61,7 +61,7 @@ def test_responses_decode_strictly_with_the_codec() -> None:
 
 
 def test_a_bad_request_gets_a_fixed_code_on_stdout_not_a_crash() -> None:
-    r = subprocess.run([PYTHON, "-m", "worker", "status"], input=b'{"record":"worker-request","v":7}',
+    r = subprocess.run([PYTHON, "-m", "cairn.worker", "status"], input=b'{"record":"worker-request","v":7}',
                        capture_output=True, cwd=REPO, env=child_env(), timeout=60)
     assert r.returncode == 0
     resp = json.loads(r.stdout)

@@ -30,8 +30,8 @@ import re
 import stat
 from collections.abc import Callable
 
-from protocol.errors import CairnError, ErrorCode
-from protocol.transcript import Session
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.transcript import Session
 
 from . import aider, claude_code, claude_export, codex, gptel_md, gptel_org, specstory
 from ._common import malformed

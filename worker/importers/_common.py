@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from protocol.errors import CairnError, ErrorCode
-from protocol.transcript import Session, Turn
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.transcript import Session, Turn
 
 ID_HEX = 24
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from protocol.transcript import Session
+from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, inside_fence
 

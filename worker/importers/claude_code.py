@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.transcript import Session
+from cairn.protocol.transcript import Session
 
 from . import _claude
 from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from protocol.transcript import Session
+from cairn.protocol.transcript import Session
 
 from . import _claude
 from ._common import TurnBuilder, derived_session_id, headers_outside_fences, join_texts, malformed

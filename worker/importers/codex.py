@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from protocol.transcript import Session
+from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed
 

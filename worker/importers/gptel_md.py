@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.transcript import Session
+from cairn.protocol.transcript import Session
 
 from . import _gptel
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from protocol.transcript import Session
+from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, headers_outside_fences
 

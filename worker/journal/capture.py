@@ -18,16 +18,23 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from protocol import codec
-from protocol.digest import ModelPolicy
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import TURN_SNAPSHOT_LIMIT, CaptureTurn, Seal, SessionInfo, TurnEvidence, TurnIndex
-from protocol.transcript import Session, Turn
-from protocol.vocab import OpStatus, OutcomeKind, Trigger
-from protocol.worker import WorkerRequest
-from state import program as P
-from state.claims import Claim
-from worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, capture_id, h, session_dir
+from cairn.protocol import codec
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import (
+    TURN_SNAPSHOT_LIMIT,
+    CaptureTurn,
+    Seal,
+    SessionInfo,
+    TurnEvidence,
+    TurnIndex,
+)
+from cairn.protocol.transcript import Session, Turn
+from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
+from cairn.protocol.worker import WorkerRequest
+from cairn.state import program as P
+from cairn.state.claims import Claim
+from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, capture_id, h, session_dir
 
 SESSION_TTL = 60.0
 
@@ -207,7 +214,7 @@ def job_capture(req: WorkerRequest) -> dict[str, Any]:
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
     from pathlib import Path
 
-    from worker.importers import load
+    from cairn.worker.importers import load
 
     files = sessions = captured = skipped = 0
     session_ids: list[str] = []

@@ -12,26 +12,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol import codec
-from protocol.errors import CairnError
-from protocol.journal import CaptureTurn, Retired
-from protocol.lsp import Settings
-from protocol.vocab import OutcomeKind
-from protocol.worker import WorkerRequest
-from state import layout
-from state import program as P
-from state.claims import ClaimStore
-from state.prune import MAX_GROUPS, prune
-from state.temps import collect_tree
-from worker.journal.store import CAPTURES, Journal
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError
+from cairn.protocol.journal import CaptureTurn, Retired
+from cairn.protocol.lsp import Settings
+from cairn.protocol.vocab import OutcomeKind
+from cairn.protocol.worker import WorkerRequest
+from cairn.state import layout
+from cairn.state import program as P
+from cairn.state.claims import ClaimStore
+from cairn.state.prune import MAX_GROUPS, prune
+from cairn.state.temps import collect_tree
+from cairn.worker.journal.store import CAPTURES, Journal
 
 HISTORY_DAYS = 14.0
 
 
 def _expire(j: Journal, claim: Any, settings: Settings, history_days: float) -> tuple[int, bool]:
     """Expiry of fully reviewed public digests (only where consolidation has reviewed them)."""
-    from worker.journal.expiry import expire
-    from worker.memory.store import MemoryStore
+    from cairn.worker.journal.expiry import expire
+    from cairn.worker.memory.store import MemoryStore
 
     with MemoryStore(j.workspace, settings) as ms:
         return expire(j, claim, ms, history_days=history_days)
@@ -116,7 +116,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
 
 def job_cleanup(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     with Journal(req.workspace) as j:
-        from worker import config
+        from cairn.worker import config
 
         settings, _ = config.merge(Settings(), {k: v for k, v in req.config.items() if k != "historyDays"},
                                    source="request")

@@ -26,12 +26,11 @@ import time
 from typing import Any
 
 import attrs
-
-from protocol import codec
-from protocol.claims import OutcomeRecord
-from protocol.digest import DigestInput, ModelPolicy
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import (
+from cairn.protocol import codec
+from cairn.protocol.claims import OutcomeRecord
+from cairn.protocol.digest import DigestInput, ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import (
     PUBLIC_ENTRY_LIMIT,
     CaptureTurn,
     Coverage,
@@ -42,12 +41,12 @@ from protocol.journal import (
     Seal,
     TurnEvidence,
 )
-from protocol.transcript import Turn
-from protocol.vocab import OpStatus, OutcomeKind
-from protocol.worker import WorkerRequest
-from state import program as P
-from state.claims import Claim
-from worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
+from cairn.protocol.transcript import Turn
+from cairn.protocol.vocab import OpStatus, OutcomeKind
+from cairn.protocol.worker import WorkerRequest
+from cairn.state import program as P
+from cairn.state.claims import Claim
+from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
 
 MAX_ATTEMPTS = 3
 DIGEST_TTL_MARGIN = 30.0
@@ -122,8 +121,7 @@ def _policy(evidence: list[TurnEvidence]) -> ModelPolicy:
 def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None) -> Any:
     """Run the frozen policy's provider over the usable turns (sessionless, no tools)."""
     import trio
-
-    from worker.providers import run_digest
+    from cairn.worker.providers import run_digest
 
     usable = tuple(
         Turn(turn_id=e.turn_id, parent_turn_id=e.parent_turn_id, user=e.user, assistant=e.assistant,

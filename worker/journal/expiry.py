@@ -20,14 +20,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import MANIFEST_LIMIT, ExpiryEntry, ExpiryManifest
-from protocol.memory import ProposalState
-from protocol.vocab import OpStatus
-from state import program as P
-from state.claims import Claim
-from worker.journal.store import PUBLIC, Journal
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import MANIFEST_LIMIT, ExpiryEntry, ExpiryManifest
+from cairn.protocol.memory import ProposalState
+from cairn.protocol.vocab import OpStatus
+from cairn.state import program as P
+from cairn.state.claims import Claim
+from cairn.worker.journal.store import PUBLIC, Journal
 
 EXPIRY = ".cairn/state/journal/expiry"
 MAX_GROUPS = 50
@@ -52,8 +52,8 @@ def _finish(j: Journal, claim: Claim, m: ExpiryManifest) -> int:
 
 def candidates(ms: Any, now: float, history_days: float) -> list[str]:
     """Public digest ids whose every covering review is terminal and past the history window."""
-    from worker.memory.apply import decisions
-    from worker.memory.review import published_reviews
+    from cairn.worker.memory.apply import decisions
+    from cairn.worker.memory.review import published_reviews
 
     latest: dict[str, float] = {}
     blocked: set[str] = set()

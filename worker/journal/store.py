@@ -22,15 +22,15 @@ import re
 from collections.abc import Iterable
 from typing import Self, TypeVar
 
-from protocol import codec
-from protocol.claims import Authority
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import OpStatus
-from state import layout
-from state import program as P
-from state.bundles import BundleStore
-from state.claims import ClaimStore
-from state.fsdir import PinnedDir
+from cairn.protocol import codec
+from cairn.protocol.claims import Authority
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import OpStatus
+from cairn.state import layout
+from cairn.state import program as P
+from cairn.state.bundles import BundleStore
+from cairn.state.claims import ClaimStore
+from cairn.state.fsdir import PinnedDir
 
 T = TypeVar("T")
 

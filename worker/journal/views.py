@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from protocol import codec
-from protocol.errors import CairnError
-from protocol.journal import PublicDigest
-from protocol.worker import WorkerRequest
-from worker.journal.store import PUBLIC, Journal
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.worker import WorkerRequest
+from cairn.worker.journal.store import PUBLIC, Journal
 
 _INDEX: dict[str, tuple[tuple[int, int, int, int], list[PublicDigest], list[str]]] = {}
 
@@ -61,7 +61,7 @@ def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicD
 
 def read_status(workspace: str) -> dict[str, int]:
     """Capture-level counts for ``cairn/status`` (the server adds its own job counts)."""
-    from worker.journal.digest import capture_states
+    from cairn.worker.journal.digest import capture_states
 
     if not os.path.isdir(os.path.join(workspace, ".cairn")):
         return {"pending": 0, "retryWaiting": 0, "exhausted": 0, "open": 0, "digests": 0, "proposals": 0}
@@ -85,7 +85,7 @@ def read_status(workspace: str) -> dict[str, int]:
 
 def _pending_proposals(workspace: str) -> int:
     try:
-        from worker.memory.views import pending_count
+        from cairn.worker.memory.views import pending_count
     except ImportError:
         return 0
     return int(pending_count(workspace))
@@ -94,9 +94,9 @@ def _pending_proposals(workspace: str) -> int:
 def capture_rows(workspace: str) -> list[dict[str, Any]]:
     """One row per capture: open, pending, running (a live digest claim), retry-waiting,
     exhausted, or retired as published / all-none / discarded."""
-    from protocol.journal import Retired
-    from worker.journal.digest import capture_states
-    from worker.journal.store import CAPTURES
+    from cairn.protocol.journal import Retired
+    from cairn.worker.journal.digest import capture_states
+    from cairn.worker.journal.store import CAPTURES
 
     rows = []
     with Journal(workspace) as j:

@@ -44,10 +44,9 @@ import secrets
 from typing import Any
 
 import attrs
-
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.memory import (
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.memory import (
     DecisionRecord,
     FileEdit,
     PrivateDecision,
@@ -57,11 +56,11 @@ from protocol.memory import (
     WriteIntent,
     WriteMarker,
 )
-from protocol.vocab import OpStatus, OutcomeKind
-from state import program as P
-from state.claims import Claim, ClaimStore
-from state.fsdir import PinnedDir
-from worker.memory.store import (
+from cairn.protocol.vocab import OpStatus, OutcomeKind
+from cairn.state import program as P
+from cairn.state.claims import Claim, ClaimStore
+from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory.store import (
     DECISIONS,
     DECISIONS_PUBLIC,
     INTENTS,
@@ -140,7 +139,7 @@ def _resolve(ms: MemoryStore, p: Proposal) -> tuple[Target, dict[str, str]]:
 
 def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str]) -> tuple[bool, str]:
     """(fresh?, reason): every file at its recorded before-state, every affected index entry unchanged."""
-    from worker.memory import model
+    from cairn.worker.memory import model
 
     current = _read_current(base, sorted(set(rels.values())))
     for f in p.files:
@@ -269,7 +268,7 @@ def _with_claims(
 # -- decisions ----------------------------------------------------------------
 
 def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
-    from worker.memory import model
+    from cairn.worker.memory import model
 
     p = load_proposal(ms, pid)
     history = decisions(ms, pid)
@@ -354,7 +353,7 @@ def load_intent(ms: MemoryStore, write: str) -> WriteIntent:
 
 
 def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
-    from worker.memory import model
+    from cairn.worker.memory import model
 
     p = load_proposal(ms, pid)
     history = decisions(ms, pid)

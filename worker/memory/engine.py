@@ -100,13 +100,12 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 import attrs
-
-from protocol.digest import Note
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import PublicDigest
-from protocol.memory import ProposalKind
-from protocol.vocab import NoteType
-from worker.memory.model import (
+from cairn.protocol.digest import Note
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.memory import ProposalKind
+from cairn.protocol.vocab import NoteType
+from cairn.worker.memory.model import (
     INDEX_NAME,
     IndexEditTuple,
     MemorySnapshot,

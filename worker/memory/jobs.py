@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import CairnError, ErrorCode
-from protocol.lsp import Settings
-from protocol.worker import WorkerRequest
-from worker.memory.store import MemoryStore
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.lsp import Settings
+from cairn.protocol.worker import WorkerRequest
+from cairn.worker.memory.store import MemoryStore
 
 
 def _settings(req: WorkerRequest) -> Settings:
-    from worker import config
+    from cairn.worker import config
 
     settings, _warnings = config.merge(Settings(), req.config, source="request")
     return settings
@@ -29,8 +29,8 @@ def _ids(req: WorkerRequest) -> list[str]:
 
 
 def job_review(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
-    from worker.memory.apply import recover
-    from worker.memory.review import general_review
+    from cairn.worker.memory.apply import recover
+    from cairn.worker.memory.review import general_review
 
     with _store(req) as ms:
         recovered = recover(ms)
@@ -40,7 +40,7 @@ def job_review(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
 
 def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     """One bounded review per call: the caller repeats while ``more`` (yielding between batches)."""
-    from worker.memory.review import general_review
+    from cairn.worker.memory.review import general_review
 
     with _store(req) as ms:
         result, more = general_review(ms, automatic=False)
@@ -48,7 +48,7 @@ def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
 
 
 def _decide(req: WorkerRequest, fn_name: str) -> dict[str, Any]:
-    from worker.memory import apply
+    from cairn.worker.memory import apply
 
     fn = getattr(apply, fn_name)
     out = []
@@ -68,7 +68,7 @@ def job_reject(req: WorkerRequest) -> dict[str, Any]:
 
 
 def job_undo(req: WorkerRequest) -> dict[str, Any]:
-    from worker.memory import apply
+    from cairn.worker.memory import apply
 
     pid = req.args.get("id")
     if not isinstance(pid, str) or not pid:
@@ -79,24 +79,24 @@ def job_undo(req: WorkerRequest) -> dict[str, Any]:
 
 
 def job_proposals(req: WorkerRequest) -> dict[str, Any]:
-    from worker.memory.views import proposal_rows
+    from cairn.worker.memory.views import proposal_rows
 
     return {"proposals": proposal_rows(req.workspace, _settings(req))}
 
 
 def job_proposal(req: WorkerRequest) -> dict[str, Any]:
-    from worker.memory.views import proposal
+    from cairn.worker.memory.views import proposal
 
     return proposal(req.workspace, str(req.args.get("id", "")), _settings(req))
 
 
 def job_memory(req: WorkerRequest) -> dict[str, Any]:
-    from worker.memory.views import memory_rows
+    from cairn.worker.memory.views import memory_rows
 
     return {"topics": memory_rows(req.workspace, _settings(req))}
 
 
 def job_cockpit(req: WorkerRequest) -> dict[str, Any]:
-    from worker.memory.views import cockpit
+    from cairn.worker.memory.views import cockpit
 
     return {"rows": cockpit(req.workspace, str(req.args.get("view", "candidates")), _settings(req))}

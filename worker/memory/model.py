@@ -28,10 +28,9 @@ from pathlib import Path
 
 import attrs
 import yaml
-
-from protocol.errors import CairnError, ErrorCode
-from protocol.vocab import NoteType
-from state.fsdir import PinnedDir
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import NoteType
+from cairn.state.fsdir import PinnedDir
 
 INDEX_NAME = "MEMORY.md"
 #: agents load this many lines of the index; it is also the bound on entries

@@ -56,13 +56,12 @@ from typing import Any
 
 import attrs
 import trio
-
-from protocol.digest import ModelPolicy
-from protocol.journal import PublicDigest
-from protocol.lsp import Settings
-from protocol.memory import ProposalKind
-from protocol.vocab import NoteType
-from worker.memory.engine import (
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.lsp import Settings
+from cairn.protocol.memory import ProposalKind
+from cairn.protocol.vocab import NoteType
+from cairn.worker.memory.engine import (
     _KIND_ORDER,
     DESCRIPTION_MAX,
     MAX_DIGESTS,
@@ -74,7 +73,7 @@ from worker.memory.engine import (
     index_maintenance,
     normalise,
 )
-from worker.memory.model import (
+from cairn.worker.memory.model import (
     INDEX_NAME,
     MemorySnapshot,
     add_working_agreements,
@@ -84,8 +83,8 @@ from worker.memory.model import (
     render_topic,
     topic_filename,
 )
-from worker.providers import http
-from worker.redact import redact
+from cairn.worker.providers import http
+from cairn.worker.redact import redact
 
 #: characters of a topic body sent to the model (the rest is not needed to place a note)
 TOPIC_BODY_MAX = 2000

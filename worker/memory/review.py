@@ -25,10 +25,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from protocol import codec
-from protocol.errors import CairnError, ErrorCode
-from protocol.journal import PublicDigest
-from protocol.memory import (
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.memory import (
     IndexEdit,
     Proposal,
     ProposalKind,
@@ -36,10 +36,10 @@ from protocol.memory import (
     ReviewRecord,
     ReviewResult,
 )
-from protocol.vocab import NoteType, OutcomeKind
-from state import program as P
-from worker.journal.views import public_digests
-from worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
+from cairn.protocol.vocab import NoteType, OutcomeKind
+from cairn.state import program as P
+from cairn.worker.journal.views import public_digests
+from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 
 MAX_DIGESTS = 20
 AUTO_CAP = 8
@@ -80,7 +80,7 @@ def _suppressed(ms: MemoryStore) -> set[str]:
     be applied, so it does not hold its fingerprint: the same change may be
     proposed afresh against the files as they are now.
     """
-    from worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
+    from cairn.worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
 
     out: set[str] = set()
     for pid in proposal_ids(ms):
@@ -184,7 +184,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
     is published only when it proposes something; an automatic one with no
     digest debt reads nothing.
     """
-    from worker.memory import engine, model
+    from cairn.worker.memory import engine, model
 
     recovered = recover_review(ms)
     now = ms.now()
@@ -219,7 +219,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
                                                    rejected=suppressed, now=now, review_id=review_id)
                 continue
             if provider == "openai":
-                from worker.memory import remote
+                from cairn.worker.memory import remote
 
                 # the model's whole exchange ends well inside the review claim's lease
                 policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
@@ -245,7 +245,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
     _publish(ms, result, outcome.decided)
     applied = []
     if ms.settings.mode == "auto":
-        from worker.memory.apply import accept
+        from cairn.worker.memory.apply import accept
 
         for p in proposals:
             try:

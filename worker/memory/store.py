@@ -24,16 +24,15 @@ import os
 from typing import Any
 
 import attrs
-
-from protocol.claims import Authority
-from protocol.errors import CairnError, ErrorCode
-from protocol.lsp import Settings
-from protocol.memory import FileEdit
-from state import program as P
-from state.bundles import BundleStore
-from state.claims import ClaimStore
-from state.fsdir import PinnedDir, split_rel
-from worker.journal.store import Journal
+from cairn.protocol.claims import Authority
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.lsp import Settings
+from cairn.protocol.memory import FileEdit
+from cairn.state import program as P
+from cairn.state.bundles import BundleStore
+from cairn.state.claims import ClaimStore
+from cairn.state.fsdir import PinnedDir, split_rel
+from cairn.worker.journal.store import Journal
 
 M = ".cairn/state/memory"
 PROPOSALS = f"{M}/proposals"

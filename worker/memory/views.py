@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from protocol.errors import CairnError, ErrorCode
-from protocol.lsp import Settings
-from protocol.memory import Proposal, ProposalState
-from worker.memory.store import DEFAULT_ROOT, MemoryStore
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.lsp import Settings
+from cairn.protocol.memory import Proposal, ProposalState
+from cairn.worker.memory.store import DEFAULT_ROOT, MemoryStore
 
 
 def _store(workspace: str, settings: Settings | None) -> MemoryStore:
@@ -24,7 +24,7 @@ def _store(workspace: str, settings: Settings | None) -> MemoryStore:
 
 
 def _rows(ms: MemoryStore) -> list[tuple[Proposal, ProposalState, str, list[Any]]]:
-    from worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
+    from cairn.worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
 
     out = []
     for pid in proposal_ids(ms):
@@ -49,7 +49,7 @@ def pending_count(workspace: str, settings: Settings | None = None) -> int:
 
 
 def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[str, Any]]:
-    from worker.memory import model
+    from cairn.worker.memory import model
 
     settings = settings or Settings()
     rows = []
@@ -79,8 +79,8 @@ def cockpit(workspace: str, view: str, settings: Settings | None = None) -> list
 
 def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, bytes | None]]:
     """(path, before bytes, after bytes) for every affected file, index included."""
-    from worker.memory import model
-    from worker.memory.apply import _read_current, _resolve, decisions, load_intent
+    from cairn.worker.memory import model
+    from cairn.worker.memory.apply import _read_current, _resolve, decisions, load_intent
 
     ds = decisions(ms, p.id)
     if ds and ds[-1].write:
@@ -115,8 +115,8 @@ def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, b
 
 
 def proposal(workspace: str, proposal_id: str, settings: Settings | None = None) -> dict[str, Any]:
-    from worker.memory import diff
-    from worker.memory.apply import load_proposal, state_of
+    from cairn.worker.memory import diff
+    from cairn.worker.memory.apply import load_proposal, state_of
 
     with _store(workspace, settings) as ms:
         p = load_proposal(ms, proposal_id)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from protocol.digest import DigestInput, DigestOutput, ModelPolicy
-from protocol.errors import CairnError, ErrorCode
-from worker.providers import extractive
+from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.providers import extractive
 
 DEFAULT_API_KEY_ENV = "CAIRN_OPENAI_API_KEY"
 PROVIDERS = ("extractive", "openai")
@@ -44,7 +44,7 @@ async def run_digest(
     if policy.provider == "extractive":
         return extractive.digest(inp)
     if policy.provider == "openai":
-        from worker.providers import openai_compat
+        from cairn.worker.providers import openai_compat
 
         return await openai_compat.digest(inp, policy, api_key=env.get(api_key_env) or None)
     raise CairnError(

@@ -56,9 +56,9 @@ from __future__ import annotations
 
 import re
 
-from protocol.digest import DigestInput, DigestOutput
-from protocol.vocab import NoteType
-from worker.providers.notes import Draft, finalize, one_line
+from cairn.protocol.digest import DigestInput, DigestOutput
+from cairn.protocol.vocab import NoteType
+from cairn.worker.providers.notes import Draft, finalize, one_line
 
 MAX_SENTENCE = 1000
 

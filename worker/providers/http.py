@@ -32,9 +32,8 @@ from typing import Any
 
 import httpx
 import trio
-
-from protocol.digest import ModelPolicy
-from protocol.errors import CairnError, ErrorCode
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
 
 MAX_REPLY_BYTES = 4 << 20
 

@@ -22,10 +22,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 import attrs
-
-from protocol.digest import Note
-from protocol.vocab import NoteType
-from worker.redact import redact
+from cairn.protocol.digest import Note
+from cairn.protocol.vocab import NoteType
+from cairn.worker.redact import redact
 
 TITLE_MAX = 120
 BODY_MAX = 2000

@@ -43,12 +43,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from protocol.digest import DigestInput, DigestOutput, ModelPolicy
-from protocol.vocab import NoteType
-from worker.providers import http
-from worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
-from worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
-from worker.redact import redact
+from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
+from cairn.protocol.vocab import NoteType
+from cairn.worker.providers import http
+from cairn.worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
+from cairn.worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
+from cairn.worker.redact import redact
 
 _NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
 _TYPES = {t.value: t for t in NoteType}

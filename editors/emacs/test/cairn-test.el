@@ -28,9 +28,9 @@
   "The repository root.")
 
 (defun cairn-test--server-command ()
-  "The server command: CAIRN_TEST_PYTHON (or the repo's .venv) -m server serve."
+  "The server command: CAIRN_TEST_PYTHON (or the repo's .venv) -m cairn.server serve."
   (list (or (getenv "CAIRN_TEST_PYTHON") (expand-file-name ".venv/bin/python" cairn-test--repo))
-        "-m" "server" "serve"))
+        "-m" "cairn.server" "serve"))
 
 (defconst cairn-test--turns
   '(("From now on never use bare except in this repo: catch the specific exception and log it with context."
@@ -63,7 +63,6 @@
   (declare (indent 0) (debug t))
   `(let* ((cairn-test--ws (directory-file-name (file-truename (make-temp-file "cairn-ert-" t))))
           (cairn-server-command (cairn-test--server-command))
-          (process-environment (cons (concat "PYTHONPATH=" cairn-test--repo) process-environment))
           (cairn-progress-log nil))
      (unwind-protect (progn ,@body)
        (cairn-test--cleanup cairn-test--ws))))

@@ -3,7 +3,7 @@
 --   nvim --headless --clean -u NONE -c "luafile editors/nvim/test/smoke.lua"
 --
 -- Environment (set by tests/editors/test_nvim.py):
---   CAIRN_TEST_PYTHON    interpreter that runs `-m server serve` (PYTHONPATH = repo)
+--   CAIRN_TEST_PYTHON    interpreter that runs `-m cairn.server serve`
 --   CAIRN_TEST_WS        workspace with a pending proposal
 --   CAIRN_TEST_FILE      the proposal's target, relative to the workspace
 --   CAIRN_TEST_PROPOSAL  the proposal id to accept and then undo
@@ -128,7 +128,7 @@ local function main()
   local original = read_bytes(target)
 
   cairn.setup({
-    cmd = { env("CAIRN_TEST_PYTHON"), "-m", "server", "serve" },
+    cmd = { env("CAIRN_TEST_PYTHON"), "-m", "cairn.server", "serve" },
     settings = { mode = "propose", provider = "extractive" },
   })
   for _, name in ipairs({ "CairnStatus", "CairnDrain", "CairnAccept", "CairnReject", "CairnUndo" }) do
