@@ -25,7 +25,9 @@ class ErrorCode(enum.StrEnum):
     PATH_NOT_DIRECTORY = "E_PATH_NOT_DIRECTORY"
     PATH_INVALID_NAME = "E_PATH_INVALID_NAME"
     PATH_OUTSIDE_ROOT = "E_PATH_OUTSIDE_ROOT"
+    PATH_NOT_REGULAR = "E_PATH_NOT_REGULAR"  # a FIFO, device or directory where a regular file belongs
     IO_FAILED = "E_IO_FAILED"
+    NO_SPACE = "E_NO_SPACE"  # ENOSPC or EDQUOT: the storage is full; nothing was half-written
     # bundles
     BUNDLE_HASH_MISMATCH = "E_BUNDLE_HASH_MISMATCH"
     BUNDLE_MISSING = "E_BUNDLE_MISSING"
@@ -37,9 +39,11 @@ class ErrorCode(enum.StrEnum):
     CLAIM_CORRUPT = "E_CLAIM_CORRUPT"
     # configuration and CLI
     CONFIG_INVALID = "E_CONFIG_INVALID"
+    WORKSPACE_UNTRUSTED = "E_WORKSPACE_UNTRUSTED"  # a workspace file set off-machine settings; ignored
     WORKSPACE_INVALID = "E_WORKSPACE_INVALID"
     NOT_FOUND = "E_NOT_FOUND"
     USAGE = "E_USAGE"
+    METHOD_UNKNOWN = "E_METHOD_UNKNOWN"  # an LSP method or command the server does not have
     # import
     IMPORT_UNKNOWN_FORMAT = "E_IMPORT_UNKNOWN_FORMAT"
     IMPORT_MALFORMED = "E_IMPORT_MALFORMED"
