@@ -11,11 +11,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from cairn.protocol import codec
 from cairn.protocol.journal import CaptureTurn, Coverage, PublicDigest
 
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
+
+pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 SRC = REPO / "tests" / "fixtures" / "sweep" / ".aider.chat.history.md"
 J = ".cairn/state/journal"

@@ -7,12 +7,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.entry import run_request
 
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
+
+pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 
 def _cleanup(ws: Path, offset_days: float = 0) -> dict:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from cairn.protocol.worker import WorkerRequest
 from cairn.state.doctor import check_workspace
 from cairn.state.fsdir import PinnedDir
@@ -20,6 +21,8 @@ from cairn.worker.entry import run_request
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn
+
+pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 FILES = ("AGENTS.md", ".agents/memory/MEMORY.md")
 

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from cairn.protocol import codec
 from cairn.protocol.claims import OutcomeRecord
 from cairn.state.doctor import check_workspace
@@ -15,6 +16,8 @@ from cairn.state.fsdir import PinnedDir
 from tests import sweep
 from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS
+
+pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 
 def _run(ws: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -8,12 +8,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from cairn.protocol import codec
 from cairn.protocol.claims import ClaimRecord, OutcomeRecord
 from cairn.state.claims import scope_dirname
 
 from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS
+
+pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 
 def _events(proc: subprocess.Popen[str]) -> list[dict]:
