@@ -172,7 +172,8 @@ once gptel is loaded."
 
 (defun cairn-gptel-teardown ()
   "Undo `cairn-gptel-setup' (called when `cairn-mode' is turned off)."
-  (remove-hook 'gptel-post-response-functions #'cairn-gptel-post-response)
+  (when (boundp 'gptel-post-response-functions)
+    (remove-hook 'gptel-post-response-functions #'cairn-gptel-post-response))
   (remove-hook 'kill-emacs-hook #'cairn-gptel--end-all-sessions))
 
 (provide 'cairn-gptel)
