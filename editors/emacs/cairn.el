@@ -83,6 +83,9 @@
 ;; Declared special by eglot 1.9 only inside eglot.el; bound here too.
 (defvar eglot-lsp-context)
 
+;; The cockpit lives in cairn-cockpit.el; M-x cairn-cockpit loads it.
+(autoload 'cairn-cockpit "cairn-cockpit" "Open the cairn memory cockpit." t)
+
 (declare-function cairn-gptel-setup "cairn-gptel" ())
 (declare-function cairn-gptel-teardown "cairn-gptel" ())
 
