@@ -46,6 +46,10 @@
 ;;  - cairn-cockpit.el: the memory cockpit, M-x cairn-cockpit;
 ;;  - cairn-gptel.el: the gptel adapter, loaded by `cairn-mode' once
 ;;    gptel is (gptel itself stays optional).
+;; This file is longer than the others on purpose: connection,
+;; protocol glue and `cairn-mode' depend on each other and form the
+;; one core that the cockpit, the gptel adapter and other AI packages
+;; build on.
 ;;
 ;; Loading any of them changes nothing in Emacs.  Setup:
 ;;
