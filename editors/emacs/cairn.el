@@ -1,8 +1,35 @@
 ;;; cairn.el --- Memory keeper for AI-assisted coding, over eglot  -*- lexical-binding: t; -*-
 
+;; Copyright (C) 2026 The cairn maintainers
+
+;; Author: The cairn maintainers
+;; Maintainer: The cairn maintainers
+;; URL: https://github.com/cairn-journal/cairn
 ;; Version: 0.1.0
-;; Package-Requires: ((emacs "28.1") (eglot "1.9") (jsonrpc "1.0.14"))
+;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: tools, convenience
+;; SPDX-License-Identifier: MIT
+
+;; This file is not part of GNU Emacs.
+
+;; Permission is hereby granted, free of charge, to any person obtaining
+;; a copy of this software and associated documentation files (the
+;; "Software"), to deal in the Software without restriction, including
+;; without limitation the rights to use, copy, modify, merge, publish,
+;; distribute, sublicense, and/or sell copies of the Software, and to
+;; permit persons to whom the Software is furnished to do so, subject to
+;; the following conditions:
+;;
+;; The above copyright notice and this permission notice shall be
+;; included in all copies or substantial portions of the Software.
+;;
+;; THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND,
+;; EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF
+;; MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+;; NONINFRINGEMENT.  IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE
+;; LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION
+;; OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
+;; WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 
 ;;; Commentary:
 
@@ -13,20 +40,32 @@
 ;; talks to `cairn serve' through eglot and the cairn LSP contract
 ;; only (see docs in the repository's server README).
 ;;
-;; Setup:
+;; The package has three files:
+;;  - cairn.el (this file): the connection, the protocol glue, the
+;;    turn and session API, idle maintenance and `cairn-mode';
+;;  - cairn-cockpit.el: the memory cockpit, M-x cairn-cockpit;
+;;  - cairn-gptel.el: the gptel adapter, loaded by `cairn-mode' once
+;;    gptel is (gptel itself stays optional).
+;; This file is longer than the others on purpose: connection,
+;; protocol glue and `cairn-mode' depend on each other and form the
+;; one core that the cockpit, the gptel adapter and other AI packages
+;; build on.
+;;
+;; Loading any of them changes nothing in Emacs.  Setup:
 ;;
 ;;   (require 'cairn)
 ;;   (cairn-mode 1)
 ;;
 ;; `cairn-mode' (global) then
-;;  - opens memory and instruction files in `cairn-memory-mode' and
-;;    starts the server for them with `eglot-ensure', so proposals show
-;;    as diagnostics and `eglot-code-actions' offers accept / reject /
-;;    show diff;
-;;  - feeds every completed gptel turn to the server (no dependency on
-;;    gptel: the hook is installed when gptel loads);
+;;  - registers the cairn server with eglot and opens memory and
+;;    instruction files in `cairn-memory-mode' with `eglot-ensure', so
+;;    proposals show as diagnostics and `eglot-code-actions' offers
+;;    accept / reject / show diff;
+;;  - feeds every completed gptel turn to the server (when gptel is
+;;    loaded, see `cairn-gptel-integration');
 ;;  - offers the server one maintenance opportunity per idle period
 ;;    (`cairn-idle-minutes').
+;; Turning it off removes all of that again.
 ;;
 ;; M-x cairn-cockpit opens the memory cockpit (`*cairn*'): Candidates,
 ;; Memories and History in one table; press ? there for the keys.
@@ -43,14 +82,16 @@
 (require 'eglot)
 (require 'jsonrpc)
 (require 'project)
-(require 'tabulated-list)
 (require 'diff-mode)
 
-(defvar gptel-mode)
-(defvar gptel-prompt-prefix-alist)
-(defvar gptel-response-prefix-alist)
-(defvar gptel-post-response-functions)
-(defvar cairn-cockpit--workspace)
+;; Declared special by eglot 1.9 only inside eglot.el; bound here too.
+(defvar eglot-lsp-context)
+
+;; The cockpit lives in cairn-cockpit.el; M-x cairn-cockpit loads it.
+(autoload 'cairn-cockpit "cairn-cockpit" "Open the cairn memory cockpit." t)
+
+(declare-function cairn-gptel-setup "cairn-gptel" ())
+(declare-function cairn-gptel-teardown "cairn-gptel" ())
 
 ;;;; Customisation
 
@@ -120,7 +161,8 @@ Relative names are relative to the workspace."
   :set #'cairn--set-option)
 
 (defcustom cairn-gptel-integration t
-  "When non-nil, `cairn-mode' feeds completed gptel turns to the server."
+  "When non-nil, `cairn-mode' feeds completed gptel turns to the server.
+The adapter lives in cairn-gptel.el and is loaded once gptel is."
   :type 'boolean)
 
 (defcustom cairn-connect-timeout 30
@@ -136,8 +178,15 @@ Relative names are relative to the workspace."
 (defclass cairn-eglot-server (eglot-lsp-server)
   ((shown-messages
     :initform nil :accessor cairn--shown-messages
-    :documentation "Messages already shown with window/showMessage."))
+    :documentation "Messages already shown with window/showMessage.")
+   (workspace
+    :initform nil :accessor cairn--server-workspace
+    :documentation "The workspace root (no trailing slash) the server was started for."))
   :documentation "An eglot connection to `cairn serve'.")
+
+(defvar cairn--connections nil
+  "Cairn servers started in this Emacs, newest first.
+Dead ones are dropped whenever the list is read, see `cairn--servers'.")
 
 (defun cairn--settings ()
   "The server settings (protocol `Settings' names) from the defcustoms."
@@ -151,12 +200,21 @@ Relative names are relative to the workspace."
    (unless (string-empty-p cairn-model) (list :model cairn-model))
    (unless (string-empty-p cairn-endpoint) (list :endpoint cairn-endpoint))))
 
+
 (defun cairn--eglot-contact (&optional _interactive)
   "Contact for `eglot-server-programs': our class and `cairn-server-command'."
   (cons 'cairn-eglot-server cairn-server-command))
 
-(cl-defmethod eglot-initialization-options ((_server cairn-eglot-server))
-  "Send the cairn defcustoms as initializationOptions."
+(defconst cairn--server-program '(cairn-memory-mode . cairn--eglot-contact)
+  "The entry `cairn-mode' adds to `eglot-server-programs'.")
+
+(cl-defmethod eglot-initialization-options ((server cairn-eglot-server))
+  "Send the cairn defcustoms as initializationOptions; remember SERVER.
+Eglot computes the initialize request from the project root, which is
+`default-directory' here: that is the workspace SERVER serves."
+  (setf (cairn--server-workspace server)
+        (directory-file-name (expand-file-name default-directory)))
+  (cl-pushnew server cairn--connections)
   (cairn--settings))
 
 (cl-defmethod eglot-client-capabilities :around ((_server cairn-eglot-server))
@@ -183,7 +241,24 @@ server keeps the cairn defcustoms."
   (when (bound-and-true-p cairn-mode)
     (cairn--arm-idle-timer)))
 
-(add-hook 'eglot-connect-hook #'cairn--send-configuration 90)
+
+;;;; Eglot internals (no public API)
+
+(defun cairn--eglot-arguments ()
+  "The arguments `eglot' takes to start the cairn server for this buffer.
+Eglot has no public function that computes them, and they differ
+between versions (one language id up to eglot 1.14, a list after), so
+this wrapper is the one place the package calls `eglot--guess-contact'.
+`cairn--server-program' is bound for the call: the server starts
+whether or not `cairn-mode' registered it."
+  (let ((eglot-server-programs (cons cairn--server-program eglot-server-programs)))
+    (eglot--guess-contact)))
+
+(defun cairn--server-info (server)
+  "The serverInfo (name, version) SERVER sent in its initialize result.
+Eglot keeps it without a public accessor, so this wrapper is the one
+place the package reads `eglot--server-info'."
+  (eglot--server-info server))
 
 ;;;; Memory files
 
@@ -198,12 +273,8 @@ Derived from `markdown-mode' when it is available, else `text-mode'.
 Eglot manages these buffers with the cairn server: pending proposals
 appear as diagnostics and as code actions (`eglot-code-actions').")
 
-(with-eval-after-load 'eglot
-  (add-to-list 'eglot-server-programs
-               '(cairn-memory-mode . cairn--eglot-contact)))
-
 (defun cairn--auto-mode-entries ()
-  "The `auto-mode-alist' entries `cairn-mode' installs."
+  "The `auto-mode-alist' entries of `cairn-mode'."
   (append
    (list (cons "/MEMORY\\.md\\'" 'cairn-memory-mode)
          (cons "/\\.agents/memory/.*\\.md\\'" 'cairn-memory-mode))
@@ -227,53 +298,69 @@ so memory files of an unversioned workspace share its server."
                                      (file-directory-p (expand-file-name ".agents" d)))))))
       (when root (cons 'transient (file-name-as-directory (expand-file-name root)))))))
 
+
+(defun cairn--project-find-functions ()
+  "`project-find-functions' with `cairn--project-try' last."
+  (if (memq #'cairn--project-try project-find-functions)
+      project-find-functions
+    (append project-find-functions (list #'cairn--project-try))))
+
 ;;;; Connections
 
-(defun cairn--project (dir)
-  "The eglot project for DIR."
-  (let ((default-directory (file-name-as-directory (expand-file-name dir)))
-        (project-find-functions (append project-find-functions (list #'cairn--project-try))))
-    (eglot--current-project)))
-
 (defun cairn--root (&optional dir)
-  "The workspace root (no trailing slash) for DIR or `default-directory'."
-  (directory-file-name
-   (expand-file-name (project-root (cairn--project (or dir default-directory))))))
+  "The workspace root (no trailing slash) for DIR or `default-directory'.
+The root of the project eglot finds for a memory file there."
+  (let* ((default-directory (file-name-as-directory (expand-file-name (or dir default-directory))))
+         (project-find-functions (cairn--project-find-functions))
+         (project (let ((eglot-lsp-context t)) (project-current))))
+    (directory-file-name (expand-file-name (if project (project-root project) default-directory)))))
 
-(defun cairn--servers ()
-  "All live cairn servers."
-  (let (out)
-    (maphash (lambda (_project servers)
-               (dolist (s servers) (when (cairn--server-p s) (push s out))))
-             eglot--servers-by-project)
-    out))
+(defun cairn--in-memory-buffer (dir function)
+  "Call FUNCTION in a temporary buffer visiting a memory file of DIR's workspace.
+Eglot finds the project and the server of that buffer as it would
+for a real memory file there."
+  (let ((dir (file-name-as-directory (expand-file-name dir))))
+    (with-temp-buffer
+      (setq default-directory dir)
+      (let ((buffer-file-name (expand-file-name "MEMORY.md" dir))
+            (major-mode 'cairn-memory-mode)
+            (project-find-functions (cairn--project-find-functions)))
+        (funcall function)))))
 
 (defun cairn-server (&optional dir)
   "The live cairn server for the workspace of DIR, or nil."
-  (cl-find-if #'cairn--server-p
-              (gethash (cairn--project (or dir default-directory)) eglot--servers-by-project)))
+  (cairn--in-memory-buffer (or dir default-directory)
+                           (lambda ()
+                             (let ((server (eglot-current-server)))
+                               (and (cairn--server-p server) server)))))
+
+(defun cairn--servers ()
+  "All live cairn servers that finished connecting."
+  (setq cairn--connections (cl-remove-if-not #'cairn--server-p cairn--connections))
+  (cl-remove-if-not (lambda (server) (eq server (cairn-server (cairn--workspace server))))
+                    cairn--connections))
 
 (defun cairn-connect (&optional dir)
   "Return the cairn server for the workspace of DIR, starting it if needed."
   (or (cairn-server dir)
-      (let* ((root (file-name-as-directory (cairn--root dir)))
+      (let* ((root (cairn--root dir))
              (deadline (+ (float-time) cairn-connect-timeout))
              (eglot-sync-connect t)
-             (eglot-connect-timeout cairn-connect-timeout)
-             (project-find-functions (append project-find-functions (list #'cairn--project-try))))
-        (with-temp-buffer
-          (setq default-directory root)
-          (let ((buffer-file-name (expand-file-name "MEMORY.md" root))
-                (major-mode 'cairn-memory-mode))
-            (apply #'eglot (eglot--guess-contact))))
+             (eglot-connect-timeout cairn-connect-timeout))
+        (cairn--in-memory-buffer root (lambda () (apply #'eglot (cairn--eglot-arguments))))
         (while (and (not (cairn-server root)) (< (float-time) deadline))
           (accept-process-output nil 0.2))
-        (or (cairn-server root)
-            (error "cairn: the server for %s did not start (see `cairn-server-command')" root)))))
+        (let ((server (cairn-server root)))
+          (unless server
+            (error "The cairn server for %s did not start (see `cairn-server-command')" root))
+          ;; `cairn-mode' sends it from `eglot-connect-hook'
+          (unless (memq #'cairn--send-configuration eglot-connect-hook)
+            (cairn--send-configuration server))
+          server))))
 
 (defun cairn--workspace (server)
   "The workspace root path of SERVER."
-  (directory-file-name (expand-file-name (project-root (eglot--project server)))))
+  (cairn--server-workspace server))
 
 (defun cairn-request (server method params)
   "Send request METHOD with PARAMS to SERVER and wait for the result."
@@ -303,13 +390,22 @@ so memory files of an unversioned workspace share its server."
   "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE."
   (cairn--command-request (cairn-connect workspace) command (vector argument)))
 
+
+(defvar cairn-workspace-changed-functions nil
+  "Functions called with a workspace root after its memory or backlog changed.
+The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
+
+(defun cairn--workspace-changed (workspace)
+  "Run `cairn-workspace-changed-functions' for WORKSPACE."
+  (run-hook-with-args 'cairn-workspace-changed-functions workspace))
+
 (defun cairn--after-command (server command result)
   "Follow-up in Emacs once SERVER ran COMMAND and answered RESULT."
   (pcase command
     ("cairn.showProposal" (cairn--show-proposal result t))
     ((or "cairn.accept" "cairn.reject" "cairn.undo")
      (cairn--revert-workspace-buffers (cairn--workspace server))
-     (cairn-cockpit-refresh-all (cairn--workspace server))))
+     (cairn--workspace-changed (cairn--workspace server))))
   result)
 
 (defun cairn--action-command (action)
@@ -389,7 +485,7 @@ so memory files of an unversioned workspace share its server."
     (force-mode-line-update t)
     (when (equal kind "end")
       (let ((ws (cairn--workspace server)))
-        (run-at-time 0 nil #'cairn-cockpit-refresh-all ws)))))
+        (run-at-time 0 nil #'cairn--workspace-changed ws)))))
 
 (cl-defmethod eglot-handle-request
   ((_server cairn-eglot-server) (_method (eql window/workDoneProgress/create)) &key &allow-other-keys)
@@ -398,12 +494,12 @@ so memory files of an unversioned workspace share its server."
 
 (cl-defmethod eglot-handle-notification
   ((server cairn-eglot-server) (_method (eql $/progress)) &key token value)
-  "Show cairn work-done progress."
+  "Show SERVER's cairn work-done progress VALUE for TOKEN."
   (cairn--on-progress server token value))
 
 (cl-defmethod eglot-handle-notification
   ((server cairn-eglot-server) (_method (eql window/showMessage)) &key message &allow-other-keys)
-  "Show each distinct MESSAGE once per connection."
+  "Show each distinct MESSAGE once per connection to SERVER."
   (unless (member message (cairn--shown-messages server))
     (push message (cairn--shown-messages server))
     (cl-call-next-method)))
@@ -423,7 +519,7 @@ SESSION-ID names the conversation; TURN-ID must be stable for the
 same turn (re-sending it is harmless); PARENT-TURN-ID is the previous
 turn's id or nil; USER and ASSISTANT are the two texts; COMPLETED-AT is
 an RFC 3339 time string (default now).  Starts the server if needed.
-Returns TURN-ID."
+Return TURN-ID."
   (let ((server (cairn-connect workspace)))
     (jsonrpc-notify server :cairn/turnCompleted
                     (list :workspace (cairn--workspace server)
@@ -441,7 +537,7 @@ Returns TURN-ID."
 WORKSPACE and SESSION-ID as in `cairn-turn-completed'.  Does nothing
 when no server runs for WORKSPACE (then no turn was sent either)."
   (unless (member kind '("clear" "compaction" "session-end"))
-    (error "cairn: unknown session event kind %S" kind))
+    (error "Unknown cairn session event kind %S" kind))
   (let ((server (cairn-server workspace)))
     (when server
       (jsonrpc-notify server :cairn/sessionEvent
@@ -455,122 +551,6 @@ when no server runs for WORKSPACE (then no turn was sent either)."
                                                  (concat (or parent-turn-id "") "\0" user "\0" assistant)
                                                  'utf-8 t))
                           0 32)))
-
-;;;; gptel adapter
-
-(defvar-local cairn--session-id nil "This buffer's conversation id, or nil before its first turn.")
-(put 'cairn--session-id 'permanent-local t)
-(defvar-local cairn--session-workspace nil "Workspace the buffer's turns were sent to.")
-(put 'cairn--session-workspace 'permanent-local t)
-
-(defun cairn--new-session-id ()
-  "A fresh, unique session id."
-  (concat "emacs-" (substring (secure-hash 'sha256 (format "%s %s %s %s" (emacs-pid) (float-time)
-                                                          (random) (buffer-name)))
-                              0 24)))
-
-(defun cairn--gptel-response-p (pos)
-  "Non-nil if POS is in text gptel inserted as a response."
-  (let ((v (get-text-property pos 'gptel)))
-    (and v (not (eq v 'ignore)))))
-
-(defun cairn--strip-gptel-prefixes (text)
-  "TEXT without gptel's prompt/response prefixes and surrounding blanks."
-  (let ((text (string-trim text)))
-    (dolist (prefix (list (alist-get major-mode (bound-and-true-p gptel-prompt-prefix-alist))
-                          (alist-get major-mode (bound-and-true-p gptel-response-prefix-alist))))
-      (when (and (stringp prefix) (not (string-empty-p (string-trim prefix))))
-        (let ((p (string-trim prefix)))
-          (when (string-prefix-p p text) (setq text (string-trim (substring text (length p)))))
-          (when (string-suffix-p p text) (setq text (string-trim (substring text 0 (- (length p)))))))))
-    text))
-
-(defun cairn-gptel-turns (end)
-  "The conversation in this gptel buffer up to END: a list of (USER . ASSISTANT).
-Responses are the text gptel marked with its `gptel' property; the text
-before each response is the user's prompt."
-  (save-restriction
-    (widen)
-    (let ((pos (point-min)) (user-start (point-min)) turns)
-      (while (< pos end)
-        (let ((next (min end (next-single-property-change pos 'gptel nil end))))
-          (when (cairn--gptel-response-p pos)
-            (let ((user (cairn--strip-gptel-prefixes (buffer-substring-no-properties user-start pos)))
-                  (assistant (buffer-substring-no-properties pos next)))
-              (if (and turns (string-empty-p user))
-                  (setcdr (car turns) (concat (cdar turns) assistant))
-                (push (cons user assistant) turns))
-              (setq user-start next)))
-          (setq pos next)))
-      (mapcar (lambda (turn) (cons (car turn) (string-trim (cdr turn)))) (nreverse turns)))))
-
-(defun cairn-gptel-turn-at (end)
-  "The turn ending at END: (TURN-ID PARENT-TURN-ID USER ASSISTANT), or nil.
-Ids chain content hashes from the start of the buffer, so re-sending
-the same conversation gives the same ids."
-  (let ((parent nil) (result nil))
-    (dolist (turn (cairn-gptel-turns end))
-      (let ((id (cairn-turn-id parent (car turn) (cdr turn))))
-        (setq result (list id parent (car turn) (cdr turn))
-              parent id)))
-    result))
-
-(defun cairn--gptel-session ()
-  "This buffer's session id, starting a session (and its hooks) if needed."
-  (unless cairn--session-id
-    (setq cairn--session-id (cairn--new-session-id)
-          cairn--session-workspace (cairn--root))
-    (add-hook 'kill-buffer-hook #'cairn--gptel-kill-buffer nil t)
-    (add-hook 'after-change-functions #'cairn--gptel-after-change nil t))
-  cairn--session-id)
-
-(defun cairn-end-session (kind)
-  "End this buffer's session with event KIND.
-KIND is \"clear\", \"compaction\" or \"session-end\"."
-  (when cairn--session-id
-    (let ((sid cairn--session-id) (ws cairn--session-workspace))
-      (setq cairn--session-id nil)
-      (condition-case err
-          (cairn-session-event ws sid kind)
-        (error (message "cairn: session event not sent (%s)" (error-message-string err)))))))
-
-(defun cairn--gptel-kill-buffer ()
-  "Report the end of the buffer's session."
-  (cairn-end-session "session-end"))
-
-(defun cairn--gptel-after-change (_beg _end _len)
-  "Report a clear when the conversation buffer was emptied."
-  (when (and cairn--session-id (= (buffer-size) 0))
-    (cairn-end-session "clear")))
-
-(defun cairn-gptel-post-response (beg end)
-  "Send the turn gptel just completed (response between BEG and END).
-For `gptel-post-response-functions'; acts in `gptel-mode' buffers only
-and never signals (a failing hook must not break gptel)."
-  (when (and cairn-gptel-integration (< beg end) (bound-and-true-p gptel-mode))
-    (condition-case err
-        (let ((turn (cairn-gptel-turn-at end))
-              (session (cairn--gptel-session))
-              (ws cairn--session-workspace))
-          (when turn
-            (let ((send (lambda ()
-                          (condition-case err
-                              (apply #'cairn-turn-completed ws session turn)
-                            (error (message "cairn: turn not sent (%s)" (error-message-string err)))))))
-              ;; starting a server waits: never inside gptel's process filter
-              (if (cairn-server ws) (funcall send) (run-at-time 0 nil send)))))
-      (error (message "cairn: turn not sent (%s)" (error-message-string err))))))
-
-(defun cairn--end-all-sessions ()
-  "End every open conversation session (Emacs is exiting)."
-  (dolist (buf (buffer-list))
-    (with-current-buffer buf
-      (when cairn--session-id (cairn-end-session "session-end")))))
-
-(defun cairn--install-gptel ()
-  "Hook the gptel adapter in (gptel is loaded)."
-  (when (and cairn-gptel-integration (bound-and-true-p cairn-mode))
-    (add-hook 'gptel-post-response-functions #'cairn-gptel-post-response)))
 
 ;;;; Idle maintenance
 
@@ -586,7 +566,7 @@ and never signals (a failing hook must not break gptel)."
   "Offer every running cairn server a maintenance opportunity.
 SECONDS is how long Emacs has been idle (default: `current-idle-time').
 Sends the `cairn/idle' notification only: never waits for the server.
-Returns the servers notified."
+Return the servers notified."
   (let* ((idle (current-idle-time))
          (seconds (float (or seconds (if idle (float-time idle) (* 60 cairn-idle-minutes)))))
          (servers (cairn--servers)))
@@ -599,44 +579,59 @@ Returns the servers notified."
 ;;;###autoload
 (define-minor-mode cairn-mode
   "Keep project memory with cairn.
-Opens memory and instruction files in `cairn-memory-mode' with eglot,
-feeds gptel turns, and offers idle maintenance every
-`cairn-idle-minutes'.  See `cairn-cockpit' and `cairn-drain-backlog'."
+Registers the cairn server with eglot, opens memory and instruction
+files in `cairn-memory-mode' with eglot, feeds gptel turns, and offers
+idle maintenance every `cairn-idle-minutes'.  Turning the mode off
+removes all of it.  See `cairn-cockpit' and `cairn-drain-backlog'."
   :global t
   :group 'cairn
   :lighter (:eval (cairn--lighter))
   (dolist (entry (cairn--auto-mode-entries))
     (setq auto-mode-alist (delete entry auto-mode-alist)))
+  (setq eglot-server-programs (delete cairn--server-program eglot-server-programs))
+  (remove-hook 'eglot-connect-hook #'cairn--send-configuration)
   (remove-hook 'cairn-memory-mode-hook #'eglot-ensure)
   (remove-hook 'project-find-functions #'cairn--project-try)
-  (remove-hook 'kill-emacs-hook #'cairn--end-all-sessions)
-  (when (boundp 'gptel-post-response-functions)
-    (remove-hook 'gptel-post-response-functions #'cairn-gptel-post-response))
+  (remove-hook 'after-load-functions #'cairn--after-load)
+  (when (featurep 'cairn-gptel) (cairn-gptel-teardown))
   (when (timerp cairn--idle-timer) (cancel-timer cairn--idle-timer))
   (setq cairn--idle-timer nil)
   (when cairn-mode
     (dolist (entry (cairn--auto-mode-entries))
       (push entry auto-mode-alist))
+    (push cairn--server-program eglot-server-programs)
+    (add-hook 'eglot-connect-hook #'cairn--send-configuration 90)
     (add-hook 'cairn-memory-mode-hook #'eglot-ensure)
     (add-hook 'project-find-functions #'cairn--project-try 90)
-    (add-hook 'kill-emacs-hook #'cairn--end-all-sessions)
     (if (featurep 'gptel)
-        (cairn--install-gptel)
-      (with-eval-after-load 'gptel (cairn--install-gptel)))
+        (cairn--gptel-setup)
+      (add-hook 'after-load-functions #'cairn--after-load))
     (cairn--arm-idle-timer)))
+
+(defun cairn--gptel-setup ()
+  "Load and connect the gptel adapter if `cairn-mode' wants it."
+  (when (and cairn-mode cairn-gptel-integration)
+    (require 'cairn-gptel)
+    (cairn-gptel-setup)))
+
+(defun cairn--after-load (_file)
+  "Connect the gptel adapter once gptel has been loaded."
+  (when (featurep 'gptel)
+    (remove-hook 'after-load-functions #'cairn--after-load)
+    (cairn--gptel-setup)))
 
 ;;;###autoload
 (defun cairn-drain-backlog (&optional workspace)
   "Process everything waiting in WORKSPACE now, then review the backlog.
-Progress shows in the echo area and the mode line.  Returns the
-server's answer (its `progress' is the work-done token)."
-  (interactive (list (if (derived-mode-p 'cairn-cockpit-mode) cairn-cockpit--workspace
-                       default-directory)))
+WORKSPACE defaults to the project of `default-directory'.  Progress
+shows in the echo area and the mode line.  Return the server's answer
+\(its `progress' is the work-done token)."
+  (interactive)
   (let* ((server (cairn-connect workspace))
          (ws (cairn--workspace server))
          (result (cairn--command-request server "cairn.drainBacklog" (vector (list :workspace ws)))))
     (message "cairn: draining the backlog of %s" (abbreviate-file-name ws))
-    (cairn-cockpit-refresh-all ws)
+    (cairn--workspace-changed ws)
     result))
 
 ;;;; Proposal buffers
@@ -647,7 +642,7 @@ server's answer (its `progress' is the work-done token)."
 
 (defun cairn--show-proposal (proposal &optional diff-only)
   "Show PROPOSAL (a `cairn/proposal' answer) in a `diff-mode' buffer.
-With DIFF-ONLY, the buffer holds the unified diff alone.  Returns the buffer."
+With DIFF-ONLY, the buffer holds the unified diff alone.  Return the buffer."
   (let ((buf (get-buffer-create (if diff-only "*cairn diff*" "*cairn proposal*")))
         (inhibit-read-only t))
     (with-current-buffer buf
@@ -666,304 +661,6 @@ With DIFF-ONLY, the buffer holds the unified diff alone.  Returns the buffer."
                                        (or (plist-get proposal :kind) "proposal")
                                        (string-replace "%" "%%" (or (plist-get proposal :title) ""))))
       (goto-char (point-min)))
-    (display-buffer buf)
-    buf))
-
-;;;; Cockpit
-
-(defconst cairn-cockpit-views '("candidates" "memories" "history")
-  "The cockpit's views, in TAB order.")
-
-(defvar-local cairn-cockpit--workspace nil "Workspace shown in the cockpit.")
-(defvar-local cairn-cockpit--view "candidates" "Current cockpit view.")
-(defvar-local cairn-cockpit--back nil "Views to return to with q, most recent first.")
-(defvar-local cairn-cockpit--status nil "Last `cairn/status' answer.")
-(defvar-local cairn-cockpit--state "starting" "Connection / refresh state for the header line.")
-(defvar-local cairn-cockpit--server-name "cairn" "Server name and version for the header line.")
-
-(defvar cairn-cockpit-mode-map
-  (let ((map (make-sparse-keymap)))
-    (set-keymap-parent map tabulated-list-mode-map)
-    (define-key map (kbd "q") #'cairn-cockpit-back)
-    (define-key map (kbd "?") #'cairn-cockpit-keys)
-    (define-key map (kbd "g") #'revert-buffer)
-    (define-key map (kbd "RET") #'cairn-cockpit-act)
-    (define-key map (kbd "i") #'cairn-cockpit-info)
-    (define-key map (kbd "a") #'cairn-cockpit-accept)
-    (define-key map (kbd "r") #'cairn-cockpit-reject)
-    (define-key map (kbd "u") #'cairn-cockpit-undo)
-    (define-key map (kbd "d") #'cairn-cockpit-diff)
-    (define-key map (kbd "TAB") #'cairn-cockpit-next-view)
-    (define-key map (kbd "<backtab>") #'cairn-cockpit-previous-view)
-    (define-key map (kbd "v") #'cairn-cockpit-choose-view)
-    (define-key map (kbd "D") #'cairn-drain-backlog)
-    map)
-  "Keys of the cairn cockpit.")
-
-(defconst cairn-cockpit--keys
-  '(("RET" . "act on the row: details and diff / visit the memory file / show the decision")
-    ("i" . "info panel for the row")
-    ("a" . "accept the proposal (Candidates)")
-    ("r" . "reject the proposal (Candidates)")
-    ("u" . "undo the decision (History)")
-    ("d" . "show the diff in a diff-mode buffer")
-    ("TAB" . "next view; S-TAB previous view; v choose a view")
-    ("D" . "drain the backlog now (progress in the mode line)")
-    ("g" . "refresh")
-    ("q" . "back to the previous view, or quit")
-    ("?" . "this help"))
-  "Key help of the cockpit.")
-
-(define-derived-mode cairn-cockpit-mode tabulated-list-mode "Cairn"
-  "The cairn memory cockpit: Candidates, Memories and History of a workspace.
-\\<cairn-cockpit-mode-map>\\[cairn-cockpit-keys] lists the keys.
-
-\\{cairn-cockpit-mode-map}"
-  (setq tabulated-list-use-header-line nil
-        tabulated-list-padding 1)
-  (setq-local revert-buffer-function #'cairn-cockpit--revert)
-  (setq header-line-format '(:eval (cairn-cockpit--header))))
-
-(defun cairn-cockpit--view-label (view)
-  "VIEW capitalised."
-  (capitalize view))
-
-(defun cairn-cockpit--header ()
-  "Header line: identity, scope, counts, state."
-  (let* ((st cairn-cockpit--status)
-         (counts (mapconcat (lambda (k) (format "%s %s" (car k) (or (plist-get st (cdr k)) "?")))
-                            '(("pending" . :pending) ("running" . :running)
-                              ("retry" . :retryWaiting) ("attention" . :attention)
-                              ("exhausted" . :exhausted) ("digests" . :digests)
-                              ("proposals" . :proposals))
-                            " "))
-         (scope (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
-                                           (propertize (format "[%s]" (cairn-cockpit--view-label v))
-                                                       'face 'bold)
-                                         (cairn-cockpit--view-label v)))
-                           cairn-cockpit-views " "))
-         (state (cond ((cdar cairn--progress)
-                       (let ((p (cdar cairn--progress)))
-                         (format "draining%s" (if (nth 2 p) (format " %d%%" (nth 2 p)) ""))))
-                      ((eq (plist-get st :draining) t) "draining")
-                      ((cl-some (lambda (k) (and (integerp (plist-get st k)) (> (plist-get st k) 0)))
-                                '(:attention :exhausted))
-                       (concat cairn-cockpit--state ", needs attention: cairn.retry or cairn.discard"))
-                      (t cairn-cockpit--state))))
-    (string-replace "%" "%%"
-                    (format " %s @ %s | %s | %s | %s"
-                            cairn-cockpit--server-name
-                            (if cairn-cockpit--workspace
-                                (abbreviate-file-name cairn-cockpit--workspace) "?")
-                            scope counts state))))
-
-(defun cairn-cockpit--format (view)
-  "Columns of VIEW."
-  (pcase view
-    ("candidates" [("State" 8 t) ("Kind" 9 t) ("Target" 28 t) ("Title" 44 t) ("Evidence" 8 t)])
-    ("memories" [("Name" 22 t) ("Type" 10 t) ("Description" 48 t) ("File" 30 t)])
-    (_ [("Decided" 17 t) ("State" 9 t) ("Kind" 9 t) ("Target" 26 t) ("Title" 36 t) ("Undo" 4 nil)])))
-
-(defun cairn--str (v)
-  "V as a display string."
-  (cond ((null v) "") ((stringp v) v) (t (format "%s" v))))
-
-(defun cairn--time (v)
-  "Display a decision time V (epoch seconds or a string)."
-  (cond ((numberp v) (format-time-string "%Y-%m-%d %H:%M" v))
-        (t (cairn--str v))))
-
-(defun cairn-cockpit--columns (view row)
-  "The column strings of ROW in VIEW."
-  (pcase view
-    ("candidates" (vector (cairn--str (plist-get row :state)) (cairn--str (plist-get row :kind))
-                          (cairn--str (plist-get row :target)) (cairn--str (plist-get row :title))
-                          (format "%d" (length (plist-get row :evidence)))))
-    ("memories" (vector (cairn--str (plist-get row :name)) (cairn--str (plist-get row :type))
-                        (cairn--str (plist-get row :description)) (cairn--str (plist-get row :file))))
-    (_ (vector (cairn--time (plist-get row :decided)) (cairn--str (plist-get row :state))
-               (cairn--str (plist-get row :kind)) (cairn--str (plist-get row :target))
-               (cairn--str (plist-get row :title))
-               (if (eq (plist-get row :canUndo) t) "yes" "")))))
-
-(defun cairn-cockpit--revert (&rest _)
-  "Fetch status and rows of the current view and redraw."
-  (let ((view cairn-cockpit--view) rows)
-    (condition-case err
-        (let* ((server (cairn-connect cairn-cockpit--workspace))
-               (ws (cairn--workspace server)))
-          (setq cairn-cockpit--workspace ws
-                cairn-cockpit--server-name
-                (let ((info (eglot--server-info server)))
-                  (string-trim (format "%s %s" (or (plist-get info :name) "cairn")
-                                       (or (plist-get info :version) ""))))
-                cairn-cockpit--status (cairn-request server :cairn/status (list :workspace ws))
-                rows (append (cairn-request server :cairn/cockpit (list :workspace ws :view view)) nil)
-                cairn-cockpit--state (format-time-string "updated %H:%M:%S")))
-      (error (setq cairn-cockpit--state (concat "error: " (cairn--error-message err)))))
-    (setq tabulated-list-format (cairn-cockpit--format view)
-          tabulated-list-sort-key nil
-          tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row))) rows))
-    (tabulated-list-init-header)
-    (tabulated-list-print t)
-    (let ((inhibit-read-only t))
-      (save-excursion
-        (unless rows
-          (goto-char (point-max))
-          (insert (propertize (pcase view
-                                ("candidates" "  No pending proposals.  D drains the backlog.\n")
-                                ("memories" "  No memory topics yet.\n")
-                                (_ "  No decisions yet.\n"))
-                              'face 'shadow)))))
-    (force-mode-line-update)))
-
-(defun cairn-cockpit-refresh-all (&optional workspace)
-  "Refresh every cockpit buffer (showing WORKSPACE, when given)."
-  (dolist (buf (buffer-list))
-    (with-current-buffer buf
-      (when (and (derived-mode-p 'cairn-cockpit-mode)
-                 (or (null workspace) (equal workspace cairn-cockpit--workspace)))
-        (revert-buffer)))))
-
-;;;###autoload
-(defun cairn-cockpit (&optional workspace view)
-  "Open the memory cockpit `*cairn*' for WORKSPACE (default: this project).
-VIEW is \"candidates\" (default), \"memories\" or \"history\".  Returns the buffer."
-  (interactive)
-  (let* ((server (cairn-connect (or workspace default-directory)))
-         (ws (cairn--workspace server))
-         (buf (get-buffer-create "*cairn*")))
-    (with-current-buffer buf
-      (unless (derived-mode-p 'cairn-cockpit-mode) (cairn-cockpit-mode))
-      (unless (equal ws cairn-cockpit--workspace) (setq cairn-cockpit--back nil))
-      (setq cairn-cockpit--workspace ws
-            cairn-cockpit--view (or view cairn-cockpit--view))
-      (setq default-directory (file-name-as-directory ws))
-      (revert-buffer))
-    (pop-to-buffer-same-window buf)
-    buf))
-
-(defun cairn-cockpit--row (&rest views)
-  "The row at point; error unless the view is one of VIEWS (any when nil)."
-  (when (and views (not (member cairn-cockpit--view views)))
-    (user-error "cairn: that key works in the %s view" (mapconcat #'capitalize views " or ")))
-  (or (tabulated-list-get-id) (user-error "cairn: no row here")))
-
-(defun cairn-cockpit-switch-view (view &optional no-history)
-  "Show VIEW; q returns to the current one unless NO-HISTORY."
-  (unless (member view cairn-cockpit-views) (user-error "cairn: unknown view %s" view))
-  (unless (or no-history (equal view cairn-cockpit--view))
-    (push cairn-cockpit--view cairn-cockpit--back))
-  (setq cairn-cockpit--view view)
-  (revert-buffer)
-  (goto-char (point-min))
-  (forward-line 1))
-
-(defun cairn-cockpit-next-view (&optional n)
-  "Switch to the next view (N views ahead)."
-  (interactive "p")
-  (let ((i (cl-position cairn-cockpit--view cairn-cockpit-views :test #'equal)))
-    (cairn-cockpit-switch-view (nth (mod (+ i (or n 1)) (length cairn-cockpit-views)) cairn-cockpit-views))))
-
-(defun cairn-cockpit-previous-view ()
-  "Switch to the previous view."
-  (interactive)
-  (cairn-cockpit-next-view -1))
-
-(defun cairn-cockpit-choose-view (view)
-  "Switch to VIEW, chosen with completion."
-  (interactive (list (completing-read "cairn view: " cairn-cockpit-views nil t)))
-  (cairn-cockpit-switch-view view))
-
-(defun cairn-cockpit-back ()
-  "Return to the previous view, or quit the cockpit window."
-  (interactive)
-  (if cairn-cockpit--back
-      (cairn-cockpit-switch-view (pop cairn-cockpit--back) t)
-    (quit-window)))
-
-(defun cairn-cockpit-keys ()
-  "Show the cockpit's keys."
-  (interactive)
-  (with-help-window "*cairn keys*"
-    (princ "cairn cockpit keys\n\n")
-    (dolist (k cairn-cockpit--keys)
-      (princ (format "  %-5s %s\n" (car k) (cdr k))))))
-
-(defun cairn-cockpit--server ()
-  "The cockpit's server (started if needed)."
-  (cairn-connect cairn-cockpit--workspace))
-
-(defun cairn-cockpit--decide (command argument done)
-  "Run COMMAND with ARGUMENT; message DONE, or the server's reason."
-  (condition-case err
-      (progn (cairn--command-request (cairn-cockpit--server) command (vector argument))
-             (message "cairn: %s" done)
-             t)
-    (jsonrpc-error (message "cairn: %s" (cairn--error-message err)) nil)))
-
-(defun cairn-cockpit-accept ()
-  "Accept the proposal at point."
-  (interactive)
-  (let ((id (plist-get (cairn-cockpit--row "candidates") :id)))
-    (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vector id))
-                           (format "accepted %s (u in History undoes it)" id))))
-
-(defun cairn-cockpit-reject ()
-  "Reject the proposal at point."
-  (interactive)
-  (let ((id (plist-get (cairn-cockpit--row "candidates") :id)))
-    (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vector id))
-                           (format "rejected %s" id))))
-
-(defun cairn-cockpit-undo ()
-  "Undo the decision at point."
-  (interactive)
-  (let ((row (cairn-cockpit--row "history")))
-    (unless (eq (plist-get row :canUndo) t)
-      (user-error "cairn: %s cannot be undone (%s)" (plist-get row :id) (plist-get row :state)))
-    (cairn-cockpit--decide "cairn.undo" (list :workspace cairn-cockpit--workspace :id (plist-get row :id))
-                           (format "undid %s" (plist-get row :id)))))
-
-(defun cairn-cockpit--fetch (row)
-  "The `cairn/proposal' details of ROW."
-  (cairn--proposal (cairn-cockpit--server) cairn-cockpit--workspace (plist-get row :id)))
-
-(defun cairn-cockpit-diff ()
-  "Show the diff of the proposal at point in a `diff-mode' buffer."
-  (interactive)
-  (cairn--show-proposal (cairn-cockpit--fetch (cairn-cockpit--row "candidates" "history")) t))
-
-(defun cairn-cockpit--file (row)
-  "Absolute file name of memory ROW."
-  (let ((file (plist-get row :file)))
-    (if (file-name-absolute-p file) file (expand-file-name file cairn-cockpit--workspace))))
-
-(defun cairn-cockpit-act ()
-  "Act on the row: proposal details and diff, or visit the memory file."
-  (interactive)
-  (let ((row (cairn-cockpit--row)))
-    (if (equal cairn-cockpit--view "memories")
-        (find-file-other-window (cairn-cockpit--file row))
-      (cairn--show-proposal (cairn-cockpit--fetch row)))))
-
-(defun cairn-cockpit-info ()
-  "Show every field of the row at point in an info panel."
-  (interactive)
-  (let ((row (cairn-cockpit--row)) (buf (get-buffer-create "*cairn info*")))
-    (with-current-buffer buf
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (insert (format "cairn %s row\n\n" cairn-cockpit--view))
-        (cl-loop for (k v) on row by #'cddr
-                 do (insert (format "%-12s %s\n" (substring (symbol-name k) 1)
-                                    (cond ((vectorp v) (mapconcat #'cairn--str (append v nil) ", "))
-                                          ((eq k :decided) (cairn--time v))
-                                          ((eq v :json-false) "no")
-                                          ((eq v t) "yes")
-                                          (t (cairn--str v))))))
-        (special-mode)
-        (goto-char (point-min))))
     (display-buffer buf)
     buf))
 

@@ -1,10 +1,13 @@
-"""The Emacs client: byte-compiles cleanly and its ERT suite passes in batch Emacs against the real server.
+"""The Emacs client: byte-compiles, checkdoc and package-lint clean; its ERT suite passes in batch Emacs.
 
-Each ERT test (editors/emacs/test/cairn-test.el) runs in its own ``emacs
+The package is three files (cairn.el, the main file; cairn-cockpit.el;
+cairn-gptel.el).  Loading them must change nothing in Emacs until
+``cairn-mode`` is turned on (editors/emacs/test/cairn-load-test.el, in a
+fresh Emacs).  Each ERT test (editors/emacs/test/cairn-test.el) runs in its own ``emacs
 --batch`` process and starts the real ``cairn serve`` with this
 interpreter (``CAIRN_TEST_PYTHON``); temporary workspaces live under
 pytest's ``tmp_path`` (``TMPDIR``).  A missing Emacs is a failure, never a
-skip: CI installs ``emacs-nox`` and ``elpa-eglot``.
+skip: CI installs ``emacs-nox``, ``elpa-eglot`` and ``elpa-package-lint``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from tests.conftest import REPO, child_env
 
 EMACS_DIR = REPO / "editors" / "emacs"
 ERT_FILE = EMACS_DIR / "test" / "cairn-test.el"
+LOAD_TEST_FILE = EMACS_DIR / "test" / "cairn-load-test.el"
+LINT_FILE = EMACS_DIR / "test" / "cairn-lint.el"
+PACKAGE_FILES = ["cairn.el", "cairn-cockpit.el", "cairn-gptel.el"]  # the main file first
 ERT_TIMEOUT = 600  # seconds for one ERT test, server start and shutdown included
 
 
@@ -50,13 +56,32 @@ def _run(args: list[str], tmp_path: Path, timeout: float) -> subprocess.Complete
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_cairn_el_byte_compiles_without_warnings(tmp_path: Path) -> None:
-    source = tmp_path / "cairn.el"
-    shutil.copyfile(EMACS_DIR / "cairn.el", source)
-    proc = _run(["--eval", "(setq byte-compile-error-on-warn t)", "-f", "batch-byte-compile", str(source)],
-                tmp_path, 120)
+@pytest.mark.parametrize("name", PACKAGE_FILES)
+def test_package_file_byte_compiles_without_warnings(name: str, tmp_path: Path) -> None:
+    for file in PACKAGE_FILES:
+        shutil.copyfile(EMACS_DIR / file, tmp_path / file)
+    proc = _run(["-L", str(tmp_path), "--eval", "(setq byte-compile-error-on-warn t)",
+                 "-f", "batch-byte-compile", str(tmp_path / name)], tmp_path, 120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "cairn.elc").exists()
+    assert (tmp_path / name).with_suffix(".elc").exists()
+
+
+def test_package_files_are_checkdoc_and_package_lint_clean(tmp_path: Path) -> None:
+    """Any checkdoc or package-lint warning fails (cairn-lint.el prints each as FILE:LINE: ...)."""
+    proc = _run(["-l", str(LINT_FILE), "-f", "cairn-lint-batch-and-exit",
+                 *[str(EMACS_DIR / f) for f in PACKAGE_FILES]], tmp_path, 120)
+    output = proc.stdout + proc.stderr
+    if "package-lint" in output and "Cannot open load file" in output:
+        pytest.fail("package-lint is required for the editor tests: apt-get install elpa-package-lint")
+    assert proc.returncode == 0, output
+    assert f"0 finding(s) in {len(PACKAGE_FILES)} file(s)" in output, output
+
+
+def test_loading_changes_nothing_until_cairn_mode(tmp_path: Path) -> None:
+    proc = _run(["-l", "ert", "-l", str(LOAD_TEST_FILE), "-f", "ert-run-tests-batch-and-exit"], tmp_path, 120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-8000:]
+    assert re.search(r"Ran 1 tests?, 1 results? as expected, 0 unexpected", output), output[-8000:]
 
 
 def test_the_ert_suite_is_complete() -> None:

@@ -18,6 +18,8 @@
 (require 'ert)
 (require 'cl-lib)
 (require 'cairn)
+(require 'cairn-cockpit)
+(require 'cairn-gptel)
 
 (defvar gptel-mode)
 (defvar gptel-prompt-prefix-alist)
@@ -48,7 +50,7 @@
   (dolist (buf (buffer-list))
     (with-current-buffer buf
       (when (or (and buffer-file-name (file-in-directory-p buffer-file-name ws))
-                (local-variable-p 'cairn--session-id))
+                (local-variable-p 'cairn-gptel--session-id))
         (set-buffer-modified-p nil)
         (kill-buffer buf))))
   (dolist (name '("*cairn*" "*cairn diff*" "*cairn proposal*" "*cairn info*" "*cairn keys*"))
@@ -174,6 +176,11 @@
     (forward-line 1))
   (should (equal (plist-get (tabulated-list-get-id) :id) id)))
 
+(defun cairn-test--capabilities (server)
+  "The capabilities SERVER announced.
+Eglot keeps them without a public accessor: the tests' one eglot internal."
+  (eglot--capabilities server))
+
 (defun cairn-test--messages ()
   "Text of *Messages*."
   (with-current-buffer (messages-buffer) (buffer-substring-no-properties (point-min) (point-max))))
@@ -186,8 +193,8 @@
     (let ((server (cairn-connect cairn-test--ws)))
       (should (cairn-eglot-server-p server))
       (should (eq server (cairn-connect cairn-test--ws)))
-      (should (equal (plist-get (eglot--server-info server) :name) "cairn"))
-      (let ((commands (append (plist-get (plist-get (eglot--capabilities server) :executeCommandProvider)
+      (should (equal (plist-get (cairn--server-info server) :name) "cairn"))
+      (let ((commands (append (plist-get (plist-get (cairn-test--capabilities server) :executeCommandProvider)
                                          :commands)
                               nil)))
         (dolist (c '("cairn.drainBacklog" "cairn.review" "cairn.accept" "cairn.reject" "cairn.undo"
@@ -258,15 +265,15 @@
               (should (equal id1 (cairn-turn-id nil u1 a1)))
               (should (equal id2 (cairn-turn-id id1 u2 a2)))
               (should (equal (cairn-gptel-turn-at (point-max)) (list id2 id1 u2 a2)))
-              (let ((first-session cairn--session-id))
+              (let ((first-session cairn-gptel--session-id))
                 (should (stringp first-session))
                 ;; clearing the buffer ends the session with a "clear" event: its turns are digested
                 (erase-buffer)
-                (should-not cairn--session-id)
+                (should-not cairn-gptel--session-id)
                 (cairn-test--settled 1)
                 ;; the same conversation again gets the same ids (stable across re-sends)
                 (should (equal (exchange u1 a1) id1))
-                (should-not (equal cairn--session-id first-session))
+                (should-not (equal cairn-gptel--session-id first-session))
                 (exchange u3 a3))))))
       (let ((before (plist-get (cairn-status cairn-test--ws) :digests)))
         (kill-buffer buf)                 ; session-end
