@@ -14,7 +14,7 @@ from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.worker.journal.views import public_digests
-from cairn.worker.memory import engine, remote
+from cairn.worker.memory import engine, fingerprints, remote
 from cairn.worker.memory.model import MemorySnapshot, apply_index_edits, read_root
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
@@ -130,7 +130,7 @@ def test_good_reply_becomes_engine_shaped_drafts(endpoint: Endpoint, root: Memor
         AGENTS, AGENTS + b"\n## Working agreements\n\n- Never use bare except: catch the specific exception.\n")}
     assert instruction.index_edits == () and instruction.title == "Add 1 working agreement to AGENTS.md"
     # the engine's fingerprint of the same change
-    assert instruction.fingerprint == engine._fingerprint(
+    assert instruction.fingerprint == fingerprints.fingerprint(
         ProposalKind.INSTRUCTION, "AGENTS.md", ["Never use bare except: catch the specific exception."])
 
 

@@ -2,9 +2,9 @@
 
 The model only *chooses*: which notes make a new topic, which extend an
 existing one, which become working agreements of an instruction file. Every
-byte that would be written is built here by the same rules and helpers as
-the embedded engine (:mod:`worker.memory.engine`), so a remote proposal
-looks, fingerprints and applies exactly like an embedded one.
+byte that would be written is built by the same constructors as the
+embedded engine's (:mod:`worker.memory.drafts`), so a remote proposal looks,
+fingerprints and applies exactly like an embedded one.
 
 Request (one chat-completions call, no tools, frozen policy fields and
 exchange rules of :mod:`worker.providers.http`): the digests' notes (digest
@@ -34,12 +34,13 @@ instruction file) is dropped, as are repeats; topic bullets read
 instruction bullets ``- text``. Updates of one file (and instruction edits
 of one file) are one proposal. A create's name is its title, its description
 and index hook the description clipped to the engine's 150 characters (no
-hook when it repeats the name), its file :func:`topic_filename` made unique
-in the root; a create the index cannot take is not proposed. Fingerprints
-are the engine's; a draft whose fingerprint is in ``rejected`` is dropped.
-Index maintenance (the engine's rules 7 and 8: dangling entries, orphan
-topics) is housekeeping of the snapshot, never asked of the model: the
-engine's :func:`~worker.memory.engine.index_maintenance` adds it to the
+hook when it repeats the name), its file
+:func:`~worker.memory.model.topic_filename` made unique in the root; a
+create the index cannot take is not proposed. Fingerprints are the
+engine's (:mod:`worker.memory.fingerprints`); a draft whose fingerprint is
+in ``rejected`` is dropped. Index maintenance (rules 7 and 8: dangling
+entries, orphan topics) is housekeeping of the snapshot, never asked of the
+model: :func:`~worker.memory.housekeeping.index_maintenance` adds it to the
 model's drafts exactly as an embedded review would. Drafts are ordered as
 the engine orders them.
 """
@@ -47,7 +48,6 @@ the engine orders them.
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 import time
 import unicodedata
@@ -59,30 +59,24 @@ import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.lsp import Settings
-from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType
-from cairn.worker.memory.engine import (
-    _KIND_ORDER,
+from cairn.worker.memory.drafts import (
     DESCRIPTION_MAX,
     MAX_DIGESTS,
+    Additions,
+    NewTopics,
     ProposalDraft,
-    _clip,
-    _fingerprint,
-    _plural,
-    admit_entry,
-    index_maintenance,
-    normalise,
+    ReviewScope,
+    clip,
+    instruction_draft,
+    ordered,
+    present_instructions,
+    unrejected,
+    update_draft,
 )
-from cairn.worker.memory.model import (
-    INDEX_NAME,
-    MemorySnapshot,
-    add_working_agreements,
-    append_to_topic,
-    entry_line,
-    one_line,
-    render_topic,
-    topic_filename,
-)
+from cairn.worker.memory.housekeeping import index_maintenance
+from cairn.worker.memory.model import MemorySnapshot, one_line
+from cairn.worker.memory.similarity import normalise
 from cairn.worker.providers import http
 from cairn.worker.redact import redact
 
@@ -150,20 +144,6 @@ def review_policy(settings: Settings, *, timeout_seconds: float) -> ModelPolicy:
 # -- the request ---------------------------------------------------------------------
 
 
-def present_instruction_files(instruction_files: Mapping[str, bytes | None]) -> dict[str, bytes]:
-    """Configured instruction files that exist and are UTF-8 text, in configured order (as the engine reads them)."""
-    out: dict[str, bytes] = {}
-    for path, data in instruction_files.items():
-        if data is None:
-            continue
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        out[path] = data
-    return out
-
-
 def _sorted(digests: list[PublicDigest]) -> list[PublicDigest]:
     return sorted(digests, key=lambda d: (d.created, d.id))
 
@@ -190,7 +170,7 @@ def _scope(
             for name, tf in sorted(snapshot.topics.items())
             if tf.topic is not None
         ],
-        "instruction_files": list(present_instruction_files(instruction_files)),
+        "instruction_files": list(present_instructions(instruction_files)),
     }
     return json.dumps(doc, ensure_ascii=False, sort_keys=True)
 
@@ -295,7 +275,7 @@ def parse_reply(
     items = http.json_object(http.reply_content(raw), key="proposals")
     digest_ids = {d.id for d in digests}
     topics = {name for name, tf in snapshot.topics.items() if tf.topic is not None}
-    instructions = set(present_instruction_files(instruction_files))
+    instructions = set(present_instructions(instruction_files))
     return [
         _proposed(item, i, digest_ids=digest_ids, topics=topics, instructions=instructions)
         for i, item in enumerate(items)
@@ -314,38 +294,13 @@ class _Group:
     evidence: set[str] = attrs.Factory(set)
 
 
-def build_drafts(
-    proposed: list[Proposed],
-    digests: list[PublicDigest],
-    snapshot: MemorySnapshot,
-    *,
-    root_rel: str,
-    index_rel: str,
-    instruction_files: Mapping[str, bytes | None],
-    rejected: set[str],
-    now: float,
-    review_id: str,
-) -> list[ProposalDraft]:
-    """Turn validated proposals into drafts by the embedded engine's construction rules."""
-    index = snapshot.parsed_index()
+def _groups(proposed: list[Proposed], digests: list[PublicDigest], known: list[str]) -> list[_Group]:
+    """Proposals grouped by what they edit (each create alone), bullets redacted and deduplicated."""
     created_of = {d.id: d.created for d in digests}
-    present = present_instruction_files(instruction_files)
-    topics = {name: tf for name, tf in snapshot.topics.items() if tf.topic is not None}
-    known = [normalise(tf.topic.body) for tf in topics.values() if tf.topic is not None]
-    known += [normalise(data.decode("utf-8")) for data in present.values()]
-
-    def path_of(file: str) -> str:
-        return posixpath.join(root_rel, file) if root_rel else file
-
     groups: dict[tuple[str, str], _Group] = {}
-    order = 0
-    for p in proposed:
-        if p.action == "create":
-            key = ("create", str(order))
-            order += 1
-        else:
-            key = (p.action, p.file)
-        group = groups.setdefault(key, _Group(first=p))
+    for order, p in enumerate(proposed):
+        group = groups.setdefault(("create", str(order)) if p.action == "create" else (p.action, p.file),
+                                  _Group(first=p))
         day = time.strftime("%Y-%m-%d", time.gmtime(min(created_of[e] for e in p.evidence)))
         added = False
         for raw_text in p.bullets:
@@ -359,97 +314,39 @@ def build_drafts(
             added = True
         if added:
             group.evidence.update(p.evidence)
+    return [g for g in groups.values() if g.bullets]
 
+
+def build_drafts(
+    proposed: list[Proposed],
+    digests: list[PublicDigest],
+    snapshot: MemorySnapshot,
+    scope: ReviewScope,
+) -> list[ProposalDraft]:
+    """Turn validated proposals into drafts by the embedded engine's construction rules."""
+    index = snapshot.parsed_index()
+    present = scope.present_instructions()
+    new = NewTopics(snapshot, index)
     drafts: list[ProposalDraft] = []
-    taken = {n.casefold() for n in (*snapshot.topics, *snapshot.refused, INDEX_NAME)}
-    taken |= {e.file.casefold() for e in index.entries}
-    simulated = snapshot.index
-    for (action, _), g in groups.items():
-        if not g.bullets:
-            continue
-        summary = "; ".join(_clip(t, 80) for t in g.texts)
-        evidence = tuple(sorted(g.evidence))
-        if action == "instruction":
-            path, before = g.first.file, present[g.first.file]
-            drafts.append(
-                ProposalDraft(
-                    kind=ProposalKind.INSTRUCTION,
-                    title=f"Add {_plural(len(g.bullets), 'working agreement')} to {posixpath.basename(path)}",
-                    summary=summary,
-                    target=path,
-                    files={path: (before, add_working_agreements(before, g.bullets))},
-                    index_path=index_rel,
-                    index_edits=(),
-                    evidence=evidence,
-                    fingerprint=_fingerprint(ProposalKind.INSTRUCTION, path, g.keys),
-                    review=review_id,
-                    created=now,
-                )
-            )
-        elif action == "update":
-            file = g.first.file
-            tf = topics[file]
+    for g in _groups(proposed, digests, scope.known_texts(snapshot)):
+        made: ProposalDraft | None
+        p = g.first
+        adds = Additions(bullets=tuple(g.bullets), summary_of=tuple(g.texts), parts=tuple(g.keys),
+                         evidence=tuple(sorted(g.evidence)))
+        if p.action == "instruction":
+            made = instruction_draft(scope, p.file, present[p.file], adds)
+        elif p.action == "update":
+            tf = snapshot.topics[p.file]
             assert tf.topic is not None
-            data = tf.data
-            for bullet in g.bullets:
-                data = append_to_topic(data, bullet)
-            current = entry_line(index, file)
-            path = path_of(file)
-            drafts.append(
-                ProposalDraft(
-                    kind=ProposalKind.UPDATE,
-                    title=f"Add {_plural(len(g.bullets), 'note')} to {tf.topic.name}",
-                    summary=summary,
-                    target=path,
-                    files={path: (tf.data, data)},
-                    index_path=index_rel,
-                    index_edits=((file, current, current),),
-                    evidence=evidence,
-                    fingerprint=_fingerprint(ProposalKind.UPDATE, path, g.keys),
-                    review=review_id,
-                    created=now,
-                )
-            )
+            made = update_draft(scope, index, p.file, tf.topic.name, tf.data, adds)
         else:
-            kind = g.first.type
-            assert kind is not None
-            name = _clip(redact(g.first.title), TITLE_MAX)
-            description = _clip(redact(g.first.description), DESCRIPTION_MAX)
-            file = topic_filename(name)
-            stem, n = file[: -len(".md")], 2
-            while file.casefold() in taken:
-                suffix = f"-{n}"
-                file = f"{stem[: 57 - len(suffix)].rstrip('-')}{suffix}.md"
-                n += 1
-            body = "\n" + "".join(b + "\n" for b in g.bullets)
-            data = render_topic(name, description, kind, body)
-            admitted = admit_entry(simulated, name, file, description)
-            if admitted is None:
-                continue
-            simulated, line = admitted
-            taken.add(file.casefold())
-            path = path_of(file)
-            drafts.append(
-                ProposalDraft(
-                    kind=ProposalKind.CREATE,
-                    title=f"New {kind} memory: {name}",
-                    summary=summary,
-                    target=path,
-                    files={path: (None, data)},
-                    index_path=index_rel,
-                    index_edits=((file, None, line),),
-                    evidence=evidence,
-                    fingerprint=_fingerprint(ProposalKind.CREATE, path, g.keys),
-                    review=review_id,
-                    created=now,
-                )
-            )
-    drafts = [d for d in drafts if d.fingerprint not in rejected]
-    drafts += index_maintenance(
-        snapshot, drafts, root_rel=root_rel, index_rel=index_rel, rejected=rejected, now=now, review_id=review_id
-    )
-    drafts.sort(key=lambda d: (_KIND_ORDER[d.kind], d.target))
-    return drafts
+            assert p.type is not None
+            name = clip(redact(p.title), TITLE_MAX)
+            made = new.draft(scope, p.type, name, clip(redact(p.description), DESCRIPTION_MAX), adds)
+        if made is not None:
+            drafts.append(made)
+    drafts = unrejected(drafts, scope)
+    return ordered(drafts + index_maintenance(snapshot, drafts, scope))
 
 
 # -- the review ------------------------------------------------------------------------
@@ -472,38 +369,23 @@ async def request_proposals(
 def review_remote(
     digests: list[PublicDigest],
     snapshot: MemorySnapshot,
+    scope: ReviewScope | None = None,
     *,
-    root_rel: str,
-    index_rel: str,
-    instruction_files: Mapping[str, bytes | None],
-    rejected: set[str],
-    now: float,
-    review_id: str,
     policy: ModelPolicy,
     api_key: str | None,
+    **fields: Any,
 ) -> list[ProposalDraft]:
-    """Review ``digests`` with the policy's model (same signature and result as ``engine.review``).
+    """Review ``digests`` with the policy's model (same scope and result as ``engine.review``).
 
     Runs its own trio loop: call it from synchronous code only. An index
     that cannot be read raises its code before anything is sent.
     """
+    scope = ReviewScope.of(scope, fields)
     assert len(digests) <= MAX_DIGESTS, f"a review takes at most {MAX_DIGESTS} digests"
     snapshot.parsed_index()
+    files = scope.instruction_files
 
     async def go() -> list[Proposed]:
-        return await request_proposals(
-            digests, snapshot, instruction_files=instruction_files, policy=policy, api_key=api_key
-        )
+        return await request_proposals(digests, snapshot, instruction_files=files, policy=policy, api_key=api_key)
 
-    proposed = trio.run(go)
-    return build_drafts(
-        proposed,
-        digests,
-        snapshot,
-        root_rel=root_rel,
-        index_rel=index_rel,
-        instruction_files=instruction_files,
-        rejected=rejected,
-        now=now,
-        review_id=review_id,
-    )
+    return build_drafts(trio.run(go), digests, snapshot, scope)

@@ -39,9 +39,10 @@ from cairn.protocol.memory import (
 from cairn.protocol.vocab import NoteType, OutcomeKind
 from cairn.state import program as P
 from cairn.worker.journal.views import public_digests
+from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope
+from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 
-MAX_DIGESTS = 20
 AUTO_CAP = 8
 WINDOW = 24 * 3600.0
 REVIEW_TTL = 120.0
@@ -107,7 +108,7 @@ def _instruction_files(ms: MemoryStore) -> dict[str, bytes]:
     return out
 
 
-def _to_proposals(ms: MemoryStore, drafts: list[Any], review_id: str, now: float) -> tuple[list[Proposal], list[P.Op]]:
+def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, now: float) -> tuple[list[Proposal], list[P.Op]]:
     props: list[Proposal] = []
     ops: list[P.Op] = []
     for d in drafts:
@@ -203,7 +204,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
         suppressed = _suppressed(ms)
         provider = "openai" if ms.settings.provider == "openai" else "extractive"
-        drafts: list[Any] = []
+        drafts: list[ProposalDraft] = []
         for root_rel, keep, instructions in _review_roots(ms):
             sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
             sub = [d for d in sub if d.notes]
@@ -211,22 +212,20 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
             if not sub and not root_dir.is_dir():
                 continue
             snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
-            scope: dict[str, Any] = dict(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
-                                         instruction_files=instructions, rejected=suppressed, now=now,
-                                         review_id=review_id)
+            scope = ReviewScope(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
+                                instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id)
             if not sub:  # no notes for this root: its index housekeeping only
-                drafts += engine.index_maintenance(snapshot, [], root_rel=root_rel, index_rel=scope["index_rel"],
-                                                   rejected=suppressed, now=now, review_id=review_id)
+                drafts += index_maintenance(snapshot, [], scope)
                 continue
             if provider == "openai":
                 from cairn.worker.memory import remote
 
                 # the model's whole exchange ends well inside the review claim's lease
                 policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
-                drafts += remote.review_remote(sub, snapshot, policy=policy,
-                                               api_key=os.environ.get(ms.settings.apiKeyEnv) or None, **scope)
+                drafts += remote.review_remote(sub, snapshot, scope, policy=policy,
+                                               api_key=os.environ.get(ms.settings.apiKeyEnv) or None)
             else:
-                drafts += engine.review(sub, snapshot, **scope)
+                drafts += engine.review(sub, snapshot, scope)
         if not batch and not drafts:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
