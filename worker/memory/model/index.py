@@ -1,0 +1,199 @@
+"""The ``MEMORY.md`` index: its entries parsed, and entry-level edits that keep every other byte.
+
+The index is a Markdown list of one-line entries ``- [Title](file.md) -
+hook``; agents load its first :data:`INDEX_MAX_LINES` lines, and every
+other line (headings, blank lines, prose) belongs to the person who wrote
+it. An edit touches only the affected entry lines, and freshness is checked
+per entry (:func:`apply_index_edits`), so an unrelated manual edit never
+blocks a change and a change to the affected entry always does
+(``E_INDEX_ENTRY_CHANGED``). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import attrs
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.memory.model.lines import BOM, decode_text, join_lines, newline_of, one_line, split_lines
+
+INDEX_NAME = "MEMORY.md"
+#: agents load this many lines of the index; it is also the bound on entries
+INDEX_MAX_LINES = 200
+#: one index edit: (topic file name, exact entry line expected now or None, new entry line or None)
+IndexEditTuple = tuple[str, str | None, str | None]
+
+_ENTRY = re.compile(
+    r"^[ \t]{0,3}[-*+][ \t]+\[(?P<title>(?:\\.|[^\]\\])*)\]\((?P<file>[^()\s]+)\)(?P<rest>.*)$"
+)
+_HOOK_SEP = re.compile(r"^[ \t]*(?:[-\u2013\u2014:](?:[ \t]+|$))?")
+_TOPIC_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.md$")
+
+
+@attrs.frozen(kw_only=True)
+class IndexEntry:
+    title: str  # link text, backslash escapes removed
+    file: str  # link target exactly as written
+    hook: str  # text after the link, separator (" - ", " — ", ": ") removed
+    line: int  # 0-based line number in the index
+    raw: str  # the exact line without its line ending
+
+
+@attrs.frozen(kw_only=True)
+class Index:
+    lines: tuple[tuple[bytes, bytes], ...]  # (content, ending) per line, exactly
+    entries: tuple[IndexEntry, ...]
+    newline: bytes  # line ending used for inserted lines
+    final_newline: bool  # whether the data ends with a line ending (empty data: True)
+
+    def entry(self, file: str) -> IndexEntry | None:
+        """The first entry linking ``file`` (later duplicates are ordinary lines)."""
+        for e in self.entries:
+            if e.file == file:
+                return e
+        return None
+
+
+def _match_entry(text: str, line: int) -> IndexEntry | None:
+    m = _ENTRY.match(text[1:] if line == 0 and text.startswith(BOM) else text)
+    if m is None:
+        return None
+    rest = m.group("rest")
+    sep = _HOOK_SEP.match(rest)
+    assert sep is not None  # every part of the pattern is optional: it matches any text
+    hook = rest[sep.end() :].strip()
+    title = re.sub(r"\\(.)", r"\1", m.group("title"))
+    return IndexEntry(title=title, file=m.group("file"), hook=hook, line=line, raw=text)
+
+
+def parse_index(data: bytes) -> Index:
+    """Parse ``MEMORY.md`` bytes; every line is kept exactly. Not UTF-8: ``E_MEMORY_NOT_TEXT``."""
+    lines = split_lines(data)
+    entries = []
+    for i, (content, _) in enumerate(lines):
+        entry = _match_entry(decode_text(content, "memory index", line=i + 1), i)
+        if entry is not None:
+            entries.append(entry)
+    final = not lines or bool(lines[-1][1])
+    return Index(lines=tuple(lines), entries=tuple(entries), newline=newline_of(data), final_newline=final)
+
+
+def entry_line(index: Index, file: str) -> str | None:
+    """The exact current entry line for ``file`` (without ending), or None if it has no entry."""
+    entry = index.entry(file)
+    return entry.raw if entry else None
+
+
+def format_entry(title: str, file: str, hook: str) -> str:
+    """An index entry ``- [Title](file.md) - hook`` (``- [Title](file.md)`` for an empty hook).
+
+    Title and hook are collapsed to one line; brackets and backslashes in the
+    title are escaped so :func:`parse_index` gives the title back.
+    """
+    check_topic_file(file)
+    title, hook = one_line(title), one_line(hook)
+    if not title:
+        raise CairnError(ErrorCode.INDEX_ENTRY_INVALID, "an index entry needs a title", file=file)
+    escaped = title.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    return f"- [{escaped}]({file})" + (f" - {hook}" if hook else "")
+
+
+def check_topic_file(file: str) -> str:
+    """A topic file name is a plain ``*.md`` name in the root, never a path."""
+    if not _TOPIC_FILE.match(file) or file == INDEX_NAME:
+        raise CairnError(ErrorCode.PATH_INVALID_NAME, "not a topic file name", name=file[:80])
+    return file
+
+
+def _check_after(file: str, after: str) -> None:
+    entry = _match_entry(after, 1) if "\n" not in after and "\r" not in after else None
+    if entry is None or entry.file != file:
+        raise CairnError(
+            ErrorCode.INDEX_ENTRY_INVALID, "new index line is not one entry for its file", file=file
+        )
+
+
+def apply_index_edits(data: bytes | None, edits: Iterable[IndexEditTuple]) -> bytes:
+    """Apply entry-level edits to index bytes (``None``: no index yet), changing only affected lines.
+
+    Each edit is ``(file, before, after)``: ``before`` is the exact entry line
+    expected now (``None``: no entry for ``file``), ``after`` the new line
+    (``None``: remove the entry). An edit with ``before == after`` changes
+    nothing and only guards freshness. If the current entry of an affected
+    file differs from ``before`` the whole call fails with
+    ``E_INDEX_ENTRY_CHANGED``; lines of unaffected entries and every other
+    line never matter and are kept byte for byte. A new entry goes after the
+    last existing entry (or at the end); an empty index becomes
+    ``# Memory\\n\\n`` + the entries. Line endings follow the file; a
+    missing final newline stays missing (the former last line then gains the
+    file's newline). More than 200 entries (when the edit adds entries), or a
+    new entry below line 200 where agents stop reading: ``E_INDEX_FULL``.
+    """
+    edits = list(edits)
+    files = [e[0] for e in edits]
+    if len(set(files)) != len(files):
+        raise CairnError(ErrorCode.INDEX_ENTRY_INVALID, "two edits for the same index entry")
+    original = data or b""
+    index = parse_index(original)
+    replace: dict[int, str] = {}
+    remove: set[int] = set()
+    insert: list[str] = []
+    for file, before, after in edits:
+        if after is not None:
+            _check_after(file, after)
+        current = index.entry(file)
+        if (current.raw if current else None) != before:
+            raise CairnError(
+                ErrorCode.INDEX_ENTRY_CHANGED,
+                f"the index entry for {file} changed since the proposal was made",
+                file=file,
+                line=current.line + 1 if current else None,
+            )
+        if before == after:
+            continue
+        if current is None:
+            assert after is not None  # no entry now means before was None, and after differs from it
+            insert.append(after)
+        elif after is None:
+            remove.add(current.line)
+        else:
+            replace[current.line] = after
+    if not replace and not remove and not insert:
+        return original
+    new_count = len(index.entries) + len(insert) - len(remove)
+    if insert and new_count > INDEX_MAX_LINES:
+        raise CairnError(
+            ErrorCode.INDEX_FULL, f"the index would hold {new_count} entries (at most {INDEX_MAX_LINES})"
+        )
+    if not index.lines:
+        head = b"# Memory\n\n"
+        result = head + b"".join(line.encode("utf-8") + b"\n" for line in insert)
+        _check_positions(2, len(insert))
+        return result
+    anchor = index.entries[-1].line if index.entries else len(index.lines) - 1
+    out: list[tuple[bytes, bytes]] = []
+    first_inserted = -1
+    for i, (content, ending) in enumerate(index.lines):
+        if i in replace:
+            bom = BOM if i == 0 and content.startswith(BOM.encode()) else ""
+            new = replace[i]
+            content = (new if new.startswith(BOM) else bom + new).encode("utf-8")
+        if i not in remove:
+            out.append((content, ending))
+        if i == anchor and insert:
+            first_inserted = len(out)
+            out.extend((line.encode("utf-8"), b"") for line in insert)
+    if insert:
+        _check_positions(first_inserted, len(insert))
+    return join_lines(out, index.final_newline, index.newline)
+
+
+def _check_positions(first: int, count: int) -> None:
+    last = first + count - 1
+    if count and last >= INDEX_MAX_LINES:
+        raise CairnError(
+            ErrorCode.INDEX_FULL,
+            f"a new entry would be on line {last + 1}, past the {INDEX_MAX_LINES} lines agents load",
+            line=last + 1,
+        )

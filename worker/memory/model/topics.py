@@ -1,0 +1,197 @@
+"""Topic files and instruction files: parsed, rendered and appended to without reformatting.
+
+A topic file starts with YAML front matter (``name``, ``description``,
+``type`` ∈ user|feedback|project|reference) between ``---`` lines, followed
+by a Markdown body; instruction files (``AGENTS.md`` …) are plain Markdown
+with a ``## Working agreements`` section cairn appends to. Additions keep
+every existing byte and follow the file's line endings. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import attrs
+import yaml
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import NoteType
+from cairn.worker.memory.model.lines import BOM, decode_text, is_blank, join_lines, newline_of, split_lines
+
+#: the longest file name :func:`topic_filename` produces, ``.md`` included
+FILENAME_MAX = 60
+
+_BULLET = re.compile(r"^[ \t]*[-*+][ \t]")
+_WORKING_AGREEMENTS = re.compile(r"^##[ \t]+working agreements[ \t]*#*[ \t]*$", re.I)
+_SECTION_END = re.compile(r"^#{1,2}[ \t]")
+_RESERVED_STEMS = frozenset({"memory", "agents", "claude", "readme"})
+
+
+@attrs.frozen(kw_only=True)
+class Topic:
+    name: str
+    description: str
+    type: NoteType
+    body: str  # everything after the closing ``---`` line, exactly
+    raw: bytes  # the file's bytes
+
+
+def _front_matter_error(message: str, **detail: object) -> CairnError:
+    return CairnError(ErrorCode.TOPIC_FRONT_MATTER, message, **detail)
+
+
+def parse_topic(data: bytes) -> Topic:
+    """Parse a topic file. A missing or invalid front matter is ``E_TOPIC_FRONT_MATTER``.
+
+    The front matter must be a YAML mapping with string ``name`` (non-empty)
+    and ``description`` and a known ``type``; other keys are allowed and
+    ignored. Values are never coerced (``name: 2024`` is refused).
+    """
+    text = decode_text(data, "topic file")
+    if text.startswith(BOM):
+        text = text[1:]
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r").rstrip(" \t") != "---":
+        raise _front_matter_error("topic file does not start with a '---' front matter line")
+    close = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r").rstrip(" \t") == "---"), None)
+    if close is None:
+        raise _front_matter_error("topic front matter is not closed by a '---' line")
+    yaml_text = "\n".join(line.rstrip("\r") for line in lines[1:close])
+    try:
+        meta = yaml.safe_load(yaml_text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise _front_matter_error(
+            "topic front matter is not valid YAML", line=(mark.line + 2) if mark is not None else None
+        ) from None
+    if not isinstance(meta, dict):
+        raise _front_matter_error("topic front matter is not a mapping")
+    name, description, kind = meta.get("name"), meta.get("description"), meta.get("type")
+    if not isinstance(name, str) or not name.strip():
+        raise _front_matter_error("topic front matter needs a text 'name'", field="name")
+    if not isinstance(description, str):
+        raise _front_matter_error("topic front matter needs a text 'description'", field="description")
+    if not isinstance(kind, str) or kind not in set(NoteType):
+        raise _front_matter_error("topic 'type' must be user, feedback, project or reference", field="type")
+    body = "\n".join(lines[close + 1 :])
+    return Topic(name=name, description=description, type=NoteType(kind), body=body, raw=data)
+
+
+def _check_scalar(field: str, value: str) -> None:
+    for ch in value:
+        cat = unicodedata.category(ch)
+        if (cat == "Cc" and ch != "\t") or cat in ("Zl", "Zp", "Cs"):
+            raise _front_matter_error(f"topic {field} must be one line of text", field=field)
+
+
+def render_topic(name: str, description: str, type: NoteType | str, body: str) -> bytes:
+    """Bytes of a new topic file; :func:`parse_topic` gives every argument back exactly.
+
+    Values are written by PyYAML's safe dumper, which quotes whatever would
+    otherwise be read differently (colons, quotes, leading dashes, ``yes``,
+    ``null`` …). Name and description must be one line; the body follows the
+    closing ``---`` line verbatim (start it with ``\\n`` for a blank line).
+    """
+    _check_scalar("name", name)
+    _check_scalar("description", description)
+    if not name.strip():
+        raise _front_matter_error("topic name is empty", field="name")
+    if type not in set(NoteType):
+        raise _front_matter_error("unknown topic type", field="type")
+    meta = yaml.safe_dump(
+        {"name": name, "description": description, "type": str(NoteType(type))},
+        sort_keys=False,
+        allow_unicode=True,
+        width=1 << 30,
+        default_flow_style=False,
+    )
+    return ("---\n" + meta + "---\n" + body).encode("utf-8")
+
+
+def append_to_topic(data: bytes, addition: str) -> bytes:
+    """Append a bullet or paragraph to a Markdown file, keeping every existing byte.
+
+    The result starts with ``data`` exactly (plus the file's newline if the
+    last line had none). A bullet directly follows a bullet; anything else is
+    separated by one blank line unless the file already ends with one. The
+    addition uses the file's line endings and ends with one.
+    """
+    addition = addition.strip("\r\n")
+    if not addition.strip():
+        raise CairnError(ErrorCode.USAGE, "nothing to append")
+    nl = newline_of(data)
+    lines = split_lines(data)
+    out = data
+    if lines and not lines[-1][1]:
+        out += nl
+    last = lines[-1][0] if lines else b""
+    if (
+        lines
+        and not is_blank(last)
+        and not (_BULLET.match(addition) and _BULLET.match(last.decode("utf-8", "replace")))
+    ):
+        out += nl
+    text = addition.replace("\r\n", "\n").replace("\n", nl.decode())
+    return out + text.encode("utf-8") + nl
+
+
+def add_working_agreements(data: bytes | None, bullets: list[str]) -> bytes:
+    """Add bullets at the end of the ``## Working agreements`` section of an instruction file.
+
+    The section is found by its heading (case-insensitive) and ends at the
+    next heading of level 1 or 2; bullets go after its last non-blank line.
+    Without such a section, one is appended at the end of the file. Every
+    other byte is kept; line endings follow the file, and a missing final
+    newline stays missing.
+    """
+    data = data or b""
+    if not bullets:
+        return data
+    nl = newline_of(data)
+    lines = split_lines(data)
+    final = not lines or bool(lines[-1][1])
+    new = [(b.strip("\r\n").encode("utf-8"), b"") for b in bullets]
+    heading = next(
+        (i for i, (c, _) in enumerate(lines) if _WORKING_AGREEMENTS.match(c.decode("utf-8", "replace"))), None
+    )
+    if heading is None:
+        out = list(lines)
+        if out and not is_blank(out[-1][0]):
+            out.append((b"", b""))
+        out.append((b"## Working agreements", b""))
+        out.append((b"", b""))
+        out.extend(new)
+        return join_lines(out, True if not lines else final, nl)
+    end = next(
+        (
+            i
+            for i in range(heading + 1, len(lines))
+            if _SECTION_END.match(lines[i][0].decode("utf-8", "replace"))
+        ),
+        len(lines),
+    )
+    last = max((i for i in range(heading + 1, end) if not is_blank(lines[i][0])), default=heading)
+    block = list(new)
+    if last == heading or not _BULLET.match(lines[last][0].decode("utf-8", "replace")):
+        block.insert(0, (b"", b""))
+    if last < len(lines) - 1 and not is_blank(lines[last + 1][0]):
+        block.append((b"", b""))  # keep a blank line before the next heading
+    out = lines[: last + 1] + block + lines[last + 1 :]
+    return join_lines(out, final, nl)
+
+
+def topic_filename(title: str) -> str:
+    """A file name for a new topic: ``[a-z0-9-]+.md``, at most 60 characters, never a path."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii").lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title).strip("-")
+    limit = FILENAME_MAX - len(".md")
+    if len(slug) > limit:
+        cut = slug[:limit]
+        if slug[limit] != "-" and cut.rfind("-") > limit // 2:
+            cut = cut[: cut.rfind("-")]
+        slug = cut.strip("-")
+    if not slug:
+        slug = "topic"
+    if slug in _RESERVED_STEMS:
+        slug += "-notes"
+    return slug + ".md"
