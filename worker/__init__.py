@@ -1,1 +1,15 @@
-"""cairn worker layer."""
+"""The worker layer: every durable job, run in a short-lived subprocess (``python -m cairn.worker KIND``).
+
+A worker reads one JSON request on stdin, runs one bounded job and writes
+one JSON response (:mod:`.entry`, :mod:`.envelope`); the server never
+touches workspace state itself. Sub-packages: :mod:`.importers` (transcript
+files → sessions), :mod:`.journal` (evidence, digests, public journal),
+:mod:`.providers` (digest inference), :mod:`.memory` (reviews, proposals,
+checked edits of curated memory); beside them the settings merge
+(:mod:`.config`), secret redaction (:mod:`.redact`) and CPU priority
+(:mod:`.priority`). May import :mod:`protocol` and :mod:`state`, never the
+server. Guarantees: all durable work happens under fenced claims through
+:mod:`state.program`, so a worker may die at any instant and its job is
+recovered, never lost or repeated; failures leave as a fixed ``E_...`` code
+in the response, never a traceback.
+"""

@@ -19,6 +19,8 @@ Contract shared by all importers:
   boilerplate are not part of ``user`` or ``assistant``.
 - Importers are pure: they read, never write. Errors carry a fixed code and
   line numbers, never transcript text.
+- They import only :mod:`protocol` (and each other's ``_common``): no
+  storage, no claims, nothing of the journal they feed.
 """
 
 from __future__ import annotations
