@@ -35,6 +35,12 @@ since is reverted entry by entry. The original application stays as evidence.
 
 **Reject** is accepted privately (a decision bundle, fenced by the workspace
 claim) before its public record is published.
+
+Size: about 490 lines, kept in one module on purpose: accept, undo and
+recovery are three readings of one write protocol (intent, marker, locked
+program, decision, marker retirement) and share its claim and freshness
+helpers; split apart, each would have to restate the order in which they
+may die.
 """
 
 from __future__ import annotations
