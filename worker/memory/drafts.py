@@ -129,6 +129,10 @@ class ReviewScope:
         return known + [normalise(data.decode("utf-8")) for data in self.present_instructions().values()]
 
 
+#: path -> (before, after) bytes; None = absent / delete
+FileChanges = Mapping[str, tuple[bytes | None, bytes | None]]
+
+
 @attrs.frozen(kw_only=True)
 class ProposalDraft:
     """A proposal before it has an id and bundles: the lead of a review turns it into a Proposal."""
@@ -137,7 +141,7 @@ class ProposalDraft:
     title: str
     summary: str
     target: str  # main affected path (workspace-relative)
-    files: Mapping[str, tuple[bytes | None, bytes | None]]  # path -> (before, after); None = absent / delete
+    files: FileChanges  # path -> (before, after); None = absent / delete
     index_path: str  # the MEMORY.md the index edits apply to
     index_edits: tuple[IndexEditTuple, ...]  # (topic file, before line | None, after line | None)
     evidence: tuple[str, ...]  # digest ids, sorted
@@ -146,10 +150,31 @@ class ProposalDraft:
     created: float
 
 
-def draft(scope: ReviewScope, kind: ProposalKind, **fields: Any) -> ProposalDraft:
+def draft(
+    scope: ReviewScope,
+    kind: ProposalKind,
+    *,
+    title: str,
+    summary: str,
+    target: str,
+    files: FileChanges,
+    index_edits: tuple[IndexEditTuple, ...],
+    evidence: tuple[str, ...],
+    fingerprint: str,
+) -> ProposalDraft:
     """A draft of ``kind`` in ``scope``: its index and stamp filled in."""
     return ProposalDraft(
-        kind=kind, index_path=scope.index_rel, review=scope.review_id, created=scope.now, **fields
+        kind=kind,
+        title=title,
+        summary=summary,
+        target=target,
+        files=files,
+        index_path=scope.index_rel,
+        index_edits=index_edits,
+        evidence=evidence,
+        fingerprint=fingerprint,
+        review=scope.review_id,
+        created=scope.now,
     )
 
 
@@ -213,15 +238,26 @@ class Additions:
     evidence: tuple[str, ...]  # digest ids, sorted
 
 
-def _content_draft(scope: ReviewScope, kind: ProposalKind, target: str, adds: Additions, **fields: Any) -> ProposalDraft:
+def _content_draft(
+    scope: ReviewScope,
+    kind: ProposalKind,
+    target: str,
+    adds: Additions,
+    *,
+    title: str,
+    files: FileChanges,
+    index_edits: tuple[IndexEditTuple, ...],
+) -> ProposalDraft:
     return draft(
         scope,
         kind,
-        target=target,
+        title=title,
         summary=summary(adds.summary_of),
+        target=target,
+        files=files,
+        index_edits=index_edits,
         evidence=adds.evidence,
         fingerprint=fingerprint(kind, target, adds.parts),
-        **fields,
     )
 
 
