@@ -54,13 +54,16 @@ def _doctor_setup(p: argparse.ArgumentParser) -> None:
 def cmd_doctor(ns: argparse.Namespace) -> int:
     from cairn.state.doctor import check_workspace
     from cairn.state.fsdir import PinnedDir
+    from cairn.worker.trust import trust_line
 
     with PinnedDir.open_root(workspace_path(ns)) as root:
         report = check_workspace(root)
+    trust = trust_line(workspace_path(ns))
     if ns.json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "trust": trust})
     else:
         print(f"scopes {report.scopes}, generations {report.generations}, bundles {report.bundles}")
+        print(f"trust {trust}")
         for v in report.violations:
             print(f"VIOLATION {v.code} {v.path}: {v.message}")
         for n in report.notes:
@@ -71,7 +74,7 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     # import command modules for their registrations
-    from cairn.server import cli_commands  # noqa: F401
+    from cairn.server import cli_commands, cli_trust  # noqa: F401
 
     parser = argparse.ArgumentParser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

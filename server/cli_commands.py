@@ -24,7 +24,7 @@ def _config(ws: str) -> dict[str, Any]:
     from cairn.worker import config
 
     settings, warnings = config.load(ws)
-    for w in warnings:
+    for w in config.unreported(warnings):
         sys.stderr.write(f"cairn: {w}\n")
     return config.to_dict(settings)
 
@@ -123,11 +123,13 @@ class _Progress:
 
 
 def _process(ws: str) -> dict[str, Any]:
+    from cairn.worker.config import from_request
     from cairn.worker.journal.digest import process
     from cairn.worker.journal.store import Journal
 
+    settings = from_request(_config(ws))
     with Journal(ws) as j:
-        counts, _ = process(j, progress=_Progress())
+        counts, _ = process(j, progress=_Progress(), settings=settings)
     return counts
 
 

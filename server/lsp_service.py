@@ -289,11 +289,11 @@ class CairnService:
             self._order.append(path)
 
     async def _load_settings(self, ws: str) -> None:
-        from cairn.worker.config import load
+        from cairn.worker.config import load, unreported
 
         settings, warnings = await asyncio.to_thread(load, ws, self._editor_options)
         self.workspaces[ws].settings = settings
-        for w in warnings:
+        for w in unreported(warnings):
             self.client.log(LOG_WARNING, f"cairn: {ws}: {w}")
 
     def _workspace_started(self, ws: str) -> None:

@@ -1,8 +1,22 @@
-"""Settings: embedded defaults, ``.cairn/config.toml``, then editor options.
+"""Settings: embedded defaults, the workspace's ``.cairn/config.toml``, then the user's.
+
+Layers, lowest first: defaults < workspace file < user config
+(``$XDG_CONFIG_HOME/cairn/config.toml``, :mod:`worker.trust`) < editor
+options. The editor's settings count as the user's.
+
+Workspace trust: the workspace file arrives with a cloned repository, so
+it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
+(today ``provider``, ``endpoint``, ``api_key_env``; a future
+command-running provider joins them) are taken only when the user trusted
+that workspace (``cairn trust``); otherwise they are ignored with one
+``E_WORKSPACE_UNTRUSTED`` warning and the layers below (the embedded engine
+by default) decide. Its other keys (mode, instruction files…) always apply.
 
 Each layer is structured field by field: a bad option (unknown name, wrong
 type, value outside its vocabulary) is reported with ``E_CONFIG_INVALID`` and
-replaced by the value of the layer below, never guessed and never fatal.
+replaced by the value of the layer below, never guessed and never fatal. A
+config file is read as a control file (regular, no symlink, at most 64 KiB,
+never blocking); one that is not is ``E_CONFIG_INVALID`` and skipped.
 TOML keys are snake_case (``idle_minutes``); editor options use the LSP
 spelling (``idleMinutes``).
 """
@@ -12,13 +26,21 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 import attrs
+from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.lsp import Settings
+from cairn.worker import trust
 
 _CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai")}
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
+#: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace
+OFF_MACHINE = ("provider", "endpoint", "api_key_env")
+WORKSPACE_FILE = ".cairn/config.toml"
+USER_FILE = f"{trust.USER_CONFIG} (user)"
+_REPORTED: set[str] = set()
 
 
 def _camel(name: str) -> str:
@@ -61,23 +83,92 @@ def merge(base: Settings, options: dict[str, Any] | None, *, source: str, snake:
     return attrs.evolve(base, **changes), warnings
 
 
+def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[str]]:
+    if raw is None:
+        return {}, []
+    try:
+        return tomllib.loads(raw.decode("utf-8")), []
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"E_CONFIG_INVALID: {label} unreadable ({type(exc).__name__}); defaults kept"]
+
+
+def _workspace_file(workspace: str) -> bytes | None:
+    """``.cairn/config.toml`` read without following a symlink (neither ``.cairn`` nor the file)."""
+    try:
+        ws_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None  # no workspace, no file (the workspace itself is checked by its users)
+    try:
+        try:
+            fd = os.open(".cairn", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ws_fd)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            raise CairnError(ErrorCode.CONFIG_INVALID, f"{WORKSPACE_FILE}: .cairn is not a directory") from None
+    finally:
+        os.close(ws_fd)
+    try:
+        return trust.read_control_file("config.toml", dir_fd=fd, label=WORKSPACE_FILE)
+    finally:
+        os.close(fd)
+
+
+def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any], list[str]]:
+    try:
+        raw = reader()
+    except CairnError as exc:
+        return {}, [f"{exc.code}: {exc.message}; defaults kept"]
+    return _toml(raw, label)
+
+
+def _untrusted(workspace: str, data: dict[str, Any], above: set[str]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the off-machine keys unless ``workspace`` is trusted (with the warning)."""
+    present = [k for k in OFF_MACHINE if k in data]
+    if not present:
+        return data, []
+    try:
+        if trust.is_trusted(workspace):
+            return data, []
+        warnings = []
+    except CairnError as exc:
+        warnings = [f"{exc.code}: {exc.message}; no workspace is trusted"]
+    kept = {k: v for k, v in data.items() if k not in OFF_MACHINE}
+    # only keys that would have mattered: set to something else than the default and not set by the user
+    ignored = [k for k in present if _camel(k) not in above and data[k] != getattr(Settings(), _camel(k))]
+    if ignored:
+        warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
+                        f"{', '.join(ignored)}, which send data off this machine, but the workspace is not trusted; "
+                        "ignored (the embedded engine is used unless your own settings name a provider; "
+                        "`cairn trust` allows them)")
+    return kept, warnings
+
+
 def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[str]]:
     """Resolved settings for a workspace, with warnings for everything refused."""
-    settings = Settings()
-    warnings: list[str] = []
-    path = os.path.join(workspace, ".cairn", "config.toml")
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        data = {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        warnings.append(f"E_CONFIG_INVALID: .cairn/config.toml unreadable ({type(exc).__name__}); defaults kept")
-        data = {}
-    settings, w = merge(settings, data, source=".cairn/config.toml", snake=True)
+    data, warnings = _read(lambda: _workspace_file(workspace), WORKSPACE_FILE)
+    user, w = _read(trust.user_config_bytes, USER_FILE)
     warnings += w
-    settings, w = merge(settings, editor_options, source="editor settings")
-    return settings, warnings + w
+    above = {_camel(k) for k in user} | set(editor_options or {})
+    data, w = _untrusted(workspace, data, above)
+    warnings += w
+    settings = Settings()
+    for options, source, snake in ((data, WORKSPACE_FILE, True), (user, USER_FILE, True),
+                                   (editor_options, "editor settings", False)):
+        settings, w = merge(settings, options, source=source, snake=snake)
+        warnings += w
+    return settings, warnings
+
+
+def from_request(config: dict[str, Any] | None) -> Settings:
+    """A worker's settings: those the user's process resolved and sent in the request."""
+    return merge(Settings(), config, source="request")[0]
+
+
+def unreported(warnings: list[str]) -> list[str]:
+    """The warnings this process has not reported yet (each is said once per process)."""
+    fresh = [w for w in dict.fromkeys(warnings) if w not in _REPORTED]
+    _REPORTED.update(fresh)
+    return fresh
 
 
 def to_dict(settings: Settings) -> dict[str, Any]:

@@ -11,7 +11,11 @@
   loop forever. After three attempts (since the last explicit retry) the
   capture is ``exhausted`` and waits for ``retry`` or ``discard``.
 * **Inference** reads pinned evidence (hash-verified), runs the frozen policy's
-  provider with no tools, and is cancelled at the claim's deadline.
+  provider with no tools, and is cancelled at the claim's deadline. The
+  settings of the request decide whether that policy may still run and
+  which key goes with it (:mod:`worker.providers.access`, shared with
+  reviews): a remote policy the settings no longer name is digested by the
+  embedded engine, and the key is the one of the configured ``apiKeyEnv``.
 * **Acceptance** puts the :class:`DigestResult` bundle and elects
   ``completed`` naming its hash, both fenced by the claim.
 * **Publication** (idempotent, any process may finish it): public digest
@@ -21,7 +25,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -41,6 +44,7 @@ from cairn.protocol.journal import (
     Seal,
     TurnEvidence,
 )
+from cairn.protocol.lsp import Settings
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.protocol.worker import WorkerRequest
@@ -114,14 +118,20 @@ def load_evidence(j: Journal, cid: str) -> tuple[list[TurnEvidence], Seal]:
     return evidence, codec.decode(seal_raw, Seal)
 
 
-def _policy(evidence: list[TurnEvidence]) -> ModelPolicy:
-    return evidence[0].policy if evidence else ModelPolicy(provider="extractive")
+def _policy(evidence: list[TurnEvidence], settings: Settings | None = None) -> ModelPolicy:
+    """The frozen policy, when the settings still allow it; else the embedded engine's."""
+    from cairn.worker.providers.access import effective_policy
+
+    frozen = evidence[0].policy if evidence else ModelPolicy(provider="extractive")
+    return effective_policy(frozen, settings or Settings())
 
 
-def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None) -> Any:
-    """Run the frozen policy's provider over the usable turns (sessionless, no tools)."""
+def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None,
+          settings: Settings | None = None) -> Any:
+    """Run the allowed policy's provider over the usable turns (sessionless, no tools)."""
     import trio
     from cairn.worker.providers import run_digest
+    from cairn.worker.providers.access import api_key
 
     usable = tuple(
         Turn(turn_id=e.turn_id, parent_turn_id=e.parent_turn_id, user=e.user, assistant=e.assistant,
@@ -129,11 +139,13 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
         for e in evidence if not e.oversized
     )
     inp = DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable)
-    policy = _policy(evidence)
+    settings = settings or Settings()
+    policy = _policy(evidence, settings)
+    key = api_key(policy, settings, env)
 
     async def go() -> Any:
         with trio.fail_after(max(0.1, deadline - time.time())):
-            return await run_digest(inp, policy, env=dict(env if env is not None else os.environ))
+            return await run_digest(inp, policy, api_key=key)
 
     try:
         return trio.run(go)
@@ -207,12 +219,13 @@ def _record_failure(j: Journal, claim: Claim, cid: str, gen: int, code: str) -> 
     j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{gen}", codec.encode(fail), optional=True)])
 
 
-def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None = None) -> str:
+def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None = None,
+                    settings: Settings | None = None) -> str:
     """Digest one runnable capture. Returns published | all-none | failed | exhausted | busy | recovered."""
     if recover_capture(j, st.cid) is not None:
         return "recovered"
     evidence, seal = load_evidence(j, st.cid)
-    policy = _policy(evidence)
+    policy = _policy(evidence, settings)
     ttl = (policy.timeout_seconds if policy.provider != "extractive" else 60.0) + DIGEST_TTL_MARGIN
     try:
         claim = _admit(j, st.cid, ttl)
@@ -242,7 +255,8 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
             j.claims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CAPTURE_EXHAUSTED))
             return "exhausted"
         try:
-            out = infer(evidence, deadline=claim.deadline - DIGEST_TTL_MARGIN / 2 + (time.time() - j.now()), env=env)
+            out = infer(evidence, deadline=claim.deadline - DIGEST_TTL_MARGIN / 2 + (time.time() - j.now()), env=env,
+                        settings=settings)
         except CairnError as exc:
             _record_failure(j, claim, st.cid, gen, str(exc.code))
             j.claims.settle(claim, OutcomeKind.FAILED, error=str(exc.code))
@@ -273,8 +287,8 @@ def recover_all(j: Journal) -> int:
     return n
 
 
-def process(j: Journal, *, limit: int | None = None, deadline: float | None = None,
-            progress: Any = None, env: dict[str, str] | None = None) -> tuple[dict[str, Any], bool]:
+def process(j: Journal, *, limit: int | None = None, deadline: float | None = None, progress: Any = None,
+            env: dict[str, str] | None = None, settings: Settings | None = None) -> tuple[dict[str, Any], bool]:
     """Recovery, then digest work over runnable captures (oldest seal first)."""
     exhausted: list[str] = []
     counts: dict[str, Any] = {
@@ -296,7 +310,7 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
             break
         if progress:
             progress(i, len(runnable), st.cid)
-        outcome = process_capture(j, st, env=env)
+        outcome = process_capture(j, st, env=env, settings=settings)
         done += 1
         if outcome == "exhausted":
             exhausted.append(st.cid)
@@ -356,10 +370,13 @@ def job_recover(req: WorkerRequest) -> dict[str, Any]:
 
 
 def job_process(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+    from cairn.worker import config
+
     limit = req.args.get("max")
     with Journal(req.workspace) as j:
         return process(j, limit=int(limit) if limit is not None else None,
-                       deadline=(req.deadline - 5.0) if req.deadline else None)
+                       deadline=(req.deadline - 5.0) if req.deadline else None,
+                       settings=config.from_request(req.config))
 
 
 def job_retry(req: WorkerRequest) -> dict[str, Any]:

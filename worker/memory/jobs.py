@@ -13,8 +13,7 @@ from cairn.worker.memory.store import MemoryStore
 def _settings(req: WorkerRequest) -> Settings:
     from cairn.worker import config
 
-    settings, _warnings = config.merge(Settings(), req.config, source="request")
-    return settings
+    return config.from_request(req.config)
 
 
 def _store(req: WorkerRequest) -> MemoryStore:

@@ -219,11 +219,12 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
                 continue
             if provider == "openai":
                 from cairn.worker.memory import remote
+                from cairn.worker.providers.access import api_key
 
                 # the model's whole exchange ends well inside the review claim's lease
                 policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
                 drafts += remote.review_remote(sub, snapshot, scope, policy=policy,
-                                               api_key=os.environ.get(ms.settings.apiKeyEnv) or None)
+                                               api_key=api_key(policy, ms.settings))
             else:
                 drafts += engine.review(sub, snapshot, scope)
         if not batch and not drafts:

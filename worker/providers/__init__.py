@@ -15,8 +15,6 @@ never with the reply's or the evidence's text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.providers import extractive
@@ -36,23 +34,21 @@ async def run_digest(
     inp: DigestInput,
     policy: ModelPolicy,
     *,
-    env: Mapping[str, str],
-    api_key_env: str = DEFAULT_API_KEY_ENV,
+    api_key: str | None = None,
 ) -> DigestOutput:
     """Digest ``inp`` with the provider named by ``policy``.
 
-    The API key of the ``openai`` provider is read from ``env[api_key_env]``
-    at call time (the variable's name comes from configuration); it is
-    never part of the policy, so it is never persisted. An unset or empty
-    variable sends no ``Authorization`` header (local servers need none).
-    An unknown provider is ``E_CONFIG_INVALID``.
+    ``api_key`` comes from :func:`worker.providers.access.api_key` (the
+    variable the settings name, read at call time); it is never part of the
+    policy, so it is never persisted. None sends no ``Authorization`` header
+    (local servers need none). An unknown provider is ``E_CONFIG_INVALID``.
     """
     if policy.provider == "extractive":
         return extractive.digest(inp)
     if policy.provider == "openai":
         from cairn.worker.providers import openai_compat
 
-        return await openai_compat.digest(inp, policy, api_key=env.get(api_key_env) or None)
+        return await openai_compat.digest(inp, policy, api_key=api_key)
     raise CairnError(
         ErrorCode.CONFIG_INVALID,
         f"unknown digest provider {policy.provider[:40]!r} (known: {', '.join(PROVIDERS)})",
