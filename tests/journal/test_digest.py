@@ -71,6 +71,7 @@ def test_all_none_capture_retires_without_a_public_entry(workspace: Path, tmp_pa
 def _failing_workspace(ws: Path) -> None:
     (ws / ".cairn").mkdir()
     (ws / ".cairn/config.toml").write_text('provider = "openai"\nmodel = "m"\nendpoint = "http://127.0.0.1:9/v1"\n')
+    cairn(ws, "trust")  # a workspace file may name an endpoint only when the user trusts the workspace
     cairn(ws, "import", str(DEMO))
     cairn(ws, "seal")
 

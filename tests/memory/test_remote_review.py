@@ -316,6 +316,7 @@ def test_cairn_review_with_the_openai_provider(endpoint: Endpoint, workspace: Pa
     (workspace / ".cairn" / "config.toml").write_text(
         f'provider = "openai"\nmodel = "review-model"\nendpoint = "{endpoint.base_url}"\n'
         'api_key_env = "CAIRN_TEST_REVIEW_KEY"\n')
+    cairn(workspace, "trust")
     answer(endpoint,
            {"action": "create", "type": "project", "title": "Continuous integration",
             "description": "CI runs on Forgejo Actions",

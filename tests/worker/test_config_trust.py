@@ -1,0 +1,171 @@
+"""Settings layers, workspace trust and config files read as bounded regular files."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker import config, trust
+
+from tests.conftest import PYTHON, REPO, child_env
+
+REMOTE = 'provider = "openai"\nmodel = "m"\nendpoint = "http://127.0.0.1:9/v1"\napi_key_env = "SOME_SECRET_VAR"\n'
+
+
+def _ws_file(ws: Path, text: str) -> None:
+    (ws / ".cairn").mkdir(exist_ok=True)
+    (ws / ".cairn/config.toml").write_text(text)
+
+
+def _codes(warnings: list[str]) -> list[str]:
+    return [w.split(":", 1)[0] for w in warnings]
+
+
+def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(workspace: Path) -> None:
+    _ws_file(workspace, REMOTE + 'mode = "manual"\ninstruction_files = ["RULES.md"]\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.endpoint, s.apiKeyEnv) == ("extractive", "", "CAIRN_OPENAI_API_KEY")
+    assert (s.mode, s.instructionFiles, s.model) == ("manual", ("RULES.md",), "m")
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
+    assert "provider, endpoint, api_key_env" in warnings[0]
+    trust.trust(str(workspace))
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.endpoint, s.apiKeyEnv) == ("openai", "http://127.0.0.1:9/v1", "SOME_SECRET_VAR")
+    assert warnings == []
+
+
+def test_an_untrusted_file_repeating_the_defaults_is_not_reported(workspace: Path) -> None:
+    _ws_file(workspace, 'provider = "extractive"\napi_key_env = "CAIRN_OPENAI_API_KEY"\n')
+    assert config.load(str(workspace)) == (config.Settings(), [])
+
+
+def test_editor_settings_are_the_users_and_need_no_trust(workspace: Path) -> None:
+    _ws_file(workspace, REMOTE)
+    editor = {"provider": "openai", "endpoint": "http://127.0.0.1:8/v1", "apiKeyEnv": "MY_KEY"}
+    s, warnings = config.load(str(workspace), editor)
+    assert (s.provider, s.endpoint, s.apiKeyEnv) == ("openai", "http://127.0.0.1:8/v1", "MY_KEY")
+    assert warnings == []  # the workspace's values would not have mattered
+    # an editor naming only the variable does not let the untrusted file choose the endpoint
+    s, warnings = config.load(str(workspace), {"apiKeyEnv": "MY_KEY"})
+    assert (s.provider, s.endpoint, s.apiKeyEnv) == ("extractive", "", "MY_KEY")
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "api_key_env" not in warnings[0]
+
+
+def test_precedence_defaults_workspace_user_editor(workspace: Path, user_config_home: Path) -> None:
+    _ws_file(workspace, 'mode = "manual"\nidle_minutes = 3\nseal_idle_minutes = 7\n')
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text('idle_minutes = 4\nseal_idle_minutes = 8\n')
+    s, warnings = config.load(str(workspace), {"sealIdleMinutes": 9})
+    assert (s.mode, s.idleMinutes, s.sealIdleMinutes) == ("manual", 4.0, 9.0) and warnings == []
+
+
+def test_each_warning_is_reported_once_per_process() -> None:
+    w = [f"E_WORKSPACE_UNTRUSTED: test {os.getpid()} {id(object())}"]
+    assert config.unreported(w + w) == w
+    assert config.unreported(w) == []
+
+
+# -- the trust list -----------------------------------------------------------------
+
+
+def test_trust_stores_the_real_path_atomically_and_untrust_removes_it(
+    workspace: Path, tmp_path: Path, user_config_home: Path
+) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(workspace)
+    assert trust.trust(str(link)) == (str(workspace.resolve()), True)
+    assert trust.trust(str(workspace)) == (str(workspace.resolve()), False)
+    d = user_config_home / "cairn"
+    doc = json.loads((d / trust.TRUST_FILE).read_text())
+    assert doc == {"version": 1, "workspaces": [str(workspace.resolve())]}
+    assert (d / trust.TRUST_FILE).stat().st_mode & 0o777 == 0o600
+    assert not [n for n in os.listdir(d) if n.startswith(".tmp-")]  # the temp was renamed into place
+    assert trust.is_trusted(str(link)) and trust.is_trusted(str(workspace))
+    assert not trust.is_trusted(str(workspace / "sub"))  # trust is per folder, not inherited
+    assert trust.untrust(str(link)) == (str(workspace.resolve()), True)
+    assert trust.trusted_paths() == [] and not trust.is_trusted(str(workspace))
+
+
+def test_a_damaged_trust_list_trusts_nothing_and_is_never_overwritten(workspace: Path, user_config_home: Path) -> None:
+    _ws_file(workspace, REMOTE)
+    (user_config_home / "cairn").mkdir()
+    damaged = user_config_home / "cairn" / trust.TRUST_FILE
+    damaged.write_text(json.dumps({"version": 1, "workspaces": [str(workspace.resolve())], "extra": 1}))
+    s, warnings = config.load(str(workspace))
+    assert s.provider == "extractive"
+    assert _codes(warnings) == ["E_CONFIG_INVALID", "E_WORKSPACE_UNTRUSTED"]
+    with pytest.raises(CairnError) as info:
+        trust.trust(str(workspace))
+    assert info.value.code is ErrorCode.CONFIG_INVALID and "extra" in damaged.read_text()
+
+
+def test_config_dir_follows_xdg_config_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert trust.config_dir() == str(tmp_path / "cairn")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")  # not absolute: ignored, as the spec says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert trust.config_dir() == str(tmp_path / "home/.config/cairn")
+
+
+# -- config files as control files ---------------------------------------------------
+
+LOAD = "import json, sys; from cairn.worker import config; print(json.dumps(config.load(sys.argv[1])[1]))"
+
+
+def _limit_memory() -> None:  # a reader that follows /dev/zero must fail here, not exhaust the machine
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def _load_in_child(ws: Path) -> list[str]:
+    r = subprocess.run([PYTHON, "-c", LOAD, str(ws)], cwd=REPO, env=child_env(), capture_output=True, text=True,
+                       timeout=60, preexec_fn=_limit_memory)
+    assert r.returncode == 0, r.stderr[-500:]
+    return list(json.loads(r.stdout))
+
+
+@pytest.mark.parametrize("kind", ["symlink-to-dev-zero", "fifo", "oversized", "directory", "symlinked-dot-cairn"])
+def test_a_config_file_that_is_not_a_small_regular_file_is_refused_promptly(
+    workspace: Path, tmp_path: Path, kind: str
+) -> None:
+    cairn_dir = workspace / ".cairn"
+    cairn_dir.mkdir()
+    path = cairn_dir / "config.toml"
+    if kind == "symlink-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "oversized":
+        path.write_text("# padding\n" * 7000 + 'mode = "manual"\n')  # about 70 KiB, valid TOML
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        cairn_dir.rmdir()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "config.toml").write_text(REMOTE)
+        cairn_dir.symlink_to(elsewhere)
+    warnings = _load_in_child(workspace)
+    assert _codes(warnings) == ["E_CONFIG_INVALID"], warnings
+    reason = {"symlink-to-dev-zero": "is a symlink", "fifo": "not a regular file", "oversized": "larger than 64 KiB",
+              "directory": "not a regular file", "symlinked-dot-cairn": ".cairn is not a directory"}[kind]
+    assert reason in warnings[0]
+
+
+def test_the_user_config_may_be_a_link_but_must_be_a_small_regular_file(
+    workspace: Path, user_config_home: Path, tmp_path: Path
+) -> None:
+    d = user_config_home / "cairn"
+    d.mkdir()
+    dotfiles = tmp_path / "dotfiles.toml"
+    dotfiles.write_text('mode = "manual"\n')
+    (d / "config.toml").symlink_to(dotfiles)  # dotfile managers link the user's own file
+    assert config.load(str(workspace)) == (config.Settings(mode="manual"), [])
+    (d / "config.toml").unlink()
+    os.mkfifo(d / "config.toml")
+    warnings = _load_in_child(workspace)
+    assert _codes(warnings) == ["E_CONFIG_INVALID"] and "config.toml (user) is not a regular file" in warnings[0]
