@@ -31,8 +31,8 @@ async def test_unknown_provider_is_config_invalid() -> None:
     assert info.value.code == ErrorCode.CONFIG_INVALID
 
 
-def _settings(base_url: str, **kw: str) -> Settings:
-    return Settings(provider="openai", model="m", endpoint=base_url, **kw)
+def _settings(base_url: str, api_key_env: str = "CAIRN_OPENAI_API_KEY") -> Settings:
+    return Settings(provider="openai", model="m", endpoint=base_url, apiKeyEnv=api_key_env)
 
 
 @pytest.mark.trio
@@ -49,7 +49,7 @@ async def test_openai_policy_reads_the_configured_variable_and_nothing_else(endp
     endpoint.answer_notes([])
     pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url, timeout_seconds=10.0)
     env = {"CAIRN_OPENAI_API_KEY": "wrong-key", "LOCAL_LLM_KEY": "right-key-456"}
-    await run_digest(MIXED, pol, api_key=access.api_key(pol, _settings(endpoint.base_url, apiKeyEnv="LOCAL_LLM_KEY"), env))
+    await run_digest(MIXED, pol, api_key=access.api_key(pol, _settings(endpoint.base_url, "LOCAL_LLM_KEY"), env))
     await run_digest(MIXED, pol, api_key=access.api_key(pol, _settings(endpoint.base_url), {"CAIRN_OPENAI_API_KEY": ""}))
     first, second = endpoint.requests
     assert first.headers["authorization"] == "Bearer right-key-456"
