@@ -104,7 +104,8 @@ def _workspace_file(workspace: str) -> bytes | None:
         except FileNotFoundError:
             return None
         except OSError:
-            raise CairnError(ErrorCode.CONFIG_INVALID, f"{WORKSPACE_FILE}: .cairn is not a directory") from None
+            raise CairnError(ErrorCode.CONFIG_INVALID,
+                             f"{WORKSPACE_FILE}: .cairn is a symlink or not a directory; not followed") from None
     finally:
         os.close(ws_fd)
     try:

@@ -68,6 +68,7 @@ def test_an_untrusted_workspace_cannot_send_a_key_until_trusted(endpoint: Endpoi
     out = cairn_json(workspace, "trust")
     assert out == {"workspace": str(workspace.resolve()), "trusted": True, "changed": True}
     assert "trusted (list" in cairn(workspace, "doctor").stdout
+    assert cairn_json(workspace, "trust", "--list") == [str(workspace.resolve())]
     r = cairn(workspace, "run", str(ALL_FORMATS["codex"]), env=ENV)
     assert "E_WORKSPACE_UNTRUSTED" not in r.stderr
     (req,) = endpoint.requests
@@ -75,6 +76,7 @@ def test_an_untrusted_workspace_cannot_send_a_key_until_trusted(endpoint: Endpoi
 
     # untrusted again: not again
     assert cairn_json(workspace, "untrust")["changed"] is True
+    assert cairn(workspace, "trust", "--list").stdout == "no trusted workspaces\n"
     r = cairn(workspace, "run", str(ALL_FORMATS["claude-code"]), env=ENV)
     assert len(endpoint.requests) == 1
     assert r.stderr.count("E_WORKSPACE_UNTRUSTED") == 1
