@@ -1,8 +1,11 @@
-"""Settings: embedded defaults, the workspace's ``.cairn/config.toml``, then the user's.
+"""Settings: embedded defaults, the user's config, the workspace's ``.cairn/config.toml``, the editor's.
 
-Layers, lowest first: defaults < workspace file < user config
-(``$XDG_CONFIG_HOME/cairn/config.toml``, :mod:`worker.trust`) < editor
-options. The editor's settings count as the user's.
+Layers, lowest first: defaults < user config
+(``$XDG_CONFIG_HOME/cairn/config.toml``, :mod:`worker.trust`) < workspace
+file < editor options. A project's own file refines the user's general
+choices (as an editor's project settings do), and what the user sets in the
+editor for this session wins over both. The editor's settings count as the
+user's.
 
 Workspace trust: the workspace file arrives with a cloned repository, so
 it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
@@ -122,8 +125,12 @@ def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any
     return _toml(raw, label)
 
 
-def _untrusted(workspace: str, data: dict[str, Any], above: set[str]) -> tuple[dict[str, Any], list[str]]:
-    """``data`` without the off-machine keys unless ``workspace`` is trusted (with the warning)."""
+def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
+               below: Settings) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the off-machine keys unless ``workspace`` is trusted (with the warning).
+
+    ``above``: keys the editor sets anyway; ``below``: what the user's layers give without the file.
+    """
     present = [k for k in OFF_MACHINE if k in data]
     if not present:
         return data, []
@@ -134,8 +141,8 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str]) -> tuple[d
     except CairnError as exc:
         warnings = [f"{exc.code}: {exc.message}; no workspace is trusted"]
     kept = {k: v for k, v in data.items() if k not in OFF_MACHINE}
-    # only keys that would have mattered: set to something else than the default and not set by the user
-    ignored = [k for k in present if _camel(k) not in above and data[k] != getattr(Settings(), _camel(k))]
+    # only keys that would have mattered: set to something else than the user's value and not set by the editor
+    ignored = [k for k in present if _camel(k) not in above and data[k] != getattr(below, _camel(k))]
     if ignored:
         warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
                         f"{', '.join(ignored)}, which send data off this machine, but the workspace is not trusted; "
@@ -146,15 +153,14 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str]) -> tuple[d
 
 def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[str]]:
     """Resolved settings for a workspace, with warnings for everything refused."""
-    data, warnings = _read(lambda: _workspace_file(workspace), WORKSPACE_FILE)
-    user, w = _read(trust.user_config_bytes, USER_FILE)
+    user, warnings = _read(trust.user_config_bytes, USER_FILE)
+    settings, w = merge(Settings(), user, source=USER_FILE, snake=True)
     warnings += w
-    above = {_camel(k) for k in user} | set(editor_options or {})
-    data, w = _untrusted(workspace, data, above)
+    data, w = _read(lambda: _workspace_file(workspace), WORKSPACE_FILE)
     warnings += w
-    settings = Settings()
-    for options, source, snake in ((data, WORKSPACE_FILE, True), (user, USER_FILE, True),
-                                   (editor_options, "editor settings", False)):
+    data, w = _untrusted(workspace, data, set(editor_options or {}), settings)
+    warnings += w
+    for options, source, snake in ((data, WORKSPACE_FILE, True), (editor_options, "editor settings", False)):
         settings, w = merge(settings, options, source=source, snake=snake)
         warnings += w
     return settings, warnings

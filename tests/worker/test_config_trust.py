@@ -56,12 +56,25 @@ def test_editor_settings_are_the_users_and_need_no_trust(workspace: Path) -> Non
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "api_key_env" not in warnings[0]
 
 
-def test_precedence_defaults_workspace_user_editor(workspace: Path, user_config_home: Path) -> None:
-    _ws_file(workspace, 'mode = "manual"\nidle_minutes = 3\nseal_idle_minutes = 7\n')
+def test_precedence_defaults_user_workspace_editor(workspace: Path, user_config_home: Path) -> None:
+    _ws_file(workspace, 'idle_minutes = 3\nseal_idle_minutes = 7\n')
     (user_config_home / "cairn").mkdir()
-    (user_config_home / "cairn/config.toml").write_text('idle_minutes = 4\nseal_idle_minutes = 8\n')
+    (user_config_home / "cairn/config.toml").write_text('mode = "manual"\nidle_minutes = 4\nseal_idle_minutes = 8\n')
     s, warnings = config.load(str(workspace), {"sealIdleMinutes": 9})
-    assert (s.mode, s.idleMinutes, s.sealIdleMinutes) == ("manual", 4.0, 9.0) and warnings == []
+    assert (s.mode, s.idleMinutes, s.sealIdleMinutes) == ("manual", 3.0, 9.0) and warnings == []
+
+
+def test_a_users_provider_stands_against_an_untrusted_file_and_yields_to_a_trusted_one(
+        workspace: Path, user_config_home: Path) -> None:
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text('provider = "openai"\nendpoint = "http://127.0.0.1:7/v1"\n')
+    _ws_file(workspace, 'provider = "extractive"\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.endpoint) == ("openai", "http://127.0.0.1:7/v1")
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
+    trust.trust(str(workspace))
+    s, warnings = config.load(str(workspace))
+    assert s.provider == "extractive" and warnings == []
 
 
 def test_each_warning_is_reported_once_per_process() -> None:
