@@ -67,6 +67,7 @@ from typing import Any
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import HELD_STATES, PENDING_STATES, Job, JobState, JobStore
+from cairn.protocol.worker import WorkerStatus
 from cairn.server.coordinator_events import (
     Action,
     CancelReason,
@@ -90,7 +91,6 @@ from cairn.server.coordinator_events import (
     Tick,
     TurnActive,
     WorkerFinished,
-    WorkerStatus,
 )
 
 DRAIN = "drain"
