@@ -114,3 +114,12 @@ def send_turns(client: LanguageClient, ws: Path, session: str, turns: list[tuple
             "user": user, "assistant": assistant, "completedAt": f"2025-06-12T10:0{i}:00Z",
         })
         parent = tid
+
+
+async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
+    """A request sent as given, past the client's own typing of standard methods (its answer or error)."""
+    msg_id = f"raw-{id(params)}"
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return await asyncio.wait_for(future, 30)
