@@ -7,6 +7,10 @@ data (the durable part is a :class:`protocol.jobs.JobStore`). The adapter in
 actions out (see :mod:`server.coordinator_events` for its contract). Keeping
 the policy pure makes every rule below testable with a fake clock.
 
+Why one module of ~600 lines: the rules below form one state machine over
+one store; split across files, the invariants the property tests check
+(tests/coordinator/test_properties.py) would no longer read in one place.
+
 Rules, and why:
 
 1. One worker per workspace, at most ``max_workers`` (default 2) overall:

@@ -94,3 +94,14 @@ async def test_status_follows_decisions_made_outside_the_server(workspace: Path)
         assert status["proposals"] == before - 1
     finally:
         await stop_server(client)
+
+
+async def test_registration_and_dispatch_share_one_table() -> None:
+    from cairn.server.features.commands import COMMANDS
+    from cairn.server.lsp import build_server
+    from cairn.server.lsp_service import NOTIFICATIONS, REQUESTS
+
+    fm = build_server().protocol.fm
+    assert set(fm.commands) == set(COMMANDS)
+    cairn_methods = {name for name in fm.features if name.startswith("cairn/")}
+    assert cairn_methods == set(NOTIFICATIONS) | set(REQUESTS)
