@@ -213,8 +213,12 @@ def _describe(exc: BaseException, _: Any) -> str:
 
 
 def structure(params: Any, cls: type[T], where: str) -> T:
-    """``params`` (plain JSON: dict, list, scalars, or None for none) as ``cls``; else ``E_USAGE``."""
-    if params is None:
+    """``params`` (plain JSON) as ``cls``; else ``E_USAGE``.
+
+    ``None`` and an empty array mean no parameters (some editors encode an
+    empty table as ``[]``).
+    """
+    if params is None or params == []:
         params = {}
     if not isinstance(params, dict):
         raise CairnError(ErrorCode.USAGE, f"{where}: parameters must be an object")

@@ -10,10 +10,17 @@ re-read in a thread (never on the event loop), coalesced, and at most every
   snapshot was read: the CLI or another editor decided a proposal,
   published a digest or captured a turn. That check is a ``stat`` of the
   :data:`WATCHED` directories (microseconds, on the loop); there is no
-  timer, so an idle server does no work. A changed signature with no worker
-  of this server running makes the request wait for the re-read (the answer
-  is current); while one of its own workers runs, the answer is the cached
-  one and the re-read happens behind it (that job's end refreshes anyway).
+  timer, so an idle server does no work. A changed signature with no work
+  of this server under way in the workspace makes the request wait for the
+  re-read (the answer is current); while its own jobs are queued or
+  running, the answer is the cached one and the re-read happens behind it
+  (those jobs' ends refresh anyway), so an editor polling during
+  maintenance never waits for a read.
+
+Directory timestamps come from a coarse clock: a change within the same
+tick as the last one could keep the signature. A snapshot whose newest
+timestamp is younger than ``RACY_SECONDS`` is therefore not trusted to
+match (the next request re-reads), like git's racy-clean index entries.
 
 The worker views are imported where used (fast server start); a broken
 import fails the request with ``E_INTERNAL``, never an empty answer.
@@ -37,7 +44,7 @@ if TYPE_CHECKING:
     from cairn.server.lsp_service import CairnService
 
 REFRESH_SPACING = 0.25  # seconds between two journal snapshot reads of one workspace
-RACY_SECONDS = 2.0  # a directory changed this recently may change again within its timestamp tick
+RACY_SECONDS = 0.1  # a directory changed this recently may change again within its timestamp tick
 WATCHED = (
     layout.PUBLIC_JOURNAL,  # published digests
     f"{layout.PUBLIC_JOURNAL}/decisions",  # every decision on a proposal (accept, reject, undo)
@@ -130,11 +137,22 @@ class Snapshots:
         state = self.service.workspaces[ws]
         if state.refreshed_at is not None and state.seen is not None and signature(ws) == state.seen:
             return
-        adapter = self.service.adapter
-        if adapter is not None and any(s.workspace == ws for s in adapter.running.values()):
-            self.refresh(ws)  # our own job's end refreshes too: do not make the editor wait
+        if self._busy(ws):
+            self.refresh(ws)  # our own jobs' ends refresh too: do not make the editor wait
             return
         await self.refresh_now(ws)
+
+    def _busy(self, ws: str) -> bool:
+        """This server has work queued or running in ``ws`` (a job, a turn to capture, a decision)."""
+        svc = self.service
+        if svc.workspaces[ws].foreground.locked():
+            return True
+        adapter = svc.adapter
+        if adapter is None:
+            return False
+        return (any(s.workspace == ws for s in adapter.running.values())
+                or any(j.workspace == ws and j.state in (JobState.IDLE, JobState.RUNNING)
+                       for j in adapter.coordinator.store.jobs))
 
     # ------------------------------------------------------------ requests
 

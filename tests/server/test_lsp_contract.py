@@ -105,3 +105,15 @@ async def test_registration_and_dispatch_share_one_table() -> None:
     assert set(fm.commands) == set(COMMANDS)
     cairn_methods = {name for name in fm.features if name.startswith("cairn/")}
     assert cairn_methods == set(NOTIFICATIONS) | set(REQUESTS)
+
+
+async def test_parameters_are_structured_strictly_in_one_place() -> None:
+    from cairn.protocol.lsp import DecisionParams, IdleParams, StatusParams, structure
+
+    assert structure(None, StatusParams, "m") == structure([], StatusParams, "m") == StatusParams()
+    assert structure({"ids": ["p1"], "id": "p1", "extra": 1}, DecisionParams, "m").proposal_ids == ("p1",)
+    for raw, cls in (({"ids": "p1"}, DecisionParams), ({"seconds": "600"}, IdleParams),
+                     ({"seconds": -1}, IdleParams), ("p1", StatusParams), ({"workspace": 1}, StatusParams)):
+        with pytest.raises(CairnError) as info:
+            structure(raw, cls, "m")
+        assert info.value.code is ErrorCode.USAGE
