@@ -13,9 +13,9 @@ re-read in a thread (never on the event loop), coalesced, and at most every
   timer, so an idle server does no work. A changed signature with no work
   of this server under way in the workspace makes the request wait for the
   re-read (the answer is current); while its own jobs are queued or
-  running, the answer is the cached one and the re-read happens behind it
-  (those jobs' ends refresh anyway), so an editor polling during
-  maintenance never waits for a read.
+  running, or a re-read is already under way, the answer is the cached one
+  and the re-read happens behind it (those jobs' ends refresh anyway), so an
+  editor polling during maintenance never waits for a read.
 
 Directory timestamps come from a coarse clock: a change within the same
 tick as the last one could keep the signature. A snapshot whose newest
@@ -137,8 +137,9 @@ class Snapshots:
         state = self.service.workspaces[ws]
         if state.refreshed_at is not None and state.seen is not None and signature(ws) == state.seen:
             return
-        if self._busy(ws):
-            self.refresh(ws)  # our own jobs' ends refresh too: do not make the editor wait
+        reading = state.refresh_task is not None and not state.refresh_task.done()
+        if reading or self._busy(ws):
+            self.refresh(ws)  # a read under way, or our own jobs' ends refresh too: do not make the editor wait
             return
         await self.refresh_now(ws)
 
