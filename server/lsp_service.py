@@ -58,7 +58,7 @@ from cairn.server.adapter import Adapter, Clock, SystemClock
 from cairn.server.coordinator import Coordinator
 from cairn.server.coordinator_events import CoordinatorConfig, Enqueue, Report, StartWorker
 from cairn.server.features import commands
-from cairn.server.features.context import LOG_INFO, LOG_LOG, LOG_WARNING, Client, Route, WorkspaceState
+from cairn.server.features.context import LOG_ERROR, LOG_INFO, LOG_LOG, LOG_WARNING, Client, Route, WorkspaceState
 from cairn.server.features.documents import Documents
 from cairn.server.features.status import Snapshots
 from cairn.server.features.turns import Turns
@@ -138,7 +138,7 @@ class CairnService:
         self.when_started(call)
 
     def _refused(self, method: str, exc: CairnError) -> None:
-        self.client.log(1, f"cairn: {method} refused ({exc.code})")
+        self.client.log(LOG_ERROR, f"cairn: {method} refused ({exc.code})")
 
     async def request(self, method: str, raw: Any) -> Any:
         """A cairn request: its result, or a :class:`CairnError` refusal."""
