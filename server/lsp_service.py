@@ -58,7 +58,15 @@ from cairn.server.adapter import Adapter, Clock, SystemClock
 from cairn.server.coordinator import Coordinator
 from cairn.server.coordinator_events import CoordinatorConfig, Enqueue, Report, StartWorker
 from cairn.server.features import commands
-from cairn.server.features.context import LOG_ERROR, LOG_INFO, LOG_LOG, LOG_WARNING, Client, Route, WorkspaceState
+from cairn.server.features.context import (
+    LOG_ERROR,
+    LOG_INFO,
+    LOG_LOG,
+    LOG_WARNING,
+    Client,
+    Route,
+    WorkspaceState,
+)
 from cairn.server.features.documents import Documents
 from cairn.server.features.status import Snapshots
 from cairn.server.features.turns import Turns
