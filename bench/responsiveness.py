@@ -106,8 +106,8 @@ def prepare(ws: Path, captures: int, generations: int) -> dict[str, int]:
 
 def seal_all(ws: Path) -> None:
     """Seal every open session in a separate process (the server is not told)."""
-    subprocess.run([sys.executable, "-c", "import sys; from worker.entry import run_request; "
-                    "from protocol.worker import WorkerRequest; "
+    subprocess.run([sys.executable, "-c", "import sys; from cairn.worker.entry import run_request; "
+                    "from cairn.protocol.worker import WorkerRequest; "
                     "r = run_request(WorkerRequest(job='seal', workspace=sys.argv[1], args={'trigger': 'session-end'}));"
                     "sys.exit(r.status != 'ok')", str(ws)], env=env(), check=True)
 

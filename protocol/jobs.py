@@ -6,9 +6,9 @@ reloads it strictly (``protocol.codec.decode(data, JobStore)``), so a restart
 starts fresh workers from data instead of resuming something that died.
 
 Identity and dedupe: a job's key is ``(workspace, kind, args)``. Kinds are
-strings chosen by the caller (the known ones are listed in
-:data:`KNOWN_KINDS`); args map names to identifiers (ids, relative paths),
-never content, and are still kept out of diagnostic reports.
+strings chosen by the caller (the worker refuses a kind it does not know
+with ``E_WORKER_UNKNOWN_JOB``); args map names to identifiers (ids, relative
+paths), never content, and are still kept out of diagnostic reports.
 
 ``attempts`` counts recorded failures, not executions: an interruption
 (crash, restart, shutdown cancellation) or a ``busy`` reply does not consume
@@ -42,10 +42,6 @@ PENDING_STATES = frozenset({JobState.IDLE, JobState.RETRY_WAITING})
 
 HELD_STATES = frozenset({JobState.ATTENTION, JobState.EXHAUSTED})
 """States that need a person: not runnable, and blocking nothing."""
-
-KNOWN_KINDS = ("recover", "process", "review", "drain", "cleanup", "seal-idle")
-"""Job kinds the worker knows today; the coordinator accepts any non-empty kind."""
-
 
 @record("job", version=1)
 class Job:

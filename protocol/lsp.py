@@ -3,11 +3,23 @@
 Field names are the wire names (camelCase, as LSP uses). Editors depend on
 these names; change them only with a new ``experimental.cairn.version`` in
 the server's capabilities.
+
+Every request, notification and command argument is structured into one of
+the records below by :func:`structure`, the only place parameters are
+checked: a wrong type, a missing field or a value outside its set is
+``E_USAGE`` with the path of the offending field, never a guess ("p1" is not
+a list of ids). Unknown keys are ignored, so an editor may send more than a
+record knows. Validation messages name fields, never echo values.
 """
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import attrs
+import cattrs
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
 
 CONTRACT_VERSION = 1
 
@@ -34,35 +46,69 @@ CMD_DISMISS = "cairn.dismiss"
 CMD_CLEANUP = "cairn.cleanup"
 CMD_DIAGNOSTIC_REPORT = "cairn.diagnosticReport"
 CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
-COMMANDS = (CMD_DRAIN, CMD_REVIEW, CMD_ACCEPT, CMD_REJECT, CMD_UNDO, CMD_RETRY, CMD_DISCARD, CMD_DISMISS,
-            CMD_CLEANUP, CMD_DIAGNOSTIC_REPORT)
 
 SESSION_EVENT_KINDS = ("compaction", "clear", "session-end")
 COCKPIT_VIEWS = ("candidates", "memories", "history")
 STATUS_KEYS = ("pending", "running", "retryWaiting", "attention", "exhausted", "digests", "proposals")
 
+T = TypeVar("T")
+
+
+def _nonempty(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value:
+        raise ValueError(f"{attribute.name} must be a non-empty string")
+
+
+def _optional_nonempty(_: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and not value:
+        raise ValueError(f"{attribute.name} must be a non-empty string")
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+        if value not in choices:
+            raise ValueError(f"{attribute.name} must be one of {', '.join(choices)}")
+
+    return check
+
+
+def _not_negative(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value >= 0:
+        raise ValueError(f"{attribute.name} must be a number >= 0")
+
+
+def _ids(_: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+    if not all(value):
+        raise ValueError(f"{attribute.name} must hold non-empty proposal ids")
+
+
+# ---------------------------------------------------------------- notifications
+
 
 @attrs.frozen(kw_only=True)
 class TurnCompletedParams:
-    workspace: str
-    sessionId: str
-    turnId: str
+    sessionId: str = attrs.field(validator=_nonempty)
+    turnId: str = attrs.field(validator=_nonempty)
     user: str
     assistant: str
-    completedAt: str
+    completedAt: str = attrs.field(validator=_nonempty)
     parentTurnId: str | None = None
+    workspace: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class SessionEventParams:
-    workspace: str
-    sessionId: str
-    kind: str  # one of SESSION_EVENT_KINDS
+    sessionId: str = attrs.field(validator=_nonempty)
+    kind: str = attrs.field(validator=_one_of(SESSION_EVENT_KINDS))
+    workspace: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class IdleParams:
-    seconds: float
+    seconds: float = attrs.field(default=0.0, validator=_not_negative)
+
+
+# ---------------------------------------------------------------- requests
 
 
 @attrs.frozen(kw_only=True)
@@ -71,15 +117,70 @@ class StatusParams:
 
 
 @attrs.frozen(kw_only=True)
+class JobsParams:
+    pass
+
+
+@attrs.frozen(kw_only=True)
 class CockpitParams:
-    view: str  # one of COCKPIT_VIEWS
+    view: str = attrs.field(validator=_one_of(COCKPIT_VIEWS))
     workspace: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class ProposalParams:
-    id: str
+    """``cairn/proposal`` and the ``cairn.showProposal`` command."""
+
+    id: str = attrs.field(validator=_nonempty)
     workspace: str | None = None
+
+
+# ---------------------------------------------------------------- command arguments
+
+
+@attrs.frozen(kw_only=True)
+class WorkspaceParams:
+    """``cairn.drainBacklog``, ``cairn.review``, ``cairn.cleanup``."""
+
+    workspace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class NoParams:
+    """``cairn.diagnosticReport``."""
+
+
+@attrs.frozen(kw_only=True)
+class DecisionParams:
+    """``cairn.accept`` / ``cairn.reject``: ``ids``, or one ``id`` (code actions send both)."""
+
+    ids: tuple[str, ...] = attrs.field(default=(), validator=_ids)
+    id: str | None = attrs.field(default=None, validator=_optional_nonempty)
+    workspace: str | None = None
+
+    @property
+    def proposal_ids(self) -> tuple[str, ...]:
+        return self.ids or ((self.id,) if self.id else ())
+
+
+@attrs.frozen(kw_only=True)
+class UndoParams:
+    id: str = attrs.field(validator=_nonempty)
+    workspace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class JobActionParams:
+    """``cairn.retry`` / ``cairn.discard`` / ``cairn.dismiss``: a maintenance job, a capture,
+    or (dismiss only) ``clearHistory``."""
+
+    jobId: str | None = attrs.field(default=None, validator=_optional_nonempty)
+    capture: str | None = attrs.field(default=None, validator=_optional_nonempty)
+    clearHistory: bool = False
+    workspace: str | None = None
+
+
+# ---------------------------------------------------------------- settings
 
 
 @attrs.frozen(kw_only=True)
@@ -96,3 +197,35 @@ class Settings:
     memoryRoots: tuple[str, ...] = ()  # extra (global) memory roots; the workspace's .agents/memory is implicit
     instructionFiles: tuple[str, ...] = ("AGENTS.md",)
     maxWorkers: int = 2
+
+
+# ---------------------------------------------------------------- structuring
+
+_converter = codec.converter.copy(forbid_extra_keys=False)  # strict types, unknown keys ignored
+
+
+def _describe(exc: BaseException, _: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "required"
+    if isinstance(exc, (TypeError, ValueError)):
+        return str(exc)[:120]
+    return "invalid"
+
+
+def structure(params: Any, cls: type[T], where: str) -> T:
+    """``params`` (plain JSON) as ``cls``; else ``E_USAGE``.
+
+    ``None`` and an empty array mean no parameters (some editors encode an
+    empty table as ``[]``).
+    """
+    if params is None or params == []:
+        params = {}
+    if not isinstance(params, dict):
+        raise CairnError(ErrorCode.USAGE, f"{where}: parameters must be an object")
+    try:
+        return _converter.structure(params, cls)
+    except cattrs.BaseValidationError as exc:
+        problems = cattrs.transform_error(exc, path="params", format_exception=_describe)
+        raise CairnError(ErrorCode.USAGE, f"{where}: {'; '.join(problems)}"[:300]) from None
+    except (TypeError, ValueError) as exc:
+        raise CairnError(ErrorCode.USAGE, f"{where}: {_describe(exc, cls)}") from None

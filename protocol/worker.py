@@ -23,33 +23,6 @@ class WorkerStatus(enum.StrEnum):
     BUSY = "busy"  # another owner holds the claim: not a failure
 
 
-#: job kinds and what their ``args`` carry (all values JSON; ids, not content,
-#: except ``capture``'s turn, which is the evidence being captured)
-JOB_KINDS: dict[str, str] = {
-    "capture": "session_id, source, turn{turn_id,parent_turn_id,user,assistant,completed_at}",
-    "import": "paths[], format",
-    "seal": "session_id?, trigger",
-    "seal-idle": "quiet_seconds",
-    "recover": "",
-    "process": "max?",
-    "retry": "capture",
-    "discard": "capture",
-    "cleanup": "",
-    "status": "",
-    "journal": "",
-    "jobs": "",
-    "review": "",
-    "drain": "",
-    "accept": "ids[]",
-    "reject": "ids[]",
-    "undo": "id",
-    "proposals": "",
-    "proposal": "id",
-    "memory": "",
-    "cockpit": "view",
-}
-
-
 @record("worker-request", version=1)
 class WorkerRequest:
     job: str

@@ -9,10 +9,10 @@ durable job store, and feeds every outcome back as an event:
 - ``StartWorker`` → a :class:`server.runner.WorkerProcess`; exactly one
   ``WorkerFinished`` is reported when it has exited (also after a cancel).
 - ``CancelWorker`` → stop that worker (terminate, then kill).
-- ``Persist(store)`` → the store is split per workspace and written durably
-  to ``<ws>/.cairn/state/server/jobs.json`` in a thread, before any worker
-  that the same step started is spawned (the coordinator orders Persist
-  before StartWorker so a started job is durable first).
+- ``Persist(store)`` → handed to ``persist`` (by default
+  :meth:`server.jobstore.JobStoreFiles.save`, which owns the files), before
+  any worker that the same step started is spawned (the coordinator orders
+  Persist before StartWorker so a started job is durable first).
 - ``Report`` → handed to the listener (the LSP layer shows it once).
 
 Actions are carried out strictly in order by one consumer task; ``submit``
@@ -21,7 +21,8 @@ can call it on the event loop.
 
 Time: :class:`Clock` gives ``now()`` (wall-clock seconds, the unit the job
 store's eligibility deadlines use) and ``call_at``. :class:`SystemClock` is
-the real one; tests pass a :class:`FakeClock` and move time explicitly.
+the real one; tests pass :class:`server.testing.FakeClock` and move time
+explicitly.
 Worker processes are real either way; their hard backstop timeout is the
 budget plus a margin, measured in real time.
 
@@ -34,17 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
-from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.jobs import Job, JobStore
+from cairn.protocol.jobs import JobStore
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
 from cairn.server.coordinator import Coordinator
 from cairn.server.coordinator_events import (
@@ -60,12 +58,11 @@ from cairn.server.coordinator_events import (
     Tick,
     WorkerFinished,
 )
+from cairn.server.jobstore import JobStoreFiles
 from cairn.server.runner import RunResult, WorkerProcess
 
 log = logging.getLogger("cairn.server.adapter")
 
-STORE_DIR = ".cairn/state/server"
-STORE_FILE = "jobs.json"
 BACKSTOP_MARGIN = 30.0  # real seconds past the coordinator's deadline before the runner kills on its own
 
 
@@ -88,44 +85,6 @@ class SystemClock:
     def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
         loop = asyncio.get_running_loop()
         return loop.call_later(max(0.0, when - self.now()), callback)
-
-
-class _FakeHandle:
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class FakeClock:
-    """Time moves only when :meth:`advance` says so; due callbacks run in time order."""
-
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self._now = start
-        self._heap: list[tuple[float, int, _FakeHandle, Callable[[], None]]] = []
-        self._seq = itertools.count()
-
-    def now(self) -> float:
-        return self._now
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> TimerHandle:
-        handle = _FakeHandle()
-        heapq.heappush(self._heap, (when, next(self._seq), handle, callback))
-        return handle
-
-    def pending(self) -> list[float]:
-        return sorted(w for w, _, h, _ in self._heap if not h.cancelled)
-
-    def advance(self, seconds: float) -> None:
-        target = self._now + seconds
-        while self._heap and self._heap[0][0] <= target:
-            when, _, handle, callback = heapq.heappop(self._heap)
-            if handle.cancelled:
-                continue
-            self._now = max(self._now, when)
-            callback()
-        self._now = target
 
 
 class Listener(Protocol):
@@ -160,81 +119,6 @@ def default_request(start: StartWorker, deadline: float) -> WorkerRequest:
                          deadline=deadline, job_id=start.job_id)
 
 
-# ---------------------------------------------------------------- durable store
-
-
-def split_store(store: JobStore) -> dict[str, JobStore]:
-    """One store per workspace (jobs, that workspace's cleanup throttle, the shared next_seq)."""
-    workspaces = {j.workspace for j in store.jobs} | set(store.cleanup_offered)
-    return {
-        ws: JobStore(
-            jobs=tuple(j for j in store.jobs if j.workspace == ws),
-            next_seq=store.next_seq,
-            cleanup_offered={k: v for k, v in store.cleanup_offered.items() if k == ws},
-        )
-        for ws in workspaces
-    }
-
-
-def merge_stores(stores: Iterable[JobStore]) -> JobStore:
-    """Several workspaces' stores as one; colliding job ids get fresh numbers (order kept)."""
-    jobs: list[Job] = []
-    cleanup: dict[str, float] = {}
-    next_seq = 1
-    for store in stores:
-        jobs.extend(store.jobs)
-        cleanup.update(store.cleanup_offered)
-        next_seq = max(next_seq, store.next_seq)
-    jobs.sort(key=lambda j: (j.seq, j.created, j.workspace))
-    seen: set[str] = set()
-    out: list[Job] = []
-    next_seq = max([next_seq, *(j.seq + 1 for j in jobs)])
-    for job in jobs:
-        if job.id in seen:
-            job = codec.evolve(job, id=f"job-{next_seq}", seq=next_seq)
-            next_seq += 1
-        seen.add(job.id)
-        out.append(job)
-    return JobStore(jobs=tuple(out), next_seq=next_seq, cleanup_offered=cleanup)
-
-
-def write_store(workspace: str, data: bytes) -> None:
-    """Durable replace of ``<ws>/.cairn/state/server/jobs.json`` (blocking: run in a thread)."""
-    from cairn.state.fsdir import PinnedDir
-
-    with PinnedDir.open_root(workspace) as root, root.descend(STORE_DIR, create=True) as d:
-        d.replace(STORE_FILE, data)
-
-
-def read_store(workspace: str) -> tuple[JobStore | None, str | None]:
-    """The workspace's stored jobs, or ``(None, code)`` when unreadable (blocking)."""
-    from cairn.state.fsdir import PinnedDir
-
-    try:
-        with PinnedDir.open_root(workspace) as root:
-            try:
-                d = root.descend(STORE_DIR)
-            except CairnError as exc:
-                if exc.code is ErrorCode.NOT_FOUND:
-                    return None, None
-                raise
-            with d:
-                data = d.read(STORE_FILE)
-                if data is None:
-                    return None, None
-                try:
-                    return codec.decode(data, JobStore, where="job store"), None
-                except CairnError as exc:
-                    d.replace(STORE_FILE + ".bad", data)  # keep the unreadable bytes for a person
-                    return None, str(exc.code)
-    except CairnError as exc:
-        return None, str(exc.code)
-    except FileNotFoundError:
-        return None, None
-    except OSError:
-        return None, str(ErrorCode.IO_FAILED)
-
-
 # ---------------------------------------------------------------- the adapter
 
 
@@ -249,24 +133,22 @@ class Adapter:
         listener: Listener | None = None,
         build_request: RequestBuilder = default_request,
         spawn: Callable[[WorkerRequest], Any] | None = None,
-        persist: Callable[[str, bytes], None] | None = write_store,
+        persist: Callable[[JobStore], Awaitable[None]] | None = None,
     ) -> None:
         self.coordinator = coordinator
         self.clock: Clock = clock or SystemClock()
         self.listener: Listener = listener or NullListener()
         self._build_request = build_request
         self._spawn = spawn or (lambda request: WorkerProcess.start(request))
-        self._persist = persist
+        self._persist = persist or JobStoreFiles().save
         self._queue: asyncio.Queue[Action | _Flush | None] = asyncio.Queue()
         self._timer: TimerHandle | None = None
         self._workers: dict[str, WorkerProcess] = {}
         self._starting: dict[str, StartWorker] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._written: dict[str, bytes] = {}
         self._latest_store: JobStore | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self.persist_errors = 0
         self._consumer = asyncio.ensure_future(self._consume())
 
     # ------------------------------------------------------------ events in
@@ -380,22 +262,8 @@ class Adapter:
 
     async def _write_latest(self) -> None:
         store, self._latest_store = self._latest_store, None
-        if store is None or self._persist is None:
-            return
-        parts = split_store(store)
-        for ws in set(self._written) - set(parts):
-            parts[ws] = JobStore(next_seq=store.next_seq)  # its last job left: write it empty
-        for ws, part in sorted(parts.items()):
-            data = codec.encode(part)
-            if self._written.get(ws) == data:
-                continue
-            try:
-                await asyncio.to_thread(self._persist, ws, data)
-                self._written[ws] = data
-            except (CairnError, OSError) as exc:
-                self.persist_errors += 1
-                code = exc.code if isinstance(exc, CairnError) else ErrorCode.IO_FAILED
-                log.warning("adapter: job store for %s not written (%s)", ws, code)
+        if store is not None:
+            await self._persist(store)
 
     async def _start(self, start: StartWorker) -> None:
         now = self.clock.now()

@@ -7,6 +7,10 @@ data (the durable part is a :class:`protocol.jobs.JobStore`). The adapter in
 actions out (see :mod:`server.coordinator_events` for its contract). Keeping
 the policy pure makes every rule below testable with a fake clock.
 
+Why one module of ~600 lines: the rules below form one state machine over
+one store; split across files, the invariants the property tests check
+(tests/coordinator/test_properties.py) would no longer read in one place.
+
 Rules, and why:
 
 1. One worker per workspace, at most ``max_workers`` (default 2) overall:
@@ -67,6 +71,7 @@ from typing import Any
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import HELD_STATES, PENDING_STATES, Job, JobState, JobStore
+from cairn.protocol.worker import WorkerStatus
 from cairn.server.coordinator_events import (
     Action,
     CancelReason,
@@ -90,7 +95,6 @@ from cairn.server.coordinator_events import (
     Tick,
     TurnActive,
     WorkerFinished,
-    WorkerStatus,
 )
 
 DRAIN = "drain"

@@ -26,6 +26,7 @@ import enum
 import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import JobStore
+from cairn.protocol.worker import WorkerStatus
 
 MIN_RETRY_SPACING = 30.0
 """Seconds. No automatic retry is ever eligible sooner than this after a failure."""
@@ -46,13 +47,6 @@ DEFAULT_ATTENTION_CODES = frozenset(
     }
 )
 """Failures that retrying cannot fix: the job needs a person at once."""
-
-
-class WorkerStatus(enum.StrEnum):
-    OK = "ok"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    BUSY = "busy"  # another process holds the claim: not a failure
 
 
 class CancelReason(enum.StrEnum):

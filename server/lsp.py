@@ -1,62 +1,52 @@
-"""The pygls language server: one registration per LSP method, all state on the server object.
+"""The pygls language server: each LSP method registered once, fanned out to the service.
 
-Each handler converts pygls' parameter objects to plain dicts and forwards
-to :class:`server.lsp_service.CairnService`, which holds the behaviour (see
-``docs/lsp.md`` for the contract). Refusals become JSON-RPC errors whose
-message starts with the fixed code and whose ``data`` is ``{"code": …}``.
+The cairn methods come from the service's routing tables
+(:data:`server.lsp_service.NOTIFICATIONS`, :data:`~server.lsp_service.REQUESTS`
+and :data:`server.features.commands.COMMANDS`): one registration per name,
+each handing plain JSON to :class:`server.lsp_service.CairnService`, which
+structures and checks it. The standard methods (lifecycle, workspace
+folders, configuration, documents, code actions) convert pygls' typed
+parameters and call the service or its features. Errors take one shape,
+made in :mod:`server.lsp_protocol`.
 
 stdout is the protocol: nothing here prints, and pygls' own loggers are kept
-at WARNING (they log every message at INFO).
+at WARNING without arguments (they log every message at INFO).
 """
 
 from __future__ import annotations
 
 import gc
-import logging
 import uuid
 from typing import Any
 
-from cairn.protocol.lsp import (
-    COCKPIT,
-    COMMANDS,
-    CONTRACT_VERSION,
-    IDLE,
-    JOBS,
-    PROPOSAL,
-    SESSION_EVENT,
-    STATUS,
-    TURN_COMPLETED,
-)
+import attrs
+from cairn.protocol.lsp import CONTRACT_VERSION
 from cairn.server import memory_docs
-from cairn.server.lsp_service import CairnService, ServiceError, to_plain
+from cairn.server.features.commands import COMMANDS
+from cairn.server.lsp_protocol import CairnProtocol, quiet_pygls_logs
+from cairn.server.lsp_protocol import log as protocol_log
+from cairn.server.lsp_service import NOTIFICATIONS, REQUESTS, CairnService
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 VERSION = "0.1.0"
 _TYPES = {1: lsp.MessageType.Error, 2: lsp.MessageType.Warning, 3: lsp.MessageType.Info, 4: lsp.MessageType.Log}
 
 
-class CairnError(JsonRpcException):
-    """A refused request; ``data.code`` is the fixed cairn error code."""
-
-    CODE = -32602
-
-
-def _error(exc: ServiceError) -> CairnError:
-    return CairnError(message=f"{exc.code}: {exc.message}", data={"code": exc.code})
-
-
 class CairnLanguageServer(LanguageServer):
-    """The server; its :attr:`service` is created per connection in ``initialize``."""
+    """The server; its :attr:`service` serves the one connection."""
 
     def __init__(self) -> None:
-        super().__init__("cairn", VERSION)
+        super().__init__("cairn", VERSION, protocol_cls=CairnProtocol)
         self.service = CairnService(_PyglsClient(self))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request (an unreadable message, a failed notification): stderr only."""
+        protocol_log.error("server error (%s)", type(error).__name__)
 
 
 class _PyglsClient:
-    """:class:`server.lsp_service.Client` over a pygls server."""
+    """:class:`server.features.context.Client` over a pygls server."""
 
     def __init__(self, server: CairnLanguageServer) -> None:
         self._server = server
@@ -111,6 +101,21 @@ class _PyglsClient:
         return doc.source if doc is not None else None
 
 
+def to_plain(obj: Any) -> Any:
+    """Plain JSON values from what pygls hands over (dicts, its attribute objects, attrs records)."""
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if hasattr(obj, "_asdict"):
+        return {k: to_plain(v) for k, v in obj._asdict().items()}
+    if attrs.has(type(obj)):
+        return {k: to_plain(v) for k, v in attrs.asdict(obj, recurse=False).items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    return obj
+
+
 def _folders(params: lsp.InitializeParams) -> list[str]:
     paths = []
     for folder in params.workspace_folders or []:
@@ -126,20 +131,21 @@ def _folders(params: lsp.InitializeParams) -> list[str]:
     return paths
 
 
-def _plain(params: Any) -> dict[str, Any]:
-    value = to_plain(params)
-    return value if isinstance(value, dict) else {}
+def _object(value: Any) -> dict[str, Any]:
+    plain = to_plain(value)
+    return plain if isinstance(plain, dict) else {}
 
 
 def build_server() -> CairnLanguageServer:
     """A fresh server with every cairn method registered."""
-    for name in ("pygls", "pygls.protocol", "pygls.server", "pygls.feature_manager"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_pygls_logs()
     server = CairnLanguageServer()
+
+    # -- lifecycle, workspaces, settings
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: CairnLanguageServer, params: lsp.InitializeParams) -> None:
-        ls.service.configure(_folders(params), to_plain(params.initialization_options))
+        ls.service.configure(_folders(params), _object(params.initialization_options))
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: CairnLanguageServer, params: lsp.InitializedParams) -> None:
@@ -156,7 +162,7 @@ def build_server() -> CairnLanguageServer:
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: CairnLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
         await ls.service.wait_started()
-        await ls.service.change_configuration(params.settings)
+        await ls.service.change_configuration(_object(params.settings))
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(ls: CairnLanguageServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
@@ -165,94 +171,48 @@ def build_server() -> CairnLanguageServer:
         removed = [p for f in params.event.removed if (p := memory_docs.uri_to_path(f.uri))]
         await ls.service.change_folders(added, removed)
 
-    # -- cairn notifications: refusals are logged (a notification has no reply)
+    # -- cairn notifications: synchronous, so they take effect in the order the editor sent them
+    # (the service's start gate keeps that order across startup); refusals are logged
 
-    # synchronous handlers: pygls runs them as each message is read, so they take effect in the
-    # order the editor sent them (service.when_started keeps that order across startup)
+    def _notification(method: str) -> None:
+        @server.feature(method)
+        def handle(ls: CairnLanguageServer, params: Any) -> None:
+            ls.service.notify(method, to_plain(params))
 
-    def _notify(ls: CairnLanguageServer, method: str, fn: Any, params: Any) -> None:
-        plain = _plain(params)
+    # -- cairn requests and commands: the result, or an error with a fixed code
 
-        def call() -> None:
-            try:
-                fn(plain)
-            except ServiceError as exc:
-                ls.service.client.log(1, f"cairn: {method} refused ({exc.code})")
+    def _request(method: str) -> None:
+        @server.feature(method)
+        async def handle(ls: CairnLanguageServer, params: Any) -> Any:
+            return await ls.service.request(method, to_plain(params))
 
-        ls.service.when_started(call)
-
-    @server.feature(TURN_COMPLETED)
-    def turn_completed(ls: CairnLanguageServer, params: Any) -> None:
-        _notify(ls, TURN_COMPLETED, ls.service.turn_completed, params)
-
-    @server.feature(SESSION_EVENT)
-    def session_event(ls: CairnLanguageServer, params: Any) -> None:
-        _notify(ls, SESSION_EVENT, ls.service.session_event, params)
-
-    @server.feature(IDLE)
-    def idle(ls: CairnLanguageServer, params: Any) -> None:
-        _notify(ls, IDLE, ls.service.idle, params)
-
-    # -- cairn requests
-
-    @server.feature(STATUS)
-    async def status(ls: CairnLanguageServer, params: Any) -> dict[str, Any]:
-        await ls.service.wait_started()
-        try:
-            return ls.service.status(_plain(params))
-        except ServiceError as exc:
-            raise _error(exc) from None
-
-    @server.feature(JOBS)
-    async def jobs(ls: CairnLanguageServer, params: Any) -> dict[str, Any]:
-        await ls.service.wait_started()
-        return ls.service.jobs(_plain(params))
-
-    @server.feature(COCKPIT)
-    async def cockpit(ls: CairnLanguageServer, params: Any) -> list[dict[str, Any]]:
-        await ls.service.wait_started()
-        try:
-            return await ls.service.cockpit(_plain(params))
-        except ServiceError as exc:
-            raise _error(exc) from None
-
-    @server.feature(PROPOSAL)
-    async def proposal(ls: CairnLanguageServer, params: Any) -> dict[str, Any]:
-        await ls.service.wait_started()
-        try:
-            return await ls.service.proposal(_plain(params))
-        except ServiceError as exc:
-            raise _error(exc) from None
-
-    # -- commands
-
-    def _register(name: str) -> None:
+    def _command(name: str) -> None:
         @server.command(name)
         async def run(ls: CairnLanguageServer, *args: Any) -> Any:
-            await ls.service.wait_started()
-            try:
-                return await ls.service.execute(name, [to_plain(a) for a in args])
-            except ServiceError as exc:
-                raise _error(exc) from None
+            return await ls.service.execute(name, [to_plain(a) for a in args])
 
-    for name in (*COMMANDS, memory_docs.CMD_SHOW_PROPOSAL):
-        _register(name)
+    for method in NOTIFICATIONS:
+        _notification(method)
+    for method in REQUESTS:
+        _request(method)
+    for name in COMMANDS:
+        _command(name)
 
-    # -- documents
+    # -- memory documents
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: CairnLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
         await ls.service.wait_started()
-        await ls.service.did_open(params.text_document.uri)
+        await ls.service.documents.did_open(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: CairnLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
         await ls.service.wait_started()
-        await ls.service.did_save(params.text_document.uri)
+        await ls.service.documents.did_save(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CairnLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
-        ls.service.did_close(params.text_document.uri)
+        ls.service.documents.did_close(params.text_document.uri)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
@@ -260,8 +220,8 @@ def build_server() -> CairnLanguageServer:
     )
     async def code_action(ls: CairnLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         await ls.service.wait_started()
-        rows = await ls.service.code_actions(params.text_document.uri, params.range.start.line,
-                                             params.range.end.line)
+        rows = await ls.service.documents.code_actions(params.text_document.uri, params.range.start.line,
+                                                       params.range.end.line)
         return [
             lsp.CodeAction(
                 title=row["title"],

@@ -21,11 +21,9 @@ from urllib.parse import unquote, urlparse
 from cairn.protocol.lsp import (
     CMD_ACCEPT,
     CMD_REJECT,
-    CMD_SHOW_PROPOSAL,  # noqa: E402
+    CMD_SHOW_PROPOSAL,
     Settings,
 )
-
-"""Server command behind the "show diff" code action: returns ``cairn/proposal``'s answer."""
 
 MEMORY_DIR = os.path.join(".agents", "memory")
 INFORMATION = 3  # DiagnosticSeverity.Information

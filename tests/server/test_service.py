@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.server.adapter import Adapter, FakeClock
-from cairn.server.lsp_service import CairnService, ServiceError
+from cairn.protocol.errors import CairnError
+from cairn.protocol.lsp import IDLE, SESSION_EVENT, STATUS, TURN_COMPLETED
+from cairn.server.adapter import Adapter
+from cairn.server.lsp_service import CairnService
+from cairn.server.testing import FakeClock
 
 pytestmark = pytest.mark.asyncio
 
@@ -80,7 +82,7 @@ def kinds_started(editor: FakeEditor) -> list[str]:
 async def test_idle_sealing_after_the_quiet_period(workspace: Path) -> None:
     service, editor, clock = await started(workspace, {"sealIdleMinutes": 1})
     try:
-        service.turn_completed(turn(workspace, "s1", "t1"))
+        service.notify(TURN_COMPLETED, turn(workspace, "s1", "t1"))
         await editor.until(lambda: any("capture ok" in m for m in editor.logs))
         clock.advance(59.0)
         assert "seal-idle" not in kinds_started(editor)
@@ -96,15 +98,16 @@ async def test_idle_sealing_after_the_quiet_period(workspace: Path) -> None:
 async def test_idle_opportunity_needs_enough_idleness_and_comes_once(workspace: Path) -> None:
     service, editor, clock = await started(workspace, {"idleMinutes": 10})
     try:
-        assert service.idle({"seconds": 60}) is False
-        assert service.idle({"seconds": 600}) is True
-        jobs = {r["kind"] for r in service.jobs()["jobs"]}
+        service.notify(IDLE, {"seconds": 60})
+        assert not service.status.jobs()["jobs"]
+        service.notify(IDLE, {"seconds": 600})
+        jobs = {r["kind"] for r in service.status.jobs()["jobs"]}
         assert {"process", "review", "cleanup"} <= jobs
-        await editor.until(lambda: not adapter_of(service).running and not service.jobs()["jobs"])
+        await editor.until(lambda: not adapter_of(service).running and not service.status.jobs()["jobs"])
         before = len(kinds_started(editor))
-        service.idle({"seconds": 1200})  # the same idle period: nothing new
+        service.notify(IDLE, {"seconds": 1200})  # the same idle period: nothing new
         await adapter_of(service).flush()
-        assert len(kinds_started(editor)) == before and not service.jobs()["jobs"]
+        assert len(kinds_started(editor)) == before and not service.status.jobs()["jobs"]
     finally:
         await service.shutdown(0.0)
 
@@ -112,18 +115,20 @@ async def test_idle_opportunity_needs_enough_idleness_and_comes_once(workspace: 
 async def test_status_counts_turns_waiting_for_capture(workspace: Path) -> None:
     service, editor, clock = await started(workspace, {})
     try:
-        service.turn_completed(turn(workspace, "s1", "t1"))
-        status = service.status({})
+        service.notify(TURN_COMPLETED, turn(workspace, "s1", "t1"))
+        status = await service.request(STATUS, {})
         assert status["pending"] >= 1 and status["turnsWaiting"] == 1
         # the turn text is not in the durable job store
         await adapter_of(service).flush()
         stored = (workspace / ".cairn/state/server/jobs.json").read_text()
         assert '"u"' not in stored and "assistant" not in stored
-        with pytest.raises(ServiceError) as info:
-            service.turn_completed({"workspace": str(workspace), "sessionId": "s1"})
-        assert info.value.code == "E_USAGE"
-        with pytest.raises(ServiceError) as info:
-            service.session_event({"workspace": str(workspace), "sessionId": "s1", "kind": "reboot"})
+        # refused notifications are logged with their code
+        service.notify(TURN_COMPLETED, {"workspace": str(workspace), "sessionId": "s1"})
+        service.notify(SESSION_EVENT, {"workspace": str(workspace), "sessionId": "s1", "kind": "reboot"})
+        assert [m for m in editor.logs if "refused (E_USAGE)" in m] == [
+            "cairn: cairn/turnCompleted refused (E_USAGE)", "cairn: cairn/sessionEvent refused (E_USAGE)"]
+        with pytest.raises(CairnError) as info:
+            await service.request(STATUS, {"workspace": 3})
         assert info.value.code == "E_USAGE"
     finally:
         await service.shutdown(0.0)
@@ -139,15 +144,14 @@ async def test_notifications_sent_while_starting_take_effect_in_the_order_sent(w
     service = CairnService(editor, clock=clock)
     service.configure([str(workspace)], {})
     for i in range(3):
-        service.when_started(functools.partial(service.turn_completed, turn(workspace, "s1", f"t{i}")))
+        service.notify(TURN_COMPLETED, turn(workspace, "s1", f"t{i}"))
     starting = asyncio.ensure_future(service.start())
     await asyncio.sleep(0)  # start() is under way (its first await), not finished
     assert not starting.done() and service.adapter is None
-    service.when_started(lambda: service.session_event(
-        {"workspace": str(workspace), "sessionId": "s1", "kind": "session-end"}))
+    service.notify(SESSION_EVENT, {"workspace": str(workspace), "sessionId": "s1", "kind": "session-end"})
     await starting
     try:
-        order = [(r["kind"], r["args"].get("turn")) for r in service.jobs()["jobs"] if r["kind"] != "recover"]
+        order = [(r["kind"], r["args"].get("turn")) for r in service.status.jobs()["jobs"] if r["kind"] != "recover"]
         assert order[:4] == [("capture", "t0"), ("capture", "t1"), ("capture", "t2"), ("seal", None)]
         await editor.until(lambda: any(" seal ok" in m for m in editor.logs))
         assert any(" seal ok sealed=1" in m for m in editor.logs)  # the turns' capture, sealed

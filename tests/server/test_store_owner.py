@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from cairn.server.lsp_service import CairnService
+from cairn.server.jobstore import JobStoreFiles
 
 from tests.conftest import PYTHON, REPO, child_env
 
 HOLDER = """
 import sys
-from cairn.server.lsp_service import CairnService
-class C:
-    def __getattr__(self, name): return lambda *a, **k: None
-s = CairnService(C())
-print(s._own_store(sys.argv[1]), flush=True)
+from cairn.server.jobstore import JobStoreFiles
+files = JobStoreFiles(locked=True)  # holds the lock while alive
+print(files.own(sys.argv[1]), flush=True)
 sys.stdin.readline()
 """
-
-
-class _Client:
-    def __getattr__(self, name: str) -> Any:
-        return lambda *a, **k: None
 
 
 def test_only_one_server_process_owns_the_job_store(workspace: Path) -> None:
@@ -32,13 +24,13 @@ def test_only_one_server_process_owns_the_job_store(workspace: Path) -> None:
     assert holder.stdin is not None and holder.stdout is not None  # both are pipes
     try:
         assert holder.stdout.readline().strip() == "True"
-        other = CairnService(_Client())
-        assert other._own_store(str(workspace)) is False
-        other._persist(str(workspace), b'{"record":"job-store"}')  # a non-owner never writes
+        other = JobStoreFiles(locked=True)
+        assert other.own(str(workspace)) is False
+        other.write(str(workspace), b'{"record":"job-store"}')  # a non-owner never writes
         assert not (workspace / ".cairn/state/server/jobs.json").exists()
     finally:
         holder.stdin.write("\n")
         holder.stdin.flush()
         holder.wait(timeout=30)
     # the owner is gone: the store can be taken over
-    assert CairnService(_Client())._own_store(str(workspace)) is True
+    assert JobStoreFiles(locked=True).own(str(workspace)) is True

@@ -84,10 +84,8 @@ def read_status(workspace: str) -> dict[str, int]:
 
 
 def _pending_proposals(workspace: str) -> int:
-    try:
-        from cairn.worker.memory.views import pending_count
-    except ImportError:
-        return 0
+    from cairn.worker.memory.views import pending_count  # here: memory views import the journal
+
     return int(pending_count(workspace))
 
 

@@ -1,0 +1,126 @@
+"""How refusals and failures reach the editor: one error shape, never a traceback.
+
+Every error reply of the server is a JSON-RPC error whose ``message`` starts
+with a fixed cairn code and whose ``data`` is ``{"code": "E_…", "message":
+"…"}`` (see ``docs/lsp.md``). The JSON-RPC ``code`` follows the code:
+``E_METHOD_UNKNOWN`` is -32601 (method not found), ``E_INTERNAL`` -32603
+(internal error), every other refusal -32602 (invalid params).
+
+:class:`CairnProtocol` is pygls' protocol with four points changed:
+
+- a handler's exception becomes that shape (:func:`response_error`): a
+  :class:`protocol.errors.CairnError` keeps its code; anything else is
+  ``E_INTERNAL`` and only the request id and the exception's class name are
+  logged (stderr), never its text or a traceback;
+- a request for a method the server does not have, and
+  ``workspace/executeCommand`` of a command it does not have, answer
+  ``E_METHOD_UNKNOWN`` (unknown notifications are ignored, as LSP allows);
+- a request whose parameters do not fit the LSP type of its method answers
+  ``E_USAGE`` instead of going unanswered;
+- pygls' own error log lines keep their fixed text only (no arguments, no
+  traceback): its arguments can hold request parameters, i.e. turn text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from typing import Any
+
+import attrs
+from cairn.protocol.errors import CairnError, ErrorCode
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+log = logging.getLogger("cairn.server.lsp")
+
+_RPC_CODES = {ErrorCode.METHOD_UNKNOWN: -32601, ErrorCode.INTERNAL: -32603}
+
+
+def response_error(exc: BaseException, where: object = "") -> lsp.ResponseError:
+    """The JSON-RPC error for a handler's exception (see the module docstring)."""
+    if isinstance(exc, JsonRpcInvalidParams):
+        exc = CairnError(ErrorCode.USAGE, "invalid parameters")
+    elif isinstance(exc, JsonRpcMethodNotFound):
+        exc = CairnError(ErrorCode.METHOD_UNKNOWN, "unknown method")
+    if not isinstance(exc, CairnError):
+        log.error("request %s failed (%s: %s)", where, ErrorCode.INTERNAL, type(exc).__name__)
+        exc = CairnError(ErrorCode.INTERNAL, "internal error; the server log has the request id")
+    return lsp.ResponseError(code=_RPC_CODES.get(exc.code, -32602), message=f"{exc.code}: {exc.message}",
+                             data={"code": str(exc.code), "message": exc.message})
+
+
+class _Quiet(logging.Filter):
+    """Keep a pygls error line's fixed text; drop its arguments and traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING and (record.args or record.exc_info):
+            record.msg = str(record.msg).split("\n", 1)[0].replace("%r", "…").replace("%s", "…")
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+def quiet_pygls_logs() -> None:
+    """pygls' loggers at WARNING (they log every message at INFO) and without arguments."""
+    import pygls.io_  # noqa: F401  (creates its logger)
+
+    names = [n for n in logging.root.manager.loggerDict if n == "pygls" or n.startswith("pygls.")]
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.WARNING)
+        if not any(isinstance(f, _Quiet) for f in logger.filters):
+            logger.addFilter(_Quiet())
+
+
+@attrs.frozen
+class _Malformed:
+    """A message whose parameters did not fit its method's LSP type."""
+
+    id: Any
+    method: str
+
+
+class CairnProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        if "jsonrpc" not in data:
+            return data
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            return _Malformed(id=data.get("id") if "method" in data else None, method=str(data.get("method", "")))
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Malformed):
+            log.warning("%s: malformed parameters (%s)", message.method[:60], ErrorCode.USAGE)
+            if message.id is not None:
+                error = CairnError(ErrorCode.USAGE, f"{message.method[:60]}: malformed parameters")
+                self._send_response(message.id, None, response_error(error))
+            return
+        super().handle_message(message)
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        if method_name not in self.fm.builtin_features and method_name not in self.fm.features:
+            error = CairnError(ErrorCode.METHOD_UNKNOWN, f"the server has no method {method_name[:60]!r}")
+            self._send_response(msg_id, None, response_error(error))
+            return
+        super()._handle_request(msg_id, method_name, params)
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        if future.cancelled() or future.exception() is None:
+            super()._send_handler_result(future, msg_id=msg_id)
+            return
+        self._request_futures.pop(msg_id, None)
+        self._send_response(msg_id, None, response_error(future.exception(), msg_id))
+
+    def _check_handler_result(self, future: Any) -> None:
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            code = exc.code if isinstance(exc, CairnError) else ErrorCode.INTERNAL
+            log.error("notification failed (%s: %s)", code, type(exc).__name__)
+
+    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: lsp.ExecuteCommandParams) -> Generator[Any, Any, Any]:
+        if params.command not in self.fm.commands:
+            raise CairnError(ErrorCode.METHOD_UNKNOWN, f"the server has no command {params.command[:60]!r}")
+        return (yield from super().lsp_workspace__execute_command(params))
