@@ -1,17 +1,27 @@
-"""Replace secrets in free text with ``[REDACTED:<kind>]`` before anything leaves private storage.
+"""The one redaction gate: every text leaving private storage goes through here.
 
-Contract: :func:`redact` is pure, idempotent (its markers never match again)
-and runs in time linear in the length of the text, whatever the text is.
-It errs towards redacting: a private key block without its END line is
-redacted to the end of the text.
+Public writes (journal digest entries, review and decision records,
+proposal titles, summaries and after-states, memory files written on
+accept), log and stderr lines, error messages and every provider request
+body call :func:`redact_text` (alias :func:`redact`), :func:`redact_bytes`,
+:func:`redact_obj` (nested JSON values) or :func:`redact_record` (attrs
+records); a new path uses one of them instead of its own patterns.
 
-Kinds: ``private_key``, ``anthropic_key``, ``openai_key``, ``github_token``,
-``aws_access_key_id``, ``aws_secret_access_key``, ``slack_token``,
-``google_api_key``, ``jwt``, ``bearer_token``, ``basic_auth``,
-``password`` (in ``scheme://user:password@host`` and ``password=…``), and
-for other ``name=value`` assignments ``api_key``, ``secret`` or ``token``
-after the name. Names, users, hosts and schemes around a secret are kept
-so the text still reads.
+Contract: redaction is pure, idempotent (its markers ``[REDACTED:<kind>]``
+never match again) and runs in time linear in the length of the text,
+whatever the text is. It errs towards redacting: a private key block
+without its END line is redacted to the end of the text.
+
+Kinds: the credential shapes of :mod:`worker.secret_rules` (the table, with
+its kinds, follows gitleaks' and detect-secrets' public rule sets), then
+here ``aws_secret_access_key`` (``aws_secret_access_key = …``),
+``bearer_token``, ``basic_auth``, ``password`` (in
+``scheme://user:password@host`` and ``password=…``) and for other
+``name=value`` assignments ``api_key``, ``secret`` or ``token``; last the
+vendor-labelled values and the high-entropy fallback of
+:mod:`worker.secret_labels` (``[REDACTED:secret]`` for a random-looking
+word just after "secret", "key", "token", "password", …). Names, users,
+hosts and schemes around a secret are kept so the text still reads.
 
 Why it is linear: Python's ``re`` backtracks, so every pattern is built so
 that one attempt is cheap and attempts cannot pile up. A token pattern
@@ -20,44 +30,27 @@ fixed-width look-behind that the literal starts a run, and consumes the run
 possessively (``{n,}+``, Python 3.11+), so no run is rescanned by failing
 attempts; every other repetition is bounded. Private key blocks are found
 with ``str.find`` instead of a lazy ``.*?`` (quadratic on many BEGIN lines
-without an END).
+without an END). The labelled pass splits the text into words once.
 """
 
 from __future__ import annotations
 
+import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["redact"]
+import attrs
+from cairn.worker.secret_labels import redact_labelled
+from cairn.worker.secret_rules import RULES, Rule
 
-_T = r"A-Za-z0-9_\-"  # character class of API-key style tokens
+__all__ = ["kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
 
-
-def _literal_first(lit: str, body: str, before: str = _T) -> re.Pattern[str]:
-    """``lit`` not preceded by a ``before`` character, then ``body``.
-
-    The literal comes first so the regex engine can skip ahead to it; the
-    look-behind placed after it (fixed width) checks the character before.
-    """
-    return re.compile(f"{re.escape(lit)}(?<![{before}]{re.escape(lit)}){body}")
-
+R = TypeVar("R")
 
 _BEGIN_PRIVATE = re.compile(r"-----BEGIN ([A-Z0-9]{1,20} ){0,3}PRIVATE KEY( BLOCK)?-----")
 _END_MARK = "-----END "
 _DASHES = "-----"
-
-# (kind, pattern, whether the value must mix letters and digits)
-_TOKENS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
-    ("anthropic_key", _literal_first("sk-ant-", rf"[{_T}]{{20,}}+"), True),
-    ("openai_key", _literal_first("sk-", rf"(?:proj-|svcacct-|admin-)?[{_T}]{{20,}}+"), True),
-    ("github_token", _literal_first("gh", r"[pousr]_[A-Za-z0-9]{30,}+"), False),
-    ("github_token", _literal_first("github_pat_", r"[A-Za-z0-9_]{22,}+"), False),
-    ("aws_access_key_id", _literal_first("AKIA", r"[A-Z0-9]{16}(?![A-Za-z0-9])", "A-Za-z0-9"), False),
-    ("aws_access_key_id", _literal_first("ASIA", r"[A-Z0-9]{16}(?![A-Za-z0-9])", "A-Za-z0-9"), False),
-    ("slack_token", _literal_first("xox", r"[baprs]-[A-Za-z0-9\-]{10,}+"), False),
-    ("google_api_key", _literal_first("AIza", rf"[{_T}]{{30,}}+"), True),
-    ("jwt", _literal_first("eyJ", rf"[{_T}]{{8,}}+\.eyJ[{_T}]{{8,}}+\.[{_T}]*+", _T + "."), False),
-)
 
 # Patterns that keep their first group (a label, user or header) and replace the rest.
 _KEEPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -160,18 +153,84 @@ def _keep_first(marker: str) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-def _if_random(marker: str) -> Callable[[re.Match[str]], str]:
+def _rule_sub(rule: Rule) -> Callable[[re.Match[str]], str]:
+    marker = _marker(rule.kind)
+
     def replace(m: re.Match[str]) -> str:
-        return marker if _looks_random(m.group(0)[4:]) else m.group(0)
+        if rule.mixed and not _looks_random(m.group(0)[4:]):
+            return m.group(0)
+        return (m.group(rule.keep) if rule.keep else "") + marker
 
     return replace
 
 
-def redact(text: str) -> str:
+_SUBS = tuple((rule.pattern, _rule_sub(rule)) for rule in RULES)
+
+
+def redact_text(text: str) -> str:
     """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
     text = _redact_private_keys(text)
-    for kind, rx, mixed in _TOKENS:
-        text = rx.sub(_if_random(_marker(kind)) if mixed else _marker(kind), text)
+    for rx, sub in _SUBS:
+        text = rx.sub(sub, text)
     for kind, rx in _KEEPERS:
         text = rx.sub(_keep_first(_marker(kind)), text)
-    return _ASSIGNMENT.sub(_assignment, text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    return redact_labelled(text, _marker)
+
+
+redact = redact_text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """:func:`redact_text` over UTF-8 bytes; bytes that are not UTF-8 pass through unchanged."""
+    text = data.decode("utf-8", "surrogateescape")
+    out = redact_text(text)
+    return data if out == text else out.encode("utf-8", "surrogateescape")
+
+
+def redact_obj(obj: Any) -> Any:
+    """Every string value of nested JSON-like data redacted (mapping keys are names, kept)."""
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, Mapping):
+        return {k: redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_obj(v) for v in obj]
+    return obj
+
+
+def _field(value: Any) -> Any:
+    if isinstance(value, enum.Enum) or value is None:
+        return value  # vocabulary, never free text
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, bytes):
+        return redact_bytes(value)
+    if isinstance(value, tuple):
+        return tuple(_field(v) for v in value)
+    if attrs.has(type(value)):
+        return redact_record(value)
+    return value
+
+
+def redact_record(rec: R) -> R:
+    """A copy of attrs record ``rec`` with every text field (nested records and tuples too) redacted."""
+    changes = {}
+    for f in attrs.fields(type(rec)):  # type: ignore[misc]
+        old = getattr(rec, f.name)
+        new = _field(old)
+        if new is not old and new != old:
+            changes[f.name] = new
+    if not changes:
+        return rec
+    return attrs.evolve(rec, **{(f.alias or f.name): changes[f.name] for f in attrs.fields(type(rec))  # type: ignore[misc]
+                                if f.name in changes})
+
+
+def kinds() -> Sequence[str]:
+    """Every kind a marker can name, for documentation and tests."""
+    from cairn.worker.secret_labels import VENDOR_KINDS
+
+    fixed = ("aws_secret_access_key", "bearer_token", "basic_auth", "password", "api_key", "secret", "token",
+             "private_key")
+    return tuple(dict.fromkeys([r.kind for r in RULES] + list(fixed) + list(VENDOR_KINDS)))

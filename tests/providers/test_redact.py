@@ -27,9 +27,9 @@ PEM = (
         ("sk-Ab3dEf6hIj9kLm2nOp5qRs8tUvWx1yZ", "[REDACTED:openai_key]"),
         ("export K=sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2", "export K=[REDACTED:anthropic_key]"),
         (f"token {GH} here", "token [REDACTED:github_token] here"),
-        ("gho_" + "Q" * 30 + "1234 x", "[REDACTED:github_token] x"),
-        ("ghs_" + "z9" * 18, "[REDACTED:github_token]"),
-        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[REDACTED:github_token]"),
+        ("gho_" + "Q" * 30 + "1234 x", "[REDACTED:github_oauth_token] x"),
+        ("ghs_" + "z9" * 18, "[REDACTED:github_app_token]"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[REDACTED:github_fine_grained_token]"),
         ("id AKIAIOSFODNN7EXAMPLE.", "id [REDACTED:aws_access_key_id]."),
         (
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -39,8 +39,8 @@ PEM = (
             "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
             "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_access_key]",
         ),
-        ("slack xoxb-123456789012-abcdefABCDEF", "slack [REDACTED:slack_token]"),
-        ("xoxp-1-2-3-abcdef123456", "[REDACTED:slack_token]"),
+        ("slack xoxb-123456789012-abcdefABCDEF", "slack [REDACTED:slack_bot_token]"),
+        ("xoxp-1-2-3-abcdef123456", "[REDACTED:slack_user_token]"),
         ("maps AIzaSyD4c9X-1234567890abcdefghijklmnop_", "maps [REDACTED:google_api_key]"),
         ("Authorization: Bearer abc123.def456-ghi789_jkl", "Authorization: Bearer [REDACTED:bearer_token]"),
         (
