@@ -88,6 +88,8 @@ _PLACEHOLDER = re.compile(
     r"^(?:[$%<{(\[]|os\.|process\.env|env\.|getenv|\*+$|x+$|\.\.\.|none$|null$|true$|false$)", re.I
 )
 _PASSWORD_NAMES = ("pass", "pwd")
+_CODE = re.compile(r"[()\[\]{}]")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
 def _marker(kind: str) -> str:
@@ -117,6 +119,8 @@ def _assignment(m: re.Match[str]) -> str:
         kind, minimum = "token", 8
     if len(value) < minimum or _PLACEHOLDER.match(value):
         return m.group(0)
+    if not m.group("q") and (_CODE.search(value) or _DOTTED_NAME.fullmatch(value) or value.isalpha() and value.islower()):
+        return m.group(0)  # code (``getpass.getpass(...)``, ``self._password``) or a word (``password: required``)
     if kind != "password" and not (_has_digit(value) or len(value) >= 24):
         return m.group(0)  # prose like "token: required", not a credential
     return f"{name}{m.group('sep')}{m.group('q') or ''}{_marker(kind)}"

@@ -46,14 +46,14 @@ __all__ = ["ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "WINDOW", "en
 
 WINDOW = 5  # words after a label where its value may stand
 MIN_LENGTH = 20
-ENTROPY = 3.7  # bits per character; see the module docstring
-HEX_ENTROPY = 3.2
+ENTROPY = 3.5  # bits per character; see the module docstring
+HEX_ENTROPY = 3.0
 
 _WORD = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]|[A-Za-z0-9+/_.~\-]++=*+")
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _SECRET_PARTS = frozenset({
     "secret", "secrets", "key", "keys", "apikey", "token", "tokens", "password", "passwords", "passwd", "pwd",
-    "pass", "passphrase", "credential", "credentials", "creds", "auth",
+    "passphrase", "credential", "credentials", "creds", "auth",
 })
 _STOP_PARTS = frozenset({
     "commit", "commits", "sha", "hash", "checksum", "digest", "uuid", "guid", "id", "ids", "path", "file",
@@ -65,6 +65,10 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _MIXED_PART = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
 _SEGMENT = re.compile(r"[a-z0-9_.\-]*")
+_WORDY = re.compile(r"[A-Z]?[a-z]{2,}|[A-Z]{4,}(?![a-z])")  # the words of an identifier
+_VOWEL = re.compile(r"[aeiouyAEIOUY]")
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{4}")  # pronounceable words have no 4 in a row
+WORDY = 0.6  # share of an identifier's characters that are words
 
 # vendor part -> (kind, exact value shape)
 _VENDORS: dict[str, tuple[str, re.Pattern[str]]] = {
@@ -92,18 +96,29 @@ def _parts(word: str) -> list[str]:
     return [p.lower() for p in _PARTS.findall(word)]
 
 
+def _is_path(word: str) -> bool:
+    """``./a``, ``~/a``, ``a/b.py``, ``src/lower/case``, ``/usr/Lib``: a path, not base64 that happens to hold a slash."""
+    if word.startswith(("./", "../", "~")):
+        return True
+    if "/" not in word:
+        return False
+    if re.search(r"\.[A-Za-z]{1,8}$", word) or all(_SEGMENT.fullmatch(s) for s in word.split("/")):
+        return True
+    return word.startswith("/") and sum(c.isupper() for c in word) <= 2
+
+
 def looks_random(word: str) -> bool:
     """Whether a word standing after a secret label is a credential rather than a name, path or identifier."""
-    if len(word) < MIN_LENGTH or word.startswith(("/", "./", "../", "~")):
+    if len(word) < MIN_LENGTH or _is_path(word):
         return False
-    if "/" in word and (re.search(r"\.[A-Za-z]{1,8}$", word) or all(_SEGMENT.fullmatch(s) for s in word.split("/"))):
-        return False  # a path
-    if _DOTTED.fullmatch(word) and not _MIXED_PART.search(word):
-        return False  # os.environ.get, api.example.com
+    if _DOTTED.fullmatch(word):
+        return False  # os.environ.get, win32api.RegOpenKeyEx, api.example.com: names, not secrets
     if _UUID.fullmatch(word):
         return True  # a UUID right after a secret label is a key (Heroku, Sentry DSNs, …)
     if not any(_MIXED_PART.search(p) for p in re.split(r"[_.\-]", word)):
         return False  # snake_case_words_2024, CamelCaseNames, dashed-words: identifiers
+    if sum(len(w) for w in _WORDY.findall(word) if _VOWEL.search(w) and not _CONSONANTS.search(w)) >= WORDY * len(word):
+        return False  # Base64HighEntropyString, parseUtf8Header: mostly words, an identifier
     limit = HEX_ENTROPY if _HEXWORD.fullmatch(word) else ENTROPY
     return entropy(word) >= limit
 
