@@ -92,7 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(ns.func(ns))
     except CairnError as exc:
-        sys.stderr.write(f"cairn: {exc.code}: {exc.message}\n")
+        from cairn.worker.redact import redact_text
+
+        sys.stderr.write(f"cairn: {exc.code}: {redact_text(exc.message)}\n")
         return 2
     except KeyboardInterrupt:
         return 130

@@ -16,6 +16,7 @@ from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli import args, command, emit_json, workspace_path
+from cairn.worker.redact import redact_text
 
 TRIGGERS = ("compaction", "clear", "session-end", "idle")
 
@@ -25,7 +26,7 @@ def _config(ws: str) -> dict[str, Any]:
 
     settings, warnings = config.load(ws)
     for w in config.unreported(warnings):
-        sys.stderr.write(f"cairn: {w}\n")
+        sys.stderr.write(f"cairn: {redact_text(w)}\n")
     return config.to_dict(settings)
 
 

@@ -26,6 +26,7 @@ from cairn.server.features.commands import COMMANDS
 from cairn.server.lsp_protocol import CairnProtocol, quiet_pygls_logs
 from cairn.server.lsp_protocol import log as protocol_log
 from cairn.server.lsp_service import NOTIFICATIONS, REQUESTS, CairnService
+from cairn.worker.redact import redact_text
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
@@ -53,11 +54,11 @@ class _PyglsClient:
 
     def log(self, level: int, message: str) -> None:
         self._server.window_log_message(lsp.LogMessageParams(type=_TYPES.get(level, lsp.MessageType.Log),
-                                                             message=message))
+                                                             message=redact_text(message)))
 
     def show(self, level: int, message: str) -> None:
         self._server.window_show_message(lsp.ShowMessageParams(type=_TYPES.get(level, lsp.MessageType.Info),
-                                                               message=message))
+                                                               message=redact_text(message)))
 
     def publish_diagnostics(self, uri: str, diagnostics: list[dict[str, Any]]) -> None:
         items = [

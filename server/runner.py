@@ -42,6 +42,7 @@ import psutil
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.worker import WorkerRequest, WorkerResponse, WorkerStatus
+from cairn.worker.redact import redact_bytes
 
 STDOUT_LIMIT = 1 << 20  # a response holds ids and counts: 1 MiB is generous
 STDERR_TAIL = 64 << 10  # keep the last 64 KiB of diagnostics
@@ -227,7 +228,7 @@ class WorkerProcess:
         strays = await asyncio.to_thread(_reap_group, proc.pid, self._grace)
         returncode = proc.returncode
         duration = time.monotonic() - self._started
-        stderr_tail = bytes(self._stderr.buf)
+        stderr_tail = redact_bytes(bytes(self._stderr.buf))
 
         def outcome(status: WorkerStatus, error: str | None, message: str, *,
                     result: dict[str, Any] | None = None, more: bool = False) -> RunResult:

@@ -15,6 +15,7 @@ import os
 import sys
 
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.redact import RedactingFilter
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
@@ -39,6 +40,8 @@ def _patch_slow(seconds: float) -> None:
 
 def serve(tcp: str | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cairn: %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())  # every log line passes the redaction gate
     from cairn.server.lsp import build_server
 
     address = parse_tcp(tcp) if tcp else None

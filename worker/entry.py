@@ -71,7 +71,14 @@ def run_request(req: Request | Any) -> Response:
         return Response(status="ok", result=result, more=bool(more))
     except CairnError as exc:
         status = "busy" if exc.code is ErrorCode.CLAIM_BUSY else "failed"
-        return Response(status=status, result={}, error=str(exc.code), message=exc.message)
+        return Response(status=status, result={}, error=str(exc.code), message=redact_text(exc.message))
+
+
+def redact_text(text: str) -> str:
+    """The redaction gate, loaded only when a failure is reported (most jobs never need it)."""
+    from cairn.worker.redact import redact_text as gate
+
+    return gate(text)
 
 
 def run_stdio(argv: list[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[str]) -> int:
@@ -84,9 +91,9 @@ def run_stdio(argv: list[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[s
             raise CairnError(ErrorCode.USAGE, f"job {argv[0]!r} does not match request {req.job!r}")
         resp = run_request(req)
     except CairnError as exc:
-        resp = Response(status="failed", result={}, error=str(exc.code), message=exc.message)
-    except Exception as exc:  # a bug: report it as a fixed code; details only on stderr
-        traceback.print_exc(file=stderr)
+        resp = Response(status="failed", result={}, error=str(exc.code), message=redact_text(exc.message))
+    except Exception as exc:  # a bug: report it as a fixed code; details (redacted) only on stderr
+        stderr.write(redact_text(traceback.format_exc()))
         resp = Response(status="failed", result={}, error=str(ErrorCode.INTERNAL), message=type(exc).__name__)
     stdout.write(encode_response(resp) + b"\n")
     stdout.flush()

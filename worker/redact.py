@@ -36,15 +36,16 @@ without an END). The labelled pass splits the text into words once.
 from __future__ import annotations
 
 import enum
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 from cairn.worker.secret_labels import redact_labelled
 from cairn.worker.secret_rules import RULES, Rule
 
-__all__ = ["kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
+__all__ = ["RedactingFilter", "kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
 
 R = TypeVar("R")
 
@@ -219,16 +220,25 @@ def _field(value: Any) -> Any:
 
 def redact_record(rec: R) -> R:
     """A copy of attrs record ``rec`` with every text field (nested records and tuples too) redacted."""
-    changes = {}
-    for f in attrs.fields(type(rec)):  # type: ignore[misc]
+    cls: Any = type(rec)
+    changes: dict[str, Any] = {}
+    for f in attrs.fields(cls):
         old = getattr(rec, f.name)
         new = _field(old)
-        if new is not old and new != old:
-            changes[f.name] = new
-    if not changes:
-        return rec
-    return attrs.evolve(rec, **{(f.alias or f.name): changes[f.name] for f in attrs.fields(type(rec))  # type: ignore[misc]
-                                if f.name in changes})
+        if new != old:
+            changes[f.alias or f.name] = new
+    return attrs.evolve(cast(Any, rec), **changes) if changes else rec
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that passes every record's message through :func:`redact_text`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact_text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
 
 
 def kinds() -> Sequence[str]:

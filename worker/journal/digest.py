@@ -19,7 +19,8 @@
 * **Acceptance** puts the :class:`DigestResult` bundle and elects
   ``completed`` naming its hash, both fenced by the claim.
 * **Publication** (idempotent, any process may finish it): public digest
-  entry (skipped for all-none) → coverage per turn → release pins → retired
+  entry (skipped for all-none; passed through the redaction gate, session
+  title included) → coverage per turn → release pins → retired
   marker. Nothing is retired before its coverage exists.
 """
 
@@ -51,6 +52,7 @@ from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
+from cairn.worker.redact import redact_record
 
 MAX_ATTEMPTS = 3
 DIGEST_TTL_MARGIN = 30.0
@@ -165,9 +167,9 @@ def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, 
     did = digest_id(cid, bundle_sha) if result.notes else None
     ops: list[P.Op] = []
     if did is not None:
-        entry = PublicDigest(id=did, capture=cid, session_id=result.session_id, title=result.title,
-                             trigger=result.trigger, created=decided, provider=result.provider,
-                             turn_ids=result.turn_ids, notes=result.notes)
+        entry = redact_record(PublicDigest(id=did, capture=cid, session_id=result.session_id, title=result.title,
+                                           trigger=result.trigger, created=decided, provider=result.provider,
+                                           turn_ids=result.turn_ids, notes=result.notes))
         data = codec.encode(entry)
         if len(data) > PUBLIC_ENTRY_LIMIT:
             raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"digest of {cid} exceeds the public entry bound")

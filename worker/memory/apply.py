@@ -76,6 +76,7 @@ from cairn.worker.memory.store import (
     MemoryStore,
     Target,
 )
+from cairn.worker.redact import redact_bytes, redact_record
 
 CLAIM_TTL = 60.0
 TARGET_LOCK = f"{WRITE}/claims/target"  # the target claim's scope directory: one lock for writes and markers
@@ -205,7 +206,7 @@ def _record_decision(ms: MemoryStore, claim: Claim, p: Proposal, action: str, st
 def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
     h = sha(codec.encode(dec))
     rec = DecisionRecord(proposal=dec.proposal, action=dec.action, state=dec.state, decided=dec.decided, accepted=h)
-    ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(rec)))
+    ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(redact_record(rec))))
 
 
 def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
@@ -298,7 +299,8 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
             after = ms.mbundles.get(f.after_bundle) if f.after_bundle else None
             if (None if after is None else sha(after)) != f.after:
                 raise CairnError(ErrorCode.BUNDLE_HASH_MISMATCH, f"proposal {pid}: after-state of {f.path} is corrupt")
-            out.append((f.path, rels[f.path], current[rels[f.path]], after))
+            # the redaction gate once more before a memory file is written (a no-op for proposals it made)
+            out.append((f.path, rels[f.path], current[rels[f.path]], None if after is None else redact_bytes(after)))
         by_index: dict[str, list[tuple[str, str | None, str | None]]] = {}
         for e in p.index:
             by_index.setdefault(e.index, []).append((e.file, e.before, e.after))

@@ -42,6 +42,7 @@ from cairn.worker.journal.views import public_digests
 from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
+from cairn.worker.redact import redact_bytes, redact_record, redact_text
 
 AUTO_CAP = 8
 WINDOW = 24 * 3600.0
@@ -115,14 +116,17 @@ def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, 
         files = []
         for path, (before, after) in sorted(d.files.items()):
             ms.check_target(path)  # a proposal can only touch configured roots and instruction files
-            edit, put = ms.edit_ops(path, before, after)
+            # the after-state is what accept writes and ``show`` diffs: it passes the redaction gate
+            edit, put = ms.edit_ops(path, before, None if after is None else redact_bytes(after))
             files.append(edit)
             ops += put
-        index = tuple(IndexEdit(index=d.index_path, file=f, before=b, after=a) for f, b, a in d.index_edits)
+        index = tuple(IndexEdit(index=d.index_path, file=f, before=b, after=None if a is None else redact_text(a))
+                      for f, b, a in d.index_edits)
         if index:
             ms.check_target(d.index_path)
         pid = "p" + hashlib.sha256(f"{review_id}\0{d.fingerprint}".encode()).hexdigest()[:12]
-        props.append(Proposal(id=pid, review=review_id, kind=ProposalKind(d.kind), title=d.title, summary=d.summary,
+        props.append(Proposal(id=pid, review=review_id, kind=ProposalKind(d.kind), title=redact_text(d.title),
+                              summary=redact_text(d.summary),
                               target=d.target, files=tuple(files), index=index, evidence=tuple(d.evidence),
                               fingerprint=d.fingerprint, created=now))
     return props, ops
@@ -135,7 +139,7 @@ def _publish(ms: MemoryStore, result: ReviewResult, created: float) -> None:
     rec = ReviewRecord(id=result.id, created=created, digests=result.digests,
                        proposals=tuple(p.id for p in result.proposals), provider=result.provider,
                        automatic=result.automatic)
-    ops += ms.public_ops(f"{REVIEWS_PUBLIC}/{result.id}.json", codec.encode(rec))
+    ops += ms.public_ops(f"{REVIEWS_PUBLIC}/{result.id}.json", codec.encode(redact_record(rec)))
     res = ms.run(ops)
     for r in res.results:
         if r.status.value == "failed":

@@ -10,8 +10,9 @@ Contract (the digest provider and the remote review rely on all of it):
   ``response_format`` JSON object, ``stream: false`` and, when
   ``policy.reasoning == "disabled"``, ``"reasoning_effort": "none"``. No
   tools are ever offered.
-* :func:`encode` gives the exact bytes sent (canonical JSON), so a request
-  is a pure function of its inputs and can be measured before sending.
+* :func:`encode` gives the exact bytes sent (canonical JSON, every string
+  redacted), so a request is a pure function of its inputs, can be
+  measured before sending and never carries a recognised secret.
 * :func:`post_chat` refuses a payload over ``policy.max_payload_bytes``
   before any connection is opened (``E_PAYLOAD_TOO_LARGE``), sends the key
   only in the ``Authorization`` header, maps non-2xx statuses and transport
@@ -34,6 +35,7 @@ import httpx
 import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.redact import redact_obj
 
 MAX_REPLY_BYTES = 4 << 20
 
@@ -85,8 +87,12 @@ def base_request(policy: ModelPolicy, system: str, user: str, *, what: str = "di
 
 
 def encode(obj: Any) -> bytes:
-    """Canonical JSON (sorted keys, no spaces, UTF-8): the exact bytes sent."""
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    """Canonical JSON (sorted keys, no spaces, UTF-8) of ``obj`` with every string redacted: the exact bytes sent.
+
+    Every provider request is built here, so no request can carry a secret
+    its builder forgot to redact.
+    """
+    return json.dumps(redact_obj(obj), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
 def check_payload(payload: bytes, policy: ModelPolicy) -> None:
