@@ -306,7 +306,7 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
             by_index.setdefault(e.index, []).append((e.file, e.before, e.after))
         for index, edits in by_index.items():
             before = current[rels[index]]
-            out.append((index, rels[index], before, model.apply_index_edits(before or b"", edits)))
+            out.append((index, rels[index], before, redact_bytes(model.apply_index_edits(before or b"", edits))))
         return out
 
     written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
