@@ -36,6 +36,7 @@ without an END). The labelled pass splits the text into words once.
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -194,8 +195,21 @@ def redact_bytes(data: bytes) -> bytes:
 
 
 def redact_obj(obj: Any) -> Any:
-    """Every string value of nested JSON-like data redacted (mapping keys are names, kept)."""
+    """Every string value of nested JSON-like data redacted (mapping keys are names, kept).
+
+    A string that is itself a JSON document (a chat message carrying the
+    evidence) is redacted value by value and, only if that changed
+    something, serialised again: redacting its text directly could swallow
+    the backslash of an escape and leave the document malformed.
+    """
     if isinstance(obj, str):
+        if obj[:1] in ("{", "["):
+            try:
+                inner = json.loads(obj)
+            except ValueError:
+                return redact_text(obj)
+            clean = redact_obj(inner)
+            return obj if clean == inner else json.dumps(clean, ensure_ascii=False, sort_keys=True)
         return redact_text(obj)
     if isinstance(obj, Mapping):
         return {k: redact_obj(v) for k, v in obj.items()}

@@ -32,6 +32,16 @@ def test_every_provider_request_body_is_redacted_by_the_encoder() -> None:
     assert "[REDACTED:npm_token]" in decoded["messages"][0]["content"]
 
 
+def test_a_json_message_stays_valid_json_when_a_secret_sits_next_to_an_escape() -> None:
+    doc = {"turns": [{"user": f'token:\n{NPM[4:]}"quoted"', "turn_id": "t1"}, {"user": "ok", "turn_id": "t2"}]}
+    content = json.dumps(doc, ensure_ascii=False, sort_keys=True)
+    body = json.loads(http.encode({"messages": [{"role": "user", "content": content}]}))
+    inner = json.loads(body["messages"][0]["content"])
+    assert [t["turn_id"] for t in inner["turns"]] == ["t1", "t2"] and NPM[4:] not in str(inner)
+    clean = json.dumps({"turns": [{"user": "nothing secret", "turn_id": "t1"}]}, indent=None)
+    assert json.loads(http.encode({"content": clean}))["content"] == clean  # unchanged bytes when nothing is redacted
+
+
 def test_redact_obj_keeps_keys_and_non_strings() -> None:
     assert redact_obj({NPM: [NPM, 3]}) == {NPM: ["[REDACTED:npm_token]", 3]}
 
