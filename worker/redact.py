@@ -121,8 +121,8 @@ def _assignment(m: re.Match[str]) -> str:
         kind, minimum = "token", 8
     if len(value) < minimum or _PLACEHOLDER.match(value):
         return m.group(0)
-    if not m.group("q") and (_CODE.search(value) or _DOTTED_NAME.fullmatch(value) or value.isalpha() and value.islower()):
-        return m.group(0)  # code (``getpass.getpass(...)``, ``self._password``) or a word (``password: required``)
+    if not m.group("q") and (_CODE.search(value) or _DOTTED_NAME.fullmatch(value)):
+        return m.group(0)  # code: ``getpass.getpass(...)``, ``self._password``
     if kind != "password" and not (_has_digit(value) or len(value) >= 24):
         return m.group(0)  # prose like "token: required", not a credential
     return f"{name}{m.group('sep')}{m.group('q') or ''}{_marker(kind)}"

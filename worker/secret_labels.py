@@ -14,7 +14,7 @@ value once.
 * A label word is split into its parts (``AWS_SECRET_ACCESS_KEY``,
   ``apiKey``, ``db-password``). Vendor parts (``aws``, ``datadog``,
   ``heroku``, ``twilio``, ``jira``/``confluence``/``atlassian``,
-  ``discord``, ``telegram``, ``cloudflare``, ``mailgun``, ``sentry``) pick
+  ``discord``, ``cloudflare``, ``mailgun``, ``sentry``) pick
   a vendor kind when the value has that vendor's exact shape (gitleaks'
   labelled rules: a Heroku key is a UUID after "heroku", an AWS secret key
   is 40 base64 characters after "aws … secret"). Secret parts (``secret``,
@@ -24,15 +24,18 @@ value once.
   letters and digits mixed within one part (so ``snake_case_words_2024``
   and ``CamelCaseNames`` are identifiers, not secrets), is not a path
   (``/…``, ``./…``, ``a/b.py``, all-lowercase segments), not a dotted
-  name (``os.environ.get``, ``api.example.com``), and its Shannon entropy
+  name (``os.environ.get``, ``api.example.com``), not mostly pronounceable
+  words (``Base64HighEntropyString``), and its Shannon entropy
   per character reaches :data:`HEX_ENTROPY` for hex words or
   :data:`ENTROPY` for the others (thresholds measured on real text, see
   ``tests/security/test_false_positives.py``).
-* The window stops at the end of a sentence and at a word that says the
-  value is something else (``commit``, ``sha``, ``hash``, ``uuid``,
+* The window stops at a blank line and at a word that says the value is
+  something else (``commit``, ``sha``, ``hash``, ``uuid``,
   ``id``, ``path``, ``file``, ``version``, ``branch``, ``name``…), so
-  "the key commit is 3f2a9c…" keeps its hash. A plain "is", ":" or "="
-  is never a label by itself: "the commit is 3f2a9c…" is not a secret.
+  "the key commit is 3f2a9c…" keeps its hash; it does not stop at a
+  sentence end ("Here is the key. 8f…" is a secret; measured, stopping
+  there avoided no false positive). A plain "is", ":" or "=" is never a
+  label by itself: "the commit is 3f2a9c…" is not a secret.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-__all__ = ["ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "WINDOW", "entropy", "looks_random", "redact_labelled"]
+__all__ = [
+    "ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "WINDOW", "entropy", "looks_random", "redact_labelled",
+]
 
 WINDOW = 5  # words after a label where its value may stand
 MIN_LENGTH = 20
@@ -162,8 +167,8 @@ def redact_labelled(text: str, marker: Callable[[str], str] = _marker) -> str:
                 replace.append((start, start + len(value), kind))
             armed -= 1
         is_secret, is_vendor, stop = _label(value)
-        if value != word and (end >= len(text) or text[end].isspace()) or stop:
-            armed = 0  # the end of a sentence, or a word saying the value is something else
+        if stop:
+            armed = 0  # a word saying the value is something else
         elif is_secret or is_vendor:
             if not armed:
                 secret_label, vendor = False, None

@@ -84,7 +84,8 @@ def test_random_tokens_after_a_label_are_caught(alphabet: str, length: int, reca
     "secret_key_base lives in config/credentials.yml.enc, key ~/.ssh/id_ed25519_work2024",
     "Use Base64HighEntropyString and HexHighEntropyString detectors for the key checks.",
     "The token: see https://docs.example.com/auth/tokens#personal-access-tokens-2024",
-    "password: required (min 12 characters), token: optional",
+    "Passwords are required (min 12 characters); the token is optional",
+    "passwd = getpass.getpass(prompt) and password = self._password",
     "The API key field is named X-Api-Key and the header is Authorization.",
     "key 42, token 17, secret level 3 in the game config",
 ])
