@@ -145,9 +145,9 @@ RULES: tuple[Rule, ...] = (
     _r("pypi_token", "pypi-AgENdGVzdC5weXBpLm9yZw", rf"[{T}]{{30,}}+"),  # test.pypi.org
     _r("rubygems_token", "rubygems_", rf"[{_HEX}]{{48}}" + _END),
     # -- chat and messaging ---------------------------------------------------------
+    _r("slack_token", "xox", r"[aerso](?:\.xox[bp])?-[0-9A-Za-z\-]{10,}+"),  # first: xoxe.xoxp-… is one token
     _r("slack_bot_token", "xoxb-", r"[0-9A-Za-z\-]{10,}+"),
     _r("slack_user_token", "xoxp-", r"[0-9A-Za-z\-]{10,}+"),
-    _r("slack_token", "xox", r"[aerso](?:\.xox[bp])?-[0-9A-Za-z\-]{10,}+"),
     _r("slack_app_token", "xapp-", r"\d-[A-Z0-9]{6,}+-\d{5,}+-[a-zA-Z0-9]{10,}+"),
     Rule(
         "slack_webhook",
