@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import attrs
-from cairn.worker.secret_labels import redact_labelled
+from cairn.worker.secret_labels import VENDOR_KINDS, redact_labelled
 from cairn.worker.secret_rules import RULES, Rule
 
 __all__ = ["RedactingFilter", "kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
@@ -257,8 +257,6 @@ class RedactingFilter(logging.Filter):
 
 def kinds() -> Sequence[str]:
     """Every kind a marker can name, for documentation and tests."""
-    from cairn.worker.secret_labels import VENDOR_KINDS
-
     fixed = ("aws_secret_access_key", "bearer_token", "basic_auth", "password", "api_key", "secret", "token",
              "private_key")
     return tuple(dict.fromkeys([r.kind for r in RULES] + list(fixed) + list(VENDOR_KINDS)))
