@@ -189,6 +189,7 @@ def test_no_canary_leaves_through_the_openai_provider(workspace: Path, leaky: Le
     (workspace / ".cairn").mkdir()
     (workspace / ".cairn/config.toml").write_text(
         f'provider = "openai"\nmodel = "canary"\nendpoint = "{leaky.url}"\napi_key_env = "{KEY_ENV}"\n')
+    cairn(workspace, "trust")  # a workspace file may name an endpoint only when the user trusts the workspace
     seen = _run_everything(workspace, {KEY_ENV: PROVIDER_KEY})
 
     assert len(leaky.bodies) >= 2  # at least one digest and one review request
