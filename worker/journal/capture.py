@@ -214,20 +214,24 @@ def job_capture(req: WorkerRequest) -> dict[str, Any]:
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
     from pathlib import Path
 
-    from cairn.worker.importers import load
+    from cairn.worker.importers import load_report
 
     files = sessions = captured = skipped = 0
     session_ids: list[str] = []
+    malformed: list[dict[str, Any]] = []  # lines left out: file name, line number, code (never content)
     for p in paths:
-        loaded = load(Path(p), fmt)
+        loaded = load_report(Path(p), fmt)
         files += 1
-        for s in loaded:
+        malformed += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code), "message": e.message}
+                      for e in loaded.skipped]
+        for s in loaded.sessions:
             r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy)
             sessions += 1
             captured += r["captured"]
             skipped += r["skipped"]
             session_ids.append(s.session_id)
-    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "session_ids": session_ids}
+    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "session_ids": session_ids,
+            "malformed": malformed}
 
 
 def job_import(req: WorkerRequest) -> dict[str, Any]:
