@@ -38,6 +38,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.fsdir import PinnedDir
+from cairn.state.locks import DEFAULT_WAIT, LockWait
 
 _PLAIN_SCOPE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
 _PART = re.compile(r"[^A-Za-z0-9._-]+")
@@ -80,10 +81,12 @@ class Newest:
 class ClaimStore:
     """Claims of many scopes under one directory of a pinned base."""
 
-    def __init__(self, base: PinnedDir, rel: str, *, clock_offset: float = 0.0) -> None:
+    def __init__(self, base: PinnedDir, rel: str, *, clock_offset: float = 0.0,
+                 lock_wait: LockWait = DEFAULT_WAIT) -> None:
         self.base = base
         self.rel = rel
         self.clock_offset = clock_offset  # tests only: shifts this store's view of the target clock
+        self.lock_wait = lock_wait  # bound on waiting for a scope's lock (then E_CLAIM_BUSY)
         self.host = socket.gethostname()
         self._root: PinnedDir | None = None
         self._hint: dict[str, int] = {}
@@ -110,7 +113,7 @@ class ClaimStore:
 
     def run(self, ops: Sequence[P.Op], *, lock: str | None = None) -> P.ProgramResult:
         """Run a program against the claims root."""
-        return P.run(self.root, ops, lock=lock)
+        return P.run(self.root, ops, lock=lock, wait=self.lock_wait)
 
     # -- observation ------------------------------------------------------
     def newest(self, scope: str) -> Newest:
@@ -295,7 +298,7 @@ class ClaimStore:
             return outcome_bytes[-1]
 
         ops.append(P.Link(f"{sd}/{n}.outcome", render))
-        res = P.run(self.base, ops, lock=sd) if extra_ops else self.run(ops, lock=sd)
+        res = P.run(self.base, ops, lock=sd, wait=self.lock_wait) if extra_ops else self.run(ops, lock=sd)
         if res.ok or all(r.status is OpStatus.OK or o.optional for r, o in zip(res.results, ops, strict=True)):
             self._settled[claim.scope] = (n, outcome_bytes[-1])
             return codec.evolve(rec, decided=float(res[clock_at].value))
@@ -328,7 +331,7 @@ class ClaimStore:
         """
         full = f"{self.rel}/{claim.scope_dir}"
         guard = P.VerifyOwner(full, claim.generation, claim.record.nonce, claim.deadline, self.clock_offset)
-        res = P.run(self.base, [guard, *ops], lock=full)
+        res = P.run(self.base, [guard, *ops], lock=full, wait=self.lock_wait)
         g = res[0]
         if g.status is not OpStatus.OK:
             raise CairnError(g.code or ErrorCode.CLAIM_LOST, g.message or f"{claim.scope}: ownership lost")

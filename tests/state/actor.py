@@ -64,6 +64,33 @@ def hold_and_write(root: str, scope: str, ttl: float) -> None:
         out(event="settle-refused", code=str(exc.code))
 
 
+def stall_in_lock(root: str, scope: str, ttl: float) -> None:
+    """Elect, then stall *inside* a guarded program, holding the scope's target lock.
+
+    The program's ownership proof has passed; the write's bytes are produced
+    only after the parent writes a line (it stops and continues this process
+    meanwhile). Reports what the program and the settlement then did.
+    """
+    store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
+    c = store.elect(scope, purpose="stalled-writer", ttl=ttl, authority=Authority(workspace=root))
+
+    def late_bytes(now: float | None) -> bytes:
+        out(event="locked", generation=c.generation, deadline=c.deadline)
+        assert sys.stdin.readline()
+        return f"from {c.generation}".encode()
+
+    try:
+        res = store.guarded(c, [P.EnsureDir("public"), P.Link("public/result", late_bytes)])
+        out(event="wrote" if res.ok else "not-written", generation=c.generation)
+    except CairnError as exc:
+        out(event="rejected", generation=c.generation, code=str(exc.code))
+    try:
+        o = store.settle(c, OutcomeKind.COMPLETED)
+        out(event="settled", kind=str(o.kind))
+    except CairnError as exc:
+        out(event="settle-refused", code=str(exc.code))
+
+
 def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
     """Race completion (owner) against takeover (successor) for one outcome."""
     from cairn.protocol import codec
@@ -135,6 +162,8 @@ if __name__ == "__main__":
         elect_loop(root, scope, int(rest[0]), float(rest[1]))
     elif mode == "hold":
         hold_and_write(root, scope, float(rest[0]))
+    elif mode == "stall":
+        stall_in_lock(root, scope, float(rest[0]))
     elif mode == "race":
         settle_race(root, scope, rest[0], float(rest[1]))
     elif mode == "sweep-setup":
