@@ -19,6 +19,11 @@ generations 1, 2, 3 …; the generation number is the fencing token.
   program under the same lock that takeover and settlement use: a late
   writer from an expired generation is rejected at the target.
 * **Successor requires outcome**: program 3 verifies N's outcome exists.
+* **Late completion** (:meth:`ClaimStore.finish`): a job whose guarded writes
+  landed before its completion was refused reports those writes, not a lost
+  claim; what it reports matches the files.
+* **Lock waits are bounded** (``lock_wait``, ADR 0002): a scope lock held past
+  the bound, e.g. by a stopped process, is ``E_CLAIM_BUSY``.
 """
 
 from __future__ import annotations
@@ -318,6 +323,27 @@ class ClaimStore:
             raise CairnError(ErrorCode.CLAIM_LOST, f"{claim.scope}: generation {n} was settled {winner.kind}",
                              outcome=str(winner.kind))
         return winner
+
+    def finish(self, claim: Claim, *, payload: dict[str, Any] | None = None) -> OutcomeRecord | None:
+        """Settle ``completed`` after this claim's fenced effects have already landed.
+
+        For a job whose guarded writes ran in programs of their own before the
+        completion (capture, seal, cleanup): each write proved ownership in its
+        own program, so it stands whatever happens now. If the generation can
+        no longer be completed — its deadline passed (it is settled
+        ``expired``), or a successor took it over — the outcome that settled it
+        is returned instead of ``E_CLAIM_LOST``/``E_CLAIM_EXPIRED``: the caller
+        reports the effects that landed, never a lost claim about work that
+        happened. None when the generation is gone (pruned after a takeover).
+        Effects that must stand or fall with the completion belong in
+        :meth:`settle`'s ``extra_ops`` instead.
+        """
+        try:
+            return self.settle(claim, OutcomeKind.COMPLETED, payload=payload)
+        except CairnError as exc:
+            if exc.code not in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
+                raise
+        return self.outcome(claim)
 
     # -- guarded writes ---------------------------------------------------
     def guarded(self, claim: Claim, ops: Sequence[P.Op]) -> P.ProgramResult:

@@ -68,15 +68,19 @@ def stall_in_lock(root: str, scope: str, ttl: float) -> None:
     """Elect, then stall *inside* a guarded program, holding the scope's target lock.
 
     The program's ownership proof has passed; the write's bytes are produced
-    only after the parent writes a line (it stops and continues this process
-    meanwhile). Reports what the program and the settlement then did.
+    only after the parent writes a line ("go [OFFSET]": OFFSET seconds passed
+    meanwhile on this process's view of the target clock). A second line lets
+    it complete the generation (:meth:`ClaimStore.finish`). Reports what the
+    write and the completion did.
     """
     store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
     c = store.elect(scope, purpose="stalled-writer", ttl=ttl, authority=Authority(workspace=root))
 
     def late_bytes(now: float | None) -> bytes:
         out(event="locked", generation=c.generation, deadline=c.deadline)
-        assert sys.stdin.readline()
+        words = sys.stdin.readline().split()
+        if len(words) > 1:
+            store.clock_offset = float(words[1])
         return f"from {c.generation}".encode()
 
     try:
@@ -84,11 +88,12 @@ def stall_in_lock(root: str, scope: str, ttl: float) -> None:
         out(event="wrote" if res.ok else "not-written", generation=c.generation)
     except CairnError as exc:
         out(event="rejected", generation=c.generation, code=str(exc.code))
+    assert sys.stdin.readline()
     try:
-        o = store.settle(c, OutcomeKind.COMPLETED)
-        out(event="settled", kind=str(o.kind))
+        o = store.finish(c)
+        out(event="finished", kind=str(o.kind) if o else None, mine=o is not None and o.nonce == c.record.nonce)
     except CairnError as exc:
-        out(event="settle-refused", code=str(exc.code))
+        out(event="finish-refused", code=str(exc.code))
 
 
 def settle_race(root: str, scope: str, role: str, start_at: float) -> None:

@@ -52,3 +52,40 @@ def test_stopped_owner_write_is_rejected_after_takeover(workspace: Path) -> None
     newest = store.newest(scope)
     assert newest.generation == 2 and newest.outcome is None
     assert b'"kind":"expired"' in (workspace / CLAIMS / scope_dirname(scope) / "1.outcome").read_bytes()
+
+
+def test_a_stopped_writer_whose_write_landed_reports_it_after_takeover(workspace: Path) -> None:
+    """Stopped inside its guarded program (ownership proven, lock held) until past its deadline:
+    the write lands when it continues, a successor then takes over, and the late process reports
+    the write it made and the outcome that settled its generation — never a lost claim."""
+    from cairn.state.locks import LockWait
+
+    scope = "review/general"
+    proc = subprocess.Popen([PYTHON, "-m", "tests.state.actor", "stall", str(workspace), scope, "60"], cwd=REPO,
+                            env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert json.loads(proc.stdout.readline())["event"] == "locked"
+        os.kill(proc.pid, signal.SIGSTOP)
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.stdin.write("go 1000\n")  # 1000 s passed while it was stopped
+        proc.stdin.flush()
+        wrote = json.loads(proc.stdout.readline())
+        later = ClaimStore(PinnedDir.open_root(workspace), CLAIMS, clock_offset=1000.0,
+                           lock_wait=LockWait(seconds=0.0))  # the lock is free by now: no waiting at all
+        successor = later.elect(scope, purpose="successor", ttl=60, authority=Authority(workspace=str(workspace)))
+        proc.stdin.write("done\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+    finished = json.loads(out.splitlines()[0])
+    assert wrote == {"event": "wrote", "generation": 1}
+    assert (workspace / "public/result").read_bytes() == b"from 1"  # what it reported is what the file holds
+    assert finished == {"event": "finished", "kind": "expired", "mine": False}, err
+    assert successor.generation == 2
+    assert b'"kind":"expired"' in (workspace / CLAIMS / scope_dirname(scope) / "1.outcome").read_bytes()

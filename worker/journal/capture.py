@@ -83,7 +83,8 @@ def capture_session(j: Journal, session: Session, *, source: str, policy: ModelP
     except BaseException:
         _settle_quietly(j, claim)
         raise
-    j.claims.settle(claim, OutcomeKind.COMPLETED, payload={"captured": result["captured"]})
+    # the turns are captured (each batch fenced on its own): a late completion does not undo them
+    j.claims.finish(claim, payload={"captured": result["captured"]})
     return result
 
 
@@ -177,7 +178,7 @@ def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before:
     except BaseException:
         _settle_quietly(j, claim)
         raise
-    j.claims.settle(claim, OutcomeKind.COMPLETED, payload={"sealed": sealed_now or ""})
+    j.claims.finish(claim, payload={"sealed": sealed_now or ""})  # a landed seal stands, late or not
     return sealed_now
 
 
