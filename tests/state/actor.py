@@ -6,10 +6,15 @@ line per event on stdout so the parent can check invariants.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from cairn.protocol.claims import Authority
 from cairn.protocol.errors import CairnError
@@ -19,6 +24,39 @@ from cairn.state.claims import ClaimStore
 from cairn.state.fsdir import PinnedDir
 
 CLAIMS = ".cairn/state/journal/claims"
+
+
+@contextlib.contextmanager
+def spawned(mode: str, root: object, scope: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """(Parent side) run this actor as a child with text pipes; however the test ends, a
+    stopped child is continued and killed, so no stopped process outlives the test."""
+    from tests.conftest import PYTHON, REPO, child_env
+
+    proc = subprocess.Popen([PYTHON, "-m", "tests.state.actor", mode, str(root), scope, *args], cwd=REPO,
+                            env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdin is not None and proc.stdout is not None  # both are pipes
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.communicate()
+
+
+def say(proc: subprocess.Popen[str], text: str) -> None:
+    """(Parent side) write lines to the child."""
+    assert proc.stdin is not None
+    proc.stdin.write(text)
+    proc.stdin.flush()
+
+
+def heard(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    """(Parent side) the child's next event."""
+    assert proc.stdout is not None
+    event: dict[str, Any] = json.loads(proc.stdout.readline())
+    return event
 
 
 def out(**kw: object) -> None:

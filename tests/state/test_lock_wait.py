@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +22,7 @@ from cairn.state.claims import ClaimStore, scope_dirname
 from cairn.state.fsdir import PinnedDir
 from cairn.state.locks import LOCK_WAIT_SECONDS, LockWait, TargetLock
 
-from tests.conftest import PYTHON, REPO, child_env
-from tests.state.actor import CLAIMS
+from tests.state.actor import CLAIMS, heard, say, spawned
 
 
 class FakeTime:
@@ -94,12 +92,8 @@ def test_the_default_bound_is_below_the_shortest_claim_ttl() -> None:
 
 def test_a_stopped_lock_holder_makes_other_writers_busy_not_blocked(workspace: Path) -> None:
     scope = "review/general"
-    proc = subprocess.Popen([PYTHON, "-m", "tests.state.actor", "stall", str(workspace), scope, "60"], cwd=REPO,
-                            env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        first = json.loads(proc.stdout.readline())
+    with spawned("stall", workspace, scope, "60") as proc:
+        first = heard(proc)
         assert first["event"] == "locked" and first["generation"] == 1
         os.kill(proc.pid, signal.SIGSTOP)  # stopped inside its program, holding the scope's lock
         fake = FakeTime()
@@ -118,14 +112,8 @@ def test_a_stopped_lock_holder_makes_other_writers_busy_not_blocked(workspace: P
         assert not (workspace / CLAIMS / sd / "marker").exists()
         assert not (workspace / CLAIMS / sd / "2.claim").exists()
         os.kill(proc.pid, signal.SIGCONT)
-        proc.stdin.write("go\ndone\n")
-        proc.stdin.flush()
+        say(proc, "go\ndone\n")
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGCONT)
-            proc.kill()
-            proc.wait()
     events = [json.loads(line) for line in out.splitlines()]
     # the holder proved ownership before it stopped, under the lock nobody could take: its write stands
     assert events == [{"event": "wrote", "generation": 1}, {"event": "finished", "kind": "completed", "mine": True}], \
