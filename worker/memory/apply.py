@@ -342,7 +342,10 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
         # late: the workspace claim was lost after the write landed (deadline passed, or a
         # recovery took it over). The write is marked, exactly as after a crash: recovery
         # records its decision (now, unless another recovery is at it) and retires the marker
-        recover(ms)
+        try:
+            recover(ms)
+        except CairnError:
+            pass  # still marked: the next recovery (every decision job starts with one) records it
         return [path for path, *_ in plan]
     _retire_marker(base, write)
     _publish_decision(ms, dec)
