@@ -3,8 +3,10 @@
 Every persisted record is a JSON object ``{"record": KIND, "v": VERSION,
 ...fields}``. Decoding refuses, with a fixed error code, anything that is
 not exactly a known kind at a known version with known, well-typed fields:
-an empty or truncated file, malformed JSON, an unknown kind, an unknown
-version, an unknown field, a wrong type. Nothing is coerced or guessed
+an empty or truncated file, malformed JSON, JSON nesting deeper than
+:data:`boundedjson.MAX_DEPTH` (refused before decoding, never a
+``RecursionError``), an unknown kind, an unknown version, an unknown field,
+a wrong type. Nothing is coerced or guessed
 ("1" is not an int, a missing field is not ``None``).
 
 Encoding is canonical (sorted keys, no whitespace, UTF-8) so that the bytes
@@ -20,6 +22,7 @@ from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 import attrs
 import cattrs
+from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
@@ -181,9 +184,11 @@ def decode(data: bytes, expect: type[T] | None = None, *, where: str = "record",
     if len(data) > limit:
         raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{where}: {len(data)} bytes exceeds {limit}")
     try:
-        obj = json.loads(data.decode("utf-8"))
+        obj = boundedjson.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: not UTF-8") from None
+    except boundedjson.TooDeep as exc:
+        raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
         body = data.strip()
         # cut short = the parser ran out of input, not into a wrong character

@@ -78,6 +78,8 @@ def cmd_import(ns: argparse.Namespace) -> int:
 
     paths = [os.path.abspath(p) for p in ns.paths]
     r = _run(ns, "import", {"paths": paths, "format": ns.format}).result
+    for bad in r.get("malformed", []):  # lines left out; the rest of each file was imported
+        sys.stderr.write(f"cairn: {bad['file']}: {bad['code']} {bad['message']}\n")
     if ns.json:
         emit_json(r)
     else:

@@ -19,6 +19,11 @@ generations 1, 2, 3 …; the generation number is the fencing token.
   program under the same lock that takeover and settlement use: a late
   writer from an expired generation is rejected at the target.
 * **Successor requires outcome**: program 3 verifies N's outcome exists.
+* **Late completion** (:meth:`ClaimStore.finish`): a job whose guarded writes
+  landed before its completion was refused reports those writes, not a lost
+  claim; what it reports matches the files.
+* **Lock waits are bounded** (``lock_wait``, ADR 0002): a scope lock held past
+  the bound, e.g. by a stopped process, is ``E_CLAIM_BUSY``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.fsdir import PinnedDir
+from cairn.state.locks import DEFAULT_WAIT, LockWait
 
 _PLAIN_SCOPE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
 _PART = re.compile(r"[^A-Za-z0-9._-]+")
@@ -80,10 +86,12 @@ class Newest:
 class ClaimStore:
     """Claims of many scopes under one directory of a pinned base."""
 
-    def __init__(self, base: PinnedDir, rel: str, *, clock_offset: float = 0.0) -> None:
+    def __init__(self, base: PinnedDir, rel: str, *, clock_offset: float = 0.0,
+                 lock_wait: LockWait = DEFAULT_WAIT) -> None:
         self.base = base
         self.rel = rel
         self.clock_offset = clock_offset  # tests only: shifts this store's view of the target clock
+        self.lock_wait = lock_wait  # bound on waiting for a scope's lock (then E_CLAIM_BUSY)
         self.host = socket.gethostname()
         self._root: PinnedDir | None = None
         self._hint: dict[str, int] = {}
@@ -110,7 +118,7 @@ class ClaimStore:
 
     def run(self, ops: Sequence[P.Op], *, lock: str | None = None) -> P.ProgramResult:
         """Run a program against the claims root."""
-        return P.run(self.root, ops, lock=lock)
+        return P.run(self.root, ops, lock=lock, wait=self.lock_wait)
 
     # -- observation ------------------------------------------------------
     def newest(self, scope: str) -> Newest:
@@ -295,7 +303,7 @@ class ClaimStore:
             return outcome_bytes[-1]
 
         ops.append(P.Link(f"{sd}/{n}.outcome", render))
-        res = P.run(self.base, ops, lock=sd) if extra_ops else self.run(ops, lock=sd)
+        res = P.run(self.base, ops, lock=sd, wait=self.lock_wait) if extra_ops else self.run(ops, lock=sd)
         if res.ok or all(r.status is OpStatus.OK or o.optional for r, o in zip(res.results, ops, strict=True)):
             self._settled[claim.scope] = (n, outcome_bytes[-1])
             return codec.evolve(rec, decided=float(res[clock_at].value))
@@ -316,6 +324,27 @@ class ClaimStore:
                              outcome=str(winner.kind))
         return winner
 
+    def finish(self, claim: Claim, *, payload: dict[str, Any] | None = None) -> OutcomeRecord | None:
+        """Settle ``completed`` after this claim's fenced effects have already landed.
+
+        For a job whose guarded writes ran in programs of their own before the
+        completion (capture, seal, cleanup): each write proved ownership in its
+        own program, so it stands whatever happens now. If the generation can
+        no longer be completed — its deadline passed (it is settled
+        ``expired``), or a successor took it over — the outcome that settled it
+        is returned instead of ``E_CLAIM_LOST``/``E_CLAIM_EXPIRED``: the caller
+        reports the effects that landed, never a lost claim about work that
+        happened. None when the generation is gone (pruned after a takeover).
+        Effects that must stand or fall with the completion belong in
+        :meth:`settle`'s ``extra_ops`` instead.
+        """
+        try:
+            return self.settle(claim, OutcomeKind.COMPLETED, payload=payload)
+        except CairnError as exc:
+            if exc.code not in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
+                raise
+        return self.outcome(claim)
+
     # -- guarded writes ---------------------------------------------------
     def guarded(self, claim: Claim, ops: Sequence[P.Op]) -> P.ProgramResult:
         """Run ``ops`` only if ``claim`` still owns its scope, in one locked program.
@@ -328,7 +357,7 @@ class ClaimStore:
         """
         full = f"{self.rel}/{claim.scope_dir}"
         guard = P.VerifyOwner(full, claim.generation, claim.record.nonce, claim.deadline, self.clock_offset)
-        res = P.run(self.base, [guard, *ops], lock=full)
+        res = P.run(self.base, [guard, *ops], lock=full, wait=self.lock_wait)
         g = res[0]
         if g.status is not OpStatus.OK:
             raise CairnError(g.code or ErrorCode.CLAIM_LOST, g.message or f"{claim.scope}: ownership lost")

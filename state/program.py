@@ -33,7 +33,7 @@ from cairn.protocol.claims import ClaimRecord
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import OpStatus
 from cairn.state.fsdir import PinnedDir, split_rel
-from cairn.state.locks import TargetLock
+from cairn.state.locks import DEFAULT_WAIT, LockWait, TargetLock
 
 
 def sha256(data: bytes) -> str:
@@ -340,19 +340,21 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
     raise TypeError(f"unknown operation {op!r}")
 
 
-def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None) -> ProgramResult:
+def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None, wait: LockWait = DEFAULT_WAIT) -> ProgramResult:
     """Run a control program; see the module docstring for the contract.
 
     ``lock`` names a directory (relative to ``base``) whose target lock is held
-    for the whole program. Errors that are not statuses (a symlinked component,
-    an I/O error) report ``failed`` with their fixed code and stop the program.
+    for the whole program; a lock still held by another after ``wait`` raises
+    ``E_CLAIM_BUSY`` before any operation ran. Errors that are not statuses (a
+    symlinked component, an I/O error) report ``failed`` with their fixed code
+    and stop the program.
     """
     dirs = _Dirs(base)
     results: list[OpResult] = []
     held: TargetLock | None = None
     try:
         if lock is not None:
-            held = TargetLock(dirs.get(lock, create=True))
+            held = TargetLock(dirs.get(lock, create=True), wait, name=lock)
             held.acquire()
         stopped = False
         for op in ops:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 
 _REQUEST_TYPES: dict[str, tuple[type, ...]] = {
@@ -46,9 +47,11 @@ def decode_request(data: bytes) -> Request:
     if not data.strip():
         raise CairnError(ErrorCode.RECORD_EMPTY, f"{where}: empty")
     try:
-        obj = json.loads(data.decode("utf-8"))
+        obj = boundedjson.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: not UTF-8") from None
+    except boundedjson.TooDeep as exc:
+        raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
         body = data.strip()
         truncated = exc.pos >= len(body) or exc.msg.startswith("Unterminated string")

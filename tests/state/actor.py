@@ -6,10 +6,15 @@ line per event on stdout so the parent can check invariants.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from cairn.protocol.claims import Authority
 from cairn.protocol.errors import CairnError
@@ -19,6 +24,39 @@ from cairn.state.claims import ClaimStore
 from cairn.state.fsdir import PinnedDir
 
 CLAIMS = ".cairn/state/journal/claims"
+
+
+@contextlib.contextmanager
+def spawned(mode: str, root: object, scope: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """(Parent side) run this actor as a child with text pipes; however the test ends, a
+    stopped child is continued and killed, so no stopped process outlives the test."""
+    from tests.conftest import PYTHON, REPO, child_env
+
+    proc = subprocess.Popen([PYTHON, "-m", "tests.state.actor", mode, str(root), scope, *args], cwd=REPO,
+                            env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdin is not None and proc.stdout is not None  # both are pipes
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.communicate()
+
+
+def say(proc: subprocess.Popen[str], text: str) -> None:
+    """(Parent side) write lines to the child."""
+    assert proc.stdin is not None
+    proc.stdin.write(text)
+    proc.stdin.flush()
+
+
+def heard(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    """(Parent side) the child's next event."""
+    assert proc.stdout is not None
+    event: dict[str, Any] = json.loads(proc.stdout.readline())
+    return event
 
 
 def out(**kw: object) -> None:
@@ -62,6 +100,38 @@ def hold_and_write(root: str, scope: str, ttl: float) -> None:
         out(event="settled", kind=str(o.kind))
     except CairnError as exc:
         out(event="settle-refused", code=str(exc.code))
+
+
+def stall_in_lock(root: str, scope: str, ttl: float) -> None:
+    """Elect, then stall *inside* a guarded program, holding the scope's target lock.
+
+    The program's ownership proof has passed; the write's bytes are produced
+    only after the parent writes a line ("go [OFFSET]": OFFSET seconds passed
+    meanwhile on this process's view of the target clock). A second line lets
+    it complete the generation (:meth:`ClaimStore.finish`). Reports what the
+    write and the completion did.
+    """
+    store = ClaimStore(PinnedDir.open_root(root), CLAIMS)
+    c = store.elect(scope, purpose="stalled-writer", ttl=ttl, authority=Authority(workspace=root))
+
+    def late_bytes(now: float | None) -> bytes:
+        out(event="locked", generation=c.generation, deadline=c.deadline)
+        words = sys.stdin.readline().split()
+        if len(words) > 1:
+            store.clock_offset = float(words[1])
+        return f"from {c.generation}".encode()
+
+    try:
+        res = store.guarded(c, [P.EnsureDir("public"), P.Link("public/result", late_bytes)])
+        out(event="wrote" if res.ok else "not-written", generation=c.generation)
+    except CairnError as exc:
+        out(event="rejected", generation=c.generation, code=str(exc.code))
+    assert sys.stdin.readline()
+    try:
+        o = store.finish(c)
+        out(event="finished", kind=str(o.kind) if o else None, mine=o is not None and o.nonce == c.record.nonce)
+    except CairnError as exc:
+        out(event="finish-refused", code=str(exc.code))
 
 
 def settle_race(root: str, scope: str, role: str, start_at: float) -> None:
@@ -135,6 +205,8 @@ if __name__ == "__main__":
         elect_loop(root, scope, int(rest[0]), float(rest[1]))
     elif mode == "hold":
         hold_and_write(root, scope, float(rest[0]))
+    elif mode == "stall":
+        stall_in_lock(root, scope, float(rest[0]))
     elif mode == "race":
         settle_race(root, scope, rest[0], float(rest[1]))
     elif mode == "sweep-setup":

@@ -25,18 +25,19 @@ Contract shared by all importers:
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import re
 import stat
 from collections.abc import Callable
 
+import attrs
+from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session
 
 from . import aider, claude_code, claude_export, codex, gptel_md, gptel_org, specstory
-from ._common import malformed
+from ._common import drop_deep_lines, malformed
 
 FORMATS: tuple[str, ...] = ("claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md")
 
@@ -54,6 +55,8 @@ PARSERS: dict[str, Callable[..., list[Session]]] = {
     "gptel-org": gptel_org.parse,
     "gptel-md": gptel_md.parse,
 }
+
+JSONL_FORMATS = frozenset({"claude-code", "codex"})  # one JSON record per line
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CLAUDE_TYPES = frozenset({"summary", "file-history-snapshot", "user", "assistant", "system"})
@@ -98,7 +101,7 @@ def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None) -> str:
 
 def _judge_json_line(line: str) -> str | None:
     try:
-        obj = json.loads(line)
+        obj = boundedjson.loads(line)
     except ValueError:
         return None
     if not isinstance(obj, dict):
@@ -187,9 +190,19 @@ def _decode(data: bytes) -> str:
         raise malformed(data.count(b"\n", 0, exc.start) + 1, "not UTF-8 text") from None
 
 
-def load(path: pathlib.Path, fmt: str = "auto") -> list[Session]:
+@attrs.frozen
+class Loaded:
+    """Sessions of one file, and the lines left out of it (``E_IMPORT_MALFORMED`` errors naming a line)."""
+
+    sessions: list[Session]
+    skipped: tuple[CairnError, ...] = ()
+
+
+def load_report(path: pathlib.Path, fmt: str = "auto") -> Loaded:
     """Read ``path`` (at most 64 MiB), detect its format unless given, and parse it.
 
+    A JSONL line nesting deeper than the JSON depth bound is left out and
+    reported in :attr:`Loaded.skipped`; the rest of the file is imported.
     Raises ``CairnError`` with ``IMPORT_UNREADABLE``, ``IMPORT_TOO_LARGE``,
     ``IMPORT_UNKNOWN_FORMAT`` or ``IMPORT_MALFORMED`` (with ``line=N``).
     """
@@ -199,7 +212,16 @@ def load(path: pathlib.Path, fmt: str = "auto") -> list[Session]:
     data = _read(path)
     if fmt == "auto":
         fmt = _sniff(path, data[:HEAD_BYTES], _local_variables(data[-MAX_TAIL_BYTES:]))
-    return PARSERS[fmt](_decode(data), source_name=path.name)
+    text = _decode(data)
+    skipped: tuple[CairnError, ...] = ()
+    if fmt in JSONL_FORMATS:
+        text, skipped = drop_deep_lines(text)
+    return Loaded(PARSERS[fmt](text, source_name=path.name), skipped)
 
 
-__all__ = ["FORMATS", "MAX_BYTES", "PARSERS", "detect", "load"]
+def load(path: pathlib.Path, fmt: str = "auto") -> list[Session]:
+    """The sessions of :func:`load_report` (lines it left out are not reported)."""
+    return load_report(path, fmt).sessions
+
+
+__all__ = ["FORMATS", "MAX_BYTES", "PARSERS", "Loaded", "detect", "load", "load_report"]

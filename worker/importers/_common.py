@@ -9,11 +9,11 @@ Errors carry line numbers and counts only, never transcript text.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session, Turn
 
@@ -60,7 +60,10 @@ def iter_jsonl(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
     A line that is not JSON, or not a JSON object, is malformed, except an
     unterminated last line that does not parse: that is a write still in
-    progress and is ignored, so importing a live file never fails.
+    progress and is ignored, so importing a live file never fails. A line
+    nesting deeper than :data:`boundedjson.MAX_DEPTH` is not JSON here
+    (``load`` drops such lines beforehand and reports them; see
+    :func:`drop_deep_lines`).
     """
     lines = text.split("\n")
     terminated = text.endswith("\n")
@@ -70,14 +73,35 @@ def iter_jsonl(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
             continue
         number = index + 1
         try:
-            obj = json.loads(raw)
-        except ValueError:
+            obj = boundedjson.loads(raw)
+        except ValueError as exc:
             if index == last and not terminated:
                 return
-            raise malformed(number, "not a JSON value") from None
+            raise malformed(number, str(exc) if isinstance(exc, boundedjson.TooDeep) else "not a JSON value") from None
         if not isinstance(obj, dict):
             raise malformed(number, "record is not a JSON object")
         yield number, obj
+
+
+def drop_deep_lines(text: str) -> tuple[str, tuple[CairnError, ...]]:
+    """``text`` with each complete line nesting deeper than the bound blanked, and one error per line.
+
+    Such a line cannot be a transcript record, and refusing the whole file for
+    it would let one corrupt line hide every other turn: it is reported
+    (``E_IMPORT_MALFORMED`` with its line number, never its content) and the
+    rest of the file is read. Blanking keeps every other line's number. An
+    unterminated last line is left alone (a write in progress).
+    """
+    if text.count("[") + text.count("{") <= boundedjson.MAX_DEPTH:  # too few brackets for any line to be deep
+        return text, ()
+    lines = text.split("\n")
+    complete = len(lines) if text.endswith("\n") else len(lines) - 1
+    issues: list[CairnError] = []
+    for index in range(complete):
+        if boundedjson.too_deep(lines[index]):
+            lines[index] = ""
+            issues.append(malformed(index + 1, f"nesting deeper than {boundedjson.MAX_DEPTH} levels; line skipped"))
+    return ("\n".join(lines), tuple(issues)) if issues else (text, ())
 
 
 class TurnBuilder:

@@ -16,10 +16,10 @@ local and carry no zone, so ``completed_at`` is left unset.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from cairn.protocol import boundedjson
 from cairn.protocol.transcript import Session
 
 from . import _claude
@@ -36,8 +36,8 @@ def _content(body: str) -> str | list[dict[str, Any]]:
     stripped = body.strip()
     if stripped.startswith("[") and stripped.endswith("]"):
         try:
-            value = json.loads(stripped)
-        except ValueError:
+            value = boundedjson.loads(stripped)
+        except ValueError:  # not JSON, or nesting past the bound: the body is text
             return body
         if _claude.is_blocks(value):
             return value

@@ -83,7 +83,8 @@ def capture_session(j: Journal, session: Session, *, source: str, policy: ModelP
     except BaseException:
         _settle_quietly(j, claim)
         raise
-    j.claims.settle(claim, OutcomeKind.COMPLETED, payload={"captured": result["captured"]})
+    # the turns are captured (each batch fenced on its own): a late completion does not undo them
+    j.claims.finish(claim, payload={"captured": result["captured"]})
     return result
 
 
@@ -177,7 +178,7 @@ def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before:
     except BaseException:
         _settle_quietly(j, claim)
         raise
-    j.claims.settle(claim, OutcomeKind.COMPLETED, payload={"sealed": sealed_now or ""})
+    j.claims.finish(claim, payload={"sealed": sealed_now or ""})  # a landed seal stands, late or not
     return sealed_now
 
 
@@ -214,20 +215,24 @@ def job_capture(req: WorkerRequest) -> dict[str, Any]:
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
     from pathlib import Path
 
-    from cairn.worker.importers import load
+    from cairn.worker.importers import load_report
 
     files = sessions = captured = skipped = 0
     session_ids: list[str] = []
+    malformed: list[dict[str, Any]] = []  # lines left out: file name, line number, code (never content)
     for p in paths:
-        loaded = load(Path(p), fmt)
+        loaded = load_report(Path(p), fmt)
         files += 1
-        for s in loaded:
+        malformed += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code), "message": e.message}
+                      for e in loaded.skipped]
+        for s in loaded.sessions:
             r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy)
             sessions += 1
             captured += r["captured"]
             skipped += r["skipped"]
             session_ids.append(s.session_id)
-    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "session_ids": session_ids}
+    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "session_ids": session_ids,
+            "malformed": malformed}
 
 
 def job_import(req: WorkerRequest) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
         raise
     result = {"pairs": pairs + mw_pairs, "groups": groups, "evidence": evidence_groups, "temps": temps,
               "expired": expired}
-    j.claims.settle(claim, OutcomeKind.COMPLETED, payload={k: int(v) for k, v in result.items()})
+    j.claims.finish(claim, payload={k: int(v) for k, v in result.items()})  # removals done stand, late or not
     return result, more
 
 

@@ -15,7 +15,10 @@
    a file whose after-state is its before-state is a freshness guard, only
    verified, never rewritten), and settles the target claim;
 5. records the private decision (the authority), then retires the marker,
-   then publishes the public decision record.
+   then publishes the public decision record. If the workspace claim was
+   lost after step 4 (a late process: its deadline passed or a recovery took
+   it over), the files are written all the same: accept reports them
+   written and records the decision as recovery does, never a lost claim.
 
 **Recovery** inspects only intents whose marker exists (plus intents this
 process has not read before — all of them, for a fresh process, but reading
@@ -324,13 +327,28 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
     try:
         plan = make_plan(rels, base)
         write = _execute_write(ms, p, wclaim, action, plan, target, base, tclaims, tclaim)
-        dec = _record_decision(ms, wclaim, p, "accept" if action == "apply" else "undo", state, write)
+        try:
+            dec: PrivateDecision | None = _record_decision(ms, wclaim, p, "accept" if action == "apply" else "undo",
+                                                           state, write)
+        except CairnError as exc:
+            if exc.code not in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
+                raise
+            dec = None  # the files ARE written (step 4 settled with them): report that, see below
     except BaseException:
         _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         raise
     finally:
         tclaims.close()
+    if dec is None:
+        # late: the workspace claim was lost after the write landed (deadline passed, or a
+        # recovery took it over). The write is marked, exactly as after a crash: recovery
+        # records its decision (now, unless another recovery is at it) and retires the marker
+        try:
+            recover(ms)
+        except CairnError:
+            pass  # still marked: the next recovery (every decision job starts with one) records it
+        return [path for path, *_ in plan]
     _retire_marker(base, write)
     _publish_decision(ms, dec)
     return [path for path, *_ in plan]

@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 import trio
+from cairn.protocol import boundedjson
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.redact import redact_obj
@@ -145,8 +146,8 @@ async def post_chat(payload: bytes, policy: ModelPolicy, *, api_key: str | None,
 def reply_content(raw: bytes) -> str:
     """The message content of a terminal chat-completions response body."""
     try:
-        reply = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        reply = boundedjson.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):  # ValueError: not JSON, or nesting past the bound
         raise invalid("the endpoint's response is not JSON") from None
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -167,8 +168,8 @@ def reply_content(raw: bytes) -> str:
 def json_object(content: str, *, key: str) -> Any:
     """The value of the single key of the JSON object ``content`` (``{"<key>": [...]}`` exactly)."""
     try:
-        doc = json.loads(content)
-    except (json.JSONDecodeError, RecursionError):
+        doc = boundedjson.loads(content)
+    except ValueError:  # not JSON, or nesting past the bound
         raise invalid("the model's answer is not JSON") from None
     if not isinstance(doc, dict) or set(doc) != {key} or not isinstance(doc[key], list):
         raise invalid(f'the model\'s answer must be exactly {{"{key}": [...]}}')
