@@ -41,6 +41,10 @@ Handler = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]
 
 
+def no_setup(p: argparse.ArgumentParser) -> None:
+    """The setup of a command that takes only the common ``-w/--workspace``."""
+
+
 class Command(NamedTuple):
     """One row of the command table: its help line, its argparse setup, its handler."""
 
