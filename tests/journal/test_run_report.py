@@ -26,7 +26,8 @@ def test_an_unreachable_endpoint_is_reported_with_its_code_and_the_next_attempt(
     (workspace / ".cairn").mkdir()
     (workspace / ".cairn/config.toml").write_text(
         f'provider = "openai"\nmodel = "m"\nendpoint = "{_refused_endpoint()}"\n')
-    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}  # the user's config (and trust list) of this test only
+    cairn(workspace, "trust", env=env)  # a workspace file may name an endpoint only in a trusted workspace
     r = cairn(workspace, "run", str(DEMO), env=env, check=False)
     assert r.returncode == 1, r.stderr
     (line,) = [x for x in r.stdout.splitlines() if x.startswith("capture ")]
