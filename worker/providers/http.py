@@ -15,8 +15,9 @@ Contract (the digest provider and the remote review rely on all of it):
 * :func:`post_chat` refuses a payload over ``policy.max_payload_bytes``
   before any connection is opened (``E_PAYLOAD_TOO_LARGE``), sends the key
   only in the ``Authorization`` header, maps non-2xx statuses and transport
-  errors to ``E_PROVIDER_FAILED`` (status code, or a short transport reason
-  such as ``connection refused`` with the error class; never the body), the policy timeout over the whole exchange to
+  errors to ``E_PROVIDER_FAILED`` (the status code, or a short transport
+  reason such as ``connection refused`` and the error class; never the
+  body), the policy timeout over the whole exchange to
   ``E_PROVIDER_TIMEOUT``, and caps the reply at :data:`MAX_REPLY_BYTES`.
   Cancelling the surrounding trio cancel scope abandons the request at once.
 * :func:`reply_content` accepts only a terminal reply: ``finish_reason``
