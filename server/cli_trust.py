@@ -3,7 +3,8 @@
 A trusted workspace's ``.cairn/config.toml`` may set the settings that send
 data off the machine (provider, endpoint, API key variable); an untrusted
 one's are ignored (:mod:`worker.config`). The list is the user's, in
-``$XDG_CONFIG_HOME/cairn/`` (:mod:`worker.trust`).
+``$XDG_CONFIG_HOME/cairn/`` (:mod:`worker.trust`). Depends only on
+:mod:`server.cli_support`; the rows are in :mod:`server.cli_commands`.
 """
 
 from __future__ import annotations
@@ -11,20 +12,20 @@ from __future__ import annotations
 import argparse
 import os
 
-from cairn.server.cli import args, command, emit_json, workspace_path
+from cairn.server.cli_support import EXIT_OK, emit_json, workspace_path
 
 
 def _target(ns: argparse.Namespace) -> str:
     return os.path.abspath(ns.dir) if ns.dir else workspace_path(ns)
 
 
-def _trust_setup(p: argparse.ArgumentParser) -> None:
+def trust_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", metavar="DIR", help="the workspace to trust (default: -w, else .)")
     p.add_argument("--list", action="store_true", help="list the trusted workspaces instead")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _untrust_setup(p: argparse.ArgumentParser) -> None:
+def untrust_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", metavar="DIR", help="the workspace to stop trusting (default: -w, else .)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -35,11 +36,9 @@ def _report(ns: argparse.Namespace, path: str, trusted: bool, changed: bool) -> 
     else:
         state = "trusted" if trusted else "not trusted"
         print(f"{path}: {state}{'' if changed else ' (unchanged)'}")
-    return 0
+    return EXIT_OK
 
 
-@command("trust", "let this workspace's .cairn/config.toml choose the provider, endpoint and API key variable")
-@args(_trust_setup)
 def cmd_trust(ns: argparse.Namespace) -> int:
     from cairn.worker import trust
 
@@ -49,13 +48,11 @@ def cmd_trust(ns: argparse.Namespace) -> int:
             emit_json(paths)
         else:
             print("\n".join(paths) if paths else "no trusted workspaces")
-        return 0
+        return EXIT_OK
     path, changed = trust.trust(_target(ns))
     return _report(ns, path, True, changed)
 
 
-@command("untrust", "stop trusting a workspace: its file can no longer send data off this machine")
-@args(_untrust_setup)
 def cmd_untrust(ns: argparse.Namespace) -> int:
     from cairn.worker import trust
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 
 from tests.server.lsp_harness import (
     command,
@@ -60,10 +61,10 @@ async def test_bad_options_are_reported_and_defaults_kept(workspace: Path) -> No
 async def test_unknown_workspace_is_refused_with_a_code(workspace: Path, tmp_path: Path) -> None:
     client = await start_server(workspace)
     try:
-        with pytest.raises(Exception) as info:
+        with pytest.raises(JsonRpcInvalidParams) as info:
             await request(client, "cairn/status", {"workspace": str(tmp_path / "elsewhere")})
         assert "E_WORKSPACE_INVALID" in str(info.value)
-        with pytest.raises(Exception) as info:
+        with pytest.raises(JsonRpcInvalidParams) as info:
             await request(client, "cairn/cockpit", {"view": "everything"})
         assert "E_USAGE" in str(info.value)
     finally:
@@ -184,7 +185,7 @@ async def test_code_actions_on_a_memory_file_apply_a_proposal(workspace: Path) -
         client.text_document_did_change(lsp.DidChangeTextDocumentParams(
             text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
             content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=before[index] + "unsaved\n")]))
-        with pytest.raises(Exception) as info:
+        with pytest.raises(JsonRpcInvalidParams) as info:
             await command(client, "cairn.accept", accept["command"]["arguments"][0])
         assert "E_PROPOSAL_STALE" in str(info.value)
         assert index.read_text(encoding="utf-8") == before[index]

@@ -8,8 +8,12 @@
 * **Admission** elects ``digest/<capture>``; a generation that was taken over
   (``expired``) or ``failed`` counts as an attempt (a ``fail-<gen>`` marker
   written under the new claim), so a capture that kills its worker cannot
-  loop forever. After three attempts (since the last explicit retry) the
-  capture is ``exhausted`` and waits for ``retry`` or ``discard``.
+  loop forever. A failed capture is ``retry-waiting``: runnable again at the
+  next pass (there is no per-capture delay). After three attempts (since the
+  last explicit retry) the capture is ``exhausted`` and waits for ``retry``
+  or ``discard``. :func:`process` reports each failed attempt (capture, code,
+  message, attempt n of 3, exhausted) so callers can say what failed and
+  what follows.
 * **Inference** reads pinned evidence (hash-verified), runs the frozen policy's
   provider with no tools, and is cancelled at the claim's deadline. The
   settings of the request decide whether that policy may still run and
@@ -221,9 +225,19 @@ def _record_failure(j: Journal, claim: Claim, cid: str, gen: int, code: str) -> 
     j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{gen}", codec.encode(fail), optional=True)])
 
 
+def failure_report(st: CaptureState, exc: CairnError) -> dict[str, Any]:
+    """A failed attempt as callers report it: ids, code, message (never content), attempt n of N."""
+    return {"capture": st.cid, "code": str(exc.code), "message": exc.message,
+            "attempt": min(MAX_ATTEMPTS, MAX_ATTEMPTS - st.attempts_left), "of": MAX_ATTEMPTS,
+            "exhausted": st.exhausted}
+
+
 def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None = None,
-                    settings: Settings | None = None) -> str:
-    """Digest one runnable capture. Returns published | all-none | failed | exhausted | busy | recovered."""
+                    settings: Settings | None = None, failures: list[dict[str, Any]] | None = None) -> str:
+    """Digest one runnable capture. Returns published | all-none | failed | exhausted | busy | recovered.
+
+    A failed inference appends its :func:`failure_report` to ``failures``.
+    """
     if recover_capture(j, st.cid) is not None:
         return "recovered"
     evidence, seal = load_evidence(j, st.cid)
@@ -263,6 +277,8 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
             _record_failure(j, claim, st.cid, gen, str(exc.code))
             j.claims.settle(claim, OutcomeKind.FAILED, error=str(exc.code))
             again = capture_states(j, [st.cid])[0]
+            if failures is not None:
+                failures.append(failure_report(again, exc))
             return "exhausted" if again.exhausted else "failed"
         result = DigestResult(capture=st.cid, session_id=seal.session_id, title=evidence[0].title if evidence else None,
                               trigger=seal.trigger, turn_ids=tuple(e.turn_id for e in evidence), notes=out.notes,
@@ -293,8 +309,10 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
             env: dict[str, str] | None = None, settings: Settings | None = None) -> tuple[dict[str, Any], bool]:
     """Recovery, then digest work over runnable captures (oldest seal first)."""
     exhausted: list[str] = []
+    failures: list[dict[str, Any]] = []
     counts: dict[str, Any] = {
         "recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0, "exhausted": exhausted,
+        "failures": failures,
     }
     states = capture_states(j)
     # recovery first: accepted-unpublished results are published before any new inference
@@ -312,7 +330,7 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
             break
         if progress:
             progress(i, len(runnable), st.cid)
-        outcome = process_capture(j, st, env=env, settings=settings)
+        outcome = process_capture(j, st, env=env, settings=settings, failures=failures)
         done += 1
         if outcome == "exhausted":
             exhausted.append(st.cid)

@@ -16,8 +16,9 @@ Contract (the digest provider and the remote review rely on all of it):
 * :func:`post_chat` refuses a payload over ``policy.max_payload_bytes``
   before any connection is opened (``E_PAYLOAD_TOO_LARGE``), sends the key
   only in the ``Authorization`` header, maps non-2xx statuses and transport
-  errors to ``E_PROVIDER_FAILED`` (status code or error class only, never
-  the body), the policy timeout over the whole exchange to
+  errors to ``E_PROVIDER_FAILED`` (the status code, or a short transport
+  reason such as ``connection refused`` and the error class; never the
+  body), the policy timeout over the whole exchange to
   ``E_PROVIDER_TIMEOUT``, and caps the reply at :data:`MAX_REPLY_BYTES`.
   Cancelling the surrounding trio cancel scope abandons the request at once.
 * :func:`reply_content` accepts only a terminal reply: ``finish_reason``
@@ -28,7 +29,10 @@ Contract (the digest provider and the remote review rely on all of it):
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
+import ssl
 from typing import Any
 
 import httpx
@@ -140,7 +144,42 @@ async def post_chat(payload: bytes, policy: ModelPolicy, *, api_key: str | None,
             ErrorCode.PROVIDER_TIMEOUT, f"no complete reply within {policy.timeout_seconds:g} s"
         ) from None
     except httpx.HTTPError as exc:
-        raise CairnError(ErrorCode.PROVIDER_FAILED, f"the request failed ({type(exc).__name__})") from None
+        raise CairnError(ErrorCode.PROVIDER_FAILED, f"{transport_reason(exc)} ({type(exc).__name__})") from None
+
+
+_ERRNO_REASONS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.ETIMEDOUT: "connection timed out",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+}
+
+
+def transport_reason(exc: BaseException) -> str:
+    """A short, content-free reason for a transport error (``connection refused``, ...).
+
+    httpx wraps the socket error (under trio, in an exception group of the
+    connection attempts), so the causes are searched for the first known
+    ``errno``, name-resolution or TLS failure.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, socket.gaierror):
+            return "host name not resolved"
+        if isinstance(e, ssl.SSLError):
+            return "TLS handshake failed"
+        if isinstance(e, OSError) and e.errno in _ERRNO_REASONS:
+            return _ERRNO_REASONS[e.errno]
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return "could not connect" if isinstance(exc, httpx.ConnectError) else "the request failed"
 
 
 def reply_content(raw: bytes) -> str:

@@ -1,0 +1,101 @@
+"""The CLI's structure and its last line of defence: one command table, no import cycle, no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import errno
+import subprocess
+from pathlib import Path
+
+import pytest
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server import cli
+from cairn.server.cli_commands import COMMANDS
+from cairn.server.cli_support import Command, no_setup
+
+from tests.conftest import PYTHON, REPO, child_env
+
+CLI_MODULES = sorted(p.stem for p in (REPO / "server").glob("cli*.py"))
+
+
+def _cli_imports(module: str) -> set[str]:
+    """The ``cairn.server.cli*`` modules ``module`` imports anywhere (top level or inside functions)."""
+    tree = ast.parse((REPO / "server" / f"{module}.py").read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out |= {n.rsplit(".", 1)[-1] for n in names if n.startswith("cairn.server.cli")}
+    return out & set(CLI_MODULES)
+
+
+def test_the_cli_import_graph_has_no_cycle() -> None:
+    graph = {m: _cli_imports(m) for m in CLI_MODULES}
+    done: set[str] = set()
+
+    def visit(m: str, path: tuple[str, ...]) -> None:
+        assert m not in path, f"import cycle: {' -> '.join((*path, m))}"
+        if m in done:
+            return
+        for dep in graph[m]:
+            visit(dep, (*path, m))
+        done.add(m)
+
+    for m in CLI_MODULES:
+        visit(m, ())
+    assert graph["cli"] == {"cli_commands", "cli_support"}
+
+
+@pytest.mark.parametrize("module", CLI_MODULES)
+def test_each_cli_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
+    r = subprocess.run([PYTHON, "-c", f"import cairn.server.{module}"], cwd=REPO, env=child_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_every_command_is_one_row_of_the_table() -> None:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == list(COMMANDS)
+    for name, cmd in COMMANDS.items():
+        assert sub.choices[name].get_default("func") is cmd.handler
+
+
+def _raising(exc: BaseException) -> Command:
+    def handler(ns: argparse.Namespace) -> int:
+        raise exc
+
+    return Command("raises", no_setup, handler)
+
+
+def test_an_unexpected_exception_is_one_line_with_a_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("CAIRN_DEBUG", raising=False)
+    monkeypatch.setitem(COMMANDS, "doctor", _raising(KeyError("body of a memory topic")))
+    assert cli.main(["doctor", "-w", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cairn: E_INTERNAL: unexpected KeyError in `cairn doctor`")
+    assert "Traceback" not in err and "body of a memory topic" not in err
+
+    monkeypatch.setenv("CAIRN_DEBUG", "1")
+    assert cli.main(["doctor", "-w", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.rstrip().endswith("(set CAIRN_DEBUG=1 for the traceback)")
+
+
+@pytest.mark.parametrize(("exc", "line"), [
+    (CairnError(ErrorCode.NOT_FOUND, "no capture c1"), "cairn: E_NOT_FOUND: no capture c1\n"),
+    (OSError(errno.ENOSPC, "No space left on device", "/ws/.cairn"),
+     "cairn: E_NO_SPACE: No space left on device (/ws/.cairn)\n"),
+    (PermissionError(errno.EACCES, "Permission denied"), "cairn: E_IO_FAILED: Permission denied\n"),
+])
+def test_fixed_errors_exit_2_with_their_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str], exc: Exception, line: str) -> None:
+    monkeypatch.setitem(COMMANDS, "doctor", _raising(exc))
+    assert cli.main(["doctor", "-w", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == line
