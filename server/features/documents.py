@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -23,12 +24,31 @@ if TYPE_CHECKING:
     from cairn.server.lsp_service import CairnService
 
 
+#: a memory document larger than this is not read here (the index holds 200 lines; topics are notes)
+READ_LIMIT = 4 << 20
+
+
 def _read_text(path: str) -> str | None:
+    """The file's text, or None when it is not a readable regular UTF-8 file of bounded size.
+
+    Opened without blocking and checked to be regular after opening, so a FIFO
+    or device put where a memory file belongs never holds a server thread.
+    """
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > READ_LIMIT:
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(READ_LIMIT + 1).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
 
 
 class Documents:

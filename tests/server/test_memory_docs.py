@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from cairn.protocol.lsp import Settings
 from cairn.server import memory_docs as md
 
@@ -45,3 +48,15 @@ def test_three_actions_per_proposal_nearest_first() -> None:
     assert len(actions) == 6
     assert [a["command"]["command"] for a in actions[:3]] == ["cairn.accept", "cairn.reject", "cairn.showProposal"]
     assert actions[0]["command"]["arguments"] == [{"workspace": WS, "ids": ["p2"], "id": "p2"}]
+
+
+def test_a_fifo_at_a_memory_document_is_not_read_and_never_blocks(tmp_path: Path) -> None:
+    from cairn.server.features.documents import _read_text
+
+    fifo = tmp_path / "MEMORY.md"
+    os.mkfifo(fifo)  # no writer: a blocking open would wait forever
+    assert _read_text(str(fifo)) is None
+    (tmp_path / "topic.md").write_text("---\nname: x\n---\nbody\n")
+    assert _read_text(str(tmp_path / "topic.md")) == "---\nname: x\n---\nbody\n"
+    (tmp_path / "dir.md").mkdir()
+    assert _read_text(str(tmp_path / "dir.md")) is None
