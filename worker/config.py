@@ -91,7 +91,8 @@ def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[str]]:
         return {}, []
     try:
         return tomllib.loads(raw.decode("utf-8")), []
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        # RecursionError: arrays nested thousands deep fit in 64 KiB and exhaust the parser's stack
         return {}, [f"E_CONFIG_INVALID: {label} unreadable ({type(exc).__name__}); defaults kept"]
 
 

@@ -182,3 +182,9 @@ def test_the_user_config_may_be_a_link_but_must_be_a_small_regular_file(
     os.mkfifo(d / "config.toml")
     warnings = _load_in_child(workspace)
     assert _codes(warnings) == ["E_CONFIG_INVALID"] and "config.toml (user) is not a regular file" in warnings[0]
+
+
+def test_a_config_nested_past_the_parsers_stack_is_invalid_not_a_crash(workspace: Path) -> None:
+    _ws_file(workspace, "a = " + "[" * 20000 + "]" * 20000 + "\n")
+    s, warnings = config.load(str(workspace))
+    assert s == config.Settings() and _codes(warnings) == ["E_CONFIG_INVALID"]
