@@ -6,6 +6,7 @@ import io
 import json
 import logging
 
+import pytest
 from cairn.protocol import codec
 from cairn.protocol.digest import Note
 from cairn.protocol.journal import PublicDigest
@@ -77,7 +78,8 @@ def test_log_records_are_redacted() -> None:
     assert GH not in stream.getvalue() and "[REDACTED:" in stream.getvalue()
 
 
-def test_worker_failure_messages_are_redacted() -> None:
+def test_worker_failure_messages_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_WORKER_NICE", "0")  # in-process: the test runner must keep its priority
     stdin = io.BytesIO(codec.encode(WorkerRequest(job="status", workspace="/nonexistent", args={}, deadline=0.0,
                                                   job_id="j1", config={})))
     stdout = io.BytesIO()
