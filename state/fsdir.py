@@ -228,8 +228,11 @@ class PinnedDir:
                 view = view[n:]
             crash.point("fsync-temp")
             os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            self._unlink_quiet(tmp)  # a failed write (no space) leaves no temp behind
+            raise
+        os.close(fd)
         return tmp
 
     def _unlink_quiet(self, name: str) -> None:
@@ -249,8 +252,11 @@ class PinnedDir:
         except FileExistsError:
             won = False
         finally:
-            crash.point("unlink-temp")
-            self._unlink_quiet(tmp)
+            try:
+                crash.point("unlink-temp")
+                self._unlink_quiet(tmp)
+            except OSError:
+                pass  # the link decided the outcome; a temp left behind is collected later
         if won:
             crash.point("fsync-dir")
             os.fsync(self.fd)

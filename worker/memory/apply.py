@@ -226,9 +226,9 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
     intent = WriteIntent(id=write, proposal=p.id, action=action, files=tuple(edits), marker=f"{MARKERS}/{write}",
                          created=wclaim.record.created)
     intent_bytes = codec.encode(intent)
-    ms.mclaims.guarded(wclaim, [*put_ops, P.EnsureDir(INTENTS), P.Link(f"{INTENTS}/{write}", intent_bytes)])
+    ms.mclaims.guarded_all(wclaim, [*put_ops, P.EnsureDir(INTENTS), P.Link(f"{INTENTS}/{write}", intent_bytes)])
     marker = codec.encode(WriteMarker(write=write, intent=sha(intent_bytes)))
-    tclaims.guarded(tclaim, [P.EnsureDir(MARKERS), P.Link(f"{MARKERS}/{write}", marker)])
+    tclaims.guarded_all(tclaim, [P.EnsureDir(MARKERS), P.Link(f"{MARKERS}/{write}", marker)])
     ops: list[P.Op] = []
     for e, (_path, rel, _b, _a) in zip(edits, plan, strict=True):
         ops.append(P.Verify(rel, absent=True) if e.before is None else P.Verify(rel, sha256=e.before))
@@ -242,15 +242,27 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
             if d:
                 ops.append(P.EnsureDir(d))
             ops.append(P.Write(rel, after, mode=0o644))
+    verifies = len(edits)
     try:
         tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": write}, extra_ops=ops)
     except CairnError as exc:
-        # nothing was written (the program stops at the first failed verify): retire the marker
-        _retire_marker(base, write)
-        if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
-            raise
-        raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {p.id}: a target file changed during application; "
-                         "nothing was written") from None
+        effect = exc.detail.get("effect")
+        if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED) or (
+                isinstance(effect, int) and effect < verifies):
+            # nothing was written (the program stops at the first verify that does not hold): retire the marker
+            _retire_marker(base, write)
+            if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
+                raise
+            if exc.detail.get("status") != str(OpStatus.FAILED):
+                raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {p.id}: a target file changed during "
+                                 "application; nothing was written") from None
+            raise CairnError(exc.code, f"proposal {p.id}: {exc.message}; nothing was written") from None
+        # a write (or the outcome) failed: no space, an I/O error. Files written before it are put back
+        # exactly, now, so the proposal stays pending and the next attempt finds the target free.
+        _settle_quiet(tclaims, tclaim, OutcomeKind.FAILED, exc.code)
+        kind = _reconcile(ms, p, intent, base, tclaims, roll_back=True)
+        undone = "nothing was written" if kind in ("untouched", "partial") else "a marked write is left for recovery"
+        raise CairnError(exc.code, f"proposal {p.id}: {exc.message}; {undone}") from None
     return write
 
 
@@ -268,8 +280,12 @@ def _with_claims(
     try:
         tclaim = tclaims.elect("target", purpose=f"{purpose}:{p.id}", ttl=CLAIM_TTL,
                                authority=attrs.evolve(ms.mauthority, target=target.base))
-    except CairnError:
-        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CLAIM_BUSY)
+    except CairnError as exc:
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, exc.code)
+        tclaims.close()
+        raise
+    except BaseException:
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         tclaims.close()
         raise
     return target, rels, wclaim, base, tclaims, tclaim
@@ -287,9 +303,7 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
     if history and history[-1].state is ProposalState.REJECTED:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was rejected; it cannot be applied")
     if p.kind is ProposalKind.DISPOSITION:
-        wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="accept", ttl=CLAIM_TTL, authority=ms.mauthority)
-        dec = _record_decision(ms, wclaim, p, "accept", ProposalState.APPLIED, None)
-        _publish_decision(ms, dec)
+        _decide_only(ms, p, "accept", ProposalState.APPLIED)
         return {"id": pid, "state": "applied", "changed": True, "written": []}
 
     def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
@@ -334,6 +348,10 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
             if exc.code not in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
                 raise
             dec = None  # the files ARE written (step 4 settled with them): report that, see below
+    except CairnError as exc:  # settled as failed, so the next attempt never waits for a deadline
+        _settle_quiet(tclaims, tclaim, OutcomeKind.FAILED, exc.code)
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.FAILED, exc.code)
+        raise
     except BaseException:
         _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
@@ -361,14 +379,22 @@ def reject(ms: MemoryStore, pid: str) -> dict[str, Any]:
         return {"id": pid, "state": "rejected", "changed": False}
     if history and history[-1].state is ProposalState.APPLIED:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is applied; undo it instead of rejecting it")
-    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="reject", ttl=CLAIM_TTL, authority=ms.mauthority)
+    _decide_only(ms, p, "reject", ProposalState.REJECTED)
+    return {"id": pid, "state": "rejected", "changed": True}
+
+
+def _decide_only(ms: MemoryStore, p: Proposal, action: str, state: ProposalState) -> None:
+    """A decision that writes no file (a rejection, a disposition): recorded privately, then published."""
+    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose=action, ttl=CLAIM_TTL, authority=ms.mauthority)
     try:
-        dec = _record_decision(ms, wclaim, p, "reject", ProposalState.REJECTED, None)
+        dec = _record_decision(ms, wclaim, p, action, state, None)
+    except CairnError as exc:  # settled as failed (no space …): the next attempt never waits for a deadline
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.FAILED, exc.code)
+        raise
     except BaseException:
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         raise
     _publish_decision(ms, dec)
-    return {"id": pid, "state": "rejected", "changed": True}
 
 
 def load_intent(ms: MemoryStore, write: str) -> WriteIntent:
@@ -388,9 +414,7 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is {state}; only an applied proposal can be undone")
     applied = history[-1]
     if applied.write is None:  # a disposition: nothing was written
-        wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="undo", ttl=CLAIM_TTL, authority=ms.mauthority)
-        dec = _record_decision(ms, wclaim, p, "undo", ProposalState.UNDONE, None)
-        _publish_decision(ms, dec)
+        _decide_only(ms, p, "undo", ProposalState.UNDONE)
         return {"id": pid, "state": "undone", "changed": True, "written": []}
     intent = load_intent(ms, applied.write)
     index_paths = {e.index for e in p.index}
@@ -461,7 +485,14 @@ def recover(ms: MemoryStore) -> dict[str, int]:
     return counts
 
 
-def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDir, tclaims: ClaimStore) -> str:
+def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDir, tclaims: ClaimStore, *,
+               roll_back: bool = False) -> str:
+    """Classify one marked write and settle it (see the module docstring).
+
+    ``roll_back``: the writer itself failed mid-write and reports the failure,
+    so even a complete write is put back to its before-state (its decision
+    was never recorded; it must not appear applied behind an error).
+    """
     try:
         tclaim = tclaims.elect("target", purpose=f"recover:{p.id}", ttl=CLAIM_TTL, authority=ms.mauthority)
     except CairnError as exc:
@@ -479,7 +510,7 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
         if "foreign" in states:
             tclaims.settle(tclaim, OutcomeKind.CANCELLED, error=str(ErrorCode.TARGET_CHANGED))
             return "foreign"
-        if all(s in ("after", "guard") for s in states):
+        if all(s in ("after", "guard") for s in states) and not roll_back:
             tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"})
             if not any(d.write == intent.id for d in decisions(ms, p.id)):
                 try:
