@@ -38,7 +38,6 @@ from cairn.protocol.vocab import OpStatus
 from cairn.state.fsdir import PinnedDir, split_rel
 from cairn.state.locks import DEFAULT_WAIT, LockWait, TargetLock
 
-
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 

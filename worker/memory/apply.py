@@ -39,6 +39,11 @@ since is reverted entry by entry. The original application stays as evidence.
 **Reject** is accepted privately (a decision bundle, fenced by the workspace
 claim) before its public record is published.
 
+Recovery also publishes the public record of any private decision that has
+none (a crash between the two; the record is a function of the decision, so
+republishing is idempotent) and removes temps that dead writers left beside
+memory and instruction files (users commit those folders).
+
 Size: about 490 lines, kept in one module on purpose: accept, undo and
 recovery are three readings of one write protocol (intent, marker, locked
 program, decision, marker retirement) and share its claim and freshness
@@ -207,6 +212,7 @@ def _record_decision(ms: MemoryStore, claim: Claim, p: Proposal, action: str, st
 
 
 def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
+    """Best effort: a record that could not be published (a crash, no space) is published by recovery."""
     h = sha(codec.encode(dec))
     rec = DecisionRecord(proposal=dec.proposal, action=dec.action, state=dec.state, decided=dec.decided, accepted=h)
     ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(redact_record(rec))))
@@ -456,7 +462,41 @@ _MARKER_PATHS: dict[str, str] = {}  # write id -> marker path: immutable facts r
 
 
 def recover(ms: MemoryStore) -> dict[str, int]:
-    """Reconcile marked writes of this workspace; see the module docstring."""
+    """Reconcile marked writes, publish missing decision records, collect dead writers' temps.
+
+    See the module docstring. Every decision, undo, review and run goes
+    through here first, so a crash at any point is repaired by whatever
+    runs next.
+    """
+    counts = _reconcile_marked(ms)
+    counts["published"] = publish_missing(ms)
+    counts["temps"] = ms.collect_target_temps()
+    return counts
+
+
+def unpublished(ms: MemoryStore) -> list[tuple[str, str]]:
+    """(proposal, seq) of private decisions without their public record."""
+    public = set(ms.names(DECISIONS_PUBLIC))
+    return [(pid, seq) for pid in ms.names(DECISIONS) for seq in ms.names(f"{DECISIONS}/{pid}")
+            if f"{pid}-{seq}.json" not in public]
+
+
+def publish_missing(ms: MemoryStore) -> int:
+    """Publish the record of every private decision whose publication a crash cut off (idempotent).
+
+    The record is a pure function of the private decision, so a republished
+    record is byte-identical to the one the interrupted run would have made.
+    """
+    missing = unpublished(ms)
+    for pid in sorted({pid for pid, _ in missing}):
+        seqs = {seq for p, seq in missing if p == pid}
+        for dec in decisions(ms, pid):
+            if f"{dec.seq:04d}" in seqs:
+                _publish_decision(ms, dec)
+    return len(missing)
+
+
+def _reconcile_marked(ms: MemoryStore) -> dict[str, int]:
     counts = {"complete": 0, "untouched": 0, "partial": 0, "foreign": 0, "busy": 0}
     writes = ms.names(INTENTS)
     unread = [w for w in writes if w not in _MARKER_PATHS]
