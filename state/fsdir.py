@@ -306,6 +306,26 @@ class PinnedDir:
             os.fsync(self.fd)
         return True
 
+    def remove_dir(self, name: str) -> bool | None:
+        """Remove an empty directory: True; False if absent; None if not empty (left alone).
+
+        ``rmdir`` never follows a symlink and never removes a directory with
+        anything in it, so only an empty directory can ever go.
+        """
+        check_name(name)
+        crash.point(f"rmdir {name}")
+        try:
+            os.rmdir(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return None
+            raise
+        crash.point("fsync-dir")
+        os.fsync(self.fd)
+        return True
+
     def sync(self) -> None:
         os.fsync(self.fd)
 

@@ -17,7 +17,7 @@ Operations (paths are '/'-separated, relative to the base, validated):
 ``create``      exclusive creation of an empty marker file
 ``write``       durable replace: temp + fsync + rename + fsync dir
 ``link``        exclusive durable publish: temp + fsync + link + fsync dir
-``remove``      unlink (optionally only if the bytes hash to an expected value)
+``remove``      unlink (optionally only if the bytes hash to an expected value); rmdir of an empty directory
 ``list``        names in a directory (temps and dot-files excluded)
 ``clock``       the storage's own clock read in a directory
 ``ensure-dir``  create a directory chain (0700) if missing
@@ -155,6 +155,15 @@ class Remove:
 
 
 @attrs.frozen
+class RemoveDir:
+    """Remove an empty directory (``absent`` if missing, ``conflict`` if anything is in it)."""
+
+    path: str
+    optional: bool = False
+    op: str = "remove"
+
+
+@attrs.frozen
 class ListDir:
     path: str
     optional: bool = False
@@ -176,7 +185,8 @@ class EnsureDir:
     op: str = "ensure-dir"
 
 
-Op = Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | ListDir | Clock | EnsureDir
+Op = (Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | RemoveDir | ListDir
+      | Clock | EnsureDir)
 
 
 @attrs.frozen
@@ -340,6 +350,10 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
             if sha256(data) != op.sha256:
                 return OpResult(op.op, OpStatus.MISMATCH)
         return OpResult(op.op, OpStatus.OK if pd.remove(name, sync=op.sync) else OpStatus.ABSENT)
+    if isinstance(op, RemoveDir):
+        d, name = _dirname(op.path)
+        gone = dirs.get(d).remove_dir(name)
+        return OpResult(op.op, OpStatus.OK if gone else OpStatus.ABSENT if gone is False else OpStatus.CONFLICT)
     if isinstance(op, ListDir):
         try:
             pd = dirs.get(op.path)

@@ -218,10 +218,40 @@ def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
     ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(redact_record(rec))))
 
 
+def _missing_dirs(base: PinnedDir, plan: list[tuple[str, str, bytes | None, bytes | None]]) -> tuple[str, ...]:
+    """Directories (outermost first) a plan's written files need that do not exist yet."""
+    out: list[str] = []
+    for _path, rel, _b, after in plan:
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d in out:
+                continue
+            try:
+                base.descend(d).close()
+            except CairnError as exc:
+                if exc.code is not ErrorCode.NOT_FOUND:
+                    raise
+                if after is not None:
+                    out.append(d)
+    return tuple(out)
+
+
+def _remove_dirs_ops(dirs: tuple[str, ...]) -> list[P.Op]:
+    """Remove directories innermost first, each only if empty (anything a person put there keeps it)."""
+    return [P.RemoveDir(d, optional=True) for d in sorted(dirs, key=lambda d: -d.count("/"))]
+
+
 def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
                    plan: list[tuple[str, str, bytes | None, bytes | None]], target: Target,
-                   base: PinnedDir, tclaims: ClaimStore, tclaim: Claim) -> str:
-    """Intent → marker → guarded write+settle. ``plan``: (proposal path, base rel, before, after)."""
+                   base: PinnedDir, tclaims: ClaimStore, tclaim: Claim, dirs: tuple[str, ...] | None) -> str:
+    """Intent → marker → guarded write+settle. ``plan``: (proposal path, base rel, before, after).
+
+    ``dirs``: for an undo, the directories its application created (removed
+    when empty); ``None`` for an application, which records the ones it creates.
+    """
+    undo_dirs = dirs is not None
+    dirs = dirs if dirs is not None else _missing_dirs(base, plan)
     write = f"w{secrets.token_hex(8)}"
     edits: list[FileEdit] = []
     put_ops: list[P.Op] = []
@@ -230,7 +260,7 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
         edits.append(edit)
         put_ops += bundle_ops
     intent = WriteIntent(id=write, proposal=p.id, action=action, files=tuple(edits), marker=f"{MARKERS}/{write}",
-                         created=wclaim.record.created)
+                         created=wclaim.record.created, dirs=dirs)
     intent_bytes = codec.encode(intent)
     ms.mclaims.guarded_all(wclaim, [*put_ops, P.EnsureDir(INTENTS), P.Link(f"{INTENTS}/{write}", intent_bytes)])
     marker = codec.encode(WriteMarker(write=write, intent=sha(intent_bytes)))
@@ -248,6 +278,8 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
             if d:
                 ops.append(P.EnsureDir(d))
             ops.append(P.Write(rel, after, mode=0o644))
+    if undo_dirs:
+        ops += _remove_dirs_ops(dirs)
     verifies = len(edits)
     try:
         tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": write}, extra_ops=ops)
@@ -337,7 +369,7 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
 
 
 def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, state: ProposalState,
-                   make_plan: Any) -> list[str]:
+                   make_plan: Any, dirs: tuple[str, ...] | None = None) -> list[str]:
     """Both claims, the plan (made under them), intent → marker → write, decision, marker retirement.
 
     Any failure before the decision settles both claims as cancelled; a crash
@@ -346,7 +378,7 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
     target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, purpose)
     try:
         plan = make_plan(rels, base)
-        write = _execute_write(ms, p, wclaim, action, plan, target, base, tclaims, tclaim)
+        write = _execute_write(ms, p, wclaim, action, plan, target, base, tclaims, tclaim, dirs)
         try:
             dec: PrivateDecision | None = _record_decision(ms, wclaim, p, "accept" if action == "apply" else "undo",
                                                            state, write)
@@ -434,8 +466,8 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
             now = current[f.path]
             if path in index_paths:
                 original = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
-                if original is not None and now is not None and sha(now) == f.after:
-                    out.append((path, f.path, now, original))  # untouched since: the exact original bytes
+                if now is not None and sha(now) == f.after:
+                    out.append((path, f.path, now, original))  # untouched since: the exact original (or absence)
                     continue
                 edits = [(e.file, e.after, e.before) for e in p.index if e.index == path]
                 try:
@@ -452,7 +484,7 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
             out.append((path, f.path, now, before))
         return out
 
-    written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan)
+    written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan, dirs=intent.dirs)
     return {"id": pid, "state": "undone", "changed": True, "written": written}
 
 
@@ -551,7 +583,8 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
             tclaims.settle(tclaim, OutcomeKind.CANCELLED, error=str(ErrorCode.TARGET_CHANGED))
             return "foreign"
         if all(s in ("after", "guard") for s in states) and not roll_back:
-            tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"})
+            tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"},
+                           extra_ops=_remove_dirs_ops(intent.dirs) if intent.action == "undo" else [])
             if not any(d.write == intent.id for d in decisions(ms, p.id)):
                 try:
                     wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="recover", ttl=CLAIM_TTL,
@@ -577,6 +610,8 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
                 ops.append(P.Verify(f.path, absent=True) if f.after is None else P.Verify(f.path, sha256=f.after))
                 before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
                 ops.append(P.Remove(f.path) if before is None else P.Write(f.path, before, mode=0o644))
+        if intent.action == "apply":  # back to before: what the application created goes again, once empty
+            ops += _remove_dirs_ops(intent.dirs)
         tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": kind}, extra_ops=ops)
         _retire_marker(base, intent.id)
         return kind
