@@ -352,7 +352,13 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
         return OpResult(op.op, OpStatus.OK if pd.remove(name, sync=op.sync) else OpStatus.ABSENT)
     if isinstance(op, RemoveDir):
         d, name = _dirname(op.path)
-        gone = dirs.get(d).remove_dir(name)
+        try:
+            parent = dirs.get(d)
+        except CairnError as exc:
+            if exc.code is ErrorCode.NOT_FOUND:
+                return OpResult(op.op, OpStatus.ABSENT)
+            raise
+        gone = parent.remove_dir(name)
         return OpResult(op.op, OpStatus.OK if gone else OpStatus.ABSENT if gone is False else OpStatus.CONFLICT)
     if isinstance(op, ListDir):
         try:

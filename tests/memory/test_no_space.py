@@ -15,7 +15,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import crash
 from cairn.state.doctor import check_workspace
@@ -73,6 +72,8 @@ def test_no_space_at_every_step_of_an_accept(template: tuple[Path, str], tmp_pat
             assert (status, code) == ("failed", "E_NO_SPACE"), (k, status, code, message)
             assert "ENOSPC" in message, (k, message)
         assert _files(ws) in (before, after), k
+        if _files(ws) == before:  # rolled back: the folders the write created are gone again too
+            assert not (ws / ".agents").exists(), k
         assert not list((ws / MEM).glob(".tmp-*")) if (ws / MEM).exists() else True, k
         retry = _accept(ws, pid)  # at once: the failed attempt left no claim busy
         assert retry[0] == "ok", (k, retry)

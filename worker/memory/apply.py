@@ -44,7 +44,7 @@ none (a crash between the two; the record is a function of the decision, so
 republishing is idempotent) and removes temps that dead writers left beside
 memory and instruction files (users commit those folders).
 
-Size: about 490 lines, kept in one module on purpose: accept, undo and
+Size: about 600 lines, kept in one module on purpose: accept, undo and
 recovery are three readings of one write protocol (intent, marker, locked
 program, decision, marker retirement) and share its claim and freshness
 helpers; split apart, each would have to restate the order in which they
