@@ -103,6 +103,9 @@ class WriteIntent:
     files: tuple[FileEdit, ...]  # exact before/after per file (index files included, whole-file)
     marker: str  # path of the hash-only marker for this write
     created: float
+    # apply: directories (base-relative, outermost first) that did not exist and the write creates;
+    # undo: the directories its application created, removed again (innermost first) once empty
+    dirs: tuple[str, ...] = ()
 
 
 @record("write-marker", version=1)

@@ -108,7 +108,10 @@ class ClaimStore:
     def root(self) -> PinnedDir:
         """The claims root, pinned once per store (a store lives for one job)."""
         if self._root is None:
-            self._root = self.base.descend(self.rel, create=True)
+            try:
+                self._root = self.base.descend(self.rel, create=True)
+            except OSError as exc:  # creating it found the device full: still a fixed code
+                raise CairnError(P.os_error_code(exc), P.os_error_message(exc)) from None
         return self._root
 
     def close(self) -> None:
@@ -222,6 +225,8 @@ class ClaimStore:
             self._hint.pop(scope, None)
             bad = next(x for x in res.results if x.status is not OpStatus.OK)
             if bad.status is OpStatus.FAILED:
+                if bad is res.results[-1]:
+                    self._abandon(Claim(scope, sd, rec), bad.code)
                 raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
             # lost a race (someone elected or settled meanwhile): observe afresh
         raise CairnError(ErrorCode.CLAIM_BUSY, f"{scope}: contention did not settle after {attempts} attempts")
@@ -253,9 +258,19 @@ class ClaimStore:
                         P.Clock(sd, offset=self.clock_offset), P.Link(f"{sd}/{n + 1}.claim", render)], lock=sd)
         self._settled.pop(scope, None)
         if not res.ok:
+            if made and res[3].status is OpStatus.FAILED:
+                self._abandon(Claim(scope, sd, made[-1]), res[3].code)
             return None
         self._hint[scope] = n + 1
         return Claim(scope, sd, made[-1])
+
+    def _abandon(self, claim: Claim, code: ErrorCode | None) -> None:
+        """After a claim's publication reported a failure (no space for the directory sync …):
+        if the claim is nevertheless there, settle it ``failed`` so no one waits for its deadline."""
+        try:
+            self.settle(claim, OutcomeKind.FAILED, error=str(code or ErrorCode.IO_FAILED))
+        except CairnError:
+            pass  # not ours after all (never linked), or the device is still full: the deadline frees it
 
     # -- settlement -------------------------------------------------------
     def settle(
@@ -304,13 +319,20 @@ class ClaimStore:
 
         ops.append(P.Link(f"{sd}/{n}.outcome", render))
         res = P.run(self.base, ops, lock=sd, wait=self.lock_wait) if extra_ops else self.run(ops, lock=sd)
-        if res.ok or all(r.status is OpStatus.OK or o.optional for r, o in zip(res.results, ops, strict=True)):
+        # an optional operation may be refused (a bundle that already exists), never fail (no space)
+        def fine(r: P.OpResult, o: P.Op) -> bool:
+            return r.status is OpStatus.OK or (o.optional and r.status is not OpStatus.FAILED)
+
+        if all(fine(r, o) for r, o in zip(res.results, ops, strict=True)):
             self._settled[claim.scope] = (n, outcome_bytes[-1])
             return codec.evolve(rec, decided=float(res[clock_at].value))
-        bad_i = next(i for i, x in enumerate(res.results) if x.status is not OpStatus.OK and not ops[i].optional)
+        bad_i = next(i for i, x in enumerate(res.results) if not fine(x, ops[i]))
         bad = res[bad_i]
         if bad.status is OpStatus.FAILED or 1 <= bad_i < 1 + len(extra_ops):
-            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message or f"{claim.scope}: fenced effect refused")
+            # ``effect``: which extra operation stopped the program (those before it ran; none after it did)
+            where = {"effect": bad_i - 1} if 1 <= bad_i < 1 + len(extra_ops) else {}
+            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message or f"{claim.scope}: fenced effect refused",
+                             status=str(bad.status), **where)
         if isinstance(guard, P.VerifyOwner) and res[0].status is not OpStatus.OK:
             if self.outcome(claim) is None and res[0].code is ErrorCode.CLAIM_EXPIRED:
                 expired = self.settle(claim, OutcomeKind.EXPIRED, error=str(ErrorCode.CLAIM_EXPIRED))
@@ -361,6 +383,19 @@ class ClaimStore:
         g = res[0]
         if g.status is not OpStatus.OK:
             raise CairnError(g.code or ErrorCode.CLAIM_LOST, g.message or f"{claim.scope}: ownership lost")
+        return res
+
+    def guarded_all(self, claim: Claim, ops: Sequence[P.Op]) -> P.ProgramResult:
+        """:meth:`guarded`, and every operation must then succeed (an optional one may only be refused).
+
+        A failed operation (no space, an I/O error) raises its code, so a
+        write that did not happen is never taken for one that did.
+        """
+        res = self.guarded(claim, ops)
+        for r, o in zip(res.results[1:], ops, strict=True):
+            if r.status is OpStatus.FAILED or (r.status is not OpStatus.OK and not o.optional):
+                raise CairnError(r.code or ErrorCode.IO_FAILED, r.message or f"{claim.scope}: guarded write refused",
+                                 status=str(r.status))
         return res
 
 

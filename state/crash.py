@@ -7,23 +7,32 @@ real crash could leave can be produced on purpose. With
 ``CAIRN_CRASH_LOG=FILE`` each mutating primitive appends its label to FILE,
 which is how a sweep learns how many crash points a run has.
 
+Fault injection works the same way: with ``CAIRN_FAULT_AT=N`` (and
+``CAIRN_FAULT_ERRNO``, a symbolic name, ``ENOSPC`` by default) the Nth
+mutating primitive raises that ``OSError`` instead of running, once: a full
+disk that frees up again, so a sweep can prove every failure is reported
+with its code, leaves every file whole and blocks no later attempt.
+
 Only mutating primitives count: reads and clock touches cannot corrupt state.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 
 _crash_at = int(os.environ.get("CAIRN_CRASH_AT", "0") or "0")
 _log_path = os.environ.get("CAIRN_CRASH_LOG") or None
+_fault_at = int(os.environ.get("CAIRN_FAULT_AT", "0") or "0")
+_fault_errno = int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC))
 _count = 0
 
 
 def point(label: str) -> None:
     """Mark one mutating primitive about to happen; maybe die here."""
     global _count
-    if not _crash_at and not _log_path:
+    if not _crash_at and not _log_path and not _fault_at:
         return
     _count += 1
     if _log_path:
@@ -31,9 +40,17 @@ def point(label: str) -> None:
             fh.write(f"{_count} {label}\n")
     if _crash_at and _count >= _crash_at:
         os.kill(os.getpid(), signal.SIGKILL)
+    if _fault_at and _count == _fault_at:
+        raise OSError(_fault_errno, os.strerror(_fault_errno))
 
 
-def reset_for_tests(crash_at: int = 0, log_path: str | None = None) -> None:
+def reset_for_tests(crash_at: int = 0, log_path: str | None = None, *, fault_at: int = 0,
+                    fault_errno: int = errno.ENOSPC) -> None:
     """Re-read the configuration (in-process tests only; sweeps use the environment)."""
-    global _crash_at, _log_path, _count
-    _crash_at, _log_path, _count = crash_at, log_path, 0
+    global _crash_at, _log_path, _count, _fault_at, _fault_errno
+    _crash_at, _log_path, _count, _fault_at, _fault_errno = crash_at, log_path, 0, fault_at, fault_errno
+
+
+def count() -> int:
+    """Mutating primitives counted so far (while crash or fault injection is configured)."""
+    return _count

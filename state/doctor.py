@@ -10,8 +10,15 @@ Violations (each with a fixed code and the path it concerns, never content):
 * an outcome referring to a bundle that is missing or fails its hash;
 * a bundle whose bytes do not match its name.
 
+* a decided proposal (a private decision) without its public decision
+  record (``V_DECISION_UNPUBLISHED``: a crash between the two; the next
+  recovery publishes it).
+
 Stray temps and outcome files left without their claim by an interrupted
 prune are reported as notes, not violations: both are collected by cleanup.
+So are writer temps beside memory and instruction files (``N_MEMORY_TEMP``,
+in the memory root and the workspace folder): the next recovery removes
+those of dead writers.
 """
 
 from __future__ import annotations
@@ -55,7 +62,9 @@ class Report:
         }
 
 
-def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout.CLAIM_ROOTS) -> Report:
+def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout.CLAIM_ROOTS,
+                    temp_dirs: tuple[str, ...] = (layout.MEMORY_ROOT, "")) -> Report:
+    """Check the workspace; ``temp_dirs``: folders of memory and instruction files to look for temps in."""
     violations: list[Finding] = []
     notes: list[Finding] = []
     scopes = gens = nbundles = 0
@@ -129,4 +138,38 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
                 bstore.get(sha)
             except CairnError as exc:
                 violations.append(Finding(str(exc.code), bstore.path(sha), exc.message))
+    violations += _unpublished_decisions(root)
+    notes += _memory_temps(root, temp_dirs)
     return Report(tuple(violations), tuple(notes), scopes, gens, nbundles)
+
+
+def _names(root: PinnedDir, rel: str) -> list[str]:
+    r = P.run(root, [P.ListDir(rel, optional=True)])[0]
+    return list(r.value or []) if r.status is not OpStatus.FAILED else []
+
+
+def _unpublished_decisions(root: PinnedDir) -> list[Finding]:
+    public = set(_names(root, layout.PUBLIC_DECISIONS))
+    out = []
+    for pid in _names(root, layout.MEMORY_DECISIONS):
+        for seq in _names(root, f"{layout.MEMORY_DECISIONS}/{pid}"):
+            if f"{pid}-{seq}.json" not in public:
+                out.append(Finding("V_DECISION_UNPUBLISHED", f"{layout.MEMORY_DECISIONS}/{pid}/{seq}",
+                                   f"proposal {pid} is decided but {layout.PUBLIC_DECISIONS}/{pid}-{seq}.json is "
+                                   "missing (published by the next recovery)"))
+    return out
+
+
+def _memory_temps(root: PinnedDir, dirs: tuple[str, ...]) -> list[Finding]:
+    out = []
+    for rel in dirs:
+        try:
+            d = root.descend(rel)
+        except CairnError:
+            continue
+        with d:
+            for n in sorted(d.listdir()):
+                if n.startswith(TEMP_PREFIX):
+                    out.append(Finding("N_MEMORY_TEMP", f"{rel}/{n}" if rel else n,
+                                       "writer temp beside memory files (removed by the next recovery or cleanup)"))
+    return out

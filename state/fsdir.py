@@ -32,6 +32,7 @@ from cairn.state import crash
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 TEMP_PREFIX = ".tmp-"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def check_name(name: str) -> str:
@@ -47,6 +48,14 @@ def split_rel(rel: str) -> list[str]:
     if rel.startswith("/"):
         raise CairnError(ErrorCode.PATH_OUTSIDE_ROOT, f"absolute path {rel!r} where a relative one is required"[:160])
     return [check_name(p) for p in rel.split("/")]
+
+
+def not_regular(where: str, mode: int) -> CairnError:
+    """The refusal of a FIFO, device, socket or directory where a regular file belongs."""
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    return CairnError(ErrorCode.PATH_NOT_REGULAR, f"{where} is {kind}, not a regular file; refusing it", path=where)
 
 
 def _classify_open_error(parent_fd: int, name: str, exc: OSError, where: str) -> CairnError:
@@ -140,10 +149,17 @@ class PinnedDir:
 
     # -- reads ------------------------------------------------------------
     def read(self, name: str, *, limit: int = 64 << 20) -> bytes | None:
-        """Bytes of a regular file, or None if absent. Symlinks fail closed."""
+        """Bytes of a regular file, or None if absent.
+
+        Symlinks fail closed (``E_PATH_SYMLINK``). The open never blocks
+        (``O_NONBLOCK``: a FIFO put in a file's place would otherwise hang the
+        reader until a writer appears) and anything that is not a regular file
+        once opened -- a FIFO, a device, a directory -- is refused with
+        ``E_PATH_NOT_REGULAR`` before a byte is read.
+        """
         check_name(name)
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -151,7 +167,7 @@ class PinnedDir:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise CairnError(ErrorCode.IO_FAILED, f"{self.path}/{name} is not a regular file")
+                raise not_regular(f"{self.path}/{name}", st.st_mode)
             if st.st_size > limit:
                 raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{self.path}/{name}: {st.st_size} bytes exceeds {limit}")
             first = os.read(fd, st.st_size + 1)  # one call for a file that did not grow
@@ -212,8 +228,11 @@ class PinnedDir:
                 view = view[n:]
             crash.point("fsync-temp")
             os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            self._unlink_quiet(tmp)  # a failed write (no space) leaves no temp behind
+            raise
+        os.close(fd)
         return tmp
 
     def _unlink_quiet(self, name: str) -> None:
@@ -233,8 +252,11 @@ class PinnedDir:
         except FileExistsError:
             won = False
         finally:
-            crash.point("unlink-temp")
-            self._unlink_quiet(tmp)
+            try:
+                crash.point("unlink-temp")
+                self._unlink_quiet(tmp)
+            except OSError:
+                pass  # the link decided the outcome; a temp left behind is collected later
         if won:
             crash.point("fsync-dir")
             os.fsync(self.fd)
@@ -244,9 +266,10 @@ class PinnedDir:
         """Durably replace ``name`` with complete bytes (temp, fsync, rename, fsync dir)."""
         check_name(name)
         st = self.stat(name)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{self.path}/{name} is a symlink; refusing to replace it")
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise CairnError(ErrorCode.PATH_SYMLINK if stat.S_ISLNK(st.st_mode) else ErrorCode.IO_FAILED,
-                             f"{self.path}/{name} is not a regular file; refusing to replace it")
+            raise not_regular(f"{self.path}/{name}", st.st_mode)
         tmp = self._write_temp(data, mode)
         try:
             crash.point(f"rename {name}")
@@ -281,6 +304,26 @@ class PinnedDir:
         if sync:
             crash.point("fsync-dir")
             os.fsync(self.fd)
+        return True
+
+    def remove_dir(self, name: str) -> bool | None:
+        """Remove an empty directory: True; False if absent; None if not empty (left alone).
+
+        ``rmdir`` never follows a symlink and never removes a directory with
+        anything in it, so only an empty directory can ever go.
+        """
+        check_name(name)
+        crash.point(f"rmdir {name}")
+        try:
+            os.rmdir(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return None
+            raise
+        crash.point("fsync-dir")
+        os.fsync(self.fd)
         return True
 
     def sync(self) -> None:

@@ -20,6 +20,9 @@ MEMORY_WRITE_BUNDLES = ".cairn/state/memory-write/bundles"
 
 MEMORY_CLAIMS = ".cairn/state/memory/claims"
 MEMORY_BUNDLES = ".cairn/state/memory/bundles"
+MEMORY_DECISIONS = ".cairn/state/memory/decisions"  # <proposal>/<seq>: the private decisions (the authority)
+PUBLIC_DECISIONS = ".cairn/journal/decisions"  # <proposal>-<seq>.json: their public records
+MEMORY_ROOT = ".agents/memory"  # the workspace's own memory root (users commit it)
 
 #: every claims root with the bundle store its outcomes may reference
 CLAIM_ROOTS: tuple[tuple[str, str], ...] = (

@@ -3,7 +3,9 @@
 A program is a list of operations against one pinned base directory. Each
 operation reports exactly one :class:`~protocol.vocab.OpStatus`. The program
 stops at the first operation that is not ``ok`` unless that operation is
-``optional``; the rest report ``skipped``. A program may hold a target lock
+``optional``; the rest report ``skipped``. An optional operation may be
+refused (absent, conflict) but never fail: ``failed`` (an I/O error, no
+space) stops every program, so nothing after it depends on a missing effect. A program may hold a target lock
 for its whole run, which is what makes a compare-and-set real: the ``verify``
 that proves a precondition and the writes that depend on it cannot be
 separated by another holder of the same lock.
@@ -15,7 +17,7 @@ Operations (paths are '/'-separated, relative to the base, validated):
 ``create``      exclusive creation of an empty marker file
 ``write``       durable replace: temp + fsync + rename + fsync dir
 ``link``        exclusive durable publish: temp + fsync + link + fsync dir
-``remove``      unlink (optionally only if the bytes hash to an expected value)
+``remove``      unlink (optionally only if the bytes hash to an expected value); rmdir of an empty directory
 ``list``        names in a directory (temps and dot-files excluded)
 ``clock``       the storage's own clock read in a directory
 ``ensure-dir``  create a directory chain (0700) if missing
@@ -23,6 +25,7 @@ Operations (paths are '/'-separated, relative to the base, validated):
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,6 +37,20 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import OpStatus
 from cairn.state.fsdir import PinnedDir, split_rel
 from cairn.state.locks import DEFAULT_WAIT, LockWait, TargetLock
+
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def os_error_code(exc: OSError) -> ErrorCode:
+    """``E_NO_SPACE`` for a full device or an exhausted quota, else ``E_IO_FAILED``."""
+    return ErrorCode.NO_SPACE if exc.errno in _NO_SPACE else ErrorCode.IO_FAILED
+
+
+def os_error_message(exc: OSError) -> str:
+    """The error's text with its symbolic name (``ENOSPC`` …), never a path's content."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{text} ({name})" if name else text
 
 
 def sha256(data: bytes) -> str:
@@ -138,6 +155,15 @@ class Remove:
 
 
 @attrs.frozen
+class RemoveDir:
+    """Remove an empty directory (``absent`` if missing, ``conflict`` if anything is in it)."""
+
+    path: str
+    optional: bool = False
+    op: str = "remove"
+
+
+@attrs.frozen
 class ListDir:
     path: str
     optional: bool = False
@@ -159,7 +185,8 @@ class EnsureDir:
     op: str = "ensure-dir"
 
 
-Op = Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | ListDir | Clock | EnsureDir
+Op = (Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | RemoveDir | ListDir
+      | Clock | EnsureDir)
 
 
 @attrs.frozen
@@ -323,6 +350,16 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
             if sha256(data) != op.sha256:
                 return OpResult(op.op, OpStatus.MISMATCH)
         return OpResult(op.op, OpStatus.OK if pd.remove(name, sync=op.sync) else OpStatus.ABSENT)
+    if isinstance(op, RemoveDir):
+        d, name = _dirname(op.path)
+        try:
+            parent = dirs.get(d)
+        except CairnError as exc:
+            if exc.code is ErrorCode.NOT_FOUND:
+                return OpResult(op.op, OpStatus.ABSENT)
+            raise
+        gone = parent.remove_dir(name)
+        return OpResult(op.op, OpStatus.OK if gone else OpStatus.ABSENT if gone is False else OpStatus.CONFLICT)
     if isinstance(op, ListDir):
         try:
             pd = dirs.get(op.path)
@@ -366,10 +403,10 @@ def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None, wait: Lo
             except CairnError as exc:
                 res = OpResult(op.op, OpStatus.FAILED, code=exc.code, message=exc.message)
             except OSError as exc:
-                res = OpResult(op.op, OpStatus.FAILED, code=ErrorCode.IO_FAILED, message=exc.strerror or str(exc))
+                res = OpResult(op.op, OpStatus.FAILED, code=os_error_code(exc), message=os_error_message(exc))
             results.append(res)
-            if res.status is not OpStatus.OK and not op.optional:
-                stopped = True
+            if res.status is OpStatus.FAILED or (res.status is not OpStatus.OK and not op.optional):
+                stopped = True  # optional means "may be refused", never "may fail" (no space …)
     finally:
         if held is not None:
             held.release()

@@ -72,6 +72,12 @@ def run_request(req: Request | Any) -> Response:
     except CairnError as exc:
         status = "busy" if exc.code is ErrorCode.CLAIM_BUSY else "failed"
         return Response(status=status, result={}, error=str(exc.code), message=redact_text(exc.message))
+    except OSError as exc:  # a full device outside a control program: still its fixed code
+        from cairn.state.program import os_error_code, os_error_message
+
+        if os_error_code(exc) is not ErrorCode.NO_SPACE:
+            raise
+        return Response(status="failed", result={}, error=str(ErrorCode.NO_SPACE), message=os_error_message(exc))
 
 
 def redact_text(text: str) -> str:

@@ -63,7 +63,7 @@ def test_create_topic_then_undo_removes_it_and_its_entry(workspace: Path) -> Non
     assert [r["file"] for r in cairn_json(workspace, "memory")] == [create["target"]]
     cairn(workspace, "undo", create["id"])
     assert not topic.exists()
-    assert f"]({topic.name})" not in (workspace / MEM / "MEMORY.md").read_text()
+    assert not (workspace / MEM / "MEMORY.md").exists()  # it did not exist before this proposal
 
 
 def test_undo_refuses_when_the_file_changed_and_changes_nothing(workspace: Path) -> None:
@@ -196,4 +196,28 @@ def test_user_preferences_go_to_a_configured_global_root(workspace: Path, tmp_pa
     assert not list((home / ".cairn/state/memory-write/markers").iterdir())
     assert any(r["file"] == str(topic) for r in cairn_json(workspace, "memory"))
     cairn(workspace, "undo", user["id"])
-    assert not topic.exists() and f"]({topic.name})" not in (home / "MEMORY.md").read_text()
+    assert not topic.exists() and not (home / "MEMORY.md").exists()  # absent before, absent again
+
+
+@pytest.mark.parametrize("own_file", [False, True])
+def test_undo_of_the_first_proposal_restores_absence_exactly(workspace: Path, own_file: bool) -> None:
+    props = _setup(workspace)
+    assert not (workspace / ".agents").exists()
+    create = _by_kind(props, "create")
+    shown = cairn_json(workspace, "show", create["id"])["diff"]
+    assert f"--- /dev/null\n+++ b/{MEM}/MEMORY.md\n" in shown and f"--- a/{MEM}/MEMORY.md" not in shown
+    assert f"--- /dev/null\n+++ b/{create['target']}\n" in shown
+    cairn(workspace, "accept", create["id"])
+    assert (workspace / MEM / "MEMORY.md").exists()
+    if own_file:  # something of the user's own in the created folder keeps it (and only it)
+        (workspace / MEM / "notes.txt").write_text("mine\n")
+    cairn(workspace, "undo", create["id"])
+    if own_file:
+        assert sorted(p.name for p in (workspace / MEM).iterdir()) == ["notes.txt"]
+    else:
+        assert not (workspace / ".agents").exists()  # no MEMORY.md, no empty folders
+    undone = cairn_json(workspace, "show", create["id"])
+    assert undone["state"] == "undone"
+    assert f"--- a/{MEM}/MEMORY.md\n+++ /dev/null\n" in undone["diff"]
+    assert f"--- a/{create['target']}\n+++ /dev/null\n" in undone["diff"]
+    assert cairn(workspace, "doctor").returncode == 0

@@ -429,7 +429,8 @@ def test_read_root_refuses_oversized_and_odd_names(tmp_path: Path) -> None:
     snap = model.read_root(root)
     assert snap.refused == {
         "big.md": ErrorCode.RECORD_TOO_LARGE,
-        "fifo.md": ErrorCode.IO_FAILED,
+        "dir.md": ErrorCode.PATH_NOT_REGULAR,
+        "fifo.md": ErrorCode.PATH_NOT_REGULAR,
         "sp ace.md": ErrorCode.PATH_INVALID_NAME,
     }
     assert not snap.topics

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from cairn.protocol import codec
-from cairn.protocol.errors import CairnError
 from cairn.protocol.journal import CaptureTurn, Retired
 from cairn.protocol.lsp import Settings
 from cairn.protocol.vocab import OutcomeKind
@@ -39,18 +38,10 @@ def _expire(j: Journal, claim: Any, settings: Settings, history_days: float) -> 
 
 def _collect_target_temps(j: Journal, settings: Settings) -> int:
     """Temps a killed memory writer left beside the files it was replacing (never recursive)."""
-    dirs = {"", ".agents/memory"} | {f.rsplit("/", 1)[0] if "/" in f else "" for f in settings.instructionFiles}
-    n = 0
-    for rel in sorted(dirs):
-        try:
-            d = j.root.descend(rel)
-        except CairnError:
-            continue
-        try:
-            n += d.collect_temps()
-        finally:
-            d.close()
-    return n
+    from cairn.worker.memory.store import MemoryStore
+
+    with MemoryStore(j.workspace, settings) as ms:
+        return ms.collect_target_temps()
 
 
 def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int = MAX_GROUPS,

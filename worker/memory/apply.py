@@ -39,7 +39,12 @@ since is reverted entry by entry. The original application stays as evidence.
 **Reject** is accepted privately (a decision bundle, fenced by the workspace
 claim) before its public record is published.
 
-Size: about 490 lines, kept in one module on purpose: accept, undo and
+Recovery also publishes the public record of any private decision that has
+none (a crash between the two; the record is a function of the decision, so
+republishing is idempotent) and removes temps that dead writers left beside
+memory and instruction files (users commit those folders).
+
+Size: about 600 lines, kept in one module on purpose: accept, undo and
 recovery are three readings of one write protocol (intent, marker, locked
 program, decision, marker retirement) and share its claim and freshness
 helpers; split apart, each would have to restate the order in which they
@@ -207,15 +212,46 @@ def _record_decision(ms: MemoryStore, claim: Claim, p: Proposal, action: str, st
 
 
 def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
+    """Best effort: a record that could not be published (a crash, no space) is published by recovery."""
     h = sha(codec.encode(dec))
     rec = DecisionRecord(proposal=dec.proposal, action=dec.action, state=dec.state, decided=dec.decided, accepted=h)
     ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(redact_record(rec))))
 
 
+def _missing_dirs(base: PinnedDir, plan: list[tuple[str, str, bytes | None, bytes | None]]) -> tuple[str, ...]:
+    """Directories (outermost first) a plan's written files need that do not exist yet."""
+    out: list[str] = []
+    for _path, rel, _b, after in plan:
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d in out:
+                continue
+            try:
+                base.descend(d).close()
+            except CairnError as exc:
+                if exc.code is not ErrorCode.NOT_FOUND:
+                    raise
+                if after is not None:
+                    out.append(d)
+    return tuple(out)
+
+
+def _remove_dirs_ops(dirs: tuple[str, ...]) -> list[P.Op]:
+    """Remove directories innermost first, each only if empty (anything a person put there keeps it)."""
+    return [P.RemoveDir(d, optional=True) for d in sorted(dirs, key=lambda d: -d.count("/"))]
+
+
 def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
                    plan: list[tuple[str, str, bytes | None, bytes | None]], target: Target,
-                   base: PinnedDir, tclaims: ClaimStore, tclaim: Claim) -> str:
-    """Intent → marker → guarded write+settle. ``plan``: (proposal path, base rel, before, after)."""
+                   base: PinnedDir, tclaims: ClaimStore, tclaim: Claim, dirs: tuple[str, ...] | None) -> str:
+    """Intent → marker → guarded write+settle. ``plan``: (proposal path, base rel, before, after).
+
+    ``dirs``: for an undo, the directories its application created (removed
+    when empty); ``None`` for an application, which records the ones it creates.
+    """
+    undo_dirs = dirs is not None
+    dirs = dirs if dirs is not None else _missing_dirs(base, plan)
     write = f"w{secrets.token_hex(8)}"
     edits: list[FileEdit] = []
     put_ops: list[P.Op] = []
@@ -224,11 +260,11 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
         edits.append(edit)
         put_ops += bundle_ops
     intent = WriteIntent(id=write, proposal=p.id, action=action, files=tuple(edits), marker=f"{MARKERS}/{write}",
-                         created=wclaim.record.created)
+                         created=wclaim.record.created, dirs=dirs)
     intent_bytes = codec.encode(intent)
-    ms.mclaims.guarded(wclaim, [*put_ops, P.EnsureDir(INTENTS), P.Link(f"{INTENTS}/{write}", intent_bytes)])
+    ms.mclaims.guarded_all(wclaim, [*put_ops, P.EnsureDir(INTENTS), P.Link(f"{INTENTS}/{write}", intent_bytes)])
     marker = codec.encode(WriteMarker(write=write, intent=sha(intent_bytes)))
-    tclaims.guarded(tclaim, [P.EnsureDir(MARKERS), P.Link(f"{MARKERS}/{write}", marker)])
+    tclaims.guarded_all(tclaim, [P.EnsureDir(MARKERS), P.Link(f"{MARKERS}/{write}", marker)])
     ops: list[P.Op] = []
     for e, (_path, rel, _b, _a) in zip(edits, plan, strict=True):
         ops.append(P.Verify(rel, absent=True) if e.before is None else P.Verify(rel, sha256=e.before))
@@ -242,15 +278,29 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
             if d:
                 ops.append(P.EnsureDir(d))
             ops.append(P.Write(rel, after, mode=0o644))
+    if undo_dirs:
+        ops += _remove_dirs_ops(dirs)
+    verifies = len(edits)
     try:
         tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": write}, extra_ops=ops)
     except CairnError as exc:
-        # nothing was written (the program stops at the first failed verify): retire the marker
-        _retire_marker(base, write)
-        if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
-            raise
-        raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {p.id}: a target file changed during application; "
-                         "nothing was written") from None
+        effect = exc.detail.get("effect")
+        if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED) or (
+                isinstance(effect, int) and effect < verifies):
+            # nothing was written (the program stops at the first verify that does not hold): retire the marker
+            _retire_marker(base, write)
+            if exc.code in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
+                raise
+            if exc.detail.get("status") != str(OpStatus.FAILED):
+                raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {p.id}: a target file changed during "
+                                 "application; nothing was written") from None
+            raise CairnError(exc.code, f"proposal {p.id}: {exc.message}; nothing was written") from None
+        # a write (or the outcome) failed: no space, an I/O error. Files written before it are put back
+        # exactly, now, so the proposal stays pending and the next attempt finds the target free.
+        _settle_quiet(tclaims, tclaim, OutcomeKind.FAILED, exc.code)
+        kind = _reconcile(ms, p, intent, base, tclaims, roll_back=True)
+        undone = "nothing was written" if kind in ("untouched", "partial") else "a marked write is left for recovery"
+        raise CairnError(exc.code, f"proposal {p.id}: {exc.message}; {undone}") from None
     return write
 
 
@@ -268,8 +318,12 @@ def _with_claims(
     try:
         tclaim = tclaims.elect("target", purpose=f"{purpose}:{p.id}", ttl=CLAIM_TTL,
                                authority=attrs.evolve(ms.mauthority, target=target.base))
-    except CairnError:
-        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CLAIM_BUSY)
+    except CairnError as exc:
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, exc.code)
+        tclaims.close()
+        raise
+    except BaseException:
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         tclaims.close()
         raise
     return target, rels, wclaim, base, tclaims, tclaim
@@ -287,9 +341,7 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
     if history and history[-1].state is ProposalState.REJECTED:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was rejected; it cannot be applied")
     if p.kind is ProposalKind.DISPOSITION:
-        wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="accept", ttl=CLAIM_TTL, authority=ms.mauthority)
-        dec = _record_decision(ms, wclaim, p, "accept", ProposalState.APPLIED, None)
-        _publish_decision(ms, dec)
+        _decide_only(ms, p, "accept", ProposalState.APPLIED)
         return {"id": pid, "state": "applied", "changed": True, "written": []}
 
     def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
@@ -317,7 +369,7 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
 
 
 def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, state: ProposalState,
-                   make_plan: Any) -> list[str]:
+                   make_plan: Any, dirs: tuple[str, ...] | None = None) -> list[str]:
     """Both claims, the plan (made under them), intent → marker → write, decision, marker retirement.
 
     Any failure before the decision settles both claims as cancelled; a crash
@@ -326,7 +378,7 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
     target, rels, wclaim, base, tclaims, tclaim = _with_claims(ms, p, purpose)
     try:
         plan = make_plan(rels, base)
-        write = _execute_write(ms, p, wclaim, action, plan, target, base, tclaims, tclaim)
+        write = _execute_write(ms, p, wclaim, action, plan, target, base, tclaims, tclaim, dirs)
         try:
             dec: PrivateDecision | None = _record_decision(ms, wclaim, p, "accept" if action == "apply" else "undo",
                                                            state, write)
@@ -334,6 +386,10 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
             if exc.code not in (ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED):
                 raise
             dec = None  # the files ARE written (step 4 settled with them): report that, see below
+    except CairnError as exc:  # settled as failed, so the next attempt never waits for a deadline
+        _settle_quiet(tclaims, tclaim, OutcomeKind.FAILED, exc.code)
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.FAILED, exc.code)
+        raise
     except BaseException:
         _settle_quiet(tclaims, tclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
@@ -361,14 +417,22 @@ def reject(ms: MemoryStore, pid: str) -> dict[str, Any]:
         return {"id": pid, "state": "rejected", "changed": False}
     if history and history[-1].state is ProposalState.APPLIED:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is applied; undo it instead of rejecting it")
-    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="reject", ttl=CLAIM_TTL, authority=ms.mauthority)
+    _decide_only(ms, p, "reject", ProposalState.REJECTED)
+    return {"id": pid, "state": "rejected", "changed": True}
+
+
+def _decide_only(ms: MemoryStore, p: Proposal, action: str, state: ProposalState) -> None:
+    """A decision that writes no file (a rejection, a disposition): recorded privately, then published."""
+    wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose=action, ttl=CLAIM_TTL, authority=ms.mauthority)
     try:
-        dec = _record_decision(ms, wclaim, p, "reject", ProposalState.REJECTED, None)
+        dec = _record_decision(ms, wclaim, p, action, state, None)
+    except CairnError as exc:  # settled as failed (no space …): the next attempt never waits for a deadline
+        _settle_quiet(ms.mclaims, wclaim, OutcomeKind.FAILED, exc.code)
+        raise
     except BaseException:
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, ErrorCode.CANCELLED)
         raise
     _publish_decision(ms, dec)
-    return {"id": pid, "state": "rejected", "changed": True}
 
 
 def load_intent(ms: MemoryStore, write: str) -> WriteIntent:
@@ -388,9 +452,7 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is {state}; only an applied proposal can be undone")
     applied = history[-1]
     if applied.write is None:  # a disposition: nothing was written
-        wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="undo", ttl=CLAIM_TTL, authority=ms.mauthority)
-        dec = _record_decision(ms, wclaim, p, "undo", ProposalState.UNDONE, None)
-        _publish_decision(ms, dec)
+        _decide_only(ms, p, "undo", ProposalState.UNDONE)
         return {"id": pid, "state": "undone", "changed": True, "written": []}
     intent = load_intent(ms, applied.write)
     index_paths = {e.index for e in p.index}
@@ -404,8 +466,8 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
             now = current[f.path]
             if path in index_paths:
                 original = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
-                if original is not None and now is not None and sha(now) == f.after:
-                    out.append((path, f.path, now, original))  # untouched since: the exact original bytes
+                if now is not None and sha(now) == f.after:
+                    out.append((path, f.path, now, original))  # untouched since: the exact original (or absence)
                     continue
                 edits = [(e.file, e.after, e.before) for e in p.index if e.index == path]
                 try:
@@ -422,7 +484,7 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
             out.append((path, f.path, now, before))
         return out
 
-    written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan)
+    written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan, dirs=intent.dirs)
     return {"id": pid, "state": "undone", "changed": True, "written": written}
 
 
@@ -432,7 +494,41 @@ _MARKER_PATHS: dict[str, str] = {}  # write id -> marker path: immutable facts r
 
 
 def recover(ms: MemoryStore) -> dict[str, int]:
-    """Reconcile marked writes of this workspace; see the module docstring."""
+    """Reconcile marked writes, publish missing decision records, collect dead writers' temps.
+
+    See the module docstring. Every decision, undo, review and run goes
+    through here first, so a crash at any point is repaired by whatever
+    runs next.
+    """
+    counts = _reconcile_marked(ms)
+    counts["published"] = publish_missing(ms)
+    counts["temps"] = ms.collect_target_temps()
+    return counts
+
+
+def unpublished(ms: MemoryStore) -> list[tuple[str, str]]:
+    """(proposal, seq) of private decisions without their public record."""
+    public = set(ms.names(DECISIONS_PUBLIC))
+    return [(pid, seq) for pid in ms.names(DECISIONS) for seq in ms.names(f"{DECISIONS}/{pid}")
+            if f"{pid}-{seq}.json" not in public]
+
+
+def publish_missing(ms: MemoryStore) -> int:
+    """Publish the record of every private decision whose publication a crash cut off (idempotent).
+
+    The record is a pure function of the private decision, so a republished
+    record is byte-identical to the one the interrupted run would have made.
+    """
+    missing = unpublished(ms)
+    for pid in sorted({pid for pid, _ in missing}):
+        seqs = {seq for p, seq in missing if p == pid}
+        for dec in decisions(ms, pid):
+            if f"{dec.seq:04d}" in seqs:
+                _publish_decision(ms, dec)
+    return len(missing)
+
+
+def _reconcile_marked(ms: MemoryStore) -> dict[str, int]:
     counts = {"complete": 0, "untouched": 0, "partial": 0, "foreign": 0, "busy": 0}
     writes = ms.names(INTENTS)
     unread = [w for w in writes if w not in _MARKER_PATHS]
@@ -461,7 +557,14 @@ def recover(ms: MemoryStore) -> dict[str, int]:
     return counts
 
 
-def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDir, tclaims: ClaimStore) -> str:
+def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDir, tclaims: ClaimStore, *,
+               roll_back: bool = False) -> str:
+    """Classify one marked write and settle it (see the module docstring).
+
+    ``roll_back``: the writer itself failed mid-write and reports the failure,
+    so even a complete write is put back to its before-state (its decision
+    was never recorded; it must not appear applied behind an error).
+    """
     try:
         tclaim = tclaims.elect("target", purpose=f"recover:{p.id}", ttl=CLAIM_TTL, authority=ms.mauthority)
     except CairnError as exc:
@@ -479,8 +582,9 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
         if "foreign" in states:
             tclaims.settle(tclaim, OutcomeKind.CANCELLED, error=str(ErrorCode.TARGET_CHANGED))
             return "foreign"
-        if all(s in ("after", "guard") for s in states):
-            tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"})
+        if all(s in ("after", "guard") for s in states) and not roll_back:
+            tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": "complete"},
+                           extra_ops=_remove_dirs_ops(intent.dirs) if intent.action == "undo" else [])
             if not any(d.write == intent.id for d in decisions(ms, p.id)):
                 try:
                     wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose="recover", ttl=CLAIM_TTL,
@@ -506,6 +610,8 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
                 ops.append(P.Verify(f.path, absent=True) if f.after is None else P.Verify(f.path, sha256=f.after))
                 before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
                 ops.append(P.Remove(f.path) if before is None else P.Write(f.path, before, mode=0o644))
+        if intent.action == "apply":  # back to before: what the application created goes again, once empty
+            ops += _remove_dirs_ops(intent.dirs)
         tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": kind}, extra_ops=ops)
         _retire_marker(base, intent.id)
         return kind

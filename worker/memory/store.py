@@ -28,6 +28,7 @@ from cairn.protocol.claims import Authority
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.lsp import Settings
 from cairn.protocol.memory import FileEdit
+from cairn.state import layout
 from cairn.state import program as P
 from cairn.state.bundles import BundleStore
 from cairn.state.claims import ClaimStore
@@ -36,11 +37,11 @@ from cairn.worker.journal.store import Journal
 
 M = ".cairn/state/memory"
 PROPOSALS = f"{M}/proposals"
-DECISIONS = f"{M}/decisions"
+DECISIONS = layout.MEMORY_DECISIONS
 INTENTS = f"{M}/intents"
 REVIEWS_PUBLIC = ".cairn/journal/reviews"
-DECISIONS_PUBLIC = ".cairn/journal/decisions"
-DEFAULT_ROOT = ".agents/memory"
+DECISIONS_PUBLIC = layout.PUBLIC_DECISIONS
+DEFAULT_ROOT = layout.MEMORY_ROOT
 WRITE = ".cairn/state/memory-write"
 MARKERS = f"{WRITE}/markers"
 
@@ -118,6 +119,38 @@ class MemoryStore(Journal):
             ah, put = self.mbundles.put_ops(after)
             ops += put
         return FileEdit(path=path, before=bh, after=ah, before_bundle=bh, after_bundle=ah), ops
+
+    def target_dirs(self) -> tuple[list[str], list[str]]:
+        """Directories the memory writer replaces files in: (workspace-relative, absolute roots)."""
+        rel = {DEFAULT_ROOT, *(f.rsplit("/", 1)[0] if "/" in f else "" for f in self.settings.instructionFiles)}
+        absolute = []
+        for r in self.roots():
+            if os.path.isabs(r):
+                absolute.append(r)
+            else:
+                rel.add(r)
+        return sorted(rel), absolute
+
+    def collect_target_temps(self) -> int:
+        """Remove temps that dead writers left beside memory and instruction files (never recursive).
+
+        A temp whose writer is alive (by its pid, see :meth:`PinnedDir.collect_temps`)
+        is never touched: it is not visible under any final name, and its writer
+        renames or removes it itself.
+        """
+        rel, absolute = self.target_dirs()
+        n = 0
+        for base, dirs in [(self.root, rel), *((None, [a]) for a in absolute)]:
+            for d in dirs:
+                try:
+                    pd = base.descend(d) if base is not None else PinnedDir.open_root(d)
+                except CairnError:
+                    continue  # absent (or not a plain directory): nothing of ours can be there
+                try:
+                    n += pd.collect_temps()
+                finally:
+                    pd.close()
+        return n
 
     def public_ops(self, rel: str, data: bytes) -> list[P.Op]:
         d = rel.rsplit("/", 1)[0]

@@ -105,9 +105,9 @@ def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, b
         finally:
             tclaims.close()
         for index, edits in by_index.items():
-            before = current[rels[index]] or b""
+            before = current[rels[index]]  # None: the index does not exist yet (the diff creates it)
             try:
-                after = model.apply_index_edits(before, edits)
+                after: bytes | None = model.apply_index_edits(before or b"", edits)
             except CairnError:
                 after = before  # stale entry: nothing this proposal could write
             out.append((index, before, after))

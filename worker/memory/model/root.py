@@ -73,7 +73,7 @@ def _read_entry(root: PinnedDir, entry: os.DirEntry[str]) -> bytes | ErrorCode:
             return ErrorCode.PATH_SYMLINK
         st = entry.stat(follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode):
-            return ErrorCode.IO_FAILED
+            return ErrorCode.PATH_NOT_REGULAR
         data = root.read(entry.name, limit=FILE_MAX_BYTES)
     except CairnError as exc:
         return exc.code
@@ -101,8 +101,9 @@ def read_root(root_dir: Path) -> MemorySnapshot:
     ``E_PATH_NOT_DIRECTORY``); a missing root is an empty snapshot with
     ``exists=False``. Only regular ``*.md`` files directly in the root are
     read; dot-files, other files and directories (nested ``.cairn/``) are
-    ignored. A symlinked, non-regular, oversized or oddly named ``*.md`` is
-    listed in ``refused`` with its code, never read.
+    ignored. A symlinked, non-regular (a FIFO, a device, a directory named
+    ``*.md``: ``E_PATH_NOT_REGULAR``), oversized or oddly named ``*.md`` is
+    listed in ``refused`` with its code, never read, so its name stays taken.
     """
     root_dir = Path(root_dir)
     root = _open_root(root_dir)
@@ -117,8 +118,6 @@ def read_root(root_dir: Path) -> MemorySnapshot:
                 (e for e in it if e.name.endswith(".md") and not e.name.startswith(".")), key=lambda e: e.name
             )
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                continue
             got = _read_entry(root, entry)
             if isinstance(got, ErrorCode):
                 if got != ErrorCode.NOT_FOUND:  # vanished between listing and reading
