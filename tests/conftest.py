@@ -1,12 +1,12 @@
+"""Fixtures shared by the whole suite; plain helpers live in :mod:`tests.support`."""
+
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import PYTHON, REPO, child_env  # noqa: F401  (re-exported for older imports)
 
 
 @pytest.fixture(autouse=True)
@@ -23,17 +23,3 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    """Environment for subprocesses: crash injection off unless asked.
-
-    ``cairn`` is importable through the installation; ``tests`` (for actors run
-    with ``-m tests...``) through the working directory, which callers set to REPO.
-    """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_CRASH")}
-    env.update(extra)
-    return env
-
-
-PYTHON = sys.executable

@@ -6,7 +6,7 @@ import re
 
 from cairn.protocol.errors import ErrorCode
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 
 def test_every_error_code_is_documented_once() -> None:

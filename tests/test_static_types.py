@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 LAYERS = ("protocol", "state", "worker", "server")
 

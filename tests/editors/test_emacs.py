@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, child_env
+from tests.support import REPO, child_env
 
 EMACS_DIR = REPO / "editors" / "emacs"
 ERT_FILE = EMACS_DIR / "test" / "cairn-test.el"

@@ -25,8 +25,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import REPO, child_env
 
 SMOKE = REPO / "editors" / "nvim" / "test" / "smoke.lua"
 TARGET = "AGENTS.md"

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from tests.support import REPO  # noqa: F401  (re-exported for older imports)
+from tests.support.transcripts import FIXTURES, all_text  # noqa: F401  (re-exported for older imports)
 
 
 @pytest.fixture
@@ -22,8 +22,3 @@ def fixture_copy(tmp_path: pathlib.Path):
         return dst
 
     return copy
-
-
-def all_text(sessions) -> str:
-    """Every user and assistant text of the sessions, for noise checks."""
-    return "\n".join(t.user + "\n" + t.assistant for s in sessions for t in s.turns)

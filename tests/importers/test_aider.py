@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cairn.worker.importers import aider, load
 
-from .conftest import all_text
+from tests.support.transcripts import all_text
 
 FIXTURE = "aider/.aider.chat.history.md"
 

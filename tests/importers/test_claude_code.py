@@ -8,7 +8,7 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.importers import claude_code, load
 
-from .conftest import all_text
+from tests.support.transcripts import all_text
 
 FIXTURE = "claude-code/session.jsonl"
 SESSION = "5f0c2a8e-3b1d-4c7e-9a42-1e6d8b0f7c31"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cairn.worker.importers import load
 
-from .conftest import all_text
+from tests.support.transcripts import all_text
 
 FIXTURE = "claude-export/session-export.md"
 

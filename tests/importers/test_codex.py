@@ -8,7 +8,7 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.importers import codex, load
 
-from .conftest import all_text
+from tests.support.transcripts import all_text
 
 FIXTURE = "codex/rollout-2025-07-14T16-00-00-0197a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b.jsonl"
 SESSION = "0197a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"

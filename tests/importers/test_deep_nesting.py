@@ -22,8 +22,8 @@ from cairn.worker.importers import claude_code, load, load_report
 from cairn.worker.importers._common import iter_jsonl
 from cairn.worker.providers.http import json_object, reply_content
 
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import ALL_FORMATS, cairn_json
+from tests.support import PYTHON, REPO, child_env
 
 DEEP = "[" * 100_000 + "]" * 100_000
 DEEP_OBJECT = '{"a":' * 100_000 + "1" + "}" * 100_000

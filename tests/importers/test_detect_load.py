@@ -8,7 +8,8 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.importers import FORMATS, MAX_BYTES, detect, load
 
-from .conftest import FIXTURES, REPO
+from tests.support import REPO
+from tests.support.transcripts import FIXTURES
 
 CASES = [
     ("claude-code/session.jsonl", "claude-code"),

@@ -6,7 +6,7 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.importers import gptel_md, gptel_org, load
 
-from .conftest import all_text
+from tests.support.transcripts import all_text
 
 
 def test_org_turns_with_tool_regions(fixture_copy):

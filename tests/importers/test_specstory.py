@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cairn.worker.importers import load, specstory
 
-from .conftest import all_text
+from tests.support.transcripts import all_text
 
 FIXTURE = "specstory/.specstory/history/2025-06-10_08-12Z-dark-mode-toggle.md"
 

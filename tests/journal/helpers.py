@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
 DEMO = REPO / "server" / "examples" / "demo-session.jsonl"

@@ -16,7 +16,7 @@ from cairn.protocol import codec
 from cairn.protocol.journal import CaptureTurn, Coverage, PublicDigest
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 

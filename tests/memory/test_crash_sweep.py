@@ -19,8 +19,8 @@ from cairn.state.fsdir import PinnedDir
 from cairn.worker.entry import run_request
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 

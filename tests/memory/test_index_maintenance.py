@@ -23,10 +23,10 @@ from cairn.server import memory_docs
 from cairn.worker.memory import engine, model, remote, views
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
 from tests.providers.endpoint import Endpoint
 from tests.providers.endpoint import endpoint as endpoint
+from tests.support import PYTHON, REPO, child_env
 
 DAY = 1767571200.0  # 2026-01-05 00:00 UTC
 MEM = ".agents/memory"

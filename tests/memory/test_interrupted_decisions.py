@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import PYTHON, REPO, child_env
 
 MEM = ".agents/memory"
 PUBLIC = ".cairn/journal/decisions"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import PYTHON, REPO, child_env
 
 MEM = ".agents/memory"
 CODES = {"fifo": "E_PATH_NOT_REGULAR", "directory": "E_PATH_NOT_REGULAR", "devnull": "E_PATH_SYMLINK"}

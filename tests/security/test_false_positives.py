@@ -19,7 +19,7 @@ import pytest
 from cairn.worker import secret_labels
 from cairn.worker.redact import redact_text
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 REAL_CODE = ["urllib/request.py", "urllib/parse.py", "smtplib.py", "ftplib.py", "imaplib.py", "poplib.py",

@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
-from tests.conftest import PYTHON, child_env
+from tests.support import PYTHON, child_env
 
 TURNS = [
     ("From now on never use bare except in this codebase: catch the specific exception and log it with context.",

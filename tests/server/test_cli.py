@@ -14,7 +14,7 @@ from cairn.server import cli
 from cairn.server.cli_commands import COMMANDS
 from cairn.server.cli_support import Command, no_setup
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 CLI_MODULES = sorted(p.stem for p in (REPO / "server").glob("cli*.py"))
 

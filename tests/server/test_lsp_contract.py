@@ -122,7 +122,7 @@ async def test_parameters_are_structured_strictly_in_one_place() -> None:
 async def test_production_never_imports_the_test_doubles() -> None:
     import subprocess
 
-    from tests.conftest import PYTHON, child_env
+    from tests.support import PYTHON, child_env
 
     code = ("import sys, cairn.server.lsp, cairn.server.serve, cairn.server.cli; "
             "print('cairn.server.testing' in sys.modules)")

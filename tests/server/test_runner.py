@@ -12,7 +12,8 @@ import pytest
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
 from cairn.server.runner import WorkerProcess, run_worker
 
-from tests.server.conftest import PYTHON, STRAY_SCRIPT
+from tests.support import PYTHON
+from tests.support.workers import STRAY_SCRIPT
 
 pytestmark = pytest.mark.asyncio
 

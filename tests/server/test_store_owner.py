@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cairn.server.jobstore import JobStoreFiles
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 HOLDER = """
 import sys

@@ -30,7 +30,7 @@ CLAIMS = ".cairn/state/journal/claims"
 def spawned(mode: str, root: object, scope: str, *args: str) -> Iterator[subprocess.Popen[str]]:
     """(Parent side) run this actor as a child with text pipes; however the test ends, a
     stopped child is continued and killed, so no stopped process outlives the test."""
-    from tests.conftest import PYTHON, REPO, child_env
+    from tests.support import PYTHON, REPO, child_env
 
     proc = subprocess.Popen([PYTHON, "-m", "tests.state.actor", mode, str(root), scope, *args], cwd=REPO,
                             env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

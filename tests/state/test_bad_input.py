@@ -15,7 +15,7 @@ from cairn.state.bundles import BundleStore
 from cairn.state.claims import ClaimStore, scope_dirname
 from cairn.state.fsdir import PinnedDir
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 CLAIMS = ".cairn/state/journal/claims"
 

@@ -14,8 +14,8 @@ from cairn.state.doctor import check_workspace
 from cairn.state.fsdir import PinnedDir
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 

@@ -13,7 +13,7 @@ from cairn.state.claims import ClaimStore
 from cairn.state.fsdir import PinnedDir
 from cairn.state.prune import prune
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 CLAIMS = ".cairn/state/journal/claims"
 BUNDLES = ".cairn/state/journal/bundles"

@@ -13,8 +13,8 @@ from cairn.protocol import codec
 from cairn.protocol.claims import ClaimRecord, OutcomeRecord
 from cairn.state.claims import scope_dirname
 
-from tests.conftest import PYTHON, REPO, child_env
 from tests.state.actor import CLAIMS
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 

@@ -12,7 +12,7 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker import config, trust
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 REMOTE = 'provider = "openai"\nmodel = "m"\nendpoint = "http://127.0.0.1:9/v1"\napi_key_env = "SOME_SECRET_VAR"\n'
 

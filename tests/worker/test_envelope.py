@@ -11,7 +11,7 @@ from cairn.protocol.errors import CairnError
 from cairn.protocol.worker import WorkerRequest, WorkerResponse
 from cairn.worker.envelope import Response, decode_request, encode_response
 
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 GOOD = {"record": "worker-request", "v": 1, "job": "status", "workspace": "/w", "args": {"a": [1]},
         "deadline": 12.5, "job_id": "j1", "config": {"mode": "auto"}}

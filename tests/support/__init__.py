@@ -1,0 +1,27 @@
+"""Helpers shared by the test suite: paths, the interpreter, subprocess environments.
+
+Test modules import these from here (``from tests.support import ...``);
+``tests/conftest.py`` holds only fixtures. Nothing in production imports this
+package: fakes the production code must know of live in the ``testing``
+modules of their layer (``cairn.server.testing``, ``cairn.worker.testing``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent.parent
+PYTHON = sys.executable
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for subprocesses: crash injection off unless asked.
+
+    ``cairn`` is importable through the installation; ``tests`` (for actors run
+    with ``-m tests...``) through the working directory, which callers set to REPO.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_CRASH")}
+    env.update(extra)
+    return env
