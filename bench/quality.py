@@ -28,14 +28,13 @@ import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 from cairn.protocol.digest import ModelPolicy, Note  # noqa: E402
 from cairn.worker.providers import run_digest  # noqa: E402
-from quality_corpus import CorpusFile, load_corpus  # noqa: E402
-from quality_score import FileResult, Summary, Tally, load_reviewed, score_file, summarize  # noqa: E402
+from bench.quality_corpus import CorpusFile, load_corpus  # noqa: E402
+from bench.quality_score import FileResult, Summary, Tally, load_reviewed, score_file, summarize  # noqa: E402
 
 FORMAT_ORDER = ("aider", "specstory", "claude-code", "codex", "claude-export-text", "cctrace-md")
 TYPES = ("user", "feedback", "project", "reference")
@@ -57,8 +56,8 @@ def run(split: str | None, policy: ModelPolicy, *, committed_only: bool = False)
     return results, len(corpus.missing) + len(corpus.altered), time.perf_counter() - started
 
 
-def _pct(x: float) -> str:
-    return f"{x:.2f}"
+def _pct(x: float, n: int) -> str:
+    return f"{x:.2f}" if n else "–"
 
 
 def table(title: str, rows: list[tuple[str, Tally]], *, recall: bool = True, precision: bool = True) -> str:
@@ -74,9 +73,9 @@ def table(title: str, rows: list[tuple[str, Tally]], *, recall: bool = True, pre
     for name, t in rows:
         cells = [f"| {name} |"]
         if recall:
-            cells.append(f" {t.labels} | {t.recalled} | {_pct(t.recall)} |")
+            cells.append(f" {t.labels} | {t.recalled} | {_pct(t.recall, t.labels)} |")
         if precision:
-            cells.append(f" {t.notes} | {t.correct} | {_pct(t.precision)} |")
+            cells.append(f" {t.notes} | {t.correct} | {_pct(t.precision, t.notes)} |")
         lines.append("".join(cells))
     return "\n".join(lines)
 
@@ -116,9 +115,11 @@ def chart(path: pathlib.Path, summaries: dict[str, Summary], caption: str) -> No
         formats = [f for f in FORMAT_ORDER if f in s.by_format] + ["all"]
         tallies = [s.by_format[f] if f != "all" else s.total for f in formats]
         xs = range(len(formats))
-        ax.bar([x - 0.2 for x in xs], [t.recall for t in tallies], width=0.4, label="recall")
-        ax.bar([x + 0.2 for x in xs], [t.precision for t in tallies], width=0.4, label="precision")
-        ax.set_xticks(list(xs), [f"{f}\n({t.labels})" for f, t in zip(formats, tallies, strict=True)], fontsize=7)
+        # a format with no label has no recall, one with no note no precision: no bar, not 1.0
+        ax.bar([x - 0.2 for x in xs], [t.recall if t.labels else 0 for t in tallies], width=0.4, label="recall")
+        ax.bar([x + 0.2 for x in xs], [t.precision if t.notes else 0 for t in tallies], width=0.4, label="precision")
+        names = [f"{f}\n{t.labels} labels\n{t.notes} notes" for f, t in zip(formats, tallies, strict=True)]
+        ax.set_xticks(list(xs), names, fontsize=6)
         ax.set_ylim(0, 1.05)
         ax.axhline(0.6, color="grey", linewidth=0.5, linestyle=":")
         ax.axhline(0.9, color="grey", linewidth=0.5, linestyle=":")

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 from cairn.protocol.digest import Note
 
-from quality_corpus import CORPUS, CorpusFile, Label
+from bench.quality_corpus import CORPUS, CorpusFile, Label
 
 MATCH_THRESHOLD = 0.5
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)

@@ -83,6 +83,7 @@ STACK = re.compile(
 LAYOUT = re.compile(
     r"""\b(?:is|are|should\ be|must\ be|lives?|sits?)\ (?:located\ |stored\ |kept\ |defined\ |placed\ )?(?:in|inside|under)\ (?:the\ )?@?(?![/~])[\w./-]*[\w-]+(?:\.\w{1,5}|/|\ (?:folder|directory|dir)\b)
     |\b(?:is|are)\ (?:called|named)\ [`"']?[\w.-]+\.\w{1,5}\b
+    |\bshould\ be\ (?:accessible|available|exposed|named|called|registered)\ as\b
     |^(?:put|place|keep|move)\ (?:the\ )?[\w\ -]{1,40}\ (?:in|inside|into|under|to)\ (?:a\ |the\ )?[\w./-]+\ (?:folder|directory|dir)\b""",
     _X,
 )
@@ -91,7 +92,8 @@ DIRECTIVE = re.compile(
     |^(?:each|every|all|any|no)\ [\w/.-]+(?:\ [\w/.-]+){0,3}\ (?:should|must|needs?\ to|has\ to|have\ to|shall)\b
     |\bshould\ be\ (?:done|kept|defined|handled|written)\ (?:once|only\ once|in\ (?:one|a\ single)\ place)
     |(?:^|,\ )we\ (?:should|must|need\ to)\ (?:have|use|keep|follow|stick|always|never)\b
-    |^we\ (?:shouldn'?t|should\ not|must\ not|mustn'?t)\ \w+(?:\ (?!it\b|this\b|that\b|them\b)\w|\W*$)
+    |^we\ (?:shouldn'?t|should\ not|must\ not|mustn'?t)\ \S+(?:\ (?!it\b|this\b|that\b|them\b)\S|\W*$)
+    |\b(?:is|are|'re|be|gets?)\ always\b|\balways\ (?:be|get|stay|remain)\b
     |\b(?:each|every)\ [\w/.-]+\ (?:should|must|needs?\ to)\b
     |^(?:in|for)\ (?:each|every|all)\ [\w/.-]+(?:\ [\w/.-]+)?,?\ \w+
     |\bwe\ need\ [^,;]{3,60},\ not\ \w
@@ -108,7 +110,7 @@ COMPLAINT = re.compile(
         (?:(?:weird|bad|poor|ugly|messy|confusing|strange)\ (?:design|architecture|approach|machinery|pattern|api|abstraction)
           |overkill|over-?engineered|bloated|too\ much|too\ complex|overly\ complex)\b
     |\bas\ (?:few|little|small|simple|minimal)\ [\w-]+(?:\ [\w-]+)?\ as\ possible\b
-    |\bi\ (?:don'?t|do\ not)\ (?:want|need|like)\ (?:the\ |any\ |those\ |these\ )?(?!it\b|that\b|this\b|to\ do\b)[\w-]+(?:\ [\w-]+)?
+    |\bi\ (?:don'?t|do\ not)\ (?:want|need|like)\ (?:the\ |any\ |those\ |these\ )?["'`]?(?!it\b|that\b|this\b|to\ do\b)[\w-]+(?:\ [\w-]+)?
     |\bi\ (?:don'?t|do\ not)\ want\ (?:it|this|that)\ to\ \w+
     |\bi\ shouldn'?t\ (?:have|need)\ to\b
     |\bi\ only\ want\ (?:to\ )?\w""",
@@ -139,7 +141,8 @@ _YOU = re.compile(r"\b(?:you|your)\b")
 # longer sentences are pasted text or task descriptions; none of these cues needs more
 MAX_CUED = 400
 _TASKISH = re.compile(
-    r"""^(?:how|what|why|where|when|which|who|can|could|would|will|should|do|does|did|is|are|am)\b|\b(?:fix|debug)\ (?:this|it|the)\b|\b(?:error|traceback|exception|crash(?:es|ed)?)\b""",
+    r"""^(?:how|what|why|where|which|who|can|could|would|will|should|do|does|did|is|are|am)\b
+    |^when\ (?:is|are|do|does|did|will|can|should|would|could)\b|\b(?:fix|debug)\ (?:this|it|the)\b|\b(?:error|traceback|exception|crash(?:es|ed)?)\b""",
     _X,
 )
 
@@ -157,14 +160,14 @@ def _person(s: str, default: NoteType) -> NoteType:
 _NEEDS: dict[str, tuple[str, ...]] = {
     "record": ("guide", "contribut", "readme", "agents.md", "claude.md", "docs", "rules", "convention", "guideline",
                "memory", "preference", "remember"),
-    "directive": ("sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
+    "directive": ("sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than", "always",
                   "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
     "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
     "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
     "project": ("this", "it", "i'm", "i am", "we", "want", "need", "like", "set up", "creat", "scaffold", "bootstrap",
                 "start", "init", "build", "goal", "idea", "purpose", "point", "using", "use", " in", "inside", "under",
-                "called", "named", "run ", "official", "standard", "recommended", "canonical"),
+                "called", "named", "as ", "run ", "official", "standard", "recommended", "canonical"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
                   "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
 }
