@@ -62,7 +62,7 @@ IDENTITY = re.compile(
     rf"""(?:^|\b(?:so|and|but|because|since|as)\ )
     (?:(?:this|it)\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only|going\ to\ be)\ )*
         (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
-      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:a|an|my|our)\ \S
+      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+\ (?:—|–|-|,)\ (?:a|an)\ )
       |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ [\w-]+(?:\ [\w-]+){{0,3}}\ (?:that|which|where|for|with|called|named)\b
       |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
       |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w)""",
@@ -81,9 +81,10 @@ STACK = re.compile(
     _X,
 )
 LAYOUT = re.compile(
-    r"""\b(?:is|are|should\ be|must\ be|lives?|sits?)\ (?:located\ |stored\ |kept\ |defined\ |placed\ )?(?:in|inside|under)\ (?:the\ )?@?(?![/~])[\w./-]*[\w-]+(?:\.\w{1,5}|/|\ (?:folder|directory|dir)\b)
+    r"""\b(?:is|are|should\ be|must\ be|lives?|sits?)\ (?:located\ |stored\ |kept\ |defined\ |placed\ )?(?:in|inside|under)\ (?:the\ )?@?(?![/~]|(?:that|this|which|what|each|every)\b)[\w./-]*[\w-]+(?:\.\w{1,5}|/|\ (?:folder|directory|dir)\b)
     |\b(?:is|are)\ (?:called|named)\ [`"']?[\w.-]+\.\w{1,5}\b
     |\bshould\ be\ (?:accessible|available|exposed|named|called|registered)\ as\b
+    |^[\w\ ]{1,30}\ (?:location|path|dir(?:ectory)?|folder|repo(?:sitory)?):\ [~.]?[\w.-]*/
     |^(?:put|place|keep|move)\ (?:the\ )?[\w\ -]{1,40}\ (?:in|inside|into|under|to)\ (?:a\ |the\ )?[\w./-]+\ (?:folder|directory|dir)\b""",
     _X,
 )
@@ -126,6 +127,7 @@ RECORD = re.compile(
 )
 COMMAND = re.compile(
     r"""\brun\ [`'"][^`'"]{2,60}[`'"]\ to\ (?:see|run|check|get|show)\b
+    |\b(?:is|are)\ (?:intentionally|deliberately|on\ purpose)\b
     |\b(?:that'?s|it'?s|is)\ the\ (?:official|standard|recommended|canonical)\ \w+""",
     _X,
 )
@@ -167,7 +169,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
     "project": ("this", "it", "i'm", "i am", "we", "want", "need", "like", "set up", "creat", "scaffold", "bootstrap",
                 "start", "init", "build", "goal", "idea", "purpose", "point", "using", "use", " in", "inside", "under",
-                "called", "named", "as ", "run ", "official", "standard", "recommended", "canonical"),
+                "called", "named", "as ", "run ", "official", "intentional", "deliberate", "on purpose", ":", "standard", "recommended", "canonical"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
                   "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
 }
