@@ -175,8 +175,11 @@ _NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+_NEEDED = {group: re.compile("|".join(re.escape(word) for word in words)) for group, words in _NEEDS.items()}
+
+
 def _may(group: str, s: str) -> bool:
-    return any(word in s for word in _NEEDS[group])
+    return _NEEDED[group].search(s) is not None
 
 
 def broad(s: str, original: str) -> NoteType | None:
