@@ -31,8 +31,9 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
-from cairn.protocol.digest import ModelPolicy, Note  # noqa: E402
+from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy, Note  # noqa: E402
 from cairn.worker.providers import run_digest  # noqa: E402
+
 from bench.quality_corpus import CorpusFile, load_corpus  # noqa: E402
 from bench.quality_score import FileResult, Summary, Tally, load_reviewed, score_file, summarize  # noqa: E402
 
@@ -42,9 +43,12 @@ TYPES = ("user", "feedback", "project", "reference")
 
 def digest_file(f: CorpusFile, policy: ModelPolicy) -> list[Note]:
     notes: list[Note] = []
+
+    async def one(inp: DigestInput) -> DigestOutput:
+        return await run_digest(inp, policy, env=os.environ)
+
     for inp in f.inputs:
-        out = trio.run(lambda inp=inp: run_digest(inp, policy, env=os.environ))
-        notes.extend(out.notes)
+        notes.extend(trio.run(one, inp).notes)
     return notes
 
 
