@@ -27,6 +27,9 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         ("Periodically run the lint script to see what broke.", FEEDBACK),
         ("Results should be sorted so that they're always listed the same way.", FEEDBACK),
         ("I will commit manually", FEEDBACK),
+        ("follow camelCase and add SKU and offers.", FEEDBACK),
+        ("Create a rule in my rules folder that has the agent summarise detailed responses.", FEEDBACK),
+        ("Give me the token count at the end of each response.", FEEDBACK),
         # corrections of the assistant's knowledge of a tool
         ("That flag doesn't exist in this version of the tool, it was renamed.", PROJECT),
         ("No, we simply don't support this notation", PROJECT),
@@ -41,6 +44,10 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         ("My routes should be in routes.py", PROJECT),
         ("The test database is in the project root and is called shop.db", PROJECT),
         ("Each source should be accessible as engine `tavily`.", PROJECT),
+        ("get the connection string from env MONGODB_CONNECTION_STRING", PROJECT),
+        ("Scope is intentionally small: three hardcoded properties and one wallet.", PROJECT),
+        ("Program location: ~/shop/anchor/", PROJECT),
+        ("I'm building Bhavana — a proof of concept platform on a test network.", PROJECT),
         # preferences said as a feeling or a complaint
         ("This is too much machinery for what should be a plain lookup table.", USER),
         ("I shouldn't have to pass the API key into the config, it's very weird architecture.", USER),
@@ -65,6 +72,8 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         ("Let's use Redis for this one.", None),
         ("the full report is in /srv/app/static/sessions/5b46/output/viewer.html", None),
         ("For now, make sure every test uses the stub.", None),
+        ("we're using an http transfer now.", None),
+        ("please suggest another rule for something you might add at the end of each response", None),
     ],
 )
 def test_broader_sentence_rules(sentence: str, expected: NoteType | None) -> None:

@@ -85,6 +85,7 @@ LAYOUT = re.compile(
     |\b(?:is|are)\ (?:called|named)\ [`"']?[\w.-]+\.\w{1,5}\b
     |\bshould\ be\ (?:accessible|available|exposed|named|called|registered)\ as\b
     |^[\w\ ]{1,30}\ (?:location|path|dir(?:ectory)?|folder|repo(?:sitory)?):\ [~.]?[\w.-]*/
+    |\benv(?:ironment)?\ (?:var(?:iable)?\ )?[a-z][a-z0-9]*_[a-z0-9_]+\b
     |^(?:put|place|keep|move)\ (?:the\ )?[\w\ -]{1,40}\ (?:in|inside|into|under|to)\ (?:a\ |the\ )?[\w./-]+\ (?:folder|directory|dir)\b""",
     _X,
 )
@@ -99,9 +100,11 @@ DIRECTIVE = re.compile(
     |^(?:in|for)\ (?:each|every|all)\ [\w/.-]+(?:\ [\w/.-]+)?,?\ \w+
     |\bwe\ need\ [^,;]{3,60},\ not\ \w
     |^[a-z]+\ [^,;]{1,50}\ rather\ than\ \w+ing\b
+    |\b(?:at\ the\ end\ of|in|after)\ (?:each|every)\ (?:response|reply|answer|message)\b
     |^(?:periodically|regularly|routinely)\b|\b(?:after|before)\ (?:each|every)\ \w+|\b(?:whenever|every\ time|each\ time)\b
     |\buse\ [^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
+    |^follow\ (?:the\ )?[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
     |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
     |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
     _X,
@@ -122,6 +125,7 @@ RECORD = re.compile(
         (?:in(?:to)?|to)\ (?:the\ |our\ |a\ )?(?:contribut\w*\ guide|contributing(?:\.md)?|readme(?:\.md)?|agents\.md|claude\.md
         |style\ guide|docs|rules|conventions|guidelines|memory)
     |\bwrite\ (?:my|these|the|your)\ (?:preferences|conventions|rules)\ down\b
+    |\b(?:add|create|write|make)\ (?:a\ |another\ )?(?:user\ |project\ |cursor\ )?rule\ (?:that|to|which|in|for)\b
     |^remember\ (?:this|that)\b""",
     _X,
 )
@@ -138,13 +142,15 @@ TOOLING = re.compile(
     |\bwe\ (?:simply\ )?(?:don'?t|do\ not)\ support\b""",
     _X,
 )
+_NOW = re.compile(r"\b(?:now|currently|at\ the\ moment|right\ now|for\ now)\b")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'?m|i'?ve|i'?d|me|my|myself)\b")
 _YOU = re.compile(r"\b(?:you|your)\b")
 # longer sentences are pasted text or task descriptions; none of these cues needs more
 MAX_CUED = 400
 _TASKISH = re.compile(
     r"""^(?:how|what|why|where|which|who|can|could|would|will|should|do|does|did|is|are|am)\b
-    |^when\ (?:is|are|do|does|did|will|can|should|would|could)\b|\b(?:fix|debug)\ (?:this|it|the)\b|\b(?:error|traceback|exception|crash(?:es|ed)?)\b""",
+    |^when\ (?:is|are|do|does|did|will|can|should|would|could)\b
+    |^(?:suggest|explain|tell\ me|describe|show\ me|summari[sz]e|list)\b|\b(?:fix|debug)\ (?:this|it|the)\b|\b(?:error|traceback|exception|crash(?:es|ed)?)\b""",
     _X,
 )
 
@@ -160,14 +166,14 @@ def _person(s: str, default: NoteType) -> NoteType:
 # Words without which a group cannot match: a substring test is far cheaper
 # than a regular-expression search, and most sentences contain none of them.
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "record": ("guide", "contribut", "readme", "agents.md", "claude.md", "docs", "rules", "convention", "guideline",
+    "record": ("rule", "guide", "contribut", "readme", "agents.md", "claude.md", "docs", "rules", "convention", "guideline",
                "memory", "preference", "remember"),
-    "directive": ("sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than", "always",
+    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than", "always",
                   "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
     "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
     "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
-    "project": ("this", "it", "i'm", "i am", "we", "want", "need", "like", "set up", "creat", "scaffold", "bootstrap",
+    "project": ("env", "this", "it", "i'm", "i am", "we", "want", "need", "like", "set up", "creat", "scaffold", "bootstrap",
                 "start", "init", "build", "goal", "idea", "purpose", "point", "using", "use", " in", "inside", "under",
                 "called", "named", "as ", "run ", "official", "intentional", "deliberate", "on purpose", ":", "standard", "recommended", "canonical"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
@@ -206,7 +212,7 @@ def broad(s: str, original: str) -> NoteType | None:
         return NoteType.USER if re.search(r"\bon\ (?:wsl|windows|linux|macos|mac|ubuntu)", s) else NoteType.PROJECT
     if _may("project", s) and (
         (IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
-        or STACK.search(s) or LAYOUT.search(s) or COMMAND.search(s)
+        or (STACK.search(s) and not _NOW.search(s)) or LAYOUT.search(s) or COMMAND.search(s)
     ):
         return NoteType.PROJECT
     if _may("complaint", s) and COMPLAINT.search(s) and len(s.split()) >= 5:

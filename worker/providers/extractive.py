@@ -103,7 +103,7 @@ _HANDOFF = re.compile(
     (?:here\ (?:are|is)\ (?:the\ )?(?:minimal|precise|exact|changes|instructions|edits)
       |(?:make|apply)\ (?:the\ following|these)\b|proposed\ changes?\b|change\ summary\b|changes\ to\ implement\b
       |plan:|problem\s*$|i\ (?:have|'ve)\ (?:reviewed|updated|got)\b|you\ are\ (?:absolutely\ )?(?:right|correct)
-      |my\ apologies\b|thanks\ for\ (?:adding|the\ (?:files|update|payload|concrete))|to\ (?:fix|finish|make)\ [^.]{0,80},\ (?:apply|make)\b)""",
+      |my\ apologies\b|thanks\ for\ (?:adding|the\ (?:files|update|payload|concrete))|to\ (?:fix|finish|make)\ [^\n]{0,120}?,\ (?:apply|make)\ (?:the\ following|these)\b)""",
     re.I | re.X,
 )
 
