@@ -163,29 +163,55 @@ def _person(s: str, default: NoteType) -> NoteType:
     return default
 
 
-# Words without which a group cannot match: a substring test is far cheaper
-# than a regular-expression search, and most sentences contain none of them.
+# Words without which a group cannot match: a substring search is far cheaper
+# than the group's regular expression, and most sentences contain none of them.
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "record": ("rule", "guide", "contribut", "readme", "agents.md", "claude.md", "docs", "rules", "convention", "guideline",
+    "record": ("rule", "guide", "contribut", "readme", "agents.md", "claude.md", "docs", "convention", "guideline",
                "memory", "preference", "remember"),
-    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than", "always",
-                  "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
+    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
+                  "always", "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
     "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
     "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
-    "project": ("env", "this", "it", "i'm", "i am", "we", "want", "need", "like", "set up", "creat", "scaffold", "bootstrap",
-                "start", "init", "build", "goal", "idea", "purpose", "point", "using", "use", " in", "inside", "under",
-                "called", "named", "as ", "run ", "official", "intentional", "deliberate", "on purpose", ":", "standard", "recommended", "canonical"),
+    "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are",
+                 "want to", "need to", "like to", "set up", "creat", "scaffold", "bootstrap", "start", "init", "build",
+                 "goal", "idea", "purpose", "point"),
+    "stack": ("using", "to use", "will use", "'ll use"),
+    "layout": ("is in", "are in", "be in", "lives in", "live in", "sits in", "sit in", "located", "stored", "kept",
+               "defined", "placed", "inside", "is under", "are under", "be under", "lives under", "called", "named",
+               "put ", "place ", "keep ", "move ", "accessible as", "available as", "exposed as", "registered as",
+               "location:", "path:", "dir:", "directory:", "folder:", "repo:", "repository:", "env"),
+    "command": ("run ", "official", "standard", "recommended", "canonical", "intentional", "deliberate", "on purpose"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
                   "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
 }
-
-
 _NEEDED = {group: re.compile("|".join(re.escape(word) for word in words)) for group, words in _NEEDS.items()}
 
 
 def _may(group: str, s: str) -> bool:
     return _NEEDED[group].search(s) is not None
+
+
+def _kind(s: str, original: str) -> NoteType | None:
+    if (_may("record", s) and RECORD.search(s)) or (_may("directive", s) and DIRECTIVE.search(s)):
+        return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
+    if _may("tooling", s) and TOOLING.search(s):
+        return NoteType.PROJECT
+    if _may("context", original) and CONTEXT.search(original):
+        own = _FIRST_PERSON.search(s) and not re.search(r"\b(?:we|our)\b", s)
+        return _person(s, NoteType.USER if own else NoteType.PROJECT)
+    if _may("hosting", s) and HOSTING.search(s):
+        return NoteType.USER if re.search(r"\bon\ (?:wsl|windows|linux|macos|mac|ubuntu)", s) else NoteType.PROJECT
+    if (
+        (_may("identity", s) and IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
+        or (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
+        or (_may("layout", s) and LAYOUT.search(s))
+        or (_may("command", s) and COMMAND.search(s))
+    ):
+        return NoteType.PROJECT
+    if _may("complaint", s) and COMPLAINT.search(s) and len(s.split()) >= 5:
+        return _person(s, NoteType.USER)
+    return None
 
 
 def broad(s: str, original: str) -> NoteType | None:
@@ -198,23 +224,8 @@ def broad(s: str, original: str) -> NoteType | None:
     if len(s) > MAX_CUED:
         return None
     s = s.lower()
-    original = original.lower()
-    if _TASKISH.search(s):
+    kind = _kind(s, original.lower())
+    # the task and question guard runs last: few sentences get this far
+    if kind is None or _TASKISH.search(s):
         return None
-    if (_may("record", s) and RECORD.search(s)) or (_may("directive", s) and DIRECTIVE.search(s)):
-        return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
-    if _may("tooling", s) and TOOLING.search(s):
-        return NoteType.PROJECT
-    if _may("context", original) and CONTEXT.search(original):
-        own = _FIRST_PERSON.search(s) and not re.search(r"\b(?:we|our)\b", s)
-        return _person(s, NoteType.USER if own else NoteType.PROJECT)
-    if _may("hosting", s) and HOSTING.search(s):
-        return NoteType.USER if re.search(r"\bon\ (?:wsl|windows|linux|macos|mac|ubuntu)", s) else NoteType.PROJECT
-    if _may("project", s) and (
-        (IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
-        or (STACK.search(s) and not _NOW.search(s)) or LAYOUT.search(s) or COMMAND.search(s)
-    ):
-        return NoteType.PROJECT
-    if _may("complaint", s) and COMPLAINT.search(s) and len(s.split()) >= 5:
-        return _person(s, NoteType.USER)
-    return None
+    return kind
