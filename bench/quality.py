@@ -32,7 +32,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy, Note  # noqa: E402
-from cairn.worker.providers import run_digest  # noqa: E402
+from cairn.worker.providers import DEFAULT_API_KEY_ENV, run_digest  # noqa: E402
 
 from bench.quality_corpus import CorpusFile, load_corpus  # noqa: E402
 from bench.quality_score import FileResult, Summary, Tally, load_reviewed, score_file, summarize  # noqa: E402
@@ -44,8 +44,11 @@ TYPES = ("user", "feedback", "project", "reference")
 def digest_file(f: CorpusFile, policy: ModelPolicy) -> list[Note]:
     notes: list[Note] = []
 
+    # the endpoint is the one named on the command line, so its key is the operator's to give
+    key = os.environ.get(DEFAULT_API_KEY_ENV) or None if policy.provider == "openai" else None
+
     async def one(inp: DigestInput) -> DigestOutput:
-        return await run_digest(inp, policy, env=os.environ)
+        return await run_digest(inp, policy, api_key=key)
 
     for inp in f.inputs:
         notes.extend(trio.run(one, inp).notes)
