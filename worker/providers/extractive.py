@@ -58,6 +58,7 @@ import re
 
 from cairn.protocol.digest import DigestInput, DigestOutput
 from cairn.protocol.vocab import NoteType
+from cairn.worker.providers import cues
 from cairn.worker.providers.notes import Draft, finalize, one_line
 
 MAX_SENTENCE = 1000
@@ -71,7 +72,7 @@ _LOG_LINE = re.compile(
         \d{4}-\d{2}-\d{2}[T\ ]\d{1,2}:\d{2}            # ISO timestamps
       | \[?\d{1,2}:\d{2}:\d{2}                          # clock times
       | \[\s*(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\b
-      | (?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|PANIC)\b\s*[:\]|\-]
+      | (?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL|PANIC|DEPRECATION|NOTICE|HINT)\b\s*[:\]|\-]
       | Traceback\ \(most\ recent\ call\ last\)
       | File\ "[^"]*",\ line\ \d+
       | at\ [\w$.<>/]+\s*\(.*\)\s*$                    # JVM / JS stack frames
@@ -92,6 +93,19 @@ _LOG_LINE = re.compile(
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[})\]]")
 _BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)")
+# a lower-case line continues the previous one only if that one looks wrapped
+# (long); chat users often write one thought per short line, unpunctuated
+_WRAP_WIDTH = 60
+# the "user" side of a turn that reads as an assistant's message: aider's
+# architect mode hands its plan to the editor model as a prompt
+_HANDOFF = re.compile(
+    r"""^(?:(?:ok(?:ay)?|great|thanks|sure|alright|got\ it)[,.!]?\s+)?
+    (?:here\ (?:are|is)\ (?:the\ )?(?:minimal|precise|exact|changes|instructions|edits)
+      |(?:make|apply)\ (?:the\ following|these)\b|proposed\ changes?\b|change\ summary\b|changes\ to\ implement\b
+      |plan:|problem\s*$|i\ (?:have|'ve)\ (?:reviewed|updated|got)\b|you\ are\ (?:absolutely\ )?(?:right|correct)
+      |my\ apologies\b|thanks\ for\ (?:adding|the\ (?:files|update|payload|concrete))|to\ (?:fix|finish|make)\ [^\n]{0,120}?,\ (?:apply|make)\ (?:the\ following|these)\b)""",
+    re.I | re.X,
+)
 
 
 def _symbol_heavy(line: str) -> bool:
@@ -135,7 +149,7 @@ def _units(text: str) -> list[list[str]]:
             close()
             continue
         line = _BULLET.sub("", line)
-        if current and not line[:1].islower():
+        if current and (not line[:1].islower() or len(current[-1]) < _WRAP_WIDTH):
             close()
         current.append(line)
     close()
@@ -360,6 +374,9 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
         return NoteType.PROJECT, s, body
     if _reference(s, plain):
         return NoteType.REFERENCE, s, body
+    broad = cues.broad(s, sentence)
+    if broad is not None and not _vague(s):
+        return broad, s, body
     if durable and not _vague(s) and not re.match(r"(?:can|could|would|will|let'?s)\b", s, re.I):
         return NoteType.FEEDBACK, s, body
     return None
@@ -378,6 +395,8 @@ def digest(inp: DigestInput) -> DigestOutput:
     turn_order = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
     for turn in inp.turns:
         position = 0
+        if _HANDOFF.match(turn.user.lstrip()):
+            continue
         for sentences in _units(turn.user):
             for i, sentence in enumerate(sentences):
                 position += 1

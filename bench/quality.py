@@ -1,0 +1,172 @@
+"""Digest quality on real public transcripts: recall of durable items, precision of published notes.
+
+Usage::
+
+    python bench/quality.py [--split dev|test|all] [--provider extractive|openai]
+                            [--endpoint URL --model NAME] [--png FILE] [--unmatched]
+
+Every corpus file present (``tests/corpus/files`` and, once restored by
+``tests/corpus/fetch.py``, ``tests/corpus/cache``) is digested by the chosen
+provider, one digest per session, and its notes are matched against the
+file's labels (:mod:`quality_score` documents the matcher and the reviewed
+list). The report gives recall and precision overall, per transcript format,
+per label type (recall) and per note type (precision), how many tempting
+items were kept, and how many files were scored or missing. ``--png`` draws
+recall and precision per format; ``--unmatched`` lists notes that match no
+label, with the key to record a verdict in ``tests/corpus/reviewed.json``.
+
+The extractive provider needs nothing; ``openai`` reads its key from
+``CAIRN_OPENAI_API_KEY``. Tune only on the dev split: the test split is for
+the figures reported in ``bench/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+import trio  # noqa: E402
+from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy, Note  # noqa: E402
+from cairn.worker.providers import DEFAULT_API_KEY_ENV, run_digest  # noqa: E402
+
+from bench.quality_corpus import CorpusFile, load_corpus  # noqa: E402
+from bench.quality_score import FileResult, Summary, Tally, load_reviewed, score_file, summarize  # noqa: E402
+
+FORMAT_ORDER = ("aider", "specstory", "claude-code", "codex", "claude-export-text", "cctrace-md")
+TYPES = ("user", "feedback", "project", "reference")
+
+
+def digest_file(f: CorpusFile, policy: ModelPolicy) -> list[Note]:
+    notes: list[Note] = []
+
+    # the endpoint is the one named on the command line, so its key is the operator's to give
+    key = os.environ.get(DEFAULT_API_KEY_ENV) or None if policy.provider == "openai" else None
+
+    async def one(inp: DigestInput) -> DigestOutput:
+        return await run_digest(inp, policy, api_key=key)
+
+    for inp in f.inputs:
+        notes.extend(trio.run(one, inp).notes)
+    return notes
+
+
+def run(split: str | None, policy: ModelPolicy, *, committed_only: bool = False) -> tuple[list[FileResult], int, float]:
+    corpus = load_corpus(split=split, committed_only=committed_only)
+    reviewed = load_reviewed()
+    started = time.perf_counter()
+    results = [score_file(f, digest_file(f, policy), reviewed) for f in corpus.files]
+    return results, len(corpus.missing) + len(corpus.altered), time.perf_counter() - started
+
+
+def _pct(x: float, n: int) -> str:
+    return f"{x:.2f}" if n else "–"
+
+
+def table(title: str, rows: list[tuple[str, Tally]], *, recall: bool = True, precision: bool = True) -> str:
+    head = ["| " + title + " |"]
+    sep = ["|---|"]
+    if recall:
+        head.append(" labels | recalled | recall |")
+        sep.append("---|---|---|")
+    if precision:
+        head.append(" notes | correct | precision |")
+        sep.append("---|---|---|")
+    lines = ["".join(head), "".join(sep)]
+    for name, t in rows:
+        cells = [f"| {name} |"]
+        if recall:
+            cells.append(f" {t.labels} | {t.recalled} | {_pct(t.recall, t.labels)} |")
+        if precision:
+            cells.append(f" {t.notes} | {t.correct} | {_pct(t.precision, t.notes)} |")
+        lines.append("".join(cells))
+    return "\n".join(lines)
+
+
+def report(split_name: str, s: Summary, missing: int, seconds: float) -> str:
+    formats = [f for f in FORMAT_ORDER if f in s.by_format] + sorted(set(s.by_format) - set(FORMAT_ORDER))
+    parts = [
+        f"### {split_name}: {s.files} files scored, {missing} missing ({seconds * 1000:.0f} ms of digesting)",
+        "",
+        table("split", [(split_name, s.total)]),
+        "",
+        table("format", [(f, s.by_format[f]) for f in formats]),
+        "",
+        table("label type", [(t, s.by_label_type[t]) for t in TYPES if t in s.by_label_type], precision=False),
+        "",
+        table("note type", [(t, s.by_note_type[t]) for t in TYPES if t in s.by_note_type], recall=False),
+        "",
+        f"tempting items kept: {s.tempting_kept} of {s.tempting}; unmatched notes not yet reviewed: {s.unreviewed}; "
+        f"type agreement on recalled items: {s.total.type_agree} of {s.total.recalled}",
+    ]
+    return "\n".join(parts)
+
+
+def chart(path: pathlib.Path, summaries: dict[str, Summary], caption: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib is not installed: no chart; `pip install -e '.[bench]'`)", file=sys.stderr)
+        return
+    splits = list(summaries)
+    fig, axes = plt.subplots(1, len(splits), figsize=(6 * len(splits), 4), squeeze=False)
+    for ax, name in zip(axes[0], splits, strict=True):
+        s = summaries[name]
+        formats = [f for f in FORMAT_ORDER if f in s.by_format] + ["all"]
+        tallies = [s.by_format[f] if f != "all" else s.total for f in formats]
+        xs = range(len(formats))
+        # a format with no label has no recall, one with no note no precision: no bar, not 1.0
+        ax.bar([x - 0.2 for x in xs], [t.recall if t.labels else 0 for t in tallies], width=0.4, label="recall")
+        ax.bar([x + 0.2 for x in xs], [t.precision if t.notes else 0 for t in tallies], width=0.4, label="precision")
+        names = [f"{f}\n{t.labels} labels\n{t.notes} notes" for f, t in zip(formats, tallies, strict=True)]
+        ax.set_xticks(list(xs), names, fontsize=6)
+        ax.set_ylim(0, 1.05)
+        ax.axhline(0.6, color="grey", linewidth=0.5, linestyle=":")
+        ax.axhline(0.9, color="grey", linewidth=0.5, linestyle=":")
+        ax.set_title(f"{name} split ({s.files} files)")
+        ax.legend(loc="lower right", fontsize=7)
+    fig.suptitle(caption, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"chart written to {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
+    parser.add_argument("--provider", choices=("extractive", "openai"), default="extractive")
+    parser.add_argument("--endpoint", default="")
+    parser.add_argument("--model", default="")
+    parser.add_argument("--png", type=pathlib.Path)
+    parser.add_argument("--unmatched", action="store_true", help="list notes that match no label")
+    parser.add_argument("--missed", action="store_true", help="list labels no note matched")
+    args = parser.parse_args(argv)
+    policy = ModelPolicy(provider=args.provider, endpoint=args.endpoint, model=args.model)
+    splits = ["dev", "test"] if args.split == "all" else [args.split]
+    summaries: dict[str, Summary] = {}
+    for split in splits:
+        results, missing, seconds = run(split, policy)
+        summaries[split] = summarize(results)
+        print(report(split, summaries[split], missing, seconds))
+        print()
+        for r in results:
+            if args.unmatched:
+                for key, note, verdict in r.unmatched:
+                    print(f"unmatched {r.file.id} {key} [{verdict or 'unreviewed'}] {note.type.value}: {note.body[:160]}")
+            if args.missed:
+                for label in r.missed:
+                    print(f"missed {label.id} {label.type} ({label.turn}): {label.statement}")
+    if args.png:
+        chart(args.png, summaries, f"{args.provider} provider on the real-transcript corpus")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

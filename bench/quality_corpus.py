@@ -1,0 +1,176 @@
+"""The real-world transcript corpus of ``tests/corpus``: its manifest, its files and its labels.
+
+Contract: :func:`load_corpus` returns one :class:`CorpusFile` per manifest
+entry whose bytes are present (committed under ``files/`` or restored under
+``cache/`` by ``tests/corpus/fetch.py``) *and* match the recorded SHA-256;
+absent or altered files are counted, never guessed at. Each file becomes the
+sessions the provider digests, with turn ids of the form ``<session>.<turn>``
+(positions are fine here: the corpus is frozen, and labels name turns the
+same way).
+
+Formats the importers read (aider, specstory, codex, claude-code,
+claude-export, gptel) go through :func:`cairn.worker.importers.load`. Two
+exports have no importer yet and are read by a minimal parser kept here, so
+they are scored without being supported by the product:
+
+``claude-export-text``  Claude Code's ``/export`` text: a prompt starts at a
+                        line beginning ``> `` or ``❯ `` (continuations are
+                        indented two spaces); ``⏺``/``●`` lines are the reply.
+``cctrace-md``          the ``# Claude Code Session Export`` Markdown of
+                        cctrace: ``### 👤 User`` / ``### 🤖 Assistant``
+                        sections; user sections holding only tool results or
+                        an interruption notice are not prompts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from cairn.protocol.digest import DigestInput
+from cairn.protocol.transcript import Turn
+from cairn.worker.importers import load
+
+CORPUS = pathlib.Path(__file__).resolve().parent.parent / "tests" / "corpus"
+
+
+@dataclass(frozen=True)
+class Label:
+    """One durable item a good digest should publish: type, statement, verbatim evidence, turn."""
+
+    id: str
+    type: str
+    statement: str
+    evidence: str
+    turn: str
+
+
+@dataclass
+class CorpusFile:
+    id: str
+    format: str
+    split: str
+    inputs: list[DigestInput]
+    labels: list[Label]
+    tempting: list[dict[str, Any]] = field(default_factory=list)
+    user_text: dict[str, str] = field(default_factory=dict)  # turn id -> user text
+
+
+@dataclass
+class Corpus:
+    files: list[CorpusFile]
+    missing: list[str]  # manifest ids whose bytes are absent
+    altered: list[str]  # present, but not the recorded bytes
+
+
+# ---------------------------------------------------------------- minimal parsers
+
+_EXPORT_PROMPT = re.compile(r"^(?:>|❯) (.*)$")
+_EXPORT_OTHER = re.compile(r"^(?:⏺|●|✻|✢|╭|│|╰|⎿|\S)")
+
+
+def _parse_export_text(text: str) -> list[list[str]]:
+    """Prompts of a ``/export`` text file, as one session."""
+    prompts: list[str] = []
+    current: list[str] | None = None
+    for line in text.splitlines():
+        m = _EXPORT_PROMPT.match(line)
+        if m:
+            if current is not None:
+                prompts.append("\n".join(current).strip())
+            current = [m.group(1)]
+        elif current is not None and line.startswith("  ") and not line.lstrip().startswith("⎿"):
+            current.append(line[2:])
+        elif current is not None and (not line.strip() or _EXPORT_OTHER.match(line)):
+            prompts.append("\n".join(current).strip())
+            current = None
+    if current is not None:
+        prompts.append("\n".join(current).strip())
+    return [[p for p in prompts if p]]
+
+
+_CCTRACE_ROLE = re.compile(r"^### (?:👤 User|🤖 Assistant.*)$", re.M)
+
+
+def _parse_cctrace(text: str) -> list[list[str]]:
+    prompts: list[str] = []
+    marks = list(_CCTRACE_ROLE.finditer(text))
+    for i, m in enumerate(marks):
+        if "User" not in m.group(0):
+            continue
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        body = text[m.end() : end]
+        body = re.sub(r"\n---\s*\n\s*\*\*\[[^\]]*\]\*\*\s*$", "", body.rstrip()).strip()
+        body = re.sub(r"\n?---\s*$", "", body).strip()
+        if not body or body.startswith(("📊 **Tool Result:**", "[Request interrupted")):
+            continue
+        prompts.append(body)
+    return [prompts]
+
+
+_MINIMAL = {"claude-export-text": _parse_export_text, "cctrace-md": _parse_cctrace}
+MINIMAL_FORMATS = tuple(_MINIMAL)
+
+
+def sessions_of(path: pathlib.Path, fmt: str) -> list[list[tuple[str, str, str]]]:
+    """``[[(turn id, user text, assistant text), ...] per session]`` of a corpus file."""
+    if fmt in _MINIMAL:
+        text = path.read_text(encoding="utf-8")
+        return [[(f"{s}.{t}", u, "") for t, u in enumerate(prompts)] for s, prompts in enumerate(_MINIMAL[fmt](text))]
+    sessions = load(path, fmt)
+    return [
+        [(f"{s}.{t}", turn.user, turn.assistant) for t, turn in enumerate(session.turns)]
+        for s, session in enumerate(sessions)
+    ]
+
+
+# ---------------------------------------------------------------- loading
+
+def _locate(entry: dict[str, Any], root: pathlib.Path) -> pathlib.Path | None:
+    for folder in ("files", "cache"):
+        candidate = root / folder / entry["file"]
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_corpus(root: pathlib.Path = CORPUS, *, split: str | None = None, committed_only: bool = False) -> Corpus:
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    files: list[CorpusFile] = []
+    missing: list[str] = []
+    altered: list[str] = []
+    for entry in manifest["files"]:
+        if split is not None and entry["split"] != split:
+            continue
+        if committed_only and not entry["committed"]:
+            continue
+        path = _locate(entry, root)
+        if path is None:
+            missing.append(entry["id"])
+            continue
+        if hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            altered.append(entry["id"])
+            continue
+        label_doc = json.loads((root / "labels" / f"{entry['id']}.json").read_text(encoding="utf-8"))
+        labels = [
+            Label(id=f"{entry['id']}#{i}", type=d["type"], statement=d["statement"], evidence=d["evidence"], turn=d["turn"])
+            for i, d in enumerate(label_doc.get("durable", []))
+        ]
+        inputs: list[DigestInput] = []
+        user_text: dict[str, str] = {}
+        for s, session in enumerate(sessions_of(path, entry["format"])):
+            turns = tuple(Turn(turn_id=tid, parent_turn_id=None, user=u, assistant=a) for tid, u, a in session)
+            user_text.update((tid, u) for tid, u, _ in session)
+            if turns:
+                inputs.append(DigestInput(session_id=f"{entry['id']}/{s}", title=None, turns=turns))
+        files.append(
+            CorpusFile(
+                id=entry["id"], format=entry["format"], split=entry["split"], inputs=inputs, labels=labels,
+                tempting=list(label_doc.get("tempting", [])), user_text=user_text,
+            )
+        )
+    return Corpus(files=files, missing=missing, altered=altered)

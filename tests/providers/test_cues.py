@@ -1,0 +1,123 @@
+"""The broader cues find durable items real users state without "always", "never" or "I prefer"."""
+
+from __future__ import annotations
+
+import pytest
+from cairn.protocol.digest import DigestInput
+from cairn.protocol.vocab import NoteType
+from cairn.worker.providers.extractive import classify, digest
+
+from tests.providers.sessions import turn
+
+USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.PROJECT, NoteType.REFERENCE
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # directives without a marker word
+        ("Make sure each handler gets its own module.", FEEDBACK),
+        ("Every migration should be reversible.", PROJECT),
+        ("We need tests that hit the database, not mocks.", PROJECT),
+        ("Run it yourself rather than pasting me commands.", FEEDBACK),
+        ("Ensure that all backend tests run against the fixture database.", FEEDBACK),
+        ("In the health endpoint, do NOT return stack traces ever.", FEEDBACK),
+        ("We shouldn't hard-code region names.", PROJECT),
+        ("Use uv pip", FEEDBACK),
+        ("Periodically run the lint script to see what broke.", FEEDBACK),
+        ("Results should be sorted so that they're always listed the same way.", FEEDBACK),
+        ("I will commit manually", FEEDBACK),
+        ("follow camelCase and add SKU and offers.", FEEDBACK),
+        ("Create a rule in my rules folder that has the agent summarise detailed responses.", FEEDBACK),
+        ("Give me the token count at the end of each response.", FEEDBACK),
+        # corrections of the assistant's knowledge of a tool
+        ("That flag doesn't exist in this version of the tool, it was renamed.", PROJECT),
+        ("No, we simply don't support this notation", PROJECT),
+        # project facts inside a request or given as context
+        ("Set up a Rust workspace for a CLI called foo.", PROJECT),
+        ("For context, this is firmware for an STM32 sensor board.", PROJECT),
+        ("Please create a clean project structure for a PyTorch IoT project.", PROJECT),
+        ("this is really just a personal notebook app for things I'm working on", PROJECT),
+        ("hosted at random.example.se", PROJECT),
+        ("I'm running Claude Code on WSL.", USER),
+        ("We will be using dependency extras so each engine installs alone.", PROJECT),
+        ("My routes should be in routes.py", PROJECT),
+        ("The test database is in the project root and is called shop.db", PROJECT),
+        ("Each source should be accessible as engine `tavily`.", PROJECT),
+        ("get the connection string from env MONGODB_CONNECTION_STRING", PROJECT),
+        ("Scope is intentionally small: three hardcoded properties and one wallet.", PROJECT),
+        ("Program location: ~/shop/anchor/", PROJECT),
+        ("I'm building Bhavana — a proof of concept platform on a test network.", PROJECT),
+        # preferences said as a feeling or a complaint
+        ("This is too much machinery for what should be a plain lookup table.", USER),
+        ("I shouldn't have to pass the API key into the config, it's very weird architecture.", USER),
+        ("The gradient is a little too much and I don't need the hover effects.", USER),
+        ("Keep it to the minimum, with as few external dependencies as possible.", USER),
+        ("When I use --json mode I don't want the progress spinner.", USER),
+        # requests to record a convention
+        ("Put this in the contributor guide.", FEEDBACK),
+        ("Write my preferences down somewhere you will see them next time.", FEEDBACK),
+        ("Keep in mind I often run several sessions at once in the same folder.", USER),
+        # still dropped: tasks, questions, one-offs, logs, vague or empty statements
+        ("Make sure the tests pass.", None),
+        ("How can I use #702082 instead of the red?", None),
+        ("how can i use #702082 instead of rgba(255, 57, 57, 10)", None),
+        ("Running on http://127.0.0.1:8080", None),
+        ("this will be a new project!", None),
+        ("the goal is simple", None),
+        ("i'm using 1.4.36", None),
+        ("It's bad design.", None),
+        ("But we shouldn't remove it, just use it as stub", None),
+        ("let's use Graphik font instead", None),
+        ("Let's use Redis for this one.", None),
+        ("the full report is in /srv/app/static/sessions/5b46/output/viewer.html", None),
+        ("For now, make sure every test uses the stub.", None),
+        ("we're using an http transfer now.", None),
+        ("please suggest another rule for something you might add at the end of each response", None),
+    ],
+)
+def test_broader_sentence_rules(sentence: str, expected: NoteType | None) -> None:
+    found = classify(sentence)
+    assert (found[0] if found else None) == expected
+
+
+def test_a_deprecation_line_of_pasted_output_is_a_log_line() -> None:
+    inp = DigestInput(
+        session_id="s", title=None, turns=(turn("a", "DEPRECATION: --no-python-version-warning is deprecated.\n"),)
+    )
+    assert digest(inp).notes == ()
+
+
+def test_short_unpunctuated_lines_are_separate_thoughts() -> None:
+    inp = DigestInput(
+        session_id="s",
+        title=None,
+        turns=(turn("a", "hi!\nthis will be a new project\nhosted at dice.example.se\nthe goal is simple\n"),),
+    )
+    (note,) = digest(inp).notes
+    assert (note.type, note.body) == (PROJECT, "Hosted at dice.example.se")
+
+
+def test_a_wrapped_long_line_still_continues_on_the_next() -> None:
+    inp = DigestInput(
+        session_id="s",
+        title=None,
+        turns=(
+            turn(
+                "a",
+                "I looked at the deployment notes again and wanted to say that the project\n"
+                "is hosted at dice.example.se for everyone.",
+            ),
+        ),
+    )
+    (note,) = digest(inp).notes
+    assert note.body.endswith("project is hosted at dice.example.se for everyone.")
+
+
+def test_a_plan_handed_to_an_editor_model_is_not_the_users_word() -> None:
+    handoff = (
+        "Here are the minimal, precise changes to add a test suite. Do not modify existing backend code; "
+        "only add the files listed. Every test should use the fixture database."
+    )
+    inp = DigestInput(session_id="s", title=None, turns=(turn("a", handoff),))
+    assert digest(inp).notes == ()

@@ -1,0 +1,231 @@
+"""Broader cues of the extractive engine: durable knowledge said without "always", "never" or "I prefer".
+
+Real users rarely use the marker words the first rules of
+:mod:`worker.providers.extractive` look for. These rules catch the other
+ways a durable item is said, each a pattern of English phrasing, never a
+list of topics. They run only on a sentence the first rules dropped, after
+the same drop rules (questions, one-off and status markers, pasted text), so
+they can only add notes. Each returns the note type or ``None``:
+
+``context``     a statement the user flags as something to keep: "keep in
+                mind …", "for context, …", "note that …", "it's important …".
+``identity``    what the project is: "this is (really just) a/my/our <thing>",
+                "I'm building a …", "I want to build a … that …", "the goal
+                is …"; where it runs: "hosted at <domain>", "I will host it on
+                render.com", "I'm running X on WSL".
+``stack``       what it is built with: "we will be using X", "I want to use X",
+                "let's use X instead" (a replacement, so a decision that lasts),
+                "we're using X".
+``layout``      where things are: "X is/should be (located) in <file or
+                folder>", "X is called <name>", "put X inside the Y folder".
+``directive``   a standing rule without a marker word: "make sure each/every …",
+                "every X should …", "X should be done once in one place",
+                "ensure that all …", "we should have/use/keep …", "we shouldn't
+                …", a short "use <tool>", "<in context>, do not … ever",
+                "I will commit/deploy … manually/myself".
+``complaint``   a preference said as a feeling: "it's weird/bad design",
+                "… is too much / overkill", "I don't want/need <thing>",
+                "I shouldn't have to …", "I only want to …".
+``record``      a request to record a convention: "put this in the
+                contributor guide / README / AGENTS.md", "write my
+                preferences down", "remember this".
+``tooling``     a correction of the assistant's knowledge of a tool: "that
+                flag doesn't exist", "it was renamed/removed/deprecated", "we
+                don't support this notation".
+
+Type: a sentence about the user's own setup or taste ("I", "my") is
+``user``; one that tells the assistant how to work (imperative, "you") is
+``feedback``; anything about the project is ``project``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cairn.protocol.vocab import NoteType
+
+# patterns are matched against the lower-cased sentence, so they need no re.I (and run faster)
+_X = re.X
+
+CONTEXT = re.compile(
+    r"""\b(?:keep\ in\ mind|bear\ in\ mind|for\ context|for\ (?:your\ )?reference|note\ that|fyi
+    |it'?s\ (?:very\ |really\ |super\ )?important|it\ is\ (?:very\ |really\ )?important|important:)\b""",
+    _X,
+)
+_THING = (
+    r"(?:project|app|application|library|lib|tool|service|site|website|web\ ?app|game|bot|cli|kb|knowledge\ base"
+    r"|repo|repository|plugin|extension|firmware|script|dashboard|api|backend|frontend|monorepo|package|prototype"
+    r"|platform|product|engine|framework|sdk|server|template|theme|variant|clone|poc|mvp|homework|assignment"
+    r"|take[\ -]home\ project|side\ project|hobby\ project|blog|course|crate|module|daemon|pipeline|workspace)"
+)
+IDENTITY = re.compile(
+    rf"""(?:^|\b(?:so|and|but|because|since|as)\ )
+    (?:(?:this|it)\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only|going\ to\ be)\ )*
+        (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
+      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+\ (?:—|–|-|,)\ (?:a|an)\ )
+      |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ [\w-]+(?:\ [\w-]+){{0,3}}\ (?:that|which|where|for|with|called|named)\b
+      |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
+      |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w)""",
+    _X,
+)
+_DOMAIN = r"(?:https?://(?!localhost|127\.|10\.|192\.168\.|0\.0\.0\.0)\S+|(?:[a-z0-9-]+\.)+(?:com|se|io|dev|app|org|net|co|ai|sh|xyz|me|de|fr|uk|us)\b)"
+HOSTING = re.compile(
+    rf"""\b(?:hosted|deployed|served|published|live|running)\ (?:at|on|to)\ {_DOMAIN}
+    |\b(?:host|deploy|publish)\ (?:it|this|the\ \w+)\ (?:on|at|to)\ (?:{_DOMAIN}|vercel|netlify|render|fly|heroku|aws|gcp|azure|cloudflare)
+    |\b(?:i'?m|i\ am|we'?re|we\ are)\ (?:running|using|on)\ [\w.\ -]{{1,30}}?\ on\ (?:wsl|windows|linux|macos|mac|ubuntu|debian|arch|nixos|docker|a\ raspberry)""",
+    _X,
+)
+STACK = re.compile(
+    r"""\b(?:we(?:'ll|\ will)\ be\ using|we'?re\ using|we\ are\ using|we(?:'ll|\ will)\ use
+    |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ use|i'?m\ using|i\ am\ using)\ [`@]?[a-z][\w.+/-]*""",
+    _X,
+)
+LAYOUT = re.compile(
+    r"""\b(?:is|are|should\ be|must\ be|lives?|sits?)\ (?:located\ |stored\ |kept\ |defined\ |placed\ )?(?:in|inside|under)\ (?:the\ )?@?(?![/~]|(?:that|this|which|what|each|every)\b)[\w./-]*[\w-]+(?:\.\w{1,5}|/|\ (?:folder|directory|dir)\b)
+    |\b(?:is|are)\ (?:called|named)\ [`"']?[\w.-]+\.\w{1,5}\b
+    |\bshould\ be\ (?:accessible|available|exposed|named|called|registered)\ as\b
+    |^[\w\ ]{1,30}\ (?:location|path|dir(?:ectory)?|folder|repo(?:sitory)?):\ [~.]?[\w.-]*/
+    |\benv(?:ironment)?\ (?:var(?:iable)?\ )?[a-z][a-z0-9]*_[a-z0-9_]+\b
+    |^(?:put|place|keep|move)\ (?:the\ )?[\w\ -]{1,40}\ (?:in|inside|into|under|to)\ (?:a\ |the\ )?[\w./-]+\ (?:folder|directory|dir)\b""",
+    _X,
+)
+DIRECTIVE = re.compile(
+    r"""^(?:(?:please\ )?make\ sure|ensure|be\ sure)\ (?:that\ )?(?:each|every|all|any|no)\b
+    |^(?:each|every|all|any|no)\ [\w/.-]+(?:\ [\w/.-]+){0,3}\ (?:should|must|needs?\ to|has\ to|have\ to|shall)\b
+    |\bshould\ be\ (?:done|kept|defined|handled|written)\ (?:once|only\ once|in\ (?:one|a\ single)\ place)
+    |(?:^|,\ )we\ (?:should|must|need\ to)\ (?:have|use|keep|follow|stick|always|never)\b
+    |^we\ (?:shouldn'?t|should\ not|must\ not|mustn'?t)\ \S+(?:\ (?!it\b|this\b|that\b|them\b)\S|\W*$)
+    |\b(?:is|are|'re|be|gets?)\ always\b|\balways\ (?:be|get|stay|remain)\b
+    |\b(?:each|every)\ [\w/.-]+\ (?:should|must|needs?\ to)\b
+    |^(?:in|for)\ (?:each|every|all)\ [\w/.-]+(?:\ [\w/.-]+)?,?\ \w+
+    |\bwe\ need\ [^,;]{3,60},\ not\ \w
+    |^[a-z]+\ [^,;]{1,50}\ rather\ than\ \w+ing\b
+    |\b(?:at\ the\ end\ of|in|after)\ (?:each|every)\ (?:response|reply|answer|message)\b
+    |^(?:periodically|regularly|routinely)\b|\b(?:after|before)\ (?:each|every)\ \w+|\b(?:whenever|every\ time|each\ time)\b
+    |\buse\ [^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
+    |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
+    |^follow\ (?:the\ )?[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
+    |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
+    |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
+    _X,
+)
+COMPLAINT = re.compile(
+    r"""\b(?:it'?s|that'?s|this\ is|it\ is|is)\ (?:a\ )?(?:very\ |really\ |kind\ of\ |a\ bit\ |a\ little\ |just\ )?
+        (?:(?:weird|bad|poor|ugly|messy|confusing|strange)\ (?:design|architecture|approach|machinery|pattern|api|abstraction)
+          |overkill|over-?engineered|bloated|too\ much|too\ complex|overly\ complex)\b
+    |\bas\ (?:few|little|small|simple|minimal)\ [\w-]+(?:\ [\w-]+)?\ as\ possible\b
+    |\bi\ (?:don'?t|do\ not)\ (?:want|need|like)\ (?:the\ |any\ |those\ |these\ )?["'`]?(?!it\b|that\b|this\b|to\ do\b)[\w-]+(?:\ [\w-]+)?
+    |\bi\ (?:don'?t|do\ not)\ want\ (?:it|this|that)\ to\ \w+
+    |\bi\ shouldn'?t\ (?:have|need)\ to\b
+    |\bi\ only\ want\ (?:to\ )?\w""",
+    _X,
+)
+RECORD = re.compile(
+    r"""\b(?:put|add|write|record|note|document)\ (?:this|that|it|these|those|them|my\ preferences?)\ (?:down\ )?
+        (?:in(?:to)?|to)\ (?:the\ |our\ |a\ )?(?:contribut\w*\ guide|contributing(?:\.md)?|readme(?:\.md)?|agents\.md|claude\.md
+        |style\ guide|docs|rules|conventions|guidelines|memory)
+    |\bwrite\ (?:my|these|the|your)\ (?:preferences|conventions|rules)\ down\b
+    |\b(?:add|create|write|make)\ (?:a\ |another\ )?(?:user\ |project\ |cursor\ )?rule\ (?:that|to|which|in|for)\b
+    |^remember\ (?:this|that)\b""",
+    _X,
+)
+COMMAND = re.compile(
+    r"""\brun\ [`'"][^`'"]{2,60}[`'"]\ to\ (?:see|run|check|get|show)\b
+    |\b(?:is|are)\ (?:intentionally|deliberately|on\ purpose)\b
+    |\b(?:that'?s|it'?s|is)\ the\ (?:official|standard|recommended|canonical)\ \w+""",
+    _X,
+)
+TOOLING = re.compile(
+    r"""\b(?:doesn'?t|does\ not|no\ longer)\ (?:exist|support)\b
+    |\b(?:was|has\ been|got|were|have\ been)\ (?:renamed|removed|deprecated|replaced)\b
+    |\bis\ deprecated\b
+    |\bwe\ (?:simply\ )?(?:don'?t|do\ not)\ support\b""",
+    _X,
+)
+_NOW = re.compile(r"\b(?:now|currently|at\ the\ moment|right\ now|for\ now)\b")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'?m|i'?ve|i'?d|me|my|myself)\b")
+_YOU = re.compile(r"\b(?:you|your)\b")
+# longer sentences are pasted text or task descriptions; none of these cues needs more
+MAX_CUED = 400
+_TASKISH = re.compile(
+    r"""^(?:how|what|why|where|which|who|can|could|would|will|should|do|does|did|is|are|am)\b
+    |^when\ (?:is|are|do|does|did|will|can|should|would|could)\b
+    |^(?:suggest|explain|tell\ me|describe|show\ me|summari[sz]e|list)\b|\b(?:fix|debug)\ (?:this|it|the)\b|\b(?:error|traceback|exception|crash(?:es|ed)?)\b""",
+    _X,
+)
+
+
+def _person(s: str, default: NoteType) -> NoteType:
+    if _YOU.search(s):
+        return NoteType.FEEDBACK
+    if _FIRST_PERSON.search(s) and default is NoteType.USER:
+        return NoteType.USER
+    return default
+
+
+# Words without which a group cannot match: a substring search is far cheaper
+# than the group's regular expression, and most sentences contain none of them.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "record": ("rule", "guide", "contribut", "readme", "agents.md", "claude.md", "docs", "convention", "guideline",
+               "memory", "preference", "remember"),
+    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
+                  "always", "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
+    "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced"),
+    "context": ("mind", "context", "reference", "note that", "fyi", "important"),
+    "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
+    "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are",
+                 "want to", "need to", "like to", "set up", "creat", "scaffold", "bootstrap", "start", "init", "build",
+                 "goal", "idea", "purpose", "point"),
+    "stack": ("using", "to use", "will use", "'ll use"),
+    "layout": ("is in", "are in", "be in", "lives in", "live in", "sits in", "sit in", "located", "stored", "kept",
+               "defined", "placed", "inside", "is under", "are under", "be under", "lives under", "called", "named",
+               "put ", "place ", "keep ", "move ", "accessible as", "available as", "exposed as", "registered as",
+               "location:", "path:", "dir:", "directory:", "folder:", "repo:", "repository:", "env"),
+    "command": ("run ", "official", "standard", "recommended", "canonical", "intentional", "deliberate", "on purpose"),
+    "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
+                  "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
+}
+_NEEDED = {group: re.compile("|".join(re.escape(word) for word in words)) for group, words in _NEEDS.items()}
+
+
+def _may(group: str, s: str) -> bool:
+    return _NEEDED[group].search(s) is not None
+
+
+def _kind(s: str, original: str) -> NoteType | None:
+    if (_may("record", s) and RECORD.search(s)) or (_may("directive", s) and DIRECTIVE.search(s)):
+        return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
+    if _may("tooling", s) and TOOLING.search(s):
+        return NoteType.PROJECT
+    if _may("context", original) and CONTEXT.search(original):
+        own = _FIRST_PERSON.search(s) and not re.search(r"\b(?:we|our)\b", s)
+        return _person(s, NoteType.USER if own else NoteType.PROJECT)
+    if _may("hosting", s) and HOSTING.search(s):
+        return NoteType.USER if re.search(r"\bon\ (?:wsl|windows|linux|macos|mac|ubuntu)", s) else NoteType.PROJECT
+    if (
+        (_may("identity", s) and IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
+        or (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
+        or (_may("layout", s) and LAYOUT.search(s))
+        or (_may("command", s) and COMMAND.search(s))
+    ):
+        return NoteType.PROJECT
+    if _may("complaint", s) and COMPLAINT.search(s) and len(s.split()) >= 5:
+        return _person(s, NoteType.USER)
+    return None
+
+
+def broad(s: str, original: str) -> NoteType | None:
+    """The type of a durable item ``s`` states in one of the broader ways, or ``None``.
+
+    ``s`` has its lead-in and "please" removed and passed the drop rules;
+    ``original`` is the sentence as written (a lead-in such as "keep in mind"
+    is itself the cue).
+    """
+    if len(s) > MAX_CUED:
+        return None
+    s = s.lower()
+    kind = _kind(s, original.lower())
+    # the task and question guard runs last: few sentences get this far
+    if kind is None or _TASKISH.search(s):
+        return None
+    return kind
