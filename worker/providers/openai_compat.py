@@ -60,10 +60,10 @@ from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import NoteType
 from cairn.worker.providers import http, window
-from cairn.worker.providers.route import Route, ask
-from cairn.worker.providers.route import check as check_route
 from cairn.worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
 from cairn.worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
+from cairn.worker.providers.route import Route, ask
+from cairn.worker.providers.route import check as check_route
 from cairn.worker.redact import redact
 
 _NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
