@@ -145,13 +145,15 @@ def review_policy(settings: Settings, *, timeout_seconds: float) -> ModelPolicy:
     """The policy of a remote review from the current settings (reviews are not frozen at capture).
 
     ``timeout_seconds`` bounds the whole review; one request gets at most
-    the settings' ``timeoutSeconds`` of it.
+    the settings' ``timeoutSeconds`` of it. The reply budget is a quarter of
+    the context window (``contextTokens``), at most :data:`MAX_OUTPUT_TOKENS`.
     """
     return ModelPolicy(
         provider=settings.provider if settings.provider in REMOTE else "openai",
         model=settings.model,
         endpoint=settings.endpoint,
-        max_output_tokens=MAX_OUTPUT_TOKENS,
+        # the reply budget shares the context window: a quarter of it, up to the review maximum
+        max_output_tokens=min(MAX_OUTPUT_TOKENS, max(256, settings.contextTokens // 4)),
         timeout_seconds=min(timeout_seconds, settings.timeoutSeconds) if settings.timeoutSeconds > 0
         else timeout_seconds,
     )
