@@ -7,7 +7,8 @@ Settings name an argv list (``command = ["llm", "-m", "MODEL"]``,
 * **No shell.** The argv is executed as given (``PATH`` lookup for the
   first item); nothing is interpolated or split.
 * **Prompt on stdin, reply on stdout.** The prompt is the system prompt, a
-  blank line, then the (already redacted) request text, UTF-8. Its size is
+  blank line, then the request text, UTF-8, both through the redaction
+  gate (:func:`worker.redact.redact_text`) as every HTTP request is. Its size is
   measured against ``policy.max_payload_bytes`` *before* the program starts
   (``E_PAYLOAD_TOO_LARGE``). stdout is capped at
   :data:`~worker.providers.http.MAX_REPLY_BYTES`.
@@ -51,6 +52,7 @@ import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.providers import http
+from cairn.worker.redact import redact_text
 
 #: stderr bytes counted at most (the rest is drained unread)
 STDERR_COUNT_LIMIT = 1 << 20
@@ -68,8 +70,8 @@ def check(argv: Sequence[str], policy: ModelPolicy) -> None:
 
 
 def prompt_bytes(system: str, user: str) -> bytes:
-    """The exact bytes written to the program's stdin."""
-    return f"{system.rstrip()}\n\n{user}\n".encode()
+    """The exact bytes written to the program's stdin, through the redaction gate like every request."""
+    return f"{redact_text(system).rstrip()}\n\n{redact_text(user)}\n".encode()
 
 
 def unfence(text: str) -> str:
