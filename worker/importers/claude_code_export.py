@@ -68,7 +68,8 @@ def sniff(text: str) -> bool:
 def _blocks(text: str) -> list[tuple[str, list[str], bool]]:
     """(kind, text lines, has output) per block; kind is prompt | reply | noise."""
     blocks: list[tuple[str, list[str], bool]] = []
-    kind, lines, output = "noise", [], False
+    kind, output = "noise", False
+    lines: list[str] = []
     for raw in text.split("\n"):
         line = raw.rstrip()
         if line.startswith(PROMPTS) or line in (">", "❯"):

@@ -10,7 +10,7 @@ Request (a chat-completions call with the exchange rules of
 :mod:`worker.providers.http`, or a run of the ``command`` provider; no
 tools): the digests' notes (digest id, type, title, body), the parsed topics
 of the root (file, name, type, description, body clipped to
-:data:`TOPIC_BODY_MAX` characters) and the names of the instruction files
+:data:`~worker.memory.review_request.TOPIC_BODY_MAX` characters) and the names of the instruction files
 present, all redacted. Past rejections are not sent: they filter the result
 afterwards. The prepared bytes are measured against
 ``policy.max_payload_bytes`` before anything is sent. Notes that do not fit
@@ -52,7 +52,6 @@ the engine orders them.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -62,12 +61,12 @@ from typing import Any
 
 import attrs
 import trio
-from cairn.protocol import codec
-from cairn.protocol.digest import ModelPolicy, Note
+from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.lsp import Settings
 from cairn.protocol.vocab import NoteType
+from cairn.worker.memory import review_request
 from cairn.worker.memory.drafts import (
     DESCRIPTION_MAX,
     MAX_DIGESTS,
@@ -90,8 +89,6 @@ from cairn.worker.providers.route import REMOTE, Route, ask
 from cairn.worker.providers.route import check as check_route
 from cairn.worker.redact import redact
 
-#: characters of a topic body sent to the model (the rest is not needed to place a note)
-TOPIC_BODY_MAX = 2000
 TITLE_MAX = 120
 REPLY_DESCRIPTION_MAX = 200
 BULLET_MAX = 500
@@ -162,77 +159,12 @@ def review_policy(settings: Settings, *, timeout_seconds: float) -> ModelPolicy:
 # -- the request ---------------------------------------------------------------------
 
 
-def _sorted(digests: list[PublicDigest]) -> list[PublicDigest]:
-    return sorted(digests, key=lambda d: (d.created, d.id))
-
-
-def _note(n: Note) -> dict[str, str]:
-    return {"type": str(n.type), "title": redact(n.title), "body": redact(n.body)}
-
-
-def _scope(
-    digests: list[PublicDigest], snapshot: MemorySnapshot, instruction_files: Mapping[str, bytes | None],
-    *, bodies: bool = True,
-) -> str:
-    doc = {
-        "digests": [{"id": d.id, "notes": [_note(n) for n in d.notes]} for d in _sorted(digests)],
-        "topics": [
-            {
-                "file": name,
-                "name": redact(tf.topic.name),
-                "type": str(tf.topic.type),
-                "description": redact(tf.topic.description),
-                **({"body": redact(tf.topic.body[:TOPIC_BODY_MAX])} if bodies else {}),
-            }
-            for name, tf in sorted(snapshot.topics.items())
-            if tf.topic is not None
-        ],
-        "instruction_files": list(present_instructions(instruction_files)),
-    }
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True)
-
-
-@attrs.frozen
-class Window:
-    """One review request: some digests (possibly a part of a digest's notes) and how topics are sent."""
-
-    digests: list[PublicDigest]
-    bodies: bool
-
-
 def windows(
     digests: list[PublicDigest], snapshot: MemorySnapshot, instruction_files: Mapping[str, bytes | None],
     route: Route,
-) -> list[Window]:
-    """The notes of ``digests`` split into requests that fit ``route.context_tokens`` with the topics.
-
-    Every request carries the topics and instruction files; when they leave
-    no room for the largest note, topics are sent without their bodies
-    (name, type, description); when even that leaves none, the context
-    window is too small for this memory (``E_CONFIG_INVALID``). Notes keep
-    their digest id, so a digest split over two requests is cited the same
-    way in both.
-    """
-    room = window.budget(route.context_tokens, SYSTEM_PROMPT, route.policy.max_output_tokens, what="review")
-    units = [(d, n) for d in _sorted(digests) for n in d.notes]
-    costs = [window.json_tokens(_note(n)) + window.json_tokens({"id": d.id, "notes": []}) for d, n in units]
-    largest = max(costs, default=0)
-    for bodies in (True, False):
-        left = room - window.estimate_tokens(_scope([], snapshot, instruction_files, bodies=bodies))
-        if left >= largest:
-            break
-    else:
-        raise CairnError(ErrorCode.CONFIG_INVALID,
-                         f"context_tokens = {route.context_tokens} is too small for the memory topics of this review")
-    groups, _ = window.pack(costs, left)
-    out = []
-    for group in groups:
-        notes_of: dict[str, list[Note]] = {}
-        for i in group:
-            notes_of.setdefault(units[i][0].id, []).append(units[i][1])
-        out.append(Window([codec.evolve(d, notes=tuple(notes_of[d.id])) for d in digests if d.id in notes_of],
-                          bodies))
-    return out
+) -> list[review_request.Window]:
+    """The review's requests: :func:`worker.memory.review_request.windows` with this module's instructions."""
+    return review_request.windows(digests, snapshot, instruction_files, route, system=SYSTEM_PROMPT)
 
 
 def build_request(
@@ -243,7 +175,7 @@ def build_request(
     policy: ModelPolicy,
 ) -> dict[str, Any]:
     """The request object; :func:`prepare_payload` gives its exact bytes."""
-    return http.base_request(policy, SYSTEM_PROMPT, _scope(digests, snapshot, instruction_files), what="review")
+    return http.base_request(policy, SYSTEM_PROMPT, review_request.scope(digests, snapshot, instruction_files), what="review")
 
 
 def prepare_payload(
@@ -444,7 +376,7 @@ async def request_proposals(
     check_route(route, what="review")
     proposed: list[Proposed] = []
     for n, part in enumerate(windows(digests, snapshot, instruction_files, route)):
-        user = _scope(part.digests, snapshot, instruction_files, bodies=part.bodies)
+        user = review_request.scope(part.digests, snapshot, instruction_files, bodies=part.bodies)
         items = await ask(route, SYSTEM_PROMPT, user, key="proposals", what="review")
         proposed += [attrs.evolve(p, window=n) for p in _validate(items, part.digests, snapshot, instruction_files)]
     return proposed
