@@ -168,6 +168,9 @@ def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[
     for options, source, snake in ((data, WORKSPACE_FILE, True), (editor_options, "editor settings", False)):
         settings, w = merge(settings, options, source=source, snake=snake)
         warnings += w
+    if settings.provider == "command" and not settings.command:
+        warnings.append(f"{ErrorCode.CONFIG_INVALID}: provider \"command\" needs the program to run: "
+                        'command = ["program", "arg", ...]; digests and reviews through it fail until it is set')
     return settings, warnings
 
 
