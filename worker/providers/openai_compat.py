@@ -199,8 +199,8 @@ async def digest_route(inp: DigestInput, route: Route) -> DigestOutput:
     for part in parts:
         items = await ask(route, SYSTEM_PROMPT, _evidence(part), key="notes")
         in_window = {turn.turn_id: index for index, turn in enumerate(part.turns)}
-        per_window.append([_note(item, index, in_window) for index, item in enumerate(items)])
-        per_window[-1] = [attrs.evolve(d, position=position + i) for i, d in enumerate(per_window[-1])]
+        # positions continue across windows: notes are told apart, and ordered, as in one reply
+        per_window.append([_note(item, position + index, in_window) for index, item in enumerate(items)])
         position += len(items)
     return DigestOutput(notes=finalize(_across(per_window), known))
 
