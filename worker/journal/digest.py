@@ -19,7 +19,10 @@
   settings of the request decide whether that policy may still run and
   which key goes with it (:mod:`worker.providers.access`, shared with
   reviews): a remote policy the settings no longer name is digested by the
-  embedded engine, and the key is the one of the configured ``apiKeyEnv``.
+  embedded engine, and the key is the one of the configured ``apiKeyEnv``
+  (the ``command`` provider's program and the context window come from the
+  settings too). Evidence longer than the context window is digested in
+  several requests; the claim's lease allows the policy timeout for each.
 * **Acceptance** puts the :class:`DigestResult` bundle and elects
   ``completed`` naming its hash, both fenced by the claim.
 * **Publication** (idempotent, any process may finish it): public digest
