@@ -17,7 +17,7 @@ from cairn.protocol.vocab import NoteType
 class ModelPolicy:
     """Frozen at capture: later configuration changes never alter a captured turn's policy."""
 
-    provider: str  # "extractive" | "openai"
+    provider: str  # "extractive" | "openai" | "command" (whose argv the settings give at call time)
     model: str = ""
     endpoint: str = ""  # base URL for the openai-compatible provider
     temperature: float = 0.0

@@ -188,10 +188,13 @@ class Settings:
     """Configuration from initializationOptions / didChangeConfiguration / .cairn/config.toml."""
 
     mode: str = "propose"  # manual | propose | auto
-    provider: str = "extractive"  # extractive | openai
+    provider: str = "extractive"  # extractive | openai | command
     model: str = ""
     endpoint: str = ""
     apiKeyEnv: str = "CAIRN_OPENAI_API_KEY"
+    command: tuple[str, ...] = ()  # argv of the "command" provider (no shell), e.g. ("llm", "-m", "MODEL")
+    contextTokens: int = 8192  # the model's context window: longer evidence is split into windows that fit
+    timeoutSeconds: float = 120.0  # one model request (HTTP exchange or command run), frozen at capture
     idleMinutes: float = 10.0  # maintenance opportunity after this much editor idleness
     sealIdleMinutes: float = 20.0  # idle sealing quiet period
     memoryRoots: tuple[str, ...] = ()  # extra (global) memory roots; the workspace's .agents/memory is implicit

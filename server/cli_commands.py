@@ -45,7 +45,8 @@ COMMANDS: dict[str, Command] = {
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),
-    "trust": Command("let this workspace's .cairn/config.toml choose the provider, endpoint and API key variable",
+    "trust": Command("let this workspace's .cairn/config.toml choose the provider, endpoint, API key variable "
+                     "and command",
                      T.trust_setup, T.cmd_trust),
     "untrust": Command("stop trusting a workspace: its file can no longer send data off this machine",
                        T.untrust_setup, T.cmd_untrust),

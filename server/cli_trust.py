@@ -1,8 +1,8 @@
 """``cairn trust`` / ``cairn untrust``: the user's list of trusted workspaces.
 
 A trusted workspace's ``.cairn/config.toml`` may set the settings that send
-data off the machine (provider, endpoint, API key variable); an untrusted
-one's are ignored (:mod:`worker.config`). The list is the user's, in
+data off the machine or run a program (provider, endpoint, API key variable,
+command); an untrusted one's are ignored (:mod:`worker.config`). The list is the user's, in
 ``$XDG_CONFIG_HOME/cairn/`` (:mod:`worker.trust`). Depends only on
 :mod:`server.cli_support`; the rows are in :mod:`server.cli_commands`.
 """

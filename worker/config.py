@@ -9,8 +9,8 @@ user's.
 
 Workspace trust: the workspace file arrives with a cloned repository, so
 it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
-(today ``provider``, ``endpoint``, ``api_key_env``; a future
-command-running provider joins them) are taken only when the user trusted
+(``provider``, ``endpoint``, ``api_key_env`` and ``command``, the argv
+the ``command`` provider runs) are taken only when the user trusted
 that workspace (``cairn trust``); otherwise they are ignored with one
 ``E_WORKSPACE_UNTRUSTED`` warning and the layers below (the embedded engine
 by default) decide. Its other keys (mode, instruction files…) always apply.
@@ -37,10 +37,10 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.lsp import Settings
 from cairn.worker import trust
 
-_CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai")}
+_CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai", "command")}
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
 #: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace
-OFF_MACHINE = ("provider", "endpoint", "api_key_env")
+OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command")
 WORKSPACE_FILE = ".cairn/config.toml"
 USER_FILE = f"{trust.USER_CONFIG} (user)"
 _REPORTED: set[str] = set()
@@ -126,6 +126,10 @@ def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any
     return _toml(raw, label)
 
 
+def _comparable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
                below: Settings) -> tuple[dict[str, Any], list[str]]:
     """``data`` without the off-machine keys unless ``workspace`` is trusted (with the warning).
@@ -143,7 +147,7 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
         warnings = [f"{exc.code}: {exc.message}; no workspace is trusted"]
     kept = {k: v for k, v in data.items() if k not in OFF_MACHINE}
     # only keys that would have mattered: set to something else than the user's value and not set by the editor
-    ignored = [k for k in present if _camel(k) not in above and data[k] != getattr(below, _camel(k))]
+    ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
     if ignored:
         warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
                         f"{', '.join(ignored)}, which send data off this machine, but the workspace is not trusted; "
@@ -164,6 +168,9 @@ def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[
     for options, source, snake in ((data, WORKSPACE_FILE, True), (editor_options, "editor settings", False)):
         settings, w = merge(settings, options, source=source, snake=snake)
         warnings += w
+    if settings.provider == "command" and not settings.command:
+        warnings.append(f"{ErrorCode.CONFIG_INVALID}: provider \"command\" needs the program to run: "
+                        'command = ["program", "arg", ...]; digests and reviews through it fail until it is set')
     return settings, warnings
 
 

@@ -20,11 +20,14 @@ CASES = [
     ("gptel/chat.org", "gptel-org"),
     ("gptel/old-bounds.org", "gptel-org"),
     ("gptel/chat.md", "gptel-md"),
+    ("claude-code-export/2025-07-21-retry-upload.txt", "claude-code-export"),
+    ("claude-code-export/2025-11-09-docs-v2.txt", "claude-code-export"),
 ]
 
 
 def test_formats_constant():
-    assert FORMATS == ("claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md")
+    assert FORMATS == ("claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md",
+                       "claude-code-export")
     assert {fmt for _, fmt in CASES} == set(FORMATS)
 
 

@@ -17,6 +17,7 @@ ALL_FORMATS = {
     "claude-export": FIXTURES / "claude-export" / "session-export.md",
     "gptel-org": FIXTURES / "gptel" / "chat.org",
     "gptel-md": FIXTURES / "gptel" / "chat.md",
+    "claude-code-export": FIXTURES / "claude-code-export" / "2025-07-21-retry-upload.txt",
 }
 
 

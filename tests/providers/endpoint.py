@@ -1,7 +1,11 @@
 """A real OpenAI-compatible HTTP endpoint on 127.0.0.1 for provider tests.
 
 It records every request (path, headers, exact body bytes) and answers with
-whatever the test configured. With ``hold`` set it keeps the request open
+whatever the test configured (or what ``respond`` computes from the request).
+With ``context_tokens`` set it behaves like a real server with that context
+window: a request whose messages plus ``max_tokens`` exceed it (counted as
+real tokenizers roughly count English, 4 characters a token) is refused with
+HTTP 400 and an OpenAI-style ``context_length_exceeded`` error. With ``hold`` set it keeps the request open
 until :attr:`release` is set (or a long safety delay passes), so timeout
 and cancellation tests have a server that is really slow; the fixture
 releases and stops it afterwards and joins every handler thread, so no
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -36,22 +40,36 @@ class Endpoint:
     reply: bytes = b"{}"
     hold: bool = False
     requests: list[Recorded] = attrs.Factory(list)
+    context_tokens: int | None = None
+    respond: Callable[[dict[str, Any]], str] | None = None  # request -> message content
+    refused: int = 0
     arrived: threading.Event = attrs.Factory(threading.Event)
     release: threading.Event = attrs.Factory(threading.Event)
 
     def answer(self, content: str | None, finish_reason: str | None = "stop", **extra: Any) -> None:
         """Reply with a chat completion whose message content is ``content``."""
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": finish_reason,
-        }
-        self.reply = json.dumps(
-            {"id": "chatcmpl-1", "object": "chat.completion", "choices": [choice], **extra}
-        ).encode()
+        self.reply = completion(content, finish_reason, **extra)
 
     def answer_notes(self, notes: list[dict[str, Any]]) -> None:
         self.answer(json.dumps({"notes": notes}))
+
+
+def completion(content: str | None, finish_reason: str | None = "stop", **extra: Any) -> bytes:
+    choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
+    return json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "choices": [choice], **extra}).encode()
+
+
+def prompt_tokens(request: dict[str, Any]) -> int:
+    """The server's count of a request's prompt: 4 characters a token, plus 4 per message."""
+    return sum(len(m.get("content") or "") // 4 + 4 for m in request.get("messages", []))
+
+
+def context_error(limit: int, asked: int) -> bytes:
+    return json.dumps({"error": {
+        "message": f"This model's maximum context length is {limit} tokens. However, you requested {asked} tokens. "
+                   "Please reduce the length of the messages.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
+    }}).encode()
 
 
 def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
@@ -67,12 +85,21 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
             endpoint.arrived.set()
             if endpoint.hold:
                 endpoint.release.wait(HOLD_SECONDS)
+            status, reply = endpoint.status, endpoint.reply
+            if endpoint.context_tokens is not None or endpoint.respond is not None:
+                request = json.loads(body)
+                asked = prompt_tokens(request) + int(request.get("max_tokens") or 0)
+                if endpoint.context_tokens is not None and asked > endpoint.context_tokens:
+                    endpoint.refused += 1
+                    status, reply = 400, context_error(endpoint.context_tokens, asked)
+                elif endpoint.respond is not None:
+                    status, reply = 200, completion(endpoint.respond(request))
             try:
-                self.send_response(endpoint.status)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(endpoint.reply)))
+                self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
-                self.wfile.write(endpoint.reply)
+                self.wfile.write(reply)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout or cancellation): expected
 

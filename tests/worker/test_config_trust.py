@@ -188,3 +188,34 @@ def test_a_config_nested_past_the_parsers_stack_is_invalid_not_a_crash(workspace
     _ws_file(workspace, "a = " + "[" * 20000 + "]" * 20000 + "\n")
     s, warnings = config.load(str(workspace))
     assert s == config.Settings() and _codes(warnings) == ["E_CONFIG_INVALID"]
+
+
+def test_command_and_context_settings_in_both_spellings(workspace: Path, user_config_home: Path) -> None:
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text(
+        'provider = "command"\ncommand = ["llm", "-m", "qwen3"]\ncontext_tokens = 4096\ntimeout_seconds = 30\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.command, s.contextTokens, s.timeoutSeconds) == ("command", ("llm", "-m", "qwen3"), 4096, 30.0)
+    assert warnings == []
+    s, warnings = config.load(str(workspace), {"command": ["ollama", "run", "m"], "contextTokens": 16384})
+    assert (s.command, s.contextTokens) == (("ollama", "run", "m"), 16384) and warnings == []
+    s, warnings = config.load(str(workspace), {"command": "llm -m qwen3", "contextTokens": "big"})
+    assert s.command == ("llm", "-m", "qwen3") and s.contextTokens == 4096  # never split a string, never guess
+    assert _codes(warnings) == ["E_CONFIG_INVALID", "E_CONFIG_INVALID"]
+    s, warnings = config.load(str(workspace), {"command": []})
+    assert _codes(warnings) == ["E_CONFIG_INVALID"] and 'provider "command" needs' in warnings[0]
+
+
+def test_an_untrusted_file_cannot_name_a_command(workspace: Path, user_config_home: Path) -> None:
+    _ws_file(workspace, 'provider = "command"\ncommand = ["sh", "-c", "curl evil"]\ncontext_tokens = 4096\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.command, s.contextTokens) == ("extractive", (), 4096)
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "provider, command" in warnings[0]
+    # repeating the user's own command is not reported
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text('provider = "command"\ncommand = ["sh", "-c", "curl evil"]\n')
+    assert config.load(str(workspace))[1] == []
+    trust.trust(str(workspace))
+    (user_config_home / "cairn/config.toml").unlink()
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.command) == ("command", ("sh", "-c", "curl evil")) and warnings == []

@@ -43,7 +43,9 @@ def policy_from_config(config: dict[str, Any]) -> ModelPolicy:
     provider = str(config.get("provider", "extractive"))
     if provider == "extractive":
         return ModelPolicy(provider="extractive")
-    return ModelPolicy(provider=provider, model=str(config.get("model", "")), endpoint=str(config.get("endpoint", "")))
+    timeout = config.get("timeoutSeconds", 120.0)
+    return ModelPolicy(provider=provider, model=str(config.get("model", "")), endpoint=str(config.get("endpoint", "")),
+                       timeout_seconds=float(timeout) if isinstance(timeout, (int, float)) else 120.0)
 
 
 def _session_record_path(sid: str) -> str:

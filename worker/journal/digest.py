@@ -19,7 +19,10 @@
   settings of the request decide whether that policy may still run and
   which key goes with it (:mod:`worker.providers.access`, shared with
   reviews): a remote policy the settings no longer name is digested by the
-  embedded engine, and the key is the one of the configured ``apiKeyEnv``.
+  embedded engine, and the key is the one of the configured ``apiKeyEnv``
+  (the ``command`` provider's program and the context window come from the
+  settings too). Evidence longer than the context window is digested in
+  several requests; the claim's lease allows the policy timeout for each.
 * **Acceptance** puts the :class:`DigestResult` bundle and elects
   ``completed`` naming its hash, both fenced by the claim.
 * **Publication** (idempotent, any process may finish it): public digest
@@ -132,26 +135,44 @@ def _policy(evidence: list[TurnEvidence], settings: Settings | None = None) -> M
     return effective_policy(frozen, settings or Settings())
 
 
-def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None,
-          settings: Settings | None = None) -> Any:
-    """Run the allowed policy's provider over the usable turns (sessionless, no tools)."""
-    import trio
-    from cairn.worker.providers import run_digest
-    from cairn.worker.providers.access import api_key
-
+def _input(evidence: list[TurnEvidence]) -> DigestInput:
     usable = tuple(
         Turn(turn_id=e.turn_id, parent_turn_id=e.parent_turn_id, user=e.user, assistant=e.assistant,
              completed_at=e.completed_at)
         for e in evidence if not e.oversized
     )
-    inp = DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable)
+    return DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable)
+
+
+def _lease(evidence: list[TurnEvidence], policy: ModelPolicy, settings: Settings | None) -> float:
+    """Seconds the digest may take: the policy timeout for each request its context windows need."""
+    if policy.provider == "extractive" or not evidence:
+        return 60.0
+    from cairn.worker.providers.access import route
+    from cairn.worker.providers.openai_compat import windows
+
+    try:
+        requests = len(windows(_input(evidence), route(policy, settings or Settings()))[0])
+    except CairnError:
+        requests = 1  # the digest itself reports the bad setting
+    return policy.timeout_seconds * max(1, requests)
+
+
+def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None,
+          settings: Settings | None = None) -> Any:
+    """Run the allowed policy's provider over the usable turns (sessionless, no tools)."""
+    import trio
+    from cairn.worker.providers import run_digest
+    from cairn.worker.providers.access import route
+
+    inp = _input(evidence)
     settings = settings or Settings()
-    policy = _policy(evidence, settings)
-    key = api_key(policy, settings, env)
+    r = route(_policy(evidence, settings), settings, env)
 
     async def go() -> Any:
         with trio.fail_after(max(0.1, deadline - time.time())):
-            return await run_digest(inp, policy, api_key=key)
+            return await run_digest(inp, r.policy, api_key=r.api_key, command=r.command,
+                                    context_tokens=r.context_tokens)
 
     try:
         return trio.run(go)
@@ -242,7 +263,7 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
         return "recovered"
     evidence, seal = load_evidence(j, st.cid)
     policy = _policy(evidence, settings)
-    ttl = (policy.timeout_seconds if policy.provider != "extractive" else 60.0) + DIGEST_TTL_MARGIN
+    ttl = _lease(evidence, policy, settings) + DIGEST_TTL_MARGIN
     try:
         claim = _admit(j, st.cid, ttl)
     except CairnError as exc:

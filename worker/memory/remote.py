@@ -6,13 +6,18 @@ byte that would be written is built by the same constructors as the
 embedded engine's (:mod:`worker.memory.drafts`), so a remote proposal looks,
 fingerprints and applies exactly like an embedded one.
 
-Request (one chat-completions call, no tools, frozen policy fields and
-exchange rules of :mod:`worker.providers.http`): the digests' notes (digest
-id, type, title, body), the parsed topics of the root (file, name, type,
-description, body clipped to :data:`TOPIC_BODY_MAX` characters) and the
-names of the instruction files present, all redacted. Past rejections are
-not sent: they filter the result afterwards. The prepared bytes are measured
-against ``policy.max_payload_bytes`` before anything is sent.
+Request (a chat-completions call with the exchange rules of
+:mod:`worker.providers.http`, or a run of the ``command`` provider; no
+tools): the digests' notes (digest id, type, title, body), the parsed topics
+of the root (file, name, type, description, body clipped to
+:data:`~worker.memory.review_request.TOPIC_BODY_MAX` characters) and the names of the instruction files
+present, all redacted. Past rejections are not sent: they filter the result
+afterwards. The prepared bytes are measured against
+``policy.max_payload_bytes`` before anything is sent. Notes that do not fit
+the model's context window (``context_tokens``) with the topics go in
+several requests (:func:`windows`); their proposals are validated per
+request and built together, creates of one title from different requests
+becoming one topic.
 
 Reply: exactly ``{"proposals": [...]}`` (empty: No action), each item one of
 
@@ -47,7 +52,7 @@ the engine orders them.
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import time
 import unicodedata
@@ -57,9 +62,11 @@ from typing import Any
 import attrs
 import trio
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.lsp import Settings
 from cairn.protocol.vocab import NoteType
+from cairn.worker.memory import review_request
 from cairn.worker.memory.drafts import (
     DESCRIPTION_MAX,
     MAX_DIGESTS,
@@ -77,11 +84,11 @@ from cairn.worker.memory.drafts import (
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.model import MemorySnapshot, one_line
 from cairn.worker.memory.similarity import normalise
-from cairn.worker.providers import http
+from cairn.worker.providers import http, window
+from cairn.worker.providers.route import REMOTE, Route, ask
+from cairn.worker.providers.route import check as check_route
 from cairn.worker.redact import redact
 
-#: characters of a topic body sent to the model (the rest is not needed to place a note)
-TOPIC_BODY_MAX = 2000
 TITLE_MAX = 120
 REPLY_DESCRIPTION_MAX = 200
 BULLET_MAX = 500
@@ -128,51 +135,36 @@ class Proposed:
     file: str  # update / instruction only ("" otherwise)
     bullets: tuple[str, ...]
     evidence: tuple[str, ...]
+    window: int = 0  # which request (context window) proposed it
 
 
 def review_policy(settings: Settings, *, timeout_seconds: float) -> ModelPolicy:
-    """The policy of a remote review from the current settings (reviews are not frozen at capture)."""
+    """The policy of a remote review from the current settings (reviews are not frozen at capture).
+
+    ``timeout_seconds`` bounds the whole review; one request gets at most
+    the settings' ``timeoutSeconds`` of it. The reply budget is a quarter of
+    the context window (``contextTokens``), at most :data:`MAX_OUTPUT_TOKENS`.
+    """
     return ModelPolicy(
-        provider="openai",
+        provider=settings.provider if settings.provider in REMOTE else "openai",
         model=settings.model,
         endpoint=settings.endpoint,
-        max_output_tokens=MAX_OUTPUT_TOKENS,
-        timeout_seconds=timeout_seconds,
+        # the reply budget shares the context window: a quarter of it, up to the review maximum
+        max_output_tokens=min(MAX_OUTPUT_TOKENS, max(256, settings.contextTokens // 4)),
+        timeout_seconds=min(timeout_seconds, settings.timeoutSeconds) if settings.timeoutSeconds > 0
+        else timeout_seconds,
     )
 
 
 # -- the request ---------------------------------------------------------------------
 
 
-def _sorted(digests: list[PublicDigest]) -> list[PublicDigest]:
-    return sorted(digests, key=lambda d: (d.created, d.id))
-
-
-def _scope(
-    digests: list[PublicDigest], snapshot: MemorySnapshot, instruction_files: Mapping[str, bytes | None]
-) -> str:
-    doc = {
-        "digests": [
-            {
-                "id": d.id,
-                "notes": [{"type": str(n.type), "title": redact(n.title), "body": redact(n.body)} for n in d.notes],
-            }
-            for d in _sorted(digests)
-        ],
-        "topics": [
-            {
-                "file": name,
-                "name": redact(tf.topic.name),
-                "type": str(tf.topic.type),
-                "description": redact(tf.topic.description),
-                "body": redact(tf.topic.body[:TOPIC_BODY_MAX]),
-            }
-            for name, tf in sorted(snapshot.topics.items())
-            if tf.topic is not None
-        ],
-        "instruction_files": list(present_instructions(instruction_files)),
-    }
-    return json.dumps(doc, ensure_ascii=False, sort_keys=True)
+def windows(
+    digests: list[PublicDigest], snapshot: MemorySnapshot, instruction_files: Mapping[str, bytes | None],
+    route: Route,
+) -> list[review_request.Window]:
+    """The review's requests: :func:`worker.memory.review_request.windows` with this module's instructions."""
+    return review_request.windows(digests, snapshot, instruction_files, route, system=SYSTEM_PROMPT)
 
 
 def build_request(
@@ -183,7 +175,7 @@ def build_request(
     policy: ModelPolicy,
 ) -> dict[str, Any]:
     """The request object; :func:`prepare_payload` gives its exact bytes."""
-    return http.base_request(policy, SYSTEM_PROMPT, _scope(digests, snapshot, instruction_files), what="review")
+    return http.base_request(policy, SYSTEM_PROMPT, review_request.scope(digests, snapshot, instruction_files), what="review")
 
 
 def prepare_payload(
@@ -273,13 +265,7 @@ def parse_reply(
 ) -> list[Proposed]:
     """Validate a chat-completions response body strictly; see the module docstring."""
     items = http.json_object(http.reply_content(raw), key="proposals")
-    digest_ids = {d.id for d in digests}
-    topics = {name for name, tf in snapshot.topics.items() if tf.topic is not None}
-    instructions = set(present_instructions(instruction_files))
-    return [
-        _proposed(item, i, digest_ids=digest_ids, topics=topics, instructions=instructions)
-        for i, item in enumerate(items)
-    ]
+    return _validate(items, digests, snapshot, instruction_files)
 
 
 # -- drafts ----------------------------------------------------------------------------
@@ -294,13 +280,25 @@ class _Group:
     evidence: set[str] = attrs.Factory(set)
 
 
+def _where(p: Proposed, order: int, windows_of: dict[str, set[int]]) -> tuple[str, str]:
+    """What a proposal edits: its file, or for a create, itself alone — unless creates of the same
+    title came from several requests (context windows): those saw different notes of one subject."""
+    if p.action != "create":
+        return p.action, p.file
+    title = normalise(p.title)
+    return ("create", "title:" + title) if len(windows_of.get(title, ())) > 1 else ("create", str(order))
+
+
 def _groups(proposed: list[Proposed], digests: list[PublicDigest], known: list[str]) -> list[_Group]:
     """Proposals grouped by what they edit (each create alone), bullets redacted and deduplicated."""
     created_of = {d.id: d.created for d in digests}
+    windows_of: dict[str, set[int]] = {}
+    for p in proposed:
+        if p.action == "create":
+            windows_of.setdefault(normalise(p.title), set()).add(p.window)
     groups: dict[tuple[str, str], _Group] = {}
     for order, p in enumerate(proposed):
-        group = groups.setdefault(("create", str(order)) if p.action == "create" else (p.action, p.file),
-                                  _Group(first=p))
+        group = groups.setdefault(_where(p, order, windows_of), _Group(first=p))
         day = time.strftime("%Y-%m-%d", time.gmtime(min(created_of[e] for e in p.evidence)))
         added = False
         for raw_text in p.bullets:
@@ -352,6 +350,17 @@ def build_drafts(
 # -- the review ------------------------------------------------------------------------
 
 
+def _validate(items: list[Any], digests: list[PublicDigest], snapshot: MemorySnapshot,
+              instruction_files: Mapping[str, bytes | None]) -> list[Proposed]:
+    digest_ids = {d.id for d in digests}
+    topics = {name for name, tf in snapshot.topics.items() if tf.topic is not None}
+    instructions = set(present_instructions(instruction_files))
+    return [
+        _proposed(item, i, digest_ids=digest_ids, topics=topics, instructions=instructions)
+        for i, item in enumerate(items)
+    ]
+
+
 async def request_proposals(
     digests: list[PublicDigest],
     snapshot: MemorySnapshot,
@@ -359,11 +368,18 @@ async def request_proposals(
     instruction_files: Mapping[str, bytes | None],
     policy: ModelPolicy,
     api_key: str | None,
+    command: tuple[str, ...] = (),
+    context_tokens: int = window.DEFAULT_CONTEXT_TOKENS,
 ) -> list[Proposed]:
-    """Send the review request and return the validated proposals (cancellable with trio)."""
-    payload = prepare_payload(digests, snapshot, instruction_files=instruction_files, policy=policy)
-    raw = await http.post_chat(payload, policy, api_key=api_key, what="review")
-    return parse_reply(raw, digests, snapshot, instruction_files=instruction_files)
+    """Send the review requests (one per context window) and return the validated proposals (cancellable)."""
+    route = Route(policy=policy, api_key=api_key, command=command, context_tokens=context_tokens)
+    check_route(route, what="review")
+    proposed: list[Proposed] = []
+    for n, part in enumerate(windows(digests, snapshot, instruction_files, route)):
+        user = review_request.scope(part.digests, snapshot, instruction_files, bodies=part.bodies)
+        items = await ask(route, SYSTEM_PROMPT, user, key="proposals", what="review")
+        proposed += [attrs.evolve(p, window=n) for p in _validate(items, part.digests, snapshot, instruction_files)]
+    return proposed
 
 
 def review_remote(
@@ -373,12 +389,17 @@ def review_remote(
     *,
     policy: ModelPolicy,
     api_key: str | None,
+    command: tuple[str, ...] = (),
+    context_tokens: int = window.DEFAULT_CONTEXT_TOKENS,
+    total_seconds: float | None = None,
     **fields: Any,
 ) -> list[ProposalDraft]:
     """Review ``digests`` with the policy's model (same scope and result as ``engine.review``).
 
     Runs its own trio loop: call it from synchronous code only. An index
-    that cannot be read raises its code before anything is sent.
+    that cannot be read raises its code before anything is sent. All
+    requests together end within ``total_seconds`` (when given; each one
+    within the policy timeout), else ``E_PROVIDER_TIMEOUT``.
     """
     scope = ReviewScope.of(scope, fields)
     assert len(digests) <= MAX_DIGESTS, f"a review takes at most {MAX_DIGESTS} digests"
@@ -386,6 +407,13 @@ def review_remote(
     files = scope.instruction_files
 
     async def go() -> list[Proposed]:
-        return await request_proposals(digests, snapshot, instruction_files=files, policy=policy, api_key=api_key)
+        with trio.fail_after(total_seconds if total_seconds is not None else math.inf):
+            return await request_proposals(digests, snapshot, instruction_files=files, policy=policy,
+                                           api_key=api_key, command=command, context_tokens=context_tokens)
 
-    return build_drafts(trio.run(go), digests, snapshot, scope)
+    try:
+        proposed = trio.run(go)
+    except trio.TooSlowError:
+        raise CairnError(ErrorCode.PROVIDER_TIMEOUT,
+                         f"the review requests took longer than {total_seconds:g} s together") from None
+    return build_drafts(proposed, digests, snapshot, scope)

@@ -207,7 +207,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
         suppressed = _suppressed(ms)
-        provider = "openai" if ms.settings.provider == "openai" else "extractive"
+        provider = ms.settings.provider if ms.settings.provider in ("openai", "command") else "extractive"
         drafts: list[ProposalDraft] = []
         for root_rel, keep, instructions in _review_roots(ms):
             sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
@@ -221,14 +221,16 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
             if not sub:  # no notes for this root: its index housekeeping only
                 drafts += index_maintenance(snapshot, [], scope)
                 continue
-            if provider == "openai":
+            if provider != "extractive":
                 from cairn.worker.memory import remote
-                from cairn.worker.providers.access import api_key
+                from cairn.worker.providers.access import route
 
                 # the model's whole exchange ends well inside the review claim's lease
                 policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
-                drafts += remote.review_remote(sub, snapshot, scope, policy=policy,
-                                               api_key=api_key(policy, ms.settings))
+                r = route(policy, ms.settings)
+                drafts += remote.review_remote(sub, snapshot, scope, policy=policy, api_key=r.api_key,
+                                               command=r.command, context_tokens=r.context_tokens,
+                                               total_seconds=REVIEW_TTL - 30.0)
             else:
                 drafts += engine.review(sub, snapshot, scope)
         if not batch and not drafts:

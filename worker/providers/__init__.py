@@ -2,7 +2,10 @@
 
 ``extractive`` (the default) is the embedded engine: offline, deterministic,
 no configuration. ``openai`` is any OpenAI-compatible chat-completions
-endpoint. Both return notes cleaned, redacted and ordered the same way
+endpoint; ``command`` is a local program given as an argv list (prompt on
+stdin, reply on stdout, :mod:`worker.providers.command`). The two remote
+ones share the request, the strict reply schema and the context windows
+(:mod:`worker.providers.openai_compat`). All return notes cleaned, redacted and ordered the same way
 (:mod:`worker.providers.notes`). The HTTP provider is imported only when a
 policy asks for it, so an extractive worker never loads an HTTP stack;
 :mod:`worker.providers.http` is the one chat-completions exchange, shared
@@ -20,7 +23,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.providers import extractive
 
 DEFAULT_API_KEY_ENV = "CAIRN_OPENAI_API_KEY"
-PROVIDERS = ("extractive", "openai")
+PROVIDERS = ("extractive", "openai", "command")
 
 __all__ = ["DEFAULT_API_KEY_ENV", "PROVIDERS", "default_policy", "run_digest"]
 
@@ -35,20 +38,25 @@ async def run_digest(
     policy: ModelPolicy,
     *,
     api_key: str | None = None,
+    command: tuple[str, ...] = (),
+    context_tokens: int = 8192,
 ) -> DigestOutput:
     """Digest ``inp`` with the provider named by ``policy``.
 
     ``api_key`` comes from :func:`worker.providers.access.api_key` (the
     variable the settings name, read at call time); it is never part of the
     policy, so it is never persisted. None sends no ``Authorization`` header
-    (local servers need none). An unknown provider is ``E_CONFIG_INVALID``.
+    (local servers need none). ``command`` (the argv of the ``command``
+    provider) and ``context_tokens`` come from the settings too. An unknown
+    provider is ``E_CONFIG_INVALID``.
     """
     if policy.provider == "extractive":
         return extractive.digest(inp)
-    if policy.provider == "openai":
+    if policy.provider in ("openai", "command"):
         from cairn.worker.providers import openai_compat
 
-        return await openai_compat.digest(inp, policy, api_key=api_key)
+        return await openai_compat.digest(inp, policy, api_key=api_key, command=command,
+                                          context_tokens=context_tokens)
     raise CairnError(
         ErrorCode.CONFIG_INVALID,
         f"unknown digest provider {policy.provider[:40]!r} (known: {', '.join(PROVIDERS)})",

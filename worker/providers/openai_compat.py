@@ -34,8 +34,20 @@ Contract:
   ``E_PROVIDER_TIMEOUT``. Cancelling the surrounding trio cancel scope
   abandons the request at once.
 
+* Evidence longer than the model's context window (``context_tokens``)
+  is split at turn boundaries into windows that fit next to the system
+  prompt and the reply budget (:mod:`worker.providers.window`); each window
+  is one request whose notes may cite only its own turns, and the notes of
+  all windows are merged and de-duplicated by :func:`finalize` (the same
+  type and title found in two windows is one note citing the union of
+  their turn ids). A turn too large for any window is not sent: it is
+  evidence of unknown content, as an oversized turn is.
+* The same requests go through the ``command`` provider (a local program,
+  prompt on stdin, :mod:`worker.providers.command`) when the policy names it.
+
 The exchange itself (payload bound, headers, statuses, timeout, terminal
-reply) is :mod:`worker.providers.http`, shared with the remote review.
+reply) is :mod:`worker.providers.http`, shared with the remote review;
+:mod:`worker.providers.route` picks the transport.
 """
 
 from __future__ import annotations
@@ -43,11 +55,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
+from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import NoteType
-from cairn.worker.providers import http
+from cairn.worker.providers import http, window
 from cairn.worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
 from cairn.worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
+from cairn.worker.providers.route import Route, ask
+from cairn.worker.providers.route import check as check_route
 from cairn.worker.redact import redact
 
 _NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
@@ -80,13 +96,14 @@ def chat_url(endpoint: str) -> str:
     return http.chat_url(endpoint)
 
 
+def _turn(t: Turn) -> dict[str, str]:
+    return {"turn_id": t.turn_id, "user": redact(t.user), "assistant": redact(t.assistant)}
+
+
 def _evidence(inp: DigestInput) -> str:
     doc = {
         "session_title": redact(inp.title) if inp.title else None,
-        "turns": [
-            {"turn_id": t.turn_id, "user": redact(t.user), "assistant": redact(t.assistant)}
-            for t in inp.turns
-        ],
+        "turns": [_turn(t) for t in inp.turns],
     }
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=None)
 
@@ -138,8 +155,64 @@ def parse_reply(raw: bytes, inp: DigestInput) -> DigestOutput:
     return DigestOutput(notes=finalize(drafts, known))
 
 
-async def digest(inp: DigestInput, policy: ModelPolicy, *, api_key: str | None) -> DigestOutput:
-    """Run one digest request; see the module docstring for every outcome."""
-    payload = prepare_payload(inp, policy)
-    raw = await http.post_chat(payload, policy, api_key=api_key)
-    return parse_reply(raw, inp)
+def windows(inp: DigestInput, route: Route) -> tuple[list[DigestInput], list[str]]:
+    """The evidence split at turn boundaries into requests that fit ``route.context_tokens``.
+
+    Returns the inputs of the windows, in transcript order, and the ids of
+    turns too large for any window: those are not sent, like any oversized turn.
+    """
+    room = window.budget(route.context_tokens, SYSTEM_PROMPT, route.policy.max_output_tokens)
+    head = window.json_tokens({"session_title": redact(inp.title) if inp.title else None, "turns": []})
+    costs = [window.json_tokens(_turn(t)) for t in inp.turns]
+    groups, too_large = window.pack(costs, room - head)
+    parts = [attrs.evolve(inp, turns=tuple(inp.turns[i] for i in group)) for group in groups]
+    return parts, [inp.turns[i].turn_id for i in too_large]
+
+
+def _title_key(draft: Draft) -> tuple[str, str]:
+    return str(draft.type), one_line(draft.title).casefold().rstrip(" .!")
+
+
+def _across(per_window: list[list[Draft]]) -> list[Draft]:
+    """Drafts of all windows; the same note found in several windows (same type and title) is one note.
+
+    Within one window the model already chose what is one note; across
+    windows it could not see the other evidence, so a repeated title is
+    judged a repeat and :func:`finalize` merges it (union of turn ids,
+    longest body).
+    """
+    windows_of: dict[tuple[str, str], set[int]] = {}
+    for w, drafts in enumerate(per_window):
+        for d in drafts:
+            windows_of.setdefault(_title_key(d), set()).add(w)
+    return [attrs.evolve(d, statement=d.title) if len(windows_of[_title_key(d)]) > 1 else d
+            for drafts in per_window for d in drafts]
+
+
+async def digest_route(inp: DigestInput, route: Route) -> DigestOutput:
+    """Digest ``inp`` in as many requests as its context window needs; notes merged across them."""
+    check_route(route)
+    parts, _ = windows(inp, route)
+    known = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
+    per_window: list[list[Draft]] = []
+    position = 0
+    for part in parts:
+        items = await ask(route, SYSTEM_PROMPT, _evidence(part), key="notes")
+        in_window = {turn.turn_id: index for index, turn in enumerate(part.turns)}
+        # positions continue across windows: notes are told apart, and ordered, as in one reply
+        per_window.append([_note(item, position + index, in_window) for index, item in enumerate(items)])
+        position += len(items)
+    return DigestOutput(notes=finalize(_across(per_window), known))
+
+
+async def digest(
+    inp: DigestInput,
+    policy: ModelPolicy,
+    *,
+    api_key: str | None,
+    command: tuple[str, ...] = (),
+    context_tokens: int = window.DEFAULT_CONTEXT_TOKENS,
+) -> DigestOutput:
+    """Run the digest requests of ``inp``; see the module docstring for every outcome."""
+    route = Route(policy=policy, api_key=api_key, command=command, context_tokens=context_tokens)
+    return await digest_route(inp, route)

@@ -1,0 +1,153 @@
+"""Context windows: evidence longer than the model's context is split at turn boundaries, never cut.
+
+The loopback endpoint plays a server with a small context window: a request
+over it is refused with HTTP 400 ``context_length_exceeded``, as OpenAI,
+vLLM and llama.cpp refuse it (others silently drop the start of the prompt,
+which is worse: the early turns' knowledge is lost without a word).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cairn.protocol.digest import DigestInput, ModelPolicy, Note
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.lsp import Settings
+from cairn.protocol.vocab import NoteType, Trigger
+from cairn.worker.memory import remote
+from cairn.worker.memory.model import empty_snapshot
+from cairn.worker.providers import openai_compat, window
+from cairn.worker.providers.route import Route
+
+from tests.journal.helpers import cairn, cairn_json
+from tests.providers.endpoint import Endpoint
+from tests.providers.sessions import turn
+
+CONTEXT = 4096
+TURNS = 30
+_OPTION = re.compile(r"I prefer option-(\d+)")
+
+
+def long_transcript(path: Path, turns: int = TURNS) -> Path:
+    """An aider chat of ``turns`` long turns, each stating one preference, and a closing turn."""
+    lines = ["", "# aider chat started at 2025-05-20 14:03:11", ""]
+    for i in range(turns):
+        lines += [f"#### I prefer option-{i} for module {i}. " + "Some context about the module. " * 25 + " ", "",
+                  f"Noted: option-{i}. " + "The reply goes on about it. " * 20, ""]
+    lines += ["#### thanks  ", "", "You're welcome.", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def notes_per_window(request: dict[str, Any]) -> str:
+    """A model that notes each stated preference, and in every window the same project fact."""
+    evidence = json.loads(request["messages"][1]["content"])
+    if "turns" not in evidence:  # the review that follows: nothing to propose
+        return json.dumps({"proposals": []})
+    notes = []
+    for t in evidence["turns"]:
+        found = _OPTION.search(t["user"])
+        if found:
+            k = found.group(1)
+            notes.append({"type": "user", "title": f"Prefers option-{k}",
+                          "body": f"The user prefers option-{k} for module {k}.", "turn_ids": [t["turn_id"]]})
+    ids = [t["turn_id"] for t in evidence["turns"]]
+    notes.append({"type": "project", "title": "Modules are numbered",
+                  "body": f"Modules are numbered ({len(ids)} seen here).", "turn_ids": ids})
+    return json.dumps({"notes": notes})
+
+
+def test_estimate_budget_and_packing() -> None:
+    assert window.estimate_tokens("") == 0
+    assert window.estimate_tokens("abc") == 1 and window.estimate_tokens("abcd") == 2
+    assert window.estimate_tokens("日本") == 2  # 3 bytes a character: one token each
+    room = window.budget(8192, "x" * 300, 2000)
+    assert room == int(8192 * 0.9) - 64 - 100 - 2000
+    with pytest.raises(CairnError) as err:
+        window.budget(2048, "x" * 300, 2000)
+    assert err.value.code is ErrorCode.CONFIG_INVALID and "context_tokens = 2048" in err.value.message
+    assert window.pack([3, 3, 3, 9, 4], 6) == ([[0, 1], [2], [4]], [3])
+    assert window.pack([], 6) == ([], [])
+
+
+def test_a_long_capture_is_digested_in_windows_that_fit(endpoint: Endpoint, workspace: Path,
+                                                        user_config_home: Path, tmp_path: Path) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = notes_per_window
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text(
+        f'provider = "openai"\nmodel = "m"\nendpoint = "{endpoint.base_url}"\ncontext_tokens = {CONTEXT}\n'
+        'mode = "manual"\n')
+    r = cairn(workspace, "run", str(long_transcript(tmp_path / "long.md")))
+    assert "E_CONFIG_INVALID" not in r.stderr, r.stderr
+    assert endpoint.refused == 0 and len(endpoint.requests) > 1  # every window fit
+    (digest,) = cairn_json(workspace, "journal")
+    titles = [n["title"] for n in digest["notes"]]
+    # the earliest turns' knowledge survives: nothing was cut from the start
+    assert titles[:TURNS] == [f"Prefers option-{k}" for k in range(TURNS)]
+    # the fact every window noted is one note citing the union of the windows' turns
+    (fact,) = [n for n in digest["notes"] if n["title"] == "Modules are numbered"]
+    assert fact["turn_ids"] == digest["turn_ids"]
+
+
+@pytest.mark.trio
+async def test_a_turn_too_large_for_any_window_is_not_sent(endpoint: Endpoint) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = notes_per_window
+    huge = turn("t-huge", "I prefer option-99. " + "x" * 40_000)
+    small = [turn(f"t{i}", f"I prefer option-{i} here.") for i in range(3)]
+    inp = DigestInput(session_id="s", title="t", turns=(small[0], huge, *small[1:]))
+    pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
+    out = await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
+    assert endpoint.refused == 0 and len(endpoint.requests) == 1
+    assert b"t-huge" not in endpoint.requests[0].body
+    assert [n.title for n in out.notes if n.type is NoteType.USER] == [f"Prefers option-{i}" for i in range(3)]
+
+
+@pytest.mark.trio
+async def test_a_context_too_small_for_the_instructions_is_a_config_error(endpoint: Endpoint) -> None:
+    pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
+    inp = DigestInput(session_id="s", title=None, turns=(turn("t1", "hello"),))
+    with pytest.raises(CairnError) as err:
+        await openai_compat.digest(inp, pol, api_key=None, context_tokens=1024)
+    assert err.value.code is ErrorCode.CONFIG_INVALID and endpoint.requests == []
+
+
+def _digest(i: int) -> PublicDigest:
+    notes = tuple(Note(type=NoteType.PROJECT, title=f"Fact {i}.{k}", body=f"Fact {i}.{k}: " + "detail " * 120,
+                       turn_ids=("t1",)) for k in range(3))
+    return PublicDigest(id=f"d{i:019d}", capture=f"c{i}", session_id="s", title=None, trigger=Trigger.IDLE,
+                        created=1735819200.0 + i, provider="openai", turn_ids=("t1",), notes=notes)
+
+
+def proposals_per_window(request: dict[str, Any]) -> str:
+    scope = json.loads(request["messages"][1]["content"])
+    ids = [d["id"] for d in scope["digests"]]
+    bullets = [n["title"] for d in scope["digests"] for n in d["notes"]]
+    return json.dumps({"proposals": [{"action": "create", "type": "project", "title": "Project facts",
+                                      "description": "Facts of the project", "bullets": bullets,
+                                      "evidence": ids}]})
+
+
+def test_review_notes_are_split_over_windows_and_one_topic_results(endpoint: Endpoint) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = proposals_per_window
+    digests = [_digest(i) for i in range(6)]
+    pol = remote.review_policy(Settings(provider="openai", model="m", endpoint=endpoint.base_url, contextTokens=CONTEXT),
+                               timeout_seconds=30.0)
+    assert len(remote.windows(digests, empty_snapshot(), {}, Route(policy=pol, context_tokens=CONTEXT))) > 1
+    drafts = remote.review_remote(digests, empty_snapshot(), root_rel="m", index_rel="m/MEMORY.md",
+                                  instruction_files={}, now=1736000000.0, review_id="r1", rejected=frozenset(),
+                                  policy=pol, api_key=None, context_tokens=CONTEXT)
+    assert endpoint.refused == 0 and len(endpoint.requests) > 1
+    topics = [d for d in drafts if d.target.endswith("project-facts.md")]
+    assert len(topics) == 1  # the same create from every window is one topic
+    (topic,) = topics
+    assert set(topic.evidence) == {d.id for d in digests}
+    text = (topic.files[topic.target][1] or b"").decode()
+    assert all(f"Fact {i}.{k}" in text for i in range(6) for k in range(3))

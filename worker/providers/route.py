@@ -1,0 +1,62 @@
+"""Where one model request goes and how its answer comes back, for digests and reviews alike.
+
+A :class:`Route` is the frozen (or review) policy plus what the current
+settings add at call time and what is never persisted: the API key, the
+argv of the ``command`` provider and the context window
+(:mod:`worker.providers.access` builds it, in the one place that decides).
+:func:`ask` sends one request — a system prompt and an already redacted
+request text — through the policy's provider and returns the list under
+``key`` of the strict JSON object ``{"<key>": [...]}`` it answered:
+
+* ``openai``: one chat-completions exchange (:mod:`worker.providers.http`);
+* ``command``: one run of the configured program (:mod:`worker.providers.command`).
+
+Both bound the request before sending (``E_PAYLOAD_TOO_LARGE``), the time
+(``E_PROVIDER_TIMEOUT``) and the reply, and are cancelled with the
+surrounding trio scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.providers import http
+from cairn.worker.providers.window import DEFAULT_CONTEXT_TOKENS
+
+REMOTE = ("openai", "command")
+
+
+@attrs.frozen(kw_only=True)
+class Route:
+    policy: ModelPolicy
+    api_key: str | None = attrs.field(default=None, repr=False)
+    command: tuple[str, ...] = ()
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS
+
+
+def check(route: Route, *, what: str = "digest") -> None:
+    """``E_CONFIG_INVALID`` for a route that cannot send anything."""
+    if route.policy.provider == "command":
+        from cairn.worker.providers import command
+
+        command.check(route.command, route.policy)
+    elif route.policy.provider == "openai":
+        http.check_policy(route.policy, what=what)
+    else:
+        raise CairnError(ErrorCode.CONFIG_INVALID, f"{route.policy.provider[:40]!r} is not a remote provider")
+
+
+async def ask(route: Route, system: str, user: str, *, key: str, what: str = "digest") -> list[Any]:
+    """One request; the validated top-level list of the answer (see the module docstring)."""
+    check(route, what=what)
+    if route.policy.provider == "command":
+        from cairn.worker.providers import command
+
+        out = await command.run(route.command, command.prompt_bytes(system, user), route.policy)
+        return list(http.json_object(command.unfence(out), key=key))
+    payload = http.encode(http.base_request(route.policy, system, user, what=what))
+    raw = await http.post_chat(payload, route.policy, api_key=route.api_key, what=what)
+    return list(http.json_object(http.reply_content(raw), key=key))
