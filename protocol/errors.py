@@ -49,6 +49,7 @@ class ErrorCode(enum.StrEnum):
     IMPORT_MALFORMED = "E_IMPORT_MALFORMED"
     IMPORT_UNREADABLE = "E_IMPORT_UNREADABLE"
     IMPORT_TOO_LARGE = "E_IMPORT_TOO_LARGE"
+    IMPORT_LOCKED = "E_IMPORT_LOCKED"  # a tool's database locked even for an immutable read
     # capture and digest pipeline
     CAPTURE_OVERSIZED = "E_CAPTURE_OVERSIZED"
     CAPTURE_EXHAUSTED = "E_CAPTURE_EXHAUSTED"

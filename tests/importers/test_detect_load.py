@@ -22,13 +22,27 @@ CASES = [
     ("gptel/chat.md", "gptel-md"),
     ("claude-code-export/2025-07-21-retry-upload.txt", "claude-code-export"),
     ("claude-code-export/2025-11-09-docs-v2.txt", "claude-code-export"),
+    ("gemini-cli/session-2026-03-02T10-15-5f1c2d3e.jsonl", "gemini-cli"),
+    ("gemini-cli/session-2025-09-14T08-02-a1b2c3d4.json", "gemini-cli"),
+    ("qwen-code/3c9d7e21-5b4a-4f10-9c2e-7a8b9c0d1e2f.jsonl", "qwen-code"),
+    ("copilot-cli/session-state/7d2e4f60-1a2b-4c3d-9e8f-0a1b2c3d4e5f/events.jsonl", "copilot-cli"),
+    ("continue/0e4a1c9b-77d2-4b5e-a0f1-2b3c4d5e6f70.json", "continue"),
+    ("cline/tasks/1767225600000/api_conversation_history.json", "cline"),
+    ("cline/sessions/success.messages.json", "cline"),
+    ("roo-code/tasks/0b8c6f2e-3d4a-4b5c-8d6e-7f8091a2b3c4/api_conversation_history.json", "roo-code"),
+    ("goose/20250611_143022.jsonl", "goose"),
 ]
 
 
+DB_FORMATS = {"cursor", "opencode"}  # SQLite stores: detected in test_matrix.py from their SQL fixtures
+
+
 def test_formats_constant():
-    assert FORMATS == ("claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md",
-                       "claude-code-export")
-    assert {fmt for _, fmt in CASES} == set(FORMATS)
+    assert FORMATS == (
+        "claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md", "claude-code-export",
+        "gemini-cli", "qwen-code", "opencode", "cline", "roo-code", "copilot-cli", "cursor", "goose", "continue",
+    )
+    assert {fmt for _, fmt in CASES} | DB_FORMATS == set(FORMATS)
 
 
 @pytest.mark.parametrize("rel, fmt", CASES)

@@ -36,11 +36,32 @@ from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session
 
-from . import aider, claude_code, claude_code_export, claude_export, codex, gptel_md, gptel_org, specstory
+from . import (
+    _sqlite,
+    aider,
+    claude_code,
+    claude_code_export,
+    claude_export,
+    cline,
+    codex,
+    continue_dev,
+    copilot_cli,
+    cursor,
+    gemini_cli,
+    goose,
+    gptel_md,
+    gptel_org,
+    opencode,
+    qwen_code,
+    roo_code,
+    specstory,
+)
+from ._cline import ROO_MARKERS
 from ._common import drop_deep_lines, malformed
 
 FORMATS: tuple[str, ...] = (
     "claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md", "claude-code-export",
+    "gemini-cli", "qwen-code", "opencode", "cline", "roo-code", "copilot-cli", "cursor", "goose", "continue",
 )
 
 MAX_BYTES = 64 << 20  # larger files are refused, not truncated
@@ -57,9 +78,23 @@ PARSERS: dict[str, Callable[..., list[Session]]] = {
     "gptel-org": gptel_org.parse,
     "gptel-md": gptel_md.parse,
     "claude-code-export": claude_code_export.parse,
+    "gemini-cli": gemini_cli.parse,
+    "qwen-code": qwen_code.parse,
+    "cline": cline.parse,
+    "roo-code": roo_code.parse,
+    "copilot-cli": copilot_cli.parse,
+    "goose": goose.parse,
+    "continue": continue_dev.parse,
 }
 
-JSONL_FORMATS = frozenset({"claude-code", "codex"})  # one JSON record per line
+#: formats kept in a SQLite database: read through the file, never as text
+DB_PARSERS: dict[str, Callable[[pathlib.Path], list[Session]]] = {
+    "cursor": cursor.parse_path,
+    "opencode": opencode.parse_path,
+    "goose": goose.parse_path,
+}
+
+JSONL_FORMATS = frozenset({"claude-code", "codex", "qwen-code", "copilot-cli", "goose"})  # one JSON record per line
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CLAUDE_TYPES = frozenset({"summary", "file-history-snapshot", "user", "assistant", "system"})
@@ -74,9 +109,15 @@ _MD_GPTEL = re.compile(r"^<!-- gptel-[-a-z]*:", re.M)
 
 
 def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None) -> str:
+    if head.startswith(_sqlite.MAGIC):
+        return _sniff_db(path)
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
     lead = text.lstrip()
     name = path.name
+    if lead.startswith(("{", "[")):
+        judged = _sniff_json(path, text, lead)
+        if judged:
+            return judged
     if lead.startswith(claude_export.MAGIC):
         return "claude-export"
     if claude_code_export.sniff(text):  # before the formats found by a marker anywhere: a session may quote them
@@ -87,14 +128,6 @@ def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None) -> str:
         return "aider"
     if _SPECSTORY_ROLE.search(text):
         return "specstory"
-    if lead.startswith("{"):
-        judged = _judge_json_line(lead.split("\n", 1)[0])
-        if judged:
-            return judged
-        if _CODEX_TYPE.search(text):  # first line cut short by the head (quotes inside strings are escaped)
-            return "codex"
-        if _CLAUDE_KEYS.search(text):
-            return "claude-code"
     if _ORG_GPTEL.search(text):
         return "gptel-org"
     if tail is None:
@@ -104,6 +137,51 @@ def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None) -> str:
     raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{name}: not a transcript format cairn knows", path=str(path))
 
 
+_VSCODE_EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo-code"}
+_WHOLE_KEYS = (
+    (re.compile(r'"workspaceDirectory"\s*:'), re.compile(r'"history"\s*:'), "continue"),
+    (re.compile(r'"projectHash"\s*:'), re.compile(r'"messages"\s*:'), "gemini-cli"),
+    (re.compile(r'"agent"\s*:\s*"(?:lead|subagent|teammate)"'), re.compile(r'"messages"\s*:'), "cline"),
+)
+_TASK_ARRAY = re.compile(r'^\[\s*\{\s*"(?:role|content|ts)"\s*:')
+_QWEN_MESSAGE = re.compile(r'"message"\s*:\s*\{\s*"role"\s*:\s*"(?:user|model)"\s*,\s*"parts"\s*:')
+_COPILOT_TYPE = re.compile(r'"type"\s*:\s*"(?:session\.[a-z_]+|user\.message|assistant\.[a-z_]+)"')
+
+
+def _path_hint(path: pathlib.Path, fmt: str) -> str:
+    """Tools that share a record shape are told apart by where their files live."""
+    parts = set(path.parts)
+    if fmt == "gemini-cli" and ".qwen" in parts:
+        return "qwen-code"
+    if fmt in ("cline", "roo-code"):
+        for ext, owner in _VSCODE_EXTENSIONS.items():
+            if ext in parts:
+                return owner
+    return fmt
+
+
+def _sniff_json(path: pathlib.Path, text: str, lead: str) -> str | None:
+    if lead.startswith("["):
+        if _TASK_ARRAY.match(lead):
+            return _path_hint(path, "roo-code" if ROO_MARKERS.search(text) else "cline")
+        return None
+    judged = _judge_json_line(lead.split("\n", 1)[0])
+    if judged == "claude-code" and _QWEN_MESSAGE.search(text):
+        return "qwen-code"  # a Qwen Code chat whose first record carries no message
+    if judged:
+        return _path_hint(path, judged)
+    for key, other, fmt in _WHOLE_KEYS:
+        if key.search(text) and other.search(text):
+            return _path_hint(path, fmt)
+    if _COPILOT_TYPE.search(text):
+        return "copilot-cli"
+    if _CODEX_TYPE.search(text):  # first line cut short by the head (quotes inside strings are escaped)
+        return "codex"
+    if _CLAUDE_KEYS.search(text):
+        return "claude-code"
+    return None
+
+
 def _judge_json_line(line: str) -> str | None:
     try:
         obj = boundedjson.loads(line)
@@ -111,11 +189,37 @@ def _judge_json_line(line: str) -> str | None:
         return None
     if not isinstance(obj, dict):
         return None
-    if isinstance(obj.get("payload"), dict) and obj.get("type") in _CODEX_TYPES:
+    kind = obj.get("type")
+    message = obj.get("message")
+    if isinstance(obj.get("data"), dict) and isinstance(kind, str) and _COPILOT_TYPE.search(f'"type":"{kind}"'):
+        return "copilot-cli"
+    if "projectHash" in obj or ("startTime" in obj and "sessionId" in obj and "type" not in obj and "messages" not in obj):
+        return "gemini-cli"
+    if kind in ("user", "gemini", "info", "error", "warning") and "content" in obj and "message" not in obj:
+        return "gemini-cli"
+    if "systemPayload" in obj or (isinstance(message, dict) and isinstance(message.get("parts"), list)):
+        return "qwen-code"
+    if ("role" in obj and "created" in obj and isinstance(obj.get("content"), list)) or "working_dir" in obj:
+        return "goose"
+    if isinstance(obj.get("payload"), dict) and kind in _CODEX_TYPES:
         return "codex"
-    if obj.get("type") in _CLAUDE_TYPES or any(k in obj for k in ("parentUuid", "sessionId", "leafUuid")):
+    if "messages" in obj and "workspaceDirectory" in obj:
+        return "continue"
+    if kind in _CLAUDE_TYPES or any(k in obj for k in ("parentUuid", "sessionId", "leafUuid")):
         return "claude-code"
     return None
+
+
+def _sniff_db(path: pathlib.Path) -> str:
+    with _sqlite.open_ro(path) as con:
+        names = _sqlite.tables(con)
+        if opencode.TABLES <= names:
+            return "opencode"
+        if goose.is_goose_db(names, con):
+            return "goose"
+        if cursor.is_cursor_db(names, con):
+            return "cursor"
+    raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: a database cairn does not know", path=str(path))
 
 
 def _local_variables(data: bytes) -> bytes:
@@ -155,10 +259,15 @@ def detect(path: pathlib.Path, head: bytes) -> str:
     return _sniff(path, head, None)
 
 
-def _read(path: pathlib.Path) -> bytes:
+def _read(path: pathlib.Path, *, follow_symlinks: bool = True) -> bytes:
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path)) from None
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})", path=str(path)) from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
@@ -203,18 +312,40 @@ class Loaded:
     skipped: tuple[CairnError, ...] = ()
 
 
-def load_report(path: pathlib.Path, fmt: str = "auto") -> Loaded:
-    """Read ``path`` (at most 64 MiB), detect its format unless given, and parse it.
+def _is_db(path: pathlib.Path) -> bool:
+    try:
+        with open(path, "rb") as handle:  # a regular file: _sqlite refuses anything else before reading it
+            return handle.read(len(_sqlite.MAGIC)) == _sqlite.MAGIC
+    except OSError:
+        return False
+
+
+def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> Loaded:
+    """Read ``path`` (at most 64 MiB of text; databases are queried, not read whole), detect its
+    format unless given, and parse it. With ``follow_symlinks=False`` a symlink is refused
+    (``E_PATH_SYMLINK``): discovery never lets a store send the reader elsewhere.
 
     A JSONL line nesting deeper than the JSON depth bound is left out and
     reported in :attr:`Loaded.skipped`; the rest of the file is imported.
     Raises ``CairnError`` with ``IMPORT_UNREADABLE``, ``IMPORT_TOO_LARGE``,
-    ``IMPORT_UNKNOWN_FORMAT`` or ``IMPORT_MALFORMED`` (with ``line=N``).
+    ``IMPORT_UNKNOWN_FORMAT``, ``IMPORT_LOCKED``, ``PATH_SYMLINK`` or
+    ``IMPORT_MALFORMED`` (with ``line=N``).
     """
     path = pathlib.Path(path)
-    if fmt != "auto" and fmt not in PARSERS:
+    if fmt != "auto" and fmt not in PARSERS and fmt not in DB_PARSERS:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"unknown transcript format {fmt[:40]!r}", format=fmt[:40])
-    data = _read(path)
+    if os.path.islink(path):
+        if not follow_symlinks:
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path))
+        path = pathlib.Path(os.path.realpath(path))  # a path the user named: a database is read where it is
+    if (fmt == "auto" or fmt in DB_PARSERS) and os.path.isfile(path) and _is_db(path):
+        found = _sniff_db(path)
+        if fmt not in ("auto", found):
+            raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
+        return Loaded(DB_PARSERS[found](path))
+    if fmt in DB_PARSERS and fmt not in PARSERS:
+        raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
+    data = _read(path, follow_symlinks=follow_symlinks)
     if fmt == "auto":
         fmt = _sniff(path, data[:HEAD_BYTES], _local_variables(data[-MAX_TAIL_BYTES:]))
     text = _decode(data)
@@ -224,9 +355,9 @@ def load_report(path: pathlib.Path, fmt: str = "auto") -> Loaded:
     return Loaded(PARSERS[fmt](text, source_name=path.name), skipped)
 
 
-def load(path: pathlib.Path, fmt: str = "auto") -> list[Session]:
+def load(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> list[Session]:
     """The sessions of :func:`load_report` (lines it left out are not reported)."""
-    return load_report(path, fmt).sessions
+    return load_report(path, fmt, follow_symlinks=follow_symlinks).sessions
 
 
-__all__ = ["FORMATS", "MAX_BYTES", "PARSERS", "Loaded", "detect", "load", "load_report"]
+__all__ = ["DB_PARSERS", "FORMATS", "MAX_BYTES", "PARSERS", "Loaded", "detect", "load", "load_report"]

@@ -188,3 +188,46 @@ def headers_outside_fences(pattern: re.Pattern[str], text: str) -> list[re.Match
             continue
         out.append(match)
     return out
+
+
+def json_document(text: str) -> Any:
+    """One whole-file JSON document; a file cut short (a write in progress) or nested
+    beyond the decoder's depth is malformed, with the line where decoding stopped."""
+    try:
+        return boundedjson.loads(text)
+    except boundedjson.TooDeep as exc:
+        raise malformed(1, str(exc)) from None
+    except ValueError as exc:
+        raise malformed(getattr(exc, "lineno", 1), "not a complete JSON document") from None
+
+
+def part_texts(parts: Any, *, text_key: str = "text", skip: tuple[str, ...] = ()) -> list[str]:
+    """The ``text`` strings of a list of dict parts, leaving out parts whose ``type`` is in ``skip``
+    and parts flagged ``thought`` (Gemini-style reasoning). A bare string is one text."""
+    if isinstance(parts, str):
+        return [parts]
+    if not isinstance(parts, list):
+        return []
+    out: list[str] = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append(p)
+        elif isinstance(p, dict) and not p.get("thought") and p.get("type") not in skip:
+            value = p.get(text_key)
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+def iso_from_millis(value: Any) -> str | None:
+    """An epoch time in milliseconds (or seconds, when small) as ISO 8601 UTC, else ``None``."""
+    import datetime as _dt
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    seconds = value / 1000.0 if value > 10**11 else float(value)
+    try:
+        stamp = _dt.datetime.fromtimestamp(seconds, tz=_dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
