@@ -13,6 +13,7 @@ from __future__ import annotations
 from cairn.server import cli_journal as J
 from cairn.server import cli_memory as M
 from cairn.server import cli_run as R
+from cairn.server import cli_sources as S
 from cairn.server import cli_trust as T
 from cairn.server import cli_workspace as W
 from cairn.server.cli_support import Command, json_flag
@@ -20,8 +21,10 @@ from cairn.server.cli_support import Command, json_flag
 COMMANDS: dict[str, Command] = {
     "doctor": Command("check the workspace's control state; exit 1 with the list of violations",
                       W.doctor_setup, W.cmd_doctor),
-    "import": Command("capture the completed turns of transcript files (idempotent)",
-                      J.import_setup, J.cmd_import),
+    "discover": Command("find the coding-agent session stores on this machine and each session's workspace "
+                        "(read-only)", S.discover_setup, S.cmd_discover),
+    "import": Command("capture the completed turns of transcript files, or of every session found (--all); "
+                      "idempotent", J.import_setup, J.cmd_import),
     "seal": Command("seal open captures so they can be digested", J.seal_setup, J.cmd_seal),
     "process": Command("run recovery and digest work until nothing is runnable", json_flag, J.cmd_process),
     "journal": Command("list public digests", J.journal_setup, J.cmd_journal),

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli_support import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -34,14 +35,22 @@ TRIGGERS = ("compaction", "clear", "session-end", "idle")
 # -- import / seal ------------------------------------------------------------
 
 def import_setup(p: argparse.ArgumentParser) -> None:
+    from cairn.server.cli_sources import add_import_all_flags
     from cairn.worker.importers import FORMATS
 
-    p.add_argument("paths", nargs="+", metavar="PATH", help="transcript files")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="transcript files (or --all)")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    add_import_all_flags(p)
     json_flag(p)
 
 
 def cmd_import(ns: argparse.Namespace) -> int:
+    if ns.all:
+        from cairn.server.cli_sources import import_all, report_import_all
+
+        return report_import_all(ns, import_all(ns, _Progress()))
+    if not ns.paths:
+        raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")
     paths = [os.path.abspath(p) for p in ns.paths]
     r = run_job(ns, "import", {"paths": paths, "format": ns.format}).result
     report_malformed(r)

@@ -42,11 +42,13 @@ from cairn.server.cli_support import (
 
 
 def run_setup(p: argparse.ArgumentParser) -> None:
+    from cairn.server.cli_sources import add_import_all_flags
     from cairn.worker.importers import FORMATS
 
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="transcript files (default: the shipped example session)")
+                   help="transcript files (default: the shipped example session; --all: the sessions found)")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    add_import_all_flags(p)
     json_flag(p)
 
 
@@ -78,9 +80,16 @@ def cmd_run(ns: argparse.Namespace) -> int:
     from cairn.worker.journal.views import digest_json, public_digests
 
     ws = workspace_path(ns)
-    paths = [os.path.abspath(p) for p in ns.paths] or [example_session()]
-    imp = run_job(ns, "import", {"paths": paths, "format": ns.format}).result
-    report_malformed(imp)
+    if ns.all:
+        from cairn.server.cli_journal import _Progress
+        from cairn.server.cli_sources import import_all, report_failures
+
+        imp = import_all(ns, _Progress())
+        report_failures(imp)
+    else:
+        paths = [os.path.abspath(p) for p in ns.paths] or [example_session()]
+        imp = run_job(ns, "import", {"paths": paths, "format": ns.format}).result
+        report_malformed(imp)
     sealed: list[Any] = []
     for sid in imp["session_ids"]:
         sealed += run_job(ns, "seal", {"session_id": sid, "trigger": "session-end"}).result["sealed"]
@@ -102,5 +111,5 @@ def cmd_run(ns: argparse.Namespace) -> int:
         print_journal(mine)
         print("Pending proposals (`cairn show ID`, `cairn accept ID`, `cairn reject ID`):")
         print_proposals(rows)
-    failed = process_failed(counts) or review.get("skipped") == "failed"
+    failed = process_failed(counts) or review.get("skipped") == "failed" or bool(imp.get("failed"))
     return EXIT_PROBLEMS if failed else EXIT_OK

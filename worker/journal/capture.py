@@ -214,7 +214,10 @@ def job_capture(req: WorkerRequest) -> dict[str, Any]:
         return capture_session(j, session, source=str(req.args.get("source", "lsp")), policy=policy_from_config(req.config))
 
 
-def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
+def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
+                 follow_symlinks: bool = True, only: frozenset[str] | None = None) -> dict[str, Any]:
+    """Capture the sessions of ``paths``; ``only`` keeps the sessions with those ids (one
+    workspace's sessions of a database shared by many); ``follow_symlinks=False`` refuses links."""
     from pathlib import Path
 
     from cairn.worker.importers import load_report
@@ -223,11 +226,13 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) ->
     session_ids: list[str] = []
     malformed: list[dict[str, Any]] = []  # lines left out: file name, line number, code (never content)
     for p in paths:
-        loaded = load_report(Path(p), fmt)
+        loaded = load_report(Path(p), fmt, follow_symlinks=follow_symlinks)
         files += 1
         malformed += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code), "message": e.message}
                       for e in loaded.skipped]
         for s in loaded.sessions:
+            if only is not None and s.session_id not in only:
+                continue
             r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy)
             sessions += 1
             captured += r["captured"]

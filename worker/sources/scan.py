@@ -1,0 +1,136 @@
+"""Find the session stores on this machine: :func:`discover`.
+
+For each candidate store of :mod:`.roots` that exists, list its sessions
+(:mod:`.walk`: bounded, never through a symlink) and the workspace each
+belongs to (:mod:`.probe`). A store that cannot be read is reported with a
+fixed code and the others are still scanned. Projects known from any store
+(and the current workspace) are then searched for aider and SpecStory files.
+Read-only: nothing is written, no database is locked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from cairn.protocol.errors import CairnError, ErrorCode
+
+from . import probe, walk
+from .model import SessionRef, Store
+from .roots import Spec, project_specs, specs
+
+MAX_PROJECTS = 500
+
+
+Probes = dict[tuple[str, int, int], "str | None"]
+
+
+def discover(home: str, env: Mapping[str, str], *, workspace: str | None = None,
+             probes: Probes | None = None) -> list[Store]:
+    """Every session store under ``home`` (and ``env``'s relocations), with its sessions.
+
+    ``probes`` (a dict kept by the caller between calls) remembers the workspace read from each
+    file by ``(path, size, mtime_ns)``, so a watcher re-reads only files that changed.
+    """
+    stores: list[Store] = []
+    seen: set[tuple[str, str]] = set()
+    cache: Probes = {} if probes is None else probes
+    for spec in specs(home, env):
+        stores += _scan(spec, seen, stores, cache)
+    known = [workspace] if workspace else []
+    known += sorted({s.workspace for st in stores for s in st.sessions if s.workspace} - set(known))
+    for project in known[:MAX_PROJECTS]:
+        if walk.real_dir(project) is None:
+            continue
+        for spec in project_specs(project):
+            stores += _scan(spec, seen, stores, cache)
+    _gemini_hashes(stores, known)
+    return [s for s in stores if s.sessions or s.error]
+
+
+def _scan(spec: Spec, seen: set[tuple[str, str]], stores: list[Store], cache: Probes) -> list[Store]:
+    if spec.kind in ("db", "file"):
+        found = walk.real_file(spec.path)
+        if found is None or (spec.format, os.path.realpath(spec.path)) in seen:
+            return []
+        seen.add((spec.format, os.path.realpath(spec.path)))
+        return [_db_store(spec.format, spec.path, found[1]) if spec.kind == "db" else
+                Store(format=spec.format, path=spec.path, size=found[1].st_size,
+                      sessions=(_file_ref(spec.format, spec.path, found[1], cache),))]
+    root = walk.real_dir(spec.path)
+    if root is None or (spec.format, root) in seen:
+        return []
+    seen.add((spec.format, root))
+    if spec.kind == "db-dir":
+        return [_db_store(spec.format, path, info) for path, info in walk.files(root, 0, spec.keep)]
+    if spec.kind == "cursor-workspaces":
+        return _cursor_workspaces(root, stores)
+    refs: list[SessionRef] = []
+    size = 0
+    listed = walk.files(root, spec.depth, spec.keep)
+    for path, info in listed:
+        refs.append(_file_ref(spec.format, path, info, cache))
+        size += info.st_size
+    truncated = len(refs) >= walk.MAX_FILES
+    return [Store(format=spec.format, path=root, sessions=tuple(refs), size=size, truncated=truncated)]
+
+
+def _file_ref(fmt: str, path: str, info: os.stat_result, cache: Probes) -> SessionRef:
+    workspace: str | None
+    if fmt == "aider":
+        workspace = os.path.dirname(path)
+    elif fmt == "specstory":
+        workspace = os.path.dirname(os.path.dirname(os.path.dirname(path)))
+    else:
+        key = (path, info.st_size, info.st_mtime_ns)
+        if key not in cache:
+            cache[key] = probe.file_workspace(fmt, path)
+        workspace = cache[key]
+    return SessionRef(format=fmt, path=path, workspace=workspace, mtime=info.st_mtime, size=info.st_size)
+
+
+def _db_store(fmt: str, path: str, info: os.stat_result, owners: dict[str, str] | None = None,
+              folder: str | None = None) -> Store:
+    try:
+        if fmt == "opencode":
+            refs = probe.opencode_sessions(path, info.st_mtime)
+        elif fmt == "goose":
+            refs = probe.goose_sessions(path, info.st_mtime)
+        else:
+            refs = probe.cursor_sessions(path, info.st_mtime, owners or {}, folder)
+    except CairnError as exc:
+        return Store(format=fmt, path=path, size=info.st_size, error=str(exc.code), message=exc.message)
+    except Exception:  # noqa: BLE001 - an unexpected store shape is that store's problem, not discovery's
+        return Store(format=fmt, path=path, size=info.st_size, error=str(ErrorCode.IMPORT_MALFORMED),
+                     message=f"{os.path.basename(path)}: not a readable {fmt} store")
+    return Store(format=fmt, path=path, sessions=tuple(refs), size=info.st_size)
+
+
+def _cursor_workspaces(storage: str, stores: list[Store]) -> list[Store]:
+    """Name the workspace of each Cursor chat, and list older per-workspace chat stores."""
+    owners, chat_dbs = probe.cursor_workspaces(storage)
+    for i, st in enumerate(stores):
+        if st.format == "cursor" and not st.error and os.path.dirname(os.path.dirname(st.path)) == os.path.dirname(storage):
+            refs = tuple(r if r.workspace or r.key is None else
+                         SessionRef(format=r.format, path=r.path, key=r.key, workspace=owners.get(r.key[len("cursor:"):]),
+                                    mtime=r.mtime, size=r.size) for r in st.sessions)
+            stores[i] = Store(format=st.format, path=st.path, sessions=refs, size=st.size)
+    out = []
+    for db, folder, _ in chat_dbs:
+        found = walk.real_file(db)
+        if found is not None:
+            out.append(_db_store("cursor", db, found[1], owners, folder))
+    return out
+
+
+def _gemini_hashes(stores: list[Store], known: list[str]) -> None:
+    """Gemini CLI projects are named by slug or hash: resolve them once every workspace is known."""
+    for i, st in enumerate(stores):
+        if st.format not in ("gemini-cli", "qwen-code") or st.error:
+            continue
+        projects = probe.GeminiProjects(os.path.dirname(st.path), known)
+        refs = tuple(r if r.workspace else SessionRef(format=r.format, path=r.path, key=r.key,
+                                                      workspace=projects.workspace(os.path.dirname(r.path)),
+                                                      mtime=r.mtime, size=r.size)
+                     for r in st.sessions)
+        stores[i] = Store(format=st.format, path=st.path, sessions=refs, size=st.size, truncated=st.truncated)
