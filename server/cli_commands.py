@@ -15,6 +15,7 @@ from cairn.server import cli_memory as M
 from cairn.server import cli_run as R
 from cairn.server import cli_sources as S
 from cairn.server import cli_trust as T
+from cairn.server import cli_watch as V
 from cairn.server import cli_workspace as W
 from cairn.server.cli_support import Command, json_flag
 
@@ -25,6 +26,8 @@ COMMANDS: dict[str, Command] = {
                         "(read-only)", S.discover_setup, S.cmd_discover),
     "import": Command("capture the completed turns of transcript files, or of every session found (--all); "
                       "idempotent", J.import_setup, J.cmd_import),
+    "watch": Command("follow live sessions of every tool: import what changed, seal what went idle, digest",
+                     V.watch_setup, V.cmd_watch),
     "seal": Command("seal open captures so they can be digested", J.seal_setup, J.cmd_seal),
     "process": Command("run recovery and digest work until nothing is runnable", json_flag, J.cmd_process),
     "journal": Command("list public digests", J.journal_setup, J.cmd_journal),
