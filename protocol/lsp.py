@@ -45,6 +45,7 @@ CMD_DISCARD = "cairn.discard"
 CMD_DISMISS = "cairn.dismiss"
 CMD_CLEANUP = "cairn.cleanup"
 CMD_DIAGNOSTIC_REPORT = "cairn.diagnosticReport"
+CMD_ACCEPT_EDITED = "cairn.acceptEdited"  # edit before accept: the user's version through the checked path
 CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
 
 SESSION_EVENT_KINDS = ("compaction", "clear", "session-end")
@@ -161,6 +162,15 @@ class DecisionParams:
     @property
     def proposal_ids(self) -> tuple[str, ...]:
         return self.ids or ((self.id,) if self.id else ())
+
+
+@attrs.frozen(kw_only=True)
+class AcceptEditedParams:
+    """``cairn.acceptEdited``: the proposal reviewed and the user's version of its proposed text."""
+
+    id: str = attrs.field(validator=_nonempty)
+    text: str
+    workspace: str | None = None
 
 
 @attrs.frozen(kw_only=True)

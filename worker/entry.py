@@ -30,6 +30,7 @@ REGISTRY: dict[str, str] = {
     "accept": "cairn.worker.memory.jobs:job_accept",
     "reject": "cairn.worker.memory.jobs:job_reject",
     "undo": "cairn.worker.memory.jobs:job_undo",
+    "accept-edited": "cairn.worker.memory.jobs:job_accept_edited",
     "proposals": "cairn.worker.memory.jobs:job_proposals",
     "proposal": "cairn.worker.memory.jobs:job_proposal",
     "memory": "cairn.worker.memory.jobs:job_memory",

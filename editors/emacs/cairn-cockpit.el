@@ -32,12 +32,15 @@
 
 ;;; Commentary:
 
-;; M-x cairn-cockpit opens `*cairn*', one table with three views of a
-;; workspace: Candidates (pending proposals), Memories (topic files)
-;; and History (decisions, undoable).  Press ? there for the keys.
+;; M-x cairn-cockpit opens `*cairn: NAME*' (one per workspace), one
+;; table with three views of a workspace: Candidates (pending
+;; proposals), Memories (topic files) and History (decisions,
+;; undoable).  Press ? there for the keys and the global commands.
 ;; Everything goes through the cairn server (see cairn.el); the
-;; cockpit refreshes itself when a decision or a drain changes the
-;; workspace (`cairn-workspace-changed-functions').
+;; cockpit refreshes itself when a decision, a job or a drain changes
+;; the workspace (`cairn-workspace-changed-functions'), and while it
+;; is visible it notices decisions made elsewhere (the CLI, another
+;; editor) within `cairn-cockpit-poll-seconds'.
 
 ;;; Code:
 
@@ -46,12 +49,32 @@
 (require 'tabulated-list)
 (require 'cairn)
 
+(declare-function cairn-dispatch "cairn-menu" ())
+(declare-function cairn-edit-proposal "cairn-menu" (workspace id))
+
 (defconst cairn-cockpit-views '("candidates" "memories" "history")
   "The cockpit's views, in TAB order.")
 
+(defcustom cairn-cockpit-poll-seconds 5
+  "While a cockpit is visible, check this often whether its workspace changed.
+The check is one `cairn/status' request (the server compares a few
+directory timestamps); the table is redrawn only when a count changed.
+nil turns the check off (decisions and jobs of this Emacs still refresh)."
+  :type '(choice (const :tag "Off" nil) number)
+  :group 'cairn)
+
+(defcustom cairn-cockpit-confirm-reject t
+  "When non-nil, rejecting proposals in the cockpit asks first.
+A rejection is remembered: later reviews do not propose the same
+knowledge again."
+  :type 'boolean
+  :group 'cairn)
+
 (defvar-local cairn-cockpit--workspace nil "Workspace shown in the cockpit.")
 (defvar-local cairn-cockpit--view "candidates" "Current cockpit view.")
-(defvar-local cairn-cockpit--back nil "Views to return to with q, most recent first.")
+(defvar-local cairn-cockpit--back nil "Views l returns to, most recent first.")
+(defvar-local cairn-cockpit--sorts nil "Alist (VIEW . SORT-KEY): the sort of each view.")
+(defvar-local cairn-cockpit--marks nil "Ids of the marked proposals.")
 (defvar-local cairn-cockpit--status nil "Last `cairn/status' answer.")
 (defvar-local cairn-cockpit--state "starting" "Connection / refresh state for the header line.")
 (defvar-local cairn-cockpit--server-name "cairn" "Server name and version for the header line.")
@@ -61,14 +84,20 @@
   ;; global mouse binding, just by loading this file (Emacs 28)
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map tabulated-list-mode-map)
-    (define-key map "q" #'cairn-cockpit-back)
-    (define-key map "?" #'cairn-cockpit-keys)
+    (define-key map "q" #'quit-window)
+    (define-key map "l" #'cairn-cockpit-back)
+    (define-key map "?" #'cairn-dispatch)
+    (define-key map "h" #'cairn-dispatch)
     (define-key map "g" #'revert-buffer)
     (define-key map "\r" #'cairn-cockpit-act)
     (define-key map "i" #'cairn-cockpit-info)
     (define-key map "a" #'cairn-cockpit-accept)
     (define-key map "r" #'cairn-cockpit-reject)
-    (define-key map "u" #'cairn-cockpit-undo)
+    (define-key map "u" #'cairn-cockpit-undo-or-unmark)
+    (define-key map "m" #'cairn-cockpit-mark)
+    (define-key map "U" #'cairn-cockpit-unmark-all)
+    (define-key map "x" #'cairn-cockpit-execute)
+    (define-key map "e" #'cairn-cockpit-edit)
     (define-key map "d" #'cairn-cockpit-diff)
     (define-key map "\t" #'cairn-cockpit-next-view)
     (define-key map [backtab] #'cairn-cockpit-previous-view)
@@ -80,67 +109,117 @@
 (defconst cairn-cockpit--keys
   '(("RET" . "act on the row: details and diff / visit the memory file / show the decision")
     ("i" . "info panel for the row")
-    ("a" . "accept the proposal (Candidates)")
-    ("r" . "reject the proposal (Candidates)")
-    ("u" . "undo the decision (History)")
-    ("d" . "show the diff in a diff-mode buffer")
-    ("TAB" . "next view; S-TAB previous view; v choose a view")
+    ("a" . "accept the proposal(s): marked rows, else the region, else the row")
+    ("r" . "reject the proposal(s), after confirmation (remembered by later reviews)")
+    ("e" . "edit the proposed text, then C-c C-c accepts the edited version")
+    ("m" . "mark the proposal (Candidates); u unmark, U unmark all")
+    ("x" . "accept or reject the marked proposals")
+    ("u" . "undo the decision (History); unmark (Candidates)")
+    ("d" . "show the diff in a diff-mode buffer (a / r work there too)")
+    ("TAB" . "next view; S-TAB previous view; v choose a view; l back")
     ("D" . "drain the backlog now (progress in the mode line)")
-    ("g" . "refresh")
-    ("q" . "back to the previous view, or quit")
-    ("?" . "this help"))
+    ("g" . "refresh (the sort and the row stay)")
+    ("q" . "quit the cockpit window")
+    ("?" . "the cairn menu: these keys and the global commands"))
   "Key help of the cockpit.")
 
 (define-derived-mode cairn-cockpit-mode tabulated-list-mode "Cairn"
   "The cairn memory cockpit: Candidates, Memories and History of a workspace.
-\\<cairn-cockpit-mode-map>\\[cairn-cockpit-keys] lists the keys.
+\\<cairn-cockpit-mode-map>\\[cairn-dispatch] shows the keys and the global commands.
 
 \\{cairn-cockpit-mode-map}"
   (setq tabulated-list-use-header-line nil
-        tabulated-list-padding 1)
+        tabulated-list-padding 2)
   (setq-local revert-buffer-function #'cairn-cockpit--revert)
   (setq header-line-format '(:eval (cairn-cockpit--header)))
-  (add-hook 'cairn-workspace-changed-functions #'cairn-cockpit-refresh-all))
+  (add-hook 'cairn-workspace-changed-functions #'cairn-cockpit-refresh-all)
+  (cairn-cockpit--arm-poll))
+
+(defun cairn-cockpit-buffer-name (workspace)
+  "The name of WORKSPACE's cockpit buffer: *cairn: NAME*."
+  (format "*cairn: %s*" (file-name-nondirectory (directory-file-name workspace))))
+
+(defun cairn-cockpit-buffer (workspace)
+  "The live cockpit buffer showing WORKSPACE, or nil."
+  (cl-find-if (lambda (buf)
+                (with-current-buffer buf
+                  (and (derived-mode-p 'cairn-cockpit-mode)
+                       (equal cairn-cockpit--workspace workspace))))
+              (buffer-list)))
+
+;;;; Header
 
 (defun cairn-cockpit--view-label (view)
   "VIEW capitalised."
   (capitalize view))
 
+(defun cairn-cockpit--counts (st)
+  "The header's counts of status ST: proposals and mode first, zeros hidden."
+  (if (or (null st) (null (plist-get st :refreshed)))
+      "… proposals"
+    (let* ((n (plist-get st :proposals))
+           (others (delq nil
+                         (mapcar (lambda (k)
+                                   (let ((v (plist-get st (cdr k))))
+                                     (and (integerp v) (> v 0) (format "%s %d" (car k) v))))
+                                 '(("pending" . :pending) ("running" . :running)
+                                   ("retry" . :retryWaiting) ("attention" . :attention)
+                                   ("exhausted" . :exhausted) ("digests" . :digests))))))
+      (concat (format "%d proposal%s" n (if (eql n 1) "" "s"))
+              (if (plist-get st :mode) (format " · %s mode" (plist-get st :mode)) "")
+              (if others (concat " · " (string-join others " ")) "")))))
+
 (defun cairn-cockpit--header ()
-  "Header line: identity, scope, counts, state."
+  "Header line: proposals and mode, view, other counts, state, identity."
   (let* ((st cairn-cockpit--status)
-         (counts (mapconcat (lambda (k) (format "%s %s" (car k) (or (plist-get st (cdr k)) "?")))
-                            '(("pending" . :pending) ("running" . :running)
-                              ("retry" . :retryWaiting) ("attention" . :attention)
-                              ("exhausted" . :exhausted) ("digests" . :digests)
-                              ("proposals" . :proposals))
-                            " "))
          (scope (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
                                            (propertize (format "[%s]" (cairn-cockpit--view-label v))
                                                        'face 'bold)
                                          (cairn-cockpit--view-label v)))
                            cairn-cockpit-views " "))
+         (marks (if cairn-cockpit--marks (format " | %d marked" (length cairn-cockpit--marks)) ""))
          (state (cond ((cdar cairn--progress)
                        (let ((p (cdar cairn--progress)))
                          (format "draining%s" (if (nth 2 p) (format " %d%%" (nth 2 p)) ""))))
                       ((eq (plist-get st :draining) t) "draining")
                       ((cl-some (lambda (k) (and (integerp (plist-get st k)) (> (plist-get st k) 0)))
                                 '(:attention :exhausted))
-                       (concat cairn-cockpit--state ", needs attention: cairn.retry or cairn.discard"))
+                       (concat cairn-cockpit--state ", needs attention: ? j for the jobs"))
                       (t cairn-cockpit--state))))
     (string-replace "%" "%%"
-                    (format " %s @ %s | %s | %s | %s"
+                    (format " %s | %s%s | %s | %s @ %s"
+                            (cairn-cockpit--counts st) scope marks state
                             cairn-cockpit--server-name
                             (if cairn-cockpit--workspace
-                                (abbreviate-file-name cairn-cockpit--workspace) "?")
-                            scope counts state))))
+                                (abbreviate-file-name cairn-cockpit--workspace) "?")))))
+
+;;;; Columns
+
+(defun cairn-cockpit--width ()
+  "Columns available for the table: the cockpit window's width, at least 60."
+  (let ((win (get-buffer-window (current-buffer) t)))
+    (max 60 (- (if win (window-body-width win) 80) tabulated-list-padding 1))))
 
 (defun cairn-cockpit--format (view)
-  "Columns of VIEW."
-  (pcase view
-    ("candidates" [("State" 8 t) ("Kind" 9 t) ("Target" 28 t) ("Title" 44 t) ("Evidence" 8 t)])
-    ("memories" [("Name" 22 t) ("Type" 10 t) ("Description" 48 t) ("File" 30 t)])
-    (_ [("Decided" 17 t) ("State" 9 t) ("Kind" 9 t) ("Target" 26 t) ("Title" 36 t) ("Undo" 4 nil)])))
+  "Columns of VIEW, sized from the window width."
+  (let ((w (cairn-cockpit--width)))
+    (pcase view
+      ("candidates"
+       (let* ((rest (- w 8 13 4 4))
+              (target (max 14 (/ rest 3))))
+         (vector '("State" 7 t) '("Kind" 12 t) (list "Target" target t)
+                 (list "Title" (max 20 (- rest target)) t) '("Ev" 2 t :right-align t))))
+      ("memories"
+       (let* ((rest (- w 10 3))
+              (name (max 12 (/ rest 4)))
+              (file (max 12 (/ rest 4))))
+         (vector (list "Name" name t) '("Type" 9 t) (list "Description" (max 20 (- rest name file)) t)
+                 (list "File" file t))))
+      (_
+       (let* ((rest (- w 16 9 12 5 5))
+              (target (max 14 (/ rest 3))))
+         (vector '("Decided" 16 t) '("State" 8 t) '("Kind" 11 t) (list "Target" target t)
+                 (list "Title" (max 20 (- rest target)) t) '("Undo" 4 nil)))))))
 
 (defun cairn-cockpit--str (v)
   "V as a display string."
@@ -151,22 +230,92 @@
   (cond ((numberp v) (format-time-string "%Y-%m-%d %H:%M" v))
         (t (cairn-cockpit--str v))))
 
+(defun cairn-cockpit--target (row)
+  "ROW's target without the memory folder every topic shares."
+  (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :target))))
+
+(defun cairn-cockpit--kind-title (row)
+  "ROW's kind and title, the kind saying what the title's prefix said.
+\"New user memory: X\" of kind create shows as kind \"new user\", title \"X\"."
+  (let ((kind (cairn-cockpit--str (plist-get row :kind)))
+        (title (cairn-cockpit--str (plist-get row :title))))
+    (if (string-match "\\`\\([A-Z][a-z]+\\) \\(?:\\([a-z]+\\) \\)?memory: " title)
+        (cons (string-trim (format "%s %s" (downcase (match-string 1 title))
+                                   (or (match-string 2 title) "")))
+              (substring title (match-end 0)))
+      (cons kind title))))
+
 (defun cairn-cockpit--columns (view row)
   "The column strings of ROW in VIEW."
-  (pcase view
-    ("candidates" (vector (cairn-cockpit--str (plist-get row :state)) (cairn-cockpit--str (plist-get row :kind))
-                          (cairn-cockpit--str (plist-get row :target)) (cairn-cockpit--str (plist-get row :title))
-                          (format "%d" (length (plist-get row :evidence)))))
-    ("memories" (vector (cairn-cockpit--str (plist-get row :name)) (cairn-cockpit--str (plist-get row :type))
-                        (cairn-cockpit--str (plist-get row :description)) (cairn-cockpit--str (plist-get row :file))))
-    (_ (vector (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :state))
-               (cairn-cockpit--str (plist-get row :kind)) (cairn-cockpit--str (plist-get row :target))
-               (cairn-cockpit--str (plist-get row :title))
-               (if (eq (plist-get row :canUndo) t) "yes" "")))))
+  (let ((kt (cairn-cockpit--kind-title row)))
+    (pcase view
+      ("candidates" (vector (cairn-cockpit--str (plist-get row :state)) (car kt)
+                            (cairn-cockpit--target row) (cdr kt)
+                            (format "%d" (length (plist-get row :evidence)))))
+      ("memories" (vector (cairn-cockpit--str (plist-get row :name)) (cairn-cockpit--str (plist-get row :type))
+                          (cairn-cockpit--str (plist-get row :description))
+                          (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :file)))))
+      (_ (vector (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :state))
+                 (car kt) (cairn-cockpit--target row) (cdr kt)
+                 (if (eq (plist-get row :canUndo) t) "yes" ""))))))
+
+;;;; Drawing
+
+(defun cairn-cockpit--key (row)
+  "What identifies ROW across refreshes: its id, or its file (Memories)."
+  (or (plist-get row :id) (plist-get row :file)))
+
+(defun cairn-cockpit--place ()
+  "Where point is: (KEY . INDEX), the row's key and its index among the rows."
+  (let ((key (let ((row (tabulated-list-get-id))) (and row (cairn-cockpit--key row))))
+        (index 0))
+    (save-excursion
+      (let ((here (line-beginning-position)))
+        (goto-char (point-min))
+        (while (< (point) here)
+          (when (tabulated-list-get-id) (setq index (1+ index)))
+          (forward-line 1))))
+    (cons key index)))
+
+(defun cairn-cockpit--goto-place (place)
+  "Move to the row of PLACE's key, else to the row at its index (the last, at most)."
+  (goto-char (point-min))
+  (let ((index 0) found last)
+    (while (and (not found) (not (eobp)))
+      (let ((row (tabulated-list-get-id)))
+        (when row
+          (setq last (point))
+          (when (or (and (car place) (equal (cairn-cockpit--key row) (car place)))
+                    (and (null (car place)) (= index (cdr place))))
+            (setq found (point)))
+          (setq index (1+ index))))
+      (forward-line 1))
+    (unless found
+      ;; the row went away (accepted, rejected): the one now at its index
+      (goto-char (point-min))
+      (setq index 0)
+      (while (and (not found) (not (eobp)))
+        (when (tabulated-list-get-id)
+          (when (= index (cdr place)) (setq found (point)))
+          (setq index (1+ index)))
+        (forward-line 1)))
+    (goto-char (or found last (point-min)))))
+
+(defun cairn-cockpit--tag-marks ()
+  "Show a * before every marked row."
+  (save-excursion
+    (goto-char (point-min))
+    (while (not (eobp))
+      (let ((row (tabulated-list-get-id)))
+        (when row
+          (tabulated-list-put-tag (if (member (plist-get row :id) cairn-cockpit--marks) "*" " "))))
+      (forward-line 1))))
 
 (defun cairn-cockpit--revert (&rest _)
-  "Fetch status and rows of the current view and redraw."
-  (let ((view cairn-cockpit--view) rows)
+  "Fetch status and rows of the current view and redraw; point keeps its row."
+  (let ((view cairn-cockpit--view)
+        (place (cairn-cockpit--place))
+        rows)
     (condition-case err
         (let* ((server (cairn-connect cairn-cockpit--workspace))
                (ws (cairn--workspace server)))
@@ -175,15 +324,19 @@
                 (let ((info (cairn--server-info server)))
                   (string-trim (format "%s %s" (or (plist-get info :name) "cairn")
                                        (or (plist-get info :version) ""))))
-                cairn-cockpit--status (cairn-request server :cairn/status (list :workspace ws))
+                cairn-cockpit--status (cairn--cache-status
+                                       ws (cairn-request server :cairn/status (list :workspace ws)))
                 rows (append (cairn-request server :cairn/cockpit (list :workspace ws :view view)) nil)
                 cairn-cockpit--state (format-time-string "updated %H:%M:%S")))
       (error (setq cairn-cockpit--state (concat "error: " (cairn--error-message err)))))
+    (setq cairn-cockpit--marks
+          (cl-remove-if-not (lambda (id) (cl-some (lambda (r) (equal (plist-get r :id) id)) rows))
+                            cairn-cockpit--marks))
     (setq tabulated-list-format (cairn-cockpit--format view)
-          tabulated-list-sort-key nil
           tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row))) rows))
     (tabulated-list-init-header)
-    (tabulated-list-print t)
+    (tabulated-list-print)
+    (cairn-cockpit--tag-marks)
     (let ((inhibit-read-only t))
       (save-excursion
         (unless rows
@@ -193,6 +346,9 @@
                                 ("memories" "  No memory topics yet.\n")
                                 (_ "  No decisions yet.\n"))
                               'face 'shadow)))))
+    (cairn-cockpit--goto-place place)
+    (let ((win (get-buffer-window (current-buffer) t)))
+      (when win (set-window-point win (point))))
     (force-mode-line-update)))
 
 (defun cairn-cockpit-refresh-all (&optional workspace)
@@ -203,23 +359,71 @@
                  (or (null workspace) (equal workspace cairn-cockpit--workspace)))
         (revert-buffer)))))
 
+;;;; Noticing changes made elsewhere
+
+(defvar cairn-cockpit--poll-timer nil "The timer of `cairn-cockpit-poll'.")
+
+(defun cairn-cockpit--arm-poll ()
+  "Start the poll timer unless it runs or polling is off."
+  (when (and cairn-cockpit-poll-seconds (not (timerp cairn-cockpit--poll-timer)))
+    (setq cairn-cockpit--poll-timer
+          (run-with-timer cairn-cockpit-poll-seconds cairn-cockpit-poll-seconds #'cairn-cockpit-poll))))
+
+(defconst cairn-cockpit--change-keys
+  '(:pending :running :retryWaiting :attention :exhausted :digests :proposals :mode :draining)
+  "Status keys whose change redraws a cockpit.")
+
+(defun cairn-cockpit--changed-p (old new)
+  "Non-nil if status NEW differs from OLD in what the cockpit shows."
+  (or (null (plist-get old :refreshed))
+      (cl-some (lambda (k) (not (equal (plist-get old k) (plist-get new k)))) cairn-cockpit--change-keys)))
+
+(defun cairn-cockpit-poll ()
+  "Redraw visible cockpits whose workspace changed (asks `cairn/status').
+Decisions made with the CLI or another editor show this way.  Stops
+the timer when no cockpit buffer is left."
+  (let ((cockpits (cl-remove-if-not (lambda (b) (with-current-buffer b (derived-mode-p 'cairn-cockpit-mode)))
+                                    (buffer-list))))
+    (if (null cockpits)
+        (when (timerp cairn-cockpit--poll-timer)
+          (cancel-timer cairn-cockpit--poll-timer)
+          (setq cairn-cockpit--poll-timer nil))
+      (dolist (buf cockpits)
+        (when (or (get-buffer-window buf t) noninteractive)
+          (let* ((ws (buffer-local-value 'cairn-cockpit--workspace buf))
+                 (server (and ws (cairn-server ws))))
+            (when server
+              (jsonrpc-async-request
+               server :cairn/status (list :workspace ws)
+               :success-fn (lambda (st)
+                             (cairn--cache-status ws st)
+                             (when (buffer-live-p buf)
+                               (with-current-buffer buf
+                                 (when (cairn-cockpit--changed-p cairn-cockpit--status st)
+                                   (revert-buffer)))))
+               :error-fn #'ignore :timeout-fn #'ignore))))))))
+
 ;;;###autoload
 (defun cairn-cockpit (&optional workspace view)
-  "Open the memory cockpit `*cairn*' for WORKSPACE (default: this project).
-VIEW is \"candidates\" (default), \"memories\" or \"history\".  Return the buffer."
-  (interactive)
+  "Open the memory cockpit `*cairn: NAME*' for WORKSPACE (default: this project).
+VIEW is \"candidates\" (default), \"memories\" or \"history\".  Outside
+any project it asks before starting a server; with a prefix argument
+it asks for the workspace.  Return the buffer."
+  (interactive (list (cairn-read-workspace current-prefix-arg)))
   (let* ((server (cairn-connect (or workspace default-directory)))
          (ws (cairn--workspace server))
-         (buf (get-buffer-create "*cairn*")))
+         (buf (or (cairn-cockpit-buffer ws) (get-buffer-create (cairn-cockpit-buffer-name ws)))))
+    (pop-to-buffer-same-window buf)
     (with-current-buffer buf
       (unless (derived-mode-p 'cairn-cockpit-mode) (cairn-cockpit-mode))
-      (unless (equal ws cairn-cockpit--workspace) (setq cairn-cockpit--back nil))
-      (setq cairn-cockpit--workspace ws
-            cairn-cockpit--view (or view cairn-cockpit--view))
+      (setq cairn-cockpit--workspace ws)
       (setq default-directory (file-name-as-directory ws))
-      (revert-buffer))
-    (pop-to-buffer-same-window buf)
+      (if (and view (not (equal view cairn-cockpit--view)))
+          (cairn-cockpit-switch-view view)
+        (revert-buffer)))
     buf))
+
+;;;; Rows and views
 
 (defun cairn-cockpit--row (&rest views)
   "The row at point; error unless the view is one of VIEWS (any when nil)."
@@ -228,15 +432,19 @@ VIEW is \"candidates\" (default), \"memories\" or \"history\".  Return the buffe
   (or (tabulated-list-get-id) (user-error "No cockpit row here")))
 
 (defun cairn-cockpit-switch-view (view &optional no-history)
-  "Show VIEW.
-Unless NO-HISTORY, q later goes back to the current view."
+  "Show VIEW on its first row; it keeps the sort it had.
+Unless NO-HISTORY, l later goes back to the current view."
   (unless (member view cairn-cockpit-views) (user-error "Unknown cockpit view %s" view))
-  (unless (or no-history (equal view cairn-cockpit--view))
-    (push cairn-cockpit--view cairn-cockpit--back))
+  (unless (equal view cairn-cockpit--view)
+    (unless no-history
+      (push cairn-cockpit--view cairn-cockpit--back)
+      (when (nthcdr 10 cairn-cockpit--back) (setcdr (nthcdr 9 cairn-cockpit--back) nil)))
+    (setf (alist-get cairn-cockpit--view cairn-cockpit--sorts nil nil #'equal) tabulated-list-sort-key)
+    (setq tabulated-list-sort-key (alist-get view cairn-cockpit--sorts nil nil #'equal)))
   (setq cairn-cockpit--view view)
-  (revert-buffer)
   (goto-char (point-min))
-  (forward-line 1))
+  (revert-buffer)
+  (cairn-cockpit--goto-place (cons nil 0)))
 
 (defun cairn-cockpit-next-view (&optional n)
   "Switch to the next view (N views ahead)."
@@ -255,11 +463,11 @@ Unless NO-HISTORY, q later goes back to the current view."
   (cairn-cockpit-switch-view view))
 
 (defun cairn-cockpit-back ()
-  "Return to the previous view, or quit the cockpit window."
+  "Return to the view shown before this one."
   (interactive)
   (if cairn-cockpit--back
       (cairn-cockpit-switch-view (pop cairn-cockpit--back) t)
-    (quit-window)))
+    (user-error "No previous view (q quits)")))
 
 (defun cairn-cockpit-keys ()
   "Show the cockpit's keys."
@@ -268,6 +476,69 @@ Unless NO-HISTORY, q later goes back to the current view."
     (princ "cairn cockpit keys\n\n")
     (dolist (k cairn-cockpit--keys)
       (princ (format "  %-5s %s\n" (car k) (cdr k))))))
+
+;;;; Marks
+
+(defun cairn-cockpit--selected ()
+  "Proposal ids to act on: the marked ones, else the region's rows, else the row's."
+  (cond (cairn-cockpit--marks (reverse cairn-cockpit--marks))
+        ((use-region-p)
+         (let ((end (region-end)) ids)
+           (save-excursion
+             (goto-char (region-beginning))
+             (while (< (point) end)
+               (let ((row (tabulated-list-get-id)))
+                 (when row (push (plist-get row :id) ids)))
+               (forward-line 1)))
+           (deactivate-mark)
+           (or (nreverse ids) (user-error "No proposal in the region"))))
+        (t (list (plist-get (cairn-cockpit--row "candidates") :id)))))
+
+(defun cairn-cockpit-mark ()
+  "Mark the proposal at point (or those in the region) and move down."
+  (interactive)
+  (let ((ids (if (use-region-p) (cairn-cockpit--selected)
+               (list (plist-get (cairn-cockpit--row "candidates") :id)))))
+    (cairn-cockpit--row "candidates")
+    (dolist (id ids) (cl-pushnew id cairn-cockpit--marks :test #'equal))
+    (cairn-cockpit--tag-marks)
+    (when (= 1 (length ids)) (forward-line 1))))
+
+(defun cairn-cockpit-unmark ()
+  "Unmark the proposal at point and move down."
+  (interactive)
+  (let ((row (cairn-cockpit--row "candidates")))
+    (setq cairn-cockpit--marks (delete (plist-get row :id) cairn-cockpit--marks))
+    (cairn-cockpit--tag-marks)
+    (forward-line 1)))
+
+(defun cairn-cockpit-unmark-all ()
+  "Remove every mark."
+  (interactive)
+  (setq cairn-cockpit--marks nil)
+  (cairn-cockpit--tag-marks)
+  (force-mode-line-update))
+
+(defun cairn-cockpit-undo-or-unmark ()
+  "Undo the decision at point (History), or unmark the row (Candidates)."
+  (interactive)
+  (if (equal cairn-cockpit--view "history")
+      (cairn-cockpit-undo)
+    (cairn-cockpit-unmark)))
+
+(defun cairn-cockpit-execute (action)
+  "Run ACTION (\"accept\" or \"reject\") on the marked proposals."
+  (interactive
+   (progn
+     (unless cairn-cockpit--marks (user-error "No marked proposals (m marks one)"))
+     (list (if (eq ?a (car (read-multiple-choice
+                            (format "%d marked proposal(s)" (length cairn-cockpit--marks))
+                            '((?a "accept" "accept the marked proposals")
+                              (?r "reject" "reject the marked proposals")))))
+               "accept" "reject"))))
+  (if (equal action "accept") (cairn-cockpit-accept) (cairn-cockpit-reject)))
+
+;;;; Decisions
 
 (defun cairn-cockpit--server ()
   "The cockpit's server (started if needed)."
@@ -281,19 +552,29 @@ Unless NO-HISTORY, q later goes back to the current view."
              t)
     (jsonrpc-error (message "cairn: %s" (cairn--error-message err)) nil)))
 
+(defun cairn-cockpit--ids-text (ids)
+  "IDS for a message: the id, or how many."
+  (if (cdr ids) (format "%d proposals" (length ids)) (car ids)))
+
 (defun cairn-cockpit-accept ()
-  "Accept the proposal at point."
+  "Accept the marked proposals, else those in the region, else the one at point."
   (interactive)
-  (let ((id (plist-get (cairn-cockpit--row "candidates") :id)))
-    (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vector id))
-                           (format "accepted %s (u in History undoes it)" id))))
+  (let ((ids (progn (cairn-cockpit--row "candidates") (cairn-cockpit--selected))))
+    (when (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                                 (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids)))
+      (setq cairn-cockpit--marks nil))))
 
 (defun cairn-cockpit-reject ()
-  "Reject the proposal at point."
+  "Reject the marked proposals, else those in the region, else the one at point.
+Asks first when `cairn-cockpit-confirm-reject' is non-nil."
   (interactive)
-  (let ((id (plist-get (cairn-cockpit--row "candidates") :id)))
-    (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vector id))
-                           (format "rejected %s" id))))
+  (let ((ids (progn (cairn-cockpit--row "candidates") (cairn-cockpit--selected))))
+    (when (or (not cairn-cockpit-confirm-reject)
+              (y-or-n-p (format "Reject %s (later reviews will not propose it again)? "
+                                (cairn-cockpit--ids-text ids))))
+      (when (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                                   (format "rejected %s" (cairn-cockpit--ids-text ids)))
+        (setq cairn-cockpit--marks nil)))))
 
 (defun cairn-cockpit-undo ()
   "Undo the decision at point."
@@ -304,14 +585,23 @@ Unless NO-HISTORY, q later goes back to the current view."
     (cairn-cockpit--decide "cairn.undo" (list :workspace cairn-cockpit--workspace :id (plist-get row :id))
                            (format "undid %s" (plist-get row :id)))))
 
+(defun cairn-cockpit-edit ()
+  "Edit the proposed text of the proposal at point before accepting it."
+  (interactive)
+  (require 'cairn-menu)
+  (cairn-edit-proposal cairn-cockpit--workspace (plist-get (cairn-cockpit--row "candidates") :id)))
+
+;;;; Details
+
 (defun cairn-cockpit--fetch (row)
   "The `cairn/proposal' details of ROW."
   (cairn--proposal (cairn-cockpit--server) cairn-cockpit--workspace (plist-get row :id)))
 
 (defun cairn-cockpit-diff ()
-  "Show the diff of the proposal at point in a `diff-mode' buffer."
+  "Show the diff of the proposal at point in a `diff-mode' buffer and select it."
   (interactive)
-  (cairn--show-proposal (cairn-cockpit--fetch (cairn-cockpit--row "candidates" "history")) t))
+  (let ((ws cairn-cockpit--workspace))
+    (cairn--show-proposal (cairn-cockpit--fetch (cairn-cockpit--row "candidates" "history")) t ws)))
 
 (defun cairn-cockpit--file (row)
   "Absolute file name of memory ROW."
@@ -324,16 +614,18 @@ Unless NO-HISTORY, q later goes back to the current view."
   (let ((row (cairn-cockpit--row)))
     (if (equal cairn-cockpit--view "memories")
         (find-file-other-window (cairn-cockpit--file row))
-      (cairn--show-proposal (cairn-cockpit--fetch row)))))
+      (cairn--show-proposal (cairn-cockpit--fetch row) nil cairn-cockpit--workspace))))
 
 (defun cairn-cockpit-info ()
   "Show every field of the row at point in an info panel."
   (interactive)
-  (let ((row (cairn-cockpit--row)) (buf (get-buffer-create "*cairn info*")))
+  (let ((row (cairn-cockpit--row))
+        (view cairn-cockpit--view)
+        (buf (get-buffer-create "*cairn info*")))
     (with-current-buffer buf
       (let ((inhibit-read-only t))
         (erase-buffer)
-        (insert (format "cairn %s row\n\n" cairn-cockpit--view))
+        (insert (format "cairn %s row\n\n" view))
         (cl-loop for (k v) on row by #'cddr
                  do (insert (format "%-12s %s\n" (substring (symbol-name k) 1)
                                     (cond ((vectorp v) (mapconcat #'cairn-cockpit--str (append v nil) ", "))

@@ -89,6 +89,9 @@
 
 ;; The cockpit lives in cairn-cockpit.el; M-x cairn-cockpit loads it.
 (autoload 'cairn-cockpit "cairn-cockpit" "Open the cairn memory cockpit." t)
+;; The menu, the jobs and journal buffers and proposal editing live in cairn-menu.el.
+(autoload 'cairn-dispatch "cairn-menu" "The cairn menu of global commands." t)
+(autoload 'cairn-edit-proposal "cairn-menu" "Edit a proposal's text before accepting it." t)
 
 (declare-function cairn-gptel-setup "cairn-gptel" ())
 (declare-function cairn-gptel-teardown "cairn-gptel" ())
@@ -111,18 +114,24 @@
 The server speaks LSP on stdin/stdout."
   :type '(repeat string))
 
-(defcustom cairn-mode-setting "propose"
+(defcustom cairn-mode-setting nil
   "How consolidation proposals are applied: the server's `mode' setting.
 \"manual\": nothing is proposed unless asked; \"propose\": proposals
 wait for you in the cockpit; \"auto\": the server applies them when no
-turn is running (each remains undoable from History)."
-  :type '(choice (const "manual") (const "propose") (const "auto"))
+turn is running (each remains undoable from History).  nil (the
+default) sends nothing: the workspace's .cairn/config.toml, the
+user's cairn config or the server default (\"propose\") decides.
+The cockpit's header shows the mode in effect."
+  :type '(choice (const :tag "From the cairn config files" nil)
+                 (const "manual") (const "propose") (const "auto"))
   :set #'cairn--set-option)
 
-(defcustom cairn-provider "extractive"
+(defcustom cairn-provider nil
   "Digest provider: \"extractive\" (local, no model) or \"openai\".
-\"openai\" means any OpenAI-compatible endpoint, see `cairn-endpoint'."
-  :type '(choice (const "extractive") (const "openai"))
+\"openai\" means any OpenAI-compatible endpoint, see `cairn-endpoint'.
+nil (the default) leaves the choice to the cairn config files."
+  :type '(choice (const :tag "From the cairn config files" nil)
+                 (const "extractive") (const "openai"))
   :set #'cairn--set-option)
 
 (defcustom cairn-model ""
@@ -137,16 +146,19 @@ from Emacs."
   :type 'string
   :set #'cairn--set-option)
 
-(defcustom cairn-idle-minutes 10
+(defcustom cairn-idle-minutes nil
   "Minutes of Emacs idleness before the server gets a maintenance opportunity.
 Each idle period offers one opportunity (processing, consolidation,
-throttled cleanup); nothing repeats while you stay idle."
-  :type 'number
+throttled cleanup); nothing repeats while you stay idle.  nil (the
+default) sends nothing to the server (its config decides) and arms
+the Emacs idle timer for 10 minutes."
+  :type '(choice (const :tag "From the cairn config files" nil) number)
   :set #'cairn--set-option)
 
-(defcustom cairn-seal-idle-minutes 20
-  "Minutes without a new turn after which the server seals a session's capture."
-  :type 'number
+(defcustom cairn-seal-idle-minutes nil
+  "Minutes without a new turn after which the server seals a session's capture.
+nil (the default) leaves it to the cairn config files."
+  :type '(choice (const :tag "From the cairn config files" nil) number)
   :set #'cairn--set-option)
 
 (defcustom cairn-memory-roots nil
@@ -155,8 +167,11 @@ Relative names are relative to the workspace."
   :type '(repeat directory)
   :set #'cairn--set-option)
 
-(defcustom cairn-instruction-files '("AGENTS.md" "CLAUDE.md")
-  "Instruction files (relative to the workspace) cairn may propose edits to."
+(defcustom cairn-instruction-files nil
+  "Instruction files (relative to the workspace) cairn may propose edits to.
+nil (the default) sends nothing: the cairn config files decide (the
+server's default is AGENTS.md); AGENTS.md and CLAUDE.md still open in
+`cairn-memory-mode'."
   :type '(repeat string)
   :set #'cairn--set-option)
 
@@ -189,16 +204,27 @@ The adapter lives in cairn-gptel.el and is loaded once gptel is."
 Dead ones are dropped whenever the list is read, see `cairn--servers'.")
 
 (defun cairn--settings ()
-  "The server settings (protocol `Settings' names) from the defcustoms."
-  (append
-   (list :mode cairn-mode-setting
-         :provider cairn-provider
-         :idleMinutes cairn-idle-minutes
-         :sealIdleMinutes cairn-seal-idle-minutes
-         :memoryRoots (vconcat cairn-memory-roots)
-         :instructionFiles (vconcat cairn-instruction-files))
-   (unless (string-empty-p cairn-model) (list :model cairn-model))
-   (unless (string-empty-p cairn-endpoint) (list :endpoint cairn-endpoint))))
+  "The server settings (protocol `Settings' names) the user set.
+Options left at nil (or an empty string or list) are not sent, so the
+workspace's .cairn/config.toml and the user's cairn config apply."
+  (let (out)
+    (dolist (entry `((:mode . ,cairn-mode-setting)
+                     (:provider . ,cairn-provider)
+                     (:model . ,cairn-model)
+                     (:endpoint . ,cairn-endpoint)
+                     (:idleMinutes . ,cairn-idle-minutes)
+                     (:sealIdleMinutes . ,cairn-seal-idle-minutes)
+                     (:memoryRoots . ,(and cairn-memory-roots (vconcat cairn-memory-roots)))
+                     (:instructionFiles . ,(and cairn-instruction-files
+                                                (vconcat cairn-instruction-files)))))
+      (let ((v (cdr entry)))
+        (unless (or (null v) (equal v ""))
+          (setq out (plist-put out (car entry) v)))))
+    out))
+
+(defun cairn--settings-object ()
+  "`cairn--settings' as a JSON object (an empty one when nothing is set)."
+  (or (cairn--settings) (make-hash-table)))
 
 
 (defun cairn--eglot-contact (&optional _interactive)
@@ -215,7 +241,7 @@ Eglot computes the initialize request from the project root, which is
   (setf (cairn--server-workspace server)
         (directory-file-name (expand-file-name default-directory)))
   (cl-pushnew server cairn--connections)
-  (cairn--settings))
+  (cairn--settings-object))
 
 (cl-defmethod eglot-client-capabilities :around ((_server cairn-eglot-server))
   "Declare work-done progress support (eglot 1.9 does not)."
@@ -233,7 +259,7 @@ Runs after eglot's own (empty) configuration signal on connect, so the
 server keeps the cairn defcustoms."
   (when (cairn--server-p server)
     (jsonrpc-notify server :workspace/didChangeConfiguration
-                    (list :settings (list :cairn (cairn--settings))))))
+                    (list :settings (list :cairn (cairn--settings-object))))))
 
 (defun cairn--options-changed (_symbol)
   "Tell every running cairn server about changed options."
@@ -279,7 +305,7 @@ appear as diagnostics and as code actions (`eglot-code-actions').")
    (list (cons "/MEMORY\\.md\\'" 'cairn-memory-mode)
          (cons "/\\.agents/memory/.*\\.md\\'" 'cairn-memory-mode))
    (mapcar (lambda (f) (cons (concat "/" (regexp-quote f) "\\'") 'cairn-memory-mode))
-           cairn-instruction-files)
+           (or cairn-instruction-files '("AGENTS.md" "CLAUDE.md")))
    (delq nil (mapcar (lambda (r)
                        (when (file-name-absolute-p r)
                          (cons (concat "\\`" (regexp-quote (file-name-as-directory
@@ -307,13 +333,67 @@ so memory files of an unversioned workspace share its server."
 
 ;;;; Connections
 
-(defun cairn--root (&optional dir)
-  "The workspace root (no trailing slash) for DIR or `default-directory'.
-The root of the project eglot finds for a memory file there."
+(defvar cairn--missing-reported nil
+  "Server programs already reported missing in this Emacs session.")
+
+(defun cairn--server-program-missing ()
+  "The program of `cairn-server-command' when it cannot be run, else nil."
+  (let ((program (car cairn-server-command)))
+    (unless (and (stringp program)
+                 (if (file-name-absolute-p program)
+                     (file-executable-p program)
+                   (executable-find program)))
+      (or program "cairn"))))
+
+(defun cairn--missing-message (program)
+  "The one-line message for a missing server PROGRAM."
+  (format "cairn not found (%s): set `cairn-server-command'" program))
+
+(defun cairn--ensure ()
+  "`eglot-ensure' for memory buffers, unless the cairn server cannot run.
+A missing program is reported once per session instead of an error
+from eglot on every memory file."
+  (let ((missing (cairn--server-program-missing)))
+    (if (not missing)
+        (eglot-ensure)
+      (unless (member missing cairn--missing-reported)
+        (push missing cairn--missing-reported)
+        (message "%s" (cairn--missing-message missing))))))
+
+(defun cairn--project-root (&optional dir)
+  "The root (no trailing slash) of the project of DIR, or nil outside any.
+A project is what eglot finds for a memory file there: a version
+controlled tree, or the nearest folder with .cairn or .agents."
   (let* ((default-directory (file-name-as-directory (expand-file-name (or dir default-directory))))
          (project-find-functions (cairn--project-find-functions))
          (project (let ((eglot-lsp-context t)) (project-current))))
-    (directory-file-name (expand-file-name (if project (project-root project) default-directory)))))
+    (and project (directory-file-name (expand-file-name (project-root project))))))
+
+(defun cairn--root (&optional dir)
+  "The workspace root (no trailing slash) for DIR or `default-directory'.
+The root of the project eglot finds for a memory file there, else DIR."
+  (or (cairn--project-root dir)
+      (directory-file-name (expand-file-name (or dir default-directory)))))
+
+(defun cairn-read-workspace (&optional choose)
+  "The workspace an interactive command works on.
+The project of `default-directory' (or the workspace of a running
+server).  With CHOOSE (the prefix argument), read a folder.  Outside
+any project, ask before starting a server there (it creates .cairn/)."
+  (let ((here (directory-file-name (expand-file-name default-directory))))
+    (cond (choose
+           (directory-file-name
+            (expand-file-name (read-directory-name "cairn workspace: "
+                                                   (file-name-as-directory
+                                                    (or (cairn--project-root) here))
+                                                   nil t))))
+          ((cairn-server here) here)
+          ((cairn--project-root here))
+          ((y-or-n-p (format "%s is in no project: start cairn there (creates .cairn/)? "
+                             (abbreviate-file-name here)))
+           here)
+          (t (user-error "Nothing started: C-u %s chooses a workspace"
+                         (if this-command (format "M-x %s" this-command) "the command"))))))
 
 (defun cairn--in-memory-buffer (dir function)
   "Call FUNCTION in a temporary buffer visiting a memory file of DIR's workspace.
@@ -343,7 +423,10 @@ for a real memory file there."
 (defun cairn-connect (&optional dir)
   "Return the cairn server for the workspace of DIR, starting it if needed."
   (or (cairn-server dir)
-      (let* ((root (cairn--root dir))
+      (let* ((missing (cairn--server-program-missing))
+             (root (if missing
+                       (user-error "%s" (cairn--missing-message missing))
+                     (cairn--root dir)))
              (deadline (+ (float-time) cairn-connect-timeout))
              (eglot-sync-connect t)
              (eglot-connect-timeout cairn-connect-timeout))
@@ -371,10 +454,29 @@ for a real memory file there."
   (or (and (eq (car err) 'jsonrpc-error) (alist-get 'jsonrpc-error-message (cdr err)))
       (error-message-string err)))
 
+(defvar cairn--status-cache nil
+  "Alist (WORKSPACE . STATUS) of the last `cairn/status' answers.
+The mode line and the cockpit read it; refreshed after every job.")
+
+(defun cairn--cache-status (workspace status)
+  "Remember STATUS of WORKSPACE and update the mode lines; return STATUS."
+  (setf (alist-get workspace cairn--status-cache nil nil #'equal) status)
+  (force-mode-line-update t)
+  status)
+
 (defun cairn-status (&optional workspace)
   "The `cairn/status' counts of WORKSPACE as a plist."
-  (let ((server (cairn-connect workspace)))
-    (cairn-request server :cairn/status (list :workspace (cairn--workspace server)))))
+  (let* ((server (cairn-connect workspace))
+         (ws (cairn--workspace server)))
+    (cairn--cache-status ws (cairn-request server :cairn/status (list :workspace ws)))))
+
+(defun cairn--status-async (server)
+  "Ask SERVER for its workspace's status without waiting; cache the answer."
+  (let ((ws (cairn--workspace server)))
+    (when (cairn--server-p server)
+      (jsonrpc-async-request server :cairn/status (list :workspace ws)
+                             :success-fn (lambda (st) (cairn--cache-status ws st))
+                             :error-fn #'ignore :timeout-fn #'ignore))))
 
 ;;;; Commands (workspace/executeCommand)
 
@@ -396,13 +498,30 @@ for a real memory file there."
 The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
 
 (defun cairn--workspace-changed (workspace)
-  "Run `cairn-workspace-changed-functions' for WORKSPACE."
+  "Run `cairn-workspace-changed-functions' for WORKSPACE; refresh its count."
+  (let ((server (cl-find workspace cairn--connections :key #'cairn--workspace :test #'equal)))
+    (when server (cairn--status-async server)))
   (run-hook-with-args 'cairn-workspace-changed-functions workspace))
+
+(defvar cairn--changed-timers nil
+  "Alist (WORKSPACE . TIMER): workspace changes waiting to be announced.")
+
+(defun cairn--schedule-changed (workspace)
+  "Announce a change of WORKSPACE soon, once for a burst of server news."
+  (unless (assoc workspace cairn--changed-timers)
+    (push (cons workspace
+                (run-at-time 0.2 nil
+                             (lambda ()
+                               (setq cairn--changed-timers
+                                     (cl-remove workspace cairn--changed-timers
+                                                :key #'car :test #'equal))
+                               (cairn--workspace-changed workspace))))
+          cairn--changed-timers)))
 
 (defun cairn--after-command (server command result)
   "Follow-up in Emacs once SERVER ran COMMAND and answered RESULT."
   (pcase command
-    ("cairn.showProposal" (cairn--show-proposal result t))
+    ("cairn.showProposal" (cairn--show-proposal result t (cairn--workspace server)))
     ((or "cairn.accept" "cairn.reject" "cairn.undo")
      (cairn--revert-workspace-buffers (cairn--workspace server))
      (cairn--workspace-changed (cairn--workspace server))))
@@ -458,12 +577,30 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
 (defvar cairn-progress-log nil
   "Recent `$/progress' events, newest first: (TOKEN KIND MESSAGE PERCENTAGE).")
 
+(defvar cairn-lighter-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map [mode-line mouse-1] #'cairn-cockpit)
+    map)
+  "Mouse keys of the `cairn-mode' mode line indicator.")
+
+(defun cairn--lighter-status ()
+  "The cached status of the current buffer's workspace (or the only one)."
+  (let ((dir (expand-file-name default-directory)))
+    (or (cdr (cl-find-if (lambda (entry) (string-prefix-p (file-name-as-directory (car entry)) dir))
+                         cairn--status-cache))
+        (and (= 1 (length cairn--status-cache)) (cdar cairn--status-cache)))))
+
 (defun cairn--lighter ()
-  "Mode line text of `cairn-mode': \" cairn\", with progress while draining."
-  (let ((p (cdar cairn--progress)))
-    (if p
-        (format " cairn[%s]" (if (nth 2 p) (format "%d%%%%" (nth 2 p)) "…"))
-      " cairn")))
+  "Mode line text of `cairn-mode'.
+\" cairn\", \" cairn:N\" with N pending proposals, the drain's progress
+while draining; mouse-1 opens the cockpit."
+  (let* ((p (cdar cairn--progress))
+         (n (plist-get (cairn--lighter-status) :proposals))
+         (text (concat " cairn"
+                       (if (and (integerp n) (> n 0)) (format ":%d" n) "")
+                       (if p (format "[%s]" (if (nth 2 p) (format "%d%%%%" (nth 2 p)) "…")) ""))))
+    (propertize text 'local-map cairn-lighter-map 'mouse-face 'mode-line-highlight
+                'help-echo "cairn: pending proposals; mouse-1 opens the cockpit")))
 
 (defun cairn--on-progress (server token value)
   "Show SERVER's progress VALUE for TOKEN in the echo area and mode line."
@@ -496,6 +633,24 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
   ((server cairn-eglot-server) (_method (eql $/progress)) &key token value)
   "Show SERVER's cairn work-done progress VALUE for TOKEN."
   (cairn--on-progress server token value))
+
+(defun cairn--finish-line-p (message)
+  "Non-nil if MESSAGE is the server's log line for a finished job."
+  (and (stringp message)
+       (string-match "\\`cairn: [^ ]+ [^ ]+ \\([a-z_-]+\\)" message)
+       (not (equal (match-string 1 message) "started"))))
+
+(cl-defmethod eglot-handle-notification :after
+  ((server cairn-eglot-server) (_method (eql window/logMessage)) &key message &allow-other-keys)
+  "Refresh views of SERVER's workspace when MESSAGE says a job finished.
+The server sends that line after its status snapshot is fresh."
+  (when (cairn--finish-line-p message)
+    (cairn--schedule-changed (cairn--workspace server))))
+
+(cl-defmethod eglot-handle-notification :after
+  ((server cairn-eglot-server) (_method (eql textDocument/publishDiagnostics)) &rest _)
+  "Refresh views of SERVER's workspace: its proposals changed."
+  (cairn--schedule-changed (cairn--workspace server)))
 
 (cl-defmethod eglot-handle-notification
   ((server cairn-eglot-server) (_method (eql window/showMessage)) &key message &allow-other-keys)
@@ -560,7 +715,11 @@ when no server runs for WORKSPACE (then no turn was sent either)."
   "(Re)start the idle timer for `cairn-idle-minutes'."
   (when (timerp cairn--idle-timer) (cancel-timer cairn--idle-timer))
   (setq cairn--idle-timer
-        (run-with-idle-timer (* 60 cairn-idle-minutes) t #'cairn-idle-tick)))
+        (run-with-idle-timer (* 60 (cairn--idle-minutes)) t #'cairn-idle-tick)))
+
+(defun cairn--idle-minutes ()
+  "Minutes of idleness the idle timer waits: `cairn-idle-minutes' or 10."
+  (or cairn-idle-minutes 10))
 
 (defun cairn-idle-tick (&optional seconds)
   "Offer every running cairn server a maintenance opportunity.
@@ -568,7 +727,7 @@ SECONDS is how long Emacs has been idle (default: `current-idle-time').
 Sends the `cairn/idle' notification only: never waits for the server.
 Return the servers notified."
   (let* ((idle (current-idle-time))
-         (seconds (float (or seconds (if idle (float-time idle) (* 60 cairn-idle-minutes)))))
+         (seconds (float (or seconds (if idle (float-time idle) (* 60 (cairn--idle-minutes))))))
          (servers (cairn--servers)))
     (dolist (server servers)
       (ignore-errors (jsonrpc-notify server :cairn/idle (list :seconds seconds))))
@@ -590,7 +749,7 @@ removes all of it.  See `cairn-cockpit' and `cairn-drain-backlog'."
     (setq auto-mode-alist (delete entry auto-mode-alist)))
   (setq eglot-server-programs (delete cairn--server-program eglot-server-programs))
   (remove-hook 'eglot-connect-hook #'cairn--send-configuration)
-  (remove-hook 'cairn-memory-mode-hook #'eglot-ensure)
+  (remove-hook 'cairn-memory-mode-hook #'cairn--ensure)
   (remove-hook 'project-find-functions #'cairn--project-try)
   (remove-hook 'after-load-functions #'cairn--after-load)
   (when (featurep 'cairn-gptel) (cairn-gptel-teardown))
@@ -601,7 +760,7 @@ removes all of it.  See `cairn-cockpit' and `cairn-drain-backlog'."
       (push entry auto-mode-alist))
     (push cairn--server-program eglot-server-programs)
     (add-hook 'eglot-connect-hook #'cairn--send-configuration 90)
-    (add-hook 'cairn-memory-mode-hook #'eglot-ensure)
+    (add-hook 'cairn-memory-mode-hook #'cairn--ensure)
     (add-hook 'project-find-functions #'cairn--project-try 90)
     (if (featurep 'gptel)
         (cairn--gptel-setup)
@@ -626,7 +785,7 @@ removes all of it.  See `cairn-cockpit' and `cairn-drain-backlog'."
 WORKSPACE defaults to the project of `default-directory'.  Progress
 shows in the echo area and the mode line.  Return the server's answer
 \(its `progress' is the work-done token)."
-  (interactive)
+  (interactive (list (cairn-read-workspace current-prefix-arg)))
   (let* ((server (cairn-connect workspace))
          (ws (cairn--workspace server))
          (result (cairn--command-request server "cairn.drainBacklog" (vector (list :workspace ws)))))
@@ -640,9 +799,54 @@ shows in the echo area and the mode line.  Return the server's answer
   "Details of proposal ID in WORKSPACE from SERVER (with its unified diff)."
   (cairn-request server :cairn/proposal (list :workspace workspace :id id)))
 
-(defun cairn--show-proposal (proposal &optional diff-only)
+(defvar-local cairn-proposal--id nil "The proposal shown in this buffer.")
+(defvar-local cairn-proposal--workspace nil "The workspace of the proposal shown here.")
+
+(defvar cairn-proposal-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "a" #'cairn-proposal-accept)
+    (define-key map "r" #'cairn-proposal-reject)
+    (define-key map "e" #'cairn-proposal-edit)
+    (define-key map "q" #'quit-window)
+    map)
+  "Keys of a proposal's diff buffer.")
+
+(define-minor-mode cairn-proposal-mode
+  "Decide the proposal shown in this diff buffer.
+\\{cairn-proposal-mode-map}"
+  :lighter " Proposal")
+
+(defun cairn--proposal-decide (command done)
+  "Run COMMAND on this buffer's proposal; message DONE; quit the window."
+  (unless cairn-proposal--id (user-error "No proposal in this buffer"))
+  (let ((server (cairn-connect cairn-proposal--workspace))
+        (id cairn-proposal--id))
+    (cairn--command-request server command
+                            (vector (list :workspace cairn-proposal--workspace :ids (vector id))))
+    (message "cairn: %s %s" done id)
+    (quit-window)))
+
+(defun cairn-proposal-accept ()
+  "Accept the proposal shown in this buffer."
+  (interactive)
+  (cairn--proposal-decide "cairn.accept" "accepted"))
+
+(defun cairn-proposal-reject ()
+  "Reject the proposal shown in this buffer (later reviews remember it)."
+  (interactive)
+  (when (y-or-n-p (format "Reject %s (later reviews will not propose it again)? " cairn-proposal--id))
+    (cairn--proposal-decide "cairn.reject" "rejected")))
+
+(defun cairn-proposal-edit ()
+  "Edit the proposed text of this buffer's proposal before accepting it."
+  (interactive)
+  (cairn-edit-proposal cairn-proposal--workspace cairn-proposal--id))
+
+(defun cairn--show-proposal (proposal &optional diff-only workspace)
   "Show PROPOSAL (a `cairn/proposal' answer) in a `diff-mode' buffer.
-With DIFF-ONLY, the buffer holds the unified diff alone.  Return the buffer."
+With DIFF-ONLY, the buffer holds the unified diff alone.  With
+WORKSPACE, a pending proposal can be decided there (a, r, e) and the
+buffer's window is selected.  Return the buffer."
   (let ((buf (get-buffer-create (if diff-only "*cairn diff*" "*cairn proposal*")))
         (inhibit-read-only t))
     (with-current-buffer buf
@@ -657,11 +861,17 @@ With DIFF-ONLY, the buffer holds the unified diff alone.  Return the buffer."
       (insert (or (plist-get proposal :diff) ""))
       (diff-mode)
       (setq buffer-read-only t)
-      (setq header-line-format (format "cairn %s: %s"
+      (setq cairn-proposal--id (plist-get proposal :id)
+            cairn-proposal--workspace workspace)
+      (when workspace (cairn-proposal-mode 1))
+      (setq header-line-format (format "cairn %s: %s%s"
                                        (or (plist-get proposal :kind) "proposal")
-                                       (string-replace "%" "%%" (or (plist-get proposal :title) ""))))
+                                       (string-replace "%" "%%" (or (plist-get proposal :title) ""))
+                                       (if workspace "   (a accept, r reject, e edit, q quit)" "")))
       (goto-char (point-min)))
-    (display-buffer buf)
+    (let ((win (display-buffer buf)))
+      (when (and win workspace)
+        (save-current-buffer (select-window win))))
     buf))
 
 (provide 'cairn)

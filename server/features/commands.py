@@ -29,6 +29,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import HELD_STATES, JobState
 from cairn.protocol.lsp import (
     CMD_ACCEPT,
+    CMD_ACCEPT_EDITED,
     CMD_CLEANUP,
     CMD_DIAGNOSTIC_REPORT,
     CMD_DISCARD,
@@ -39,6 +40,7 @@ from cairn.protocol.lsp import (
     CMD_REVIEW,
     CMD_SHOW_PROPOSAL,
     CMD_UNDO,
+    AcceptEditedParams,
     DecisionParams,
     JobActionParams,
     NoParams,
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
 
 FOREGROUND_BUDGET = 60.0  # seconds for accept/reject/undo/retry/discard workers
 DRAIN_KINDS = ("process", "drain")
-PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "undo")
+PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "undo", "accept-edited")
 _KNOWN_CODES = frozenset(str(c) for c in ErrorCode)
 
 
@@ -154,6 +156,13 @@ async def reject(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
     return await foreground(svc, ws, "reject", {"ids": list(ids)})
 
 
+async def accept_edited(svc: CairnService, p: AcceptEditedParams) -> dict[str, Any]:
+    """Edit before accept: a new proposal from the edited text (the reviewed before-state), accepted."""
+    ws = svc.workspace(p.workspace)
+    await svc.documents.check_live_buffers(ws, (p.id,))
+    return await foreground(svc, ws, "accept-edited", {"id": p.id, "text": p.text})
+
+
 async def undo(svc: CairnService, p: UndoParams) -> dict[str, Any]:
     return await foreground(svc, svc.workspace(p.workspace), "undo", {"id": p.id})
 
@@ -201,6 +210,7 @@ COMMANDS: dict[str, Route] = {
     CMD_ACCEPT: Route(DecisionParams, accept),
     CMD_REJECT: Route(DecisionParams, reject),
     CMD_UNDO: Route(UndoParams, undo),
+    CMD_ACCEPT_EDITED: Route(AcceptEditedParams, accept_edited),
     CMD_RETRY: Route(JobActionParams, retry),
     CMD_DISCARD: Route(JobActionParams, discard),
     CMD_DISMISS: Route(JobActionParams, dismiss),

@@ -138,6 +138,9 @@ class Snapshots:
         if state.refreshed_at is not None and state.seen is not None and signature(ws) == state.seen:
             return
         reading = state.refresh_task is not None and not state.refresh_task.done()
+        if state.refreshed_at is None:
+            await self.refresh_now(ws)  # no snapshot yet: zero counts would be wrong, not just old
+            return
         if reading or self._busy(ws):
             self.refresh(ws)  # a read under way, or our own jobs' ends refresh too: do not make the editor wait
             return
@@ -182,7 +185,7 @@ class Snapshots:
         }
         assert tuple(out) == STATUS_KEYS
         out.update(workspace=ws, turnsWaiting=turns, journal=dict(journal), jobs=jobs,
-                   refreshed=state.refreshed, draining=state.drain is not None)
+                   refreshed=state.refreshed, draining=state.drain is not None, mode=state.settings.mode)
         return out
 
     def jobs(self) -> dict[str, Any]:

@@ -77,6 +77,17 @@ def job_undo(req: WorkerRequest) -> dict[str, Any]:
         return apply.undo(ms, pid)
 
 
+def job_accept_edited(req: WorkerRequest) -> dict[str, Any]:
+    from cairn.worker.memory import apply, edited
+
+    pid, text = req.args.get("id"), req.args.get("text")
+    if not isinstance(pid, str) or not pid or not isinstance(text, str):
+        raise CairnError(ErrorCode.USAGE, "id and text: a proposal id and its edited text are required")
+    with _store(req) as ms:
+        apply.recover(ms)
+        return edited.accept_edited(ms, pid, text)
+
+
 def job_proposals(req: WorkerRequest) -> dict[str, Any]:
     from cairn.worker.memory.views import proposal_rows
 

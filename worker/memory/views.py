@@ -117,13 +117,17 @@ def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, b
 def proposal(workspace: str, proposal_id: str, settings: Settings | None = None) -> dict[str, Any]:
     from cairn.worker.memory import diff
     from cairn.worker.memory.apply import load_proposal, state_of
+    from cairn.worker.memory.edited import editable
 
     with _store(workspace, settings) as ms:
         p = load_proposal(ms, proposal_id)
         state, why = state_of(ms, p)
         text = "".join(diff.unified_diff(path, b, a) for path, b, a in _file_pairs(ms, p))
-        return {"id": p.id, "kind": str(p.kind), "target": p.target, "title": p.title, "summary": p.summary,
-                "state": str(state), "reason": why, "evidence": list(p.evidence), "diff": text}
+        out: dict[str, Any] = {"id": p.id, "kind": str(p.kind), "target": p.target, "title": p.title, "summary": p.summary,
+               "state": str(state), "reason": why, "evidence": list(p.evidence), "diff": text}
+        if state is ProposalState.PENDING and (proposed := editable(ms, p)) is not None:
+            out["edit"] = proposed  # the one file it writes and its proposed text (edit before accept)
+        return out
 
 
 def _changed_ranges(before: bytes | None, after: bytes | None) -> list[dict[str, int]]:

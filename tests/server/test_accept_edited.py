@@ -1,0 +1,78 @@
+"""``cairn.acceptEdited``: edit before accept, through the same checked path.
+
+The editor gets a pending one-file proposal's proposed text from
+``cairn/proposal`` (``edit``), the user changes it, and the command makes a
+new proposal with the reviewed before-state and the edited text, accepts it
+(undo works as for any accept) and rejects the original as superseded. A
+proposal whose target changed since the review is refused (stale), and wrong
+parameter types are ``E_USAGE``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cairn.protocol.errors import CairnError
+from cairn.protocol.lsp import CMD_ACCEPT_EDITED, CMD_UNDO, PROPOSAL
+from cairn.server.lsp_service import CairnService
+from cairn.server.testing import FakeClock
+
+from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.server.test_service import FakeEditor
+
+pytestmark = pytest.mark.asyncio
+ORIGINAL = b"# Agents\n\nKeep pull requests small.\n"
+
+
+def _instruction_proposal(ws: Path) -> str:
+    (ws / "AGENTS.md").write_bytes(ORIGINAL)
+    for argv in (("import", str(DEMO)), ("seal",), ("process",), ("review",)):
+        cairn(ws, *argv)
+    rows = cairn_json(ws, "proposals")
+    assert isinstance(rows, list)
+    return next(r["id"] for r in rows if r["target"] == "AGENTS.md" and r["state"] == "pending")
+
+
+async def _service(ws: Path) -> CairnService:
+    service = CairnService(FakeEditor(), clock=FakeClock())
+    service.configure([str(ws)], {})
+    await service.start()
+    return service
+
+
+async def test_the_edited_text_is_accepted_and_undoable(workspace: Path) -> None:
+    pid = _instruction_proposal(workspace)
+    service = await _service(workspace)
+    try:
+        shown = await service.request(PROPOSAL, {"id": pid})
+        assert shown["edit"]["path"] == "AGENTS.md"
+        proposed = shown["edit"]["text"]
+        assert proposed.startswith("# Agents\n") and proposed != ORIGINAL.decode()
+        mine = proposed.replace("Keep pull requests small.", "Keep pull requests small and focused.")
+        with pytest.raises(CairnError) as info:
+            await service.execute(CMD_ACCEPT_EDITED, [{"id": pid, "text": 3}])
+        assert info.value.code == "E_USAGE"
+        answer = await service.execute(CMD_ACCEPT_EDITED, [{"id": pid, "text": mine}])
+        new_id = answer["result"]["id"]
+        assert new_id != pid and answer["result"]["supersedes"] == pid
+        assert (workspace / "AGENTS.md").read_bytes() == mine.encode()
+        states = {r["id"]: r["state"] for r in cairn_json(workspace, "proposals")}
+        assert states[new_id] == "applied" and states[pid] == "rejected"
+        await service.execute(CMD_UNDO, [{"id": new_id}])
+        assert (workspace / "AGENTS.md").read_bytes() == ORIGINAL
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_an_edit_of_a_changed_target_is_refused(workspace: Path) -> None:
+    pid = _instruction_proposal(workspace)
+    (workspace / "AGENTS.md").write_bytes(b"# Agents\n\nRewritten by hand.\n")
+    service = await _service(workspace)
+    try:
+        with pytest.raises(CairnError) as info:
+            await service.execute(CMD_ACCEPT_EDITED, [{"id": pid, "text": "# Agents\n\nMine.\n"}])
+        assert info.value.code == "E_PROPOSAL_STALE"
+        assert (workspace / "AGENTS.md").read_bytes() == b"# Agents\n\nRewritten by hand.\n"
+    finally:
+        await service.shutdown(0.0)

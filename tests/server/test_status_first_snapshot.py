@@ -1,0 +1,50 @@
+"""``cairn/status`` right after start: counts from the first snapshot, and the mode in effect.
+
+An editor that connects to a workspace with pending proposals asks for
+status at once; the answer must not be the empty counts of a snapshot that
+has not been read yet. ``mode`` is the setting in effect (editor options over
+the workspace's ``.cairn/config.toml``), so an editor can show it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cairn.protocol.lsp import STATUS
+from cairn.server.lsp_service import CairnService
+from cairn.server.testing import FakeClock
+
+from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.server.test_service import FakeEditor
+
+pytestmark = pytest.mark.asyncio
+
+
+def _with_proposals(ws: Path) -> int:
+    (ws / "AGENTS.md").write_bytes(b"# Agents\n\nKeep pull requests small.\n")
+    for argv in (("import", str(DEMO)), ("seal",), ("process",), ("review",)):
+        cairn(ws, *argv)
+    rows = cairn_json(ws, "proposals")
+    assert isinstance(rows, list)
+    pending = sum(1 for r in rows if r["state"] == "pending")
+    assert pending > 0
+    return pending
+
+
+async def test_the_first_status_waits_for_the_first_snapshot(workspace: Path) -> None:
+    pending = _with_proposals(workspace)
+    (workspace / ".cairn" / "config.toml").write_text('mode = "auto"\n')
+    editor = FakeEditor()
+    service = CairnService(editor, clock=FakeClock())
+    service.configure([str(workspace)], {})
+    await service.start()
+    try:
+        status = await service.request(STATUS, {})
+        assert status["proposals"] == pending
+        assert status["refreshed"] is not None
+        assert status["mode"] == "auto"  # the workspace file applies when the editor sets nothing
+        await service.change_configuration({"cairn": {"mode": "manual"}})
+        assert (await service.request(STATUS, {}))["mode"] == "manual"
+    finally:
+        await service.shutdown(0.0)
