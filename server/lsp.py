@@ -229,6 +229,7 @@ def build_server() -> CairnLanguageServer:
                 kind=lsp.CodeActionKind(row["kind"]),
                 command=lsp.Command(title=row["command"]["title"], command=row["command"]["command"],
                                     arguments=row["command"]["arguments"]),
+                is_preferred=row.get("isPreferred"),
             )
             for row in rows
         ]

@@ -85,19 +85,29 @@ def diagnostics(proposals: Iterable[dict[str, Any]], line_count: int = 0) -> lis
 
 
 def code_actions(workspace: str, proposals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Accept, reject and show diff for every pending proposal touching the document."""
+    """Show diff, accept and reject for every pending proposal touching the document.
+
+    Grouped per proposal, each title led by the proposal (``cairn p1 (title):
+    Accept``), so a menu of many proposals reads as groups. *Show diff* comes
+    first and is the preferred action: an editor that takes the first or the
+    preferred action as the default of its menu (eglot does, on an empty
+    answer) shows a diff, never accepts.
+    """
     out = []
     for p in proposals:
         pid, title = str(p.get("id", "")), str(p.get("title", ""))
         arg = {"workspace": workspace, "ids": [pid], "id": pid}
         for verb, command, kind in (
+            ("Show diff", CMD_SHOW_PROPOSAL, "source"),
             ("Accept", CMD_ACCEPT, "quickfix"),
             ("Reject", CMD_REJECT, "quickfix"),
-            ("Show diff of", CMD_SHOW_PROPOSAL, "source"),
         ):
-            label = f"cairn: {verb} proposal {pid}" + (f" ({title})" if title else "")
-            out.append({"title": label, "kind": kind,
-                        "command": {"title": label, "command": command, "arguments": [arg]}})
+            label = f"cairn {pid}" + (f" ({title})" if title else "") + f": {verb}"
+            action: dict[str, Any] = {"title": label, "kind": kind,
+                                      "command": {"title": label, "command": command, "arguments": [arg]}}
+            if command == CMD_SHOW_PROPOSAL:
+                action["isPreferred"] = True
+            out.append(action)
     return out
 
 

@@ -278,7 +278,8 @@ knowledge again."
     (cons key index)))
 
 (defun cairn-cockpit--goto-place (place)
-  "Move to the row of PLACE's key, else to the row at its index (the last, at most)."
+  "Move to the row of PLACE's key, else to the row at its index.
+Past the last row, to the last row."
   (goto-char (point-min))
   (let ((index 0) found last)
     (while (and (not found) (not (eobp)))
@@ -312,7 +313,7 @@ knowledge again."
       (forward-line 1))))
 
 (defun cairn-cockpit--revert (&rest _)
-  "Fetch status and rows of the current view and redraw; point keeps its row."
+  "Fetch status and rows of the current view and redraw, point on its row."
   (let ((view cairn-cockpit--view)
         (place (cairn-cockpit--place))
         rows)
@@ -364,7 +365,7 @@ knowledge again."
 (defvar cairn-cockpit--poll-timer nil "The timer of `cairn-cockpit-poll'.")
 
 (defun cairn-cockpit--arm-poll ()
-  "Start the poll timer unless it runs or polling is off."
+  "Start the poll timer, unless running already or polling is off."
   (when (and cairn-cockpit-poll-seconds (not (timerp cairn-cockpit--poll-timer)))
     (setq cairn-cockpit--poll-timer
           (run-with-timer cairn-cockpit-poll-seconds cairn-cockpit-poll-seconds #'cairn-cockpit-poll))))
@@ -374,7 +375,7 @@ knowledge again."
   "Status keys whose change redraws a cockpit.")
 
 (defun cairn-cockpit--changed-p (old new)
-  "Non-nil if status NEW differs from OLD in what the cockpit shows."
+  "Non-nil if status NEW differs from OLD in a count of the header."
   (or (null (plist-get old :refreshed))
       (cl-some (lambda (k) (not (equal (plist-get old k) (plist-get new k)))) cairn-cockpit--change-keys)))
 
@@ -432,7 +433,7 @@ it asks for the workspace.  Return the buffer."
   (or (tabulated-list-get-id) (user-error "No cockpit row here")))
 
 (defun cairn-cockpit-switch-view (view &optional no-history)
-  "Show VIEW on its first row; it keeps the sort it had.
+  "Show VIEW on its first row, sorted as it was when last shown.
 Unless NO-HISTORY, l later goes back to the current view."
   (unless (member view cairn-cockpit-views) (user-error "Unknown cockpit view %s" view))
   (unless (equal view cairn-cockpit--view)
@@ -481,6 +482,8 @@ Unless NO-HISTORY, l later goes back to the current view."
 
 (defun cairn-cockpit--selected ()
   "Proposal ids to act on: the marked ones, else the region's rows, else the row's."
+  (unless (equal cairn-cockpit--view "candidates")
+    (user-error "That key works in the Candidates view"))
   (cond (cairn-cockpit--marks (reverse cairn-cockpit--marks))
         ((use-region-p)
          (let ((end (region-end)) ids)
@@ -559,7 +562,7 @@ Unless NO-HISTORY, l later goes back to the current view."
 (defun cairn-cockpit-accept ()
   "Accept the marked proposals, else those in the region, else the one at point."
   (interactive)
-  (let ((ids (progn (cairn-cockpit--row "candidates") (cairn-cockpit--selected))))
+  (let ((ids (cairn-cockpit--selected)))
     (when (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
                                  (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids)))
       (setq cairn-cockpit--marks nil))))
@@ -568,7 +571,7 @@ Unless NO-HISTORY, l later goes back to the current view."
   "Reject the marked proposals, else those in the region, else the one at point.
 Asks first when `cairn-cockpit-confirm-reject' is non-nil."
   (interactive)
-  (let ((ids (progn (cairn-cockpit--row "candidates") (cairn-cockpit--selected))))
+  (let ((ids (cairn-cockpit--selected)))
     (when (or (not cairn-cockpit-confirm-reject)
               (y-or-n-p (format "Reject %s (later reviews will not propose it again)? "
                                 (cairn-cockpit--ids-text ids))))

@@ -40,10 +40,12 @@
 ;; talks to `cairn serve' through eglot and the cairn LSP contract
 ;; only (see docs in the repository's server README).
 ;;
-;; The package has three files:
+;; The package has four files:
 ;;  - cairn.el (this file): the connection, the protocol glue, the
 ;;    turn and session API, idle maintenance and `cairn-mode';
 ;;  - cairn-cockpit.el: the memory cockpit, M-x cairn-cockpit;
+;;  - cairn-menu.el: the cairn menu (`cairn-dispatch', transient when
+;;    available), the jobs list and edit before accept;
 ;;  - cairn-gptel.el: the gptel adapter, loaded by `cairn-mode' once
 ;;    gptel is (gptel itself stays optional).
 ;; This file is longer than the others on purpose: connection,
@@ -67,8 +69,10 @@
 ;;    (`cairn-idle-minutes').
 ;; Turning it off removes all of that again.
 ;;
-;; M-x cairn-cockpit opens the memory cockpit (`*cairn*'): Candidates,
-;; Memories and History in one table; press ? there for the keys.
+;; M-x cairn-cockpit opens the memory cockpit (`*cairn: NAME*'):
+;; Candidates, Memories and History in one table; press ? there for
+;; the keys and the global commands.  The mode line shows the pending
+;; proposals (mouse-1 opens the cockpit).
 ;; M-x cairn-drain-backlog processes everything waiting now, with
 ;; progress in the echo area and the mode line.
 ;;
@@ -277,7 +281,10 @@ between versions (one language id up to eglot 1.14, a list after), so
 this wrapper is the one place the package calls `eglot--guess-contact'.
 `cairn--server-program' is bound for the call: the server starts
 whether or not `cairn-mode' registered it."
-  (let ((eglot-server-programs (cons cairn--server-program eglot-server-programs)))
+  (let ((eglot-server-programs (cons cairn--server-program eglot-server-programs))
+        ;; a prefix argument (C-u M-x cairn-cockpit chooses the workspace)
+        ;; would make eglot prompt for the server program
+        (current-prefix-arg nil))
     (eglot--guess-contact)))
 
 (defun cairn--server-info (server)
@@ -522,7 +529,7 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
   "Follow-up in Emacs once SERVER ran COMMAND and answered RESULT."
   (pcase command
     ("cairn.showProposal" (cairn--show-proposal result t (cairn--workspace server)))
-    ((or "cairn.accept" "cairn.reject" "cairn.undo")
+    ((or "cairn.accept" "cairn.reject" "cairn.undo" "cairn.acceptEdited")
      (cairn--revert-workspace-buffers (cairn--workspace server))
      (cairn--workspace-changed (cairn--workspace server))))
   result)
@@ -593,7 +600,7 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
 (defun cairn--lighter ()
   "Mode line text of `cairn-mode'.
 \" cairn\", \" cairn:N\" with N pending proposals, the drain's progress
-while draining; mouse-1 opens the cockpit."
+while draining; clicking it opens the cockpit (`cairn-lighter-map')."
   (let* ((p (cdar cairn--progress))
          (n (plist-get (cairn--lighter-status) :proposals))
          (text (concat " cairn"
@@ -642,7 +649,7 @@ while draining; mouse-1 opens the cockpit."
 
 (cl-defmethod eglot-handle-notification :after
   ((server cairn-eglot-server) (_method (eql window/logMessage)) &key message &allow-other-keys)
-  "Refresh views of SERVER's workspace when MESSAGE says a job finished.
+  "Refresh views of SERVER's workspace when MESSAGE is a job's finish line.
 The server sends that line after its status snapshot is fresh."
   (when (cairn--finish-line-p message)
     (cairn--schedule-changed (cairn--workspace server))))
@@ -802,19 +809,22 @@ shows in the echo area and the mode line.  Return the server's answer
 (defvar-local cairn-proposal--id nil "The proposal shown in this buffer.")
 (defvar-local cairn-proposal--workspace nil "The workspace of the proposal shown here.")
 
-(defvar cairn-proposal-mode-map
+(defvar cairn-proposal-keys
   (let ((map (make-sparse-keymap)))
     (define-key map "a" #'cairn-proposal-accept)
     (define-key map "r" #'cairn-proposal-reject)
     (define-key map "e" #'cairn-proposal-edit)
     (define-key map "q" #'quit-window)
     map)
-  "Keys of a proposal's diff buffer.")
+  "Keys of a proposal's diff buffer, over `diff-mode''s.
+A buffer-local map rather than a minor mode: loading cairn adds
+nothing to `minor-mode-map-alist'.")
 
-(define-minor-mode cairn-proposal-mode
-  "Decide the proposal shown in this diff buffer.
-\\{cairn-proposal-mode-map}"
-  :lighter " Proposal")
+(defun cairn--use-keys (keys)
+  "Give this buffer a local map of KEYS over its major mode's map."
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map (make-composed-keymap keys (current-local-map)))
+    (use-local-map map)))
 
 (defun cairn--proposal-decide (command done)
   "Run COMMAND on this buffer's proposal; message DONE; quit the window."
@@ -863,7 +873,7 @@ buffer's window is selected.  Return the buffer."
       (setq buffer-read-only t)
       (setq cairn-proposal--id (plist-get proposal :id)
             cairn-proposal--workspace workspace)
-      (when workspace (cairn-proposal-mode 1))
+      (when workspace (cairn--use-keys cairn-proposal-keys))
       (setq header-line-format (format "cairn %s: %s%s"
                                        (or (plist-get proposal :kind) "proposal")
                                        (string-replace "%" "%%" (or (plist-get proposal :title) ""))

@@ -5,10 +5,14 @@
 --
 --   require("cairn").setup({ settings = { mode = "propose", idleMinutes = 10 } })
 --
--- Commands: :CairnStatus, :CairnDrain, :CairnAccept ID, :CairnReject ID,
--- :CairnUndo ID.  Drain progress arrives as $/progress.  An AI plugin feeds
--- turns with require("cairn").turn_completed{...} and ends sessions with
--- require("cairn").session_event(session_id, kind).
+-- Commands: :CairnStatus, :CairnDrain (progress and its end echoed),
+-- :CairnProposals (the quickfix list), :CairnAccept ID..., :CairnReject ID...,
+-- :CairnShow ID (a named diff buffer), :CairnUndo ID; proposal ids complete
+-- with <Tab>.  require("cairn").statusline() is a statusline component
+-- ("cairn:3" with three pending proposals).  After a server crash the client
+-- restarts for the open memory files (and on the next command).  An AI
+-- plugin feeds turns with require("cairn").turn_completed{...} and ends
+-- sessions with require("cairn").session_event(session_id, kind).
 --
 -- One server per workspace root: Neovim 0.8+ reuses it through
 -- `vim.lsp.start`; on 0.7 this module keeps the root -> client id table.
@@ -18,19 +22,18 @@ M.defaults = {
   cmd = { "cairn", "serve" },
   cmd_env = nil, -- extra environment for the server process
   root_markers = { ".git", ".cairn", ".agents" },
-  -- server settings (names as in the cairn LSP contract)
-  settings = {
-    mode = "propose",
-    provider = "extractive",
-    idleMinutes = 10,
-    sealIdleMinutes = 20,
-    memoryRoots = {},
-    instructionFiles = { "AGENTS.md", "CLAUDE.md" },
-  },
+  -- server settings (names as in the cairn LSP contract): only what you set
+  -- here is sent, so the workspace's .cairn/config.toml and your cairn
+  -- config apply otherwise (e.g. { mode = "auto", idleMinutes = 5 })
+  settings = {},
+  -- files opened as memory files besides .agents/memory/*.md and MEMORY.md
+  -- (the server's instruction files come from `settings.instructionFiles`)
+  instruction_files = { "AGENTS.md", "CLAUDE.md" },
 }
 
 local opts = vim.deepcopy(M.defaults)
 local clients_by_root = {} -- 0.7 only: root_dir -> client id
+local last_status = {} -- root_dir -> last cairn/status answer (statusline)
 
 local function notify(msg, level)
   vim.notify("cairn: " .. msg, level or vim.log.levels.INFO)
@@ -50,7 +53,7 @@ function M.is_memory_file(path)
     return true
   end
   local name = vim.fn.fnamemodify(path, ":t")
-  return vim.tbl_contains(opts.settings.instructionFiles or {}, name)
+  return vim.tbl_contains(opts.settings.instructionFiles or opts.instruction_files or {}, name)
 end
 
 --- The nearest directory above `path` holding a root marker (else the file's directory).
@@ -87,24 +90,54 @@ function M.client(bufnr)
   return any
 end
 
-local function need_client(bufnr)
-  local client = M.client(bufnr)
-  if not client then
-    notify("no cairn server is running (open a memory file first)", vim.log.levels.WARN)
+local function is_stopped(client)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:is_stopped()
   end
-  return client
+  return client.is_stopped()
 end
+
+local need_client -- defined below M.attach
 
 local function show_diff(result)
   if type(result) ~= "table" or type(result.diff) ~= "string" then
     return
   end
+  local name = "cairn://proposal/" .. tostring(result.id or "?")
+  local existing = vim.fn.bufnr("^" .. vim.pesc(name) .. "$")
+  if existing ~= -1 then
+    vim.api.nvim_buf_delete(existing, { force = true })
+  end
   vim.cmd("new")
   local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_name(buf, name)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(result.diff, "\n", { plain = true }))
   vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].filetype = "diff"
   vim.bo[buf].modifiable = false
+end
+
+-- Drain progress: echo begin and end (report messages replace each other).
+local function on_progress(err, result, ctx, config)
+  local default = vim.lsp.handlers["$/progress"]
+  if default then
+    pcall(default, err, result, ctx, config)
+  end
+  local value = result and result.value
+  if type(value) ~= "table" then
+    return
+  end
+  if value.kind == "begin" then
+    local title = (value.title or "cairn"):gsub("^cairn: ", "")
+    notify(title .. (value.message and (": " .. value.message) or ""))
+  elseif value.kind == "report" then
+    vim.api.nvim_echo({ { "cairn: " .. (value.message or "") .. (value.percentage and
+      string.format(" (%d%%)", value.percentage) or "") } }, false, {})
+  elseif value.kind == "end" then
+    notify("drain done: " .. (value.message or ""))
+    M.status(function() end)
+  end
 end
 
 --- Send a request to the cairn server; `on_result(err, result)` gets the answer.
@@ -149,14 +182,83 @@ end
 --- `cairn/status`; without `on_result` the counts are shown.
 function M.status(on_result, bufnr)
   return M.request("cairn/status", {}, function(err, st)
+    if not err and type(st) == "table" and st.workspace then
+      last_status[st.workspace] = st
+    end
     if on_result then
       return on_result(err, st)
     end
     if err then
       return notify(err.message or tostring(err), vim.log.levels.ERROR)
     end
-    notify(string.format("pending %d running %d retry %d attention %d exhausted %d digests %d proposals %d",
-      st.pending, st.running, st.retryWaiting, st.attention, st.exhausted, st.digests, st.proposals))
+    notify(string.format("%d proposals, %s mode | pending %d running %d retry %d attention %d exhausted %d digests %d",
+      st.proposals, tostring(st.mode or "?"), st.pending, st.running, st.retryWaiting, st.attention,
+      st.exhausted, st.digests))
+  end, bufnr)
+end
+
+--- Statusline component: "cairn:N" with N pending proposals, "cairn" otherwise,
+--- "" without a cairn server.  Counts come from the last status answer.
+function M.statusline()
+  local client = M.client(0)
+  if not client then
+    return ""
+  end
+  local st = last_status[client.config.root_dir]
+  if st and type(st.proposals) == "number" and st.proposals > 0 then
+    return "cairn:" .. st.proposals
+  end
+  return "cairn"
+end
+
+--- Pending proposals (cockpit rows) now, or {} (for completion; waits at most 2 s).
+function M.candidates(bufnr)
+  local client = M.client(bufnr)
+  if not client then
+    return {}
+  end
+  local answer = call(client, "request_sync", "cairn/cockpit",
+    { workspace = client.config.root_dir, view = "candidates" }, 2000, bufnr or 0)
+  return (answer and type(answer.result) == "table") and answer.result or {}
+end
+
+local function complete_ids(arglead)
+  local out = {}
+  for _, row in ipairs(M.candidates()) do
+    if type(row.id) == "string" and row.id:sub(1, #arglead) == arglead then
+      table.insert(out, row.id)
+    end
+  end
+  return out
+end
+
+--- Fill the quickfix list with the pending proposals (one entry each, at its
+--- target) and open it; `on_done(items)` instead of opening when given.
+function M.proposals(on_done, bufnr)
+  return M.request("cairn/cockpit", { view = "candidates" }, function(err, rows)
+    if err then
+      return notify(err.message or tostring(err), vim.log.levels.ERROR)
+    end
+    local client = M.client(bufnr)
+    local root = client and client.config.root_dir or vim.loop.cwd()
+    local items = {}
+    for _, row in ipairs(rows or {}) do
+      local target = tostring(row.target or "")
+      table.insert(items, {
+        filename = target:sub(1, 1) == "/" and target or (root .. "/" .. target),
+        lnum = 1,
+        text = string.format("%s [%s %s] %s", row.id, row.kind or "?", row.state or "?", row.title or ""),
+      })
+    end
+    vim.fn.setqflist({}, " ", { title = "cairn proposals", items = items })
+    if on_done then
+      return on_done(items)
+    end
+    if #items == 0 then
+      notify("no pending proposals")
+    else
+      vim.cmd("copen")
+    end
   end, bufnr)
 end
 
@@ -177,14 +279,16 @@ local function client_config(root)
     cmd = opts.cmd,
     cmd_env = opts.cmd_env,
     root_dir = root,
-    init_options = opts.settings,
+    -- only the settings the user set (an empty object otherwise)
+    init_options = next(opts.settings) and opts.settings or vim.empty_dict(),
     -- sent as workspace/didChangeConfiguration (0.8+): keep the settings under
     -- "cairn" so an empty configuration never replaces the initializationOptions
-    settings = { cairn = opts.settings },
+    settings = { cairn = next(opts.settings) and opts.settings or vim.empty_dict() },
     get_language_id = function()
       return "markdown"
     end,
     handlers = {
+      ["$/progress"] = on_progress,
       -- code actions run their commands through this handler
       ["workspace/executeCommand"] = function(err, result, ctx)
         local command = ctx.params and ctx.params.command
@@ -197,10 +301,28 @@ local function client_config(root)
         end
       end,
     },
-    on_exit = function()
+    on_exit = function(code, signal)
       clients_by_root[root] = nil
+      if code ~= 0 or (signal or 0) ~= 0 then
+        -- a crash (not a shutdown): restart for the memory buffers still open
+        vim.schedule(function()
+          notify(string.format("the server exited (code %s, signal %s); restarting", tostring(code),
+            tostring(signal)), vim.log.levels.WARN)
+          M.restart(root)
+        end)
+      end
     end,
   }
+end
+
+--- Re-attach the loaded memory buffers under `root` (starting the server).
+function M.restart(root)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local path = vim.api.nvim_buf_get_name(buf)
+    if vim.api.nvim_buf_is_loaded(buf) and path ~= "" and M.is_memory_file(path) and M.root_of(path) == root then
+      M.attach(buf, root)
+    end
+  end
 end
 
 --- Attach `bufnr` to the cairn server of `root`, starting it when needed.
@@ -221,6 +343,28 @@ function M.attach(bufnr, root)
   return id
 end
 
+need_client = function(bufnr)
+  local client = M.client(bufnr)
+  if client and not is_stopped(client) then
+    return client
+  end
+  -- no server (it crashed, say) but a memory file is open: start it again
+  local buf = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local path = vim.api.nvim_buf_get_name(buf)
+  if path ~= "" and M.is_memory_file(path) then
+    M.attach(buf, M.root_of(path))
+    vim.wait(10000, function()
+      local c = M.client(buf)
+      return c ~= nil and c.initialized
+    end, 20)
+    client = M.client(buf)
+    if client then
+      return client
+    end
+  end
+  notify("no cairn server is running (open a memory file first)", vim.log.levels.WARN)
+end
+
 function M.setup(user_opts)
   opts = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), user_opts or {})
   local group = vim.api.nvim_create_augroup("cairn", { clear = true })
@@ -237,10 +381,26 @@ function M.setup(user_opts)
   local function user_command(name, fn, extra)
     vim.api.nvim_create_user_command(name, fn, vim.tbl_extend("force", { desc = "cairn" }, extra or {}))
   end
-  user_command("CairnAccept", function(a) M.command("cairn.accept", { ids = a.fargs }) end, { nargs = "+" })
-  user_command("CairnReject", function(a) M.command("cairn.reject", { ids = a.fargs }) end, { nargs = "+" })
+  local ids = { nargs = "+", complete = complete_ids }
+  user_command("CairnAccept", function(a) M.command("cairn.accept", { ids = a.fargs }) end, ids)
+  user_command("CairnReject", function(a) M.command("cairn.reject", { ids = a.fargs }) end, ids)
+  user_command("CairnShow", function(a)
+    M.request("cairn/proposal", { id = a.args }, function(err, result)
+      if err then
+        return notify(err.message or tostring(err), vim.log.levels.ERROR)
+      end
+      show_diff(result)
+    end)
+  end, { nargs = 1, complete = complete_ids })
+  user_command("CairnProposals", function() M.proposals() end)
   user_command("CairnUndo", function(a) M.command("cairn.undo", { id = a.args }) end, { nargs = 1 })
-  user_command("CairnDrain", function() M.command("cairn.drainBacklog", {}) end)
+  user_command("CairnDrain", function()
+    M.command("cairn.drainBacklog", {}, function(err)
+      if err then
+        notify(err.message or tostring(err), vim.log.levels.ERROR)
+      end
+    end)
+  end)
   user_command("CairnReview", function() M.command("cairn.review", {}) end)
   user_command("CairnStatus", function() M.status() end)
   -- Neovim has no idle timer: send cairn/idle yourself if you want idle

@@ -27,7 +27,7 @@ EMACS_DIR = REPO / "editors" / "emacs"
 ERT_FILE = EMACS_DIR / "test" / "cairn-test.el"
 LOAD_TEST_FILE = EMACS_DIR / "test" / "cairn-load-test.el"
 LINT_FILE = EMACS_DIR / "test" / "cairn-lint.el"
-PACKAGE_FILES = ["cairn.el", "cairn-cockpit.el", "cairn-gptel.el"]  # the main file first
+PACKAGE_FILES = ["cairn.el", "cairn-cockpit.el", "cairn-menu.el", "cairn-gptel.el"]  # the main file first
 ERT_TIMEOUT = 600  # seconds for one ERT test, server start and shutdown included
 
 

@@ -46,7 +46,10 @@ def test_one_information_diagnostic_per_changed_range() -> None:
 def test_three_actions_per_proposal_nearest_first() -> None:
     actions = md.code_actions(WS, md.overlapping(PROPOSALS, 9, 9))
     assert len(actions) == 6
-    assert [a["command"]["command"] for a in actions[:3]] == ["cairn.accept", "cairn.reject", "cairn.showProposal"]
+    assert [a["command"]["command"] for a in actions[:3]] == ["cairn.showProposal", "cairn.accept", "cairn.reject"]
+    # grouped per proposal; the harmless one is first and preferred (an editor's default never accepts)
+    assert [a["title"] for a in actions[:3]] == [f"cairn p2 (New topic): {v}" for v in ("Show diff", "Accept", "Reject")]
+    assert [bool(a.get("isPreferred")) for a in actions] == [True, False, False] * 2
     assert actions[0]["command"]["arguments"] == [{"workspace": WS, "ids": ["p2"], "id": "p2"}]
 
 

@@ -66,10 +66,10 @@
     dir))
 
 (ert-deftest cairn-loading-changes-nothing-until-cairn-mode ()
-  "Loading the three files changes no global state; `cairn-mode' adds and removes it."
+  "Loading the four files changes no global state; `cairn-mode' adds and removes it."
   (should-not (featurep 'cairn))
   (let ((before (cairn-load-test--snapshot)))
-    (dolist (file '("cairn.el" "cairn-cockpit.el" "cairn-gptel.el"))
+    (dolist (file '("cairn.el" "cairn-cockpit.el" "cairn-menu.el" "cairn-gptel.el"))
       (load (expand-file-name file cairn-load-test--dir) nil t))
     (should (featurep 'cairn-cockpit))
     (should-not (featurep 'gptel))

@@ -20,6 +20,7 @@
 (require 'cairn)
 (require 'cairn-cockpit)
 (require 'cairn-gptel)
+(require 'cairn-menu)
 
 (defvar gptel-mode)
 (defvar gptel-prompt-prefix-alist)
@@ -53,8 +54,11 @@
                 (local-variable-p 'cairn-gptel--session-id))
         (set-buffer-modified-p nil)
         (kill-buffer buf))))
-  (dolist (name '("*cairn*" "*cairn diff*" "*cairn proposal*" "*cairn info*" "*cairn keys*"))
-    (when (get-buffer name) (kill-buffer name)))
+  (dolist (buf (buffer-list))
+    (when (or (string-prefix-p "*cairn" (buffer-name buf))
+              (with-current-buffer buf (derived-mode-p 'cairn-cockpit-mode)))
+      (with-current-buffer buf (set-buffer-modified-p nil))
+      (kill-buffer buf)))
   (let ((server (cairn-server ws)))
     (when server (eglot-shutdown server nil 30)))
   (when (bound-and-true-p cairn-mode) (cairn-mode -1))
@@ -157,9 +161,13 @@
     (should (commandp cmd))
     (call-interactively cmd)))
 
+(defun cairn-test--cockpit ()
+  "The cockpit buffer of the test workspace."
+  (or (cairn-cockpit-buffer cairn-test--ws) (ert-fail "no cockpit buffer")))
+
 (defun cairn-test--rows ()
   "Row plists of the cockpit buffer, top to bottom."
-  (with-current-buffer "*cairn*"
+  (with-current-buffer (cairn-test--cockpit)
     (save-excursion
       (goto-char (point-min))
       (let (rows)
@@ -231,7 +239,7 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
       (should (member "report" kinds))
       (should-not (string-match-p "not finished" (or (nth 2 (car (last events))) "")))
       (should (string-match-p "cairn: draining backlog.*(done)" (cairn-test--messages)))
-      (should (equal (cairn--lighter) " cairn"))
+      (should (string-match-p "\\` cairn\\(:[0-9]+\\)?\\'" (cairn--lighter)))
       (should-not (equal (cairn-test--drain) token)))
     (let ((st (cairn-status cairn-test--ws)))
       (should (= 0 (plist-get st :pending)))
@@ -363,9 +371,11 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
         (let ((header (cairn-cockpit--header)))
           (should (string-match-p (regexp-quote (abbreviate-file-name cairn-test--ws)) header))
           (should (string-match-p "\\[Candidates\\]" header))
-          (should (string-match-p "\\` cairn [0-9.]+ @ " header))
-          (should (string-match-p (format "proposals %d" (plist-get status :proposals)) header))
-          (should (string-match-p "digests [1-9]" header)))
+          (should (string-match-p "| cairn [0-9.]+ @ " header))
+          (should (string-match-p (format "\\` %d proposals · propose mode · " (plist-get status :proposals))
+                                  header))
+          (should (string-match-p "digests [1-9]" header))
+          (should-not (string-match-p "exhausted\\|attention" header)))
         (let* ((rows (cairn-test--rows))
                (id (plist-get (car rows) :id)))
           (should rows)
@@ -388,12 +398,12 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
             (cairn-test--goto-row id)
             (should (equal (plist-get (tabulated-list-get-id) :state) "undone"))
             (should-error (cairn-test--press "u") :type 'user-error))
-          ;; q goes back through the views, then quits
-          (cairn-test--press "q")
+          ;; l goes back through the views
+          (cairn-test--press "l")
           (should (equal cairn-cockpit--view "memories"))
-          (cairn-test--press "q")
+          (cairn-test--press "l")
           (should (equal cairn-cockpit--view "candidates"))
-          (should-error (cairn-test--press "u") :type 'user-error))))))
+          (should-error (cairn-test--press "l") :type 'user-error))))))
 
 (ert-deftest cairn-cockpit-diff-info-reject-and-memories ()
   "d shows a diff-mode buffer, i the info panel, RET details, r rejects; Memories visits files."
@@ -417,10 +427,12 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
             (should (eq major-mode 'diff-mode))
             (should (string-match-p (concat "^id +" (regexp-quote id)) (buffer-string)))
             (should (string-match-p "^@@ " (buffer-string))))
-          (cairn-test--press "?")
+          (let ((cairn-use-transient nil))
+            (cairn-test--press "?"))
           (with-current-buffer "*cairn keys*"
             (should (string-match-p "accept the proposal" (buffer-string))))
-          (cairn-test--press "r")
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (cairn-test--press "r"))
           (should (equal (cairn-test--snapshot) before))
           (cairn-cockpit-switch-view "history")
           (cairn-test--goto-row id)
@@ -453,6 +465,9 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
                (accept (cl-find-if (lambda (a) (string-match-p "Accept" (plist-get a :title))) actions))
                (show (cl-find-if (lambda (a) (string-match-p "Show diff" (plist-get a :title))) actions)))
           (should (cl-some (lambda (tt) (string-match-p "Reject" tt)) titles))
+          ;; grouped per proposal, the diff first and preferred: eglot's default never accepts
+          (should (string-match-p "\\`cairn p[0-9a-f]+ .*: Show diff\\'" (car titles)))
+          (should (eq (plist-get (car actions) :isPreferred) t))
           (should accept)
           (should show)
           (cairn-execute-action server show)
@@ -464,6 +479,270 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           ;; the unmodified buffer follows the file
           (should (equal (buffer-substring-no-properties (point-min) (point-max))
                          (with-temp-buffer (insert-file-contents index) (buffer-string)))))))))
+
+;;;; Cockpit at magit grade
+
+(defun cairn-test--cli (&rest args)
+  "Run the cairn command line with ARGS on the test workspace; return its exit code."
+  (apply #'call-process (car (cairn-test--server-command)) nil nil nil
+         "-m" "cairn.server" (append args (list "-w" cairn-test--ws))))
+
+(defun cairn-test--index ()
+  "Index of the cockpit row at point among the rows."
+  (let ((id (tabulated-list-get-id)))
+    (should id)
+    (cl-position (cairn-cockpit--key id) (mapcar #'cairn-cockpit--key (cairn-test--rows)) :test #'equal)))
+
+(ert-deftest cairn-cockpit-point-stays-on-the-rows ()
+  "Point starts on the first row and keeps its row index after a, r and u; i names the view."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (should (equal (buffer-name) (format "*cairn: %s*" (file-name-nondirectory cairn-test--ws))))
+      ;; on a row from the start: i works at once
+      (should (eql (cairn-test--index) 0))
+      (cairn-test--press "i")
+      (with-current-buffer "*cairn info*"
+        (should (string-match-p "\\`cairn candidates row" (buffer-string))))
+      (let ((rows (cairn-test--rows)))
+        (should (>= (length rows) 3))
+        ;; a on the second row: point is on the row that took its place
+        (forward-line 1)
+        (should (eql (cairn-test--index) 1))
+        (cairn-test--press "a")
+        (should (eql (cairn-test--index) 1))
+        (should (equal (plist-get (tabulated-list-get-id) :id) (plist-get (nth 2 rows) :id)))
+        ;; r likewise (after its confirmation)
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+          (cairn-test--press "r"))
+        (should (tabulated-list-get-id))
+        (should-not (member (plist-get (nth 2 rows) :id) (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
+        ;; History: i says so, u keeps point on the undone row
+        (cairn-cockpit-switch-view "history")
+        (should (eql (cairn-test--index) 0))
+        (cairn-test--press "i")
+        (with-current-buffer "*cairn info*"
+          (should (string-match-p "\\`cairn history row" (buffer-string))))
+        (cairn-test--goto-row (plist-get (nth 1 rows) :id))
+        (let ((index (cairn-test--index)))
+          (cairn-test--press "u")
+          (should (eql (cairn-test--index) index))
+          (should (equal (plist-get (tabulated-list-get-id) :state) "undone")))))))
+
+(ert-deftest cairn-cockpit-q-quits-l-goes-back-and-sorts-stay ()
+  "q quits at once after several views; l goes back; g and view switches keep the user's sort."
+  (cairn-test--with-workspace
+    (cairn-test--memory-files)
+    (cairn-test--write ".agents/memory/testing.md"
+                       "---\nname: Testing\ndescription: make check runs the suite\ntype: project\n---\nmake check.\n")
+    (with-current-buffer (cairn-cockpit cairn-test--ws "memories")
+      (should (equal (mapcar (lambda (r) (plist-get r :name)) (cairn-test--rows)) '("Release" "Testing")))
+      ;; sort by Name, descending (S twice on the first column)
+      (goto-char (point-min))
+      (while (not (tabulated-list-get-id)) (forward-line 1))
+      (tabulated-list-sort 0)
+      (tabulated-list-sort 0)
+      (should (equal (mapcar (lambda (r) (plist-get r :name)) (cairn-test--rows)) '("Testing" "Release")))
+      (let ((sort tabulated-list-sort-key))
+        (should sort)
+        (cairn-test--press "g")
+        (should (equal tabulated-list-sort-key sort))
+        (should (equal (mapcar (lambda (r) (plist-get r :name)) (cairn-test--rows)) '("Testing" "Release")))
+        (cairn-cockpit-refresh-all cairn-test--ws)   ; an automatic refresh
+        (should (equal tabulated-list-sort-key sort))
+        (dotimes (_ 4) (cairn-test--press "TAB"))   ; history, candidates, memories, history
+        (should (equal cairn-cockpit--view "history"))
+        (cairn-test--press "l")
+        (should (equal cairn-cockpit--view "memories"))
+        (should (equal tabulated-list-sort-key sort))
+        (should (equal (mapcar (lambda (r) (plist-get r :name)) (cairn-test--rows)) '("Testing" "Release"))))
+      (let ((buf (current-buffer)))
+        (cairn-test--press "q")
+        (should-not (eq (window-buffer (selected-window)) buf))))))
+
+(ert-deftest cairn-cockpit-header-follows-decisions-made-elsewhere ()
+  "Counts show … before the first snapshot; a CLI decision shows after the next check; the mode line counts."
+  (cairn-test--with-workspace
+    (let* ((status (cairn-test--with-proposals))
+           (n (plist-get status :proposals)))
+      (with-temp-buffer
+        (cairn-cockpit-mode)
+        (should (string-match-p "\\`… proposals" (cairn-cockpit--counts nil)))
+        (should (string-match-p "\\`… proposals" (cairn-cockpit--counts '(:proposals 0 :refreshed nil)))))
+      (should (cairn--finish-line-p "cairn: j-12 review ok proposals=2"))
+      (should-not (cairn--finish-line-p "cairn: j-12 review started (pid 42)"))
+      (with-current-buffer (cairn-cockpit cairn-test--ws)
+        (should (string-match-p (format "\\` %d proposals" n) (cairn-cockpit--header)))
+        (let ((cairn--status-cache (list (cons cairn-test--ws cairn-cockpit--status))))
+          (should (string-match-p (format "\\` cairn:%d" n) (cairn--lighter)))
+          (should (eq (lookup-key (get-text-property 1 'local-map (cairn--lighter)) [mode-line mouse-1])
+                      'cairn-cockpit)))
+        (let ((id (plist-get (car (cairn-test--rows)) :id)))
+          (should (= 0 (cairn-test--cli "reject" id)))
+          (cairn-cockpit-poll)
+          (cairn-test--until "the cockpit to show the CLI's decision"
+                             (lambda () (string-match-p (format "\\` %d proposals" (1- n)) (cairn-cockpit--header))))
+          (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
+
+(ert-deftest cairn-missing-server-program-is-reported-once ()
+  "Opening memory files without the cairn program: one clear message, no error."
+  (cairn-test--with-workspace
+    (let ((cairn-server-command '("cairn-no-such-program" "serve"))
+          (cairn--missing-reported nil))
+      (cairn-mode 1)
+      (cairn-test--memory-files)
+      (dolist (rel '(".agents/memory/MEMORY.md" ".agents/memory/release.md"))
+        (with-current-buffer (find-file-noselect (cairn-test--file rel))
+          (should (eq major-mode 'cairn-memory-mode))
+          (run-hooks 'post-command-hook)
+          (should-not (eglot-current-server))))
+      (let ((messages (cairn-test--messages)) (count 0) (start 0))
+        (while (string-match "cairn not found (cairn-no-such-program): set `cairn-server-command'"
+                             messages start)
+          (setq count (1+ count) start (match-end 0)))
+        (should (= count 1)))
+      (should-error (cairn-connect cairn-test--ws) :type 'user-error))))
+
+(ert-deftest cairn-workspace-config-file-is-not-overridden ()
+  "Defaults send no settings: mode = \"auto\" in .cairn/config.toml takes effect and shows."
+  (cairn-test--with-workspace
+    (should-not (cairn--settings))
+    (cairn-test--write ".cairn/config.toml" "mode = \"auto\"\n")
+    (should (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto"))
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (should (string-match-p "· auto mode" (cairn-cockpit--header))))
+    (let ((cairn-mode-setting "manual"))
+      (should (equal (cairn--settings) '(:mode "manual")))
+      (cairn--send-configuration (cairn-server cairn-test--ws))
+      (cairn-test--until "the editor's mode" (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode)
+                                                               "manual"))))))
+
+(ert-deftest cairn-cockpit-outside-a-project-asks-first ()
+  "M-x cairn-cockpit in a folder of no project asks; no answer starts nothing; C-u chooses."
+  (cairn-test--with-workspace
+    (let ((default-directory (file-name-as-directory cairn-test--ws))
+          (asked nil))
+      (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (setq asked prompt) nil)))
+        (should-error (call-interactively #'cairn-cockpit) :type 'user-error))
+      (should (string-match-p "in no project" asked))
+      (should-not (file-exists-p (cairn-test--file ".cairn")))
+      (should-not (cairn-server cairn-test--ws))
+      (let ((current-prefix-arg '(4)))
+        (cl-letf (((symbol-function 'read-directory-name) (lambda (&rest _) cairn-test--ws)))
+          (call-interactively #'cairn-cockpit)))
+      (should (cairn-server cairn-test--ws))
+      (should (cairn-cockpit-buffer cairn-test--ws)))))
+
+(ert-deftest cairn-cockpit-marks-and-rejections-that-stay-rejected ()
+  "m marks, a accepts the marked rows, x rejects the rest; a new drain does not bring them back."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let* ((rows (cairn-test--rows))
+             (ids (mapcar (lambda (r) (plist-get r :id)) rows)))
+        (should (>= (length ids) 3))
+        (cairn-test--press "m")
+        (cairn-test--press "m")
+        (should (equal (reverse cairn-cockpit--marks) (list (nth 0 ids) (nth 1 ids))))
+        (should (string-match-p "| 2 marked" (cairn-cockpit--header)))
+        (cairn-test--press "u")               ; unmark the third (not marked): no change
+        (cairn-test--press "a")
+        (should-not cairn-cockpit--marks)
+        (let ((left (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
+          (should (equal left (nthcdr 2 ids)))
+          ;; mark them all, unmark all, mark again, then x → reject
+          (goto-char (point-min))
+          (dolist (_ left) (while (not (tabulated-list-get-id)) (forward-line 1)) (cairn-test--press "m"))
+          (cairn-test--press "U")
+          (should-not cairn-cockpit--marks)
+          (goto-char (point-min))
+          (dolist (_ left) (while (not (tabulated-list-get-id)) (forward-line 1)) (cairn-test--press "m"))
+          (cl-letf (((symbol-function 'read-multiple-choice) (lambda (&rest _) '(?r "reject")))
+                    ((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (cairn-test--press "x"))
+          (should-not (cairn-test--rows))
+          (cairn-cockpit-switch-view "history")
+          (let ((states (mapcar (lambda (r) (cons (plist-get r :id) (plist-get r :state))) (cairn-test--rows))))
+            (should (equal (cdr (assoc (nth 0 ids) states)) "applied"))
+            (dolist (id left) (should (equal (cdr (assoc id states)) "rejected")))))
+        ;; the same knowledge again in a new session, drained: the rejected ideas stay rejected
+        (let ((rejected (mapcar (lambda (r) (plist-get r :title)) (nthcdr 2 rows))))
+          (cairn-test--drain)
+          (cairn-test--feed "s2" (mapcar (lambda (turn) (cons (car turn) (concat (cdr turn) " Again.")))
+                                         cairn-test--turns))
+          (cairn-session-event cairn-test--ws "s2" "session-end")
+          (cairn-test--settled 2)
+          (cairn-test--drain)
+          (cairn-cockpit-switch-view "candidates")
+          (should-not (cl-intersection (mapcar (lambda (r) (plist-get r :title)) (cairn-test--rows))
+                                       rejected :test #'equal)))))))
+
+(ert-deftest cairn-edit-before-accept-and-decide-in-the-diff ()
+  "e edits the proposed text, C-c C-c accepts that version (undoable); a in the diff buffer accepts."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let* ((row (cl-find-if (lambda (r) (equal (plist-get r :kind) "create")) (cairn-test--rows)))
+             (target (cairn-test--file (plist-get row :target))))
+        (should row)
+        (should-not (file-exists-p target))
+        (cairn-test--goto-row (plist-get row :id))
+        (cairn-test--press "e")
+        (let ((edit (get-buffer (format "*cairn edit: %s*" (plist-get row :id)))))
+          (should edit)
+          (should (eq (window-buffer (selected-window)) edit))
+          ;; C-c C-k aborts: nothing decided
+          (with-current-buffer edit
+            (should (eq (key-binding "\C-c\C-k") 'cairn-edit-abort))
+            (call-interactively (key-binding "\C-c\C-k")))
+          (should-not (file-exists-p target)))
+        (cairn-test--press "e")
+        (with-current-buffer (format "*cairn edit: %s*" (plist-get row :id))
+          (goto-char (point-max))
+          (insert "Added while reviewing.\n")
+          (call-interactively (key-binding "\C-c\C-c")))
+        (should (string-match-p "Added while reviewing\\.\n\\'"
+                                (with-temp-buffer (insert-file-contents target) (buffer-string))))
+        (should-not (member (plist-get row :id) (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
+        (cairn-cockpit-switch-view "history")
+        (let ((edited (cl-find-if (lambda (r) (string-prefix-p "Edited: " (plist-get r :title))) (cairn-test--rows))))
+          (should (equal (plist-get edited :state) "applied"))
+          (cairn-test--goto-row (plist-get edited :id))
+          (cairn-test--press "u")
+          (should-not (file-exists-p target)))
+        ;; d: the diff buffer gets focus, and a there accepts
+        (cairn-cockpit-switch-view "candidates")
+        (let ((id (plist-get (cl-find-if (lambda (r) (equal (plist-get r :state) "pending")) (cairn-test--rows))
+                             :id)))
+          (cairn-test--goto-row id)
+          (cairn-test--press "d")
+          (should (equal (buffer-name (window-buffer (selected-window))) "*cairn diff*"))
+          (with-current-buffer "*cairn diff*"
+            (call-interactively (key-binding "a")))
+          (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
+
+(ert-deftest cairn-menu-with-and-without-transient ()
+  "? is the cairn menu: a key help whose next key runs a global command, or transient when present."
+  (cairn-test--with-workspace
+    (cairn-test--memory-files)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let ((cairn-use-transient nil))
+        (cairn-test--press "?")
+        (with-current-buffer "*cairn keys*"
+          (should (string-match-p "jobs: retry, discard, dismiss" (buffer-string)))
+          (should (string-match-p "mark the proposal" (buffer-string))))
+        (should (eq (lookup-key cairn-dispatch-map "j") 'cairn-jobs))
+        (should (eq (lookup-key cairn-dispatch-map "D") 'cairn-drain-backlog))
+        (should (eq (lookup-key cairn-dispatch-map "R") 'cairn-review))
+        (with-current-buffer (cairn-jobs cairn-test--ws)
+          (should (eq major-mode 'cairn-jobs-mode))
+          (should (eq (key-binding "r") 'cairn-jobs-retry))))
+      (if (not (locate-library "transient"))
+          (should-not (let ((cairn-use-transient t)) (featurep 'transient)))
+        (let ((cairn-use-transient t))
+          (should (cairn--transient-p))
+          (cairn--define-transient)
+          (should (commandp 'cairn-transient)))))))
 
 (provide 'cairn-test)
 ;;; cairn-test.el ends here

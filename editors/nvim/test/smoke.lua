@@ -131,7 +131,8 @@ local function main()
     cmd = { env("CAIRN_TEST_PYTHON"), "-m", "cairn.server", "serve" },
     settings = { mode = "propose", provider = "extractive" },
   })
-  for _, name in ipairs({ "CairnStatus", "CairnDrain", "CairnAccept", "CairnReject", "CairnUndo" }) do
+  for _, name in ipairs({ "CairnStatus", "CairnDrain", "CairnAccept", "CairnReject", "CairnUndo", "CairnShow",
+    "CairnProposals" }) do
     check(vim.fn.exists(":" .. name) == 2, "user command :%s is missing", name)
   end
 
@@ -183,11 +184,37 @@ local function main()
   end)
   check(proposal.id == id and proposal.state == "pending", "cairn/proposal answered %s", vim.inspect(proposal))
 
-  -- :CairnStatus shows the counts
+  -- :CairnStatus shows the counts, proposals and mode first; the statusline counts too
   vim.cmd("CairnStatus")
   wait_for(":CairnStatus's message", function()
-    return notified("^cairn: pending %d+ .* proposals [1-9]")
+    return notified("^cairn: [1-9]%d* proposals, propose mode | pending %d+")
   end)
+  check(cairn.statusline():match("^cairn:[1-9]") ~= nil, "statusline is %s", cairn.statusline())
+
+  -- ids complete; :CairnProposals fills the quickfix list
+  local completions = vim.fn.getcompletion("CairnAccept ", "cmdline")
+  check(vim.tbl_contains(completions, id), "completion of :CairnAccept lacks %s: %s", id, vim.inspect(completions))
+  local items = await(":CairnProposals", function(cb)
+    return cairn.proposals(function(list)
+      cb(nil, list)
+    end)
+  end)
+  local qf = vim.fn.getqflist()
+  check(#qf == #items and #qf == status.proposals, "quickfix has %d entries, expected %d", #qf, status.proposals)
+  local found = false
+  for _, item in ipairs(qf) do
+    found = found or (item.text:find(id, 1, true) == 1 and vim.api.nvim_buf_get_name(item.bufnr) == target)
+  end
+  check(found, "no quickfix entry for %s at %s", id, target)
+
+  -- :CairnShow opens a named diff buffer
+  vim.cmd("CairnShow " .. id)
+  wait_for("the diff buffer", function()
+    return vim.fn.bufnr("cairn://proposal/" .. id) ~= -1
+  end)
+  check(vim.bo[vim.fn.bufnr("cairn://proposal/" .. id)].filetype == "diff", "the proposal buffer is not a diff")
+  vim.cmd("close")
+  vim.cmd("buffer " .. buf)
 
   -- :CairnAccept: the file changes on disk and the unmodified buffer follows it
   vim.cmd("CairnAccept " .. id)
@@ -231,6 +258,32 @@ local function main()
     check(vim.loop.now() < deadline, "the turn sent with cairn/turnCompleted was never captured")
     vim.wait(100)
   end
+
+  -- :CairnDrain echoes its progress and its end
+  vim.cmd("CairnDrain")
+  wait_for("the drain's end message", function()
+    return notified("^cairn: drain done: published %d+")
+  end)
+  check(notified("^cairn: draining backlog"), "the drain's begin was not shown")
+
+  -- a crashed server: :CairnStatus restarts it for the open memory file
+  local crashed = cairn.client(buf)
+  local pid = vim.fn.trim(vim.fn.system({ "pgrep", "-P", tostring(vim.fn.getpid()), "-f", "cairn.server" }))
+  check(pid:match("^%d+$") ~= nil, "cannot find the server process: %s", pid)
+  vim.loop.kill(tonumber(pid), 9)
+  wait_for("the crashed client to stop", function()
+    if vim.fn.has("nvim-0.11") == 1 then
+      return crashed:is_stopped()
+    end
+    return crashed.is_stopped()
+  end)
+  messages = {}
+  vim.cmd("CairnStatus")
+  wait_for(":CairnStatus after the crash", function()
+    return notified("^cairn: %d+ proposals, propose mode")
+  end)
+  check(not notified("no cairn server is running"), "a memory file is open, yet: no cairn server is running")
+  check(cairn.client(buf) ~= nil and cairn.client(buf).id ~= crashed.id, "no new client after the crash")
 
   -- a clean shutdown ends the server process
   check(stop_all(false), "the cairn server did not exit after shutdown")
