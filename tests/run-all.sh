@@ -9,10 +9,10 @@ has_eglot() { command -v emacs >/dev/null 2>&1 && emacs --batch --eval "(progn (
 if ! has_eglot || ! command -v nvim >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot elpa-package-lint neovim >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot elpa-package-lint elpa-transient neovim >/dev/null
   else
     echo "tests/run-all.sh: Emacs with eglot and Neovim are required for the editor tests:" >&2
-    echo "  sudo apt-get install emacs-nox elpa-eglot elpa-package-lint neovim" >&2
+    echo "  sudo apt-get install emacs-nox elpa-eglot elpa-package-lint elpa-transient neovim" >&2
     exit 1
   fi
 fi

@@ -178,7 +178,8 @@ knowledge again."
                                          (cairn-cockpit--view-label v)))
                            cairn-cockpit-views " "))
          (marks (if cairn-cockpit--marks (format " | %d marked" (length cairn-cockpit--marks)) ""))
-         (state (cond ((cdar cairn--progress)
+         (state (cond ((cairn--spinner) (concat "working " (cairn--spinner)))
+                      ((cdar cairn--progress)
                        (let ((p (cdar cairn--progress)))
                          (format "draining%s" (if (nth 2 p) (format " %d%%" (nth 2 p)) ""))))
                       ((eq (plist-get st :draining) t) "draining")
@@ -201,25 +202,23 @@ knowledge again."
     (max 60 (- (if win (window-body-width win) 80) tabulated-list-padding 1))))
 
 (defun cairn-cockpit--format (view)
-  "Columns of VIEW, sized from the window width."
+  "Columns of VIEW, sized from the window width.
+The title (or description) is the last column: it gets the rest of the
+line and is never cut short by a column width; targets get a third."
   (let ((w (cairn-cockpit--width)))
     (pcase view
       ("candidates"
-       (let* ((rest (- w 8 13 4 4))
-              (target (max 14 (/ rest 3))))
-         (vector '("State" 7 t) '("Kind" 12 t) (list "Target" target t)
-                 (list "Title" (max 20 (- rest target)) t) '("Ev" 2 t :right-align t))))
+       (let ((rest (- w 8 14 3)))
+         (vector '("State" 7 t) '("Kind" 13 t) '("Ev" 2 t :right-align t)
+                 (list "Target" (max 14 (/ rest 3)) t) (list "Title" 20 t))))
       ("memories"
-       (let* ((rest (- w 10 3))
-              (name (max 12 (/ rest 4)))
-              (file (max 12 (/ rest 4))))
-         (vector (list "Name" name t) '("Type" 9 t) (list "Description" (max 20 (- rest name file)) t)
-                 (list "File" file t))))
+       (let ((rest (- w 10)))
+         (vector (list "Name" (max 12 (/ rest 4)) t) '("Type" 9 t)
+                 (list "File" (max 12 (/ rest 4)) t) (list "Description" 20 t))))
       (_
-       (let* ((rest (- w 16 9 12 5 5))
-              (target (max 14 (/ rest 3))))
-         (vector '("Decided" 16 t) '("State" 8 t) '("Kind" 11 t) (list "Target" target t)
-                 (list "Title" (max 20 (- rest target)) t) '("Undo" 4 nil)))))))
+       (let ((rest (- w 17 9 14 5)))
+         (vector '("Decided" 16 t) '("State" 8 t) '("Kind" 13 t) '("Undo" 4 nil)
+                 (list "Target" (max 14 (/ rest 3)) t) (list "Title" 20 t)))))))
 
 (defun cairn-cockpit--str (v)
   "V as a display string."
@@ -250,14 +249,14 @@ knowledge again."
   (let ((kt (cairn-cockpit--kind-title row)))
     (pcase view
       ("candidates" (vector (cairn-cockpit--str (plist-get row :state)) (car kt)
-                            (cairn-cockpit--target row) (cdr kt)
-                            (format "%d" (length (plist-get row :evidence)))))
+                            (format "%d" (length (plist-get row :evidence)))
+                            (cairn-cockpit--target row) (cdr kt)))
       ("memories" (vector (cairn-cockpit--str (plist-get row :name)) (cairn-cockpit--str (plist-get row :type))
-                          (cairn-cockpit--str (plist-get row :description))
-                          (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :file)))))
+                          (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :file)))
+                          (cairn-cockpit--str (plist-get row :description))))
       (_ (vector (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :state))
-                 (car kt) (cairn-cockpit--target row) (cdr kt)
-                 (if (eq (plist-get row :canUndo) t) "yes" ""))))))
+                 (car kt) (if (eq (plist-get row :canUndo) t) "yes" "")
+                 (cairn-cockpit--target row) (cdr kt))))))
 
 ;;;; Drawing
 
@@ -547,13 +546,17 @@ Unless NO-HISTORY, l later goes back to the current view."
   "The cockpit's server (started if needed)."
   (cairn-connect cairn-cockpit--workspace))
 
-(defun cairn-cockpit--decide (command argument done)
-  "Run COMMAND with ARGUMENT; message DONE, or the server's reason."
-  (condition-case err
-      (progn (cairn--command-request (cairn-cockpit--server) command (vector argument))
-             (message "cairn: %s" done)
-             t)
-    (jsonrpc-error (message "cairn: %s" (cairn--error-message err)) nil)))
+(defun cairn-cockpit--decide (command argument done &optional then)
+  "Run COMMAND with ARGUMENT without blocking Emacs.
+Once the server answers: message DONE, call THEN in the cockpit; the
+cockpit refreshes.  An error shows the server's reason."
+  (let ((buf (current-buffer)))
+    (cairn-command-async cairn-cockpit--workspace command argument
+                         (lambda (_result)
+                           (message "cairn: %s" done)
+                           (when (and then (buffer-live-p buf))
+                             (with-current-buffer buf (funcall then)))))
+    (force-mode-line-update)))
 
 (defun cairn-cockpit--ids-text (ids)
   "IDS for a message: the id, or how many."
@@ -563,9 +566,15 @@ Unless NO-HISTORY, l later goes back to the current view."
   "Accept the marked proposals, else those in the region, else the one at point."
   (interactive)
   (let ((ids (cairn-cockpit--selected)))
-    (when (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
-                                 (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids)))
-      (setq cairn-cockpit--marks nil))))
+    (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                           (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids))
+                           (lambda () (cairn-cockpit--unmark ids)))))
+
+(defun cairn-cockpit--unmark (ids)
+  "Unmark the proposals IDS."
+  (setq cairn-cockpit--marks (cl-set-difference cairn-cockpit--marks ids :test #'equal))
+  (cairn-cockpit--tag-marks)
+  (force-mode-line-update))
 
 (defun cairn-cockpit-reject ()
   "Reject the marked proposals, else those in the region, else the one at point.
@@ -575,9 +584,9 @@ Asks first when `cairn-cockpit-confirm-reject' is non-nil."
     (when (or (not cairn-cockpit-confirm-reject)
               (y-or-n-p (format "Reject %s (later reviews will not propose it again)? "
                                 (cairn-cockpit--ids-text ids))))
-      (when (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
-                                   (format "rejected %s" (cairn-cockpit--ids-text ids)))
-        (setq cairn-cockpit--marks nil)))))
+      (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                             (format "rejected %s" (cairn-cockpit--ids-text ids))
+                             (lambda () (cairn-cockpit--unmark ids))))))
 
 (defun cairn-cockpit-undo ()
   "Undo the decision at point."

@@ -499,6 +499,55 @@ The mode line and the cockpit read it; refreshed after every job.")
   "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE."
   (cairn--command-request (cairn-connect workspace) command (vector argument)))
 
+(defvar cairn--in-flight 0
+  "Number of asynchronous cairn commands waiting for their answer.")
+
+(defconst cairn--spinner-frames ["⠋" "⠙" "⠹" "⠸" "⠼" "⠴" "⠦" "⠧" "⠇" "⠏"]
+  "Frames of the spinner shown while commands are in flight.")
+
+(defvar cairn--spinner-timer nil "The timer turning the spinner.")
+(defvar cairn--spinner-index 0 "The spinner's current frame.")
+
+(defun cairn--spinner ()
+  "The spinner's current frame, or nil when nothing is in flight."
+  (when (> cairn--in-flight 0)
+    (aref cairn--spinner-frames (mod cairn--spinner-index (length cairn--spinner-frames)))))
+
+(defun cairn--spin ()
+  "Advance the spinner; stop it once nothing is in flight."
+  (setq cairn--spinner-index (1+ cairn--spinner-index))
+  (when (and (<= cairn--in-flight 0) (timerp cairn--spinner-timer))
+    (cancel-timer cairn--spinner-timer)
+    (setq cairn--spinner-timer nil))
+  (force-mode-line-update t))
+
+(defun cairn-command-async (workspace command argument &optional on-done)
+  "Execute cairn COMMAND with ARGUMENT in WORKSPACE without waiting.
+Emacs stays usable while the server works (a spinner turns in the mode
+line and the cockpit header).  ON-DONE is called with the result; an
+error is shown in the echo area.  Return nil."
+  (let ((server (cairn-connect workspace)))
+    (cl-incf cairn--in-flight)
+    (unless (timerp cairn--spinner-timer)
+      (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
+    (force-mode-line-update t)
+    (jsonrpc-async-request
+     server :workspace/executeCommand (list :command command :arguments (vector argument))
+     :timeout cairn-request-timeout
+     :success-fn (lambda (result)
+                   (cl-decf cairn--in-flight)
+                   (cairn--after-command server command result)
+                   (when on-done (funcall on-done result)))
+     :error-fn (lambda (err)
+                 (cl-decf cairn--in-flight)
+                 (force-mode-line-update t)
+                 (message "cairn: %s" (or (plist-get err :message) err)))
+     :timeout-fn (lambda ()
+                   (cl-decf cairn--in-flight)
+                   (force-mode-line-update t)
+                   (message "cairn: %s timed out (see `cairn-request-timeout')" command)))
+    nil))
+
 
 (defvar cairn-workspace-changed-functions nil
   "Functions called with a workspace root after its memory or backlog changed.
@@ -605,6 +654,7 @@ while draining; clicking it opens the cockpit (`cairn-lighter-map')."
          (n (plist-get (cairn--lighter-status) :proposals))
          (text (concat " cairn"
                        (if (and (integerp n) (> n 0)) (format ":%d" n) "")
+                       (let ((spin (cairn--spinner))) (if spin (concat " " spin) ""))
                        (if p (format "[%s]" (if (nth 2 p) (format "%d%%%%" (nth 2 p)) "…")) ""))))
     (propertize text 'local-map cairn-lighter-map 'mouse-face 'mode-line-highlight
                 'help-echo "cairn: pending proposals; mouse-1 opens the cockpit")))

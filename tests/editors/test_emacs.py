@@ -7,7 +7,9 @@ fresh Emacs).  Each ERT test (editors/emacs/test/cairn-test.el) runs in its own 
 --batch`` process and starts the real ``cairn serve`` with this
 interpreter (``CAIRN_TEST_PYTHON``); temporary workspaces live under
 pytest's ``tmp_path`` (``TMPDIR``).  A missing Emacs is a failure, never a
-skip: CI installs ``emacs-nox``, ``elpa-eglot`` and ``elpa-package-lint``.
+skip: CI installs ``emacs-nox``, ``elpa-eglot`` and ``elpa-package-lint``
+(and ``elpa-transient``: the cairn menu's transient variant is tested when
+transient is on the load path, its plain fallback always).
 """
 
 from __future__ import annotations

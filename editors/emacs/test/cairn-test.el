@@ -156,10 +156,12 @@
     st))
 
 (defun cairn-test--press (key)
-  "Run the command KEY is bound to in the current buffer."
+  "Run the command KEY is bound to in the current buffer.
+Decisions run asynchronously: wait until none is in flight."
   (let ((cmd (key-binding (kbd key))))
     (should (commandp cmd))
-    (call-interactively cmd)))
+    (prog1 (call-interactively cmd)
+      (cairn-test--until "decisions in flight" (lambda () (= 0 cairn--in-flight))))))
 
 (defun cairn-test--cockpit ()
   "The cockpit buffer of the test workspace."
@@ -742,7 +744,9 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
         (let ((cairn-use-transient t))
           (should (cairn--transient-p))
           (cairn--define-transient)
-          (should (commandp 'cairn-transient)))))))
+          (should (commandp 'cairn-transient))
+          (dolist (key '("c" "R" "D" "j" "A" "S" "E" "a" "r" "m" "x"))
+            (should (funcall 'transient-get-suffix 'cairn-transient key))))))))
 
 (provide 'cairn-test)
 ;;; cairn-test.el ends here
