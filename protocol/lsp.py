@@ -33,6 +33,7 @@ STATUS = "cairn/status"
 COCKPIT = "cairn/cockpit"
 JOBS = "cairn/jobs"
 PROPOSAL = "cairn/proposal"
+JOURNAL = "cairn/journal"  # the public journal's digests (notes, turn ids), newest first
 
 # workspace/executeCommand commands
 CMD_DRAIN = "cairn.drainBacklog"
@@ -114,6 +115,11 @@ class IdleParams:
 
 @attrs.frozen(kw_only=True)
 class StatusParams:
+    workspace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class JournalParams:
     workspace: str | None = None
 
 

@@ -38,6 +38,7 @@ from cairn.protocol.lsp import (
     COCKPIT,
     IDLE,
     JOBS,
+    JOURNAL,
     PROPOSAL,
     SESSION_EVENT,
     STATUS,
@@ -45,6 +46,7 @@ from cairn.protocol.lsp import (
     CockpitParams,
     IdleParams,
     JobsParams,
+    JournalParams,
     ProposalParams,
     SessionEventParams,
     Settings,
@@ -92,6 +94,7 @@ REQUESTS: dict[str, Route] = {
     JOBS: Route(JobsParams, lambda s, p: s.status.jobs()),
     COCKPIT: Route(CockpitParams, lambda s, p: s.status.cockpit(p)),
     PROPOSAL: Route(ProposalParams, lambda s, p: s.status.proposal(p)),
+    JOURNAL: Route(JournalParams, lambda s, p: s.status.journal(p)),
 }
 
 

@@ -40,6 +40,9 @@
 ;; `cairn-use-transient' is non-nil; otherwise a plain key help whose
 ;; next key runs the command.
 ;;
+;; `cairn-journal' lists the public journal's digests (RET: a digest's
+;; notes with the turns each came from).
+;;
 ;; `cairn-jobs' lists the server's maintenance jobs: retry, discard or
 ;; dismiss the ones that failed, as the cockpit's header suggests.
 ;;
@@ -246,6 +249,83 @@ the reviewed before-state), \\[cairn-edit-abort] aborts.  Return the buffer."
   (interactive)
   (cairn-jobs--act "cairn.dismiss"))
 
+;;;; Journal
+
+(defvar-local cairn-journal--workspace nil "The workspace whose journal is listed.")
+
+(defvar cairn-journal-mode-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map tabulated-list-mode-map)
+    (define-key map "\r" #'cairn-journal-show)
+    (define-key map "g" #'revert-buffer)
+    (define-key map "q" #'quit-window)
+    map)
+  "Keys of the cairn journal list.")
+
+(define-derived-mode cairn-journal-mode tabulated-list-mode "Cairn-Journal"
+  "The public journal's digests, newest first; RET shows a digest's notes.
+\\{cairn-journal-mode-map}"
+  (setq tabulated-list-format [("Created" 16 t) ("Trigger" 11 t) ("Notes" 5 t :right-align t)
+                               ("Turns" 5 t :right-align t) ("Digest" 20 t) ("First note" 20 t)]
+        tabulated-list-padding 2)
+  (setq-local revert-buffer-function #'cairn-journal--revert)
+  (tabulated-list-init-header))
+
+(defun cairn-journal--revert (&rest _)
+  "Fetch the digests and redraw."
+  (let* ((server (cairn-connect cairn-journal--workspace))
+         (rows (append (cairn-request server :cairn/journal
+                                      (list :workspace (cairn--workspace server)))
+                       nil)))
+    (setq tabulated-list-entries
+          (mapcar (lambda (r)
+                    (let ((notes (append (plist-get r :notes) nil)))
+                      (list r (vector (format-time-string "%Y-%m-%d %H:%M" (or (plist-get r :created) 0))
+                                      (format "%s" (or (plist-get r :trigger) ""))
+                                      (format "%d" (length notes))
+                                      (format "%d" (length (plist-get r :turn_ids)))
+                                      (format "%s" (plist-get r :id))
+                                      (format "%s" (or (plist-get (car notes) :title) ""))))))
+                  rows))
+    (tabulated-list-print t)))
+
+(defun cairn-journal (workspace)
+  "List the public journal's digests of WORKSPACE.  Return the buffer."
+  (interactive (list (cairn-read-workspace current-prefix-arg)))
+  (let* ((ws (cairn--workspace (cairn-connect workspace)))
+         (buf (get-buffer-create (format "*cairn journal: %s*" (file-name-nondirectory ws)))))
+    (with-current-buffer buf
+      (cairn-journal-mode)
+      (setq cairn-journal--workspace ws
+            default-directory (file-name-as-directory ws))
+      (revert-buffer)
+      (goto-char (point-min))
+      (while (and (not (eobp)) (not (tabulated-list-get-id))) (forward-line 1)))
+    (pop-to-buffer buf)
+    buf))
+
+(defun cairn-journal-show ()
+  "Show the digest at point: its notes and the turn ids of each."
+  (interactive)
+  (let ((row (or (tabulated-list-get-id) (user-error "No digest here")))
+        (buf (get-buffer-create "*cairn digest*")))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "digest   %s\ncapture  %s\nsession  %s\ntrigger  %s\ncreated  %s\nturns    %s\n"
+                        (plist-get row :id) (plist-get row :capture) (plist-get row :session_id)
+                        (plist-get row :trigger)
+                        (format-time-string "%Y-%m-%d %H:%M:%S" (or (plist-get row :created) 0))
+                        (mapconcat #'identity (append (plist-get row :turn_ids) nil) ", ")))
+        (dolist (note (append (plist-get row :notes) nil))
+          (insert (format "\n* %s (%s)\n%s\n  turns: %s\n" (plist-get note :title) (plist-get note :type)
+                          (plist-get note :body)
+                          (mapconcat #'identity (append (plist-get note :turn_ids) nil) ", "))))
+        (special-mode)
+        (goto-char (point-min))))
+    (display-buffer buf)
+    buf))
+
 ;;;; The menu
 
 (defconst cairn-dispatch-commands
@@ -253,6 +333,7 @@ the reviewed before-state), \\[cairn-edit-abort] aborts.  Return the buffer."
     ("R" "review now" cairn-review)
     ("D" "drain the backlog" cairn-drain-backlog)
     ("j" "jobs: retry, discard, dismiss" cairn-jobs)
+    ("J" "journal: digests and their turns" cairn-journal)
     ("A" "accept a proposal by id" cairn-accept-proposal)
     ("S" "show a proposal by id" cairn-show-proposal)
     ("E" "edit a proposal, then accept it" cairn-edit-proposal))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import JobState
-from cairn.protocol.lsp import STATUS_KEYS, CockpitParams, ProposalParams, StatusParams
+from cairn.protocol.lsp import STATUS_KEYS, CockpitParams, JournalParams, ProposalParams, StatusParams
 from cairn.server.coordinator_events import Notify
 from cairn.server.features.context import LOG_WARNING
 from cairn.state import layout
@@ -200,6 +200,15 @@ class Snapshots:
 
         ws = self.service.workspace(params.workspace)
         return list(await asyncio.to_thread(cockpit, ws, params.view, self.service.workspaces[ws].settings))
+
+    async def journal(self, params: JournalParams) -> list[dict[str, Any]]:
+        """The public digests (what ``cairn journal --json`` lists), newest first."""
+        from cairn.worker.journal.views import digest_json, public_digests
+
+        ws = self.service.workspace(params.workspace)
+        digests, _bad = await asyncio.to_thread(public_digests, ws)
+        rows = [digest_json(d) for d in digests]
+        return sorted(rows, key=lambda r: r.get("created") or 0, reverse=True)
 
     async def proposal(self, params: ProposalParams) -> dict[str, Any]:
         from cairn.worker.memory.views import proposal

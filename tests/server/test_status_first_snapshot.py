@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cairn.protocol.lsp import STATUS
+from cairn.protocol.lsp import JOURNAL, STATUS
 from cairn.server.lsp_service import CairnService
 from cairn.server.testing import FakeClock
 
@@ -46,5 +46,19 @@ async def test_the_first_status_waits_for_the_first_snapshot(workspace: Path) ->
         assert status["mode"] == "auto"  # the workspace file applies when the editor sets nothing
         await service.change_configuration({"cairn": {"mode": "manual"}})
         assert (await service.request(STATUS, {}))["mode"] == "manual"
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_the_journal_request_lists_public_digests_newest_first(workspace: Path) -> None:
+    _with_proposals(workspace)
+    editor = FakeEditor()
+    service = CairnService(editor, clock=FakeClock())
+    service.configure([str(workspace)], {})
+    await service.start()
+    try:
+        rows = await service.request(JOURNAL, {})
+        assert rows and all(r["turn_ids"] and r["notes"] for r in rows)
+        assert [r["created"] for r in rows] == sorted((r["created"] for r in rows), reverse=True)
     finally:
         await service.shutdown(0.0)
