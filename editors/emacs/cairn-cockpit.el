@@ -133,7 +133,20 @@ knowledge again."
   (setq-local revert-buffer-function #'cairn-cockpit--revert)
   (setq header-line-format '(:eval (cairn-cockpit--header)))
   (add-hook 'cairn-workspace-changed-functions #'cairn-cockpit-refresh-all)
+  (add-hook 'window-size-change-functions #'cairn-cockpit--resized nil t)
   (cairn-cockpit--arm-poll))
+
+(defun cairn-cockpit--resized (window)
+  "Size the columns again for WINDOW's new width (no server request)."
+  (with-current-buffer (window-buffer window)
+    (let ((format (cairn-cockpit--format cairn-cockpit--view)))
+      (unless (or (null tabulated-list-entries) (equal format tabulated-list-format))
+        (let ((place (cairn-cockpit--place)))
+          (setq tabulated-list-format format)
+          (tabulated-list-init-header)
+          (tabulated-list-print)
+          (cairn-cockpit--tag-marks)
+          (cairn-cockpit--goto-place place))))))
 
 (defun cairn-cockpit-buffer-name (workspace)
   "The name of WORKSPACE's cockpit buffer: *cairn: NAME*."
