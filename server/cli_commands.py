@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from cairn.server import cli_journal as J
 from cairn.server import cli_memory as M
+from cairn.server import cli_remember as RM
 from cairn.server import cli_run as R
 from cairn.server import cli_sources as S
 from cairn.server import cli_trust as T
@@ -39,6 +40,8 @@ COMMANDS: dict[str, Command] = {
     "cleanup": Command("run one bounded cleanup batch and say whether more remains", json_flag, W.cmd_cleanup),
     "run": Command("import transcripts, seal (session-end), digest, review; print the journal and pending "
                    "proposals", R.run_setup, R.cmd_run),
+    "remember": Command("remember a text now: captured as evidence, reviewed at once into a proposal "
+                        "(applied in auto mode)", RM.remember_setup, RM.cmd_remember),
     "review": Command("run one general review of unreviewed digests against the memory", json_flag, M.cmd_review),
     "drain": Command("review the whole backlog in successive bounded reviews (bypasses the automatic cap)",
                      json_flag, M.cmd_drain),
