@@ -3,9 +3,9 @@
 A focused review elects ``review/focused`` in the workspace memory store
 (its own scope: a general review may run beside it), takes up to
 :data:`MAX_BATCH` pending :class:`~protocol.memory.RememberRequest` records
-oldest first, turns each into one note (the requested type, or the embedded
-classifier's, else ``project``; cleaned and redacted by
-:func:`worker.providers.notes.finalize`), reviews those notes alone against
+oldest first, turns each into its one note (:mod:`worker.providers.remember`:
+the requested type, or the embedded classifier's, else ``project``; cleaned
+and redacted), reviews those notes alone against
 the memory roots (no index housekeeping) through the same engine or remote
 provider as a general review, accepts the :class:`ReviewResult` under the
 claim, then publishes it (private proposals, then the public review record,
@@ -37,7 +37,7 @@ from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest, TurnEvidence
 from cairn.protocol.memory import RememberRequest, ReviewResult
-from cairn.protocol.vocab import NoteType, OutcomeKind, Trigger
+from cairn.protocol.vocab import OutcomeKind, Trigger
 from cairn.worker.memory.review import (
     REVIEW_TTL,
     apply_in_auto_mode,
@@ -80,22 +80,11 @@ def pending(ms: MemoryStore) -> list[RememberRequest]:
     return [r for r in _requests(ms) if r.id not in done]
 
 
-def _note_type(text: str, requested: str) -> tuple[NoteType, str]:
-    """(type, title) of a remembered text: the requested type, else the embedded classifier's, else project."""
-    from cairn.worker.providers.extractive import classify
-    from cairn.worker.providers.notes import one_line
-
-    first = one_line(text.splitlines()[0] if text.strip() else text)
-    guess = classify(first)
-    title = guess[1] if guess else first
-    if requested:
-        return NoteType(requested), title
-    return (guess[0] if guess else NoteType.PROJECT), title
-
-
 def as_digest(ms: MemoryStore, req: RememberRequest) -> PublicDigest:
     """The one-note digest a focused review reads for ``req`` (no note when its evidence is gone)."""
-    from cairn.worker.providers.notes import Draft, finalize
+    from cairn.protocol.digest import DigestInput
+    from cairn.protocol.transcript import Turn
+    from cairn.worker.providers import remember
 
     notes: tuple[Any, ...] = ()
     try:
@@ -104,8 +93,9 @@ def as_digest(ms: MemoryStore, req: RememberRequest) -> PublicDigest:
     except CairnError:
         ev = None  # retired and expired meanwhile: its digest, if any, reaches memory by a general review
     if ev is not None and not ev.oversized:
-        ntype, title = _note_type(ev.user, req.type)
-        notes = finalize([Draft(type=ntype, title=title, body=ev.user, turn_ids=(req.turn_id,))], {req.turn_id: 0})
+        turn = Turn(turn_id=req.turn_id, parent_turn_id=None, user=ev.user, assistant="")
+        notes = remember.digest(DigestInput(session_id=req.session_id, title="remember", turns=(turn,)),
+                                req.type).notes
     return redact_record(PublicDigest(id=req.id, capture=req.capture, session_id=req.session_id, title="remember",
                                       trigger=Trigger.SESSION_END, created=req.created, provider="remember",
                                       turn_ids=(req.turn_id,), notes=notes))

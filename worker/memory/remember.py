@@ -11,8 +11,9 @@ MCP endpoint all call it):
    refusing is better than clipping what the user asked to keep); an unknown
    type is ``E_USAGE`` naming the types.
 2. **Capture**: the text is the one turn of its own ``remember`` session
-   (private evidence like any turn, digested into the journal later like any
-   sealed capture), sealed at once. The session and turn ids are a hash of
+   (private evidence like any turn), sealed at once; its frozen policy is the
+   ``remember`` provider's (:mod:`worker.providers.remember`), so the journal
+   digest it later gets is the same note the focused review reads. The session and turn ids are a hash of
    (type, text), so remembering the same text again, or rerunning after a
    crash, captures nothing new.
 3. **Request**: a private :class:`~protocol.memory.RememberRequest` naming
@@ -107,8 +108,8 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
     stamp = _dt.datetime.fromtimestamp(now, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     session = Session(session_id=sid, source_format="remember", title="remember",
                       turns=(Turn(turn_id=rid, parent_turn_id=None, user=text, assistant="", completed_at=stamp),))
-    # the frozen policy of a remembered text is the embedded engine's: it is digested like any capture
-    capture_session(ms, session, source=f"remember:{source}", policy=ModelPolicy(provider="extractive"))
+    # the frozen policy: the journal's digest of this capture is the very note the focused review reads
+    capture_session(ms, session, source=f"remember:{source}", policy=ModelPolicy(provider="remember", model=note_type))
     seal_session(ms, sid, Trigger.SESSION_END)
     cid, bundle = _evidence_bundle(ms, sid, rid)
     req = RememberRequest(id=rid, session_id=sid, turn_id=rid, capture=cid, bundle=bundle, type=note_type,
