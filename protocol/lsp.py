@@ -46,6 +46,7 @@ CMD_DISMISS = "cairn.dismiss"
 CMD_CLEANUP = "cairn.cleanup"
 CMD_DIAGNOSTIC_REPORT = "cairn.diagnosticReport"
 CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
+CMD_REMEMBER = "cairn.remember"
 
 SESSION_EVENT_KINDS = ("compaction", "clear", "session-end")
 COCKPIT_VIEWS = ("candidates", "memories", "history")
@@ -161,6 +162,17 @@ class DecisionParams:
     @property
     def proposal_ids(self) -> tuple[str, ...]:
         return self.ids or ((self.id,) if self.id else ())
+
+
+@attrs.frozen(kw_only=True)
+class RememberParams:
+    """``cairn.remember``: the text (checked by the worker's rules: empty, too large, type), its
+    note type (``user``/``feedback``/``project``/``reference``, or none to classify it) and who asked."""
+
+    text: str
+    type: str | None = None
+    source: str | None = None
+    workspace: str | None = None
 
 
 @attrs.frozen(kw_only=True)
