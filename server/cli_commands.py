@@ -18,7 +18,8 @@ from cairn.server import cli_sources as S
 from cairn.server import cli_trust as T
 from cairn.server import cli_watch as V
 from cairn.server import cli_workspace as W
-from cairn.server.cli_support import Command, json_flag
+from cairn.server import mcp_server as MCP
+from cairn.server.cli_support import Command, json_flag, no_setup
 
 COMMANDS: dict[str, Command] = {
     "doctor": Command("check the workspace's control state; exit 1 with the list of violations",
@@ -54,6 +55,8 @@ COMMANDS: dict[str, Command] = {
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),
+    "mcp": Command("serve the Model Context Protocol on stdio for coding agents: tools remember, journal_search, "
+                   "memory_list; the memory index and topics as resources", no_setup, MCP.cmd_mcp),
     "trust": Command("let this workspace's .cairn/config.toml choose the provider, endpoint, API key variable "
                      "and command",
                      T.trust_setup, T.cmd_trust),
