@@ -31,6 +31,7 @@ unpublished focused review is published, never re-run.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from cairn.protocol import codec
@@ -50,13 +51,14 @@ from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 from cairn.worker.redact import redact_record
 
 SCOPE = "review/focused"
+_ID = re.compile(r"m[0-9a-f]{15}")
 MAX_BATCH = 20  # requests per focused review: one review's bounded scope, like a general review's digests
 
 
 def _requests(ms: MemoryStore) -> list[RememberRequest]:
     from cairn.worker.memory.remember import REMEMBERED
 
-    names = ms.names(REMEMBERED)
+    names = [n for n in ms.names(REMEMBERED) if _ID.fullmatch(n)]  # never a killed writer's temp
     raws = ms.read_many(f"{REMEMBERED}/{n}" for n in names)
     out = [codec.decode(raw, RememberRequest, where=p) for p, raw in raws.items() if raw is not None]
     return sorted(out, key=lambda r: (r.created, r.id))

@@ -21,7 +21,9 @@ MCP endpoint all call it):
    once; it is what the focused review looks for).
 4. **Focused review** (:mod:`worker.memory.focused`) of every pending
    request, this one included; the report names the proposals made for this
-   text (applied at once in ``auto`` mode).
+   text (applied at once in ``auto`` mode, through the checked path of a
+   manual accept; one still pending, because a killed run reviewed but did
+   not apply it, is applied by the rerun).
 
 Every step is idempotent, so a process killed at any point converges when
 the same request runs again (or the next review pass picks the request up).
@@ -124,13 +126,22 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
 
 def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> dict[str, Any]:
     """Record the request and run the focused review; report this text's proposals."""
+    from cairn.worker.memory.apply import load_proposal, recover
     from cairn.worker.memory.focused import proposals_for, run_focused
+    from cairn.worker.memory.review import apply_in_auto_mode
 
-    req = record_request(ms, *check_request(text, note_type, source))
+    checked = check_request(text, note_type, source)
+    recover(ms)  # an application a killed run left marked is reconciled first
+    req = record_request(ms, *checked)
     review = run_focused(ms)
     mine = proposals_for(ms, req.id)
+    applied = list(review["applied"])
+    left = [p["id"] for p in mine["proposals"] if p["state"] == "pending"]
+    if left and ms.settings.mode == "auto":  # reviewed by a run that died before it applied them
+        applied += apply_in_auto_mode(ms, [load_proposal(ms, pid) for pid in left])
+        mine = proposals_for(ms, req.id)
     return {"remember": req.id, "capture": req.capture, "reviews": review["reviews"], "busy": review["busy"],
-            "reviewed": mine["reviewed"], "proposals": mine["proposals"], "applied": review["applied"]}
+            "reviewed": mine["reviewed"], "proposals": mine["proposals"], "applied": applied}
 
 
 def job_remember(req: WorkerRequest) -> dict[str, Any]:
