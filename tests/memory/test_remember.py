@@ -175,9 +175,30 @@ def test_a_general_review_pass_picks_up_a_request_whose_focused_review_never_ran
         assert F.proposals_for(ms, req.id)["proposals"]
 
 
-def test_a_busy_focused_review_leaves_the_request_to_its_holder(workspace: Path) -> None:
+def test_a_caller_that_finds_the_review_busy_waits_for_its_holder(workspace: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.worker.memory import remember as RM
+
+    with MemoryStore(str(workspace)) as ms:
+        claim = ms.mclaims.elect(F.SCOPE, purpose="test", ttl=60.0, authority=ms.mauthority)
+        looks: list[float] = []
+
+        def holder_finishes(seconds: float) -> None:  # the holder settles while the caller waits
+            looks.append(seconds)
+            if len(looks) == 2:
+                ms.mclaims.finish(claim)
+
+        monkeypatch.setattr(RM, "_sleep", holder_finishes)
+        out = RM.remember(ms, "Logs rotate daily at midnight", "project")
+        assert len(looks) == 2 and out["reviewed"] and not out["busy"] and len(out["proposals"]) == 1
+
+
+def test_a_busy_focused_review_leaves_the_request_to_its_holder(workspace: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.worker.memory import remember as RM
     from cairn.worker.memory.remember import record_request
 
+    monkeypatch.setattr(RM, "BUSY_WAIT", 0.0)  # the caller does not wait: its report says busy
     with MemoryStore(str(workspace)) as ms:
         claim = ms.mclaims.elect(F.SCOPE, purpose="test", ttl=60.0, authority=ms.mauthority)
         out = remember(ms, "Logs rotate daily at midnight", "project")
@@ -223,4 +244,6 @@ def test_concurrent_remembers_coalesce_and_lose_nothing(workspace: Path) -> None
         assert {o["remember"] for o in outs} <= set(done)
         recs = R.published_reviews(ms)
         assert sum(len(r.remembered) for r in recs) == CONCURRENT  # each text reviewed exactly once
+    # every caller got its own proposal, whoever ran the review that covered it
+    assert all(o["reviewed"] and len(o["proposals"]) == 1 for o in outs), outs
     assert len(cairn_json(workspace, "proposals")) == CONCURRENT

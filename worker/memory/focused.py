@@ -78,8 +78,11 @@ def covered(ms: MemoryStore) -> dict[str, tuple[str, ...]]:
 
 
 def pending(ms: MemoryStore) -> list[RememberRequest]:
+    reqs = _requests(ms)
+    if not reqs:  # the common case: nothing was remembered, no review record is read
+        return []
     done = covered(ms)
-    return [r for r in _requests(ms) if r.id not in done]
+    return [r for r in reqs if r.id not in done]
 
 
 def as_digest(ms: MemoryStore, req: RememberRequest) -> PublicDigest:

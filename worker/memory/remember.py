@@ -20,8 +20,11 @@ MCP endpoint all call it):
    the evidence is linked under ``.cairn/state/memory/remember/`` (written
    once; it is what the focused review looks for).
 4. **Focused review** (:mod:`worker.memory.focused`) of every pending
-   request, this one included; the report names the proposals made for this
-   text (applied at once in ``auto`` mode, through the checked path of a
+   request, this one included. While another process holds the focused
+   review, the caller waits for it (at most :data:`BUSY_WAIT` seconds: the
+   holder covers this request too, or frees the scope for this caller to
+   take); past that the report says ``busy`` and the proposal follows. The
+   report names the proposals made for this text (applied at once in ``auto`` mode, through the checked path of a
    manual accept; one still pending, because a killed run reviewed but did
    not apply it, is applied by the rerun).
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
+import time
 from typing import Any
 
 from cairn.protocol import codec
@@ -52,6 +56,9 @@ REMEMBERED = f"{M}/remember"
 MAX_CHARS = 2000  # one note's body (worker.providers.notes.BODY_MAX)
 MAX_BYTES = 16 * 1024  # raw text, before whitespace is folded: what a caller may send at all
 TYPES = tuple(t.value for t in NoteType)
+BUSY_WAIT = 20.0  # seconds a caller waits for the focused review another process holds (then: "busy")
+BUSY_POLL = 0.05
+_sleep = time.sleep  # the wait between looks (tests replace it with the holder's progress)
 _SOURCE = re.compile(r"[a-z0-9][a-z0-9:._-]{0,39}")
 _WS = re.compile(r"\s+")
 
@@ -127,20 +134,28 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
 def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> dict[str, Any]:
     """Record the request and run the focused review; report this text's proposals."""
     from cairn.worker.memory.apply import load_proposal, recover
-    from cairn.worker.memory.focused import proposals_for, run_focused
+    from cairn.worker.memory.focused import covered, proposals_for, run_focused
     from cairn.worker.memory.review import apply_in_auto_mode
 
     checked = check_request(text, note_type, source)
     recover(ms)  # an application a killed run left marked is reconciled first
     req = record_request(ms, *checked)
     review = run_focused(ms)
-    mine = proposals_for(ms, req.id)
     applied = list(review["applied"])
+    reviews = review["reviews"]
+    deadline = time.monotonic() + BUSY_WAIT
+    while review["busy"] and req.id not in covered(ms) and time.monotonic() < deadline:
+        # another process holds the focused review: it covers this request too, or frees the scope for us
+        _sleep(BUSY_POLL)
+        review = run_focused(ms)
+        applied += review["applied"]
+        reviews += review["reviews"]
+    mine = proposals_for(ms, req.id)
     left = [p["id"] for p in mine["proposals"] if p["state"] == "pending"]
     if left and ms.settings.mode == "auto":  # reviewed by a run that died before it applied them
         applied += apply_in_auto_mode(ms, [load_proposal(ms, pid) for pid in left])
         mine = proposals_for(ms, req.id)
-    return {"remember": req.id, "capture": req.capture, "reviews": review["reviews"], "busy": review["busy"],
+    return {"remember": req.id, "capture": req.capture, "reviews": reviews, "busy": review["busy"],
             "reviewed": mine["reviewed"], "proposals": mine["proposals"], "applied": applied}
 
 
