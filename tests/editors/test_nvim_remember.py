@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, child_env
 from tests.editors.test_nvim import NVIM_TIMEOUT, _nvim
 from tests.journal.helpers import cairn_json
+from tests.support import REPO, child_env
 
 SCRIPT = REPO / "editors" / "nvim" / "test" / "remember.lua"
 

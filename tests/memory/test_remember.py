@@ -15,8 +15,8 @@ from cairn.worker.memory import review as R
 from cairn.worker.memory.remember import MAX_BYTES, check_request, remember
 from cairn.worker.memory.store import MemoryStore
 
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import PYTHON, REPO, child_env
 
 SECRET = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
 FACTS = [  # unrelated facts: no two are similar enough to share a topic

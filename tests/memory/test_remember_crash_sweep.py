@@ -19,8 +19,8 @@ from cairn.protocol import codec
 from cairn.protocol.memory import RememberRequest
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import cairn_json
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 

@@ -10,8 +10,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.asyncio
 
