@@ -48,6 +48,7 @@ CMD_CLEANUP = "cairn.cleanup"
 CMD_DIAGNOSTIC_REPORT = "cairn.diagnosticReport"
 CMD_ACCEPT_EDITED = "cairn.acceptEdited"  # edit before accept: the user's version through the checked path
 CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
+CMD_REMEMBER = "cairn.remember"
 
 SESSION_EVENT_KINDS = ("compaction", "clear", "session-end")
 COCKPIT_VIEWS = ("candidates", "memories", "history")
@@ -176,6 +177,17 @@ class AcceptEditedParams:
 
     id: str = attrs.field(validator=_nonempty)
     text: str
+    workspace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RememberParams:
+    """``cairn.remember``: the text (checked by the worker's rules: empty, too large, type), its
+    note type (``user``/``feedback``/``project``/``reference``, or none to classify it) and who asked."""
+
+    text: str
+    type: str | None = None
+    source: str | None = None
     workspace: str | None = None
 
 

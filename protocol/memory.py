@@ -71,7 +71,12 @@ class Proposal:
 
 @record("review", version=1)
 class ReviewRecord:
-    """Public record of a published general review: ids and counts only."""
+    """Public record of a published review: ids and counts only.
+
+    A general review lists the digests it covered; a focused review (of
+    remembered texts) lists none, so it never advances digest coverage, and
+    names the remember requests it covered in ``remembered`` instead.
+    """
 
     id: str
     created: float
@@ -79,6 +84,7 @@ class ReviewRecord:
     proposals: tuple[str, ...]  # proposal ids it made (empty = No action)
     provider: str
     automatic: bool
+    remembered: tuple[str, ...] = ()  # remember ids a focused review covered
 
 
 @record("decision", version=1)
@@ -131,10 +137,29 @@ class PrivateDecision:
 
 @record("review-result", version=1)
 class ReviewResult:
-    """The accepted private result of a general review (what its completed outcome names)."""
+    """The accepted private result of a review (what its completed outcome names)."""
 
     id: str
     digests: tuple[str, ...]
     proposals: tuple[Proposal, ...]
     provider: str
     automatic: bool
+    remembered: tuple[str, ...] = ()  # a focused review: the remember ids it covered
+
+
+@record("remember", version=1)
+class RememberRequest:
+    """Private: a remembered text is waiting for (or got) its focused review.
+
+    Written once, after the text is captured as a turn of its own ``remember``
+    session; covered when a published focused review lists its id.
+    """
+
+    id: str  # "m" + hash of (type, text): the same text remembered again is the same request
+    session_id: str
+    turn_id: str
+    capture: str
+    bundle: str  # evidence bundle of the captured turn ("" when it was no longer pinned)
+    type: str  # a NoteType value, or "" to let the review classify the text
+    source: str  # who asked: cli | lsp | emacs | nvim | mcp | ...
+    created: float

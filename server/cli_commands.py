@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from cairn.server import cli_journal as J
 from cairn.server import cli_memory as M
+from cairn.server import cli_remember as RM
 from cairn.server import cli_run as R
 from cairn.server import cli_sources as S
 from cairn.server import cli_trust as T
 from cairn.server import cli_watch as V
 from cairn.server import cli_workspace as W
-from cairn.server.cli_support import Command, json_flag
+from cairn.server import mcp_server as MCP
+from cairn.server.cli_support import Command, json_flag, no_setup
 
 COMMANDS: dict[str, Command] = {
     "doctor": Command("check the workspace's control state; exit 1 with the list of violations",
@@ -39,6 +41,8 @@ COMMANDS: dict[str, Command] = {
     "cleanup": Command("run one bounded cleanup batch and say whether more remains", json_flag, W.cmd_cleanup),
     "run": Command("import transcripts, seal (session-end), digest, review; print the journal and pending "
                    "proposals", R.run_setup, R.cmd_run),
+    "remember": Command("remember a text now: captured as evidence, reviewed at once into a proposal "
+                        "(applied in auto mode)", RM.remember_setup, RM.cmd_remember),
     "review": Command("run one general review of unreviewed digests against the memory", json_flag, M.cmd_review),
     "drain": Command("review the whole backlog in successive bounded reviews (bypasses the automatic cap)",
                      json_flag, M.cmd_drain),
@@ -51,6 +55,8 @@ COMMANDS: dict[str, Command] = {
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),
+    "mcp": Command("serve the Model Context Protocol on stdio for coding agents: tools remember, journal_search, "
+                   "memory_list; the memory index and topics as resources", no_setup, MCP.cmd_mcp),
     "trust": Command("let this workspace's .cairn/config.toml choose the provider, endpoint, API key variable "
                      "and command",
                      T.trust_setup, T.cmd_trust),

@@ -27,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "jobs": "cairn.worker.journal.views:job_jobs",
     "review": "cairn.worker.memory.jobs:job_review",
     "drain": "cairn.worker.memory.jobs:job_drain",
+    "remember": "cairn.worker.memory.remember:job_remember",
     "accept": "cairn.worker.memory.jobs:job_accept",
     "reject": "cairn.worker.memory.jobs:job_reject",
     "undo": "cairn.worker.memory.jobs:job_undo",

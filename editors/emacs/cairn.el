@@ -850,6 +850,49 @@ shows in the echo area and the mode line.  Return the server's answer
     (cairn--workspace-changed ws)
     result))
 
+;;;; Remember
+
+(defconst cairn-remember-types '("user" "feedback" "project" "reference")
+  "The note types `cairn-remember' may ask for.")
+
+(defun cairn--remember-summary (result)
+  "One line saying what `cairn.remember' RESULT proposed."
+  (let ((proposals (append (plist-get result :proposals) nil)))
+    (cond (proposals
+           (mapconcat (lambda (p) (format "%s %s: %s" (plist-get p :id) (plist-get p :state)
+                                          (plist-get p :title)))
+                      proposals "; "))
+          ((eq (plist-get result :reviewed) t)
+           "remembered; no new proposal (memory holds it, or it was rejected before)")
+          (t "remembered; its proposal follows from the review running now"))))
+
+;;;###autoload
+(defun cairn-remember (text &optional type workspace)
+  "Remember TEXT in the memory of WORKSPACE; return the server's result.
+The server captures TEXT and reviews it at once: the answer lists the
+proposals made for it (`:proposals'), to accept or reject in the
+cockpit (applied already in auto mode).  TYPE is one of
+`cairn-remember-types', or nil to let the server classify TEXT.
+Interactively, TEXT is the active region, else read in the
+minibuffer; a prefix argument also reads TYPE.  WORKSPACE defaults
+to the project of `default-directory'."
+  (interactive
+   (list (if (use-region-p)
+             (buffer-substring-no-properties (region-beginning) (region-end))
+           (read-string "Remember: "))
+         (and current-prefix-arg
+              (completing-read "Note type: " cairn-remember-types nil t))))
+  (let* ((server (cairn-connect workspace))
+         (ws (cairn--workspace server))
+         (argument (append (list :workspace ws :text text :source "emacs")
+                           (and type (not (equal type "")) (list :type type))))
+         (result (plist-get (cairn--command-request server "cairn.remember" (vector argument))
+                            :result)))
+    (cairn--revert-workspace-buffers ws)
+    (cairn--workspace-changed ws)
+    (message "cairn: %s" (string-replace "%" "%%" (cairn--remember-summary result)))
+    result))
+
 ;;;; Proposal buffers
 
 (defun cairn--proposal (server workspace id)

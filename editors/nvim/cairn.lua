@@ -273,6 +273,46 @@ function M.session_event(session_id, kind, bufnr)
   return M.notify("cairn/sessionEvent", { sessionId = session_id, kind = kind }, bufnr)
 end
 
+M.remember_types = { "user", "feedback", "project", "reference" }
+
+--- Remember `text` now: the server captures it and reviews it at once.
+--- `note_type` is one of `M.remember_types`, or nil to let the server
+--- classify the text.  Without `on_result` the proposals made for it are
+--- shown (accept or reject them with :CairnAccept / :CairnReject).
+function M.remember(text, note_type, on_result, bufnr)
+  local argument = { text = text, type = note_type, source = "nvim" }
+  return M.command("cairn.remember", argument, on_result or function(err, answer)
+    if err then
+      return notify(err.message or tostring(err), vim.log.levels.ERROR)
+    end
+    local result = (answer or {}).result or {}
+    local lines = {}
+    for _, p in ipairs(result.proposals or {}) do
+      table.insert(lines, string.format("%s %s: %s", p.id, p.state, p.title))
+    end
+    if #lines == 0 then
+      table.insert(lines, result.reviewed and "remembered; no new proposal (memory holds it, or it was rejected)"
+        or "remembered; its proposal follows from the review running now")
+    end
+    notify(table.concat(lines, "\n"))
+    vim.cmd("checktime") -- auto mode applied it: reload memory buffers
+  end, bufnr)
+end
+
+-- :CairnRemember [type=TYPE] [TEXT]: TEXT, else the lines of the range
+local function remember_command(a)
+  local args = vim.deepcopy(a.fargs)
+  local note_type
+  if args[1] and args[1]:match("^type=") then
+    note_type = table.remove(args, 1):sub(6)
+  end
+  local text = table.concat(args, " ")
+  if text == "" and a.range > 0 then
+    text = table.concat(vim.api.nvim_buf_get_lines(0, a.line1 - 1, a.line2, false), "\n")
+  end
+  M.remember(text, note_type)
+end
+
 local function client_config(root)
   return {
     name = "cairn",
@@ -403,6 +443,7 @@ function M.setup(user_opts)
   end)
   user_command("CairnReview", function() M.command("cairn.review", {}) end)
   user_command("CairnStatus", function() M.status() end)
+  user_command("CairnRemember", remember_command, { nargs = "*", range = true })
   -- Neovim has no idle timer: send cairn/idle yourself if you want idle
   -- maintenance, e.g. M.notify("cairn/idle", { seconds = 600 }) from CursorHold.
 end

@@ -10,7 +10,7 @@ Two kinds of work:
 
 - maintenance jobs (drain, review, cleanup; retry/discard/dismiss by
   ``jobId``) go through the coordinator and answer at once;
-- decisions (accept, reject, undo; retry/discard of a ``capture``) run one
+- decisions (accept, reject, undo, remember; retry/discard of a ``capture``) run one
   worker now (:func:`foreground`), one at a time per workspace, and answer
   with its result or its error code. Views are refreshed before the answer.
 
@@ -36,6 +36,7 @@ from cairn.protocol.lsp import (
     CMD_DISMISS,
     CMD_DRAIN,
     CMD_REJECT,
+    CMD_REMEMBER,
     CMD_RETRY,
     CMD_REVIEW,
     CMD_SHOW_PROPOSAL,
@@ -45,6 +46,7 @@ from cairn.protocol.lsp import (
     JobActionParams,
     NoParams,
     ProposalParams,
+    RememberParams,
     UndoParams,
     WorkspaceParams,
 )
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
 
 FOREGROUND_BUDGET = 60.0  # seconds for accept/reject/undo/retry/discard workers
 DRAIN_KINDS = ("process", "drain")
-PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "undo", "accept-edited")
+PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "undo", "accept-edited", "remember")
 _KNOWN_CODES = frozenset(str(c) for c in ErrorCode)
 
 
@@ -167,6 +169,15 @@ async def undo(svc: CairnService, p: UndoParams) -> dict[str, Any]:
     return await foreground(svc, svc.workspace(p.workspace), "undo", {"id": p.id})
 
 
+async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:
+    """Remember a text now: checked here (a bad one never starts a worker), captured and reviewed by one."""
+    from cairn.worker.memory.remember import check_request
+
+    ws = svc.workspace(p.workspace)
+    text, note_type, source = check_request(p.text, p.type, p.source or "lsp")
+    return await foreground(svc, ws, "remember", {"text": text, "type": note_type, "source": source})
+
+
 async def show_proposal(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
     return await svc.status.proposal(p)
 
@@ -211,6 +222,7 @@ COMMANDS: dict[str, Route] = {
     CMD_REJECT: Route(DecisionParams, reject),
     CMD_UNDO: Route(UndoParams, undo),
     CMD_ACCEPT_EDITED: Route(AcceptEditedParams, accept_edited),
+    CMD_REMEMBER: Route(RememberParams, remember),
     CMD_RETRY: Route(JobActionParams, retry),
     CMD_DISCARD: Route(JobActionParams, discard),
     CMD_DISMISS: Route(JobActionParams, dismiss),

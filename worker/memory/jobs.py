@@ -29,12 +29,16 @@ def _ids(req: WorkerRequest) -> list[str]:
 
 def job_review(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     from cairn.worker.memory.apply import recover
+    from cairn.worker.memory.focused import pending, recover_focused, run_focused
     from cairn.worker.memory.review import general_review
 
     with _store(req) as ms:
         recovered = recover(ms)
         result, more = general_review(ms, automatic=bool(req.args.get("automatic", False)))
-        return dict(result, writes=recovered), more
+        # a remembered text whose focused review was interrupted is reviewed here (never capped)
+        recover_focused(ms)
+        focused = run_focused(ms)["reviews"] if pending(ms) else 0
+        return dict(result, writes=recovered, focused=focused), more
 
 
 def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:

@@ -132,13 +132,13 @@ def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, 
     return props, ops
 
 
-def _publish(ms: MemoryStore, result: ReviewResult, created: float) -> None:
+def publish_review(ms: MemoryStore, result: ReviewResult, created: float) -> None:
     ops: list[P.Op] = [P.EnsureDir(PROPOSALS)]
     for p in result.proposals:
         ops.append(P.Link(f"{PROPOSALS}/{p.id}", codec.encode(p), optional=True))
     rec = ReviewRecord(id=result.id, created=created, digests=result.digests,
                        proposals=tuple(p.id for p in result.proposals), provider=result.provider,
-                       automatic=result.automatic)
+                       automatic=result.automatic, remembered=result.remembered)
     ops += ms.public_ops(f"{REVIEWS_PUBLIC}/{result.id}.json", codec.encode(redact_record(rec)))
     res = ms.run(ops)
     for r in res.results:
@@ -155,7 +155,7 @@ def recover_review(ms: MemoryStore) -> bool:
     if ms.read_many([f"{REVIEWS_PUBLIC}/{result.id}.json"])[f"{REVIEWS_PUBLIC}/{result.id}.json"] is not None and all(
             ms.read_many([f"{PROPOSALS}/{p.id}"])[f"{PROPOSALS}/{p.id}"] is not None for p in result.proposals):
         return False
-    _publish(ms, result, o.decided)
+    publish_review(ms, result, o.decided)
     return True
 
 
@@ -180,6 +180,65 @@ def automatic_reviews_in_window(ms: MemoryStore, now: float) -> int:
     return sum(1 for r in published_reviews(ms) if r.automatic and r.created > now - WINDOW)
 
 
+def review_provider(ms: MemoryStore) -> str:
+    return ms.settings.provider if ms.settings.provider in ("openai", "command") else "extractive"
+
+
+def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, now: float,
+                 housekeeping: bool) -> list[ProposalDraft]:
+    """Drafts of one review of ``batch`` against each memory root (general and focused reviews alike).
+
+    Each root gets the batch's notes meant for it; with ``housekeeping`` a
+    root that gets none still has its index housekeeping (dangling entries,
+    orphan topics). A focused review passes False: it is about its notes alone.
+    """
+    from cairn.worker.memory import engine, model
+
+    suppressed = _suppressed(ms)
+    provider = review_provider(ms)
+    drafts: list[ProposalDraft] = []
+    for root_rel, keep, instructions in _review_roots(ms):
+        sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
+        sub = [d for d in sub if d.notes]
+        root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
+        if not sub and (not housekeeping or not root_dir.is_dir()):
+            continue
+        snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
+        scope = ReviewScope(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
+                            instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id)
+        if not sub:  # no notes for this root: its index housekeeping only
+            drafts += index_maintenance(snapshot, [], scope)
+            continue
+        if provider != "extractive":
+            from cairn.worker.memory import remote
+            from cairn.worker.providers.access import route
+
+            # the model's whole exchange ends well inside the review claim's lease
+            policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
+            r = route(policy, ms.settings)
+            drafts += remote.review_remote(sub, snapshot, scope, policy=policy, api_key=r.api_key,
+                                           command=r.command, context_tokens=r.context_tokens,
+                                           total_seconds=REVIEW_TTL - 30.0)
+        else:
+            drafts += engine.review(sub, snapshot, scope)
+    return drafts
+
+
+def apply_in_auto_mode(ms: MemoryStore, proposals: list[Proposal]) -> list[str]:
+    """In ``auto`` mode, apply each new proposal through the checked path of a manual accept."""
+    applied: list[str] = []
+    if ms.settings.mode != "auto":
+        return applied
+    from cairn.worker.memory.apply import accept
+
+    for p in proposals:
+        try:
+            applied.append(accept(ms, p.id)["id"])
+        except CairnError:
+            continue  # stale or busy: it stays pending for the cockpit
+    return applied
+
+
 def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any], bool]:
     """One bounded general review. Returns (result, more: unreviewed digests remain).
 
@@ -189,8 +248,6 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
     is published only when it proposes something; an automatic one with no
     digest debt reads nothing.
     """
-    from cairn.worker.memory import engine, model
-
     recovered = recover_review(ms)
     now = ms.now()
     if automatic:
@@ -206,33 +263,8 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
-        suppressed = _suppressed(ms)
-        provider = ms.settings.provider if ms.settings.provider in ("openai", "command") else "extractive"
-        drafts: list[ProposalDraft] = []
-        for root_rel, keep, instructions in _review_roots(ms):
-            sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
-            sub = [d for d in sub if d.notes]
-            root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
-            if not sub and not root_dir.is_dir():
-                continue
-            snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
-            scope = ReviewScope(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
-                                instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id)
-            if not sub:  # no notes for this root: its index housekeeping only
-                drafts += index_maintenance(snapshot, [], scope)
-                continue
-            if provider != "extractive":
-                from cairn.worker.memory import remote
-                from cairn.worker.providers.access import route
-
-                # the model's whole exchange ends well inside the review claim's lease
-                policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
-                r = route(policy, ms.settings)
-                drafts += remote.review_remote(sub, snapshot, scope, policy=policy, api_key=r.api_key,
-                                               command=r.command, context_tokens=r.context_tokens,
-                                               total_seconds=REVIEW_TTL - 30.0)
-            else:
-                drafts += engine.review(sub, snapshot, scope)
+        provider = review_provider(ms)
+        drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True)
         if not batch and not drafts:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
@@ -248,16 +280,8 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         except CairnError:
             pass
         raise
-    _publish(ms, result, outcome.decided)
-    applied = []
-    if ms.settings.mode == "auto":
-        from cairn.worker.memory.apply import accept
-
-        for p in proposals:
-            try:
-                applied.append(accept(ms, p.id)["id"])
-            except CairnError:
-                continue  # stale or busy: it stays pending for the cockpit
+    publish_review(ms, result, outcome.decided)
+    applied = apply_in_auto_mode(ms, proposals)
     return ({"review": review_id, "digests": len(batch), "proposals": len(proposals), "applied": applied,
              "recovered": recovered}, len(todo) > len(batch))
 

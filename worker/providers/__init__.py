@@ -1,7 +1,8 @@
 """Digest providers: turn one capture's evidence into a digest under its frozen model policy.
 
 ``extractive`` (the default) is the embedded engine: offline, deterministic,
-no configuration. ``openai`` is any OpenAI-compatible chat-completions
+no configuration. ``remember`` (embedded too) digests a remembered text
+into its own note (:mod:`worker.providers.remember`). ``openai`` is any OpenAI-compatible chat-completions
 endpoint; ``command`` is a local program given as an argv list (prompt on
 stdin, reply on stdout, :mod:`worker.providers.command`). The two remote
 ones share the request, the strict reply schema and the context windows
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.providers import extractive
+from cairn.worker.providers import extractive, remember
 
 DEFAULT_API_KEY_ENV = "CAIRN_OPENAI_API_KEY"
-PROVIDERS = ("extractive", "openai", "command")
+PROVIDERS = ("extractive", "openai", "command", "remember")
 
 __all__ = ["DEFAULT_API_KEY_ENV", "PROVIDERS", "default_policy", "run_digest"]
 
@@ -52,6 +53,8 @@ async def run_digest(
     """
     if policy.provider == "extractive":
         return extractive.digest(inp)
+    if policy.provider == remember.NAME:  # a remembered text: its note, the type frozen as ``model``
+        return remember.digest(inp, policy.model)
     if policy.provider in ("openai", "command"):
         from cairn.worker.providers import openai_compat
 

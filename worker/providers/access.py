@@ -30,6 +30,7 @@ from cairn.protocol.lsp import Settings
 from cairn.worker.providers.route import Route
 
 EMBEDDED = "extractive"
+OFFLINE = (EMBEDDED, "remember")  # embedded providers: they send nothing anywhere
 
 
 def allowed(policy: ModelPolicy, settings: Settings) -> bool:
@@ -38,7 +39,7 @@ def allowed(policy: ModelPolicy, settings: Settings) -> bool:
     A ``command`` policy runs only while the settings name the ``command``
     provider, and then runs the program the settings name now.
     """
-    if policy.provider == EMBEDDED:
+    if policy.provider in OFFLINE:
         return True
     if policy.provider != settings.provider:
         return False

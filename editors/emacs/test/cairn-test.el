@@ -761,5 +761,31 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           (dolist (key '("c" "R" "D" "j" "J" "A" "S" "E" "a" "r" "m" "x"))
             (should (funcall 'transient-get-suffix 'cairn-transient key))))))))
 
+;;;; Remember
+
+(ert-deftest cairn-remember-sends-the-region-and-names-the-proposal ()
+  "`cairn-remember' sends the region (or TEXT); the answer names the pending proposal."
+  (cairn-test--with-workspace
+    (make-directory (cairn-test--file ".cairn") t)
+    (with-temp-buffer
+      (setq default-directory (file-name-as-directory cairn-test--ws))
+      (insert "Never deploy on a Friday without a rollback plan.")
+      (transient-mark-mode 1)
+      (set-mark (point-min))
+      (goto-char (point-max))
+      (activate-mark)
+      (let* ((result (call-interactively #'cairn-remember))
+             (proposals (append (plist-get result :proposals) nil)))
+        (should (= 1 (length proposals)))
+        (should (equal (plist-get (car proposals) :state) "pending"))
+        (should (string-match-p "feedback memory" (plist-get (car proposals) :title)))
+        (should (string-match-p (regexp-quote (plist-get (car proposals) :id)) (cairn-test--messages)))))
+    (let ((result (cairn-remember "Release tags are signed with the team key" "project" cairn-test--ws)))
+      (should (string-match-p "project memory" (plist-get (aref (plist-get result :proposals) 0) :title))))
+    (should (= 2 (plist-get (cairn-status cairn-test--ws) :proposals)))
+    (dolist (bad '(("" nil) ("two words" "opinion")))
+      (let ((err (should-error (cairn-remember (car bad) (cadr bad) cairn-test--ws))))
+        (should (string-match-p "E_USAGE" (cairn--error-message err)))))))
+
 (provide 'cairn-test)
 ;;; cairn-test.el ends here

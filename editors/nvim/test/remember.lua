@@ -1,0 +1,97 @@
+-- Headless test of :CairnRemember and cairn.remember() against the real `cairn serve`.
+--
+--   nvim --headless --clean -u NONE -c "luafile editors/nvim/test/remember.lua"
+--
+-- Environment (set by tests/editors/test_nvim_remember.py):
+--   CAIRN_TEST_PYTHON    interpreter that runs `-m cairn.server serve`
+--   CAIRN_TEST_WS        an empty workspace with an AGENTS.md
+--
+-- Every wait is bounded (vim.wait).  Any failure prints "cairn remember: FAIL: ..."
+-- on stderr, stops the server and exits 1; success prints "cairn remember: OK".
+local here = debug.getinfo(1, "S").source:sub(2)
+package.path = vim.fn.fnamemodify(here, ":p:h:h") .. "/?.lua;" .. package.path
+
+local TIMEOUT = 90000
+
+local function check(ok, msg, ...)
+  if not ok then
+    error(string.format(msg, ...), 0)
+  end
+  return ok
+end
+
+local messages, errors = {}, {}
+vim.notify = function(msg, level)
+  table.insert(level == vim.log.levels.ERROR and errors or messages, msg)
+end
+
+local function wait_for(what, pred)
+  check(vim.wait(TIMEOUT, pred, 20), "timed out waiting for %s", what)
+end
+
+local function stop_all()
+  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
+    if c.name == "cairn" then
+      if vim.fn.has("nvim-0.11") == 1 then c:stop(true) else c.stop(true) end
+    end
+  end
+end
+
+local function main()
+  local cairn = require("cairn")
+  local ws = os.getenv("CAIRN_TEST_WS")
+  cairn.setup({
+    cmd = { os.getenv("CAIRN_TEST_PYTHON"), "-m", "cairn.server", "serve" },
+    settings = { mode = "propose", provider = "extractive" },
+  })
+  check(vim.fn.exists(":CairnRemember") == 2, "user command :CairnRemember is missing")
+  vim.cmd("edit " .. vim.fn.fnameescape(ws .. "/AGENTS.md"))
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("the cairn client to attach", function()
+    local c = cairn.client(buf)
+    return c ~= nil and c.initialized and c.attached_buffers[buf]
+  end)
+
+  -- the Lua API answers with the proposal made for the text
+  local done, err, answer = false, nil, nil
+  cairn.remember("Never rebase a branch someone else pushed to", "feedback", function(e, r)
+    done, err, answer = true, e, r
+  end)
+  wait_for("cairn.remember", function() return done end)
+  check(err == nil, "cairn.remember failed: %s", err and err.message or "")
+  local props = answer.result.proposals
+  check(#props == 1 and props[1].state == "pending", "proposals: %s", vim.inspect(props))
+  -- a feedback directive becomes a working agreement of the instruction file
+  check(props[1].target == "AGENTS.md", "target: %s", props[1].target)
+
+  -- :CairnRemember over a range of lines, with a type
+  local scratch = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_set_current_buf(scratch)
+  vim.api.nvim_buf_set_lines(scratch, 0, -1, false, { "The CI cache is keyed on", "the lockfile hash" })
+  vim.cmd("1,2CairnRemember type=project")
+  wait_for(":CairnRemember's message", function()
+    for _, m in ipairs(messages) do
+      if m:match("^cairn: p%x+ pending: New project memory: The CI cache is keyed on") then return true end
+    end
+    return #errors > 0
+  end)
+  check(#errors == 0, "unexpected error: %s", errors[1] or "")
+
+  -- bad input: the fixed code reaches the user as an error message
+  vim.cmd("CairnRemember type=opinion some text")
+  wait_for("the E_USAGE message", function() return #errors > 0 end)
+  check(errors[1]:match("E_USAGE"), "error was %s", errors[1])
+end
+
+local ok, failure = pcall(main)
+stop_all()
+vim.wait(5000, function()
+  return #(vim.lsp.get_clients or vim.lsp.get_active_clients)() == 0
+end, 20)
+if ok then
+  io.stdout:write("cairn remember: OK\n")
+  vim.cmd("qall!")
+else
+  io.stderr:write("cairn remember: FAIL: " .. tostring(failure) .. "\n")
+  vim.cmd("cquit 1")
+end

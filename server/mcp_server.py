@@ -1,0 +1,175 @@
+"""``cairn mcp``: a Model Context Protocol endpoint (stdio) for coding agents.
+
+Contract. One workspace per server (``-w DIR``), the official ``mcp`` SDK's
+:class:`~mcp.server.mcpserver.MCPServer` on stdin/stdout. Every tool runs the
+same worker job as the CLI, in this process and under the same claims
+(:func:`server.cli_support.call`), with the same settings (the user's config
+and a trusted workspace's file):
+
+* ``remember(text, type?)``: as ``cairn remember``: the text becomes a
+  captured turn of its own ``remember`` session and a focused review turns it
+  into a proposal the user reviews (``cairn proposals``, the editors'
+  cockpit), applied at once only in ``auto`` mode. An agent can therefore
+  record a memory on the user's request, never write memory behind the
+  user's back.
+* ``journal_search(query?, type?, since?, until?, limit?)``: public digests
+  (the journal: already redacted) whose notes match, newest first, each with
+  its turn ids.
+* ``memory_list()``: the memory topics (file, name, type, description).
+
+Resources: ``cairn://memory/index`` (the workspace's ``MEMORY.md``),
+``cairn://memory/topics`` (the topic list as JSON) and
+``cairn://memory/topic/{name}`` (one topic file of the workspace's memory
+root; only names that root lists are served).
+
+Failures are tool errors whose text is ``E_CODE: message`` (fixed codes,
+never evidence); the server logs warnings only, and never a tool's
+arguments. ``mcp`` is imported only by this module, so no other command
+pays for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli_support import call, response_error
+
+SEARCH_LIMIT = 50  # digests per journal_search answer at most
+NAME = "cairn"
+INSTRUCTIONS = (
+    "cairn keeps this project's curated memory (.agents/memory, AGENTS.md). When the user asks you to "
+    "remember something, call `remember` with their words: it becomes a proposal the user accepts or "
+    "rejects (applied at once only in the user's auto mode). Use `journal_search` and `memory_list` "
+    "to consult what was learned before."
+)
+
+
+def _job(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        resp = call(ns, job, args)
+        if resp.status != "ok":
+            raise response_error(resp)
+    except CairnError as exc:
+        raise ToolError(f"{exc.code}: {exc.message}") from None
+    result: dict[str, Any] = resp.result
+    return result
+
+
+def _day(value: str | None, name: str, *, end: bool) -> float | None:
+    """A YYYY-MM-DD bound as a UTC timestamp (``until`` includes its whole day)."""
+    if value in (None, ""):
+        return None
+    try:
+        day = _dt.datetime.strptime(str(value), "%Y-%m-%d").replace(tzinfo=_dt.UTC)
+    except ValueError:
+        raise CairnError(ErrorCode.USAGE, f"{name}: a date YYYY-MM-DD is expected") from None
+    return (day + _dt.timedelta(days=1 if end else 0)).timestamp()
+
+
+def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type: str | None = None,
+                   since: str | None = None, until: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    """Digests (newest first) with the notes that match every given filter; a digest without one is left out."""
+    from cairn.worker.memory.remember import TYPES
+
+    if note_type not in (None, "") and note_type not in TYPES:
+        raise CairnError(ErrorCode.USAGE, f"type: unknown type {str(note_type)[:40]!r}; expected one of "
+                         + ", ".join(TYPES))
+    if not 1 <= limit <= SEARCH_LIMIT:
+        raise CairnError(ErrorCode.USAGE, f"limit: 1 to {SEARCH_LIMIT}")
+    lo, hi = _day(since, "since", end=False), _day(until, "until", end=True)
+    words = query.casefold().split()
+    out = []
+    for d in sorted(digests, key=lambda d: (d["created"], d["id"]), reverse=True):
+        if (lo is not None and d["created"] < lo) or (hi is not None and d["created"] >= hi):
+            continue
+        notes = [n for n in d["notes"] if (not note_type or n["type"] == note_type)
+                 and all(w in f"{n['title']} {n['body']} {d.get('title') or ''}".casefold() for w in words)]
+        if notes:
+            created = _dt.datetime.fromtimestamp(d["created"], _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            out.append({"id": d["id"], "created": created, "title": d.get("title"), "session_id": d["session_id"],
+                        "turn_ids": d["turn_ids"], "notes": notes})
+            if len(out) >= limit:
+                break
+    return out
+
+
+def build(ns: argparse.Namespace) -> Any:
+    """The server for ``ns.workspace`` (tools and resources registered; not running)."""
+    from cairn.worker.memory.store import DEFAULT_ROOT
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+
+    server: Any = MCPServer(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
+
+    @server.tool()
+    def remember(text: str, type: str | None = None) -> dict[str, Any]:
+        """Remember TEXT in this project's memory, as the user asked: it becomes a proposal for the user to
+        accept or reject (applied at once in auto mode). TYPE is user, feedback, project or reference
+        (omit it to classify the text). Answers with the proposals made for it."""
+        from cairn.worker.memory.remember import check_request
+
+        try:
+            text, note_type, source = check_request(text, type, "mcp")
+        except CairnError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return _job(ns, "remember", {"text": text, "type": note_type, "source": source})
+
+    @server.tool()
+    def journal_search(query: str = "", type: str | None = None, since: str | None = None,
+                       until: str | None = None, limit: int = 20) -> dict[str, Any]:
+        """Search the public journal (what past coding sessions taught): digests whose notes contain every
+        word of QUERY, of TYPE (user, feedback, project, reference), created from SINCE to UNTIL (YYYY-MM-DD,
+        both included), newest first, at most LIMIT (1-50). Each digest names its turn ids."""
+        digests = _job(ns, "journal")["digests"]
+        try:
+            found = search_digests(digests, query=query, note_type=type, since=since, until=until, limit=limit)
+        except CairnError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return {"digests": found}
+
+    @server.tool()
+    def memory_list() -> dict[str, Any]:
+        """List this project's memory topics: file, name, type and description."""
+        return _job(ns, "memory")
+
+    @server.resource("cairn://memory/index", name="memory-index", mime_type="text/markdown",
+                     description="The memory index (MEMORY.md): one line per topic")
+    def memory_index() -> str:
+        try:
+            with open(os.path.join(root, "MEMORY.md"), encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    @server.resource("cairn://memory/topics", name="memory-topics", mime_type="application/json",
+                     description="The memory topics as JSON: file, name, type, description")
+    def memory_topics() -> str:
+        return json.dumps(_job(ns, "memory")["topics"], ensure_ascii=False)
+
+    @server.resource("cairn://memory/topic/{name}", name="memory-topic", mime_type="text/markdown",
+                     description="One memory topic file, by its file name")
+    def memory_topic(name: str) -> str:
+        names = set(os.listdir(root)) if os.path.isdir(root) else set()
+        if name not in names or not name.endswith(".md") or name == "MEMORY.md" or "/" in name:
+            raise ResourceNotFoundError(f"no memory topic {name[:80]!r}")
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            return f.read()
+
+    return server
+
+
+def cmd_mcp(ns: argparse.Namespace) -> int:
+    from cairn.server.cli_support import EXIT_OK
+
+    if not os.path.isdir(ns.workspace):
+        raise CairnError(ErrorCode.WORKSPACE_INVALID, f"{str(ns.workspace)[:120]} is not a directory")
+    build(ns).run("stdio")
+    return EXIT_OK

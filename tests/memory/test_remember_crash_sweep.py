@@ -1,0 +1,81 @@
+"""Kill `cairn remember` at every mutating operation, run it again, and check it converges.
+
+After any kill and a rerun (held claims expired): `cairn doctor` is clean;
+there is exactly one remember request, covered by a published focused
+review; exactly one proposal made for it, the same (kind, target, title) as
+an uninterrupted run's, in the same state (pending in ``propose`` mode,
+applied in ``auto`` mode with the same memory bytes); and the remembered
+turn was captured once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cairn.protocol import codec
+from cairn.protocol.memory import RememberRequest
+
+from tests import sweep
+from tests.journal.helpers import cairn_json
+from tests.support import PYTHON, REPO, child_env
+
+pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
+
+TEXT = "Database migrations run through `make migrate`, never by hand"
+
+
+def _remember(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "cairn.server", "remember", "--type", "project", TEXT, "-w", str(ws)],
+                          cwd=REPO, env=child_env(**env), capture_output=True, text=True, timeout=120)
+
+
+def _state(ws: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, bytes]]:
+    rows = sorted((r["kind"], r["target"], r["title"], r["state"]) for r in cairn_json(ws, "proposals"))
+    mem = ws / ".agents/memory"
+    files = {p.name: p.read_bytes() for p in sorted(mem.iterdir()) if not p.name.startswith(".tmp-")} \
+        if mem.exists() else {}
+    return rows, files
+
+
+def _workspace(path: Path, mode: str) -> Path:
+    path.mkdir()
+    (path / ".cairn").mkdir()
+    (path / ".cairn/config.toml").write_text(f'mode = "{mode}"\n')
+    return path
+
+
+@pytest.mark.parametrize("mode", ["propose", "auto"])
+def test_killing_remember_at_every_point_converges(tmp_path: Path, mode: str) -> None:
+    ref = _workspace(tmp_path / "reference", mode)
+    log = tmp_path / "points.log"
+    assert _remember(ref, CAIRN_CRASH_LOG=str(log)).returncode == 0
+    points = log.read_text().splitlines()
+    assert len(points) > 20
+    expected = _state(ref)
+    assert len(expected[0]) == 1 and expected[0][0][3] == ("applied" if mode == "auto" else "pending")
+    for k in sweep.points(len(points)):
+        ws = _workspace(tmp_path / f"k{k}", mode)
+        killed_at = sweep.kill_at(k, tmp_path / "kill.log", _remember, ws)
+        if killed_at is None:
+            sweep.covered(k, len(points))
+            break
+        where = f"crash at {killed_at}"
+        # time passes (held claims expire), the user runs the same command again
+        again = _remember(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+        assert again.returncode == 0, (where, again.stderr[-800:])
+        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
+                                capture_output=True, text=True)
+        assert doctor.returncode == 0, (where, doctor.stdout)
+        assert _state(ws) == expected, where
+        reqs = [p for p in (ws / ".cairn/state/memory/remember").iterdir() if not p.name.startswith(".tmp-")]
+        assert len(reqs) == 1, where
+        req = codec.decode(reqs[0].read_bytes(), RememberRequest)
+        assert req.bundle, where
+        reviewed = [r for r in (ws / ".cairn/journal/reviews").glob("r*.json") if req.id in r.read_text()]
+        assert len(reviewed) == 1, (where, "one published focused review covers the request")
+        turns = [p for p in (ws / ".cairn/state/journal/turns").iterdir() if not p.name.startswith(".tmp-")]
+        assert len(turns) == 1, where  # (a killed writer's temp is never a record; cleanup removes it)
+        shutil.rmtree(ws)

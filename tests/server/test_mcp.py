@@ -1,0 +1,79 @@
+"""``cairn mcp`` end to end: the SDK's own stdio client against the real server, a real workspace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import PYTHON, REPO, child_env
+
+pytestmark = pytest.mark.asyncio
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _params(ws: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=PYTHON, args=["-m", "cairn.server", "mcp", "-w", str(ws)], cwd=str(REPO),
+                                 env=child_env())
+
+
+def _structured(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def test_an_agent_remembers_searches_and_lists_through_the_sdk(workspace: Path) -> None:
+    cairn(workspace, "import", str(DEMO))
+    cairn(workspace, "seal")
+    cairn(workspace, "process")
+    async with stdio_client(_params(workspace)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert tools == {"remember", "journal_search", "memory_list"}
+
+        out = _structured(await session.call_tool("remember", {"text": "Run database migrations with "
+                                                              f"`make migrate`, token {SECRET}",
+                                                              "type": "project"}))
+        [p] = out["proposals"]
+        assert out["reviewed"] and p["state"] == "pending" and SECRET not in json.dumps(out)
+        # it arrives as a reviewable proposal, like any other
+        assert [r["id"] for r in cairn_json(workspace, "proposals") if r["id"] == p["id"]] == [p["id"]]
+        assert not (workspace / ".agents/memory").exists()
+
+        found = _structured(await session.call_tool("journal_search", {"query": "staging friday"}))
+        [d] = found["digests"]
+        assert d["turn_ids"] and all("Friday" in n["body"] for n in d["notes"])
+        typed = _structured(await session.call_tool("journal_search", {"type": "reference"}))["digests"]
+        assert typed and all(n["type"] == "reference" for d in typed for n in d["notes"])
+        assert _structured(await session.call_tool("journal_search", {"until": "2000-01-01"}))["digests"] == []
+        assert _structured(await session.call_tool("journal_search", {"since": "2000-01-01", "limit": 1}))[
+            "digests"]
+
+        for args, code in [({"text": ""}, "E_USAGE"), ({"text": "a b", "type": "opinion"}, "E_USAGE"),
+                           ({"text": "z" * 3000}, "E_RECORD_TOO_LARGE")]:
+            bad = await session.call_tool("remember", args)
+            assert bad.is_error and f": {code}: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
+        bad = await session.call_tool("journal_search", {"since": "yesterday"})
+        assert bad.is_error and "E_USAGE" in bad.content[0].text  # type: ignore[union-attr]
+
+        assert _structured(await session.call_tool("memory_list", {})) == {"topics": []}
+        cairn(workspace, "accept", p["id"])
+        [topic] = _structured(await session.call_tool("memory_list", {}))["topics"]
+        assert topic["type"] == "project"
+
+        index = await session.read_resource("cairn://memory/index")
+        assert "make migrate" in index.contents[0].text  # type: ignore[union-attr]
+        name = Path(topic["file"]).name
+        body = await session.read_resource(f"cairn://memory/topic/{name}")
+        assert "make migrate" in body.contents[0].text and SECRET not in body.contents[0].text  # type: ignore[union-attr]
+        listed = await session.read_resource("cairn://memory/topics")
+        assert json.loads(listed.contents[0].text)[0]["file"] == topic["file"]  # type: ignore[union-attr]
+        for uri in ("cairn://memory/topic/..%2FAGENTS.md", "cairn://memory/topic/nope.md"):
+            with pytest.raises(Exception, match="Unknown resource|no memory topic"):
+                await session.read_resource(uri)
