@@ -13,7 +13,8 @@ it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
 the ``command`` provider runs) are taken only when the user trusted
 that workspace (``cairn trust``); otherwise they are ignored with one
 ``E_WORKSPACE_UNTRUSTED`` warning and the layers below (the embedded engine
-by default) decide. Its other keys (mode, instruction files…) always apply.
+by default) decide. Its other keys (mode, instruction files, the notes
+folders, the price table…) always apply: they stay on this machine.
 
 Each layer is structured field by field: a bad option (unknown name, wrong
 type, value outside its vocabulary) is reported with ``E_CONFIG_INVALID`` and
