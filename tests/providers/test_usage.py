@@ -16,6 +16,7 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker import usage_report as R
 from cairn.worker.providers import http
+from cairn.worker.providers.route import Route, ask
 from cairn.worker.usage import USAGE, bound, day_of, record_usage
 
 from tests.conftest import PYTHON, REPO, child_env
@@ -94,6 +95,18 @@ def test_failures_timeouts_and_cancellations_are_counted(workspace: Path, endpoi
     assert (row["requests"], row["failed"], row["timeout"], row["cancelled"], row["ok"]) == (3, 1, 1, 1, 0)
     ends = [json.loads(p.read_text()) for p in _files(workspace) if p.suffix == ".end"]
     assert sorted(e["code"] for e in ends) == ["E_CANCELLED", "E_PROVIDER_FAILED", "E_PROVIDER_TIMEOUT"]
+
+
+def test_a_command_provider_run_is_counted_with_estimated_tokens(workspace: Path) -> None:
+    from tests.conftest import PYTHON as python
+    answer = "import sys; sys.stdin.read(); print('{\"notes\": []}')"
+    route = Route(policy=ModelPolicy(provider="command", timeout_seconds=30.0), command=(python, "-c", answer))
+    with bound(str(workspace)):
+        assert trio.run(lambda: ask(route, "system", SECRET_PROMPT, key="notes")) == []
+    (row,) = R.report(str(workspace))["rows"]
+    assert (row["provider"], row["ok"], row["estimated"], row["tokensOut"]) == ("command", 1, 1, 4)
+    assert row["model"] == os.path.basename(python)
+    assert all(SECRET_PROMPT not in p.read_text() for p in _files(workspace))
 
 
 def test_nothing_is_recorded_without_a_bound_workspace(workspace: Path) -> None:
