@@ -97,9 +97,11 @@ class Meter:
 
     def reply(self, raw: bytes) -> None:
         """An OpenAI-compatible response body: its ``usage`` counts, else its message length."""
+        from cairn.protocol import boundedjson
+
         try:
-            doc = json.loads(raw)
-        except ValueError:
+            doc = boundedjson.loads(raw.decode("utf-8"))
+        except ValueError:  # not UTF-8, not JSON, or nesting past the bound: the reply's size estimates it
             self.reply_chars = len(raw)
             return
         if not isinstance(doc, dict):

@@ -80,6 +80,20 @@ def test_a_reply_without_usage_is_estimated_and_marked(workspace: Path, endpoint
     assert row["tokensIn"] == (len(_payload().decode()) + 3) // 4
 
 
+def test_a_reply_nested_past_the_bound_is_counted_and_refused_with_its_code(workspace: Path,
+                                                                             endpoint: Endpoint) -> None:
+    endpoint.reply = b"[" * 100_000 + b"]" * 100_000
+
+    async def go() -> None:
+        http.reply_content(await http.post_chat(_payload(), _policy(endpoint), api_key=None))
+
+    with bound(str(workspace)), pytest.raises(CairnError) as info:
+        trio.run(go)
+    assert info.value.code is ErrorCode.PROVIDER_INVALID_REPLY
+    (row,) = R.report(str(workspace))["rows"]
+    assert (row["ok"], row["estimated"], row["tokensOut"]) == (1, 1, 50_000)
+
+
 def test_failures_timeouts_and_cancellations_are_counted(workspace: Path, endpoint: Endpoint) -> None:
     endpoint.status = 503
     with pytest.raises(CairnError) as failed:
