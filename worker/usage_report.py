@@ -32,6 +32,7 @@ import os
 import time
 from typing import Any
 
+from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.usage import OUTCOMES, USAGE, alive, day_of, estimate
 
@@ -45,8 +46,8 @@ def _load(raw: bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        doc = json.loads(raw)
-    except ValueError:
+        doc = boundedjson.loads(raw.decode("utf-8"))
+    except ValueError:  # a torn or foreign record counts as absent
         return None
     return doc if isinstance(doc, dict) else None
 
