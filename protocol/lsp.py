@@ -228,6 +228,9 @@ class Settings:
     memoryRoots: tuple[str, ...] = ()  # extra (global) memory roots; the workspace's .agents/memory is implicit
     instructionFiles: tuple[str, ...] = ("AGENTS.md",)
     maxWorkers: int = 2
+    notesDirs: tuple[str, ...] = (".agents/notes",)  # shared working notes, consolidated then disposed of
+    #: usage pricing, local: (model or "provider/model", price of 1M input tokens, of 1M output tokens)
+    prices: tuple[tuple[str, float, float], ...] = ()
 
 
 # ---------------------------------------------------------------- structuring

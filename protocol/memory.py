@@ -22,7 +22,7 @@ class ProposalKind(enum.StrEnum):
     MERGE = "merge"  # fold duplicate topics into one; sources deleted
     DELETE = "delete"  # remove a topic and/or its index entry (a dangling entry alone)
     INSTRUCTION = "instruction"  # edit an instruction file (AGENTS.md …)
-    DISPOSITION = "disposition"  # a digest note judged: no memory change (recorded, nothing written)
+    DISPOSITION = "disposition"  # a note judged: a working note removed once consolidated (or nothing written)
 
 
 class ProposalState(enum.StrEnum):
@@ -67,6 +67,7 @@ class Proposal:
     evidence: tuple[str, ...]  # digest ids
     fingerprint: str  # stable identity of "the same proposal" (rejections are remembered by it)
     created: float
+    requires: tuple[str, ...] = ()  # proposals that must be applied before this one (a note disposition)
 
 
 @record("review", version=1)

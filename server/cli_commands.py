@@ -16,6 +16,7 @@ from cairn.server import cli_remember as RM
 from cairn.server import cli_run as R
 from cairn.server import cli_sources as S
 from cairn.server import cli_trust as T
+from cairn.server import cli_usage as U
 from cairn.server import cli_watch as V
 from cairn.server import cli_workspace as W
 from cairn.server import mcp_server as MCP
@@ -54,6 +55,8 @@ COMMANDS: dict[str, Command] = {
                       M.many_ids_setup, M.cmd_reject),
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
+    "usage": Command("provider requests per day, provider and model: tokens, time, outcomes (and cost with prices)",
+                     U.usage_setup, U.cmd_usage),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),
     "mcp": Command("serve the Model Context Protocol on stdio for coding agents: tools remember, journal_search, "
                    "memory_list; the memory index and topics as resources", no_setup, MCP.cmd_mcp),

@@ -104,9 +104,10 @@ def process_workspace(ws: str) -> dict[str, Any]:
     from cairn.worker.config import from_request
     from cairn.worker.journal.digest import process
     from cairn.worker.journal.store import Journal
+    from cairn.worker.usage import bound
 
     settings = from_request(load_config(ws))
-    with Journal(ws) as j:
+    with Journal(ws) as j, bound(ws):  # its provider requests are accounted like a worker's
         counts, _ = process(j, progress=_Progress(), settings=settings)
     return counts
 

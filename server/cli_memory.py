@@ -19,7 +19,8 @@ from cairn.server.cli_support import EXIT_OK, emit_json, json_flag, listing, run
 def review_line(r: dict[str, Any], more: bool) -> str:
     """The one-line report of a review job's result."""
     if r.get("review"):
-        return (f"review {r['review']}: {r['digests']} digest(s), {r['proposals']} proposal(s)"
+        return (f"review {r['review']}: {r['digests']} digest(s)"
+                + (f", {r['notes']} working note(s)" if r.get("notes") else "") + f", {r['proposals']} proposal(s)"
                 + (f", applied {len(r['applied'])}" if r.get("applied") else "")
                 + ("; more digests wait: run `cairn drain`" if more else ""))
     return "nothing to review" if not r.get("skipped") else f"skipped: {r['skipped']}"
@@ -29,6 +30,8 @@ def cmd_review(ns: argparse.Namespace) -> int:
     resp = run_job(ns, "review")
     r = dict(resp.result, more=resp.more)
     emit_json(r) if ns.json else print(review_line(r, resp.more))
+    for problem in r.get("notesProblems", []):  # a notes folder not read (a symlink, not a folder…)
+        sys.stderr.write(f"cairn: {problem}\n")
     return EXIT_OK
 
 

@@ -13,7 +13,8 @@ it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
 the ``command`` provider runs) are taken only when the user trusted
 that workspace (``cairn trust``); otherwise they are ignored with one
 ``E_WORKSPACE_UNTRUSTED`` warning and the layers below (the embedded engine
-by default) decide. Its other keys (mode, instruction files…) always apply.
+by default) decide. Its other keys (mode, instruction files, the notes
+folders, the price table…) always apply: they stay on this machine.
 
 Each layer is structured field by field: a bad option (unknown name, wrong
 type, value outside its vocabulary) is reported with ``E_CONFIG_INVALID`` and
@@ -50,7 +51,30 @@ def _camel(name: str) -> str:
     return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
 
 
+def _prices(value: Any) -> tuple[tuple[str, float, float], ...]:
+    """The price table: ``{model: {input = x, output = y}}`` (TOML, editor) or its rows (a worker request)."""
+    def price(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError("prices must be non-negative numbers")
+        return float(v)
+
+    if isinstance(value, dict):
+        rows = []
+        for model, p in value.items():
+            if not isinstance(p, dict) or set(p) - {"input", "output"}:
+                raise TypeError("expected {model = {input = <per 1M tokens>, output = <per 1M tokens>}}")
+            rows.append((str(model), price(p.get("input", 0)), price(p.get("output", 0))))
+    elif isinstance(value, (list, tuple)) and all(isinstance(r, (list, tuple)) and len(r) == 3
+                                                  and isinstance(r[0], str) for r in value):
+        rows = [(r[0], price(r[1]), price(r[2])) for r in value]
+    else:
+        raise TypeError("expected {model = {input = <per 1M tokens>, output = <per 1M tokens>}}")
+    return tuple(sorted(rows))
+
+
 def _check(name: str, value: Any) -> Any:
+    if name == "prices":
+        return _prices(value)
     default = getattr(Settings(), name)
     if isinstance(default, tuple):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
@@ -187,4 +211,5 @@ def unreported(warnings: list[str]) -> list[str]:
 
 
 def to_dict(settings: Settings) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.asdict(settings).items()}
+    return {k: [list(x) if isinstance(x, tuple) else x for x in v] if isinstance(v, tuple) else v
+            for k, v in attrs.asdict(settings).items()}

@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.envelope import Request, Response, decode_request, encode_response
+from cairn.worker.usage import bound
 
 #: kind -> "module:function"; imported lazily so each job pays only for itself
 REGISTRY: dict[str, str] = {
@@ -36,6 +37,7 @@ REGISTRY: dict[str, str] = {
     "proposal": "cairn.worker.memory.jobs:job_proposal",
     "memory": "cairn.worker.memory.jobs:job_memory",
     "cockpit": "cairn.worker.memory.jobs:job_cockpit",
+    "usage": "cairn.worker.usage_report:job_usage",
 }
 
 #: test-only jobs, available when CAIRN_TEST_JOBS=1 (the runner's own tests)
@@ -68,7 +70,8 @@ def run_request(req: Request | Any) -> Response:
             return Response(status="cancelled", result={}, error=str(ErrorCode.CANCELLED),
                             message="deadline passed before start")
         job = resolve(req.job)
-        out = job(req)
+        with bound(req.workspace):  # provider requests of this job are accounted in its workspace
+            out = job(req)
         result, more = out if isinstance(out, tuple) else (out, False)
         return Response(status="ok", result=result, more=bool(more))
     except CairnError as exc:

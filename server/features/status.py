@@ -74,13 +74,18 @@ def _settled(sig: tuple[Any, ...], now: float) -> bool:
     return now - newest / 1e9 >= RACY_SECONDS
 
 
-def _read(ws: str) -> tuple[tuple[Any, ...] | None, dict[str, int]]:
-    """The signature (taken first, so a change during the read shows next time) and the counts."""
+def _read(ws: str, prices: Any = ()) -> tuple[tuple[Any, ...] | None, dict[str, int], dict[str, Any]]:
+    """The signature (taken first, so a change during the read shows next time), the counts, today's usage."""
     from cairn.worker.journal.views import read_status
+    from cairn.worker.usage_report import today
 
     sig = signature(ws)
     counts = {k: int(v) for k, v in read_status(ws).items() if isinstance(v, int)}
-    return (sig if _settled(sig, time.time()) else None), counts
+    try:
+        usage = today(ws, prices=prices)
+    except CairnError as exc:  # unreadable usage records never hide the journal counts
+        usage = {"error": str(exc.code)}
+    return (sig if _settled(sig, time.time()) else None), counts, usage
 
 
 class Snapshots:
@@ -106,7 +111,8 @@ class Snapshots:
                         await asyncio.sleep(wait)
                 state.refresh_again = False
                 try:
-                    state.seen, state.journal = await asyncio.to_thread(_read, ws)
+                    state.seen, state.journal, state.usage = await asyncio.to_thread(
+                        _read, ws, state.settings.prices)
                     state.refreshed = self.service.clock.now()
                     state.refreshed_at = time.monotonic()
                 except (CairnError, OSError) as exc:
@@ -185,7 +191,8 @@ class Snapshots:
         }
         assert tuple(out) == STATUS_KEYS
         out.update(workspace=ws, turnsWaiting=turns, journal=dict(journal), jobs=jobs,
-                   refreshed=state.refreshed, draining=state.drain is not None, mode=state.settings.mode)
+                   refreshed=state.refreshed, draining=state.drain is not None, mode=state.settings.mode,
+                   usage=dict(state.usage))
         return out
 
     def jobs(self) -> dict[str, Any]:

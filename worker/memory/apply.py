@@ -36,6 +36,12 @@ nothing. An index still exactly as the application left it gets its exact
 before bytes back (a removed entry returns to its own line); one edited
 since is reverted entry by entry. The original application stays as evidence.
 
+**Note dispositions** (:mod:`worker.memory.notes`) are ordinary checked
+writes that remove a working note: they apply only once every proposal they
+``require`` is applied, the note must still be exactly its recorded bytes,
+and undo restores those bytes from the private bundle store. A disposition
+without files (nothing to remove) is a decision alone.
+
 **Reject** is accepted privately (a decision bundle, fenced by the workspace
 claim) before its public record is published.
 
@@ -173,7 +179,7 @@ def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
     ds = decisions(ms, p.id)
     if ds:
         return ds[-1].state, ""
-    if p.kind is ProposalKind.DISPOSITION:
+    if p.kind is ProposalKind.DISPOSITION and not p.files:
         return ProposalState.PENDING, ""
     try:
         target, rels = _resolve(ms, p)
@@ -340,7 +346,8 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
         return {"id": pid, "state": "applied", "changed": False}
     if history and history[-1].state is ProposalState.REJECTED:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was rejected; it cannot be applied")
-    if p.kind is ProposalKind.DISPOSITION:
+    _check_required(ms, p)
+    if p.kind is ProposalKind.DISPOSITION and not p.files:
         _decide_only(ms, p, "accept", ProposalState.APPLIED)
         return {"id": pid, "state": "applied", "changed": True, "written": []}
 
@@ -366,6 +373,16 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
 
     written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
     return {"id": pid, "state": "applied", "changed": True, "written": written}
+
+
+def _check_required(ms: MemoryStore, p: Proposal) -> None:
+    """A note disposition applies only after the proposals carrying the note's content are applied."""
+    for rid in p.requires:
+        history = decisions(ms, rid)
+        if not history or history[-1].state is not ProposalState.APPLIED:
+            state = history[-1].state if history else "pending"
+            raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {p.id} disposes of {p.target} only after proposal "
+                             f"{rid} (now {state}) is applied; nothing was changed")
 
 
 def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, state: ProposalState,

@@ -18,7 +18,8 @@ description as index hook (none when it only repeats the name), under
 root, and is not proposed when the index cannot take its entry. Summaries
 join the items (note titles, bullet texts) clipped to 80 characters. Drafts are ordered
 (:func:`ordered`) MERGE, DELETE, UPDATE, CREATE, INSTRUCTION — removals
-first, then what memory gains — then by target.
+first, then what memory gains — then DISPOSITION (a working note disposed
+of, :mod:`worker.memory.notes`, after what carries it), then by target.
 
 Index edits are entry-level ``(file, before, after)`` tuples for
 :func:`~worker.memory.model.apply_index_edits`; an edit with ``before ==
@@ -73,6 +74,7 @@ _KIND_ORDER = {
     ProposalKind.UPDATE: 2,
     ProposalKind.CREATE: 3,
     ProposalKind.INSTRUCTION: 4,
+    ProposalKind.DISPOSITION: 5,  # a note disposed of after the drafts that carry it
 }
 
 
@@ -148,6 +150,7 @@ class ProposalDraft:
     fingerprint: str
     review: str
     created: float
+    requires: tuple[str, ...] = ()  # fingerprints of drafts that must be applied first (a note disposition)
 
 
 def draft(

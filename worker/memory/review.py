@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,9 @@ from cairn.protocol.memory import (
 from cairn.protocol.vocab import NoteType, OutcomeKind
 from cairn.state import program as P
 from cairn.worker.journal.views import public_digests
-from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope
+from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected
 from cairn.worker.memory.housekeeping import index_maintenance
+from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read_notes
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 from cairn.worker.redact import redact_bytes, redact_record, redact_text
 
@@ -89,6 +91,10 @@ def _suppressed(ms: MemoryStore) -> set[str]:
         ds = decisions(ms, pid)
         if ds and ds[-1].state is ProposalState.REJECTED:
             out.add(load_proposal(ms, pid).fingerprint)
+        elif ds and ds[-1].state is ProposalState.UNDONE:
+            p = load_proposal(ms, pid)
+            if p.kind is ProposalKind.DISPOSITION:  # the note was wanted back: not proposed again for these bytes
+                out.add(p.fingerprint)
         elif not ds or ds[-1].state is ProposalState.PENDING:
             p = load_proposal(ms, pid)
             if state_of(ms, p)[0] is not ProposalState.STALE:
@@ -112,6 +118,8 @@ def _instruction_files(ms: MemoryStore) -> dict[str, bytes]:
 def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, now: float) -> tuple[list[Proposal], list[P.Op]]:
     props: list[Proposal] = []
     ops: list[P.Op] = []
+    ids = {d.fingerprint: "p" + hashlib.sha256(f"{review_id}\0{d.fingerprint}".encode()).hexdigest()[:12]
+           for d in drafts}
     for d in drafts:
         files = []
         for path, (before, after) in sorted(d.files.items()):
@@ -124,11 +132,11 @@ def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, 
                       for f, b, a in d.index_edits)
         if index:
             ms.check_target(d.index_path)
-        pid = "p" + hashlib.sha256(f"{review_id}\0{d.fingerprint}".encode()).hexdigest()[:12]
-        props.append(Proposal(id=pid, review=review_id, kind=ProposalKind(d.kind), title=redact_text(d.title),
-                              summary=redact_text(d.summary),
+        props.append(Proposal(id=ids[d.fingerprint], review=review_id, kind=ProposalKind(d.kind),
+                              title=redact_text(d.title), summary=redact_text(d.summary),
                               target=d.target, files=tuple(files), index=index, evidence=tuple(d.evidence),
-                              fingerprint=d.fingerprint, created=now))
+                              fingerprint=d.fingerprint, created=now,
+                              requires=tuple(ids[f] for f in d.requires if f in ids)))
     return props, ops
 
 
@@ -185,20 +193,26 @@ def review_provider(ms: MemoryStore) -> str:
 
 
 def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, now: float,
-                 housekeeping: bool) -> list[ProposalDraft]:
+                 housekeeping: bool, working: Sequence[WorkingNote] = ()) -> list[ProposalDraft]:
     """Drafts of one review of ``batch`` against each memory root (general and focused reviews alike).
 
     Each root gets the batch's notes meant for it; with ``housekeeping`` a
     root that gets none still has its index housekeeping (dangling entries,
     orphan topics). A focused review passes False: it is about its notes alone.
+    ``working`` notes (shared working notes of a general review) are reviewed
+    like digests, and each one fully carried by memory or by this review's
+    drafts gets a disposition draft.
     """
     from cairn.worker.memory import engine, model
 
     suppressed = _suppressed(ms)
     provider = review_provider(ms)
     drafts: list[ProposalDraft] = []
+    known: list[str] = []
+    cited: dict[str, bytes] = {}
     for root_rel, keep, instructions in _review_roots(ms):
-        sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in batch]
+        sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n)))
+               for d in [*batch, *(as_digest(n) for n in working)]]
         sub = [d for d in sub if d.notes]
         root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
         if not sub and (not housekeeping or not root_dir.is_dir()):
@@ -206,6 +220,8 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
         snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
         scope = ReviewScope(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
                             instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id)
+        known += scope.known_texts(snapshot)
+        cited.update({**{f"{root_rel}/{k}": tf.data for k, tf in snapshot.topics.items()}, **instructions})
         if not sub:  # no notes for this root: its index housekeeping only
             drafts += index_maintenance(snapshot, [], scope)
             continue
@@ -221,6 +237,10 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
                                            total_seconds=REVIEW_TTL - 30.0)
         else:
             drafts += engine.review(sub, snapshot, scope)
+    if working:
+        workspace_scope = ReviewScope(root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
+                                      instruction_files={}, rejected=suppressed, now=now, review_id=review_id)
+        drafts += unrejected(dispositions(list(working), drafts, known, cited, workspace_scope), workspace_scope)
     return drafts
 
 
@@ -257,17 +277,19 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
             return {"review": None, "skipped": "cap", "recovered": recovered}, False
     claim = ms.mclaims.elect("review/general", purpose="review", ttl=REVIEW_TTL, authority=ms.mauthority)
     try:
+        working, notes_problems = read_notes(ms.root, ms.settings.notesDirs, now)
         todo = unreviewed(ms)
-        batch = todo[:MAX_DIGESTS]
-        if not batch and automatic:  # quiet when idle: no digest debt, no scan of the memory roots
+        batch = todo[:MAX_DIGESTS - len(working)]
+        if not batch and not working and automatic:  # quiet when idle: no digest or note debt, no root scan
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
         provider = review_provider(ms)
-        drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True)
+        drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True, working=working)
         if not batch and not drafts:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
-            return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
+            return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered,
+                    "notes": len(working), "notesProblems": notes_problems}, False
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)
@@ -283,7 +305,8 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
     publish_review(ms, result, outcome.decided)
     applied = apply_in_auto_mode(ms, proposals)
     return ({"review": review_id, "digests": len(batch), "proposals": len(proposals), "applied": applied,
-             "recovered": recovered}, len(todo) > len(batch))
+             "recovered": recovered, "notes": len(working), "notesProblems": notes_problems},
+            len(todo) > len(batch))
 
 
 def drain(ms: MemoryStore, *, deadline: float | None = None) -> tuple[dict[str, Any], bool]:

@@ -79,8 +79,8 @@ class MemoryStore(Journal):
     def check_target(self, path: str) -> tuple[Target, str]:
         """Resolve a proposal path to (target base, base-relative path) or refuse it.
 
-        Only files directly inside a configured memory root, or a configured
-        instruction file, may be touched. Traversal, absolute paths outside a
+        Only files directly inside a configured memory root or notes folder,
+        or a configured instruction file, may be touched. Traversal, absolute paths outside a
         root and odd names are refused with ``E_TARGET_OUTSIDE_ROOTS``;
         symlinked or non-directory parents fail closed when opened.
         """
@@ -98,6 +98,8 @@ class MemoryStore(Journal):
         rel = "/".join(parts)
         if rel in self.settings.instructionFiles:
             return Target(self.workspace, True), rel
+        if "/".join(parts[:-1]) in self.settings.notesDirs and parts[-1].endswith(".md"):
+            return Target(self.workspace, True), rel  # a working note (removed by a disposition)
         for r in self.roots():
             if not os.path.isabs(r) and "/".join(parts[:-1]) == r and parts[-1].endswith(".md"):
                 return Target(self.workspace, True), rel

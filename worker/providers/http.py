@@ -21,6 +21,9 @@ Contract (the digest provider and the remote review rely on all of it):
   body), the policy timeout over the whole exchange to
   ``E_PROVIDER_TIMEOUT``, and caps the reply at :data:`MAX_REPLY_BYTES`.
   Cancelling the surrounding trio cancel scope abandons the request at once.
+  Every request it sends is accounted by
+  :func:`worker.usage.record_usage` (tokens, duration, outcome;
+  a start record made durable before sending).
 * :func:`reply_content` accepts only a terminal reply: ``finish_reason``
   ``stop`` (``length`` → ``E_PROVIDER_TRUNCATED``) with string content;
   anything else is ``E_PROVIDER_INVALID_REPLY``. :func:`json_object` parses
@@ -41,6 +44,7 @@ from cairn.protocol import boundedjson
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.redact import redact_obj
+from cairn.worker.usage import record_usage
 
 MAX_REPLY_BYTES = 4 << 20
 
@@ -128,6 +132,13 @@ async def post_chat(payload: bytes, policy: ModelPolicy, *, api_key: str | None,
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     url = chat_url(policy.endpoint, what=what)
+    with record_usage(provider=policy.provider, model=policy.model, purpose=what, request=payload) as meter:
+        raw = await _exchange(url, payload, headers, policy)
+        meter.reply(raw)
+        return raw
+
+
+async def _exchange(url: str, payload: bytes, headers: dict[str, str], policy: ModelPolicy) -> bytes:
     try:
         with trio.fail_after(policy.timeout_seconds):
             async with httpx.AsyncClient(timeout=policy.timeout_seconds) as client:

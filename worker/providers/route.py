@@ -13,11 +13,14 @@ request text — through the policy's provider and returns the list under
 
 Both bound the request before sending (``E_PAYLOAD_TOO_LARGE``), the time
 (``E_PROVIDER_TIMEOUT``) and the reply, and are cancelled with the
-surrounding trio scope.
+surrounding trio scope. Both are accounted by
+:func:`worker.usage.record_usage` (the HTTP exchange inside
+:func:`~worker.providers.http.post_chat`, a command run here).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import attrs
@@ -25,6 +28,7 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.providers import http
 from cairn.worker.providers.window import DEFAULT_CONTEXT_TOKENS
+from cairn.worker.usage import record_usage
 
 REMOTE = ("openai", "command")
 
@@ -55,7 +59,12 @@ async def ask(route: Route, system: str, user: str, *, key: str, what: str = "di
     if route.policy.provider == "command":
         from cairn.worker.providers import command
 
-        out = await command.run(route.command, command.prompt_bytes(system, user), route.policy)
+        stdin = command.prompt_bytes(system, user)
+        http.check_payload(stdin, route.policy)  # a request refused before it starts is not a request
+        model = route.policy.model or os.path.basename(route.command[0])[:60]
+        with record_usage(provider="command", model=model, purpose=what, request=stdin) as meter:
+            out = await command.run(route.command, stdin, route.policy)
+            meter.reply_text(out)  # a program reports no token counts: estimated
         return list(http.json_object(command.unfence(out), key=key))
     payload = http.encode(http.base_request(route.policy, system, user, what=what))
     raw = await http.post_chat(payload, route.policy, api_key=route.api_key, what=what)

@@ -1,0 +1,89 @@
+"""Kill a working note's consolidation and disposal (and its undo) at every mutating operation.
+
+After any kill the note is either exactly its original bytes or absent (never
+torn), every memory file is one of its legitimate states; a rerun after the
+claims' deadlines converges on the uninterrupted end state: extractions
+applied, the note restored byte for byte by the undo, no marker left,
+`cairn doctor` clean.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cairn.protocol.worker import WorkerRequest
+from cairn.state.doctor import check_workspace
+from cairn.state.fsdir import PinnedDir
+from cairn.worker.entry import run_request
+from cairn.worker.memory.notes import QUIET_SECONDS
+
+from tests import sweep
+from tests.conftest import PYTHON, REPO, child_env
+
+pytestmark = pytest.mark.slow  # a crash sweep: sampled by default, see tests/sweep.py
+
+NOTE = b"# Ops\n\n- Logs of the api service go to the ops bucket\n- The cache is flushed nightly at two\n"
+NOTE_PATH = ".agents/notes/ops.md"
+
+
+def _actor(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "tests.memory.notes_actor", str(ws)], cwd=REPO, env=child_env(**env),
+                          capture_output=True, text=True, timeout=120)
+
+
+def _files(ws: Path) -> dict[str, bytes | None]:
+    note = ws / NOTE_PATH
+    out: dict[str, bytes | None] = {NOTE_PATH: note.read_bytes() if note.exists() else None}
+    mem = ws / ".agents/memory"
+    if mem.exists():
+        for p in sorted(mem.iterdir()):
+            if not p.name.startswith(".tmp-"):
+                out[f".agents/memory/{p.name}"] = p.read_bytes()
+    return out
+
+
+def test_disposition_survives_a_kill_at_every_point(tmp_path: Path) -> None:
+    template = tmp_path / "template"
+    (template / ".agents/notes").mkdir(parents=True)
+    note = template / NOTE_PATH
+    note.write_bytes(NOTE)
+    quiet = note.stat().st_mtime - QUIET_SECONDS - 60
+    os.utime(note, (quiet, quiet))
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    log = tmp_path / "points.log"
+    r = _actor(ref, CAIRN_CRASH_LOG=str(log))
+    assert r.returncode == 0, r.stderr
+    final = _files(ref)
+    assert final[NOTE_PATH] == NOTE and len(final) == 4  # two topics and their index; the note restored by undo
+    points = log.read_text().splitlines()
+    assert len(points) > 60
+    legit: dict[str, set[bytes | None]] = {NOTE_PATH: {NOTE, None}}
+    for rel, content in final.items():
+        legit.setdefault(rel, {None}).add(content)
+    for k in sweep.points(len(points)):
+        ws = tmp_path / f"k{k}"
+        shutil.copytree(template, ws)
+        where = sweep.kill_at(k, tmp_path / "kill.log", _actor, ws)
+        if where is None:
+            sweep.covered(k, len(points))
+            break
+        for name, data in _files(ws).items():
+            whole = final.get(name)
+            # the index between the two creates holds the first entry alone: a prefix of its final bytes
+            between = name.endswith("MEMORY.md") and data is not None and whole is not None and whole.startswith(data)
+            assert data in legit.get(name, {None}) or between, (k, where, name)
+        again = _actor(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+        assert again.returncode == 0, (k, where, again.stderr[-800:])
+        assert _files(ws) == final, (k, where)
+        markers = [m for m in (ws / ".cairn/state/memory-write/markers").iterdir() if not m.name.startswith(".tmp-")]
+        assert not markers, (k, where)
+        run_request(WorkerRequest(job="cleanup", workspace=str(ws)))  # collects the killed writer's temps
+        assert not list(ws.rglob(".tmp-*")), (k, where)
+        with PinnedDir.open_root(ws) as root:
+            assert check_workspace(root).violations == (), (k, where)
+        shutil.rmtree(ws)
