@@ -1,9 +1,22 @@
-"""Fixtures of the server tests."""
+"""Fixtures of the server tests.
+
+``client`` is the real ``cairn serve`` over stdio, started by pytest-lsp for
+one test and initialized on the ``workspace`` fixture. Per test:
+``@pytest.mark.lsp_options({...})`` sets the initialization options and
+``@pytest.mark.lsp_env(NAME="value")`` adds to the server's environment.
+The session is always shut down (a server that will not leave is killed).
+"""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import AsyncIterator
+from pathlib import Path
 
+import pytest
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from tests.server.lsp_harness import SERVE, end_session, initialize_params
 from tests.support import child_env
 
 
@@ -11,3 +24,26 @@ from tests.support import child_env
 def test_env() -> dict[str, str]:
     """Worker environment with the test-only job kinds enabled."""
     return child_env(CAIRN_TEST_JOBS="1")
+
+
+@pytest.fixture(autouse=True)
+def lsp_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apply a test's ``lsp_env`` marker before its server starts (autouse fixtures run first)."""
+    marker = request.node.get_closest_marker("lsp_env")
+    for name, value in (marker.kwargs if marker else {}).items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest_lsp.fixture(config=SERVE)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
+                 workspace: Path) -> AsyncIterator[None]:
+    marker = request.node.get_closest_marker("lsp_options")
+    options = dict(marker.args[0]) if marker else {}
+    try:
+        await lsp_client.initialize_session(initialize_params(workspace, options))
+    except BaseException:
+        await end_session(lsp_client)  # pytest-lsp stops the client only after a successful setup
+        await lsp_client.stop()
+        raise
+    yield
+    await end_session(lsp_client)
