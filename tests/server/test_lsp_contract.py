@@ -118,14 +118,3 @@ async def test_parameters_are_structured_strictly_in_one_place() -> None:
         with pytest.raises(CairnError) as info:
             structure(raw, cls, "m")
         assert info.value.code is ErrorCode.USAGE
-
-
-async def test_production_never_imports_the_test_doubles() -> None:
-    import subprocess
-
-    from tests.support import PYTHON, child_env
-
-    code = ("import sys, cairn.server.lsp, cairn.server.serve, cairn.server.cli; "
-            "print('cairn.server.testing' in sys.modules)")
-    out = subprocess.run([PYTHON, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "False", out.stderr
