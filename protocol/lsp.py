@@ -136,7 +136,7 @@ class CockpitParams:
 
 @attrs.frozen(kw_only=True)
 class ProposalParams:
-    """``cairn/proposal`` and the ``cairn.showProposal`` command."""
+    """One proposal by id: ``cairn/proposal`` and the ``cairn.showProposal`` and ``cairn.undo`` commands."""
 
     id: str = attrs.field(validator=_nonempty)
     workspace: str | None = None
@@ -176,12 +176,6 @@ class AcceptEditedParams:
 
     id: str = attrs.field(validator=_nonempty)
     text: str
-    workspace: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class UndoParams:
-    id: str = attrs.field(validator=_nonempty)
     workspace: str | None = None
 
 
