@@ -11,5 +11,7 @@ checked edits of curated memory); beside them the settings merge
 server. Guarantees: all durable work happens under fenced claims through
 :mod:`state.program`, so a worker may die at any instant and its job is
 recovered, never lost or repeated; failures leave as a fixed ``E_...`` code
-in the response, never a traceback.
+in the response, never a traceback. :mod:`.testing` holds the runner's test
+jobs (named only by string, dispatched only with ``CAIRN_TEST_JOBS=1``);
+production code never imports it.
 """
