@@ -137,7 +137,7 @@ class CockpitParams:
 
 @attrs.frozen(kw_only=True)
 class ProposalParams:
-    """``cairn/proposal`` and the ``cairn.showProposal`` command."""
+    """One proposal by id: ``cairn/proposal`` and the ``cairn.showProposal`` and ``cairn.undo`` commands."""
 
     id: str = attrs.field(validator=_nonempty)
     workspace: str | None = None
@@ -188,12 +188,6 @@ class RememberParams:
     text: str
     type: str | None = None
     source: str | None = None
-    workspace: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class UndoParams:
-    id: str = attrs.field(validator=_nonempty)
     workspace: str | None = None
 
 

@@ -23,7 +23,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psutil
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -258,8 +258,7 @@ class PinnedDir:
             except OSError:
                 pass  # the link decided the outcome; a temp left behind is collected later
         if won:
-            crash.point("fsync-dir")
-            os.fsync(self.fd)
+            self._sync_dir()
         return won
 
     def replace(self, name: str, data: bytes, *, mode: int = 0o600) -> None:
@@ -277,8 +276,7 @@ class PinnedDir:
         except BaseException:
             self._unlink_quiet(tmp)
             raise
-        crash.point("fsync-dir")
-        os.fsync(self.fd)
+        self._sync_dir()
 
     def create_empty(self, name: str, *, mode: int = 0o600) -> bool:
         """Exclusively create an empty file (a marker). False if it existed."""
@@ -289,21 +287,15 @@ class PinnedDir:
         except FileExistsError:
             return False
         os.close(fd)
-        crash.point("fsync-dir")
-        os.fsync(self.fd)
+        self._sync_dir()
         return True
 
     def remove(self, name: str, *, sync: bool = True) -> bool:
         """Remove a file; False if it was already absent."""
-        check_name(name)
-        crash.point(f"unlink {name}")
-        try:
-            os.unlink(name, dir_fd=self.fd)
-        except FileNotFoundError:
+        if not self._drop(name, "unlink", os.unlink):
             return False
         if sync:
-            crash.point("fsync-dir")
-            os.fsync(self.fd)
+            self._sync_dir()
         return True
 
     def remove_dir(self, name: str) -> bool | None:
@@ -312,19 +304,30 @@ class PinnedDir:
         ``rmdir`` never follows a symlink and never removes a directory with
         anything in it, so only an empty directory can ever go.
         """
-        check_name(name)
-        crash.point(f"rmdir {name}")
         try:
-            os.rmdir(name, dir_fd=self.fd)
-        except FileNotFoundError:
-            return False
+            if not self._drop(name, "rmdir", os.rmdir):
+                return False
         except OSError as exc:
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
                 return None
             raise
+        self._sync_dir()
+        return True
+
+    def _drop(self, name: str, label: str, drop: Callable[..., None]) -> bool:
+        """``drop(name)`` under a crash point; False if ``name`` was already absent."""
+        check_name(name)
+        crash.point(f"{label} {name}")
+        try:
+            drop(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _sync_dir(self) -> None:
+        """Make this directory's entries durable (a crash point first)."""
         crash.point("fsync-dir")
         os.fsync(self.fd)
-        return True
 
     def sync(self) -> None:
         os.fsync(self.fd)

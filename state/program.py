@@ -28,7 +28,7 @@ from __future__ import annotations
 import errno
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 from cairn.protocol import codec
@@ -58,17 +58,24 @@ def sha256(data: bytes) -> str:
 
 
 @attrs.frozen
-class Verify:
+class Step:
+    """What every operation has: ``optional`` (keyword only) and its ``op`` name, a class constant."""
+
+    optional: bool = attrs.field(default=False, kw_only=True)
+    op: ClassVar[str] = ""
+
+
+@attrs.frozen
+class Verify(Step):
     path: str
     sha256: str | None = None  # expected hash of the bytes
     data: bytes | None = None  # expected exact bytes
     absent: bool = False  # expect no file at all
-    optional: bool = False
-    op: str = "verify"
+    op = "verify"
 
 
 @attrs.frozen
-class VerifyOwner:
+class VerifyOwner(Step):
     """Claim ownership, proven afresh: newest generation is ``generation``,
     its claim is ours (``nonce``), it has no outcome, and its deadline has not
     passed on the target clock."""
@@ -79,22 +86,20 @@ class VerifyOwner:
     deadline: float
     clock_offset: float = 0.0
     claim_bytes: bytes | None = None  # when known, compared instead of decoding the claim
-    optional: bool = False
-    op: str = "verify"
+    op = "verify"
 
 
 @attrs.frozen
-class VerifyNewest:
+class VerifyNewest(Step):
     """The newest claim generation in ``scope_dir`` is exactly ``generation``."""
 
     scope_dir: str
     generation: int
-    optional: bool = False
-    op: str = "verify"
+    op = "verify"
 
 
 @attrs.frozen
-class FindNewest:
+class FindNewest(Step):
     """The newest claim generation in ``scope_dir`` (reported as a ``list``).
 
     Generations are contiguous at the top (N+1 is elected only while N is
@@ -105,84 +110,74 @@ class FindNewest:
 
     scope_dir: str
     hint: int | None = None
-    optional: bool = False
-    op: str = "list"
+    op = "list"
 
 
 @attrs.frozen
-class Read:
+class Read(Step):
     path: str
-    optional: bool = False
     limit: int = 64 << 20
-    op: str = "read"
+    op = "read"
 
 
 @attrs.frozen
-class Create:
+class Create(Step):
     path: str
-    optional: bool = False
-    op: str = "create"
+    op = "create"
 
 
 @attrs.frozen
-class Write:
+class Write(Step):
     path: str
     data: bytes
     mode: int = 0o600
-    optional: bool = False
-    op: str = "write"
+    op = "write"
 
 
 @attrs.frozen
-class Link:
+class Link(Step):
     """``data`` may be a function of the latest ``clock`` value read earlier in
     the same program, so a record can carry a time read under the lock."""
 
     path: str
     data: bytes | Callable[[float | None], bytes]
     mode: int = 0o600
-    optional: bool = False
-    op: str = "link"
+    op = "link"
 
 
 @attrs.frozen
-class Remove:
+class Remove(Step):
     path: str
     sha256: str | None = None
-    optional: bool = False
     sync: bool = True
-    op: str = "remove"
+    op = "remove"
 
 
 @attrs.frozen
-class RemoveDir:
+class RemoveDir(Step):
     """Remove an empty directory (``absent`` if missing, ``conflict`` if anything is in it)."""
 
     path: str
-    optional: bool = False
-    op: str = "remove"
+    op = "remove"
 
 
 @attrs.frozen
-class ListDir:
+class ListDir(Step):
     path: str
-    optional: bool = False
-    op: str = "list"
+    op = "list"
 
 
 @attrs.frozen
-class Clock:
+class Clock(Step):
     path: str
     offset: float = 0.0
-    optional: bool = False
-    op: str = "clock"
+    op = "clock"
 
 
 @attrs.frozen
-class EnsureDir:
+class EnsureDir(Step):
     path: str
-    optional: bool = False
-    op: str = "ensure-dir"
+    op = "ensure-dir"
 
 
 Op = (Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | RemoveDir | ListDir

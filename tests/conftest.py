@@ -1,12 +1,24 @@
-"""Fixtures shared by the whole suite; plain helpers live in :mod:`tests.support`."""
+"""Fixtures shared by the whole suite; plain helpers live in :mod:`tests.support`.
+
+``client`` is the real ``cairn serve`` over stdio, started by pytest-lsp for
+one test and initialized on the ``workspace`` fixture. Per test:
+``@pytest.mark.lsp_options({...})`` sets the initialization options and
+``@pytest.mark.lsp_env(NAME="value")`` adds to the server's environment.
+Files the server must find at start are written by fixtures named before
+``client`` in the test's arguments. The session is always shut down (a
+server that will not leave is killed).
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_lsp
+from pytest_lsp import LanguageClient
 
-from tests.support import PYTHON, REPO, child_env  # noqa: F401  (re-exported for older imports)
+from tests.server.lsp_harness import SERVE, end_session, initialize_params
 
 
 @pytest.fixture(autouse=True)
@@ -23,3 +35,26 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
+
+
+@pytest.fixture(autouse=True)
+def lsp_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apply a test's ``lsp_env`` marker before its server starts (autouse fixtures run first)."""
+    marker = request.node.get_closest_marker("lsp_env")
+    for name, value in (marker.kwargs if marker else {}).items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest_lsp.fixture(config=SERVE)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
+                 workspace: Path) -> AsyncIterator[None]:
+    marker = request.node.get_closest_marker("lsp_options")
+    options = dict(marker.args[0]) if marker else {}
+    try:
+        await lsp_client.initialize_session(initialize_params(workspace, options))
+    except BaseException:
+        await end_session(lsp_client)  # pytest-lsp stops the client only after a successful setup
+        await lsp_client.stop()
+        raise
+    yield
+    await end_session(lsp_client)

@@ -20,6 +20,7 @@ happens, are all killed. ``CAIRN_SWEEP=full`` kills at every single point:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -71,3 +72,24 @@ def points(reference: int) -> Iterator[int]:
 def covered(k: int, reference: int) -> None:
     """Check the completed run at *k* ended near the reference run's count."""
     assert k > reference - 32, f"workload ended after {k - 1} points, reference run had {reference}"
+
+
+def killed_runs(reference: int, tmp_path: Path, template: Path | None, run: Run, *args: object,
+                **env: str) -> Iterator[tuple[int, Path, str]]:
+    """The sweep's killed runs, each as ``(k, ws, where)``: ``run(ws, *args, **env)`` died at point *k*, labelled ``where``.
+
+    ``ws`` is a fresh copy of ``template`` (an empty directory when None)
+    under ``tmp_path``. The sweep ends at the first run that completes, which
+    must end near *reference* (see :func:`covered`).
+    """
+    for k in points(reference):
+        ws = tmp_path / f"k{k}"
+        if template is None:
+            ws.mkdir()
+        else:
+            shutil.copytree(template, ws)
+        where = kill_at(k, tmp_path / "kill.log", run, ws, *args, **env)
+        if where is None:
+            covered(k, reference)
+            return
+        yield k, ws, where

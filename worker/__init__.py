@@ -14,4 +14,6 @@ recovered, never lost or repeated; failures leave as a fixed ``E_...`` code
 in the response, never a traceback. The one exception is usage accounting
 (:mod:`.usage`): append-only, content-free records per provider request that
 need no claim because no two processes ever write the same one.
+:mod:`.testing` holds the runner's test jobs (named only by string,
+dispatched only with ``CAIRN_TEST_JOBS=1``); production code never imports it.
 """

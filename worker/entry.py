@@ -42,10 +42,10 @@ REGISTRY: dict[str, str] = {
 
 #: test-only jobs, available when CAIRN_TEST_JOBS=1 (the runner's own tests)
 TEST_REGISTRY: dict[str, str] = {
-    "test-echo": "cairn.worker.testjobs:job_echo",
-    "test-sleep": "cairn.worker.testjobs:job_sleep",
-    "test-crash": "cairn.worker.testjobs:job_crash",
-    "test-noise": "cairn.worker.testjobs:job_noise",
+    "test-echo": "cairn.worker.testing:job_echo",
+    "test-sleep": "cairn.worker.testing:job_sleep",
+    "test-crash": "cairn.worker.testing:job_crash",
+    "test-noise": "cairn.worker.testing:job_noise",
 }
 
 

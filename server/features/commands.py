@@ -47,7 +47,6 @@ from cairn.protocol.lsp import (
     NoParams,
     ProposalParams,
     RememberParams,
-    UndoParams,
     WorkspaceParams,
 )
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
@@ -165,7 +164,7 @@ async def accept_edited(svc: CairnService, p: AcceptEditedParams) -> dict[str, A
     return await foreground(svc, ws, "accept-edited", {"id": p.id, "text": p.text})
 
 
-async def undo(svc: CairnService, p: UndoParams) -> dict[str, Any]:
+async def undo(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
     return await foreground(svc, svc.workspace(p.workspace), "undo", {"id": p.id})
 
 
@@ -220,7 +219,7 @@ COMMANDS: dict[str, Route] = {
     CMD_CLEANUP: Route(WorkspaceParams, cleanup),
     CMD_ACCEPT: Route(DecisionParams, accept),
     CMD_REJECT: Route(DecisionParams, reject),
-    CMD_UNDO: Route(UndoParams, undo),
+    CMD_UNDO: Route(ProposalParams, undo),
     CMD_ACCEPT_EDITED: Route(AcceptEditedParams, accept_edited),
     CMD_REMEMBER: Route(RememberParams, remember),
     CMD_RETRY: Route(JobActionParams, retry),

@@ -7,28 +7,8 @@ from collections.abc import Callable
 from cairn.protocol.codec import decode, encode
 from cairn.protocol.errors import CairnError
 from cairn.protocol.jobs import JobStore
+from cairn.server import coordinator_events as ev
 from cairn.server.coordinator import Coordinator
-from cairn.server.coordinator_events import (
-    CancelWorker,
-    ClearHistory,
-    CoordinatorConfig,
-    Discard,
-    Dismiss,
-    Drain,
-    Enqueue,
-    Event,
-    Idle,
-    Notify,
-    Report,
-    Restart,
-    Retry,
-    SetTimer,
-    Shutdown,
-    StartWorker,
-    Tick,
-    TurnActive,
-    WorkerFinished,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +35,7 @@ op = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(op, max_size=80), st.integers(1, 3))
 def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> None:
-    c = Coordinator(CoordinatorConfig(max_workers=cap))
+    c = Coordinator(ev.CoordinatorConfig(max_workers=cap))
     now = 0.0
     running: dict[str, str] = {}  # the adapter's view: job id -> workspace
     shut = False
@@ -65,44 +45,44 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
         name = item[0]
         if name == "tick":
             now += item[1]
-            event: Event = Tick()
+            event: ev.Event = ev.Tick()
         elif name == "notify":
-            event = Notify(item[1], tuple(item[2]))
+            event = ev.Notify(item[1], tuple(item[2]))
         elif name == "enqueue":
-            event = Enqueue(item[1], item[2])
+            event = ev.Enqueue(item[1], item[2])
         elif name == "drain":
-            event = Drain(item[1])
+            event = ev.Drain(item[1])
         elif name == "idle":
-            event = Idle(60.0)
+            event = ev.Idle(60.0)
         elif name == "turn":
-            event = TurnActive(item[1], item[2])
+            event = ev.TurnActive(item[1], item[2])
         elif name == "finish":
             if not running:
                 continue
             job_id = sorted(running)[item[1] % len(running)]
-            event = WorkerFinished(job_id, item[2], item[3], item[4])
+            event = ev.WorkerFinished(job_id, item[2], item[3], item[4])
             del running[job_id]
         elif name == "manage":
             ids = [j.id for j in c.store.jobs]
             if not ids:
                 continue
             job_id = ids[item[2] % len(ids)]
-            manage: dict[str, Callable[[str], Event]] = {
-                "retry": Retry, "dismiss": Dismiss, "discard": Discard,
+            manage: dict[str, Callable[[str], ev.Event]] = {
+                "retry": ev.Retry, "dismiss": ev.Dismiss, "discard": ev.Discard,
             }
             event = manage[item[1]](job_id)
             if item[1] == "retry":
                 reported.discard(job_id)
         elif name == "clear":
-            event = ClearHistory()
+            event = ev.ClearHistory()
         elif name == "restart":
             if running:
                 continue  # a restart means the old workers died with the old server
-            c = Coordinator(CoordinatorConfig(max_workers=cap), decode(encode(c.store), JobStore))
+            c = Coordinator(ev.CoordinatorConfig(max_workers=cap), decode(encode(c.store), JobStore))
             shut, reported, timer = False, set(), None
-            event = Restart(c.store)
+            event = ev.Restart(c.store)
         else:
-            event = Shutdown(item[1])
+            event = ev.Shutdown(item[1])
             shut = True
 
         before = c.store
@@ -113,10 +93,10 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
             continue
 
         for action in actions:
-            if isinstance(action, StartWorker):
+            if isinstance(action, ev.StartWorker):
                 assert not shut, "no start after shutdown"
                 prior = {j.id: j.state for j in before.jobs}.get(action.job_id, "idle")
-                if isinstance(event, (WorkerFinished, Retry)) and event.job_id == action.job_id:
+                if isinstance(event, (ev.WorkerFinished, ev.Retry)) and event.job_id == action.job_id:
                     prior = "idle"  # a next batch (more=True) or an explicit retry starts at once
                 assert prior in ("idle", "retry-waiting"), "started a held or dismissed job"
                 assert action.job_id not in running, "double start"
@@ -124,12 +104,12 @@ def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> No
                 running[action.job_id] = action.workspace
                 assert len(running) <= cap, "global cap exceeded"
                 assert action.deadline > now
-            elif isinstance(action, Report):
+            elif isinstance(action, ev.Report):
                 assert action.job_id not in reported, "reported twice in one session"
                 reported.add(action.job_id)
-            elif isinstance(action, SetTimer):
+            elif isinstance(action, ev.SetTimer):
                 timer = action.at
-            elif isinstance(action, CancelWorker):
+            elif isinstance(action, ev.CancelWorker):
                 assert action.job_id in running
         assert timer is None or timer > now
         assert timer == c.next_wakeup()

@@ -7,8 +7,7 @@ import shutil
 
 import pytest
 
-from tests.support import REPO  # noqa: F401  (re-exported for older imports)
-from tests.support.transcripts import FIXTURES, all_text  # noqa: F401  (re-exported for older imports)
+from tests.support.transcripts import FIXTURES
 
 
 @pytest.fixture

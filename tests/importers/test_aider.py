@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cairn.worker.importers import aider, load
 
-from tests.support.transcripts import all_text
+from tests.support.transcripts import assert_absent, grow
 
 FIXTURE = "aider/.aider.chat.history.md"
 
@@ -29,18 +29,14 @@ def test_sessions_turns_and_texts(fixture_copy):
 
 
 def test_tool_output_and_unanswered_prompts_absent(fixture_copy):
-    text = all_text(load(fixture_copy(FIXTURE)))
-    for marker in ("Tokens:", "Applied edit", "Aider v0.82.1", "/add", "/run", "Added 12 lines", "fix the failing test"):
-        assert marker not in text, marker
+    assert_absent(load(fixture_copy(FIXTURE)),
+                  ("Tokens:", "Applied edit", "Aider v0.82.1", "/add", "/run", "Added 12 lines", "fix the failing test"))
 
 
 def test_ids_stable_and_growth_adds_exactly_the_answer(fixture_copy):
-    path = fixture_copy(FIXTURE)
-    before = load(path)
-    assert load(path) == before
-    with path.open("a") as f:
-        f.write("\nThe failing test compared naive and aware datetimes; I made both aware.\n\n> Applied edit to tests/test_cli.py  \n")
-    after = load(path)
+    before, after = grow(fixture_copy(FIXTURE),
+                         "\nThe failing test compared naive and aware datetimes; I made both aware.\n\n"
+                         "> Applied edit to tests/test_cli.py  \n")
     assert after[0] == before[0]
     assert after[1].session_id == before[1].session_id
     assert after[1].turns[:1] == before[1].turns

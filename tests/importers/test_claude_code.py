@@ -8,7 +8,7 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.importers import claude_code, load
 
-from tests.support.transcripts import all_text
+from tests.support.transcripts import assert_absent
 
 FIXTURE = "claude-code/session.jsonl"
 SESSION = "5f0c2a8e-3b1d-4c7e-9a42-1e6d8b0f7c31"
@@ -44,11 +44,10 @@ def test_turns_texts_and_ids(fixture_copy):
 
 
 def test_noise_and_abandoned_branch_absent(fixture_copy):
-    text = all_text(load(fixture_copy(FIXTURE)))
-    for marker in ("THINKING-NOISE", "REMINDER-NOISE", "TOOL-OUTPUT-NOISE", "SIDECHAIN-NOISE", "ABANDONED-NOISE",
-                   "INCOMPLETE-NOISE", "tabs", "<command-name>", "local-command", "Caveat:", "Request interrupted",
-                   "Find callers of normalise"):
-        assert marker not in text, marker
+    assert_absent(load(fixture_copy(FIXTURE)), (
+        "THINKING-NOISE", "REMINDER-NOISE", "TOOL-OUTPUT-NOISE", "SIDECHAIN-NOISE", "ABANDONED-NOISE",
+        "INCOMPLETE-NOISE", "tabs", "<command-name>", "local-command", "Caveat:", "Request interrupted",
+        "Find callers of normalise"))
 
 
 def test_tool_result_lines_are_not_turns(fixture_copy):

@@ -7,7 +7,8 @@ import pathlib
 import pytest
 from cairn.worker.importers import FORMATS, PARSERS, claude_code_export, detect, load
 
-from .conftest import FIXTURES, all_text
+from tests.support.transcripts import FIXTURES, all_text
+
 from .test_detect_load import CASES
 
 V1 = "claude-code-export/2025-07-21-retry-upload.txt"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cairn.worker.importers import load
 
-from tests.support.transcripts import all_text
+from tests.support.transcripts import assert_absent, grow
 
 FIXTURE = "claude-export/session-export.md"
 
@@ -22,20 +22,15 @@ def test_turns_and_session_id(fixture_copy):
 
 
 def test_noise_absent(fixture_copy):
-    text = all_text(load(fixture_copy(FIXTURE)))
-    for marker in ("THINKING-NOISE", "TOOL-OUTPUT-NOISE", "tool_use", "Caveat", "/cost", "Total cost", "run the linter", "6/3/2025"):
-        assert marker not in text, marker
+    assert_absent(load(fixture_copy(FIXTURE)), ("THINKING-NOISE", "TOOL-OUTPUT-NOISE", "tool_use", "Caveat", "/cost",
+                                                "Total cost", "run the linter", "6/3/2025"))
 
 
 def test_ids_stable_and_growth_completes_the_last_turn(fixture_copy):
-    path = fixture_copy(FIXTURE)
-    before = load(path)
-    assert load(path) == before
-    with path.open("a") as f:
-        f.write("---\n\n### User\n> 6/3/2025, 10:19:44 AM\n\n[\n  {\n    \"tool_use_id\": \"toolu_01Lint\",\n"
-                "    \"type\": \"tool_result\",\n    \"content\": \"All checks passed!\"\n  }\n]\n\n---\n\n"
-                "### Assistant\n> 6/3/2025, 10:19:50 AM\n\nThe linter reports no problems.\n\n---\n")
-    (after,) = load(path)
+    before, (after,) = grow(fixture_copy(FIXTURE), (
+        "---\n\n### User\n> 6/3/2025, 10:19:44 AM\n\n[\n  {\n    \"tool_use_id\": \"toolu_01Lint\",\n"
+        "    \"type\": \"tool_result\",\n    \"content\": \"All checks passed!\"\n  }\n]\n\n---\n\n"
+        "### Assistant\n> 6/3/2025, 10:19:50 AM\n\nThe linter reports no problems.\n\n---\n"))
     assert after.turns[:2] == before[0].turns
     assert len(after.turns) == 3
     assert (after.turns[2].user, after.turns[2].assistant) == ("Now run the linter on the package.", "The linter reports no problems.")

@@ -8,7 +8,7 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.importers import codex, load
 
-from tests.support.transcripts import all_text
+from tests.support.transcripts import assert_absent, grow
 
 FIXTURE = "codex/rollout-2025-07-14T16-00-00-0197a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b.jsonl"
 SESSION = "0197a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"
@@ -31,10 +31,8 @@ def test_turns_and_texts(fixture_copy):
 
 
 def test_noise_absent_and_no_double_counting(fixture_copy):
-    sessions = load(fixture_copy(FIXTURE))
-    text = all_text(sessions)
-    for marker in ("INJECTED-NOISE", "environment_context", "REASONING-NOISE", "TOOL-OUTPUT-NOISE", "bump the version"):
-        assert marker not in text, marker
+    text = assert_absent(load(fixture_copy(FIXTURE)), ("INJECTED-NOISE", "environment_context", "REASONING-NOISE",
+                                                       "TOOL-OUTPUT-NOISE", "bump the version"))
     # each reply is recorded as a response_item and as an agent_message event: it must appear once
     assert text.count("Will do: commit messages will reference tracker ids") == 1
 
@@ -49,17 +47,11 @@ def test_response_items_alone_give_the_same_turns(fixture_copy):
 
 
 def test_ids_stable_and_growth_adds_one_turn(fixture_copy):
-    path = fixture_copy(FIXTURE)
-    before = load(path)
-    assert load(path) == before
-    with path.open("a") as f:
-        for payload in (
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Tagged v0.4.0."}]},
-        ):
-            f.write(json.dumps({"timestamp": "2025-07-14T16:09:00.000Z", "type": "response_item", "payload": payload}) + "\n")
-        f.write(json.dumps({"timestamp": "2025-07-14T16:09:01.000Z", "type": "event_msg",
-                            "payload": {"type": "task_complete", "last_agent_message": "Tagged v0.4.0."}}) + "\n")
-    (after,) = load(path)
+    reply = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Tagged v0.4.0."}]}
+    before, (after,) = grow(fixture_copy(FIXTURE), "".join(json.dumps(line) + "\n" for line in (
+        {"timestamp": "2025-07-14T16:09:00.000Z", "type": "response_item", "payload": reply},
+        {"timestamp": "2025-07-14T16:09:01.000Z", "type": "event_msg",
+         "payload": {"type": "task_complete", "last_agent_message": "Tagged v0.4.0."}})))
     assert after.turns[:3] == before[0].turns
     assert len(after.turns) == 4
     assert after.turns[3].user == "Now bump the version and tag a release."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cairn.worker.importers import load, specstory
 
-from tests.support.transcripts import all_text
+from tests.support.transcripts import assert_absent, grow
 
 FIXTURE = "specstory/.specstory/history/2025-06-10_08-12Z-dark-mode-toggle.md"
 
@@ -26,18 +26,13 @@ def test_turns_and_title(fixture_copy):
 
 
 def test_noise_absent(fixture_copy):
-    text = all_text(load(fixture_copy(FIXTURE)))
-    for marker in ("THOUGHT-NOISE", "TOOL-NOISE", "SIDECHAIN-NOISE", "Tools used", "<details>", "Now add a test", "---"):
-        assert marker not in text, marker
+    assert_absent(load(fixture_copy(FIXTURE)),
+                  ("THOUGHT-NOISE", "TOOL-NOISE", "SIDECHAIN-NOISE", "Tools used", "<details>", "Now add a test", "---"))
 
 
 def test_ids_stable_and_growth_completes_the_last_turn(fixture_copy):
-    path = fixture_copy(FIXTURE)
-    before = load(path)
-    assert load(path) == before
-    with path.open("a") as f:
-        f.write("\n_**Assistant**_\n\nAdded `ThemeToggle.test.tsx`; it checks both states.\n\n---\n")
-    (after,) = load(path)
+    before, (after,) = grow(fixture_copy(FIXTURE),
+                            "\n_**Assistant**_\n\nAdded `ThemeToggle.test.tsx`; it checks both states.\n\n---\n")
     assert after.session_id == before[0].session_id
     assert after.turns[:2] == before[0].turns
     assert len(after.turns) == 3

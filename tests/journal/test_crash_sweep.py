@@ -61,13 +61,7 @@ def test_killing_run_at_every_point_converges(tmp_path: Path) -> None:
     points = log.read_text().splitlines()
     assert len(points) > 60
     (expected,) = _public(ref)
-    for k in sweep.points(len(points)):
-        ws = tmp_path / f"k{k}"
-        ws.mkdir()
-        killed_at = sweep.kill_at(k, tmp_path / "kill.log", _run, ws)
-        if killed_at is None:
-            sweep.covered(k, len(points))
-            break
+    for k, ws, killed_at in sweep.killed_runs(len(points), tmp_path, None, _run):
         _check_evidence_until_coverage(ws, f"after crash at {killed_at}")
         # time passes (held claims expire), the user runs the same command again
         again = _run(ws, CAIRN_TEST_CLOCK_OFFSET="1000")

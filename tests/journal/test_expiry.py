@@ -65,13 +65,7 @@ def test_expiry_killed_at_every_point_finishes_from_its_manifest(workspace: Path
     assert cleanup(count, CAIRN_CRASH_LOG=str(log)).returncode == 0
     points = log.read_text().splitlines()
     assert any("expired" in p for p in points)
-    for k in sweep.points(len(points)):
-        ws = tmp_path / f"k{k}"
-        shutil.copytree(workspace, ws)
-        where = sweep.kill_at(k, tmp_path / "kill.log", cleanup, ws)
-        if where is None:
-            sweep.covered(k, len(points))
-            break
+    for k, ws, where in sweep.killed_runs(len(points), tmp_path, workspace, cleanup):
         # the entry is visible (whole) or gone; never torn
         entry = ws / ".cairn/journal" / name
         assert not entry.exists() or entry.read_bytes() == (workspace / ".cairn/journal" / name).read_bytes()

@@ -69,13 +69,7 @@ def test_memory_decisions_survive_a_kill_at_every_point(tmp_path: Path) -> None:
     initial_agents = initial["AGENTS.md"]
     assert initial_agents is not None  # the template wrote it
     agents_applied = None
-    for k in sweep.points(len(points)):
-        ws = tmp_path / f"k{k}"
-        shutil.copytree(template, ws)
-        where = sweep.kill_at(k, tmp_path / "kill.log", _actor, ws)
-        if where is None:
-            sweep.covered(k, len(points))
-            break
+    for k, ws, where in sweep.killed_runs(len(points), tmp_path, template, _actor):
         now = _files(ws)
         for name, data in now.items():
             ok = data in legit.get(name, {None}) or name == "AGENTS.md" and data is not None \

@@ -42,6 +42,16 @@ def written(d: engine.ProposalDraft) -> bytes:
     return data
 
 
+def commit_topic(body: str, kind: str = "feedback") -> bytes:
+    """A "Commit messages" topic file of ``kind`` with ``body``."""
+    return model.render_topic("Commit messages", "How to write commit messages", kind, body)
+
+
+IMPERATIVE = "\n- Use imperative commit messages.\n"
+IMPERATIVE_ALWAYS = "\n- Use imperative commit messages, always.\n"
+IMPERATIVE_NOTE = note("feedback", "Commit messages", "Write commit messages in imperative mood.")
+
+
 def make_root(tmp_path: Path, index: bytes | None, topics: dict[str, bytes]) -> model.MemorySnapshot:
     root = tmp_path / "memory"
     root.mkdir()
@@ -142,15 +152,8 @@ def test_similar_note_of_another_type_does_not_update(tmp_path: Path) -> None:
 
 
 def test_merge_near_duplicate_topics(tmp_path: Path) -> None:
-    a = model.render_topic(
-        "Commit messages", "How to write commit messages", "feedback", "\n- Use imperative commit messages.\n"
-    )
-    b = model.render_topic(
-        "Commit messages",
-        "How to write commit messages",
-        "feedback",
-        "\n# Details\n- Use imperative commit messages.\n- Keep commit messages short.\n",
-    )
+    a = commit_topic(IMPERATIVE)
+    b = commit_topic("\n# Details\n- Use imperative commit messages.\n- Keep commit messages short.\n")
     index = (
         b"# Memory\n- [Commit messages](commit-messages.md) - how to write them\n- [Other](other.md) - x\n"
     )
@@ -164,29 +167,18 @@ def test_merge_near_duplicate_topics(tmp_path: Path) -> None:
     assert d.index_edits == (("commit-messages.md", line, line), ("commit-style.md", None, None))
     assert d.evidence == ()
     # a topic of another type is never merged
-    c = model.render_topic(
-        "Commit messages", "How to write commit messages", "user", "\n- Use imperative commit messages.\n"
-    )
+    c = commit_topic(IMPERATIVE, "user")
     (tmp_path / "two").mkdir()
     two = run([], make_root(tmp_path / "two", None, {"a.md": a, "c.md": c}))
     assert [x for x in two if x.kind == ProposalKind.MERGE] == []
 
 
 def test_merge_removes_the_deleted_topics_index_entry_and_takes_its_notes(tmp_path: Path) -> None:
-    a = model.render_topic(
-        "Commit messages", "How to write commit messages", "feedback", "\n- Use imperative commit messages.\n"
-    )
-    b = model.render_topic(
-        "Commit messages",
-        "How to write commit messages",
-        "feedback",
-        "\n- Use imperative commit messages, always.\n",
-    )
+    a = commit_topic(IMPERATIVE)
+    b = commit_topic(IMPERATIVE_ALWAYS)
     index = b"- [Commit messages](b.md) - y\n- [Commit messages](a.md) - x\n"
     snap = make_root(tmp_path, index, {"a.md": a, "b.md": b})
-    (d,) = run(
-        [digest(1, note("feedback", "Commit messages", "Write commit messages in imperative mood."))], snap
-    )
+    (d,) = run([digest(1, IMPERATIVE_NOTE)], snap)
     assert d.kind == ProposalKind.MERGE and d.target == f"{ROOT}/b.md"  # both indexed: longer body survives
     assert d.index_edits == (
         ("b.md", "- [Commit messages](b.md) - y", "- [Commit messages](b.md) - y"),
@@ -239,18 +231,11 @@ def test_rejected_fingerprint_is_not_proposed_again(tmp_path: Path) -> None:
 
 
 def test_rejected_merge_lets_its_notes_update_instead(tmp_path: Path) -> None:
-    a = model.render_topic(
-        "Commit messages", "How to write commit messages", "feedback", "\n- Use imperative commit messages.\n"
-    )
-    b = model.render_topic(
-        "Commit messages",
-        "How to write commit messages",
-        "feedback",
-        "\n- Use imperative commit messages, always.\n",
-    )
+    a = commit_topic(IMPERATIVE)
+    b = commit_topic(IMPERATIVE_ALWAYS)
     index = b"- [Commit messages](a.md)\n- [Commit messages](b.md)\n"
     snap = make_root(tmp_path, index, {"a.md": a, "b.md": b})
-    digests = [digest(1, note("feedback", "Commit messages", "Write commit messages in imperative mood."))]
+    digests = [digest(1, IMPERATIVE_NOTE)]
     (merge,) = run(digests, snap)
     assert merge.kind == ProposalKind.MERGE
     (update,) = run(digests, snap, rejected={merge.fingerprint})

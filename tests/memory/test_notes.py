@@ -14,6 +14,7 @@ from cairn.worker.memory import apply
 from cairn.worker.memory import review as R
 from cairn.worker.memory.notes import QUIET_SECONDS, items
 from cairn.worker.memory.store import MemoryStore
+from pytest_lsp import LanguageClient
 
 from tests.journal.helpers import cairn, cairn_json
 
@@ -130,26 +131,31 @@ def test_a_folder_swapped_for_a_symlink_after_the_review_fails_closed(workspace:
     assert note.is_symlink() is False
 
 
-@pytest.mark.asyncio
-async def test_the_editor_reviews_accepts_and_undoes_a_disposition(workspace: Path) -> None:
-    from tests.server.lsp_harness import command, plain, request, start_server, stop_server, until
-
+@pytest.fixture
+def deploy_note(workspace: Path) -> Path:
+    """A note that memory already carries, written before the server starts."""
     note = _note(workspace, data=b"- We deploy with make ship\n")
     (workspace / ".agents/memory").mkdir(parents=True)
     (workspace / ".agents/memory/deploy.md").write_text(
         "---\nname: Deploy\ndescription: deploying\ntype: project\n---\n- We deploy with make ship\n")
-    client = await start_server(workspace, {"mode": "propose"})
-    try:
-        await command(client, "cairn.review", {"workspace": str(workspace)})
+    return note
 
-        async def candidates() -> list[Any]:
-            rows = plain(await request(client, "cairn/cockpit", {"view": "candidates"}))
-            return [r for r in rows if r["kind"] == "disposition"]
 
-        (row,) = await until(client, candidates)
-        await command(client, "cairn.accept", {"workspace": str(workspace), "ids": [row["id"]]})
-        assert not note.exists()
-        await command(client, "cairn.undo", {"workspace": str(workspace), "id": row["id"]})
-        assert note.read_bytes() == b"- We deploy with make ship\n"
-    finally:
-        await stop_server(client)
+@pytest.mark.asyncio
+@pytest.mark.lsp_options({"mode": "propose"})
+async def test_the_editor_reviews_accepts_and_undoes_a_disposition(workspace: Path, deploy_note: Path,
+                                                                    client: LanguageClient) -> None:
+    from tests.server.lsp_harness import command, plain, request, until
+
+    note = deploy_note
+    await command(client, "cairn.review", {"workspace": str(workspace)})
+
+    async def candidates() -> list[Any]:
+        rows = plain(await request(client, "cairn/cockpit", {"view": "candidates"}))
+        return [r for r in rows if r["kind"] == "disposition"]
+
+    (row,) = await until(client, candidates)
+    await command(client, "cairn.accept", {"workspace": str(workspace), "ids": [row["id"]]})
+    assert not note.exists()
+    await command(client, "cairn.undo", {"workspace": str(workspace), "id": row["id"]})
+    assert note.read_bytes() == b"- We deploy with make ship\n"

@@ -22,7 +22,7 @@ from cairn.worker.entry import run_request
 from cairn.worker.memory.notes import QUIET_SECONDS
 
 from tests import sweep
-from tests.conftest import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep: sampled by default, see tests/sweep.py
 

@@ -18,10 +18,11 @@ from cairn.worker import usage_report as R
 from cairn.worker.providers import http
 from cairn.worker.providers.route import Route, ask
 from cairn.worker.usage import USAGE, bound, day_of, record_usage
+from pytest_lsp import LanguageClient
 
-from tests.conftest import PYTHON, REPO, child_env
 from tests.journal.helpers import DEMO, cairn
 from tests.providers.endpoint import Endpoint
+from tests.support import PYTHON, REPO, child_env
 
 SECRET_PROMPT = "the-prompt-text-must-never-be-stored"
 
@@ -112,7 +113,7 @@ def test_failures_timeouts_and_cancellations_are_counted(workspace: Path, endpoi
 
 
 def test_a_command_provider_run_is_counted_with_estimated_tokens(workspace: Path) -> None:
-    from tests.conftest import PYTHON as python
+    python = PYTHON
     answer = "import sys; sys.stdin.read(); print('{\"notes\": []}')"
     route = Route(policy=ModelPolicy(provider="command", timeout_seconds=30.0), command=(python, "-c", answer))
     with bound(str(workspace)):
@@ -209,22 +210,27 @@ def test_a_symlinked_usage_folder_is_refused_not_followed(workspace: Path, tmp_p
     assert not elsewhere.exists()
 
 
-@pytest.mark.asyncio
-async def test_cairn_status_carries_todays_usage_priced_by_the_editor_settings(workspace: Path) -> None:
-    from tests.server.lsp_harness import plain, request, start_server, stop_server, until
-
+@pytest.fixture
+def usage_records(workspace: Path) -> str:
+    """Two of today's requests and five of another day's, on disk before the server starts."""
     today = day_of(__import__("time").time())
     _old_records(workspace, today, 2)
     _old_records(workspace, "2026-01-01", 5)  # another day: not today's
-    client = await start_server(workspace, {"prices": {"m1": {"input": 1.0, "output": 10.0}}})
-    try:
-        async def snapshot() -> Any:
-            status = plain(await request(client, "cairn/status"))
-            return status if status["refreshed"] is not None else None
+    return today
 
-        usage: dict[str, Any] = (await until(client, snapshot))["usage"]
-    finally:
-        await stop_server(client)
+
+@pytest.mark.asyncio
+@pytest.mark.lsp_options({"prices": {"m1": {"input": 1.0, "output": 10.0}}})
+async def test_cairn_status_carries_todays_usage_priced_by_the_editor_settings(
+        workspace: Path, usage_records: str, client: LanguageClient) -> None:
+    from tests.server.lsp_harness import plain, request, until
+
+    today = usage_records
+    async def snapshot() -> Any:
+        status = plain(await request(client, "cairn/status"))
+        return status if status["refreshed"] is not None else None
+
+    usage: dict[str, Any] = (await until(client, snapshot))["usage"]
     assert (usage["day"], usage["requests"], usage["ok"], usage["tokensIn"], usage["tokensOut"]) == (
         today, 2, 2, 200, 20)
     assert usage["interrupted"] == 0 and usage["cost"] == pytest.approx(400 / 1e6)

@@ -1,4 +1,4 @@
-"""Fixtures of the server tests."""
+"""Fixtures of the server tests (the ``client`` language-server fixture is in ``tests/conftest.py``)."""
 
 from __future__ import annotations
 

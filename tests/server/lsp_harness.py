@@ -1,4 +1,8 @@
-"""Start the real ``cairn serve`` over stdio with pytest-lsp and drive it like an editor."""
+"""Drive the real ``cairn serve`` over stdio like an editor: requests, commands, waiting on logs.
+
+The server itself is started and stopped by the ``client`` fixture
+(``tests/server/conftest.py``, a ``pytest_lsp`` fixture over :class:`ServeConfig`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+from pygls.client import JsonRPCClient
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from tests.support import PYTHON, child_env
 
@@ -24,25 +29,42 @@ TURNS = [
 ]
 
 
-async def start_server(ws: Path, options: dict[str, Any] | None = None, **env: str) -> LanguageClient:
-    client = make_test_lsp_client()
-    await client.start_io(PYTHON, "-m", "cairn.server", "serve", env=child_env(**env), cwd=str(ws))
-    await client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("emacs"),
-            root_uri=ws.as_uri(),
-            workspace_folders=[lsp.WorkspaceFolder(uri=ws.as_uri(), name=ws.name)],
-            initialization_options=options or {},
-        )
+class ServeConfig(ClientServerConfig):
+    """``cairn serve`` as a pytest-lsp server whose environment is read when it starts.
+
+    The environment must be the test's own (its private ``XDG_CONFIG_HOME``,
+    any ``lsp_env`` marker), which exists only once the test's fixtures have
+    run, not when the fixture is declared.
+    """
+
+    async def start(self, devtools: str | None = None) -> JsonRPCClient:
+        client = self.client_factory()
+        await client.start_io(*self.get_server_command(devtools), env=child_env())
+        return client
+
+
+SERVE = ServeConfig(server_command=[PYTHON, "-m", "cairn.server", "serve"])
+
+
+def initialize_params(ws: Path, options: dict[str, Any]) -> lsp.InitializeParams:
+    """What an editor (Emacs' capabilities) sends to open ``ws``."""
+    return lsp.InitializeParams(
+        capabilities=client_capabilities("emacs"),
+        root_uri=ws.as_uri(),
+        workspace_folders=[lsp.WorkspaceFolder(uri=ws.as_uri(), name=ws.name)],
+        initialization_options=options,
     )
-    return client
 
 
-async def stop_server(client: LanguageClient) -> None:
+async def end_session(client: LanguageClient) -> None:
+    """``shutdown`` + ``exit``; a server that does not leave within 30 s is killed (no strays)."""
     with contextlib.suppress(Exception):
         await asyncio.wait_for(client.shutdown_session(), 30)
-    with contextlib.suppress(Exception):
-        await client.stop()
+    server = client._server
+    if server is not None and server.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            server.kill()
+        await server.wait()
 
 
 async def request(client: LanguageClient, method: str, params: dict[str, Any] | None = None) -> Any:

@@ -17,6 +17,8 @@ from cairn.server.jobstore import read_store, write_store
 from cairn.server.runner import RunResult, WorkerProcess
 from cairn.server.testing import FakeClock
 
+from tests.support import until_changed
+
 pytestmark = pytest.mark.asyncio
 
 
@@ -39,12 +41,8 @@ class Recorder:
         self.reports.append(report)
 
     async def until(self, pred: Callable[[], object], bound: float = 30.0) -> None:
-        """Wait for a condition, re-checked on every adapter event (bounded, not a sleep)."""
-        async def loop() -> None:
-            while not pred():
-                self.changed.clear()
-                await self.changed.wait()
-        await asyncio.wait_for(loop(), bound)
+        """Wait for a condition, re-checked on every event (bounded, not a sleep)."""
+        await until_changed(self.changed, pred, bound)
 
 
 def make(ws: Path, env: dict[str, str], clock: FakeClock, store: JobStore | None = None,

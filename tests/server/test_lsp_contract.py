@@ -15,9 +15,10 @@ import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.lsp_protocol import response_error
 from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from tests.server.lsp_harness import command, plain, raw_request, request, start_server, stop_server, until
+from tests.server.lsp_harness import command, plain, raw_request, request, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -33,31 +34,28 @@ async def refusal(call: Any) -> dict[str, Any]:
     return data
 
 
-async def test_wrong_argument_types_unknown_names_and_malformed_params(workspace: Path) -> None:
-    client = await start_server(workspace)
-    try:
-        # a string where a list of ids belongs is refused, not iterated character by character
-        data = await refusal(command(client, "cairn.accept", {"workspace": str(workspace), "ids": "p1"}))
-        assert data["code"] == "E_USAGE" and "ids" in data["message"]
-        data = await refusal(command(client, "cairn.dismiss", {"jobId": 7}))
-        assert data["code"] == "E_USAGE" and "jobId" in data["message"]
-        data = await refusal(request(client, "cairn/status", {"workspace": ["a"]}))
-        assert data["code"] == "E_USAGE"
-        # unknown command, unknown cairn request
-        data = await refusal(command(client, "cairn.frobnicate", {}))
-        assert data["code"] == "E_METHOD_UNKNOWN"
-        data = await refusal(request(client, "cairn/frobnicate", {}))
-        assert data["code"] == "E_METHOD_UNKNOWN"
-        # a standard request whose params do not fit its LSP type is answered (not left hanging)
-        data = await refusal(raw_request(client, "textDocument/codeAction", {"textDocument": 3}))
-        assert data["code"] == "E_USAGE"
-        # a refused notification is logged with its code; the server goes on
-        client.protocol.notify("cairn/idle", {"seconds": "long"})
-        await until(client, _logged(client, "cairn/idle refused (E_USAGE)"))
-        status = plain(await request(client, "cairn/status"))
-        assert status["running"] >= 0
-    finally:
-        await stop_server(client)
+async def test_wrong_argument_types_unknown_names_and_malformed_params(client: LanguageClient,
+                                                                     workspace: Path) -> None:
+    # a string where a list of ids belongs is refused, not iterated character by character
+    data = await refusal(command(client, "cairn.accept", {"workspace": str(workspace), "ids": "p1"}))
+    assert data["code"] == "E_USAGE" and "ids" in data["message"]
+    data = await refusal(command(client, "cairn.dismiss", {"jobId": 7}))
+    assert data["code"] == "E_USAGE" and "jobId" in data["message"]
+    data = await refusal(request(client, "cairn/status", {"workspace": ["a"]}))
+    assert data["code"] == "E_USAGE"
+    # unknown command, unknown cairn request
+    data = await refusal(command(client, "cairn.frobnicate", {}))
+    assert data["code"] == "E_METHOD_UNKNOWN"
+    data = await refusal(request(client, "cairn/frobnicate", {}))
+    assert data["code"] == "E_METHOD_UNKNOWN"
+    # a standard request whose params do not fit its LSP type is answered (not left hanging)
+    data = await refusal(raw_request(client, "textDocument/codeAction", {"textDocument": 3}))
+    assert data["code"] == "E_USAGE"
+    # a refused notification is logged with its code; the server goes on
+    client.protocol.notify("cairn/idle", {"seconds": "long"})
+    await until(client, _logged(client, "cairn/idle refused (E_USAGE)"))
+    status = plain(await request(client, "cairn/status"))
+    assert status["running"] >= 0
 
 
 def _logged(client: Any, text: str) -> Any:
@@ -74,26 +72,29 @@ async def test_an_unexpected_exception_becomes_e_internal_without_its_text() -> 
     assert refused.code == -32602 and refused.data == {"code": "E_NOT_FOUND", "message": "no proposal p9"}
 
 
-async def test_status_follows_decisions_made_outside_the_server(workspace: Path) -> None:
-    """The CLI accepts a proposal while the server runs: the next cairn/status counts one fewer."""
+@pytest.fixture
+def proposals(workspace: Path) -> list[dict[str, Any]]:
+    """The demo transcript run through the CLI before the server starts: its pending proposals."""
     (workspace / "AGENTS.md").write_text("# Agents\n\nBe terse.\n", encoding="utf-8")
-    proposals = cairn_json(workspace, "run", str(DEMO))["proposals"]
-    assert len(proposals) >= 2
-    client = await start_server(workspace)
-    try:
-        async def settled() -> int:  # the startup recovery pass has finished and refreshed the snapshot
-            if not any(" recover ok" in m.message for m in client.log_messages):
-                return 0
-            st = plain(await request(client, "cairn/status"))
-            return st["proposals"] if st["running"] == 0 else 0
+    made: list[dict[str, Any]] = cairn_json(workspace, "run", str(DEMO))["proposals"]
+    assert len(made) >= 2
+    return made
 
-        before = await until(client, settled)
-        assert before == len(proposals)
-        cairn(workspace, "accept", proposals[0]["id"])
-        status = plain(await asyncio.wait_for(request(client, "cairn/status"), 30))
-        assert status["proposals"] == before - 1
-    finally:
-        await stop_server(client)
+
+async def test_status_follows_decisions_made_outside_the_server(proposals: list[dict[str, Any]],
+                                                                client: LanguageClient, workspace: Path) -> None:
+    """The CLI accepts a proposal while the server runs: the next cairn/status counts one fewer."""
+    async def settled() -> int:  # the startup recovery pass has finished and refreshed the snapshot
+        if not any(" recover ok" in m.message for m in client.log_messages):
+            return 0
+        st = plain(await request(client, "cairn/status"))
+        return st["proposals"] if st["running"] == 0 else 0
+
+    before = await until(client, settled)
+    assert before == len(proposals)
+    cairn(workspace, "accept", proposals[0]["id"])
+    status = plain(await asyncio.wait_for(request(client, "cairn/status"), 30))
+    assert status["proposals"] == before - 1
 
 
 async def test_registration_and_dispatch_share_one_table() -> None:
@@ -117,14 +118,3 @@ async def test_parameters_are_structured_strictly_in_one_place() -> None:
         with pytest.raises(CairnError) as info:
             structure(raw, cls, "m")
         assert info.value.code is ErrorCode.USAGE
-
-
-async def test_production_never_imports_the_test_doubles() -> None:
-    import subprocess
-
-    from tests.support import PYTHON, child_env
-
-    code = ("import sys, cairn.server.lsp, cairn.server.serve, cairn.server.cli; "
-            "print('cairn.server.testing' in sys.modules)")
-    out = subprocess.run([PYTHON, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "False", out.stderr

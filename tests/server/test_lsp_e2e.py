@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
+from pytest_lsp import LanguageClient
 
 from tests.server.lsp_harness import (
     command,
     plain,
     request,
     send_turns,
-    start_server,
-    stop_server,
     until,
     work_done,
 )
@@ -24,182 +23,169 @@ from tests.server.lsp_harness import (
 pytestmark = pytest.mark.asyncio
 
 
-async def test_turns_then_session_end_publish_digests(workspace: Path) -> None:
-    client = await start_server(workspace, {"mode": "propose", "sealIdleMinutes": 30})
-    try:
-        status = plain(await request(client, "cairn/status"))
-        assert set(status) >= {"pending", "running", "retryWaiting", "attention", "exhausted", "digests", "proposals"}
-        send_turns(client, workspace, "s1")
-        client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
-                                                      "kind": "session-end"})
+@pytest.mark.lsp_options({"mode": "propose", "sealIdleMinutes": 30})
+async def test_turns_then_session_end_publish_digests(client: LanguageClient, workspace: Path) -> None:
+    status = plain(await request(client, "cairn/status"))
+    assert set(status) >= {"pending", "running", "retryWaiting", "attention", "exhausted", "digests", "proposals"}
+    send_turns(client, workspace, "s1")
+    client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
+                                                  "kind": "session-end"})
 
-        async def digests() -> int:
-            st = plain(await request(client, "cairn/status", {"workspace": str(workspace)}))
-            return st["digests"] if st["pending"] == 0 and st["running"] == 0 else 0
+    async def digests() -> int:
+        st = plain(await request(client, "cairn/status", {"workspace": str(workspace)}))
+        return st["digests"] if st["pending"] == 0 and st["running"] == 0 else 0
 
-        assert await until(client, digests) > 0
-        assert list((workspace / ".cairn" / "journal").rglob("*.json"))
-        # logs carry ids and codes, never the turn text
-        for msg in client.log_messages:
-            assert "bare except" not in msg.message and "staging" not in msg.message
-        jobs = plain(await request(client, "cairn/jobs"))
-        assert jobs["counts"]["running"] == 0
-    finally:
-        await stop_server(client)
+    assert await until(client, digests) > 0
+    assert list((workspace / ".cairn" / "journal").rglob("*.json"))
+    # logs carry ids and codes, never the turn text
+    for msg in client.log_messages:
+        assert "bare except" not in msg.message and "staging" not in msg.message
+    jobs = plain(await request(client, "cairn/jobs"))
+    assert jobs["counts"]["running"] == 0
 
 
-async def test_bad_options_are_reported_and_defaults_kept(workspace: Path) -> None:
-    client = await start_server(workspace, {"mode": "sometimes", "idleMinutes": "soon"})
-    try:
-        await request(client, "cairn/status")  # answered: initialization finished
-        warnings = [m.message for m in client.log_messages if "E_CONFIG_INVALID" in m.message]
-        assert len(warnings) == 2, warnings
-    finally:
-        await stop_server(client)
+@pytest.mark.lsp_options({"mode": "sometimes", "idleMinutes": "soon"})
+async def test_bad_options_are_reported_and_defaults_kept(client: LanguageClient) -> None:
+    await request(client, "cairn/status")  # answered: initialization finished
+    warnings = [m.message for m in client.log_messages if "E_CONFIG_INVALID" in m.message]
+    assert len(warnings) == 2, warnings
 
 
-async def test_unknown_workspace_is_refused_with_a_code(workspace: Path, tmp_path: Path) -> None:
-    client = await start_server(workspace)
-    try:
-        with pytest.raises(JsonRpcInvalidParams) as info:
-            await request(client, "cairn/status", {"workspace": str(tmp_path / "elsewhere")})
-        assert "E_WORKSPACE_INVALID" in str(info.value)
-        with pytest.raises(JsonRpcInvalidParams) as info:
-            await request(client, "cairn/cockpit", {"view": "everything"})
-        assert "E_USAGE" in str(info.value)
-    finally:
-        await stop_server(client)
+async def test_unknown_workspace_is_refused_with_a_code(client: LanguageClient, tmp_path: Path) -> None:
+    with pytest.raises(JsonRpcInvalidParams) as info:
+        await request(client, "cairn/status", {"workspace": str(tmp_path / "elsewhere")})
+    assert "E_WORKSPACE_INVALID" in str(info.value)
+    with pytest.raises(JsonRpcInvalidParams) as info:
+        await request(client, "cairn/cockpit", {"view": "everything"})
+    assert "E_USAGE" in str(info.value)
 
 
-async def test_drain_reports_work_done_progress(workspace: Path) -> None:
-    client = await start_server(workspace)
-    try:
-        for s in ("a", "b"):
-            send_turns(client, workspace, s)
-            client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": s,
-                                                          "kind": "compaction"})
-        result = plain(await command(client, "cairn.drainBacklog", {"workspace": str(workspace)}))
-        token = result["progress"]
-        assert token
+async def test_drain_reports_work_done_progress(client: LanguageClient, workspace: Path) -> None:
+    for s in ("a", "b"):
+        send_turns(client, workspace, s)
+        client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": s,
+                                                      "kind": "compaction"})
+    result = plain(await command(client, "cairn.drainBacklog", {"workspace": str(workspace)}))
+    token = result["progress"]
+    assert token
 
-        async def ended() -> bool:
-            reports = work_done(client, token)
-            return bool(reports) and reports[-1].kind == "end"
-
-        await until(client, ended)
+    async def ended() -> bool:
         reports = work_done(client, token)
-        kinds = [r.kind for r in reports]
-        assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
-        last = reports[-1]
-        assert isinstance(last, lsp.WorkDoneProgressEnd)
-        assert "not finished" not in (last.message or ""), last.message
-        # a second drain gets a fresh token
-        again = plain(await command(client, "cairn.drainBacklog", {"workspace": str(workspace)}))
-        assert again["progress"] != token
-        status = plain(await request(client, "cairn/status"))
-        assert status["pending"] == 0 and status["digests"] > 0
-    finally:
-        await stop_server(client)
+        return bool(reports) and reports[-1].kind == "end"
+
+    await until(client, ended)
+    reports = work_done(client, token)
+    kinds = [r.kind for r in reports]
+    assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+    last = reports[-1]
+    assert isinstance(last, lsp.WorkDoneProgressEnd)
+    assert "not finished" not in (last.message or ""), last.message
+    # a second drain gets a fresh token
+    again = plain(await command(client, "cairn.drainBacklog", {"workspace": str(workspace)}))
+    assert again["progress"] != token
+    status = plain(await request(client, "cairn/status"))
+    assert status["pending"] == 0 and status["digests"] > 0
 
 
-async def test_worker_killed_mid_job_is_retried_and_converges(workspace: Path) -> None:
-    # the first `process` worker of this server dies at its first durable write
-    client = await start_server(workspace, CAIRN_SERVER_CRASH_ONCE="process:1")
-    try:
-        send_turns(client, workspace, "s1")
-        client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
-                                                      "kind": "session-end"})
+@pytest.mark.lsp_env(CAIRN_SERVER_CRASH_ONCE="process:1")  # its first `process` worker dies at its first write
+async def test_worker_killed_mid_job_is_retried_and_converges(client: LanguageClient, workspace: Path) -> None:
+    send_turns(client, workspace, "s1")
+    client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
+                                                  "kind": "session-end"})
 
-        async def crashed() -> dict | None:
-            jobs = plain(await request(client, "cairn/jobs"))
-            rows = [r for r in jobs["jobs"] if r["kind"] == "process" and r["lastError"] == "E_WORKER_CRASHED"]
-            return rows[0] if rows else None
-
-        row = await until(client, crashed)
-        assert row["state"] == "retry-waiting" and row["attempts"] == 1
-        # the user retries now instead of waiting for the eligibility deadline
-        await command(client, "cairn.retry", {"jobId": row["id"]})
-
-        async def converged() -> int:
-            st = plain(await request(client, "cairn/status"))
-            return st["digests"] if st["pending"] == 0 and st["running"] == 0 and st["retryWaiting"] == 0 else 0
-
-        assert await until(client, converged) > 0
+    async def crashed() -> dict | None:
         jobs = plain(await request(client, "cairn/jobs"))
-        assert not [r for r in jobs["jobs"] if r["kind"] == "process"]
-    finally:
-        await stop_server(client)
+        rows = [r for r in jobs["jobs"] if r["kind"] == "process" and r["lastError"] == "E_WORKER_CRASHED"]
+        return rows[0] if rows else None
+
+    row = await until(client, crashed)
+    assert row["state"] == "retry-waiting" and row["attempts"] == 1
+    # the user retries now instead of waiting for the eligibility deadline
+    await command(client, "cairn.retry", {"jobId": row["id"]})
+
+    async def converged() -> int:
+        st = plain(await request(client, "cairn/status"))
+        return st["digests"] if st["pending"] == 0 and st["running"] == 0 and st["retryWaiting"] == 0 else 0
+
+    assert await until(client, converged) > 0
+    jobs = plain(await request(client, "cairn/jobs"))
+    assert not [r for r in jobs["jobs"] if r["kind"] == "process"]
 
 
-async def test_code_actions_on_a_memory_file_apply_a_proposal(workspace: Path) -> None:
+@pytest.fixture
+def memory(workspace: Path) -> Path:
+    """A curated memory folder with an index and one entry, written before the server starts."""
     memory = workspace / ".agents" / "memory"
     memory.mkdir(parents=True)
-    index = memory / "MEMORY.md"
-    index.write_text("# Memory\n\n- [Release](release.md) - how releases are cut\n", encoding="utf-8")
+    (memory / "MEMORY.md").write_text("# Memory\n\n- [Release](release.md) - how releases are cut\n",
+                                      encoding="utf-8")
     (memory / "release.md").write_text(
         "---\nname: Release\ndescription: how releases are cut\ntype: project\n---\nTag from main only.\n",
         encoding="utf-8")
-    client = await start_server(workspace, {"mode": "propose"})
-    try:
-        send_turns(client, workspace, "s1")
-        client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
-                                                      "kind": "session-end"})
+    return memory
 
-        async def digested() -> int:
-            st = plain(await request(client, "cairn/status"))
-            return st["digests"] if st["pending"] == 0 and st["running"] == 0 else 0
 
-        await until(client, digested)
-        await command(client, "cairn.review", {"workspace": str(workspace)})
+@pytest.mark.lsp_options({"mode": "propose"})
+async def test_code_actions_on_a_memory_file_apply_a_proposal(memory: Path, client: LanguageClient,
+                                                              workspace: Path) -> None:
+    index = memory / "MEMORY.md"
+    send_turns(client, workspace, "s1")
+    client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
+                                                  "kind": "session-end"})
 
-        async def proposed() -> int:
-            st = plain(await request(client, "cairn/status"))
-            return st["proposals"] if st["running"] == 0 else 0
+    async def digested() -> int:
+        st = plain(await request(client, "cairn/status"))
+        return st["digests"] if st["pending"] == 0 and st["running"] == 0 else 0
 
-        await until(client, proposed)
-        touched = [p for p in sorted(memory.glob("*.md")) + [workspace / "AGENTS.md"] if p.exists()]
-        before = {p: p.read_text(encoding="utf-8") for p in touched}
+    await until(client, digested)
+    await command(client, "cairn.review", {"workspace": str(workspace)})
 
-        uri = index.as_uri()
-        diags = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
-        client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
-            uri=uri, language_id="markdown", version=1, text=before[index])))
-        await asyncio.wait_for(diags, 30)
-        assert client.diagnostics[uri], "a pending proposal touches MEMORY.md"
-        assert all(d.severity == lsp.DiagnosticSeverity.Information for d in client.diagnostics[uri])
+    async def proposed() -> int:
+        st = plain(await request(client, "cairn/status"))
+        return st["proposals"] if st["running"] == 0 else 0
 
-        received = await client.text_document_code_action_async(lsp.CodeActionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri),
-            range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
-            context=lsp.CodeActionContext(diagnostics=[])))
-        assert received is not None
-        actions = [_code_action(a) for a in received]
-        titles = [a["title"] for a in actions]
-        assert any("Accept" in t for t in titles) and any("Reject" in t for t in titles)
-        accept = next(a for a in actions if a["command"]["command"] == "cairn.accept")
-        show = next(a for a in actions if a["command"]["command"] == "cairn.showProposal")
-        detail = plain(await command(client, show["command"]["command"], show["command"]["arguments"][0]))
-        assert "diff" in detail and detail["diff"]
+    await until(client, proposed)
+    touched = [p for p in sorted(memory.glob("*.md")) + [workspace / "AGENTS.md"] if p.exists()]
+    before = {p: p.read_text(encoding="utf-8") for p in touched}
 
-        # live buffers win: an unsaved edit blocks the write
-        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=before[index] + "unsaved\n")]))
-        with pytest.raises(JsonRpcInvalidParams) as info:
-            await command(client, "cairn.accept", accept["command"]["arguments"][0])
-        assert "E_PROPOSAL_STALE" in str(info.value)
-        assert index.read_text(encoding="utf-8") == before[index]
-        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=3),
-            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=before[index])]))
+    uri = index.as_uri()
+    diags = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+        uri=uri, language_id="markdown", version=1, text=before[index])))
+    await asyncio.wait_for(diags, 30)
+    assert client.diagnostics[uri], "a pending proposal touches MEMORY.md"
+    assert all(d.severity == lsp.DiagnosticSeverity.Information for d in client.diagnostics[uri])
 
-        republished = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
+    received = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
+        context=lsp.CodeActionContext(diagnostics=[])))
+    assert received is not None
+    actions = [_code_action(a) for a in received]
+    titles = [a["title"] for a in actions]
+    assert any("Accept" in t for t in titles) and any("Reject" in t for t in titles)
+    accept = next(a for a in actions if a["command"]["command"] == "cairn.accept")
+    show = next(a for a in actions if a["command"]["command"] == "cairn.showProposal")
+    detail = plain(await command(client, show["command"]["command"], show["command"]["arguments"][0]))
+    assert "diff" in detail and detail["diff"]
+
+    # live buffers win: an unsaved edit blocks the write
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=before[index] + "unsaved\n")]))
+    with pytest.raises(JsonRpcInvalidParams) as info:
         await command(client, "cairn.accept", accept["command"]["arguments"][0])
-        await asyncio.wait_for(republished, 30)
-        after = {p: p.read_text(encoding="utf-8") for p in sorted(memory.glob("*.md")) if p.exists()}
-        assert after != {p: t for p, t in before.items() if p.parent == memory}, "accepting changed the memory"
-    finally:
-        await stop_server(client)
+    assert "E_PROPOSAL_STALE" in str(info.value)
+    assert index.read_text(encoding="utf-8") == before[index]
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=3),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=before[index])]))
+
+    republished = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
+    await command(client, "cairn.accept", accept["command"]["arguments"][0])
+    await asyncio.wait_for(republished, 30)
+    after = {p: p.read_text(encoding="utf-8") for p in sorted(memory.glob("*.md")) if p.exists()}
+    assert after != {p: t for p, t in before.items() if p.parent == memory}, "accepting changed the memory"
 
 
 def _code_action(item: lsp.Command | lsp.CodeAction) -> dict[str, Any]:

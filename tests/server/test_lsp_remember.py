@@ -7,35 +7,33 @@ from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
+from pytest_lsp import LanguageClient
 
-from tests.server.lsp_harness import command, plain, request, start_server, stop_server
+from tests.server.lsp_harness import command, plain, request
 
 pytestmark = pytest.mark.asyncio
 
 
-async def test_remember_answers_with_the_proposal_and_refuses_bad_input(workspace: Path) -> None:
-    client = await start_server(workspace, {"mode": "propose"})
-    try:
-        out = plain(await command(client, "cairn.remember", {"workspace": str(workspace), "type": "feedback",
-                                                             "text": "Never force-push to shared branches",
-                                                             "source": "emacs"}))
-        result = out["result"]
-        assert out["status"] == "ok" and result["reviewed"]
-        [p] = result["proposals"]
-        assert p["state"] == "pending" and "feedback memory" in p["title"]
-        detail = plain(await request(client, "cairn/proposal", {"id": p["id"]}))
-        assert "Never force-push to shared branches" in detail["diff"]
-        cockpit = plain(await request(client, "cairn/cockpit", {"view": "candidates"}))
-        assert p["id"] in str(cockpit)
-        bad: list[tuple[dict[str, Any], str]] = [({"text": ""}, "E_USAGE"), ({"text": "a b", "type": "opinion"}, "E_USAGE"),
-                          ({"text": "x " * 1001}, "E_RECORD_TOO_LARGE"), ({"text": "y" * 20000}, "E_RECORD_TOO_LARGE"),
-                          ({}, "E_USAGE"), ({"text": 7}, "E_USAGE"), ({"text": "ok", "source": "Not OK"}, "E_USAGE")]
-        for arg, code in bad:
-            with pytest.raises(JsonRpcInvalidParams) as info:
-                await command(client, "cairn.remember", arg)
-            assert code in str(info.value), (arg, str(info.value))
-        assert len(list((workspace / ".cairn/state/memory/remember").iterdir())) == 1
-        for msg in client.log_messages:  # logs carry ids and codes, never the remembered text
-            assert "force-push" not in msg.message
-    finally:
-        await stop_server(client)
+@pytest.mark.lsp_options({"mode": "propose"})
+async def test_remember_answers_with_the_proposal_and_refuses_bad_input(workspace: Path, client: LanguageClient) -> None:
+    out = plain(await command(client, "cairn.remember", {"workspace": str(workspace), "type": "feedback",
+                                                         "text": "Never force-push to shared branches",
+                                                         "source": "emacs"}))
+    result = out["result"]
+    assert out["status"] == "ok" and result["reviewed"]
+    [p] = result["proposals"]
+    assert p["state"] == "pending" and "feedback memory" in p["title"]
+    detail = plain(await request(client, "cairn/proposal", {"id": p["id"]}))
+    assert "Never force-push to shared branches" in detail["diff"]
+    cockpit = plain(await request(client, "cairn/cockpit", {"view": "candidates"}))
+    assert p["id"] in str(cockpit)
+    bad: list[tuple[dict[str, Any], str]] = [({"text": ""}, "E_USAGE"), ({"text": "a b", "type": "opinion"}, "E_USAGE"),
+                      ({"text": "x " * 1001}, "E_RECORD_TOO_LARGE"), ({"text": "y" * 20000}, "E_RECORD_TOO_LARGE"),
+                      ({}, "E_USAGE"), ({"text": 7}, "E_USAGE"), ({"text": "ok", "source": "Not OK"}, "E_USAGE")]
+    for arg, code in bad:
+        with pytest.raises(JsonRpcInvalidParams) as info:
+            await command(client, "cairn.remember", arg)
+        assert code in str(info.value), (arg, str(info.value))
+    assert len(list((workspace / ".cairn/state/memory/remember").iterdir())) == 1
+    for msg in client.log_messages:  # logs carry ids and codes, never the remembered text
+        assert "force-push" not in msg.message

@@ -14,6 +14,8 @@ from cairn.server.adapter import Adapter
 from cairn.server.lsp_service import CairnService
 from cairn.server.testing import FakeClock
 
+from tests.support import until_changed
+
 pytestmark = pytest.mark.asyncio
 
 
@@ -47,11 +49,8 @@ class FakeEditor:
         return None
 
     async def until(self, pred: Callable[[], object], bound: float = 30.0) -> None:
-        async def loop() -> None:
-            while not pred():
-                self.changed.clear()
-                await self.changed.wait()
-        await asyncio.wait_for(loop(), bound)
+        """Wait for a condition, re-checked on every event (bounded, not a sleep)."""
+        await until_changed(self.changed, pred, bound)
 
 
 def adapter_of(service: CairnService) -> Adapter:

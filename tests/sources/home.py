@@ -9,8 +9,8 @@ import pathlib
 import shutil
 import sqlite3
 
-from tests.importers.conftest import FIXTURES
 from tests.importers.formats import build_db
+from tests.support.transcripts import FIXTURES
 
 
 def _put(dest: pathlib.Path, rel: str, workspace: str, old: str | None = None) -> pathlib.Path:

@@ -52,13 +52,7 @@ def test_crash_at_every_mutating_operation_then_recover(tmp_path: Path) -> None:
     assert len(points) > 40
     reference = _state(counting)
 
-    for k in sweep.points(len(points)):
-        ws = tmp_path / f"crash-{k}"
-        shutil.copytree(template, ws)
-        where = sweep.kill_at(k, tmp_path / "kill.log", _run, ws, "sweep", "0")
-        if where is None:
-            sweep.covered(k, len(points))
-            break
+    for k, ws, where in sweep.killed_runs(len(points), tmp_path, template, _run, "sweep", "0"):
         # recovery: a fresh process that sees every held claim as expired, then completes the work
         rec = _run(ws, "sweep", "1000")
         assert rec.returncode == 0, (k, rec.stderr)

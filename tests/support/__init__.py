@@ -8,8 +8,10 @@ modules of their layer (``cairn.server.testing``, ``cairn.worker.testing``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -25,3 +27,12 @@ def child_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_CRASH")}
     env.update(extra)
     return env
+
+
+async def until_changed(changed: asyncio.Event, pred: Callable[[], object], bound: float = 30.0) -> None:
+    """Wait for ``pred``, re-checked each time ``changed`` is set (bounded, not a sleep)."""
+    async def loop() -> None:
+        while not pred():
+            changed.clear()
+            await changed.wait()
+    await asyncio.wait_for(loop(), bound)

@@ -17,9 +17,14 @@ from tests.support import PYTHON, REPO, child_env
 REMOTE = 'provider = "openai"\nmodel = "m"\nendpoint = "http://127.0.0.1:9/v1"\napi_key_env = "SOME_SECRET_VAR"\n'
 
 
+def _config_path(folder: Path) -> Path:
+    """``folder/config.toml``, its folder made (a workspace's ``.cairn`` or the user's ``cairn``)."""
+    folder.mkdir(exist_ok=True)
+    return folder / "config.toml"
+
+
 def _ws_file(ws: Path, text: str) -> None:
-    (ws / ".cairn").mkdir(exist_ok=True)
-    (ws / ".cairn/config.toml").write_text(text)
+    _config_path(ws / ".cairn").write_text(text)
 
 
 def _codes(warnings: list[str]) -> list[str]:
@@ -58,16 +63,14 @@ def test_editor_settings_are_the_users_and_need_no_trust(workspace: Path) -> Non
 
 def test_precedence_defaults_user_workspace_editor(workspace: Path, user_config_home: Path) -> None:
     _ws_file(workspace, 'idle_minutes = 3\nseal_idle_minutes = 7\n')
-    (user_config_home / "cairn").mkdir()
-    (user_config_home / "cairn/config.toml").write_text('mode = "manual"\nidle_minutes = 4\nseal_idle_minutes = 8\n')
+    _config_path(user_config_home / "cairn").write_text('mode = "manual"\nidle_minutes = 4\nseal_idle_minutes = 8\n')
     s, warnings = config.load(str(workspace), {"sealIdleMinutes": 9})
     assert (s.mode, s.idleMinutes, s.sealIdleMinutes) == ("manual", 3.0, 9.0) and warnings == []
 
 
 def test_a_users_provider_stands_against_an_untrusted_file_and_yields_to_a_trusted_one(
         workspace: Path, user_config_home: Path) -> None:
-    (user_config_home / "cairn").mkdir()
-    (user_config_home / "cairn/config.toml").write_text('provider = "openai"\nendpoint = "http://127.0.0.1:7/v1"\n')
+    _config_path(user_config_home / "cairn").write_text('provider = "openai"\nendpoint = "http://127.0.0.1:7/v1"\n')
     _ws_file(workspace, 'provider = "extractive"\n')
     s, warnings = config.load(str(workspace))
     assert (s.provider, s.endpoint) == ("openai", "http://127.0.0.1:7/v1")
@@ -145,9 +148,7 @@ def _load_in_child(ws: Path) -> list[str]:
 def test_a_config_file_that_is_not_a_small_regular_file_is_refused_promptly(
     workspace: Path, tmp_path: Path, kind: str
 ) -> None:
-    cairn_dir = workspace / ".cairn"
-    cairn_dir.mkdir()
-    path = cairn_dir / "config.toml"
+    path = _config_path(workspace / ".cairn")
     if kind == "symlink-to-dev-zero":
         path.symlink_to("/dev/zero")
     elif kind == "fifo":
@@ -157,11 +158,9 @@ def test_a_config_file_that_is_not_a_small_regular_file_is_refused_promptly(
     elif kind == "directory":
         path.mkdir()
     else:
-        cairn_dir.rmdir()
-        elsewhere = tmp_path / "elsewhere"
-        elsewhere.mkdir()
-        (elsewhere / "config.toml").write_text(REMOTE)
-        cairn_dir.symlink_to(elsewhere)
+        path.parent.rmdir()
+        _config_path(tmp_path / "elsewhere").write_text(REMOTE)
+        path.parent.symlink_to(tmp_path / "elsewhere")
     warnings = _load_in_child(workspace)
     assert _codes(warnings) == ["E_CONFIG_INVALID"], warnings
     reason = {"symlink-to-dev-zero": "is a symlink", "fifo": "not a regular file", "oversized": "larger than 64 KiB",
@@ -172,14 +171,13 @@ def test_a_config_file_that_is_not_a_small_regular_file_is_refused_promptly(
 def test_the_user_config_may_be_a_link_but_must_be_a_small_regular_file(
     workspace: Path, user_config_home: Path, tmp_path: Path
 ) -> None:
-    d = user_config_home / "cairn"
-    d.mkdir()
+    path = _config_path(user_config_home / "cairn")
     dotfiles = tmp_path / "dotfiles.toml"
     dotfiles.write_text('mode = "manual"\n')
-    (d / "config.toml").symlink_to(dotfiles)  # dotfile managers link the user's own file
+    path.symlink_to(dotfiles)  # dotfile managers link the user's own file
     assert config.load(str(workspace)) == (config.Settings(mode="manual"), [])
-    (d / "config.toml").unlink()
-    os.mkfifo(d / "config.toml")
+    path.unlink()
+    os.mkfifo(path)
     warnings = _load_in_child(workspace)
     assert _codes(warnings) == ["E_CONFIG_INVALID"] and "config.toml (user) is not a regular file" in warnings[0]
 

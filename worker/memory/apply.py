@@ -341,11 +341,8 @@ def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
     from cairn.worker.memory import model
 
     p = load_proposal(ms, pid)
-    history = decisions(ms, pid)
-    if history and history[-1].state is ProposalState.APPLIED:
-        return {"id": pid, "state": "applied", "changed": False}
-    if history and history[-1].state is ProposalState.REJECTED:
-        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was rejected; it cannot be applied")
+    if done := _already(ms, pid, ProposalState.APPLIED, ProposalState.REJECTED, "was rejected; it cannot be applied"):
+        return done
     _check_required(ms, p)
     if p.kind is ProposalKind.DISPOSITION and not p.files:
         _decide_only(ms, p, "accept", ProposalState.APPLIED)
@@ -429,13 +426,23 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
 
 def reject(ms: MemoryStore, pid: str) -> dict[str, Any]:
     p = load_proposal(ms, pid)
-    history = decisions(ms, pid)
-    if history and history[-1].state is ProposalState.REJECTED:
-        return {"id": pid, "state": "rejected", "changed": False}
-    if history and history[-1].state is ProposalState.APPLIED:
-        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is applied; undo it instead of rejecting it")
+    if done := _already(ms, pid, ProposalState.REJECTED, ProposalState.APPLIED,
+                        "is applied; undo it instead of rejecting it"):
+        return done
     _decide_only(ms, p, "reject", ProposalState.REJECTED)
     return {"id": pid, "state": "rejected", "changed": True}
+
+
+def _already(ms: MemoryStore, pid: str, wanted: ProposalState, refused: ProposalState,
+             why: str) -> dict[str, Any] | None:
+    """The unchanged answer if the last decision is already ``wanted``; refused if it is ``refused``."""
+    history = decisions(ms, pid)
+    last = history[-1].state if history else None
+    if last is wanted:
+        return {"id": pid, "state": wanted.value, "changed": False}
+    if last is refused:
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} {why}")
+    return None
 
 
 def _decide_only(ms: MemoryStore, p: Proposal, action: str, state: ProposalState) -> None:

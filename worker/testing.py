@@ -1,4 +1,9 @@
-"""Jobs used only by the runner's tests (enabled by CAIRN_TEST_JOBS=1)."""
+"""Test doubles for the worker layer; production code never imports this module.
+
+The runner's test jobs (echo, sleep, crash, noise): named only by string in
+``cairn.worker.entry.TEST_REGISTRY`` and resolvable only when
+``CAIRN_TEST_JOBS=1``, so a real run can neither import nor dispatch them.
+"""
 
 from __future__ import annotations
 
