@@ -13,8 +13,15 @@ it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
 the ``command`` provider runs) are taken only when the user trusted
 that workspace (``cairn trust``); otherwise they are ignored with one
 ``E_WORKSPACE_UNTRUSTED`` warning and the layers below (the embedded engine
-by default) decide. Its other keys (mode, instruction files, the notes
-folders, the price table…) always apply: they stay on this machine.
+by default) decide. Two more are the user's to choose, though they send
+nothing anywhere: ``model`` (it runs on the user's own endpoint and key, so
+it sets what the user pays) and every ``memory_roots`` entry that is not a
+plain relative folder inside the workspace (an absolute path, ``~`` or
+``..``: reviews write there, and in ``auto`` mode unreviewed). From an
+untrusted file those are ignored with the same warning. Its other keys
+(mode, instruction files, roots inside the workspace, the notes folders,
+the price table…) always apply: they stay on this machine and touch only
+the repository's own files.
 
 Each layer is structured field by field: a bad option (unknown name, wrong
 type, value outside its vocabulary) is reported with ``E_CONFIG_INVALID`` and
@@ -42,6 +49,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
 #: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace
 OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command")
+#: further workspace-file keys only a trusted workspace may set: the model (what the user's key pays for)
+#: and memory roots outside the workspace (where reviews write)
+USERS_CHOICE = ("model",)
 WORKSPACE_FILE = ".cairn/config.toml"
 USER_FILE = f"{trust.USER_CONFIG} (user)"
 _REPORTED: set[str] = set()
@@ -154,13 +164,34 @@ def _comparable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def outside_workspace(root: str) -> bool:
+    """Whether a memory root names a folder outside the workspace (absolute, ``~`` or ``..``)."""
+    return (os.path.isabs(root) or root.startswith("~") or "\\" in root
+            or any(part == ".." for part in root.split("/")))
+
+
+def _refused(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without what only the user or a trusted workspace may set, and the keys refused."""
+    kept = {k: v for k, v in data.items() if k not in OFF_MACHINE + USERS_CHOICE}
+    refused = [k for k in OFF_MACHINE + USERS_CHOICE if k in data]
+    roots = data.get("memory_roots")
+    if isinstance(roots, list) and any(isinstance(r, str) and outside_workspace(r) for r in roots):
+        inside = [r for r in roots if not (isinstance(r, str) and outside_workspace(r))]
+        refused.append("memory_roots")
+        if inside:
+            kept["memory_roots"] = inside
+        else:
+            del kept["memory_roots"]
+    return kept, refused
+
+
 def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
                below: Settings) -> tuple[dict[str, Any], list[str]]:
-    """``data`` without the off-machine keys unless ``workspace`` is trusted (with the warning).
+    """``data`` without the off-machine and user's-choice keys unless ``workspace`` is trusted (with the warning).
 
     ``above``: keys the editor sets anyway; ``below``: what the user's layers give without the file.
     """
-    present = [k for k in OFF_MACHINE if k in data]
+    kept, present = _refused(data)
     if not present:
         return data, []
     try:
@@ -169,12 +200,12 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
         warnings = []
     except CairnError as exc:
         warnings = [f"{exc.code}: {exc.message}; no workspace is trusted"]
-    kept = {k: v for k, v in data.items() if k not in OFF_MACHINE}
     # only keys that would have mattered: set to something else than the user's value and not set by the editor
     ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
     if ignored:
         warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
-                        f"{', '.join(ignored)}, which send data off this machine, but the workspace is not trusted; "
+                        f"{', '.join(ignored)}, which only you choose (where data and keys go, the model your key "
+                        "pays for, memory roots outside the workspace), but the workspace is not trusted; "
                         "ignored (the embedded engine is used unless your own settings name a provider; "
                         "`cairn trust` allows them)")
     return kept, warnings

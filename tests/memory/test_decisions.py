@@ -179,10 +179,11 @@ def test_paths_outside_roots_are_refused(workspace: Path) -> None:
         assert ms.check_target("AGENTS.md")[1] == "AGENTS.md"
 
 
-def test_user_preferences_go_to_a_configured_global_root(workspace: Path, tmp_path: Path) -> None:
+def test_user_preferences_go_to_a_configured_global_root(workspace: Path, tmp_path: Path,
+                                                         user_config_home: Path) -> None:
     home = tmp_path / "home-memory"  # a root outside the workspace, shared by every project
-    (workspace / ".cairn").mkdir()
-    (workspace / ".cairn/config.toml").write_text(f'memory_roots = ["{home}"]\n')
+    (user_config_home / "cairn").mkdir()  # the user's own choice (a workspace file needs `cairn trust` for it)
+    (user_config_home / "cairn/config.toml").write_text(f'memory_roots = ["{home}"]\n')
     out = cairn_json(workspace, "run", str(DEMO))
     user = next(p for p in out["proposals"] if p["kind"] == "create" and p["target"].startswith(str(home)))
     assert "emojis" in user["title"]
@@ -197,6 +198,20 @@ def test_user_preferences_go_to_a_configured_global_root(workspace: Path, tmp_pa
     assert any(r["file"] == str(topic) for r in cairn_json(workspace, "memory"))
     cairn(workspace, "undo", user["id"])
     assert not topic.exists() and not (home / "MEMORY.md").exists()  # absent before, absent again
+
+
+def test_an_untrusted_workspace_file_cannot_send_auto_reviews_outside_the_workspace(workspace: Path,
+                                                                                    tmp_path: Path) -> None:
+    outside = tmp_path / "someone-elses-project"  # any folder of the user's: another project, ~/.ssh...
+    (workspace / ".cairn").mkdir()
+    (workspace / ".cairn/config.toml").write_text(f'mode = "auto"\nmemory_roots = ["{outside}"]\n')
+    r = cairn(workspace, "run", str(DEMO), check=False)
+    assert "E_WORKSPACE_UNTRUSTED" in r.stderr and "memory_roots" in r.stderr
+    assert not outside.exists()
+    assert all(not p["target"].startswith(str(outside)) for p in cairn_json(workspace, "proposals"))
+    cairn(workspace, "trust")  # the user's decision: now the file's root is taken
+    r = cairn(workspace, "review", check=False)
+    assert "E_WORKSPACE_UNTRUSTED" not in r.stderr
 
 
 @pytest.mark.parametrize("own_file", [False, True])

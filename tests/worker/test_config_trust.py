@@ -8,6 +8,7 @@ import resource
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker import config, trust
@@ -35,13 +36,50 @@ def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(
     _ws_file(workspace, REMOTE + 'mode = "manual"\ninstruction_files = ["RULES.md"]\n')
     s, warnings = config.load(str(workspace))
     assert (s.provider, s.endpoint, s.apiKeyEnv) == ("extractive", "", "CAIRN_OPENAI_API_KEY")
-    assert (s.mode, s.instructionFiles, s.model) == ("manual", ("RULES.md",), "m")
+    assert (s.mode, s.instructionFiles, s.model) == ("manual", ("RULES.md",), "")
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
-    assert "provider, endpoint, api_key_env" in warnings[0]
+    assert "provider, endpoint, api_key_env, model" in warnings[0]
     trust.trust(str(workspace))
     s, warnings = config.load(str(workspace))
-    assert (s.provider, s.endpoint, s.apiKeyEnv) == ("openai", "http://127.0.0.1:9/v1", "SOME_SECRET_VAR")
+    assert (s.provider, s.endpoint, s.apiKeyEnv, s.model) == ("openai", "http://127.0.0.1:9/v1", "SOME_SECRET_VAR", "m")
     assert warnings == []
+
+
+def test_an_untrusted_file_does_not_choose_the_model_the_users_key_pays_for(
+        workspace: Path, user_config_home: Path) -> None:
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text(
+        'provider = "openai"\nendpoint = "http://127.0.0.1:7/v1"\nmodel = "small"\n')
+    _ws_file(workspace, 'model = "the-most-expensive-one"\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.provider, s.model) == ("openai", "small")
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "model" in warnings[0]
+    trust.trust(str(workspace))
+    assert config.load(str(workspace)) == (attrs.evolve(s, model="the-most-expensive-one"), [])
+
+
+@pytest.mark.parametrize("outside", ["/home/someone/.ssh", "~/.ssh", "../other-project/.agents/memory",
+                                     "notes/../../x", "..\\x"])
+def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Path, outside: str) -> None:
+    """Reviews write into memory roots (unreviewed in auto mode): one outside the workspace is the user's choice."""
+    _ws_file(workspace, f'mode = "auto"\nmemory_roots = ["notes", {json.dumps(outside)}]\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.mode, s.memoryRoots) == ("auto", ("notes",))
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "memory_roots" in warnings[0]
+    _ws_file(workspace, f'memory_roots = [{json.dumps(outside)}]\n')
+    assert config.load(str(workspace))[0].memoryRoots == ()  # the layers below decide
+    trust.trust(str(workspace))
+    assert config.load(str(workspace)) == (attrs.evolve(s, mode="propose", memoryRoots=(outside,)), [])
+
+
+def test_the_users_global_memory_root_stands_against_an_untrusted_file(workspace: Path, user_config_home: Path) -> None:
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text('memory_roots = ["/home/u/memory"]\n')
+    _ws_file(workspace, 'memory_roots = ["/home/u/memory"]\n')  # the same value: nothing to report
+    assert config.load(str(workspace)) == (config.Settings(memoryRoots=("/home/u/memory",)), [])
+    _ws_file(workspace, 'memory_roots = ["/elsewhere"]\n')
+    s, warnings = config.load(str(workspace))
+    assert s.memoryRoots == ("/home/u/memory",) and _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
 
 
 def test_an_untrusted_file_repeating_the_defaults_is_not_reported(workspace: Path) -> None:
@@ -51,7 +89,7 @@ def test_an_untrusted_file_repeating_the_defaults_is_not_reported(workspace: Pat
 
 def test_editor_settings_are_the_users_and_need_no_trust(workspace: Path) -> None:
     _ws_file(workspace, REMOTE)
-    editor = {"provider": "openai", "endpoint": "http://127.0.0.1:8/v1", "apiKeyEnv": "MY_KEY"}
+    editor = {"provider": "openai", "endpoint": "http://127.0.0.1:8/v1", "apiKeyEnv": "MY_KEY", "model": "mine"}
     s, warnings = config.load(str(workspace), editor)
     assert (s.provider, s.endpoint, s.apiKeyEnv) == ("openai", "http://127.0.0.1:8/v1", "MY_KEY")
     assert warnings == []  # the workspace's values would not have mattered
