@@ -23,6 +23,14 @@ MEMORY_BUNDLES = ".cairn/state/memory/bundles"
 MEMORY_DECISIONS = ".cairn/state/memory/decisions"  # <proposal>/<seq>: the private decisions (the authority)
 PUBLIC_DECISIONS = ".cairn/journal/decisions"  # <proposal>-<seq>.json: their public records
 MEMORY_ROOT = ".agents/memory"  # the workspace's own memory root (users commit it)
+#: folders no memory root or instruction file may be in: git's own files (``.git/config`` runs programs)
+#: and cairn's (its config, private state and public journal)
+RESERVED = (".git", CAIRN)
+
+
+def reserved(rel: str) -> bool:
+    """Whether the '/'-separated relative path ``rel`` lies in a :data:`RESERVED` folder, at any depth."""
+    return any(part in RESERVED for part in rel.split("/"))
 
 #: every claims root with the bundle store its outcomes may reference
 CLAIM_ROOTS: tuple[tuple[str, str], ...] = (

@@ -43,6 +43,7 @@ from typing import Any
 import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.lsp import Settings
+from cairn.state import layout
 from cairn.worker import trust
 
 _CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai", "command")}
@@ -89,6 +90,10 @@ def _check(name: str, value: Any) -> Any:
     if isinstance(default, tuple):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a list of strings")
+        if name in ("memoryRoots", "instructionFiles"):
+            bad = [v for v in value if not os.path.isabs(v) and layout.reserved(v)]
+            if bad:  # a review would append to .git/config (git runs programs it names) or cairn's own files
+                raise ValueError(f"names {bad[0][:80]!r}, inside {' or '.join(layout.RESERVED)}, which memory never touches")
         return tuple(value)
     if isinstance(default, bool) or isinstance(default, str):
         if type(value) is not type(default):

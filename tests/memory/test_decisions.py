@@ -168,6 +168,7 @@ def test_targets_through_symlinks_or_files_fail_closed(workspace: Path, tmp_path
 
 def test_paths_outside_roots_are_refused(workspace: Path) -> None:
     from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.protocol.lsp import Settings
     from cairn.worker.memory.store import MemoryStore
 
     with MemoryStore(str(workspace)) as ms:
@@ -177,6 +178,25 @@ def test_paths_outside_roots_are_refused(workspace: Path) -> None:
             assert ei.value.code is ErrorCode.TARGET_OUTSIDE_ROOTS
         assert ms.check_target(".agents/memory/x.md")[1] == ".agents/memory/x.md"
         assert ms.check_target("AGENTS.md")[1] == "AGENTS.md"
+    # settings that name git's or cairn's own files (however they were built) do not make them targets
+    reserved = Settings(instructionFiles=(".git/config", ".cairn/config.toml"), memoryRoots=(".cairn/journal",))
+    with MemoryStore(str(workspace), reserved) as ms:
+        for bad in (".git/config", ".cairn/config.toml", ".cairn/journal/x.md"):
+            with pytest.raises(CairnError) as ei:
+                ms.check_target(bad)
+            assert ei.value.code is ErrorCode.TARGET_OUTSIDE_ROOTS
+
+
+def test_a_workspace_file_cannot_make_git_config_an_instruction_file(workspace: Path) -> None:
+    """``.git/config`` names programs git runs (core.fsmonitor, aliases): memory never writes it."""
+    (workspace / ".git").mkdir()
+    (workspace / ".git/config").write_text("[core]\n\tbare = false\n")
+    (workspace / ".cairn").mkdir()
+    (workspace / ".cairn/config.toml").write_text('mode = "auto"\ninstruction_files = [".git/config", "AGENTS.md"]\n')
+    r = cairn(workspace, "run", str(DEMO), check=False)
+    assert "E_CONFIG_INVALID" in r.stderr and ".git/config" in r.stderr
+    assert (workspace / ".git/config").read_text() == "[core]\n\tbare = false\n"
+    assert all(not p["target"].startswith(".git") for p in cairn_json(workspace, "proposals"))
 
 
 def test_user_preferences_go_to_a_configured_global_root(workspace: Path, tmp_path: Path,

@@ -72,6 +72,20 @@ def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Pa
     assert config.load(str(workspace)) == (attrs.evolve(s, mode="propose", memoryRoots=(outside,)), [])
 
 
+@pytest.mark.parametrize("option,value", [("instruction_files", ".git/config"), ("instruction_files", "sub/.git/config"),
+                                          ("instruction_files", ".cairn/config.toml"), ("memory_roots", ".cairn/journal"),
+                                          ("memory_roots", ".git/hooks")])
+def test_no_layer_points_memory_at_gits_or_cairns_own_files(workspace: Path, option: str, value: str) -> None:
+    """A review appends to instruction files: ``.git/config`` names programs git runs."""
+    _ws_file(workspace, f'{option} = ["AGENTS.md", {json.dumps(value)}]\n')
+    s, warnings = config.load(str(workspace))
+    assert s == config.Settings()
+    assert _codes(warnings) == ["E_CONFIG_INVALID"] and value in warnings[0]
+    trust.trust(str(workspace))  # trust does not make them memory
+    assert config.load(str(workspace))[0] == config.Settings()
+    assert config.merge(config.Settings(), {config._camel(option): [value]}, source="editor settings")[1]
+
+
 def test_the_users_global_memory_root_stands_against_an_untrusted_file(workspace: Path, user_config_home: Path) -> None:
     (user_config_home / "cairn").mkdir()
     (user_config_home / "cairn/config.toml").write_text('memory_roots = ["/home/u/memory"]\n')

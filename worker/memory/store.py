@@ -96,6 +96,8 @@ class MemoryStore(Journal):
         except CairnError:
             raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"{path[:120]} is not a plain relative path") from None
         rel = "/".join(parts)
+        if layout.reserved(rel):  # git's and cairn's own files, whatever the settings say
+            raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"{path[:120]} is in a folder memory never touches")
         if rel in self.settings.instructionFiles:
             return Target(self.workspace, True), rel
         if "/".join(parts[:-1]) in self.settings.notesDirs and parts[-1].endswith(".md"):
