@@ -187,6 +187,18 @@ def test_paths_outside_roots_are_refused(workspace: Path) -> None:
             assert ei.value.code is ErrorCode.TARGET_OUTSIDE_ROOTS
 
 
+def test_a_shipped_agents_symlink_does_not_read_another_projects_memory(workspace: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other-project/.agents/memory"
+    other.mkdir(parents=True)
+    (other / "private.md").write_text("---\nname: private\ndescription: another project's\ntype: project\n---\nbody\n")
+    (workspace / ".agents").symlink_to(other.parent)  # git checks out symlinks, absolute ones too
+    r = cairn(workspace, "memory", check=False)
+    assert "E_PATH_SYMLINK" in r.stderr and "private" not in r.stdout
+    r = cairn(workspace, "run", str(DEMO), check=False)
+    assert "E_PATH_SYMLINK" in r.stdout + r.stderr and "private" not in r.stdout
+    assert sorted(os.listdir(other)) == ["private.md"]
+
+
 def test_a_workspace_file_cannot_make_git_config_an_instruction_file(workspace: Path) -> None:
     """``.git/config`` names programs git runs (core.fsmonitor, aliases): memory never writes it."""
     (workspace / ".git").mkdir()

@@ -419,6 +419,24 @@ def test_read_root_missing_and_symlinked_roots(tmp_path: Path) -> None:
     assert _code(exc) == ErrorCode.PATH_SYMLINK
 
 
+def test_a_workspace_root_below_a_symlinked_folder_is_refused(tmp_path: Path) -> None:
+    """A cloned repository's ``.agents`` linked to another project's memory is not read into a review."""
+    other = tmp_path / "other-project/.agents/memory"
+    other.mkdir(parents=True)
+    (other / "private.md").write_bytes(model.render_topic("Private", "another project's", "project", "body\n"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(other.parent, ws / ".agents")
+    with pytest.raises(CairnError) as exc:
+        model.read_root(ws / ".agents/memory", workspace=str(ws))
+    assert _code(exc) == ErrorCode.PATH_SYMLINK
+    (ws / ".agents").unlink()
+    (ws / ".agents/memory").mkdir(parents=True)
+    assert model.read_root(ws / ".agents/memory", workspace=str(ws)).exists
+    assert not model.read_root(ws / "notes", workspace=str(ws)).exists  # missing: empty
+    assert "private.md" in model.read_root(other, workspace=str(ws)).topics  # outside: the user's own path
+
+
 def test_read_root_refuses_oversized_and_odd_names(tmp_path: Path) -> None:
     root = tmp_path / "memory"
     root.mkdir()

@@ -217,7 +217,7 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
         root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
         if not sub and (not housekeeping or not root_dir.is_dir()):
             continue
-        snapshot = model.read_root(root_dir) if root_dir.is_dir() else model.empty_snapshot()
+        snapshot = model.read_root(root_dir, workspace=ms.workspace) if root_dir.is_dir() else model.empty_snapshot()
         scope = ReviewScope(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
                             instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id)
         known += scope.known_texts(snapshot)

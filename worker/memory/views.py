@@ -58,7 +58,7 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
         path = root if os.path.isabs(root) else os.path.join(workspace, root)
         if not os.path.isdir(path):
             continue
-        snap = model.read_root(Path(path))
+        snap = model.read_root(Path(path), workspace=workspace)
         for name, topic in sorted(snap.topics.items()):
             rows.append({"file": os.path.join(root, name), "name": topic.name, "type": topic.type,
                          "description": topic.description, "root": root})

@@ -82,9 +82,14 @@ def _read_entry(root: PinnedDir, entry: os.DirEntry[str]) -> bytes | ErrorCode:
     return ErrorCode.NOT_FOUND if data is None else data
 
 
-def _open_root(root_dir: Path) -> PinnedDir | None:
-    """The root, opened without following a symlink as its last component; None when it is missing."""
+def _open_root(root_dir: Path, workspace: str | None = None) -> PinnedDir | None:
+    """The root, opened without following a symlink as its last component (as any component below
+    ``workspace`` when it is inside it); None when it is missing."""
+    rel = os.path.relpath(root_dir, workspace) if workspace is not None else ".."
     try:
+        if rel != ".." and not rel.startswith("../"):
+            with PinnedDir.open_root(workspace or ".") as ws:
+                return ws.descend(rel)
         with PinnedDir.open_root(root_dir.parent) as parent:
             return parent.child(root_dir.name)
     except CairnError as exc:
@@ -93,7 +98,7 @@ def _open_root(root_dir: Path) -> PinnedDir | None:
         raise
 
 
-def read_root(root_dir: Path) -> MemorySnapshot:
+def read_root(root_dir: Path, *, workspace: str | None = None) -> MemorySnapshot:
     """Observe a memory root: the index bytes and every topic file, read without following symlinks.
 
     The root directory itself is opened without following a symlink as its
@@ -104,9 +109,14 @@ def read_root(root_dir: Path) -> MemorySnapshot:
     ignored. A symlinked, non-regular (a FIFO, a device, a directory named
     ``*.md``: ``E_PATH_NOT_REGULAR``), oversized or oddly named ``*.md`` is
     listed in ``refused`` with its code, never read, so its name stays taken.
+
+    With ``workspace``, a root inside it is opened from the workspace one
+    component at a time, none a symlink: a cloned repository's ``.agents``
+    linked to another project's memory is ``E_PATH_SYMLINK``, as its writes
+    are, never read into a review.
     """
     root_dir = Path(root_dir)
-    root = _open_root(root_dir)
+    root = _open_root(root_dir, workspace)
     if root is None:
         return empty_snapshot(str(root_dir))
     with root:
