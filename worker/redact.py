@@ -16,7 +16,7 @@ Kinds: the credential shapes of :mod:`worker.secret_rules` (the table, with
 its kinds, follows gitleaks' and detect-secrets' public rule sets), then
 here ``aws_secret_access_key`` (``aws_secret_access_key = …``),
 ``bearer_token``, ``basic_auth``, ``password`` (in
-``scheme://user:password@host`` and ``password=…``) and for other
+``scheme://user:password@host``, also percent-encoded, and ``password=…``) and for other
 ``name=value`` assignments ``api_key``, ``secret`` or ``token``; last the
 vendor-labelled values and the high-entropy fallback of
 :mod:`worker.secret_labels` (``[REDACTED:secret]`` for a random-looking
@@ -75,6 +75,9 @@ _KEEPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # scheme://user:password@host -> the scheme, user and host stay.
     ("password", re.compile(r"(://[^\s:/@]{0,256}+:)[^\s/@]{1,256}+(?=@)")),
+    # the same URL percent-encoded as a query value (next=postgres%3A%2F%2Fuser%3Apassword%40host)
+    ("password", re.compile(r"(%3A%2F%2F(?:[^\s:/@%]|%(?!3A)[0-9A-F]{2}){0,256}+%3A)"
+                            r"(?:[^\s/@%]|%(?!40)[0-9A-F]{2}){1,256}+(?=%40)", re.I)),
 )
 
 _ASSIGNMENT = re.compile(

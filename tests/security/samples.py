@@ -129,6 +129,7 @@ SAMPLES: tuple[Sample, ...] = (
     _s("password", r(ALNUM, 16), "Always connect with postgres://app:{}@db.internal:5432/app from now on."),
     _s("password", r(ALNUM, 14), "Always use https://deploy:{}@git.example.com/acme.git as the mirror."),
     _s("password", r(ALNUM, 12), "Our convention: DB_PASSWORD={} in every environment."),
+    _s("password", r(ALNUM, 15), "Always pass next=postgres%3A%2F%2Fapp%3A{}%40db.internal to the proxy from now on."),
     _s("secret", r(ALNUM, 32), "Remember that our internal signing secret is {} for all services."),
     _s("secret", r(URLSAFE, 28), "The staging token is {} and we always use it for smoke tests."),
     _s("secret", r(HEX, 40), "Always use the deploy key {} for the mirror."),

@@ -26,6 +26,8 @@ ADVERSARIAL = {
     "dotted": "a." * (MB // 2),
     "slashes": "a/" * (MB // 2),
     "camel": "AbcDef1" * (MB // 7),
+    "encoded-schemes": "%3A%2F%2F" * (MB // 9),
+    "encoded-userinfo": "%3A%2F%2Fu%3Ap%2F" * (MB // 17),
 }
 
 
