@@ -216,6 +216,29 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
     return kept, warnings
 
 
+def _auto_outside(workspace: str, data: dict[str, Any], editor: dict[str, Any], users: Settings,
+                  settings: Settings) -> tuple[Settings, list[str]]:
+    """No unreviewed writes outside the workspace on an untrusted file's word.
+
+    ``mode = "auto"`` from an untrusted workspace file, while a memory root
+    outside the workspace is in effect (the user's global root), would let
+    what a cloned repository feeds the review land in the memory that follows
+    the user to every project; then the user's own mode applies instead.
+    """
+    if data.get("mode") != "auto" or settings.mode != "auto" or users.mode == "auto" or "mode" in editor:
+        return settings, []
+    outside = [r for r in settings.memoryRoots if outside_workspace(r)]
+    try:
+        if not outside or trust.is_trusted(workspace):
+            return settings, []
+    except CairnError:
+        pass
+    return attrs.evolve(settings, mode=users.mode), [
+        f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets mode = \"auto\", "
+        f"but the workspace is not trusted and memory root {outside[0][:80]} is outside it; mode "
+        f"\"{users.mode}\" is used (`cairn trust` allows it)"]
+
+
 def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[str]]:
     """Resolved settings for a workspace, with warnings for everything refused."""
     user, warnings = _read(trust.user_config_bytes, USER_FILE)
@@ -225,9 +248,12 @@ def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[
     warnings += w
     data, w = _untrusted(workspace, data, set(editor_options or {}), settings)
     warnings += w
+    users = settings
     for options, source, snake in ((data, WORKSPACE_FILE, True), (editor_options, "editor settings", False)):
         settings, w = merge(settings, options, source=source, snake=snake)
         warnings += w
+    settings, w = _auto_outside(workspace, data, editor_options or {}, users, settings)
+    warnings += w
     if settings.provider == "command" and not settings.command:
         warnings.append(f"{ErrorCode.CONFIG_INVALID}: provider \"command\" needs the program to run: "
                         'command = ["program", "arg", ...]; digests and reviews through it fail until it is set')

@@ -45,6 +45,22 @@ def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(
     assert warnings == []
 
 
+def test_an_untrusted_files_auto_mode_does_not_write_unreviewed_into_the_users_global_root(
+        workspace: Path, user_config_home: Path) -> None:
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text('memory_roots = ["/home/u/memory"]\n')
+    _ws_file(workspace, 'mode = "auto"\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.mode, s.memoryRoots) == ("propose", ("/home/u/memory",))
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and 'mode = "auto"' in warnings[0]
+    assert config.load(str(workspace), {"mode": "auto"}) == (attrs.evolve(s, mode="auto"), [])  # the user's choice
+    _ws_file(workspace, 'mode = "auto"\nmemory_roots = ["notes"]\n')  # only roots inside the workspace: auto
+    assert config.load(str(workspace)) == (attrs.evolve(s, mode="auto", memoryRoots=("notes",)), [])
+    _ws_file(workspace, 'mode = "auto"\n')
+    trust.trust(str(workspace))
+    assert config.load(str(workspace)) == (attrs.evolve(s, mode="auto"), [])
+
+
 def test_an_untrusted_file_does_not_choose_the_model_the_users_key_pays_for(
         workspace: Path, user_config_home: Path) -> None:
     (user_config_home / "cairn").mkdir()
