@@ -34,6 +34,7 @@ spelling (``idleMinutes``).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -101,6 +102,8 @@ def _check(name: str, value: Any) -> Any:
     elif isinstance(default, (int, float)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError("expected a number")
+        if not math.isfinite(value):  # TOML and Python's JSON read nan and inf: a timer or timeout must be a time
+            raise ValueError("must be a finite number")
         if value < 0:
             raise ValueError("must not be negative")
         value = type(default)(value)

@@ -45,6 +45,16 @@ def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(
     assert warnings == []
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_numbers_must_be_finite(workspace: Path, value: str) -> None:
+    """A nan timer never compares due; an infinite timeout never ends a hung request."""
+    _ws_file(workspace, f"timeout_seconds = {value}\nseal_idle_minutes = {value}\n")
+    s, warnings = config.load(str(workspace))
+    assert s == config.Settings() and _codes(warnings) == ["E_CONFIG_INVALID"] * 2
+    assert "finite" in warnings[0]
+    assert config.from_request({"idleMinutes": float(value)}) == config.Settings()
+
+
 def test_an_untrusted_files_auto_mode_does_not_write_unreviewed_into_the_users_global_root(
         workspace: Path, user_config_home: Path) -> None:
     (user_config_home / "cairn").mkdir()
