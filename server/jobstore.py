@@ -19,10 +19,12 @@ counts failures (the coordinator keeps running from memory).
 from __future__ import annotations
 
 import asyncio
+import errno
+import fcntl
 import logging
 import os
+import stat
 from collections.abc import Iterable
-from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -110,24 +112,41 @@ class JobStoreFiles:
     def __init__(self, *, locked: bool = False) -> None:
         self.locked = locked
         self.errors = 0  # failed writes (each logged with its code)
-        self._locks: dict[str, Any] = {}  # workspace -> the fasteners lock this process holds
+        self._locks: dict[str, int] = {}  # workspace -> the locked descriptor this process holds
         self._written: dict[str, bytes] = {}
 
     def own(self, workspace: str) -> bool:
-        """Take the workspace's job-store lock (blocking I/O: call in a thread). True if held."""
+        """Take the workspace's job-store lock (blocking I/O: call in a thread). True if held.
+
+        The lock file is opened like every file under ``.cairn/state``: through
+        the pinned directory, never following a symlink (a cloned repository
+        may ship ``jobs.lock`` linked elsewhere), without blocking (a FIFO
+        there would hang the opener) and only as a regular file, mode 0600.
+        The lock is ``lockf`` (per process), as the job store has always used.
+        """
         if not self.locked or workspace in self._locks:
             return True
-        import fasteners
-
         try:
-            with PinnedDir.open_root(workspace) as root, root.descend(STORE_DIR, create=True):
-                pass
+            with PinnedDir.open_root(workspace) as root, root.descend(STORE_DIR, create=True) as d:
+                fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             0o600, dir_fd=d.fd)
         except CairnError:
             return False
-        lock = fasteners.InterProcessLock(os.path.join(workspace, STORE_DIR, LOCK_FILE))
-        if not lock.acquire(blocking=False):
+        except OSError as exc:
+            code = ErrorCode.PATH_SYMLINK if exc.errno == errno.ELOOP else ErrorCode.IO_FAILED
+            log.warning("job store for %s not owned: %s %s (%s)", workspace, STORE_DIR, LOCK_FILE, code)
             return False
-        self._locks[workspace] = lock
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                log.warning("job store for %s not owned: %s %s (%s)", workspace, STORE_DIR, LOCK_FILE,
+                            ErrorCode.PATH_NOT_REGULAR)
+                os.close(fd)
+                return False
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # held by another server process (or unlockable): this one keeps jobs in memory
+            return False
+        self._locks[workspace] = fd
         return True
 
     def owns(self, workspace: str) -> bool:

@@ -2,7 +2,7 @@
 
 ``flock`` locks belong to an open file description, so two threads of one
 process that each open the lock file exclude each other, as do two
-processes. (POSIX ``fcntl``/``lockf`` locks, which ``fasteners`` uses, are
+processes. (POSIX ``fcntl``/``lockf`` locks, which the job-store lock uses, are
 per process: every thread of the holder "has" the lock, and closing any
 descriptor of the file drops it. That is why claim locks do not use them.)
 The lock file is never deleted: deleting a lock file lets a second holder

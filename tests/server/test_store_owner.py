@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from cairn.server.jobstore import JobStoreFiles
 
 from tests.support import PYTHON, REPO, child_env
@@ -34,3 +36,31 @@ def test_only_one_server_process_owns_the_job_store(workspace: Path) -> None:
         holder.wait(timeout=30)
     # the owner is gone: the store can be taken over
     assert JobStoreFiles(locked=True).own(str(workspace)) is True
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_shipped_lock_file_neither_hangs_nor_is_followed(workspace: Path, tmp_path: Path, kind: str) -> None:
+    """A cloned repository may ship ``.cairn/state/server/jobs.lock``: a FIFO would block its opener
+    forever, a symlink would create and lock a file of the attacker's choosing."""
+    d = workspace / ".cairn/state/server"
+    d.mkdir(parents=True)
+    target = tmp_path / "elsewhere" / "created-by-cairn"
+    target.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(d / "jobs.lock")
+    else:
+        (d / "jobs.lock").symlink_to(target)
+    files = JobStoreFiles(locked=True)
+    assert files.own(str(workspace)) is False  # returns at once: jobs stay in memory
+    assert not target.exists()
+    files.write(str(workspace), b'{"record":"job-store"}')
+    assert not (d / "jobs.json").exists()
+
+
+def test_the_lock_file_is_private(workspace: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        assert JobStoreFiles(locked=True).own(str(workspace)) is True
+    finally:
+        os.umask(old)
+    assert (workspace / ".cairn/state/server/jobs.lock").stat().st_mode & 0o777 == 0o600
