@@ -570,7 +570,10 @@ def _reconcile_marked(ms: MemoryStore) -> dict[str, int]:
             continue
         intent = intents.get(w) or load_intent(ms, w)
         p = load_proposal(ms, intent.proposal)
-        target, _rels = _resolve(ms, p)
+        target, rels = _resolve(ms, p)
+        if not _own_paths(intent, set(rels.values())):
+            counts["foreign"] += 1  # not this proposal's files (a forged intent): nothing is touched
+            continue
         base, tclaims = ms.target_stores(target)
         try:
             if P.run(base, [P.Verify(_MARKER_PATHS[w], absent=True)])[0].status is OpStatus.OK:
@@ -579,6 +582,17 @@ def _reconcile_marked(ms: MemoryStore) -> dict[str, int]:
         finally:
             tclaims.close()
     return counts
+
+
+def _own_paths(intent: WriteIntent, allowed: set[str]) -> bool:
+    """Whether every file an intent names is one of its proposal's (checked) targets, and every
+    directory it would remove holds one of them.
+
+    Intents are private state, but a cloned repository can ship ``.cairn/state``: recovery trusts
+    an intent's hashes only for the paths its proposal may touch, never for ``.git/config``.
+    """
+    return (all(f.path in allowed for f in intent.files)
+            and all(any(a.startswith(d.rstrip("/") + "/") for a in allowed) for d in intent.dirs))
 
 
 def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDir, tclaims: ClaimStore, *,
