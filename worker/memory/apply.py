@@ -27,7 +27,9 @@ write by exact comparison: *complete* (all files at their after-state: the
 decision is recorded if missing), *untouched* (all at before), *partial*
 (a mix: files at after are restored to before, exact-expected), *foreign*
 (anything else: nothing is touched, the marker stays, the write is
-reported). Success is never inferred from an unmarked intent.
+reported). Success is never inferred from an unmarked intent, and an
+intent naming a path its proposal may not touch is foreign too (a cloned
+repository can ship ``.cairn/state``; see :func:`_own_paths`).
 
 **Undo** is a separate reversal intent that requires the exact recorded
 after-state of every topic/instruction file (and the applied entry lines of
