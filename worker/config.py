@@ -91,7 +91,7 @@ def _check(name: str, value: Any) -> Any:
     if isinstance(default, tuple):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a list of strings")
-        if name in ("memoryRoots", "instructionFiles"):
+        if name in ("memoryRoots", "instructionFiles", "notesDirs"):
             bad = [v for v in value if not os.path.isabs(v) and layout.reserved(v)]
             if bad:  # a review would append to .git/config (git runs programs it names) or cairn's own files
                 raise ValueError(f"names {bad[0][:80]!r}, inside {' or '.join(layout.RESERVED)}, which memory never touches")

@@ -100,7 +100,7 @@ def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Pa
 
 @pytest.mark.parametrize("option,value", [("instruction_files", ".git/config"), ("instruction_files", "sub/.git/config"),
                                           ("instruction_files", ".cairn/config.toml"), ("memory_roots", ".cairn/journal"),
-                                          ("memory_roots", ".git/hooks")])
+                                          ("memory_roots", ".git/hooks"), ("notes_dirs", ".git")])
 def test_no_layer_points_memory_at_gits_or_cairns_own_files(workspace: Path, option: str, value: str) -> None:
     """A review appends to instruction files: ``.git/config`` names programs git runs."""
     _ws_file(workspace, f'{option} = ["AGENTS.md", {json.dumps(value)}]\n')
