@@ -180,7 +180,29 @@ knowledge again."
                                    ("exhausted" . :exhausted) ("digests" . :digests))))))
       (concat (format "%d proposal%s" n (if (eql n 1) "" "s"))
               (if (plist-get st :mode) (format " · %s mode" (plist-get st :mode)) "")
-              (if others (concat " · " (string-join others " ")) "")))))
+              (if others (concat " · " (string-join others " ")) "")
+              (let ((usage (cairn-cockpit--usage st))) (if usage (concat " · " usage) ""))))))
+
+(defun cairn-cockpit--usage (st)
+  "Today's provider usage in status ST, for the header; nil when there was none.
+Requests, tokens in and out (with ~ when some were estimated), and the
+cost when the `prices' setting prices the models used."
+  (let* ((u (plist-get st :usage))
+         (requests (and (listp u) (plist-get u :requests))))
+    (when (and (integerp requests) (> requests 0))
+      (let ((cost (plist-get u :cost))
+            (approx (if (and (integerp (plist-get u :estimated)) (> (plist-get u :estimated) 0)) "~" "")))
+        (concat (format "today %d request%s %s%s→%s tokens" requests (if (eql requests 1) "" "s")
+                        approx (cairn-cockpit--tokens (plist-get u :tokensIn))
+                        (cairn-cockpit--tokens (plist-get u :tokensOut)))
+                (if (numberp cost) (format " $%.2f" cost) ""))))))
+
+(defun cairn-cockpit--tokens (n)
+  "Token count N, short: 950, 12.3k, 4.1M."
+  (let ((n (if (numberp n) n 0)))
+    (cond ((< n 1000) (format "%d" n))
+          ((< n 1000000) (format "%.1fk" (/ n 1000.0)))
+          (t (format "%.1fM" (/ n 1000000.0))))))
 
 (defun cairn-cockpit--header ()
   "Header line: proposals and mode, view, other counts, state, identity."
@@ -383,7 +405,7 @@ Past the last row, to the last row."
           (run-with-timer cairn-cockpit-poll-seconds cairn-cockpit-poll-seconds #'cairn-cockpit-poll))))
 
 (defconst cairn-cockpit--change-keys
-  '(:pending :running :retryWaiting :attention :exhausted :digests :proposals :mode :draining)
+  '(:pending :running :retryWaiting :attention :exhausted :digests :proposals :mode :draining :usage)
   "Status keys whose change redraws a cockpit.")
 
 (defun cairn-cockpit--changed-p (old new)

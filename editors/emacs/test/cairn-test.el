@@ -787,5 +787,16 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
       (let ((err (should-error (cairn-remember (car bad) (cadr bad) cairn-test--ws))))
         (should (string-match-p "E_USAGE" (cairn--error-message err)))))))
 
+(ert-deftest cairn-cockpit-header-shows-todays-usage ()
+  "The header adds today's provider usage (requests, tokens, cost) and hides it when there was none."
+  (let ((st (list :refreshed 1.0 :proposals 2 :mode "propose"
+                  :usage (list :day "2026-12-01" :requests 3 :tokensIn 12345 :tokensOut 678
+                               :estimated 1 :cost 0.0421))))
+    (should (equal (cairn-cockpit--counts st)
+                   "2 proposals · propose mode · today 3 requests ~12.3k→678 tokens $0.04"))
+    (should (equal (cairn-cockpit--counts (plist-put (copy-sequence st) :usage (list :requests 0)))
+                   "2 proposals · propose mode"))
+    (should (cairn-cockpit--changed-p st (plist-put (copy-sequence st) :usage (list :requests 4))))))
+
 (provide 'cairn-test)
 ;;; cairn-test.el ends here
