@@ -40,8 +40,9 @@ from cairn.worker import trust
 
 _CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai", "command")}
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
-#: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace
-OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command")
+#: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace.
+#: ``watch_paths`` joins them: a cloned repository must not pull the sessions of other folders into its journal.
+OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command", "watch_paths")
 WORKSPACE_FILE = ".cairn/config.toml"
 USER_FILE = f"{trust.USER_CONFIG} (user)"
 _REPORTED: set[str] = set()
@@ -174,7 +175,7 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
     ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
     if ignored:
         warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
-                        f"{', '.join(ignored)}, which send data off this machine, but the workspace is not trusted; "
+                        f"{', '.join(ignored)}, which send data off this machine or read sessions from elsewhere, but the workspace is not trusted; "
                         "ignored (the embedded engine is used unless your own settings name a provider; "
                         "`cairn trust` allows them)")
     return kept, warnings

@@ -202,14 +202,18 @@ def open_sessions(j: Journal) -> list[str]:
 # -- jobs -------------------------------------------------------------------
 
 def job_capture(req: WorkerRequest) -> dict[str, Any]:
-    t = req.args.get("turn") or {}
+    """Capture the turns of one session: ``turns`` (a batch, in session order) or one ``turn``."""
+    given = req.args.get("turns")
+    raw = given if isinstance(given, list) else [req.args.get("turn") or {}]
     try:
-        turn = Turn(turn_id=str(t["turn_id"]), parent_turn_id=t.get("parent_turn_id"), user=str(t["user"]),
-                    assistant=str(t["assistant"]), completed_at=t.get("completed_at"))
+        turns = tuple(Turn(turn_id=str(t["turn_id"]), parent_turn_id=t.get("parent_turn_id"), user=str(t["user"]),
+                           assistant=str(t["assistant"]), completed_at=t.get("completed_at")) for t in raw)
         session_id = str(req.args["session_id"])
     except (KeyError, TypeError) as exc:
         raise CairnError(ErrorCode.USAGE, f"capture request lacks {exc}") from None
-    session = Session(session_id=session_id, source_format="lsp", title=req.args.get("title"), turns=(turn,))
+    if not turns:
+        raise CairnError(ErrorCode.USAGE, "capture request has no turn")
+    session = Session(session_id=session_id, source_format="lsp", title=req.args.get("title"), turns=turns)
     with Journal(req.workspace) as j:
         return capture_session(j, session, source=str(req.args.get("source", "lsp")), policy=policy_from_config(req.config))
 
