@@ -15,16 +15,17 @@ change:
   :data:`POLL_MIN` seconds while files change, doubling to
   :data:`POLL_MAX` while nothing does.
 
-Which files count: ``*.jsonl`` under a watched folder, or a file named
-explicitly that ends in ``.jsonl``. Those are the formats (Claude Code,
-Codex) whose importers ignore an unterminated last line that does not parse,
+Which files count: ``*.jsonl`` under a watched folder (but ``agent-*``), or
+a file named explicitly that ends in ``.jsonl``. Those are the formats
+(:data:`JSONL_FORMATS`) whose importers ignore an unterminated last line that does not parse,
 so a file caught mid-write never yields a half-written turn. Another name
 given explicitly is ignored with ``E_IMPORT_UNKNOWN_FORMAT``; a path that is
 not a regular file (a symlink, a FIFO) with ``E_PATH_NOT_REGULAR``. Symlinked
 folders are not entered. All stat calls run in a thread, never on the loop.
 
-:func:`stores_for` is the hook through which session stores found for a
-workspace (Claude Code's and Codex's folders) join the explicit paths.
+:func:`stores_for` names what store discovery found for a workspace (Claude
+Code's project folder, other tools' JSONL session files); it joins the
+explicit paths.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from cairn.protocol.errors import ErrorCode
+from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.watch_core import FileEvent, Refused, Seen, Stamp, Vanished
 
 log = logging.getLogger("cairn.server.watch")
@@ -47,24 +48,45 @@ POLL_MIN = 0.5
 POLL_MAX = 8.0
 DEBOUNCE_MS = 100  # watchfiles: how long a burst of file-system events is grouped
 SUFFIX = ".jsonl"
+SKIP_PREFIX = "agent-"  # Claude Code's sub-agent sidechains: part of a session, not one (discovery skips them too)
+JSONL_FORMATS = frozenset({"claude-code", "codex", "copilot-cli", "gemini-cli", "goose", "qwen-code"})
+"""Store formats whose importers read JSONL through ``iter_jsonl``: an unterminated last line that
+does not parse is ignored, so a file caught mid-write yields no half-written turn."""
 MAX_FILES = 20_000  # per watcher; more are left out (logged once)
 
 Deliver = Callable[[list[FileEvent]], None]
 
 
-def stores_for(workspace: str) -> list[str]:
-    """Session-store folders that hold sessions of ``workspace``, to be watched for it.
+def stores_for(workspace: str, *, everywhere: bool = False, home: str | None = None,
+               env: Mapping[str, str] | None = None) -> list[str]:
+    """What to follow for ``workspace`` among the session stores discovery finds (:mod:`worker.sources`).
 
-    Empty until store discovery attributes sessions to workspaces; explicit
-    ``watch_paths`` are watched meanwhile.
+    Its JSONL session files (the formats in :data:`JSONL_FORMATS`); for Claude
+    Code the project folder itself, which holds that workspace's sessions only,
+    so a session started later is followed too. Other tools keep sessions of
+    every workspace side by side (Codex by day), so only the files found are
+    named. A store that cannot be read is left out (``cairn discover`` says
+    why). Reads the disk: call it in a thread.
     """
-    return []
+    from cairn.worker.sources import discover
+    from cairn.worker.sources.importing import select
+
+    try:
+        stores = discover(home or os.path.expanduser("~"), os.environ if env is None else env, workspace=workspace)
+    except (CairnError, OSError) as exc:
+        log.warning("watch: store discovery failed (%s)", getattr(exc, "code", type(exc).__name__))
+        return []
+    out = []
+    for ref in select(stores, workspace, everywhere=everywhere):
+        if ref.key is None and ref.format in JSONL_FORMATS and ref.path.endswith(SUFFIX):
+            out.append(os.path.dirname(ref.path) if ref.format == "claude-code" else ref.path)
+    return list(dict.fromkeys(out))
 
 
-def watch_roots(workspace: str, paths: Iterable[str]) -> list[str]:
-    """``paths`` (relative ones against the workspace, ``~`` expanded) plus :func:`stores_for`, deduplicated."""
+def watch_roots(workspace: str, paths: Iterable[str], *, stores: Iterable[str] = ()) -> list[str]:
+    """``paths`` (relative ones against the workspace, ``~`` expanded) then ``stores``, deduplicated."""
     out = [os.path.normpath(os.path.join(workspace, os.path.expanduser(p))) for p in paths if p]
-    out += [os.path.normpath(p) for p in stores_for(workspace)]
+    out += [os.path.normpath(p) for p in stores]
     return list(dict.fromkeys(out))
 
 
@@ -92,7 +114,7 @@ def scan(group: str, root: str) -> list[FileEvent]:
         for folder, dirs, files in os.walk(root):  # os.walk does not follow symlinked folders
             dirs.sort()
             for name in sorted(files):
-                if name.endswith(SUFFIX):
+                if name.endswith(SUFFIX) and not name.startswith(SKIP_PREFIX):
                     out.append(probe(group, os.path.join(folder, name)))
                     if len(out) >= MAX_FILES:
                         return out
@@ -105,10 +127,12 @@ def scan(group: str, root: str) -> list[FileEvent]:
 class FileWatcher:
     """Watch ``roots`` (group -> folders and files); deliver the core's events on the loop."""
 
-    def __init__(self, roots: dict[str, list[str]], deliver: Deliver, *, polling: bool | None = None) -> None:
+    def __init__(self, roots: dict[str, list[str]], deliver: Deliver, *, polling: bool | None = None,
+                 poll_max: float | None = None) -> None:
         self.roots = {g: list(dict.fromkeys(r)) for g, r in roots.items()}
         self.deliver = deliver
         self.polling = os.environ.get(POLL_ENV) == "1" if polling is None else polling
+        self.poll_max = POLL_MAX if poll_max is None else max(POLL_MIN, poll_max)
         self.mode = "idle"  # "native" or "polling" once running
         self._last: dict[str, FileEvent] = {}  # path -> the last event delivered for it
         self._stop = asyncio.Event()
@@ -160,7 +184,8 @@ class FileWatcher:
             for root in roots:
                 if path == root:
                     return group if root.endswith(SUFFIX) else None
-                if path.startswith(root.rstrip(os.sep) + os.sep) and path.endswith(SUFFIX) and os.path.isdir(root):
+                if (path.startswith(root.rstrip(os.sep) + os.sep) and path.endswith(SUFFIX)
+                        and not os.path.basename(path).startswith(SKIP_PREFIX) and os.path.isdir(root)):
                     return group
         return None
 
@@ -213,4 +238,4 @@ class FileWatcher:
             if self._stop.is_set():
                 return
             changed = await self.rescan()
-            interval = POLL_MIN if changed else min(POLL_MAX, interval * 2)
+            interval = POLL_MIN if changed else min(self.poll_max, interval * 2)

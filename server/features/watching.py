@@ -1,8 +1,8 @@
 """Following live session files in the language server: the watch core's adapter.
 
 Each workspace's ``watchPaths`` setting (TOML ``watch_paths``; relative to
-the workspace) plus the stores :func:`server.watch.stores_for` finds for it
-are followed by one :class:`server.watch.FileWatcher`; its events go into
+the workspace) plus what store discovery finds for it
+(:func:`server.watch.stores_for`, in a thread) are followed by one :class:`server.watch.FileWatcher`; its events go into
 one :class:`server.watch_core.WatchCore` (group = workspace), whose actions
 become coordinator jobs, never work on the event loop:
 
@@ -21,6 +21,7 @@ the watchers; the core keeps what it knew, so nothing is imported again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from cairn.protocol.worker import WorkerStatus
 from cairn.server.coordinator_events import Enqueue, StartWorker
 from cairn.server.features.context import LOG_INFO, LOG_WARNING
 from cairn.server.runner import RunResult
-from cairn.server.watch import FileWatcher, watch_roots
+from cairn.server.watch import FileWatcher, stores_for, watch_roots
 from cairn.server.watch_core import (
     Action,
     FileEvent,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from cairn.server.lsp_service import CairnService
 
 SOURCE = "watch"
+NO_STORES_ENV = "CAIRN_WATCH_NO_STORES"
+"""Set to ``1`` to follow only ``watchPaths`` (no store discovery): tests, or a home too large to scan."""
 
 
 def import_args(paths: tuple[str, ...]) -> dict[str, str]:
@@ -58,22 +61,29 @@ class Watching:
         self.watcher: FileWatcher | None = None
         self._timer: Any = None
         self._jobs: dict[str, tuple[str, tuple[str, ...]]] = {}  # import job id -> (workspace, paths)
-        self.counts: dict[str, dict[str, int]] = {}  # workspace -> batches, captured, files ignored
+        self.counts: dict[str, dict[str, int]] = {}  # workspace -> batches, captured
+        self._generation = 0
+        self.discover = os.environ.get(NO_STORES_ENV) != "1"
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """(Re)arm the watchers from the current settings."""
-        svc = self.service
+        """(Re)arm the watchers from the current settings (store discovery runs in a thread)."""
         self.stop()
+        self._generation += 1
+        self.service.spawn_task(self._arm(self._generation))
+
+    async def _arm(self, generation: int) -> None:
+        svc = self.service
         roots: dict[str, list[str]] = {}
-        for ws in svc.order:
+        for ws in list(svc.order):
             settings = svc.workspaces[ws].settings
             self.core.configure(ws, seal_idle=settings.sealIdleMinutes * 60.0)
-            found = watch_roots(ws, settings.watchPaths)
+            stores = await asyncio.to_thread(stores_for, ws) if self.discover else []
+            found = watch_roots(ws, settings.watchPaths, stores=stores)
             if found:
                 roots[ws] = found
-        if not roots:
+        if not roots or generation != self._generation:  # nothing to follow, or re-armed meanwhile
             return
         self.watcher = FileWatcher(roots, self.deliver)
         svc.spawn_task(self.watcher.run())
@@ -133,7 +143,7 @@ class Watching:
     def worker_args(start: StartWorker) -> dict[str, Any] | None:
         """The worker args of a watch import; None for other jobs."""
         if start.kind == "import" and start.args.get("source") == SOURCE:
-            return {"paths": [p for p in start.args.get("paths", "").split("\n") if p], "format": "auto"}
+            return {"paths": [p for p in start.args.get("paths", "").split("\n") if p], "format": "auto", "each": True}
         return None
 
     def worker_finished(self, start: StartWorker, result: RunResult) -> None:
