@@ -256,8 +256,10 @@ def build_server() -> CairnLanguageServer:
         _request(method)
     for name in COMMANDS:
         _command(name)
-    server.protocol.plain_methods = frozenset(NOTIFICATIONS) | frozenset(REQUESTS)
-    server.protocol.notify_plain = lambda method, params: server.service.notify(method, to_plain(params))
+    protocol = server.protocol
+    assert isinstance(protocol, CairnProtocol)
+    protocol.plain_methods = frozenset(NOTIFICATIONS) | frozenset(REQUESTS)
+    protocol.notify_plain = lambda method, params: server.service.notify(method, to_plain(params))
 
     # -- memory documents
 

@@ -44,6 +44,16 @@ def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(
     assert warnings == []
 
 
+def test_an_untrusted_file_cannot_choose_which_session_files_are_watched(workspace: Path) -> None:
+    """A cloned repository's file naming other folders' sessions would pull them into its journal."""
+    _ws_file(workspace, 'watch_paths = ["~/.claude/projects"]\nseal_idle_minutes = 5\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.watchPaths, s.sealIdleMinutes) == ((), 5.0)
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "watch_paths" in warnings[0]
+    trust.trust(str(workspace))
+    assert config.load(str(workspace))[0].watchPaths == ("~/.claude/projects",)
+
+
 def test_an_untrusted_file_repeating_the_defaults_is_not_reported(workspace: Path) -> None:
     _ws_file(workspace, 'provider = "extractive"\napi_key_env = "CAIRN_OPENAI_API_KEY"\n')
     assert config.load(str(workspace)) == (config.Settings(), [])
