@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
-import stat
 import sys
 import threading
 import uuid
@@ -26,14 +24,13 @@ from typing import Any, BinaryIO
 
 import attrs
 from cairn.protocol.lsp import CONTRACT_VERSION
-from cairn.server import memory_docs
+from cairn.server import lsp_stdio, memory_docs
 from cairn.server.features.commands import COMMANDS
 from cairn.server.lsp_protocol import CairnProtocol, quiet_pygls_logs
 from cairn.server.lsp_protocol import log as protocol_log
 from cairn.server.lsp_service import NOTIFICATIONS, REQUESTS, CairnService
 from cairn.worker.redact import redact_text
 from lsprotocol import types as lsp
-from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
 VERSION = "0.1.0"
@@ -48,31 +45,15 @@ class CairnLanguageServer(LanguageServer):
         self.service = CairnService(_PyglsClient(self))
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        """Serve over stdio, stdin read by the event loop itself when it is a pipe, socket or terminal.
-
-        pygls reads stdin through a thread, one round trip per header line
-        and per body: in a burst of notifications (an editor catching up)
-        that costs more than handling them, and a request behind the burst
-        waits for every hop. The loop's own pipe reader takes what is there
-        in one read. Any other stdin (a regular file) keeps pygls' reader.
-        """
+        """Serve over stdio: :mod:`server.lsp_stdio` when stdin is a stream, else pygls' reader."""
         source = stdin or sys.stdin.buffer
-        mode = os.fstat(source.fileno()).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        if not lsp_stdio.is_stream(source):
             super().start_io(stdin, stdout)
             return
         self._stop_event = stop = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-
-        async def main() -> None:
-            reader = asyncio.StreamReader(limit=1 << 26)
-            loop = asyncio.get_running_loop()
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
-            await run_async(stop_event=stop, reader=_PipeReader(reader), protocol=self.protocol,
-                            error_handler=self.report_server_error)
-
         try:
-            asyncio.run(main())
+            asyncio.run(lsp_stdio.serve(source, stdout or sys.stdout.buffer, self.protocol, stop,
+                                        self.report_server_error))
         except BrokenPipeError:
             protocol_log.error("connection to the client lost; shutting down")
         except (KeyboardInterrupt, SystemExit):
@@ -83,25 +64,6 @@ class CairnLanguageServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Errors outside a request (an unreadable message, a failed notification): stderr only."""
         protocol_log.error("server error (%s)", type(error).__name__)
-
-
-class _PipeReader:
-    """pygls' reader interface over an asyncio stream: end of input reads as ``b""``."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    async def readline(self) -> bytes:
-        try:
-            return await self._reader.readline()
-        except (asyncio.LimitOverrunError, ValueError):
-            return b""  # a header line longer than any message may be: the stream is broken
-
-    async def readexactly(self, n: int) -> bytes:
-        try:
-            return await self._reader.readexactly(n)
-        except asyncio.IncompleteReadError:
-            return b""
 
 
 class _PyglsClient:

@@ -46,7 +46,9 @@ POLL_ENV = "CAIRN_WATCH_POLL"
 """Set to ``1`` to poll instead of using the native watcher (tests, network file systems)."""
 POLL_MIN = 0.5
 POLL_MAX = 8.0
-DEBOUNCE_MS = 100  # watchfiles: how long a burst of file-system events is grouped
+DEBOUNCE_MS = 200  # watchfiles: the longest a burst of file-system events is grouped
+STEP_MS = 50  # watchfiles: a burst ends after this much quiet; also its idle wake-up period
+GAP_SECONDS = 1.0  # after starting the native watcher, one rescan (see FileWatcher._close_gap)
 SUFFIX = ".jsonl"
 SKIP_PREFIX = "agent-"  # Claude Code's sub-agent sidechains: part of a session, not one (discovery skips them too)
 JSONL_FORMATS = frozenset({"claude-code", "codex", "copilot-cli", "gemini-cli", "goose", "qwen-code"})
@@ -205,7 +207,8 @@ class FileWatcher:
             raise RuntimeError("nothing to watch natively")
         self.mode = "native"
         tasks = [asyncio.ensure_future(self._follow(folders, recursive=True)) if folders else None,
-                 asyncio.ensure_future(self._follow(parents, recursive=False)) if parents else None]
+                 asyncio.ensure_future(self._follow(parents, recursive=False)) if parents else None,
+                 asyncio.ensure_future(self._close_gap())]
         live = [t for t in tasks if t is not None]
         try:
             done, _ = await asyncio.wait(live, return_when=asyncio.FIRST_EXCEPTION)
@@ -218,10 +221,18 @@ class FileWatcher:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
 
+    async def _close_gap(self) -> None:
+        """One rescan once the native watches are armed: a change between the first scan and
+        the arming would otherwise wait for the file's next change."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=GAP_SECONDS)
+        if not self._stop.is_set():
+            await self.rescan()
+
     async def _follow(self, paths: list[str], *, recursive: bool) -> None:
         import watchfiles  # here: a server without watch paths never loads it
 
-        async for changes in watchfiles.awatch(*paths, recursive=recursive, debounce=DEBOUNCE_MS, step=20,
+        async for changes in watchfiles.awatch(*paths, recursive=recursive, debounce=DEBOUNCE_MS, step=STEP_MS,
                                                stop_event=self._stop, force_polling=False):
             touched = {os.path.normpath(p) for _, p in changes}
             if any(os.path.isdir(p) for p in touched):  # a folder appeared or moved: rescan everything

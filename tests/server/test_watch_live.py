@@ -59,3 +59,9 @@ def test_cairn_watch_captures_an_append_and_exits_130_on_sigint(workspace: Path,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_cairn_watch_with_nothing_to_watch_is_a_usage_error(workspace: Path) -> None:
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "watch", "-w", str(workspace)], cwd=REPO, env=child_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("cairn: E_USAGE: nothing to watch")
