@@ -10,7 +10,9 @@ folder holding one live Claude Code session (the test fixture), then:
    ``--gap`` seconds, so each is a lone change (the first import after a quiet
    moment is immediate; within the 1 s window after an import it waits).
 2. **idle CPU** — no request, no change, for ``--idle-seconds``: CPU seconds
-   used by the server process (``psutil``; children are workers, none runs).
+   used by the server process (``psutil``; children are workers, none runs),
+   beside a second ``cairn serve`` without watch paths over the same window
+   (the baseline: what an idle server costs anyway).
 3. **burst, notifications** — ``--burst`` ``cairn/turnCompleted``
    notifications written at once, while ``cairn/status`` is polled every
    10 ms until every turn is captured: status p50/p99/max.
@@ -73,18 +75,29 @@ async def until_quiet(client: Client, ws: Path, lat: list[float], limit: float) 
     raise SystemExit(f"still busy after {limit:.0f} s")
 
 
-async def measure(ws: Path, live: Path, ns: argparse.Namespace) -> dict[str, Any]:
+async def start(ws: Path, options: dict[str, Any]) -> tuple[asyncio.subprocess.Process, Client]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cairn.server", "serve", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=open(os.environ.get("BENCH_SERVER_STDERR", os.devnull), "wb"), env=env(), cwd=str(ws))
     client = Client(proc)
+    await client.request("initialize", {
+        "processId": os.getpid(), "rootUri": ws.as_uri(),
+        "workspaceFolders": [{"uri": ws.as_uri(), "name": ws.name}], "capabilities": {},
+        "initializationOptions": options})
+    client.notify("initialized", {})
+    return proc, client
+
+
+async def stop(proc: asyncio.subprocess.Process, client: Client) -> None:
+    await client.request("shutdown", None)
+    client.notify("exit", None)
+    await asyncio.wait_for(proc.wait(), 30)
+
+
+async def measure(ws: Path, live: Path, ns: argparse.Namespace) -> dict[str, Any]:
+    proc, client = await start(ws, {"watchPaths": [str(live.parent)], "sealIdleMinutes": 60})
     report: dict[str, Any] = {}
     try:
-        await client.request("initialize", {
-            "processId": os.getpid(), "rootUri": ws.as_uri(),
-            "workspaceFolders": [{"uri": ws.as_uri(), "name": ws.name}], "capabilities": {},
-            "initializationOptions": {"watchPaths": [str(live.parent)], "sealIdleMinutes": 60}})
-        client.notify("initialized", {})
         await captured_at_least(client, ws, FIXTURE_TURNS, 60.0)
         await until_quiet(client, ws, [], 60.0)
         report["mode"] = (await status(client, ws))["watch"]["mode"]
@@ -101,14 +114,20 @@ async def measure(ws: Path, live: Path, ns: argparse.Namespace) -> dict[str, Any
             lat.append((time.perf_counter() - t0) * 1e3)
         report["latency"] = summary(lat)
 
-        # 2. idle CPU with the watchers armed
+        # 2. idle CPU with the watchers armed, beside a server without any
+        plain_ws = ws.parent / "plain"
+        plain_ws.mkdir()
+        plain_proc, plain_client = await start(plain_ws, {})
+        await until_quiet(plain_client, plain_ws, [], 60.0)
         await until_quiet(client, ws, [], 60.0)
-        server = psutil.Process(proc.pid)
-        c0, w0 = server.cpu_times(), time.perf_counter()
+        servers = [psutil.Process(proc.pid), psutil.Process(plain_proc.pid)]
+        c0, w0 = [s.cpu_times() for s in servers], time.perf_counter()
         await asyncio.sleep(ns.idle_seconds)
-        c1, w1 = server.cpu_times(), time.perf_counter()
-        cpu = (c1.user - c0.user) + (c1.system - c0.system)
-        report["idle"] = {"seconds": w1 - w0, "cpu_seconds": cpu, "cpu_percent": 100.0 * cpu / (w1 - w0)}
+        c1, w1 = [s.cpu_times() for s in servers], time.perf_counter()
+        cpu = [(b.user - a.user) + (b.system - a.system) for a, b in zip(c0, c1, strict=True)]
+        report["idle"] = {"seconds": w1 - w0, "cpu_seconds": cpu[0], "cpu_percent": 100.0 * cpu[0] / (w1 - w0),
+                          "baseline_cpu_seconds": cpu[1]}
+        await stop(plain_proc, plain_client)
 
         # 3. a burst of turn notifications
         poll: list[float] = []
@@ -130,9 +149,7 @@ async def measure(ws: Path, live: Path, ns: argparse.Namespace) -> dict[str, Any
         await until_quiet(client, ws, poll, 600.0)
         report["burst_appended"] = {**summary(poll), "seconds": time.perf_counter() - t0}
 
-        await client.request("shutdown", None)
-        client.notify("exit", None)
-        await asyncio.wait_for(proc.wait(), 30)
+        await stop(proc, client)
         return report
     finally:
         if proc.returncode is None:
@@ -163,7 +180,8 @@ def main() -> int:
         s = report[key]
         print(f"{label:22}{s['n']:>6}{s['p50_ms']:>9.1f}{s['p99_ms']:>9.1f}{s['max_ms']:>9.1f}")
     i = report["idle"]
-    print(f"idle: {i['cpu_seconds']:.3f} CPU s over {i['seconds']:.0f} s ({i['cpu_percent']:.3f} %)")
+    print(f"idle: {i['cpu_seconds']:.3f} CPU s over {i['seconds']:.0f} s ({i['cpu_percent']:.3f} %); "
+          f"a server without watch paths: {i['baseline_cpu_seconds']:.3f} CPU s")
     print(f"bursts drained in {report['burst_notifications']['seconds']:.1f} s (notifications), "
           f"{report['burst_appended']['seconds']:.1f} s (appended)")
     return 0
