@@ -71,9 +71,9 @@ class Watching:
         """(Re)arm the watchers from the current settings (store discovery runs in a thread)."""
         self.stop()
         self._generation += 1
-        self.service.spawn_task(self._arm(self._generation))
+        self.service.spawn_task(self._arm_watchers(self._generation))
 
-    async def _arm(self, generation: int) -> None:
+    async def _arm_watchers(self, generation: int) -> None:
         svc = self.service
         roots: dict[str, list[str]] = {}
         for ws in list(svc.order):
