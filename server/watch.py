@@ -155,7 +155,7 @@ class FileWatcher:
             try:
                 await self._native()
                 return
-            except (OSError, RuntimeError) as exc:  # no inotify, watch limit reached: poll instead
+            except (OSError, RuntimeError, ImportError) as exc:  # no inotify, watch limit reached: poll instead
                 log.warning("watch: native watcher unavailable (%s); polling", type(exc).__name__)
         await self._poll()
 

@@ -97,3 +97,33 @@ async def test_an_idle_watcher_delivers_nothing(tmp_path: Path) -> None:
     assert [e.code for e in delivered[0] if isinstance(e, Refused)] == ["E_IMPORT_UNKNOWN_FORMAT"]
     assert await watcher.rescan() is False and len(delivered) == 1
     assert all(isinstance(e, Seen) or isinstance(e, Refused) for e in delivered[0])
+
+
+async def test_without_inotify_the_watcher_polls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native watcher cannot start (watch limit reached): a change is still seen, by polling."""
+    import watchfiles
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watchfiles, "awatch", refuse)
+    live = start_session(tmp_path / "store" / "a.jsonl")
+    got: asyncio.Queue[list[Any]] = asyncio.Queue()
+    watcher = FileWatcher({"ws": [str(tmp_path / "store")]}, got.put_nowait)
+    task = asyncio.ensure_future(watcher.run())
+    try:
+        assert [type(e).__name__ for e in await asyncio.wait_for(got.get(), WAIT)] == ["Seen"]
+        append(live, turn_lines(1))
+        (grown,) = await asyncio.wait_for(got.get(), WAIT)
+        assert isinstance(grown, Seen) and grown.stamp.size == live.stat().st_size
+        assert watcher.mode == "polling"
+    finally:
+        watcher.stop()
+        await asyncio.wait_for(task, WAIT)
+
+
+async def test_polling_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_WATCH_POLL", "1")
+    assert FileWatcher({}, lambda events: None).polling is True
+    monkeypatch.delenv("CAIRN_WATCH_POLL")
+    assert FileWatcher({}, lambda events: None).polling is False
