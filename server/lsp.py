@@ -221,7 +221,7 @@ def build_server() -> CairnLanguageServer:
     protocol = server.protocol
     assert isinstance(protocol, CairnProtocol)
     protocol.plain_methods = frozenset(NOTIFICATIONS) | frozenset(REQUESTS)
-    protocol.notify_plain = lambda method, params: server.service.notify(method, to_plain(params))
+    protocol.notify_plain = server.service.notify  # parameters straight from JSON: plain already
 
     # -- memory documents
 
