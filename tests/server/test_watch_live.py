@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_lsp import LanguageClient
 
-from tests.server.lsp_harness import plain, request, start_server, stop_server, until
+from tests.server.lsp_harness import plain, request, until
 from tests.support import PYTHON, REPO, child_env
 from tests.support.live import FIXTURE_TURNS, append, start_session, turn_lines
 
@@ -24,20 +25,23 @@ async def status_until(client: Any, ws: Path, done: Any) -> dict[str, Any]:
     return await until(client, check)
 
 
+@pytest.fixture
+def live(workspace: Path) -> Path:
+    """A live session in the folder ``sessions`` of the workspace (before the server starts)."""
+    return start_session(workspace / "sessions" / "session.jsonl")
+
+
 @pytest.mark.asyncio
-async def test_the_server_captures_turns_appended_to_a_watched_path(workspace: Path, tmp_path: Path) -> None:
-    live = start_session(tmp_path / "store" / "session.jsonl")
-    client = await start_server(workspace, {"watchPaths": [str(tmp_path / "store")]})
-    try:
-        first = await status_until(client, workspace, lambda s: s["watch"]["captured"] >= FIXTURE_TURNS)
-        assert first["watch"]["files"] == 1 and first["watch"]["mode"] == "native"
-        append(live, turn_lines(1))
-        grown = await status_until(client, workspace, lambda s: s["watch"]["captured"] >= FIXTURE_TURNS + 2)
-        assert grown["watch"]["captured"] == FIXTURE_TURNS + 2
-        jobs = plain(await request(client, "cairn/jobs", {}))
-        assert not [j for j in jobs["jobs"] if j["kind"] == "import" and j["state"] != "running"]
-    finally:
-        await stop_server(client)
+@pytest.mark.lsp_options({"watchPaths": ["sessions"]})  # relative: to the workspace
+async def test_the_server_captures_turns_appended_to_a_watched_path(live: Path, client: LanguageClient,
+                                                                     workspace: Path) -> None:
+    first = await status_until(client, workspace, lambda s: s["watch"]["captured"] >= FIXTURE_TURNS)
+    assert first["watch"]["files"] == 1 and first["watch"]["mode"] == "native"
+    append(live, turn_lines(1))
+    grown = await status_until(client, workspace, lambda s: s["watch"]["captured"] >= FIXTURE_TURNS + 2)
+    assert grown["watch"]["captured"] == FIXTURE_TURNS + 2
+    jobs = plain(await request(client, "cairn/jobs", {}))
+    assert not [j for j in jobs["jobs"] if j["kind"] == "import" and j["state"] != "running"]
 
 
 def test_cairn_watch_captures_an_append_and_exits_130_on_sigint(workspace: Path, tmp_path: Path) -> None:
