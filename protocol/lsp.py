@@ -225,6 +225,7 @@ class Settings:
     notesDirs: tuple[str, ...] = (".agents/notes",)  # shared working notes, consolidated then disposed of
     #: usage pricing, local: (model or "provider/model", price of 1M input tokens, of 1M output tokens)
     prices: tuple[tuple[str, float, float], ...] = ()
+    watchPaths: tuple[str, ...] = ()  # session files or folders followed live (relative: to the workspace)
 
 
 # ---------------------------------------------------------------- structuring

@@ -29,8 +29,8 @@ COMMANDS: dict[str, Command] = {
                         "(read-only)", S.discover_setup, S.cmd_discover),
     "import": Command("capture the completed turns of transcript files, or of every session found (--all); "
                       "idempotent", J.import_setup, J.cmd_import),
-    "watch": Command("follow live sessions of every tool: import what changed, seal what went idle, digest",
-                     V.watch_setup, V.cmd_watch),
+    "watch": Command("follow live sessions: capture each completed turn as it is appended, seal what went "
+                     "idle, digest; until Ctrl-C", V.watch_setup, V.cmd_watch),
     "seal": Command("seal open captures so they can be digested", J.seal_setup, J.cmd_seal),
     "process": Command("run recovery and digest work until nothing is runnable", json_flag, J.cmd_process),
     "journal": Command("list public digests", J.journal_setup, J.cmd_journal),

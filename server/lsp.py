@@ -15,13 +15,16 @@ at WARNING without arguments (they log every message at INFO).
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import sys
+import threading
 import uuid
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 from cairn.protocol.lsp import CONTRACT_VERSION
-from cairn.server import memory_docs
+from cairn.server import lsp_stdio, memory_docs
 from cairn.server.features.commands import COMMANDS
 from cairn.server.lsp_protocol import CairnProtocol, quiet_pygls_logs
 from cairn.server.lsp_protocol import log as protocol_log
@@ -40,6 +43,23 @@ class CairnLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("cairn", VERSION, protocol_cls=CairnProtocol)
         self.service = CairnService(_PyglsClient(self))
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdio: :mod:`server.lsp_stdio` when stdin is a stream, else pygls' reader."""
+        source = stdin or sys.stdin.buffer
+        if not lsp_stdio.is_stream(source):
+            super().start_io(stdin, stdout)
+            return
+        self._stop_event = stop = threading.Event()
+        try:
+            asyncio.run(lsp_stdio.serve(source, stdout or sys.stdout.buffer, self.protocol, stop,
+                                        self.report_server_error))
+        except BrokenPipeError:
+            protocol_log.error("connection to the client lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Errors outside a request (an unreadable message, a failed notification): stderr only."""
@@ -198,6 +218,10 @@ def build_server() -> CairnLanguageServer:
         _request(method)
     for name in COMMANDS:
         _command(name)
+    protocol = server.protocol
+    assert isinstance(protocol, CairnProtocol)
+    protocol.plain_methods = frozenset(NOTIFICATIONS) | frozenset(REQUESTS)
+    protocol.notify_plain = server.service.notify  # parameters straight from JSON: plain already
 
     # -- memory documents
 

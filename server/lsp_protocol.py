@@ -18,13 +18,20 @@ with a fixed cairn code and whose ``data`` is ``{"code": "E_…", "message":
 - a request whose parameters do not fit the LSP type of its method answers
   ``E_USAGE`` instead of going unanswered;
 - pygls' own error log lines keep their fixed text only (no arguments, no
-  traceback): its arguments can hold request parameters, i.e. turn text.
+  traceback): its arguments can hold request parameters, i.e. turn text;
+- a cairn method's message (:attr:`CairnProtocol.plain_methods`) keeps its
+  parameters as the plain JSON object the service structures anyway: pygls
+  would turn every object into a freshly made named-tuple class first, which
+  costs more than the handler itself in a burst of ``cairn/turnCompleted``;
+  such a notification goes straight to :attr:`CairnProtocol.notify_plain`
+  (pygls' dispatch checks each message against runtime protocols, which
+  costs more again).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import attrs
@@ -32,6 +39,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger("cairn.server.lsp")
@@ -83,15 +91,36 @@ class _Malformed:
 
 
 class CairnProtocol(LanguageServerProtocol):
+    plain_methods: frozenset[str] = frozenset()
+    """Methods whose parameters reach their handler as plain JSON (set by :func:`server.lsp.build_server`)."""
+    notify_plain: Callable[[str, Any], None] | None = None
+    """Where a plain method's notification goes, past pygls' dispatch."""
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" not in data:
             return data
+        method = data.get("method")
+        if method in self.plain_methods and isinstance(data["jsonrpc"], str):
+            if "id" not in data:
+                return JsonRPCNotification(method=method, jsonrpc=data["jsonrpc"], params=data.get("params"))
+            if isinstance(data["id"], (int, str)) and not isinstance(data["id"], bool):
+                return JsonRPCRequestMessage(id=data["id"], method=method, jsonrpc=data["jsonrpc"],
+                                             params=data.get("params"))
         try:
             return super().structure_message(data)
         except JsonRpcException:
             return _Malformed(id=data.get("id") if "method" in data else None, method=str(data.get("method", "")))
 
     def handle_message(self, message: Any) -> None:
+        if (type(message) is JsonRPCNotification and message.method in self.plain_methods
+                and self.notify_plain is not None):
+            if not self._shutdown:
+                try:
+                    self.notify_plain(message.method, message.params)
+                except Exception as exc:  # the service handles its own; anything else: a code, no text
+                    code = exc.code if isinstance(exc, CairnError) else ErrorCode.INTERNAL
+                    log.error("notification failed (%s: %s)", code, type(exc).__name__)
+            return
         if isinstance(message, _Malformed):
             log.warning("%s: malformed parameters (%s)", message.method[:60], ErrorCode.USAGE)
             if message.id is not None:

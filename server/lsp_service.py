@@ -72,6 +72,7 @@ from cairn.server.features.context import (
 from cairn.server.features.documents import Documents
 from cairn.server.features.status import Snapshots
 from cairn.server.features.turns import Turns
+from cairn.server.features.watching import Watching
 from cairn.server.jobstore import JobStoreFiles, merge_stores, read_store
 from cairn.server.runner import RunResult, WorkerProcess, worker_env
 from cairn.worker import config as settings_file
@@ -119,6 +120,7 @@ class CairnService:
         self.turns = Turns(self)
         self.status = Snapshots(self)
         self.documents = Documents(self)
+        self.watching = Watching(self)
         self._crash_once = os.environ.get(CRASH_ONCE_ENV, "")
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = asyncio.Event()
@@ -202,6 +204,7 @@ class CairnService:
         self.adapter.restart(self.turns.drop_lost_captures(merge_stores(stores)))
         for ws in self.order:
             self._workspace_started(ws)
+        self.watching.start()
         self._started.set()
         deferred, self._deferred = self._deferred, []
         for call in deferred:  # in arrival order, before anything that arrives from now on
@@ -209,6 +212,7 @@ class CairnService:
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
         self.turns.close()
+        self.watching.stop()
         if self.adapter is not None:
             await self.adapter.shutdown(grace)
         for task in list(self._tasks):
@@ -284,6 +288,8 @@ class CairnService:
             for ws in list(self.order):
                 await self._load_settings(ws)
             self.turns.arm_seal_timer()
+            if self.adapter is not None:
+                self.watching.start()
 
     async def change_folders(self, added: list[str], removed: list[str]) -> None:
         for path in removed:
@@ -298,6 +304,8 @@ class CairnService:
                 await self._load_settings(path)
                 if self.adapter is not None:
                     self._workspace_started(path)
+        if self.adapter is not None and (added or removed):
+            self.watching.start()
 
     def workspace(self, given: str | None) -> str:
         """The workspace a request names (path or file URI, or a path inside one); default the first."""
@@ -341,6 +349,8 @@ class CairnService:
         settings = state.settings if state else Settings()
         args = self.turns.worker_args(start, settings)
         if args is None:
+            args = self.watching.worker_args(start)
+        if args is None:
             args = dict(start.args)
             if start.kind == "review":
                 # idle-offered reviews are automatic (capped per day); cairn.review is explicit
@@ -360,6 +370,7 @@ class CairnService:
 
     def worker_finished(self, start: StartWorker, result: RunResult) -> None:
         self.turns.worker_finished(start, result)
+        self.watching.worker_finished(start, result)
         commands.drain_worker_finished(self, start, result)
         self.spawn_task(self._after_job(start, result))
 

@@ -49,8 +49,9 @@ from cairn.worker import trust
 
 _CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai", "command")}
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
-#: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace
-OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command")
+#: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace.
+#: ``watch_paths`` joins them: a cloned repository must not pull the sessions of other folders into its journal.
+OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command", "watch_paths")
 #: further workspace-file keys only a trusted workspace may set: the model (what the user's key pays for)
 #: and memory roots outside the workspace (where reviews write)
 USERS_CHOICE = ("model",)
@@ -212,7 +213,7 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
     ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
     if ignored:
         warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
-                        f"{', '.join(ignored)}, which only you choose (where data and keys go, the model your key "
+                        f"{', '.join(ignored)}, which only you choose (where data and keys go, which sessions are read, the model your key "
                         "pays for, memory roots outside the workspace), but the workspace is not trusted; "
                         "ignored (the embedded engine is used unless your own settings name a provider; "
                         "`cairn trust` allows them)")

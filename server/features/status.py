@@ -192,7 +192,7 @@ class Snapshots:
         assert tuple(out) == STATUS_KEYS
         out.update(workspace=ws, turnsWaiting=turns, journal=dict(journal), jobs=jobs,
                    refreshed=state.refreshed, draining=state.drain is not None, mode=state.settings.mode,
-                   usage=dict(state.usage))
+                   usage=dict(state.usage), watch=svc.watching.summary(ws))
         return out
 
     def jobs(self) -> dict[str, Any]:

@@ -1,8 +1,13 @@
 """Turns and sessions: the editor's notifications, capture payloads, idle sealing.
 
-- ``cairn/turnCompleted`` queues a ``capture`` job; the turn's text stays in
+- ``cairn/turnCompleted`` joins the session's waiting ``capture`` job, or
+  queues one: a job takes every turn of its session that arrived before it
+  started (a batch, in arrival order), so a burst of notifications costs a
+  few dictionary steps each on the event loop and one job per batch, not
+  one coordinator step and one worker per turn. The turns' text stays in
   this process's memory (:attr:`Turns.payloads`) until that job has frozen
-  it. The durable job store holds ids only, so a capture job found in the
+  them. Per session, batches run in order (one worker per workspace, jobs
+  in queue order; a turn never joins a running job). The durable job store holds ids only, so a capture job found in the
   store after a restart has lost its turn and is dropped
   (:meth:`Turns.drop_lost_captures`, ``E_CAPTURE_STATE`` in the log).
 - While a turn waits for its capture the workspace counts as having an
@@ -34,10 +39,12 @@ if TYPE_CHECKING:
     from cairn.server.lsp_service import CairnService
 
 
-@attrs.frozen
+@attrs.define
 class TurnPayload:
+    """The turns one capture job will freeze (appended to until it starts)."""
+
     session_id: str
-    turn: dict[str, Any]
+    turns: list[dict[str, Any]]
 
 
 class Turns:
@@ -45,31 +52,55 @@ class Turns:
         self.service = service
         self.payloads: dict[str, TurnPayload] = {}  # job id -> the turn it must capture
         self.reported: set[str] = set()  # exhausted captures already shown
+        self._open: dict[tuple[str, str], str] = {}  # (workspace, session) -> capture job still taking turns
+        self._active: set[str] = set()  # workspaces told TurnActive(True) and not yet settled
         self._seal_timer: Any = None
 
     # ------------------------------------------------------------ notifications
 
     def turn_completed(self, params: TurnCompletedParams) -> str:
-        """Queue a capture job; the turn text stays in memory only. Returns the job id."""
+        """Add the turn to its session's waiting capture job, or queue one. Returns the job id.
+
+        The turn text stays in memory only. Joining a waiting job costs no
+        coordinator step: only the first turn of a batch does.
+        """
         svc = self.service
         ws = svc.workspace(params.workspace)
         turn = {"turn_id": params.turnId, "parent_turn_id": params.parentTurnId, "user": params.user,
                 "assistant": params.assistant, "completed_at": params.completedAt}
         adapter = svc.need_adapter()
-        svc.submit(TurnActive(ws, True))  # a capture is pending: drains wait for it
-        args = {"session": params.sessionId, "turn": params.turnId}
-        svc.submit(Enqueue(ws, "capture", args))
-        job = adapter.coordinator.lookup(ws, "capture", args)
-        if job is not None:
-            self.payloads[job.id] = TurnPayload(params.sessionId, turn)
-        svc.workspaces[ws].sessions[params.sessionId] = SessionInfo(svc.clock.now())
-        self.arm_seal_timer()
+        job_id = self._open.get((ws, params.sessionId))
+        job = adapter.coordinator.job(job_id) if job_id else None
+        if job is not None and job.state in (JobState.IDLE, JobState.RETRY_WAITING) and job_id in self.payloads:
+            self.payloads[job.id].turns.append(turn)
+        else:
+            if ws not in self._active:
+                self._active.add(ws)
+                svc.submit(TurnActive(ws, True))  # a capture is pending: drains wait for it
+            args = {"session": params.sessionId, "turn": params.turnId}
+            svc.submit(Enqueue(ws, "capture", args))
+            job = adapter.coordinator.lookup(ws, "capture", args)
+            if job is not None:
+                if job.id in self.payloads:  # the same turn sent again: coalesced into its waiting job
+                    self.payloads[job.id].turns.append(turn)
+                else:
+                    self.payloads[job.id] = TurnPayload(params.sessionId, [turn])
+                self._open[(ws, params.sessionId)] = job.id
+        info = svc.workspaces[ws].sessions.get(params.sessionId)
+        if info is None or info.idle_sealed:
+            svc.workspaces[ws].sessions[params.sessionId] = SessionInfo(svc.clock.now())
+            self.arm_seal_timer()
+        else:
+            info.last_turn = svc.clock.now()  # the armed timer fires no later than due; it re-arms then
+            if self._seal_timer is None:
+                self.arm_seal_timer()
         return job.id if job else ""
 
     def session_event(self, params: SessionEventParams) -> None:
         """Seal the session's capture at this boundary."""
         svc = self.service
         ws = svc.workspace(params.workspace)
+        self._open.pop((ws, params.sessionId), None)  # turns after the boundary go to a batch after the seal
         svc.submit(Enqueue(ws, "seal", {"session": params.sessionId, "trigger": params.kind}))
         sessions = svc.workspaces[ws].sessions
         if params.kind == "session-end":
@@ -131,8 +162,11 @@ class Turns:
         """The worker args of a turn or session job; None for other kinds."""
         if start.kind == "capture":
             payload = self.payloads.get(start.job_id)
+            key = (start.workspace, start.args.get("session", ""))
+            if self._open.get(key) == start.job_id:  # started: later turns make the next batch
+                del self._open[key]
             return {"session_id": start.args.get("session", ""), "source": "lsp",
-                    "turn": payload.turn if payload else {}}
+                    "turns": list(payload.turns) if payload else []}
         if start.kind == "seal":
             return {"session_id": start.args.get("session"), "trigger": start.args.get("trigger", "session-end")}
         if start.kind == "seal-idle":
@@ -158,13 +192,15 @@ class Turns:
                             f"({', '.join(fresh[:5])}); run cairn.retry or cairn.discard")
 
     def discarded(self, job: Job) -> None:
-        """A capture job the user discarded: forget its turn."""
+        """A capture job the user discarded: forget its turns."""
         self.payloads.pop(job.id, None)
+        self._open = {k: v for k, v in self._open.items() if v != job.id}
         self.settled(job.workspace)
 
     def settled(self, ws: str) -> None:
         """No capture of ``ws`` is waiting any more: its turn is no longer active."""
         if self.service.adapter is not None and not self.waiting(ws):
+            self._active.discard(ws)
             self.service.submit(TurnActive(ws, False))
 
     def waiting(self, ws: str) -> int:

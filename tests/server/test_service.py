@@ -151,12 +151,35 @@ async def test_notifications_sent_while_starting_take_effect_in_the_order_sent(w
     await starting
     try:
         order = [(r["kind"], r["args"].get("turn")) for r in service.status.jobs()["jobs"] if r["kind"] != "recover"]
-        assert order[:4] == [("capture", "t0"), ("capture", "t1"), ("capture", "t2"), ("seal", None)]
+        # the three turns are one batch: one capture job, before the seal
+        assert order[:2] == [("capture", "t0"), ("seal", None)]
         await editor.until(lambda: any(" seal ok" in m for m in editor.logs))
+        assert any(" capture ok captured=3" in m for m in editor.logs)
         assert any(" seal ok sealed=1" in m for m in editor.logs)  # the turns' capture, sealed
         # arriving after start, a call runs at once
         ran: list[str] = []
         service.when_started(lambda: ran.append("now"))
         assert ran == ["now"]
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_a_burst_of_turns_is_captured_in_batches_in_session_order(workspace: Path) -> None:
+    """The first turn's job starts at once; the turns behind it join one waiting job; a session
+    boundary closes the batch, so a later turn is captured after the seal."""
+    service, editor, _clock = await started(workspace, {})
+    try:
+        for i in range(40):
+            service.notify(TURN_COMPLETED, turn(workspace, "s1", f"t{i}"))
+        service.notify(SESSION_EVENT, {"workspace": str(workspace), "sessionId": "s1", "kind": "compaction"})
+        service.notify(TURN_COMPLETED, turn(workspace, "s1", "after"))
+        rows = [r for r in service.status.jobs()["jobs"] if r["kind"] != "recover"]
+        assert [(r["kind"], r["args"].get("turn")) for r in rows] == [
+            ("capture", "t0"), ("capture", "t1"), ("seal", None), ("capture", "after")]
+        batches = [[t["turn_id"] for t in service.turns.payloads[r["id"]].turns] for r in rows if r["kind"] == "capture"]
+        assert batches == [["t0"], [f"t{i}" for i in range(1, 40)], ["after"]]
+        await editor.until(lambda: sum(" capture ok" in m for m in editor.logs) == 3 and not service.turns.payloads)
+        assert [m.split(" capture ok ")[1].split()[0] for m in editor.logs if " capture ok " in m] == [
+            "captured=1", "captured=39", "captured=1"]
     finally:
         await service.shutdown(0.0)

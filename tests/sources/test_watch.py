@@ -92,3 +92,16 @@ def test_cli_watch_once(tmp_path):
     assert out["captured"] > 0 and out["sealed"] and out["process"]["published"] >= 1
     r = cairn(tmp_path / "work" / "proj", "watch", "--interval", "0", env=env, check=False)
     assert r.returncode == 2 and "E_USAGE" in r.stderr
+
+
+def test_live_watching_follows_this_workspaces_jsonl_stores_only(tmp_path):
+    """stores_for: Claude Code's project folder of this workspace, the other tools' JSONL session files of
+    this workspace; never another workspace's folder, never a database or a JSON file."""
+    from cairn.server.watch import stores_for
+
+    home, ws, _ = _setup(tmp_path)
+    roots = stores_for(ws, home=str(home), env=env_for(home))
+    claude = str(home / ".claude" / "projects" / ws.replace("/", "-"))
+    assert claude in roots and all(r == claude or r.endswith(".jsonl") for r in roots)
+    assert any("/.codex/sessions/" in r for r in roots) and any("/.gemini/" in r for r in roots)
+    assert not any("other" in r.replace(str(tmp_path), "") for r in roots)

@@ -122,6 +122,16 @@ def test_the_users_global_memory_root_stands_against_an_untrusted_file(workspace
     assert s.memoryRoots == ("/home/u/memory",) and _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
 
 
+def test_an_untrusted_file_cannot_choose_which_session_files_are_watched(workspace: Path) -> None:
+    """A cloned repository's file naming other folders' sessions would pull them into its journal."""
+    _ws_file(workspace, 'watch_paths = ["~/.claude/projects"]\nseal_idle_minutes = 5\n')
+    s, warnings = config.load(str(workspace))
+    assert (s.watchPaths, s.sealIdleMinutes) == ((), 5.0)
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "watch_paths" in warnings[0]
+    trust.trust(str(workspace))
+    assert config.load(str(workspace))[0].watchPaths == ("~/.claude/projects",)
+
+
 def test_an_untrusted_file_repeating_the_defaults_is_not_reported(workspace: Path) -> None:
     _ws_file(workspace, 'provider = "extractive"\napi_key_env = "CAIRN_OPENAI_API_KEY"\n')
     assert config.load(str(workspace)) == (config.Settings(), [])

@@ -202,14 +202,18 @@ def open_sessions(j: Journal) -> list[str]:
 # -- jobs -------------------------------------------------------------------
 
 def job_capture(req: WorkerRequest) -> dict[str, Any]:
-    t = req.args.get("turn") or {}
+    """Capture the turns of one session: ``turns`` (a batch, in session order) or one ``turn``."""
+    given = req.args.get("turns")
+    raw = given if isinstance(given, list) else [req.args.get("turn") or {}]
     try:
-        turn = Turn(turn_id=str(t["turn_id"]), parent_turn_id=t.get("parent_turn_id"), user=str(t["user"]),
-                    assistant=str(t["assistant"]), completed_at=t.get("completed_at"))
+        turns = tuple(Turn(turn_id=str(t["turn_id"]), parent_turn_id=t.get("parent_turn_id"), user=str(t["user"]),
+                           assistant=str(t["assistant"]), completed_at=t.get("completed_at")) for t in raw)
         session_id = str(req.args["session_id"])
     except (KeyError, TypeError) as exc:
         raise CairnError(ErrorCode.USAGE, f"capture request lacks {exc}") from None
-    session = Session(session_id=session_id, source_format="lsp", title=req.args.get("title"), turns=(turn,))
+    if not turns:
+        raise CairnError(ErrorCode.USAGE, "capture request has no turn")
+    session = Session(session_id=session_id, source_format="lsp", title=req.args.get("title"), turns=turns)
     with Journal(req.workspace) as j:
         return capture_session(j, session, source=str(req.args.get("source", "lsp")), policy=policy_from_config(req.config))
 
@@ -242,10 +246,34 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
             "malformed": malformed}
 
 
+def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
+    """:func:`import_paths` file by file: a file that cannot be imported is listed in ``failed``
+    (name and fixed code) and the others are imported (a batch of live files is not held
+    hostage by one that vanished or is being rewritten)."""
+    total: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "session_ids": [],
+                             "malformed": [], "failed": []}
+    for p in paths:
+        try:
+            r = import_paths(j, [p], fmt, policy)
+        except CairnError as exc:
+            if exc.code not in (ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE,
+                                ErrorCode.IMPORT_UNKNOWN_FORMAT, ErrorCode.IMPORT_MALFORMED):
+                raise  # the journal's own failures fail the job (and it is retried)
+            total["failed"].append({"file": os.path.basename(p), "code": str(exc.code)})
+            continue
+        for key in ("files", "sessions", "captured", "skipped"):
+            total[key] += r[key]
+        total["session_ids"] += r["session_ids"]
+        total["malformed"] += r["malformed"]
+    return total
+
+
 def job_import(req: WorkerRequest) -> dict[str, Any]:
+    """Import transcript files; with ``each`` (live watching), file by file (:func:`import_each`)."""
     paths = [os.path.join(req.workspace, p) if not os.path.isabs(p) else p for p in req.args.get("paths", [])]
+    run = import_each if req.args.get("each") else import_paths
     with Journal(req.workspace) as j:
-        return import_paths(j, paths, str(req.args.get("format", "auto")), policy_from_config(req.config))
+        return run(j, paths, str(req.args.get("format", "auto")), policy_from_config(req.config))
 
 
 def _trigger(value: object) -> Trigger:

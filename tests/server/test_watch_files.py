@@ -1,0 +1,129 @@
+"""Watching real files: appended turns are captured, a half-written line is not, a symlink is ignored.
+
+The headless watcher (:class:`server.cli_watch.Headless`, the same core and
+file watcher as the server) runs in this test's loop with its real import
+jobs; the test appends to a copy of the Claude Code fixture and waits for
+each import's report (bounded waits, no sleeps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cairn.server.cli_watch import Headless
+from cairn.server.watch import FileWatcher
+from cairn.server.watch_core import Refused, Seen
+
+from tests.support.live import FIXTURE_TURNS, append, start_session, turn_lines
+
+pytestmark = pytest.mark.asyncio
+
+WAIT = 60.0
+
+
+class Run:
+    def __init__(self, ws: Path, roots: list[str], *, polling: bool) -> None:
+        self.seen: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.lines: list[str] = []
+        self.watch = Headless(str(ws), roots, {"sealIdleMinutes": 20.0}, polling=polling, say=self.lines.append,
+                              observe=lambda kind, detail: self.seen.put_nowait((kind, detail)))
+        self.task = asyncio.ensure_future(self.watch.run())
+
+    async def next(self, kind: str) -> Any:
+        while True:
+            got, detail = await asyncio.wait_for(self.seen.get(), WAIT)
+            if got == kind:
+                return detail
+
+    async def stop(self) -> None:
+        self.watch.stop()
+        await asyncio.wait_for(self.task, WAIT)
+
+
+@pytest.mark.parametrize("polling", [False, True], ids=["native", "polling"])
+async def test_appended_turns_are_captured_and_a_half_written_line_only_once_complete(
+        workspace: Path, tmp_path: Path, polling: bool) -> None:
+    live = start_session(tmp_path / "store" / "project" / "session.jsonl")
+    run = Run(workspace, [str(tmp_path / "store")], polling=polling)
+    try:
+        first = await run.next("import")
+        assert first["captured"] == FIXTURE_TURNS and first["failed"] == []
+        append(live, turn_lines(1))  # its prompt also completes the turn the fixture ended on
+        assert (await run.next("import"))["captured"] == 2
+        whole = turn_lines(2)
+        cut = whole.index("\n") + 1 + 40  # the prompt, then the answer's line cut short
+        append(live, whole[:cut])
+        assert (await run.next("import"))["captured"] == 0  # a half-written last line is no turn
+        append(live, whole[cut:])
+        assert (await run.next("import"))["captured"] == 1
+        assert run.watch.totals == {"batches": 3, "captured": FIXTURE_TURNS + 3, "sealed": 0}
+        assert [line.split(" ", 1)[1] for line in run.lines] == [
+            f"captured {FIXTURE_TURNS} turn(s) from 1 file(s)", "captured 2 turn(s) from 1 file(s)",
+            "captured 1 turn(s) from 1 file(s)"]
+    finally:
+        await run.stop()
+
+
+async def test_a_file_replaced_by_a_symlink_is_ignored_with_a_fixed_code(workspace: Path, tmp_path: Path) -> None:
+    live = start_session(tmp_path / "store" / "session.jsonl")
+    elsewhere = start_session(tmp_path / "elsewhere" / "other.jsonl")
+    append(elsewhere, turn_lines(1))
+    run = Run(workspace, [str(tmp_path / "store")], polling=False)
+    try:
+        assert (await run.next("import"))["captured"] == FIXTURE_TURNS
+        link = tmp_path / "store" / "link.tmp"
+        os.symlink(elsewhere, link)
+        os.replace(link, live)  # the session file is now a symlink to another file
+        ignored = await run.next("ignored")
+        assert (ignored.path, ignored.code) == (str(live), "E_PATH_NOT_REGULAR")
+        assert run.watch.totals["captured"] == FIXTURE_TURNS  # nothing read through the link
+    finally:
+        await run.stop()
+
+
+async def test_an_idle_watcher_delivers_nothing(tmp_path: Path) -> None:
+    """Rescans of unchanged files deliver no event (the core is not even called)."""
+    start_session(tmp_path / "store" / "a.jsonl")
+    (tmp_path / "store" / "notes.md").write_text("not a session\n")
+    delivered: list[list[Any]] = []
+    watcher = FileWatcher({"ws": [str(tmp_path / "store"), str(tmp_path / "store" / "notes.md")]},
+                          delivered.append, polling=True)
+    assert await watcher.rescan() is True
+    assert sorted(type(e).__name__ for e in delivered[0]) == ["Refused", "Seen"]
+    assert [e.code for e in delivered[0] if isinstance(e, Refused)] == ["E_IMPORT_UNKNOWN_FORMAT"]
+    assert await watcher.rescan() is False and len(delivered) == 1
+    assert all(isinstance(e, Seen) or isinstance(e, Refused) for e in delivered[0])
+
+
+async def test_without_inotify_the_watcher_polls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native watcher cannot start (watch limit reached): a change is still seen, by polling."""
+    import watchfiles
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watchfiles, "awatch", refuse)
+    live = start_session(tmp_path / "store" / "a.jsonl")
+    got: asyncio.Queue[list[Any]] = asyncio.Queue()
+    watcher = FileWatcher({"ws": [str(tmp_path / "store")]}, got.put_nowait)
+    task = asyncio.ensure_future(watcher.run())
+    try:
+        assert [type(e).__name__ for e in await asyncio.wait_for(got.get(), WAIT)] == ["Seen"]
+        append(live, turn_lines(1))
+        (grown,) = await asyncio.wait_for(got.get(), WAIT)
+        assert isinstance(grown, Seen) and grown.stamp.size == live.stat().st_size
+        assert watcher.mode == "polling"
+    finally:
+        watcher.stop()
+        await asyncio.wait_for(task, WAIT)
+
+
+async def test_polling_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_WATCH_POLL", "1")
+    assert FileWatcher({}, lambda events: None).polling is True
+    monkeypatch.delenv("CAIRN_WATCH_POLL")
+    assert FileWatcher({}, lambda events: None).polling is False
