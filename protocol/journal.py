@@ -47,6 +47,64 @@ class CaptureTurn:
     captured_at: float  # target clock
 
 
+@attrs.frozen(kw_only=True)
+class SegmentTurn:
+    """One turn inside an :class:`EvidenceSegment`; ``user``/``assistant`` index the segment's text table."""
+
+    turn_id: str
+    parent_turn_id: str | None
+    user: int
+    assistant: int
+    completed_at: str | None
+    oversized: bool
+    size: int
+
+
+@record("evidence-segment", version=1)
+class EvidenceSegment:
+    """Completed root turns of one session batch, frozen together: the content of one segment.
+
+    Each turn is addressable by its id; :meth:`evidence` gives back exactly the
+    :class:`TurnEvidence` a per-turn bundle held. Identical texts are stored
+    once in ``texts`` (first-appearance order, so the bytes are a function of
+    the turns).
+    """
+
+    session_id: str
+    source: str
+    title: str | None
+    policy: ModelPolicy
+    texts: tuple[str, ...]
+    turns: tuple[SegmentTurn, ...]
+
+    def evidence(self) -> list[TurnEvidence]:
+        return [TurnEvidence(session_id=self.session_id, turn_id=t.turn_id, parent_turn_id=t.parent_turn_id,
+                             user=self.texts[t.user], assistant=self.texts[t.assistant],
+                             completed_at=t.completed_at, source=self.source, title=self.title,
+                             oversized=t.oversized, size=t.size, policy=self.policy)
+                for t in self.turns]
+
+
+@record("capture-batch", version=1)
+class CaptureBatch:
+    """A ready batch of a capture: written only after its segment is pinned.
+
+    Turn ``turn_ids[i]`` has sequence number ``seq + i`` in its capture. The
+    batch also names what its segment was built from (source, title, policy),
+    so a torn segment can be rebuilt byte for byte from the transcript.
+    Batch entries stay after retirement: they are the capture's turn identity.
+    """
+
+    capture: str
+    seq: int
+    turn_ids: tuple[str, ...]
+    segment: str  # sha256 of the segment's canonical (uncompressed) bytes
+    captured_at: float  # target clock
+    source: str
+    title: str | None
+    policy: ModelPolicy
+
+
 @record("turn-index", version=1)
 class TurnIndex:
     """Identity of a captured turn, so a re-import never captures it twice."""
@@ -77,6 +135,29 @@ class DigestResult:
     notes: tuple[Note, ...]
     provider: str
     discarded: bool = False
+
+
+@record("digest-group", version=1)
+class DigestGroup:
+    """The accepted private result of several captures digested under one claim generation."""
+
+    results: tuple[DigestResult, ...]
+
+
+@attrs.frozen(kw_only=True)
+class CoveredCapture:
+    capture: str
+    session_id: str
+    digest: str | None  # public digest id, or None for all-none
+    turn_ids: tuple[str, ...]
+
+
+@record("group-coverage", version=1)
+class GroupCoverage:
+    """Identity-only: these captures' turns were digested (one record per accepted group)."""
+
+    group: str  # sha256 of the accepted DigestGroup bundle
+    captures: tuple[CoveredCapture, ...]
 
 
 @record("digest", version=1)

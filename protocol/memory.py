@@ -160,7 +160,7 @@ class RememberRequest:
     session_id: str
     turn_id: str
     capture: str
-    bundle: str  # evidence bundle of the captured turn ("" when it was no longer pinned)
+    bundle: str  # evidence segment (or earlier per-turn bundle) of the captured turn ("" when gone)
     type: str  # a NoteType value, or "" to let the review classify the text
     source: str  # who asked: cli | lsp | emacs | nvim | mcp | ...
     created: float

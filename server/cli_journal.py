@@ -18,6 +18,7 @@ from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli_support import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
     emit_json,
@@ -51,14 +52,21 @@ def cmd_import(ns: argparse.Namespace) -> int:
         return report_import_all(ns, import_all(ns, _Progress()))
     if not ns.paths:
         raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")
+    from cairn.server.import_run import resume_hint, run_import
+
+    ws = workspace_path(ns)
     paths = [os.path.abspath(p) for p in ns.paths]
-    r = run_job(ns, "import", {"paths": paths, "format": ns.format}).result
+    r = run_import(ws, paths, ns.format, load_config(ws), show_bar=not ns.json and sys.stderr.isatty())
     report_malformed(r)
     if ns.json:
         emit_json(r)
     else:
         print(f"imported {r['files']} file(s), {r['sessions']} session(s): "
-              f"{r['captured']} new turn(s), {r['skipped']} already captured")
+              f"{r['captured']} new turn(s), {r['skipped']} already captured"
+              + (f", {r['repaired']} torn segment(s) rebuilt" if r["repaired"] else ""))
+    if r["interrupted"]:
+        sys.stderr.write(resume_hint(paths, r) + "\n")
+        return EXIT_INTERRUPTED
     return EXIT_OK
 
 

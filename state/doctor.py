@@ -8,8 +8,11 @@ Violations (each with a fixed code and the path it concerns, never content):
 * a generation below the newest with no outcome (a successor without its
   predecessor's outcome);
 * an outcome referring to a bundle that is missing or fails its hash;
-* a bundle whose bytes do not match its name.
-
+* a bundle whose bytes do not match its name;
+* a ready capture batch of an unretired capture whose evidence segment is
+  missing, torn or does not match its name (``V_SEGMENT_TORN``; a re-import
+  of the transcript rebuilds it), or whose pin is missing
+  (``V_SEGMENT_UNPINNED``);
 * a decided proposal (a private decision) without its public decision
   record (``V_DECISION_UNPUBLISHED``: a crash between the two; the next
   recovery publishes it).
@@ -139,6 +142,7 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
             except CairnError as exc:
                 violations.append(Finding(str(exc.code), bstore.path(sha), exc.message))
     violations += _unpublished_decisions(root)
+    violations += check_segments(root)
     notes += _memory_temps(root, temp_dirs)
     return Report(tuple(violations), tuple(notes), scopes, gens, nbundles)
 
@@ -172,4 +176,35 @@ def _memory_temps(root: PinnedDir, dirs: tuple[str, ...]) -> list[Finding]:
                 if n.startswith(TEMP_PREFIX):
                     out.append(Finding("N_MEMORY_TEMP", f"{rel}/{n}" if rel else n,
                                        "writer temp beside memory files (removed by the next recovery or cleanup)"))
+    return out
+
+
+def check_segments(root: PinnedDir) -> list[Finding]:
+    """Every ready batch of an unretired capture has its pinned, intact segment."""
+    from cairn.protocol.journal import CaptureBatch
+    from cairn.state.segments import SegmentStore
+
+    captures = f"{layout.JOURNAL_STATE}/captures"
+    segments = SegmentStore(root, f"{layout.JOURNAL_STATE}/segments")
+    out: list[Finding] = []
+    for cid in _names(root, captures):
+        names = _names(root, f"{captures}/{cid}")
+        if "retired" in names:
+            continue
+        for n in names:
+            if not n.startswith("b-"):
+                continue
+            fp = f"{captures}/{cid}/{n}"
+            try:
+                batch = codec.decode(P.run(root, [P.Read(fp)])[0].value or b"", CaptureBatch, where=fp)
+            except CairnError as exc:
+                out.append(Finding(str(exc.code), fp, exc.message))
+                continue
+            try:
+                segments.get(batch.segment)
+            except CairnError as exc:
+                out.append(Finding("V_SEGMENT_TORN", fp, f"{exc.code}: {exc.message}; import its transcript again"))
+                continue
+            if f"pin-{batch.segment}" not in names:
+                out.append(Finding("V_SEGMENT_UNPINNED", fp, "ready batch whose segment is not pinned"))
     return out

@@ -241,8 +241,12 @@ class PinnedDir:
         except FileNotFoundError:
             pass
 
-    def publish(self, name: str, data: bytes, *, mode: int = 0o600) -> bool:
-        """Exclusively publish complete bytes under ``name``. False if it already existed."""
+    def publish(self, name: str, data: bytes, *, mode: int = 0o600, sync: bool = True) -> bool:
+        """Exclusively publish complete bytes under ``name``. False if it already existed.
+
+        With ``sync=False`` the directory is not fsynced: the caller fsyncs it
+        once after several publications (:meth:`sync`) before relying on them.
+        """
         check_name(name)
         tmp = self._write_temp(data, mode)
         try:
@@ -257,7 +261,7 @@ class PinnedDir:
                 self._unlink_quiet(tmp)
             except OSError:
                 pass  # the link decided the outcome; a temp left behind is collected later
-        if won:
+        if won and sync:
             self._sync_dir()
         return won
 
@@ -330,7 +334,7 @@ class PinnedDir:
         os.fsync(self.fd)
 
     def sync(self) -> None:
-        os.fsync(self.fd)
+        self._sync_dir()
 
     def collect_temps(self, *, older_than: float = 3600.0, now: float | None = None) -> int:
         """Remove stray temps whose writer is dead or that are older than ``older_than`` seconds."""

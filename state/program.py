@@ -21,6 +21,12 @@ Operations (paths are '/'-separated, relative to the base, validated):
 ``list``        names in a directory (temps and dot-files excluded)
 ``clock``       the storage's own clock read in a directory
 ``ensure-dir``  create a directory chain (0700) if missing
+``sync``        fsync a directory (after links published with ``sync=False``)
+
+Batched durability: several ``link``s into one directory with ``sync=False``
+followed by one ``sync`` of that directory pay one directory fsync instead of
+one each; each file's bytes are still fsynced before its link. Nothing may
+depend on those links being durable before the ``sync``.
 """
 
 from __future__ import annotations
@@ -142,6 +148,7 @@ class Link(Step):
     path: str
     data: bytes | Callable[[float | None], bytes]
     mode: int = 0o600
+    sync: bool = True  # False: the directory fsync is left to a later Sync of the same directory
     op = "link"
 
 
@@ -175,13 +182,19 @@ class Clock(Step):
 
 
 @attrs.frozen
+class Sync(Step):
+    path: str
+    op = "sync"
+
+
+@attrs.frozen
 class EnsureDir(Step):
     path: str
     op = "ensure-dir"
 
 
 Op = (Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | Remove | RemoveDir | ListDir
-      | Clock | EnsureDir)
+      | Clock | EnsureDir | Sync)
 
 
 @attrs.frozen
@@ -333,7 +346,7 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
     if isinstance(op, Link):
         d, name = _dirname(op.path)
         data = op.data(dirs.clock) if callable(op.data) else op.data
-        won = dirs.get(d).publish(name, data, mode=op.mode)
+        won = dirs.get(d).publish(name, data, mode=op.mode, sync=op.sync)
         return OpResult(op.op, OpStatus.OK if won else OpStatus.CONFLICT)
     if isinstance(op, Remove):
         d, name = _dirname(op.path)
@@ -366,6 +379,9 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
     if isinstance(op, Clock):
         dirs.clock = dirs.get(op.path).clock() + op.offset
         return OpResult(op.op, OpStatus.OK, dirs.clock)
+    if isinstance(op, Sync):
+        dirs.get(op.path).sync()
+        return OpResult(op.op, OpStatus.OK)
     if isinstance(op, EnsureDir):
         dirs.get(op.path, create=True)
         return OpResult(op.op, OpStatus.OK)

@@ -78,14 +78,31 @@ def test_unknown_format(tmp_path):
     assert err.value.code == ErrorCode.IMPORT_UNKNOWN_FORMAT
 
 
-def test_too_large_is_refused(tmp_path):
-    path = tmp_path / "huge.jsonl"
+def test_too_large_is_refused_for_formats_read_whole(tmp_path):
+    path = tmp_path / ".aider.chat.history.md"
     with path.open("wb") as f:
+        f.write(b"# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n\nhello\n")
         f.truncate(MAX_BYTES + 1)  # sparse: costs no disk
     with pytest.raises(CairnError) as err:
         load(path)
     assert err.value.code == ErrorCode.IMPORT_TOO_LARGE
     assert MAX_BYTES == 64 * 1024 * 1024
+
+
+def test_a_claude_code_session_over_64_mib_imports_and_one_huge_line_is_refused(tmp_path):
+    from cairn.worker.importers import _jsonl
+
+    from tests.support.generated import write_session
+
+    path = write_session(tmp_path / "big.jsonl", 4, 50, tool_bytes=(MAX_BYTES // 40))
+    assert path.stat().st_size > MAX_BYTES
+    (session,) = load(path)
+    assert len(session.turns) == 50 and "collected" not in session.turns[0].assistant  # tool output is not a turn
+    with path.open("ab") as f:
+        f.write(b'{"type": "user", "pad": "' + b"x" * (_jsonl.MAX_LINE_BYTES + 1) + b'"}\n')
+    with pytest.raises(CairnError) as err:
+        load(path)
+    assert err.value.code == ErrorCode.IMPORT_TOO_LARGE and "line 202" in err.value.message
 
 
 def test_unreadable(tmp_path):

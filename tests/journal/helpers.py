@@ -32,3 +32,33 @@ def cairn(ws: Path, *argv: str, env: dict[str, str] | None = None, check: bool =
 def cairn_json(ws: Path, *argv: str) -> Any:
     """The command's ``--json`` output, parsed (each test asserts the shape it relies on)."""
     return json.loads(cairn(ws, *argv, "--json").stdout)
+
+
+J = ".cairn/state/journal"
+
+
+def batches(cap: Path) -> list[Any]:
+    """The ready batch entries of a capture directory, in sequence order."""
+    from cairn.protocol import codec
+    from cairn.protocol.journal import CaptureBatch
+
+    return sorted((codec.decode(p.read_bytes(), CaptureBatch) for p in cap.glob("b-*")), key=lambda b: b.seq)
+
+
+def segment_path(ws: Path, sha: str) -> Path:
+    return ws / J / "segments" / sha[:2] / sha
+
+
+def ready_evidence(ws: Path, cap: Path) -> list[tuple[int, Any]]:
+    """(seq, TurnEvidence) of every ready turn of a capture, read straight from disk."""
+    from cairn.protocol import codec
+    from cairn.protocol.journal import EvidenceSegment
+    from cairn.state.segments import decode
+
+    out = []
+    for b in batches(cap):
+        seg = codec.decode(decode(segment_path(ws, b.segment).read_bytes(), b.segment), EvidenceSegment)
+        evs = seg.evidence()
+        assert tuple(e.turn_id for e in evs) == b.turn_ids
+        out += [(b.seq + i, e) for i, e in enumerate(evs)]
+    return out

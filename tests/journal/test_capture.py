@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 from cairn.protocol import codec
-from cairn.protocol.journal import CaptureTurn, Seal, TurnEvidence
+from cairn.protocol.journal import Seal
 
-from tests.journal.helpers import ALL_FORMATS, DEMO, cairn, cairn_json
+from tests.journal.helpers import ALL_FORMATS, DEMO, batches, cairn, cairn_json, ready_evidence, segment_path
 
 J = ".cairn/state/journal"
 
@@ -34,21 +34,23 @@ def test_reimport_is_idempotent_and_a_grown_file_adds_only_new_turns(workspace: 
     assert grown["captured"] == 10 - first["captured"]
     # one open capture holds every turn exactly once
     (cap,) = _captures(workspace)
-    entries = [codec.decode(p.read_bytes(), CaptureTurn) for p in cap.glob("t-*")]
-    assert len(entries) == 10 == len({e.turn_id for e in entries})
-    assert sorted(e.seq for e in entries) == list(range(10))
+    entries = ready_evidence(workspace, cap)
+    assert len(entries) == 10 == len({e.turn_id for _, e in entries})
+    assert sorted(seq for seq, _ in entries) == list(range(10))
+    # two imports wrote two batches: a bounded number of files, not one per turn
+    assert len(batches(cap)) == 2 and len(list(cap.glob("pin-*"))) == 2
 
 
 def test_every_ready_turn_has_pinned_verified_evidence(workspace: Path) -> None:
     cairn(workspace, "import", str(DEMO))
     (cap,) = _captures(workspace)
-    for p in cap.glob("t-*"):
-        entry = codec.decode(p.read_bytes(), CaptureTurn)
-        assert (cap / f"pin-{entry.bundle}").exists()
-        blob = workspace / J / "evidence" / entry.bundle[:2] / entry.bundle
-        ev = codec.decode(blob.read_bytes(), TurnEvidence)
-        assert ev.turn_id == entry.turn_id and ev.policy.provider == "extractive"
-        assert oct(blob.stat().st_mode & 0o777) == "0o600"
+    (batch,) = batches(cap)
+    assert (cap / f"pin-{batch.segment}").exists()
+    blob = segment_path(workspace, batch.segment)
+    assert oct(blob.stat().st_mode & 0o777) == "0o600"
+    evs = ready_evidence(workspace, cap)
+    assert [seq for seq, _ in evs] == list(range(10))
+    assert all(ev.policy.provider == "extractive" for _, ev in evs)
     assert oct((workspace / ".cairn/state").stat().st_mode & 0o777) == "0o700"
 
 
@@ -59,11 +61,7 @@ def test_oversized_turn_is_recorded_unknown_not_truncated(workspace: Path, tmp_p
                    "use tabs\n\nNoted.\n")
     cairn(workspace, "import", str(src), "--format", "aider")
     (cap,) = _captures(workspace)
-    evs = []
-    for p in cap.glob("t-*"):
-        entry = codec.decode(p.read_bytes(), CaptureTurn)
-        evs.append(codec.decode((workspace / J / "evidence" / entry.bundle[:2] / entry.bundle).read_bytes(),
-                                TurnEvidence))
+    evs = [e for _, e in ready_evidence(workspace, cap)]
     over = [e for e in evs if e.oversized]
     assert len(over) == 1 and over[0].user == "" and over[0].size > 600 * 1024
     cairn(workspace, "seal")
@@ -97,7 +95,7 @@ def test_turns_after_a_seal_start_a_new_capture(workspace: Path, tmp_path: Path)
     caps = _captures(workspace)
     assert len(caps) == 2
     assert (caps[0] / "seal").exists() and not (caps[1] / "seal").exists()
-    turns = [len(list(c.glob("t-*"))) for c in caps]
+    turns = [len(ready_evidence(workspace, c)) for c in caps]
     assert sum(turns) == 10 and all(turns)
 
 

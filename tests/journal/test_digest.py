@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cairn.protocol import codec
-from cairn.protocol.journal import Coverage, DigestResult, Retired
+from cairn.protocol.journal import DigestResult, GroupCoverage, Retired
 from cairn.protocol.vocab import OutcomeKind
 from cairn.worker.journal import digest as D
 from cairn.worker.journal.store import Journal
@@ -38,8 +38,9 @@ def test_run_publishes_only_reusable_knowledge_with_cited_turns(workspace: Path)
     cap = _cap(workspace)
     assert not list(cap.glob("pin-*"))
     assert codec.decode((cap / "retired").read_bytes(), Retired).reason == "published"
-    covs = [codec.decode(p.read_bytes(), Coverage) for p in (workspace / J / "coverage").iterdir()]
-    assert {c.turn_id for c in covs} == set(d["turn_ids"]) and {c.digest for c in covs} == {d["id"]}
+    (cov,) = [codec.decode(p.read_bytes(), GroupCoverage) for p in (workspace / J / "coverage").iterdir()]
+    (covered,) = cov.captures
+    assert covered.turn_ids == tuple(d["turn_ids"]) and covered.digest == d["id"]
     assert cairn(workspace, "doctor").returncode == 0
 
 
@@ -65,7 +66,8 @@ def test_all_none_capture_retires_without_a_public_entry(workspace: Path, tmp_pa
     assert not (workspace / ".cairn/journal").exists() or not list((workspace / ".cairn/journal").iterdir())
     cap = _cap(workspace)
     assert codec.decode((cap / "retired").read_bytes(), Retired).reason == "all-none"
-    assert len(list((workspace / J / "coverage").iterdir())) == 2
+    (cov,) = [codec.decode(p.read_bytes(), GroupCoverage) for p in (workspace / J / "coverage").iterdir()]
+    assert len(cov.captures[0].turn_ids) == 2 and cov.captures[0].digest is None
 
 
 def _failing_workspace(ws: Path) -> None:

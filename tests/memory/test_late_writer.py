@@ -72,25 +72,26 @@ def test_an_import_whose_claim_was_lost_after_its_writes_reports_the_turns_captu
     from cairn.worker.journal.capture import ModelPolicy
     from cairn.worker.journal.store import Journal, session_dir
 
-    real = C._capture_owned
+    real = C._write_batch
 
-    def then_late(j: Journal, claim: object, session: object, **kw: object) -> dict:
-        result = real(j, claim, session, **kw)  # type: ignore[arg-type]
+    def then_late(j: Journal, claim: object, session: object, *args: object, **kw: object) -> None:
+        real(j, claim, session, *args, **kw)  # type: ignore[arg-type]
         j.claims.clock_offset = LATER  # stalled past the session claim's deadline before completing it
         if late == "taken-over":
             with Journal(str(workspace), clock_offset=LATER) as other:
                 sid = session.session_id  # type: ignore[attr-defined]
                 other.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=60,
                                    authority=other.authority)
-        return result
 
-    monkeypatch.setattr(C, "_capture_owned", then_late)
+    monkeypatch.setattr(C, "_write_batch", then_late)
     with Journal(str(workspace)) as j:
         out = C.import_paths(j, [str(DEMO)], "auto", ModelPolicy(provider="extractive"))
     turns = sum(len(s.turns) for s in load(DEMO))
     assert out["captured"] == turns  # reported ...
     (cap,) = (workspace / ".cairn/state/journal/captures").iterdir()
-    assert len(list(cap.glob("t-*"))) == turns  # ... and what the files hold: every turn ready
+    from tests.journal.helpers import batches
+
+    assert sum(len(b.turn_ids) for b in batches(cap)) == turns  # ... and what the files hold: every turn ready
 
 
 @pytest.mark.parametrize("late", ["expired", "taken-over"])

@@ -19,7 +19,7 @@ from cairn.protocol import codec
 from cairn.protocol.memory import RememberRequest
 
 from tests import sweep
-from tests.journal.helpers import cairn_json
+from tests.journal.helpers import batches, cairn_json
 from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
@@ -76,6 +76,7 @@ def test_killing_remember_at_every_point_converges(tmp_path: Path, mode: str) ->
         assert req.bundle, where
         reviewed = [r for r in (ws / ".cairn/journal/reviews").glob("r*.json") if req.id in r.read_text()]
         assert len(reviewed) == 1, (where, "one published focused review covers the request")
-        turns = [p for p in (ws / ".cairn/state/journal/turns").iterdir() if not p.name.startswith(".tmp-")]
-        assert len(turns) == 1, where  # (a killed writer's temp is never a record; cleanup removes it)
+        # the text is captured once: one ready batch of one turn (a killed writer's temp is never a record)
+        ready = [t for cap in (ws / ".cairn/state/journal/captures").iterdir() for b in batches(cap) for t in b.turn_ids]
+        assert ready == [req.turn_id], where
         shutil.rmtree(ws)

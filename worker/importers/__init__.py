@@ -25,11 +25,12 @@ Contract shared by all importers:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import attrs
 from cairn.protocol import boundedjson
@@ -37,6 +38,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session
 
 from . import (
+    _jsonl,
     _sqlite,
     aider,
     claude_code,
@@ -58,6 +60,7 @@ from . import (
 )
 from ._cline import ROO_MARKERS
 from ._common import drop_deep_lines, malformed
+from ._jsonl import StreamedSession
 
 FORMATS: tuple[str, ...] = (
     "claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md", "claude-code-export",
@@ -320,16 +323,51 @@ def _is_db(path: pathlib.Path) -> bool:
         return False
 
 
-def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> Loaded:
-    """Read ``path`` (at most 64 MiB of text; databases are queried, not read whole), detect its
-    format unless given, and parse it. With ``follow_symlinks=False`` a symlink is refused
-    (``E_PATH_SYMLINK``): discovery never lets a store send the reader elsewhere.
+@attrs.frozen
+class Opened:
+    """:class:`Loaded`, where a Claude Code session is a :class:`StreamedSession` whose turns are
+    read from the file while :func:`open_report`'s context is open."""
 
-    A JSONL line nesting deeper than the JSON depth bound is left out and
-    reported in :attr:`Loaded.skipped`; the rest of the file is imported.
-    Raises ``CairnError`` with ``IMPORT_UNREADABLE``, ``IMPORT_TOO_LARGE``,
-    ``IMPORT_UNKNOWN_FORMAT``, ``IMPORT_LOCKED``, ``PATH_SYMLINK`` or
-    ``IMPORT_MALFORMED`` (with ``line=N``).
+    sessions: list[Session | StreamedSession]
+    skipped: tuple[CairnError, ...] = ()
+
+
+#: formats read record by record (no whole-file read, no file-size limit; a single line is bounded)
+STREAMED = ("claude-code", "codex")
+
+
+def _head(path: pathlib.Path, *, follow_symlinks: bool) -> bytes:
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})", path=str(path)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
+        return os.pread(fd, HEAD_BYTES, 0)
+    except OSError as exc:
+        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: read failed ({exc.strerror})", path=str(path)) from None
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> Iterator[Opened]:
+    """The sessions of ``path`` and the lines left out, for as long as the context is open.
+
+    Claude Code and Codex files are read record by record with no file-size
+    limit (memory follows the conversation, not the file; one line is
+    bounded, see :mod:`._jsonl`); databases are queried; other formats are
+    read whole, at most 64 MiB. With ``follow_symlinks=False`` a symlink is
+    refused (``E_PATH_SYMLINK``): discovery never lets a store send the
+    reader elsewhere. A JSONL line nesting deeper than the JSON depth bound
+    is left out and reported in :attr:`Opened.skipped`; the rest of the file
+    is imported. Raises ``CairnError`` with ``IMPORT_UNREADABLE``,
+    ``IMPORT_TOO_LARGE``, ``IMPORT_UNKNOWN_FORMAT``, ``IMPORT_LOCKED``,
+    ``PATH_SYMLINK`` or ``IMPORT_MALFORMED`` (with ``line=N``).
     """
     path = pathlib.Path(path)
     if fmt != "auto" and fmt not in PARSERS and fmt not in DB_PARSERS:
@@ -342,17 +380,35 @@ def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
         found = _sniff_db(path)
         if fmt not in ("auto", found):
             raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
-        return Loaded(DB_PARSERS[found](path))
+        yield Opened(list(DB_PARSERS[found](path)))
+        return
     if fmt in DB_PARSERS and fmt not in PARSERS:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
-    data = _read(path, follow_symlinks=follow_symlinks)
     if fmt == "auto":
-        fmt = _sniff(path, data[:HEAD_BYTES], _local_variables(data[-MAX_TAIL_BYTES:]))
-    text = _decode(data)
-    skipped: tuple[CairnError, ...] = ()
-    if fmt in JSONL_FORMATS:
-        text, skipped = drop_deep_lines(text)
-    return Loaded(PARSERS[fmt](text, source_name=path.name), skipped)
+        fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), None)
+    if fmt not in STREAMED:
+        data = _read(path, follow_symlinks=follow_symlinks)
+        text = _decode(data)
+        skipped: tuple[CairnError, ...] = ()
+        if fmt in JSONL_FORMATS:
+            text, skipped = drop_deep_lines(text)
+        yield Opened(list(PARSERS[fmt](text, source_name=path.name)), skipped)
+        return
+    src = _jsonl.JsonlFile(path, follow_symlinks=follow_symlinks)
+    try:
+        sessions: list[Session | StreamedSession] = (
+            list(claude_code.stream(src)) if fmt == "claude-code" else list(codex.parse_records(src)))
+        yield Opened(sessions, tuple(src.skipped))
+    finally:
+        src.close()
+
+
+def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> Loaded:
+    """:func:`open_report` with every turn read into memory."""
+    with open_report(path, fmt, follow_symlinks=follow_symlinks) as opened:
+        return Loaded([s if isinstance(s, Session) else
+                       Session(session_id=s.session_id, source_format=s.source_format, title=s.title,
+                               turns=tuple(s.turns())) for s in opened.sessions], opened.skipped)
 
 
 def load(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> list[Session]:
@@ -360,4 +416,5 @@ def load(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True)
     return load_report(path, fmt, follow_symlinks=follow_symlinks).sessions
 
 
-__all__ = ["DB_PARSERS", "FORMATS", "MAX_BYTES", "PARSERS", "Loaded", "detect", "load", "load_report"]
+__all__ = ["DB_PARSERS", "FORMATS", "MAX_BYTES", "PARSERS", "STREAMED", "Loaded", "Opened", "StreamedSession", "detect",
+           "load", "load_report", "open_report"]

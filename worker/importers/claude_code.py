@@ -17,12 +17,15 @@ turn still streaming or waiting on a tool is skipped.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator
 from typing import Any
 
-from cairn.protocol.transcript import Session
+from cairn.protocol.transcript import Session, Turn
 
 from . import _claude
-from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed
+from ._common import derived_session_id, join_texts, malformed
+from ._jsonl import JsonlText, Records, StreamedSession
 
 FORMAT = "claude-code"
 _MESSAGE_TYPES = ("user", "assistant")
@@ -65,26 +68,21 @@ def _check(number: int, rec: dict[str, Any]) -> None:
             raise malformed(number, f"{kind} message content is neither text nor content blocks")
 
 
-def _active_branch(nodes: dict[str, dict[str, Any]], leaf: str | None) -> list[dict[str, Any]]:
-    chain: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    current = leaf
-    while current is not None and current not in seen and current in nodes:
-        seen.add(current)
-        rec = nodes[current]
-        chain.append(rec)
-        current = rec.get("parentUuid") or rec.get("logicalParentUuid")
-    chain.reverse()
-    return chain
+def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tuple[str, str]], str | None, int, int]:
+    """Pass 1: the message tree as ids and offsets only (no text is kept).
 
-
-def parse(text: str, *, source_name: str) -> list[Session]:
-    """Parse one Claude Code session file into at most one session of completed root turns."""
-    nodes: dict[str, dict[str, Any]] = {}
+    Returns (uuid -> node, parent node per node (-1: none), offsets, line
+    numbers, summaries, session id, leaf node, prompt-like node count).
+    """
+    nodes: dict[str, int] = {}
+    parent_ids: list[str | None] = []
+    offsets = array("q")
+    numbers = array("q")
     summaries: list[tuple[str, str]] = []
     session_id: str | None = None
-    leaf: str | None = None
-    for number, rec in iter_jsonl(text):
+    leaf = -1
+    prompts = 0
+    for number, offset, rec in src.scan():
         _check(number, rec)
         kind = rec["type"]
         if kind == "summary":
@@ -95,22 +93,53 @@ def parse(text: str, *, source_name: str) -> list[Session]:
             session_id = rec["sessionId"]
         uuid = rec.get("uuid")
         if isinstance(uuid, str):
-            nodes[uuid] = rec
+            i = nodes.get(uuid)
+            if i is None:
+                i = nodes[uuid] = len(offsets)
+                offsets.append(offset)
+                numbers.append(number)
+                parent_ids.append(None)
+            else:  # a repeated uuid: the later record wins, as a dict of records would have it
+                offsets[i], numbers[i] = offset, number
+            parent_ids[i] = rec.get("parentUuid") or rec.get("logicalParentUuid")
             if kind in _MESSAGE_TYPES and not rec.get("isSidechain"):
-                leaf = uuid
+                leaf = i
+                if kind == "user" and not _claude.only_tool_results(rec["message"]["content"]):
+                    prompts += 1
+    parents = array("q", (nodes.get(p, -1) if p is not None else -1 for p in parent_ids))
+    del parent_ids
+    return nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts
 
-    chain = _active_branch(nodes, leaf)
-    builder = TurnBuilder()
+
+def _active_branch(parents: array, leaf: int) -> list[int]:
+    chain: list[int] = []
+    seen: set[int] = set()
+    current = leaf
+    while current >= 0 and current not in seen:
+        seen.add(current)
+        chain.append(current)
+        current = parents[current]
+    chain.reverse()
+    return chain
+
+
+def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> Iterator[Turn]:
+    """Pass 2: read the branch's records again by offset and yield completed root turns in order."""
     current: _Open | None = None
     pending_command: tuple[str, str] | None = None
+    parent: list[str | None] = [None]
 
-    def close(turn: _Open | None) -> None:
+    def close(turn: _Open | None) -> Iterator[Turn]:
         if turn is not None and turn.answered:
-            builder.add(turn.user, join_texts(turn.texts), turn_id=turn.turn_id, completed_at=turn.completed_at)
+            yield Turn(turn_id=turn.turn_id, parent_turn_id=parent[0], user=turn.user,
+                       assistant=join_texts(turn.texts), completed_at=turn.completed_at)
+            parent[0] = turn.turn_id
 
-    for rec in chain:
-        if rec.get("isSidechain") or rec["type"] not in _MESSAGE_TYPES:
+    for node in chain:
+        rec = src.at(offsets[node], numbers[node])
+        if rec.get("isSidechain") or rec.get("type") not in _MESSAGE_TYPES:
             continue
+        _check(numbers[node], rec)
         content = rec["message"]["content"]
         if rec["type"] == "user":
             if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("isVisibleInTranscriptOnly"):
@@ -122,12 +151,12 @@ def parse(text: str, *, source_name: str) -> list[Session]:
             raw = "\n\n".join(_claude.block_texts(content))
             prompt = _claude.clean_prompt(raw)
             if prompt:
-                close(current)
+                yield from close(current)
                 current, pending_command = _Open(rec["uuid"], prompt), None
                 continue
             command = _claude.slash_command(raw)
             if command:
-                close(current)
+                yield from close(current)
                 current, pending_command = None, (rec["uuid"], command)
             continue
         # assistant
@@ -147,18 +176,35 @@ def parse(text: str, *, source_name: str) -> list[Session]:
             current.completed_at = rec["timestamp"]
 
     if current is not None and not current.ended_on_tool and current.stop not in (None, "tool_use"):
-        close(current)
+        yield from close(current)
 
-    if not len(builder):
+
+def stream(src: Records) -> list[StreamedSession]:
+    """At most one session whose turns are read from ``src`` on demand (memory follows the tree, not the file)."""
+    nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts = _index(src)
+    chain = _active_branch(parents, leaf)
+    if not prompts or not chain:
         return []
-    on_branch = {rec["uuid"] for rec in chain if isinstance(rec.get("uuid"), str)}
+    on_branch = set(chain)
     title = None
     for leaf_uuid, summary in summaries:
-        if leaf_uuid in on_branch:
+        if nodes.get(leaf_uuid, -1) in on_branch:
             title = summary
     if title is None:
         for leaf_uuid, summary in summaries:
             if leaf_uuid in nodes:
                 title = summary
-    sid = session_id or derived_session_id(FORMAT, None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=title)]
+    del nodes
+    if session_id is None:
+        first = next(_turns(src, chain, offsets, numbers), None)
+        if first is None:
+            return []
+        session_id = derived_session_id(FORMAT, None, first.user)
+    return [StreamedSession(session_id=session_id, source_format=FORMAT, title=title, turn_hint=prompts,
+                            turns=lambda: _turns(src, chain, offsets, numbers))]
+
+
+def parse(text: str, *, source_name: str) -> list[Session]:
+    """Parse one Claude Code session file into at most one session of completed root turns."""
+    return [Session(session_id=s.session_id, source_format=FORMAT, title=s.title, turns=tuple(s.turns()))
+            for s in stream(JsonlText(text)) if next(s.turns(), None) is not None]

@@ -25,7 +25,8 @@ from typing import Any
 
 from cairn.protocol.transcript import Session
 
-from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed
+from ._common import TurnBuilder, derived_session_id, join_texts, malformed
+from ._jsonl import JsonlText, Records
 
 FORMAT = "codex"
 
@@ -53,13 +54,23 @@ def clean_prompt(text: str) -> str:
 
 def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse one rollout file into at most one session of completed turns."""
+    return parse_records(JsonlText(text))
+
+
+def parse_records(src: Records) -> list[Session]:
+    """The session of a rollout read record by record; tool activity is kept as its type only,
+    so memory follows the conversation's text, not the size of tool output."""
     records: list[tuple[int, str, dict[str, Any], str | None]] = []
-    for number, rec in iter_jsonl(text):
+    for number, _, rec in src.scan():
         kind, payload = rec.get("type"), rec.get("payload")
         if not isinstance(kind, str) or not isinstance(payload, dict):
             raise malformed(number, "record lacks a string 'type' and an object 'payload'")
         if kind in ("response_item", "event_msg") and not isinstance(payload.get("type"), str):
             raise malformed(number, f"{kind} payload has no string 'type'")
+        if kind == "response_item" and payload.get("type") in _ACTIVITY:
+            payload = {"type": payload["type"]}
+        elif kind not in ("response_item", "event_msg", "session_meta"):
+            continue  # turn_context, compacted: never read below
         stamp = rec.get("timestamp")
         records.append((number, kind, payload, stamp if isinstance(stamp, str) else None))
 

@@ -1,13 +1,24 @@
 """Capture and seal: freezing completed turns as evidence, closing captures.
 
-Each completed root turn becomes one immutable :class:`TurnEvidence` bundle
-(descriptor, evidence and frozen model policy in one exclusively created
-file). Within the session's claim, a turn is written in this order:
-evidence bundle → pin in the capture → turn index → ready entry. The ready
+Completed root turns are captured in *batches* (at most :data:`BATCH_TURNS`
+turns and about :data:`BATCH_BYTES` of text each). A batch is written in one
+guarded program, in this order: one immutable evidence segment (every turn of
+the batch, addressable by turn id) → one pin of that segment in the capture →
+one ready batch entry ``b-<seq>-<n>`` naming the turns in session order. The
 entry comes last, so a capture never lists a turn whose evidence is not
-pinned. A crash between the index and the entry is repaired on the next
-capture of the same turn (the index names its capture; the missing entry is
-added), so a turn is never lost and never captured twice.
+pinned. Batch entries are also the turn index: a turn named by an entry of
+any capture of its session is never captured again (docs/adr/0009).
+
+Each batch runs under its own generation of the session's claim (elect →
+write → settle, repeat), so no import outlives a claim deadline however long
+the session. What was observed before the first batch is reused while the
+generations stay consecutive (no other writer in between); otherwise the
+session is observed afresh.
+
+Crash windows: a segment and pin without their entry (a batch cut short) are
+discarded whole by the next capture of the session before it writes; a ready
+batch whose segment is torn on disk is rebuilt from the transcript (the entry
+records what built it) and replaced in place when the bytes match its name.
 
 Sealing publishes ``seal`` exclusively: repeated sealing keeps the first
 trigger. An empty capture is never sealed.
@@ -16,27 +27,47 @@ trigger. An empty capture is never sealed.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
+import attrs
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import (
-    TURN_SNAPSHOT_LIMIT,
+    CaptureBatch,
     CaptureTurn,
     Seal,
     SessionInfo,
-    TurnEvidence,
-    TurnIndex,
 )
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
 from cairn.state.claims import Claim
-from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, capture_id, h, session_dir
+from cairn.worker.importers._jsonl import StreamedSession
+from cairn.worker.journal.batches import (
+    batch_name,
+    build_segment,
+    kept_size,
+    parse_batch_name,
+    read_batches,
+    turn_count,
+)
+from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, J, Journal, capture_id, h, session_dir
 
 SESSION_TTL = 60.0
+#: turns per batch (one segment, one pin, one entry, one claim generation)
+BATCH_TURNS = int(os.environ.get("CAIRN_CAPTURE_BATCH_TURNS", "512") or 512)
+#: characters of kept text per batch (a single turn may exceed it: it then forms a batch alone)
+BATCH_BYTES = 8 << 20
+
+#: a session whose turns are listed, or read from its file on demand
+AnySession = Session | StreamedSession
+#: progress(turns) after each batch: turns just captured, or skipped as already captured
+Progress = Callable[[int], None]
+#: stop() -> True: stop at the next batch boundary
+Stop = Callable[[], bool]
 
 
 def policy_from_config(config: dict[str, Any]) -> ModelPolicy:
@@ -52,42 +83,241 @@ def _session_record_path(sid: str) -> str:
     return f"{SESSIONS}/{session_dir(sid)}/session.json"
 
 
+def _capture_numbers(names: list[str]) -> list[int]:
+    return sorted(int(n[2:]) for n in names if n.startswith("c-") and n[2:].isdigit())
+
+
 def current_capture(j: Journal, session_id: str) -> tuple[str | None, int, bool]:
     """(capture id or None, its number, sealed?) of a session's newest capture."""
-    names = j.names(f"{SESSIONS}/{session_dir(session_id)}")
-    ks = [int(n[2:]) for n in names if n.startswith("c-") and n[2:].isdigit()]
+    ks = _capture_numbers(j.names(f"{SESSIONS}/{session_dir(session_id)}"))
     if not ks:
         return None, 0, False
-    k = max(ks)
-    cid = capture_id(session_id, k)
+    cid = capture_id(session_id, ks[-1])
     sealed = j.read_many([f"{CAPTURES}/{cid}/seal"])[f"{CAPTURES}/{cid}/seal"] is not None
-    return cid, k, sealed
+    return cid, ks[-1], sealed
 
 
-def _evidence(session: Session, turn: Turn, source: str, policy: ModelPolicy) -> TurnEvidence:
-    size = len(turn.user.encode("utf-8")) + len(turn.assistant.encode("utf-8"))
-    oversized = size > TURN_SNAPSHOT_LIMIT
-    return TurnEvidence(
-        session_id=session.session_id, turn_id=turn.turn_id, parent_turn_id=turn.parent_turn_id,
-        user="" if oversized else turn.user, assistant="" if oversized else turn.assistant,
-        completed_at=turn.completed_at, source=source, title=session.title, oversized=oversized, size=size,
-        policy=policy,
-    )
+@attrs.define
+class _Observed:
+    """What one observation of a session found (valid while no other generation intervenes)."""
+
+    captured: set[str]  # turn ids named by a ready entry of any capture of the session
+    torn: list[CaptureBatch]  # ready batches of unretired captures whose segment fails verification
+    cid: str | None
+    k: int
+    sealed: bool
+    seq: int  # next sequence number in the current capture
+    setup: list[P.Op]  # to run with the first write (session record, orphan discards)
 
 
-def capture_session(j: Journal, session: Session, *, source: str, policy: ModelPolicy) -> dict[str, Any]:
-    """Capture every not-yet-captured turn of ``session``; idempotent."""
+def _observe(j: Journal, session: AnySession) -> _Observed:
     sid = session.session_id
     sdir = session_dir(sid)
-    claim = j.claims.elect(f"session/{sdir}", purpose="capture", ttl=SESSION_TTL, authority=j.authority)
-    try:
-        result = _capture_owned(j, claim, session, source=source, policy=policy)
-    except BaseException:
-        _settle_quietly(j, claim)
-        raise
-    # the turns are captured (each batch fenced on its own): a late completion does not undo them
-    j.claims.finish(claim, payload={"captured": result["captured"]})
-    return result
+    ks = _capture_numbers(j.names(f"{SESSIONS}/{sdir}"))
+    cids = [capture_id(sid, k) for k in ks]
+    listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
+    captured: set[str] = set()
+    torn: list[CaptureBatch] = []
+    # a listed session (an editor's turn, a small file) can only repair batches holding its own turns:
+    # only those segments are verified, so capturing one turn never reads a whole session's evidence
+    mine = None if isinstance(session, StreamedSession) else {t.turn_id for t in session.turns}
+    for c in cids:
+        names = listings[f"{CAPTURES}/{c}"]
+        batches = read_batches(j, c, names)
+        retired = "retired" in names
+        for b in batches:
+            captured.update(b.turn_ids)
+            if not retired and (mine is None or not mine.isdisjoint(b.turn_ids)):
+                try:
+                    j.segments.get(b.segment)
+                except CairnError as exc:
+                    if exc.code not in (ErrorCode.BUNDLE_MISSING, ErrorCode.BUNDLE_HASH_MISMATCH):
+                        raise
+                    torn.append(b)
+    setup: list[P.Op] = [P.EnsureDir(f"{SESSIONS}/{sdir}")]
+    if j.read_many([_session_record_path(sid)])[_session_record_path(sid)] is None:
+        setup.append(P.Link(_session_record_path(sid), codec.encode(SessionInfo(session_id=sid, title=session.title)),
+                            optional=True))
+    cid, k, sealed, seq = (cids[-1], ks[-1], False, 0) if cids else (None, 0, False, 0)
+    if cid is not None:
+        names = listings[f"{CAPTURES}/{cid}"]
+        sealed = "seal" in names
+        seq = turn_count(names)
+        if not sealed:
+            setup += _orphan_ops(j, cid, names)
+    return _Observed(captured, torn, cid, k, sealed, seq, setup)
+
+
+def _orphan_ops(j: Journal, cid: str, names: list[str]) -> list[P.Op]:
+    """Discard batches cut short before their entry: each orphan segment, then its pin."""
+    named = {b.segment for b in read_batches(j, cid, names)}
+    ops: list[P.Op] = []
+    for n in names:
+        if n.startswith("pin-") and n[4:] not in named:
+            ops += [j.segments.remove_op(n[4:]), P.Remove(f"{CAPTURES}/{cid}/{n}", optional=True)]
+    return ops
+
+
+def _legacy_indexed(j: Journal, sid: str, turns: list[Turn]) -> set[str]:
+    """Turn ids of ``turns`` indexed by a capture made before segments (``turns/`` exists only then)."""
+    paths = {t.turn_id: f"{TURNS}/{h(sid + chr(0) + t.turn_id)}" for t in turns}
+    known = j.read_many(paths.values())
+    return {t for t, p in paths.items() if known[p] is not None}
+
+
+class _Pending:
+    """The not-yet-captured turns of a session, read from its iterator one batch at a time."""
+
+    def __init__(self, j: Journal, session: AnySession, wanted: set[str]) -> None:
+        self.it = iter(session.turns()) if callable(session.turns) else iter(session.turns)
+        self.peeked: Turn | None = None
+        self.legacy = "turns" in j.names(J)
+        self.j, self.sid = j, session.session_id
+        self.seen = self.skipped = 0
+        self.wanted = wanted  # turn ids of torn batches: kept aside for their repair
+        self.kept: dict[str, Turn] = {}
+
+    def batch(self, captured: set[str]) -> list[Turn]:
+        out: list[Turn] = []
+        size = 0
+        while len(out) < BATCH_TURNS:
+            t = self.peeked if self.peeked is not None else next(self.it, None)
+            self.peeked = None
+            if t is None:
+                break
+            self.seen += 1
+            if t.turn_id in self.wanted:
+                self.kept[t.turn_id] = t
+            if t.turn_id in captured:
+                self.skipped += 1
+                continue
+            add = kept_size(t)
+            if out and size + add > BATCH_BYTES:
+                self.peeked = t
+                self.seen -= 1
+                break
+            out.append(t)
+            size += add
+        if self.legacy and out:
+            old = _legacy_indexed(self.j, self.sid, out)
+            self.skipped += len(old)
+            out = [t for t in out if t.turn_id not in old]
+        return out
+
+    def at_end(self) -> bool:
+        if self.peeked is None:
+            self.peeked = next(self.it, None)
+        return self.peeked is None
+
+    def drain(self) -> None:
+        """Read the rest (for repairs): count it, keep what torn batches need."""
+        for t in self.it:
+            self.seen += 1
+            if t.turn_id in self.wanted:
+                self.kept[t.turn_id] = t
+
+
+def _check(res: P.ProgramResult, must: int | None = None) -> None:
+    bad = [r for r in res.results if r.status is OpStatus.FAILED]
+    if bad or (must is not None and res[must].status is not OpStatus.OK):
+        first = bad[0] if bad else res[must or 0]
+        raise CairnError(first.code or ErrorCode.CAPTURE_STATE, first.message or "capture program stopped")
+
+
+def _write_batch(j: Journal, claim: Claim, session: AnySession, obs: _Observed, batch: list[Turn], *, source: str,
+                 policy: ModelPolicy) -> None:
+    sid = session.session_id
+    ops = list(obs.setup)
+    if obs.cid is None or obs.sealed:
+        obs.k += 1
+        obs.cid, obs.sealed, obs.seq = capture_id(sid, obs.k), False, 0
+        ops += [P.EnsureDir(f"{CAPTURES}/{obs.cid}"),
+                P.Create(f"{SESSIONS}/{session_dir(sid)}/c-{obs.k:04d}", optional=True)]
+    else:
+        ops.append(P.EnsureDir(f"{CAPTURES}/{obs.cid}"))
+    _, raw = build_segment(sid, batch, source=source, title=session.title, policy=policy)
+    sha, put = j.segments.put_ops(raw)
+    ops += put
+    ops.append(P.Create(f"{CAPTURES}/{obs.cid}/pin-{sha}", optional=True))
+    entry = CaptureBatch(capture=obs.cid, seq=obs.seq, turn_ids=tuple(t.turn_id for t in batch), segment=sha,
+                         captured_at=claim.record.created, source=source, title=session.title, policy=policy)
+    ops.append(P.Link(f"{CAPTURES}/{obs.cid}/{batch_name(obs.seq, len(batch))}", codec.encode(entry)))
+    _check(j.claims.guarded(claim, ops), must=len(ops))  # result 0 is the ownership proof
+    obs.setup = []
+    obs.seq += len(batch)
+    obs.captured.update(entry.turn_ids)
+
+
+def _repair(j: Journal, claim: Claim, session: AnySession, b: CaptureBatch, by_id: dict[str, Turn]) -> bool:
+    """Rebuild a torn segment from the transcript; False when the transcript no longer yields its bytes."""
+    if not all(t in by_id for t in b.turn_ids):
+        return False
+    _, raw = build_segment(session.session_id, [by_id[t] for t in b.turn_ids], source=b.source, title=b.title,
+                           policy=b.policy)
+    sha, ops = j.segments.repair_ops(raw)
+    if sha != b.segment:
+        return False
+    _check(j.claims.guarded(claim, [*ops, P.Create(f"{CAPTURES}/{b.capture}/pin-{sha}", optional=True)]))
+    return True
+
+
+def capture_session(j: Journal, session: AnySession, *, source: str, policy: ModelPolicy,
+                    progress: Progress | None = None, stop: Stop | None = None) -> dict[str, Any]:
+    """Capture every not-yet-captured turn of ``session`` in batches; idempotent.
+
+    The session's turns are read once, in order, one batch at a time (a
+    :class:`StreamedSession` reads them from its file). Returns counts and
+    ``interrupted`` (``stop`` answered true at a batch boundary before the
+    session was done; everything written so far is kept).
+    """
+    sid = session.session_id
+    obs: _Observed | None = None
+    pending: _Pending | None = None
+    prev_gen = -1
+    captured = repaired = unrepaired = 0
+    interrupted = done = False
+    while not done:
+        claim = j.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=SESSION_TTL, authority=j.authority)
+        n = skipped_before = 0
+        try:
+            if obs is None or claim.generation != prev_gen + 1:
+                obs = _observe(j, session)
+                if pending is None:
+                    pending = _Pending(j, session, {t for b in obs.torn for t in b.turn_ids})
+            assert pending is not None
+            skipped_before = pending.skipped
+            batch = pending.batch(obs.captured)
+            if batch:
+                _write_batch(j, claim, session, obs, batch, source=source, policy=policy)
+                n = len(batch)
+                done = not obs.torn and pending.at_end()
+            else:
+                pending.drain()
+                for b in obs.torn:
+                    if _repair(j, claim, session, b, pending.kept):
+                        repaired += 1
+                    else:
+                        unrepaired += 1
+                obs.torn = []
+                if obs.setup and obs.cid is not None:
+                    _check(j.claims.guarded(claim, obs.setup))
+                    obs.setup = []
+                done = True
+        except BaseException:
+            _settle_quietly(j, claim)
+            raise
+        # the batch is captured (fenced on its own): a late completion does not undo it
+        j.claims.finish(claim, payload={"captured": n})
+        prev_gen = claim.generation
+        captured += n
+        if progress and (n or pending.skipped > skipped_before):
+            progress(n + pending.skipped - skipped_before)
+        if not done and stop is not None and stop():
+            interrupted = True
+            break
+    assert pending is not None and obs is not None
+    return {"captured": captured, "skipped": pending.skipped, "capture": obs.cid, "repaired": repaired,
+            "unrepaired": unrepaired, "interrupted": interrupted, "turns": pending.seen}
 
 
 def _settle_quietly(j: Journal, claim: Claim) -> None:
@@ -95,65 +325,6 @@ def _settle_quietly(j: Journal, claim: Claim) -> None:
         j.claims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
     except CairnError:
         pass
-
-
-def _capture_owned(j: Journal, claim: Claim, session: Session, *, source: str, policy: ModelPolicy) -> dict[str, Any]:
-    sid = session.session_id
-    sdir = session_dir(sid)
-    now = claim.record.created
-    index_paths = {t.turn_id: f"{TURNS}/{h(sid + chr(0) + t.turn_id)}" for t in session.turns}
-    known = j.read_many(index_paths.values())
-    cid, k, sealed = current_capture(j, sid)
-    setup: list[P.Op] = [P.EnsureDir(f"{SESSIONS}/{sdir}"), P.EnsureDir(TURNS)]
-    if j.read_many([_session_record_path(sid)])[_session_record_path(sid)] is None:
-        setup.append(P.Link(_session_record_path(sid), codec.encode(SessionInfo(session_id=sid, title=session.title)),
-                            optional=True))
-    indexed: dict[str, str] = {}  # turn id -> capture named by its existing index
-    for t in session.turns:
-        raw = known[index_paths[t.turn_id]]
-        if raw is not None:
-            indexed[t.turn_id] = codec.decode(raw, TurnIndex, where=index_paths[t.turn_id]).capture
-    # a turn indexed in a capture whose ready entry is missing (crash window) is finished, not skipped
-    entries = j.read_many(f"{CAPTURES}/{c}/t-{h(t)}" for t, c in indexed.items()) if indexed else {}
-    retired = j.read_many(f"{CAPTURES}/{c}/retired" for c in set(indexed.values())) if indexed else {}
-    todo: list[tuple[Turn, bool]] = []  # (turn, repair?) in session order, so seq follows the session
-    for t in session.turns:
-        c = indexed.get(t.turn_id)
-        if c is None:
-            todo.append((t, False))
-        elif entries[f"{CAPTURES}/{c}/t-{h(t.turn_id)}"] is None and retired[f"{CAPTURES}/{c}/retired"] is None:
-            # indexed but never made ready (a crash window): finish it. A retired capture's
-            # entries are gone on purpose (evidence retention); its turns stay covered.
-            todo.append((t, True))
-    if not todo:
-        j.claims.guarded(claim, setup)
-        return {"captured": 0, "skipped": len(session.turns), "capture": cid}
-    if cid is None or sealed:
-        k += 1
-        cid = capture_id(sid, k)
-        setup += [P.EnsureDir(f"{CAPTURES}/{cid}"), P.Create(f"{SESSIONS}/{sdir}/c-{k:04d}", optional=True)]
-    else:
-        setup.append(P.EnsureDir(f"{CAPTURES}/{cid}"))
-    j.claims.guarded(claim, setup)
-    seq0 = len([n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith("t-")])
-    for start in range(0, len(todo), 16):
-        ops: list[P.Op] = []
-        for i, (t, repair) in enumerate(todo[start : start + 16]):
-            ev = _evidence(session, t, source, policy)
-            sha, put = j.evidence.put_ops(codec.encode(ev))
-            th = h(t.turn_id)
-            ops += put
-            ops.append(P.Create(f"{CAPTURES}/{cid}/pin-{sha}", optional=True))
-            index = codec.encode(TurnIndex(turn_id=t.turn_id, session_id=sid, capture=cid))
-            ops.append(P.Write(index_paths[t.turn_id], index) if repair else P.Link(index_paths[t.turn_id], index))
-            entry = CaptureTurn(capture=cid, seq=seq0 + start + i, turn_id=t.turn_id, bundle=sha, captured_at=now)
-            ops.append(P.Link(f"{CAPTURES}/{cid}/t-{th}", codec.encode(entry), optional=True))
-        res = j.claims.guarded(claim, ops)
-        bad = [r for r in res.results if r.status is OpStatus.FAILED]
-        if bad or not res.ok and any(r.status is OpStatus.SKIPPED for r in res.results):
-            first = next(r for r in res.results if r.status not in (OpStatus.OK, OpStatus.CONFLICT))
-            raise CairnError(first.code or ErrorCode.CAPTURE_STATE, first.message or "capture program stopped")
-    return {"captured": len(todo), "skipped": len(session.turns) - len(todo), "capture": cid}
 
 
 def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before: float | None = None) -> str | None:
@@ -168,20 +339,35 @@ def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before:
         cid, _, sealed = current_capture(j, session_id)
         sealed_now = None
         if cid is not None and not sealed:
-            entries = [n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith("t-")]
-            if entries:
-                raws = j.read_many(f"{CAPTURES}/{cid}/{n}" for n in entries)
-                last = max(codec.decode(r, CaptureTurn).captured_at for r in raws.values() if r is not None)
-                if quiet_before is None or last <= quiet_before:
-                    seal = Seal(capture=cid, session_id=session_id, trigger=trigger, sealed_at=claim.record.created,
-                                turns=len(entries))
-                    res = j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/seal", codec.encode(seal), optional=True)])
-                    sealed_now = cid if res[1].status is OpStatus.OK else None
+            names = j.names(f"{CAPTURES}/{cid}")
+            last = _last_captured_at(j, cid, names)
+            if last is not None and (quiet_before is None or last <= quiet_before):
+                seal = Seal(capture=cid, session_id=session_id, trigger=trigger, sealed_at=claim.record.created,
+                            turns=turn_count(names))
+                # a sealed capture gets no further batch: discard any batch cut short first
+                ops = [*_orphan_ops(j, cid, names), P.Link(f"{CAPTURES}/{cid}/seal", codec.encode(seal), optional=True)]
+                res = j.claims.guarded(claim, ops)
+                _check(res)
+                sealed_now = cid if res[len(ops)].status is OpStatus.OK else None
     except BaseException:
         _settle_quietly(j, claim)
         raise
     j.claims.finish(claim, payload={"sealed": sealed_now or ""})  # a landed seal stands, late or not
     return sealed_now
+
+
+def _last_captured_at(j: Journal, cid: str, names: list[str]) -> float | None:
+    """Target-clock time of the capture's newest ready turn; None when it has none."""
+    batches = sorted((parse_batch_name(n) or (0, 0), n) for n in names if parse_batch_name(n))
+    paths = [f"{CAPTURES}/{cid}/{batches[-1][1]}"] if batches else []
+    paths += [f"{CAPTURES}/{cid}/{n}" for n in names if n.startswith("t-")]
+    times: list[float] = []
+    for p, r in j.read_many(paths).items():
+        if r is not None:
+            rec: CaptureBatch | CaptureTurn = (codec.decode(r, CaptureBatch, where=p) if "/b-" in p
+                                               else codec.decode(r, CaptureTurn, where=p))
+            times.append(rec.captured_at)
+    return max(times) if times else None
 
 
 def open_sessions(j: Journal) -> list[str]:
@@ -219,31 +405,60 @@ def job_capture(req: WorkerRequest) -> dict[str, Any]:
 
 
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
-                 follow_symlinks: bool = True, only: frozenset[str] | None = None) -> dict[str, Any]:
-    """Capture the sessions of ``paths``; ``only`` keeps the sessions with those ids (one
-    workspace's sessions of a database shared by many); ``follow_symlinks=False`` refuses links."""
+                 follow_symlinks: bool = True, only: frozenset[str] | None = None,
+                 progress: Callable[[int, int], None] | None = None, stop: Stop | None = None) -> dict[str, Any]:
+    """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
+
+    ``only`` keeps the sessions with those ids (one workspace's sessions of a
+    database shared by many); ``follow_symlinks=False`` refuses links.
+
+    With ``stop``, the import ends at the next batch boundary once it answers
+    true (``interrupted`` in the result); a later import of the same paths
+    resumes where it stopped, since captured turns are skipped.
+    """
     from pathlib import Path
 
-    from cairn.worker.importers import load_report
+    from cairn.worker.importers import open_report
 
-    files = sessions = captured = skipped = 0
+    files = sessions = captured = skipped = repaired = 0
     session_ids: list[str] = []
     malformed: list[dict[str, Any]] = []  # lines left out: file name, line number, code (never content)
+    total = done = 0
+    interrupted = False
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
     for p in paths:
-        loaded = load_report(Path(p), fmt, follow_symlinks=follow_symlinks)
-        files += 1
-        malformed += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code), "message": e.message}
-                      for e in loaded.skipped]
-        for s in loaded.sessions:
-            if only is not None and s.session_id not in only:
-                continue
-            r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy)
-            sessions += 1
-            captured += r["captured"]
-            skipped += r["skipped"]
-            session_ids.append(s.session_id)
-    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "session_ids": session_ids,
-            "malformed": malformed}
+        if stop is not None and stop():
+            interrupted = True
+            break
+        with open_report(Path(p), fmt, follow_symlinks=follow_symlinks) as loaded:
+            files += 1
+            malformed += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code),
+                           "message": e.message} for e in loaded.skipped]
+            wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
+            total += sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted)
+            for s in wanted:
+                r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=stop)
+                if isinstance(s, StreamedSession):  # the hint was an upper bound
+                    total -= s.turn_hint - r["turns"] if not r["interrupted"] else 0
+                if r["turns"] or r["interrupted"]:
+                    sessions += 1
+                    session_ids.append(s.session_id)
+                captured += r["captured"]
+                skipped += r["skipped"]
+                repaired += r["repaired"]
+                if r["interrupted"]:
+                    interrupted = True
+                    break
+        if interrupted:
+            break
+    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "repaired": repaired,
+            "session_ids": session_ids, "interrupted": interrupted, "malformed": malformed}
 
 
 def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:

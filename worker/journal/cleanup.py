@@ -2,9 +2,10 @@
 
 Runs under the ``cleanup`` claim. Prunes settled claim generations of the
 journal and memory-write roots (bounded as :mod:`state.prune` says), collects
-stray temps of dead writers, and removes the evidence of captures retired
-longer than the history window (default 14 days): their coverage and
-retirement records stay, so the turns are never captured again.
+stray temps of dead writers, and removes the evidence (segments) of captures
+retired longer than the history window (default 14 days): their coverage,
+batch entries and retirement records stay, so the turns are never captured
+again; a ``purged`` marker records that the evidence is gone.
 ``more`` is true only when a batch limit was reached.
 """
 
@@ -22,6 +23,7 @@ from cairn.state import program as P
 from cairn.state.claims import ClaimStore
 from cairn.state.prune import MAX_GROUPS, prune
 from cairn.state.temps import collect_tree
+from cairn.worker.journal.batches import parse_batch_name, read_batches
 from cairn.worker.journal.store import CAPTURES, Journal
 
 HISTORY_DAYS = 14.0
@@ -42,6 +44,29 @@ def _collect_target_temps(j: Journal, settings: Settings) -> int:
 
     with MemoryStore(j.workspace, settings) as ms:
         return ms.collect_target_temps()
+
+
+def _holds_evidence(names: list[str]) -> bool:
+    return "purged" not in names and any(n.startswith("t-") or parse_batch_name(n) for n in names)
+
+
+def _purge_ops(j: Journal, cid: str, names: list[str]) -> list[P.Op]:
+    """Remove a retired capture's evidence: segments (batch entries stay as its turn identity, then
+    ``purged`` marks it done) and per-turn bundles with their entries (evidence first, then the entry
+    naming it: a crash leaves an entry whose evidence is gone only for a retired, covered capture)."""
+    ops: list[P.Op] = []
+    for b in read_batches(j, cid, names):
+        ops.append(j.segments.remove_op(b.segment))
+    if ops:
+        ops.append(P.Create(f"{CAPTURES}/{cid}/purged", optional=True))
+    legacy = [n for n in names if n.startswith("t-")]
+    raws = j.read_many(f"{CAPTURES}/{cid}/{n}" for n in legacy)
+    for n in legacy:
+        raw = raws[f"{CAPTURES}/{cid}/{n}"]
+        if raw is not None:
+            entry = codec.decode(raw, CaptureTurn)
+            ops += [j.evidence.remove_op(entry.bundle), P.Remove(f"{CAPTURES}/{cid}/{n}", optional=True)]
+    return ops
 
 
 def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int = MAX_GROUPS,
@@ -71,7 +96,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
         cids = j.names(CAPTURES)
         listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
         retired = [c for c in cids if "retired" in listings[f"{CAPTURES}/{c}"]
-                   and any(n.startswith("t-") for n in listings[f"{CAPTURES}/{c}"])]
+                   and _holds_evidence(listings[f"{CAPTURES}/{c}"])]
         recs = j.read_many(f"{CAPTURES}/{c}/retired" for c in retired)
         for c in retired:
             if groups + evidence_groups >= max_groups:
@@ -80,18 +105,7 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
             rec = codec.decode(recs[f"{CAPTURES}/{c}/retired"] or b"", Retired)
             if rec.at > cutoff:
                 continue
-            entries = [n for n in listings[f"{CAPTURES}/{c}"] if n.startswith("t-")]
-            raws = j.read_many(f"{CAPTURES}/{c}/{n}" for n in entries)
-            ops: list[P.Op] = []
-            for n in entries:
-                raw = raws[f"{CAPTURES}/{c}/{n}"]
-                if raw is None:
-                    continue
-                entry = codec.decode(raw, CaptureTurn)
-                # evidence first, then the entry naming it: a crash leaves an entry
-                # whose evidence is gone only for a retired (fully covered) capture
-                ops += [j.evidence.remove_op(entry.bundle), P.Remove(f"{CAPTURES}/{c}/{n}", optional=True)]
-            j.claims.guarded(claim, ops)
+            j.claims.guarded(claim, _purge_ops(j, c, listings[f"{CAPTURES}/{c}"]))
             evidence_groups += 1
     except BaseException:
         try:

@@ -29,6 +29,9 @@
   entry (skipped for all-none; passed through the redaction gate, session
   title included) → coverage per turn → release pins → retired
   marker. Nothing is retired before its coverage exists.
+* **Groups**: captures of the embedded engine are digested several per claim
+  generation with batched durability (:mod:`digest_group`); this module's
+  per-capture path serves remote providers and what a group leaves.
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ from cairn.protocol.digest import DigestInput, ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import (
     PUBLIC_ENTRY_LIMIT,
-    CaptureTurn,
     Coverage,
     DigestResult,
     Failure,
@@ -58,6 +60,8 @@ from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
 from cairn.state.claims import Claim
+from cairn.worker.journal.batches import capture_evidence, turn_count
+from cairn.worker.journal.digest_group import GROUP, elect_group, process_group, recover_group
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
 from cairn.worker.redact import redact_record
 
@@ -110,21 +114,17 @@ def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureSta
             cid=c, sealed="seal" in names, retired="retired" in names,
             failures=sum(1 for n in names if n.startswith("fail-")),
             retries=sum(1 for n in names if n.startswith("retry-")),
-            turns=sum(1 for n in names if n.startswith("t-")), sealed_at=sealed_at,
+            turns=turn_count(names), sealed_at=sealed_at,
         ))
     return out
 
 
 def load_evidence(j: Journal, cid: str) -> tuple[list[TurnEvidence], Seal]:
     names = j.names(f"{CAPTURES}/{cid}")
-    raws = j.read_many(f"{CAPTURES}/{cid}/{n}" for n in names if n.startswith("t-") or n == "seal")
-    seal_raw = raws.pop(f"{CAPTURES}/{cid}/seal", None)
+    seal_raw = j.read_many([f"{CAPTURES}/{cid}/seal"])[f"{CAPTURES}/{cid}/seal"] if "seal" in names else None
     if seal_raw is None:
         raise CairnError(ErrorCode.CAPTURE_STATE, f"capture {cid} is not sealed")
-    entries = sorted((codec.decode(r, CaptureTurn, where=p) for p, r in raws.items() if r is not None),
-                     key=lambda e: e.seq)
-    evidence = [codec.decode(j.evidence.get(e.bundle), TurnEvidence, where=f"evidence of {cid}") for e in entries]
-    return evidence, codec.decode(seal_raw, Seal)
+    return capture_evidence(j, cid, names), codec.decode(seal_raw, Seal)
 
 
 def _policy(evidence: list[TurnEvidence], settings: Settings | None = None) -> ModelPolicy:
@@ -318,8 +318,14 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
     return "published" if out.notes else "all-none"
 
 
+def _extractive(j: Journal, cid: str, settings: Settings | None) -> bool:
+    """The capture is digested by the embedded engine (its frozen policy, as the settings allow it)."""
+    evidence, _ = load_evidence(j, cid)
+    return _policy(evidence, settings).provider == "extractive"
+
+
 def recover_all(j: Journal) -> int:
-    n = 0
+    n = recover_group(j)
     for st in capture_states(j):
         if st.sealed and not st.retired and recover_capture(j, st.cid) is not None:
             n += 1
@@ -335,8 +341,9 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
         "recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0, "exhausted": exhausted,
         "failures": failures,
     }
-    states = capture_states(j)
     # recovery first: accepted-unpublished results are published before any new inference
+    counts["recovered"] += recover_group(j)
+    states = capture_states(j)
     for st in states:
         if st.sealed and not st.retired and recover_capture(j, st.cid) is not None:
             counts["recovered"] += 1
@@ -345,20 +352,37 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
     runnable = sorted(states, key=lambda s: (s.sealed_at, s.cid))
     done = 0
     more = False
-    for i, st in enumerate(runnable):
-        if (limit is not None and done >= limit) or (deadline is not None and time.time() >= deadline):
-            more = True
-            break
-        if progress:
-            progress(i, len(runnable), st.cid)
-        outcome = process_capture(j, st, env=env, settings=settings, failures=failures)
-        done += 1
+
+    def count(cid: str, outcome: str) -> None:
         if outcome == "exhausted":
-            exhausted.append(st.cid)
+            exhausted.append(cid)
         elif outcome == "all-none":
             counts["all_none"] += 1
         else:
             counts[outcome] = counts.get(outcome, 0) + 1
+
+    i = 0
+    while i < len(runnable):
+        if (limit is not None and done >= limit) or (deadline is not None and time.time() >= deadline):
+            more = True
+            break
+        if progress:
+            progress(i, len(runnable), runnable[i].cid)
+        size = min(GROUP, len(runnable) - i, (limit - done) if limit is not None else GROUP)
+        group, i = runnable[i : i + size], i + size
+        single = group
+        if GROUP > 1:
+            r = process_group(j, [st.cid for st in group], env=env, settings=settings, failures=failures)
+            for cid, outcome in r["outcomes"].items():
+                count(cid, outcome)
+            counts["busy"] += r["busy"]
+            deferred = set(r["deferred"])
+            single = [st for st in group if st.cid in deferred and not _extractive(j, st.cid, settings)]
+            done += len(group) - len(deferred)
+            more = more or len(single) < len(deferred)  # left for a later group
+        for st in single:  # a remote provider's capture
+            count(st.cid, process_capture(j, st, env=env, settings=settings, failures=failures))
+            done += 1
     if progress:
         progress(len(runnable), len(runnable), "")
     counts["remaining"] = len([s for s in capture_states(j) if s.sealed and not s.retired and not s.exhausted])
@@ -385,6 +409,16 @@ def discard(j: Journal, cid: str) -> dict[str, Any]:
 
     An already accepted digest takes precedence: it is published instead.
     """
+    # under the group scope: never racing a group that digests this capture
+    group = elect_group(j, "discard", [cid])
+    try:
+        return _discard(j, cid)
+    finally:
+        if j.claims.outcome(group) is None:
+            j.claims.settle(group, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
+
+
+def _discard(j: Journal, cid: str) -> dict[str, Any]:
     st = capture_states(j, [cid])[0]
     if not st.sealed:
         raise CairnError(ErrorCode.CAPTURE_STATE, f"capture {cid} is not sealed; seal it first")

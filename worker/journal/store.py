@@ -3,11 +3,13 @@
 Layout under ``.cairn/state/journal/``::
 
     claims/               fenced claims (scopes session/<id>, digest/<capture>)
-    evidence/aa/<sha>     immutable TurnEvidence bundles
+    segments/aa/<sha>     immutable EvidenceSegment blobs (a batch of turns, compressed)
+    evidence/aa/<sha>     per-turn TurnEvidence bundles of earlier captures (read only)
     bundles/aa/<sha>      accepted DigestResult bundles (named by completed outcomes)
     sessions/<sdir>/c-NNNN    one marker per capture of a session (the newest is current)
-    captures/<cid>/       t-NNNNNN (CaptureTurn), pin-<sha>, seal, fail-<gen>, retry-<k>, retired
-    turns/<h>             TurnIndex: a turn is captured once
+    captures/<cid>/       b-<seq>-<n> (CaptureBatch), pin-<sha>, seal, fail-<gen>, retry-<k>, retired,
+                          purged; t-<h> (CaptureTurn) of earlier captures
+    turns/<h>             TurnIndex of earlier captures (read only)
     coverage/<h>          Coverage: a turn was digested
 
 Public digests live in ``.cairn/journal/<id>.json``. Every read of a record
@@ -31,6 +33,7 @@ from cairn.state import program as P
 from cairn.state.bundles import BundleStore
 from cairn.state.claims import ClaimStore
 from cairn.state.fsdir import PinnedDir
+from cairn.state.segments import SegmentStore
 
 T = TypeVar("T")
 
@@ -40,6 +43,7 @@ SESSIONS = f"{J}/sessions"
 TURNS = f"{J}/turns"
 COVERAGE = f"{J}/coverage"
 EVIDENCE = f"{J}/evidence"
+SEGMENTS = f"{J}/segments"
 PUBLIC = layout.PUBLIC_JOURNAL
 BATCH = 16  # discovery reads records in groups of this size
 
@@ -70,6 +74,7 @@ class Journal:
         self.root = PinnedDir.open_root(workspace)
         self.claims = ClaimStore(self.root, layout.JOURNAL_CLAIMS, clock_offset=clock_offset)
         self.evidence = BundleStore(self.root, EVIDENCE)
+        self.segments = SegmentStore(self.root, SEGMENTS)
         self.bundles = BundleStore(self.root, layout.JOURNAL_BUNDLES)
         self.authority = Authority(workspace=workspace, target=layout.JOURNAL_STATE, client="cairn")
 

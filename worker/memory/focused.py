@@ -36,7 +36,7 @@ from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.journal import PublicDigest, TurnEvidence
+from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import RememberRequest, ReviewResult
 from cairn.protocol.vocab import OutcomeKind, Trigger
 from cairn.worker.memory.review import (
@@ -89,12 +89,12 @@ def as_digest(ms: MemoryStore, req: RememberRequest) -> PublicDigest:
     """The one-note digest a focused review reads for ``req`` (no note when its evidence is gone)."""
     from cairn.protocol.digest import DigestInput
     from cairn.protocol.transcript import Turn
+    from cairn.worker.journal.batches import turn_evidence
     from cairn.worker.providers import remember
 
     notes: tuple[Any, ...] = ()
     try:
-        ev = codec.decode(ms.evidence.get(req.bundle), TurnEvidence, where=f"evidence of {req.id}") if req.bundle \
-            else None
+        ev = turn_evidence(ms, req.bundle, req.turn_id) if req.bundle else None
     except CairnError:
         ev = None  # retired and expired meanwhile: its digest, if any, reaches memory by a general review
     if ev is not None and not ev.oversized:

@@ -43,13 +43,11 @@ from typing import Any
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.journal import CaptureTurn, TurnIndex
 from cairn.protocol.memory import RememberRequest
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
-from cairn.worker.journal.store import CAPTURES, TURNS, h
 from cairn.worker.memory.store import M, MemoryStore
 
 REMEMBERED = f"{M}/remember"
@@ -92,15 +90,13 @@ def remember_id(text: str, note_type: str) -> str:
 
 
 def _evidence_bundle(ms: MemoryStore, session_id: str, turn_id: str) -> tuple[str, str]:
-    """(capture, evidence bundle) of a captured turn; the bundle is "" once its capture was retired."""
-    ipath = f"{TURNS}/{h(session_id + chr(0) + turn_id)}"
-    raw = ms.read_many([ipath])[ipath]
-    if raw is None:
+    """(capture, evidence segment or bundle) of a captured turn; "" once its evidence was cleaned up."""
+    from cairn.worker.journal.batches import find_turn
+
+    found = find_turn(ms, session_id, turn_id)
+    if found is None:
         raise CairnError(ErrorCode.CAPTURE_STATE, "the remembered turn was not captured")
-    cid = codec.decode(raw, TurnIndex, where=ipath).capture
-    epath = f"{CAPTURES}/{cid}/t-{h(turn_id)}"
-    entry = ms.read_many([epath])[epath]
-    return cid, codec.decode(entry, CaptureTurn, where=epath).bundle if entry is not None else ""
+    return found
 
 
 def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> RememberRequest:

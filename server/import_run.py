@@ -1,0 +1,91 @@
+"""``cairn import`` in the foreground: progress on a terminal, Ctrl-C at a batch boundary.
+
+The import runs in this process through the same capture path as the
+worker job (batches, each under its own claim generation). On a terminal,
+stderr shows a progress bar (turns, turns/s, ETA); piped, nothing is drawn
+and only the summary is printed. The first Ctrl-C asks the import to stop
+at the next batch boundary: everything captured so far is kept, and a later
+run of the same command resumes (captured turns are skipped). A second
+Ctrl-C interrupts at once, which is still safe (a batch cut short is
+discarded whole by the next capture).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class _Stop:
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self) -> bool:
+        return self.requested
+
+
+@contextmanager
+def _first_sigint_stops(stop: _Stop) -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        if stop.requested:
+            raise KeyboardInterrupt
+        stop.requested = True
+        sys.stderr.write("\ncairn: stopping after the current batch (Ctrl-C again to stop now)\n")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _bar(enabled: bool) -> Iterator[Any]:
+    """A progress callback ``(done, total)``: a rich bar on a terminal, else a no-op."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} turns/s" if speed else "- turns/s")
+
+    progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"), Rate(),
+                        TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = progress.add_task("import", total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=max(total, done))
+
+    with progress:
+        yield update
+
+
+def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> dict[str, Any]:
+    from cairn.worker.journal.capture import import_paths, policy_from_config
+    from cairn.worker.journal.store import Journal
+
+    stop = _Stop()
+    with _first_sigint_stops(stop), _bar(show_bar) as bar, Journal(ws) as j:
+        return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop)
+
+
+def resume_hint(paths: list[str], r: dict[str, Any]) -> str:
+    import shlex
+
+    return (f"cairn: interrupted at a batch boundary; {r['captured']} new turn(s) kept. "
+            f"Resume with: cairn import {' '.join(shlex.quote(p) for p in paths)}")

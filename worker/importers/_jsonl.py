@@ -1,0 +1,180 @@
+"""Streaming JSONL records: read a transcript line by line, and again by offset.
+
+Large session files (Claude Code sessions with long tool output reach
+hundreds of MB) are never read whole. :class:`JsonlFile` scans a file once
+in binary, one line at a time, yielding ``(line number, offset, record)``;
+an importer keeps only what it needs from each record (ids, offsets) and
+reads the few records it uses again with :meth:`JsonlFile.at`. Memory then
+follows the structure of the conversation, not the file's size. A single
+line is bounded (:data:`MAX_LINE_BYTES`): past that the record is refused
+with ``E_IMPORT_TOO_LARGE``, never truncated.
+
+The rules are those of ``_common.iter_jsonl`` and ``load``: blank lines are
+skipped; a line that is not a JSON object is malformed, except an
+unterminated last line that does not parse (a write in progress), which is
+ignored; a complete line nesting past the JSON depth bound is left out and
+reported (:attr:`JsonlFile.skipped`). A file
+that changes under a second read (not only grown) is refused.
+:class:`JsonlText` gives the same interface over text already in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from cairn.protocol import boundedjson
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.transcript import Turn
+
+from ._common import malformed
+
+MAX_LINE_BYTES = 64 << 20
+
+
+class Records(Protocol):
+    def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]: ...
+
+    def at(self, offset: int, number: int) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def _decode_line(raw: bytes, number: int) -> Any:
+    try:
+        return boundedjson.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise malformed(number, "not UTF-8 text") from None
+
+
+class JsonlFile:
+    """Records of a JSONL file on disk (opened once, read sequentially, then by offset)."""
+
+    def __init__(self, path: Path, *, follow_symlinks: bool = True) -> None:
+        self.path = path
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        if not follow_symlinks:
+            flags |= getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            if not follow_symlinks and os.path.islink(path):
+                raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path)) from None
+            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})",
+                             path=str(path)) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
+        self.fh: IO[bytes] = os.fdopen(fd, "rb")
+        #: complete lines left out (nesting past the JSON depth bound), as ``_common.drop_deep_lines`` reports them
+        self.skipped: list[CairnError] = []
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def _line(self, number: int) -> bytes:
+        try:
+            raw = self.fh.readline(MAX_LINE_BYTES + 1)
+        except OSError as exc:
+            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{self.path.name}: read failed ({exc.strerror})",
+                             path=str(self.path)) from None
+        if len(raw) > MAX_LINE_BYTES:
+            raise CairnError(ErrorCode.IMPORT_TOO_LARGE,
+                             f"{self.path.name}: line {number} exceeds the {MAX_LINE_BYTES}-byte record limit",
+                             path=str(self.path), line=number, limit=MAX_LINE_BYTES)
+        return raw
+
+    def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        self.fh.seek(0)
+        offset = 0
+        number = 0
+        while True:
+            raw = self._line(number + 1)
+            if not raw:
+                return
+            number += 1
+            start = offset
+            offset += len(raw)
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+                start += 3
+            if not raw.strip():
+                continue
+            try:
+                obj = _decode_line(raw, number)
+            except (CairnError, ValueError) as exc:
+                if not raw.endswith(b"\n") and not self.fh.read(1):
+                    return  # an unterminated last line: a write in progress
+                if isinstance(exc, boundedjson.TooDeep):
+                    self.skipped.append(malformed(number, f"{exc}; line skipped"))
+                    continue
+                if isinstance(exc, CairnError):
+                    raise
+                raise malformed(number, "not a JSON value") from None
+            if not isinstance(obj, dict):
+                raise malformed(number, "record is not a JSON object")
+            yield number, start, obj
+
+    def at(self, offset: int, number: int) -> dict[str, Any]:
+        self.fh.seek(offset)
+        raw = self._line(number)
+        try:
+            obj = _decode_line(raw, number)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise CairnError(ErrorCode.IMPORT_MALFORMED, f"{self.path.name}: line {number} changed during the import",
+                             line=number)
+        return obj
+
+
+class JsonlText:
+    """The same interface over text in memory (offsets are line indices)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+        self.terminated = text.endswith("\n")
+
+    def close(self) -> None:
+        pass
+
+    def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        last = len(self.lines) - 1
+        for index, raw in enumerate(self.lines):
+            if not raw.strip():
+                continue
+            number = index + 1
+            try:
+                obj = boundedjson.loads(raw)
+            except ValueError as exc:
+                if index == last and not self.terminated:
+                    return
+                raise malformed(number, str(exc) if isinstance(exc, boundedjson.TooDeep) else "not a JSON value") from None
+            if not isinstance(obj, dict):
+                raise malformed(number, "record is not a JSON object")
+            yield number, index, obj
+
+    def at(self, offset: int, number: int) -> dict[str, Any]:
+        obj = boundedjson.loads(self.lines[offset])
+        assert isinstance(obj, dict)
+        return obj
+
+
+class StreamedSession:
+    """A session whose turns are read from its file on demand, once, in order.
+
+    ``turn_hint`` is an upper bound on the number of turns (for progress);
+    ``turns()`` yields the completed root turns exactly as the importer's
+    ``parse`` would list them.
+    """
+
+    def __init__(self, *, session_id: str, source_format: str, title: str | None, turn_hint: int,
+                 turns: Callable[[], Iterator[Turn]]) -> None:
+        self.session_id = session_id
+        self.source_format = source_format
+        self.title = title
+        self.turn_hint = turn_hint
+        self.turns = turns
