@@ -59,7 +59,7 @@ from . import (
     specstory,
 )
 from ._cline import ROO_MARKERS
-from ._common import drop_deep_lines, malformed
+from ._common import drop_deep_lines, malformed, open_source
 from ._jsonl import StreamedSession
 
 FORMATS: tuple[str, ...] = (
@@ -263,21 +263,10 @@ def detect(path: pathlib.Path, head: bytes) -> str:
 
 
 def _read(path: pathlib.Path, *, follow_symlinks: bool = True) -> bytes:
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if not follow_symlinks and os.path.islink(path):
-            raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path)) from None
-        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})", path=str(path)) from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+    fd, info = open_source(path, follow_symlinks=follow_symlinks)
+    if info.st_size > MAX_BYTES:
         os.close(fd)
-        if info.st_size > MAX_BYTES and stat.S_ISREG(info.st_mode):
-            raise _too_large(path, info.st_size)
-        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
+        raise _too_large(path, info.st_size)
     with os.fdopen(fd, "rb") as handle:
         try:
             data = handle.read(MAX_BYTES + 1)

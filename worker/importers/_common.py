@@ -9,8 +9,11 @@ Errors carry line numbers and counts only, never transcript text.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from cairn.protocol import boundedjson
@@ -231,3 +234,29 @@ def iso_from_millis(value: Any) -> str | None:
     except (OverflowError, OSError, ValueError):
         return None
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+def open_source(path: Path, *, follow_symlinks: bool = True) -> tuple[int, os.stat_result]:
+    """An open descriptor of the regular file ``path`` and its status, for reading a transcript.
+
+    Opened without blocking (a FIFO never hangs an import) and, unless
+    ``follow_symlinks``, without following a final symlink (a store's file
+    replaced by a link is ``E_PATH_SYMLINK``). Anything else that cannot be
+    read, or is not a regular file, is ``E_IMPORT_UNREADABLE``; the caller
+    owns the descriptor.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path)) from None
+        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})",
+                         path=str(path)) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
+    return fd, info

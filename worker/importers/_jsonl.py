@@ -21,7 +21,6 @@ that changes under a second read (not only grown) is refused.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -30,7 +29,7 @@ from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Turn
 
-from ._common import malformed
+from ._common import malformed, open_source
 
 MAX_LINE_BYTES = 64 << 20
 
@@ -55,19 +54,7 @@ class JsonlFile:
 
     def __init__(self, path: Path, *, follow_symlinks: bool = True) -> None:
         self.path = path
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        if not follow_symlinks:
-            flags |= getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(path, flags)
-        except OSError as exc:
-            if not follow_symlinks and os.path.islink(path):
-                raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path)) from None
-            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})",
-                             path=str(path)) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
+        fd, _ = open_source(path, follow_symlinks=follow_symlinks)
         self.fh: IO[bytes] = os.fdopen(fd, "rb")
         #: complete lines left out (nesting past the JSON depth bound), as ``_common.drop_deep_lines`` reports them
         self.skipped: list[CairnError] = []

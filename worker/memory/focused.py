@@ -41,8 +41,10 @@ from cairn.protocol.memory import RememberRequest, ReviewResult
 from cairn.protocol.vocab import OutcomeKind, Trigger
 from cairn.worker.memory.review import (
     REVIEW_TTL,
+    accept_review,
     apply_in_auto_mode,
     draft_review,
+    fail_unsettled,
     publish_review,
     published_reviews,
     review_provider,
@@ -143,16 +145,11 @@ def focused_review(ms: MemoryStore) -> tuple[dict[str, Any], bool]:
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=(), proposals=tuple(proposals), provider=review_provider(ms),
                               automatic=False, remembered=tuple(r.id for r in batch))
-        sha, put = ms.mbundles.put_ops(codec.encode(result))
-        outcome = ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put])
+        decided = accept_review(ms, claim, result, ops)
     except BaseException:
-        try:
-            if ms.mclaims.outcome(claim) is None:
-                ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
-        except CairnError:
-            pass
+        fail_unsettled(ms, claim)
         raise
-    publish_review(ms, result, outcome.decided)
+    publish_review(ms, result, decided)
     applied = apply_in_auto_mode(ms, proposals)
     return ({"review": review_id, "remembered": len(batch), "proposals": len(proposals), "applied": applied,
              "recovered": recovered}, len(todo) > len(batch))

@@ -39,6 +39,7 @@ from cairn.protocol.memory import (
 )
 from cairn.protocol.vocab import NoteType, OutcomeKind
 from cairn.state import program as P
+from cairn.state.claims import Claim
 from cairn.worker.journal.views import public_digests
 from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected
 from cairn.worker.memory.housekeeping import index_maintenance
@@ -138,6 +139,24 @@ def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, 
                               fingerprint=d.fingerprint, created=now,
                               requires=tuple(ids[f] for f in d.requires if f in ids)))
     return props, ops
+
+
+def accept_review(ms: MemoryStore, claim: Claim, result: ReviewResult, ops: list[P.Op]) -> float:
+    """Accept a review privately: its proposals (``ops``) and its result bundle settle the claim together.
+
+    Returns the decision time (the outcome's), which the public record carries.
+    """
+    sha, put = ms.mbundles.put_ops(codec.encode(result))
+    return ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put]).decided
+
+
+def fail_unsettled(ms: MemoryStore, claim: Claim) -> None:
+    """A review that raised: settle its claim as failed unless an outcome exists (never masks the error)."""
+    try:
+        if ms.mclaims.outcome(claim) is None:
+            ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
+    except CairnError:
+        pass
 
 
 def publish_review(ms: MemoryStore, result: ReviewResult, created: float) -> None:
@@ -293,16 +312,11 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)
-        sha, put = ms.mbundles.put_ops(codec.encode(result))
-        outcome = ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put])
+        decided = accept_review(ms, claim, result, ops)
     except BaseException:
-        try:
-            if ms.mclaims.outcome(claim) is None:
-                ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
-        except CairnError:
-            pass
+        fail_unsettled(ms, claim)
         raise
-    publish_review(ms, result, outcome.decided)
+    publish_review(ms, result, decided)
     applied = apply_in_auto_mode(ms, proposals)
     return ({"review": review_id, "digests": len(batch), "proposals": len(proposals), "applied": applied,
              "recovered": recovered, "notes": len(working), "notesProblems": notes_problems},
