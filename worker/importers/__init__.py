@@ -326,16 +326,8 @@ STREAMED = ("claude-code", "codex")
 
 
 def _head(path: pathlib.Path, *, follow_symlinks: bool) -> bytes:
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd, _ = open_source(path, follow_symlinks=follow_symlinks)
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})", path=str(path)) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
         return os.pread(fd, HEAD_BYTES, 0)
     except OSError as exc:
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: read failed ({exc.strerror})", path=str(path)) from None
