@@ -35,6 +35,23 @@ NVIM_TIMEOUT = 300  # seconds for the whole headless run, server start and shutd
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 
 
+def run_headless(script: Path, env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    """Run a Lua test script in a clean headless Neovim: (exit code, stdout, stderr).
+
+    A run past :data:`NVIM_TIMEOUT` is killed with its whole process group and fails the test.
+    """
+    proc = subprocess.Popen([_nvim(), "--headless", "--clean", "-u", "NONE", "-c", f"luafile {script}"],
+                            cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=NVIM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"nvim did not finish within {NVIM_TIMEOUT}s\n{stdout}\n{stderr}")
+    return proc.returncode, stdout, stderr
+
+
 def _nvim() -> str:
     nvim = shutil.which("nvim")
     if nvim is None:
@@ -125,22 +142,15 @@ def test_nvim_accepts_and_undoes_a_proposal(proposal_ws: tuple[Path, str, bytes]
         **{k: str(tmp_path / "xdg" / k) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME",
                                                    "XDG_DATA_HOME")},
     )
-    proc = subprocess.Popen([_nvim(), "--headless", "--clean", "-u", "NONE", "-c", f"luafile {SMOKE}"],
-                            cwd=str(tmp_path), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        stdout, stderr = proc.communicate(timeout=NVIM_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"nvim did not finish within {NVIM_TIMEOUT}s\n{stdout}\n{stderr}")
+        returncode, stdout, stderr = run_headless(SMOKE, env, tmp_path)
     finally:
         left = _leftovers(marker)
         for p in left:
             p.kill()
         psutil.wait_procs(left, timeout=10)
     output = stdout + stderr
-    assert proc.returncode == 0, output[-8000:]
+    assert returncode == 0, output[-8000:]
     assert "cairn smoke: OK" in output, output[-8000:]
     assert not left, f"processes left behind: {[p.pid for p in left]}"
     # accept wrote exactly the proposal's diff; undo brought back the exact original bytes

@@ -9,15 +9,10 @@ workspace. A missing Neovim is a failure, never a skip.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.editors.test_nvim import NVIM_TIMEOUT, _nvim
+from tests.editors.test_nvim import run_headless
 from tests.journal.helpers import cairn_json
 from tests.support import REPO, child_env
 
@@ -29,16 +24,8 @@ def test_nvim_remembers_text_and_a_range(workspace: Path, tmp_path: Path) -> Non
     env = child_env(CAIRN_TEST_PYTHON=sys.executable, CAIRN_TEST_WS=str(workspace),
                     **{k: str(tmp_path / "xdg" / k) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME",
                                                               "XDG_STATE_HOME", "XDG_DATA_HOME")})
-    proc = subprocess.Popen([_nvim(), "--headless", "--clean", "-u", "NONE", "-c", f"luafile {SCRIPT}"],
-                            cwd=str(tmp_path), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=NVIM_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"nvim did not finish within {NVIM_TIMEOUT}s\n{stdout}\n{stderr}")
-    assert proc.returncode == 0 and "cairn remember: OK" in stdout, stdout + stderr
+    returncode, stdout, stderr = run_headless(SCRIPT, env, tmp_path)
+    assert returncode == 0 and "cairn remember: OK" in stdout, stdout + stderr
     rows = {r["target"]: r for r in cairn_json(workspace, "proposals")}
     assert rows["AGENTS.md"]["kind"] == "instruction" and rows["AGENTS.md"]["state"] == "pending"
     [topic] = [r for t, r in rows.items() if t != "AGENTS.md"]

@@ -13,13 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cairn.protocol.worker import WorkerRequest
-from cairn.state.doctor import check_workspace
-from cairn.state.fsdir import PinnedDir
-from cairn.worker.entry import run_request
 
 from tests import sweep
 from tests.journal.helpers import DEMO, cairn
+from tests.memory.converge import assert_rerun_converges
 from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
@@ -78,13 +75,4 @@ def test_memory_decisions_survive_a_kill_at_every_point(tmp_path: Path) -> None:
                 agents_applied = agents_applied or data
                 ok = ok and data == agents_applied  # the one applied state, whole
             assert ok, (k, where, name)
-        again = _actor(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
-        assert again.returncode == 0, (k, where, again.stderr[-800:])
-        assert _files(ws) == final, (k, where)
-        markers = [m for m in (ws / ".cairn/state/memory-write/markers").iterdir() if not m.name.startswith(".tmp-")]
-        assert not markers, (k, where)
-        run_request(WorkerRequest(job="cleanup", workspace=str(ws)))  # collects the killed writer's temps
-        assert not list(ws.rglob(".tmp-*")), (k, where)
-        with PinnedDir.open_root(ws) as root:
-            assert check_workspace(root).violations == (), (k, where)
-        shutil.rmtree(ws)
+        assert_rerun_converges(ws, _actor, _files, final, k, where)

@@ -15,13 +15,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cairn.protocol.worker import WorkerRequest
-from cairn.state.doctor import check_workspace
-from cairn.state.fsdir import PinnedDir
-from cairn.worker.entry import run_request
 from cairn.worker.memory.notes import QUIET_SECONDS
 
 from tests import sweep
+from tests.memory.converge import assert_rerun_converges
 from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep: sampled by default, see tests/sweep.py
@@ -77,13 +74,4 @@ def test_disposition_survives_a_kill_at_every_point(tmp_path: Path) -> None:
             # the index between the two creates holds the first entry alone: a prefix of its final bytes
             between = name.endswith("MEMORY.md") and data is not None and whole is not None and whole.startswith(data)
             assert data in legit.get(name, {None}) or between, (k, where, name)
-        again = _actor(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
-        assert again.returncode == 0, (k, where, again.stderr[-800:])
-        assert _files(ws) == final, (k, where)
-        markers = [m for m in (ws / ".cairn/state/memory-write/markers").iterdir() if not m.name.startswith(".tmp-")]
-        assert not markers, (k, where)
-        run_request(WorkerRequest(job="cleanup", workspace=str(ws)))  # collects the killed writer's temps
-        assert not list(ws.rglob(".tmp-*")), (k, where)
-        with PinnedDir.open_root(ws) as root:
-            assert check_workspace(root).violations == (), (k, where)
-        shutil.rmtree(ws)
+        assert_rerun_converges(ws, _actor, _files, final, k, where)

@@ -1,0 +1,33 @@
+"""What every memory crash sweep checks after a killed run: a rerun converges and leaves nothing behind."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from cairn.protocol.worker import WorkerRequest
+from cairn.state.doctor import check_workspace
+from cairn.state.fsdir import PinnedDir
+from cairn.worker.entry import run_request
+
+Files = dict[str, bytes | None]
+
+
+def assert_rerun_converges(ws: Path, rerun: Callable[..., subprocess.CompletedProcess[str]],
+                           files: Callable[[Path], Files], final: Files, k: int, where: str) -> None:
+    """Rerun past every claim's deadline: the undisturbed end state, no marker, no temp, doctor clean.
+
+    Removes ``ws`` afterwards (a sweep makes one copy per kill point).
+    """
+    again = rerun(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+    assert again.returncode == 0, (k, where, again.stderr[-800:])
+    assert files(ws) == final, (k, where)
+    markers = [m for m in (ws / ".cairn/state/memory-write/markers").iterdir() if not m.name.startswith(".tmp-")]
+    assert not markers, (k, where)
+    run_request(WorkerRequest(job="cleanup", workspace=str(ws)))  # collects the killed writer's temps
+    assert not list(ws.rglob(".tmp-*")), (k, where)
+    with PinnedDir.open_root(ws) as root:
+        assert check_workspace(root).violations == (), (k, where)
+    shutil.rmtree(ws)
