@@ -13,20 +13,12 @@ package.path = vim.fn.fnamemodify(here, ":p:h:h") .. "/?.lua;" .. package.path
 
 local TIMEOUT = 90000
 
-local function check(ok, msg, ...)
-  if not ok then
-    error(string.format(msg, ...), 0)
-  end
-  return ok
-end
-
-local messages, errors = {}, {}
-vim.notify = function(msg, level)
-  table.insert(level == vim.log.levels.ERROR and errors or messages, msg)
-end
+local harness = dofile(vim.fn.fnamemodify(here, ":p:h") .. "/harness.lua")
+local check = harness.check
+local messages, errors = harness.messages, harness.errors
 
 local function wait_for(what, pred)
-  check(vim.wait(TIMEOUT, pred, 20), "timed out waiting for %s", what)
+  harness.wait_for(what, pred, TIMEOUT, false)
 end
 
 local function stop_all()

@@ -25,25 +25,13 @@ local function env(name)
   return value
 end
 
-local function check(ok, msg, ...)
-  if not ok then
-    error(string.format(msg, ...), 0)
-  end
-  return ok
-end
-
+local harness = dofile(vim.fn.fnamemodify(here, ":p:h") .. "/harness.lua")
+local check = harness.check
 -- vim.notify messages (the user commands report through it); an error fails the run
-local messages, errors = {}, {}
-vim.notify = function(msg, level)
-  table.insert(level == vim.log.levels.ERROR and errors or messages, msg)
-end
+local messages, errors = harness.messages, harness.errors
 
 local function wait_for(what, pred, timeout)
-  local ok = vim.wait(timeout or TIMEOUT, function()
-    return #errors > 0 or pred()
-  end, 20)
-  check(#errors == 0, "error message while waiting for %s: %s", what, errors[1])
-  check(ok, "timed out waiting for %s", what)
+  harness.wait_for(what, pred, timeout or TIMEOUT, true)
 end
 
 -- Start `start(callback)` and wait until the callback ran; return its (err, result).
@@ -277,7 +265,7 @@ local function main()
     end
     return crashed.is_stopped()
   end)
-  messages = {}
+  for i = #messages, 1, -1 do messages[i] = nil end -- cleared in place: the harness appends to this table
   vim.cmd("CairnStatus")
   wait_for(":CairnStatus after the crash", function()
     return notified("^cairn: %d+ proposals, propose mode")
