@@ -143,11 +143,7 @@ def build(ns: argparse.Namespace) -> Any:
     @server.resource("cairn://memory/index", name="memory-index", mime_type="text/markdown",
                      description="The memory index (MEMORY.md): one line per topic")
     def memory_index() -> str:
-        try:
-            with open(os.path.join(root, "MEMORY.md"), encoding="utf-8") as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
+        return _memory_text(ns.workspace, DEFAULT_ROOT, "MEMORY.md") or ""
 
     @server.resource("cairn://memory/topics", name="memory-topics", mime_type="application/json",
                      description="The memory topics as JSON: file, name, type, description")
@@ -160,10 +156,49 @@ def build(ns: argparse.Namespace) -> Any:
         names = set(os.listdir(root)) if os.path.isdir(root) else set()
         if name not in names or not name.endswith(".md") or name == "MEMORY.md" or "/" in name:
             raise ResourceNotFoundError(f"no memory topic {name[:80]!r}")
-        with open(os.path.join(root, name), encoding="utf-8") as f:
-            return f.read()
+        text = _memory_text(ns.workspace, DEFAULT_ROOT, name)
+        if text is None:
+            raise ResourceNotFoundError(f"no memory topic {name[:80]!r}")
+        return text
 
     return server
+
+
+#: a memory file larger than this is not served (the index holds 200 lines; topics are notes)
+MEMORY_FILE_LIMIT = 4 << 20
+
+
+def _memory_text(workspace: str, root_rel: str, name: str) -> str | None:
+    """A memory file's text, read as every memory file is; None when it is absent.
+
+    No symlink is followed below the workspace (a cloned repository's
+    ``MEMORY.md`` linked to a credentials file is ``E_PATH_SYMLINK``, never
+    served to the agent), the open never blocks and only a regular file of
+    bounded size is read (``E_PATH_NOT_REGULAR``, ``E_RECORD_TOO_LARGE``).
+    """
+    from cairn.state.fsdir import PinnedDir
+
+    opened: list[PinnedDir] = []
+    try:
+        d = PinnedDir.open_root(workspace)
+        opened.append(d)
+        for part in root_rel.split("/"):
+            d = d.child(part)
+            opened.append(d)
+        data = d.read(name, limit=MEMORY_FILE_LIMIT)
+    except CairnError as exc:
+        if exc.code is ErrorCode.NOT_FOUND:
+            return None
+        raise
+    finally:
+        for each in opened:
+            each.close()
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CairnError(ErrorCode.MEMORY_NOT_TEXT, f"{root_rel}/{name} is not UTF-8 text") from None
 
 
 def cmd_mcp(ns: argparse.Namespace) -> int:

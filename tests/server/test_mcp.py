@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
 from tests.support import PYTHON, REPO, child_env
@@ -77,3 +79,20 @@ async def test_an_agent_remembers_searches_and_lists_through_the_sdk(workspace: 
         for uri in ("cairn://memory/topic/..%2FAGENTS.md", "cairn://memory/topic/nope.md"):
             with pytest.raises(Exception, match="Unknown resource|no memory topic"):
                 await session.read_resource(uri)
+
+
+async def test_memory_resources_never_serve_a_linked_file_and_never_block(workspace: Path, tmp_path: Path) -> None:
+    """A cloned repository whose MEMORY.md or topic links to a credentials file must not hand it to the agent."""
+    creds = tmp_path / "credentials"
+    creds.write_text(f"aws_secret_access_key = {SECRET}\n")
+    mem = workspace / ".agents/memory"
+    mem.mkdir(parents=True)
+    (mem / "MEMORY.md").symlink_to(creds)
+    (mem / "keys.md").symlink_to(creds)
+    os.mkfifo(mem / "pipe.md")  # no writer: a blocking open would hang the server
+    async with stdio_client(_params(workspace)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for uri in ("cairn://memory/index", "cairn://memory/topic/keys.md", "cairn://memory/topic/pipe.md"):
+            with pytest.raises(MCPError) as info:
+                await session.read_resource(uri)
+            assert SECRET not in str(info.value) and str(info.value).startswith("Error"), str(info.value)
