@@ -29,6 +29,7 @@ from cairn.server.cli_support import (
     run_job,
     workspace_path,
 )
+from cairn.worker.redact import redact_text
 
 TRIGGERS = ("compaction", "clear", "session-end", "idle")
 
@@ -136,7 +137,7 @@ def failure_lines(c: dict[str, Any]) -> list[str]:
     """One line per failed attempt: code and reason, attempt n/N, and when the next one may run."""
     out = []
     for f in c.get("failures", []):
-        head = f"capture {f['capture']}: {f['code']}: {f['message']}; attempt {f['attempt']}/{f['of']} failed"
+        head = f"capture {f['capture']}: {f['code']}: {redact_text(f['message'])}; attempt {f['attempt']}/{f['of']} failed"
         if f["exhausted"]:
             out.append(f"{head}, the capture is exhausted: `cairn retry {f['capture']}` gives it "
                        f"{f['of']} more attempts, `cairn discard {f['capture']}` accepts the omission")

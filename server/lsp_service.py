@@ -76,6 +76,7 @@ from cairn.server.features.watching import Watching
 from cairn.server.jobstore import JobStoreFiles, merge_stores, read_store
 from cairn.server.runner import RunResult, WorkerProcess, worker_env
 from cairn.worker import config as settings_file
+from cairn.worker.redact import redact_text
 
 log = logging.getLogger("cairn.server")
 
@@ -265,7 +266,7 @@ class CairnService:
         settings, warnings = await asyncio.to_thread(settings_file.load, ws, self._editor_options)
         self.workspaces[ws].settings = settings
         for w in settings_file.unreported(warnings):
-            self.client.log(LOG_WARNING, f"cairn: {ws}: {w}")
+            self.client.log(LOG_WARNING, f"cairn: {ws}: {redact_text(w)}")
 
     def _workspace_started(self, ws: str) -> None:
         """A workspace joins: one recovery pass (recovery before replacement), then a snapshot;

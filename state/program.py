@@ -225,6 +225,12 @@ class ProgramResult:
     def __getitem__(self, i: int) -> OpResult:
         return self.results[i]
 
+    def raise_failed(self) -> None:
+        """Raise the first ``failed`` operation's error; conflicts, absences and skips are the caller's to judge."""
+        for r in self.results:
+            if r.status is OpStatus.FAILED:
+                raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
+
 
 def _dirname(path: str) -> tuple[str, str]:
     parts = split_rel(path)

@@ -23,7 +23,7 @@ from cairn.state import program as P
 from cairn.state.claims import ClaimStore
 from cairn.state.prune import MAX_GROUPS, prune
 from cairn.state.temps import collect_tree
-from cairn.worker.journal.batches import parse_batch_name, read_batches
+from cairn.worker.journal.batches import is_entry, read_batches
 from cairn.worker.journal.store import CAPTURES, Journal
 
 HISTORY_DAYS = 14.0
@@ -47,7 +47,7 @@ def _collect_target_temps(j: Journal, settings: Settings) -> int:
 
 
 def _holds_evidence(names: list[str]) -> bool:
-    return "purged" not in names and any(n.startswith("t-") or parse_batch_name(n) for n in names)
+    return "purged" not in names and any(is_entry(n) for n in names)
 
 
 def _purge_ops(j: Journal, cid: str, names: list[str]) -> list[P.Op]:

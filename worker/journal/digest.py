@@ -204,7 +204,7 @@ def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, 
         cov = Coverage(turn_id=t, session_id=result.session_id, capture=cid, digest=did)
         ops.append(P.Link(f"{COVERAGE}/{h(result.session_id + chr(0) + t)}", codec.encode(cov), optional=True))
     res = j.run(ops)
-    _raise_failed(res)
+    res.raise_failed()
     if did is not None:
         link = res[1]
         if link.status is OpStatus.CONFLICT:
@@ -218,14 +218,9 @@ def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, 
     retired = Retired(capture=cid, at=decided, digest=did, reason=reason)
     res = j.run([*(P.Remove(f"{CAPTURES}/{cid}/{n}", optional=True, sync=False) for n in pins),
                  P.Link(f"{CAPTURES}/{cid}/retired", codec.encode(retired), optional=True)])
-    _raise_failed(res)
+    res.raise_failed()
     return {"digest": did, "notes": len(result.notes), "reason": reason}
 
-
-def _raise_failed(res: P.ProgramResult) -> None:
-    for r in res.results:
-        if r.status is OpStatus.FAILED:
-            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
 
 
 def recover_capture(j: Journal, cid: str) -> dict[str, Any] | None:
@@ -400,7 +395,7 @@ def retry(j: Journal, cid: str) -> dict[str, Any]:
     if not st.exhausted:
         return {"capture": cid, "state": st.state, "changed": False}
     res = j.run([P.Create(f"{CAPTURES}/{cid}/retry-{st.retries + 1}", optional=True)])
-    _raise_failed(res)
+    res.raise_failed()
     return {"capture": cid, "state": capture_states(j, [cid])[0].state, "changed": True}
 
 

@@ -58,11 +58,6 @@ GROUP_TTL = 90.0
 BUDGET = GROUP_TTL / 3
 
 
-def _raise_failed(res: P.ProgramResult) -> None:
-    for r in res.results:
-        if r.status is OpStatus.FAILED:
-            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
-
 
 def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
     """Publish an accepted group; idempotent. Returns capture -> published | all-none."""
@@ -91,14 +86,14 @@ def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
     ops += [P.Link(path, data, mode=0o644, optional=True, sync=False) for path, data in entries]
     ops.append(P.Sync(PUBLIC))
     res = j.run(ops)
-    _raise_failed(res)
+    res.raise_failed()
     for (path, data), link in zip(entries, res.results[1:-1], strict=True):
         if link.status is OpStatus.CONFLICT and j.run([P.Verify(path, data=data)])[0].status is not OpStatus.OK:
             raise CairnError(ErrorCode.TARGET_CHANGED, f"public digest {path.rsplit('/', 1)[-1]} differs from its "
                              "accepted result")
     # then identity-only coverage of every turn, one record for the group
     cov = GroupCoverage(group=sha, captures=tuple(covered))
-    _raise_failed(j.run([P.EnsureDir(COVERAGE), P.Link(f"{COVERAGE}/g-{sha[:32]}", codec.encode(cov), optional=True)]))
+    j.run([P.EnsureDir(COVERAGE), P.Link(f"{COVERAGE}/g-{sha[:32]}", codec.encode(cov), optional=True)]).raise_failed()
     # then pins released and captures retired (each capture's directory fsynced by its retired link)
     ops = []
     for r in todo:
@@ -107,7 +102,7 @@ def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
         retired = Retired(capture=r.capture, at=decided, digest=did, reason="published" if did else "all-none")
         ops += [P.Remove(f"{cdir}/{n}", optional=True, sync=False) for n in names[cdir] if n.startswith("pin-")]
         ops.append(P.Link(f"{cdir}/retired", codec.encode(retired), optional=True))
-    _raise_failed(j.run(ops))
+    j.run(ops).raise_failed()
     return out
 
 
@@ -155,7 +150,7 @@ def _fail(j: Journal, claim: Claim, cids: list[str], gen: int, code: str) -> Non
             fail = Failure(capture=c, generation=gen, error=code, at=claim.record.created)
             ops.append(P.Link(f"{CAPTURES}/{c}/fail-g{gen}", codec.encode(fail), optional=True))
     if ops:
-        _raise_failed(j.claims.guarded(claim, ops))
+        j.claims.guarded(claim, ops).raise_failed()
 
 
 def _settle_failed(j: Journal, claim: Claim) -> None:
@@ -187,8 +182,8 @@ def _clear_of_single_claims(j: Journal, claim: Claim, cid: str) -> bool:
 
         fail = Failure(capture=cid, generation=newest.generation, error=str(ErrorCode.WORKER_CRASHED),
                        at=claim.record.created)
-        _raise_failed(j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{newest.generation}",
-                                                      codec.encode(fail), optional=True)]))
+        j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{newest.generation}",
+                                        codec.encode(fail), optional=True)]).raise_failed()
         return True
     return recover_capture(j, cid) is None
 

@@ -74,14 +74,16 @@ def files(root: str, depth: int, keep: Callable[[str, str], bool], *,
 
 def head(path: str, size: int = HEAD_BYTES) -> bytes:
     """The first ``size`` bytes of a regular file, never through a symlink; ``b""`` on any failure."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    from pathlib import Path
+
+    from cairn.protocol.errors import CairnError
+    from cairn.worker.importers._common import open_source
+
     try:
-        fd = os.open(path, flags)
-    except OSError:
+        fd, _ = open_source(Path(path), follow_symlinks=False)
+    except CairnError:
         return b""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
         return os.read(fd, size)
     except OSError:
         return b""
