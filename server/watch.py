@@ -165,6 +165,8 @@ class FileWatcher:
         return self._deliver(events)
 
     def _collect(self, only: set[str] | None) -> list[FileEvent]:
+        if only is not None and any(os.path.isdir(p) for p in only):
+            only = None  # a folder appeared or moved: rescan everything
         if only is None:
             found: list[FileEvent] = []
             for group, roots in self.roots.items():
@@ -199,10 +201,15 @@ class FileWatcher:
             self.deliver(fresh)
         return bool(fresh)
 
-    async def _native(self) -> None:
+    def _watch_dirs(self) -> tuple[list[str], list[str]]:
+        """Folders to watch recursively (root folders) and flatly (the folders of root files)."""
         folders = sorted({r for roots in self.roots.values() for r in roots if os.path.isdir(r)})
         parents = sorted({os.path.dirname(r) for roots in self.roots.values() for r in roots
                           if not os.path.isdir(r) and os.path.isdir(os.path.dirname(r))} - set(folders))
+        return folders, parents
+
+    async def _native(self) -> None:
+        folders, parents = await asyncio.to_thread(self._watch_dirs)
         if not folders and not parents:
             raise RuntimeError("nothing to watch natively")
         self.mode = "native"
@@ -234,11 +241,7 @@ class FileWatcher:
 
         async for changes in watchfiles.awatch(*paths, recursive=recursive, debounce=DEBOUNCE_MS, step=STEP_MS,
                                                stop_event=self._stop, force_polling=False):
-            touched = {os.path.normpath(p) for _, p in changes}
-            if any(os.path.isdir(p) for p in touched):  # a folder appeared or moved: rescan everything
-                await self.rescan()
-            else:
-                await self.rescan(touched)
+            await self.rescan({os.path.normpath(p) for _, p in changes})  # stat calls run in the thread
 
     async def _poll(self) -> None:
         self.mode = "polling"
