@@ -64,7 +64,7 @@ def _empty(day: str, provider: str, model: str) -> dict[str, Any]:
 
 def _day_rows(d: Any, day: str) -> tuple[list[dict[str, Any]], bool]:
     """The rows of one day folder and whether any of its requests is still running."""
-    names = [n for n in d.listdir() if not n.startswith(".")]
+    names = {n for n in d.listdir() if not n.startswith(".")}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     running = False
     for name in sorted(n for n in names if n.endswith(".start")):
