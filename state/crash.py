@@ -5,7 +5,10 @@ SIGKILLs itself immediately *before* its Nth mutating primitive (temp write,
 fsync, link, rename, unlink, mkdir), so every intermediate on-disk state a
 real crash could leave can be produced on purpose. With
 ``CAIRN_CRASH_LOG=FILE`` each mutating primitive appends its label to FILE,
-which is how a sweep learns how many crash points a run has.
+which is how a sweep learns how many crash points a run has. With
+``CAIRN_CRASH_BEFORE=LABEL`` it dies before the first primitive labelled
+exactly LABEL: a test about one named step does not depend on how many
+steps come before it (content-addressed shard folders make that vary).
 
 Fault injection works the same way: with ``CAIRN_FAULT_AT=N`` (and
 ``CAIRN_FAULT_ERRNO``, a symbolic name, ``ENOSPC`` by default) the Nth
@@ -24,6 +27,7 @@ import signal
 
 _crash_at = int(os.environ.get("CAIRN_CRASH_AT", "0") or "0")
 _log_path = os.environ.get("CAIRN_CRASH_LOG") or None
+_crash_before = os.environ.get("CAIRN_CRASH_BEFORE") or None
 _fault_at = int(os.environ.get("CAIRN_FAULT_AT", "0") or "0")
 _fault_errno = int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC))
 _count = 0
@@ -32,23 +36,24 @@ _count = 0
 def point(label: str) -> None:
     """Mark one mutating primitive about to happen; maybe die here."""
     global _count
-    if not _crash_at and not _log_path and not _fault_at:
+    if not _crash_at and not _log_path and not _fault_at and not _crash_before:
         return
     _count += 1
     if _log_path:
         with open(_log_path, "a", encoding="utf-8") as fh:
             fh.write(f"{_count} {label}\n")
-    if _crash_at and _count >= _crash_at:
+    if (_crash_at and _count >= _crash_at) or label == _crash_before:
         os.kill(os.getpid(), signal.SIGKILL)
     if _fault_at and _count == _fault_at:
         raise OSError(_fault_errno, os.strerror(_fault_errno))
 
 
 def reset_for_tests(crash_at: int = 0, log_path: str | None = None, *, fault_at: int = 0,
-                    fault_errno: int = errno.ENOSPC) -> None:
+                    fault_errno: int = errno.ENOSPC, crash_before: str | None = None) -> None:
     """Re-read the configuration (in-process tests only; sweeps use the environment)."""
-    global _crash_at, _log_path, _count, _fault_at, _fault_errno
+    global _crash_at, _log_path, _count, _fault_at, _fault_errno, _crash_before
     _crash_at, _log_path, _count, _fault_at, _fault_errno = crash_at, log_path, 0, fault_at, fault_errno
+    _crash_before = crash_before
 
 
 def count() -> int:

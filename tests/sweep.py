@@ -55,6 +55,19 @@ def kill_at(k: int, log: Path, run: Run, *args: object, **env: str) -> str | Non
     return None
 
 
+def kill_before(label: str, log: Path, run: Run, *args: object, **env: str) -> None:
+    """Run ``run(*args, **env)`` set to die just before its first mutating point labelled ``label``.
+
+    Fails the test unless the run died there (a workload that never reaches
+    ``label`` is not testing what its caller claims).
+    """
+    log.unlink(missing_ok=True)
+    r = run(*args, CAIRN_CRASH_BEFORE=label, CAIRN_CRASH_LOG=str(log), **env)
+    points = log.read_text().splitlines() if log.exists() else []
+    assert r.returncode == -signal.SIGKILL, (label, r.returncode, r.stderr[-400:])
+    assert points and points[-1].split(" ", 1)[1] == label, (label, points[-3:])
+
+
 def points(reference: int) -> Iterator[int]:
     """Kill points 1, 2, … (sampled past the head, see :func:`stride`) until the caller stops at a completed run.
 

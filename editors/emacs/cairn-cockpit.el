@@ -432,10 +432,14 @@ the timer when no cockpit buffer is left."
                server :cairn/status (list :workspace ws)
                :success-fn (lambda (st)
                              (cairn--cache-status ws st)
-                             (when (buffer-live-p buf)
-                               (with-current-buffer buf
-                                 (when (cairn-cockpit--changed-p cairn-cockpit--status st)
-                                   (revert-buffer)))))
+                             ;; redraw from a timer: reverting makes requests,
+                             ;; never from inside the process filter
+                             (run-at-time 0 nil
+                                          (lambda ()
+                                            (when (buffer-live-p buf)
+                                              (with-current-buffer buf
+                                                (when (cairn-cockpit--changed-p cairn-cockpit--status st)
+                                                  (revert-buffer)))))))
                :error-fn #'ignore :timeout-fn #'ignore))))))))
 
 ;;;###autoload

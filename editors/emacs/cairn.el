@@ -524,8 +524,11 @@ The mode line and the cockpit read it; refreshed after every job.")
 (defun cairn-command-async (workspace command argument &optional on-done)
   "Execute cairn COMMAND with ARGUMENT in WORKSPACE without waiting.
 Emacs stays usable while the server works (a spinner turns in the mode
-line and the cockpit header).  ON-DONE is called with the result; an
-error is shown in the echo area.  Return nil."
+line and the cockpit header).  ON-DONE is called with the result, from
+a timer rather than the connection's process filter (so that it may
+make requests of its own); an error is shown in the echo area.
+`cairn--in-flight' counts the command until ON-DONE has returned.
+Return nil."
   (let ((server (cairn-connect workspace)))
     (cl-incf cairn--in-flight)
     (unless (timerp cairn--spinner-timer)
@@ -535,9 +538,15 @@ error is shown in the echo area.  Return nil."
      server :workspace/executeCommand (list :command command :arguments (vector argument))
      :timeout cairn-request-timeout
      :success-fn (lambda (result)
-                   (cl-decf cairn--in-flight)
-                   (cairn--after-command server command result)
-                   (when on-done (funcall on-done result)))
+                   ;; Out of the process filter: the follow-up refreshes with
+                   ;; synchronous requests, which must never run inside the
+                   ;; filter (their answers would interleave with this one's).
+                   (run-at-time 0 nil
+                                (lambda ()
+                                  (unwind-protect
+                                      (progn (cairn--after-command server command result)
+                                             (when on-done (funcall on-done result)))
+                                    (cl-decf cairn--in-flight)))))
      :error-fn (lambda (err)
                  (cl-decf cairn--in-flight)
                  (force-mode-line-update t)

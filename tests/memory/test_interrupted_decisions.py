@@ -48,16 +48,11 @@ def _points(tpl: Path, tmp_path: Path, action: str, pid: str) -> list[str]:
 
 
 def _kill_before(label: str, labels: list[str], tpl: Path, ws: Path, tmp_path: Path, action: str, pid: str) -> None:
-    """Kill a fresh copy just before the point ``label`` (point counts shift a little between runs:
-    content-addressed shard folders may or may not exist yet, so nearby numbers are tried too)."""
-    k = labels.index(label) + 1
-    for cand in sorted(range(max(1, k - 4), k + 5), key=lambda c: abs(c - k)):
-        shutil.rmtree(ws, ignore_errors=True)
-        shutil.copytree(tpl, ws)
-        where = sweep.kill_at(cand, tmp_path / "kill.log", _decide, ws, action, pid)
-        if where is not None and where.split(" ", 1)[1] == label:
-            return
-    raise AssertionError(f"no run died at {label}")
+    """Kill a fresh copy of ``tpl`` just before its point ``label`` (a step of the reference run)."""
+    assert label in labels
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.copytree(tpl, ws)
+    sweep.kill_before(label, tmp_path / "kill.log", _decide, ws, action, pid)
 
 
 def _doctor(ws: Path) -> dict:

@@ -44,6 +44,25 @@
      . "Got it: `make check` runs the suite."))
   "Realistic turns carrying preferences the extractive engine turns into notes.")
 
+;; A synchronous request made while a connection's process filter runs
+;; (from an async callback or a notification handler) corrupts the
+;; filter's parse of the messages that arrive meanwhile: on a loaded
+;; machine its answer is lost and the request times out.  Every test
+;; fails if cairn ever does that.
+(defvar cairn-test--in-filter nil "Non-nil while a jsonrpc process filter runs.")
+(defvar cairn-test--requests-in-filter nil "Methods requested synchronously inside a filter.")
+
+(defun cairn-test--filter-advice (filter &rest args)
+  "Run FILTER with ARGS, noting that a process filter runs."
+  (let ((cairn-test--in-filter t)) (apply filter args)))
+
+(defun cairn-test--request-advice (_connection method &rest _)
+  "Note METHOD if it is requested synchronously inside a process filter."
+  (when cairn-test--in-filter (push method cairn-test--requests-in-filter)))
+
+(advice-add 'jsonrpc--process-filter :around #'cairn-test--filter-advice)
+(advice-add 'jsonrpc-request :before #'cairn-test--request-advice)
+
 (defvar cairn-test--ws nil "The current test workspace (no trailing slash).")
 
 (defun cairn-test--cleanup (ws)
@@ -70,7 +89,9 @@
   `(let* ((cairn-test--ws (directory-file-name (file-truename (make-temp-file "cairn-ert-" t))))
           (cairn-server-command (cairn-test--server-command))
           (cairn-progress-log nil))
-     (unwind-protect (progn ,@body)
+     (setq cairn-test--requests-in-filter nil)
+     (unwind-protect (progn ,@body
+                            (should-not cairn-test--requests-in-filter))
        (cairn-test--cleanup cairn-test--ws))))
 
 (defun cairn-test--until (what pred &optional timeout)
