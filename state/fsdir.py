@@ -148,28 +148,36 @@ class PinnedDir:
         return cur
 
     # -- reads ------------------------------------------------------------
-    def read(self, name: str, *, limit: int = 64 << 20) -> bytes | None:
+    def read(self, name: str, *, limit: int = 64 << 20, follow: bool = False) -> bytes | None:
         """Bytes of a regular file, or None if absent.
 
-        Symlinks fail closed (``E_PATH_SYMLINK``). The open never blocks
-        (``O_NONBLOCK``: a FIFO put in a file's place would otherwise hang the
-        reader until a writer appears) and anything that is not a regular file
-        once opened -- a FIFO, a device, a directory -- is refused with
-        ``E_PATH_NOT_REGULAR`` before a byte is read.
+        Symlinks fail closed (``E_PATH_SYMLINK``) unless ``follow`` (a file
+        the user links on purpose, such as a dotfile): its target must then
+        pass the same checks. The open never blocks (``O_NONBLOCK``: a FIFO
+        put in a file's place would otherwise hang the reader until a writer
+        appears) and anything that is not a regular file once opened -- a
+        FIFO, a device, a directory -- is refused with ``E_PATH_NOT_REGULAR``
+        before a byte is read. More than ``limit`` bytes is
+        ``E_RECORD_TOO_LARGE``; any other failure to open is ``E_IO_FAILED``
+        (``detail["reason"]``: the system's reason).
         """
         check_name(name)
+        where = f"{self.path}/{name}"
         try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
+            fd = os.open(name, _READ_FLAGS & ~os.O_NOFOLLOW if follow else _READ_FLAGS, dir_fd=self.fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _classify_open_error(self.fd, name, exc, f"{self.path}/{name}") from None
+            if exc.errno == errno.ELOOP:
+                raise _classify_open_error(self.fd, name, exc, where) from None
+            raise CairnError(ErrorCode.IO_FAILED, f"{where}: cannot open ({exc.strerror})",
+                             reason=exc.strerror or "") from None
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise not_regular(f"{self.path}/{name}", st.st_mode)
+                raise not_regular(where, st.st_mode)
             if st.st_size > limit:
-                raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{self.path}/{name}: {st.st_size} bytes exceeds {limit}")
+                raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{where}: {st.st_size} bytes exceeds {limit}")
             first = os.read(fd, st.st_size + 1)  # one call for a file that did not grow
             if len(first) <= st.st_size:
                 return first
@@ -180,7 +188,7 @@ class PinnedDir:
                     break
                 chunks.append(b)
                 if sum(map(len, chunks)) > limit:
-                    raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{self.path}/{name} grew past {limit} bytes")
+                    raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{where} grew past {limit} bytes")
             return b"".join(chunks)
         finally:
             os.close(fd)

@@ -141,6 +141,8 @@ def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[str]]:
 
 def _workspace_file(workspace: str) -> bytes | None:
     """``.cairn/config.toml`` read without following a symlink (neither ``.cairn`` nor the file)."""
+    from cairn.state.fsdir import PinnedDir
+
     try:
         ws_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -155,10 +157,8 @@ def _workspace_file(workspace: str) -> bytes | None:
                              f"{WORKSPACE_FILE}: .cairn is a symlink or not a directory; not followed") from None
     finally:
         os.close(ws_fd)
-    try:
-        return trust.read_control_file("config.toml", dir_fd=fd, label=WORKSPACE_FILE)
-    finally:
-        os.close(fd)
+    with PinnedDir(fd, os.path.join(workspace, ".cairn")) as d:
+        return trust.read_control_file(d, "config.toml", label=WORKSPACE_FILE)
 
 
 def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any], list[str]]:

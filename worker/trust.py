@@ -20,7 +20,8 @@ inside it. Why trust exists: a workspace file comes with a cloned
 repository, so it must not choose where data and keys are sent (see
 :data:`worker.config.OFF_MACHINE`).
 
-Control files are read like every other one (:func:`read_control_file`): a
+Control files are read like every other file cairn reads
+(:func:`read_control_file`, through :meth:`state.fsdir.PinnedDir.read`): a
 regular file only, opened without blocking (a FIFO never hangs the reader)
 and at most :data:`CONTROL_FILE_LIMIT` bytes; anything else is
 ``E_CONFIG_INVALID`` with a one-line reason.
@@ -28,12 +29,14 @@ and at most :data:`CONTROL_FILE_LIMIT` bytes; anything else is
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
+from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
+
+if TYPE_CHECKING:
+    from cairn.state.fsdir import PinnedDir
 
 CONTROL_FILE_LIMIT = 64 << 10
 USER_CONFIG = "config.toml"
@@ -41,40 +44,38 @@ TRUST_FILE = "trusted-workspaces.json"
 TRUST_VERSION = 1
 
 
-def read_control_file(name: str, *, dir_fd: int | None = None, label: str, follow: bool = False) -> bytes | None:
-    """Bytes of the regular file ``name`` (relative to ``dir_fd``), or None when it is absent.
+def read_control_file(d: PinnedDir, name: str, *, label: str, follow: bool = False) -> bytes | None:
+    """Bytes of the regular file ``name`` in ``d``, or None when it is absent.
 
-    ``follow=False`` refuses a symlink as the last component. A FIFO, device
-    or directory, an over-long file or an unreadable one raises
-    ``E_CONFIG_INVALID`` naming ``label``; the open never blocks.
+    One reader for every file cairn reads (:meth:`state.fsdir.PinnedDir.read`):
+    no symlink followed unless ``follow``, regular files only, an open that
+    never blocks, at most :data:`CONTROL_FILE_LIMIT` bytes. Any refusal is
+    ``E_CONFIG_INVALID`` naming ``label`` with a one-line reason.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        reason = "is a symlink; not followed" if exc.errno == errno.ELOOP else f"is unreadable ({exc.strerror})"
+        return d.read(name, limit=CONTROL_FILE_LIMIT, follow=follow)
+    except CairnError as exc:
+        reason = {ErrorCode.PATH_SYMLINK: "is a symlink; not followed",
+                  ErrorCode.PATH_NOT_REGULAR: "is not a regular file",
+                  ErrorCode.RECORD_TOO_LARGE: f"is larger than {CONTROL_FILE_LIMIT >> 10} KiB"}.get(
+                      exc.code, f"is unreadable ({exc.detail.get('reason') or exc.code})")
         raise CairnError(ErrorCode.CONFIG_INVALID, f"{label} {reason}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise CairnError(ErrorCode.CONFIG_INVALID, f"{label} is not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= CONTROL_FILE_LIMIT:
-            chunk = os.read(fd, CONTROL_FILE_LIMIT + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > CONTROL_FILE_LIMIT:
-            raise CairnError(ErrorCode.CONFIG_INVALID, f"{label} is larger than {CONTROL_FILE_LIMIT >> 10} KiB")
-        return b"".join(chunks)
     except OSError as exc:
         raise CairnError(ErrorCode.CONFIG_INVALID, f"{label} is unreadable ({exc.strerror})") from None
-    finally:
-        os.close(fd)
+
+
+def open_config_dir() -> PinnedDir | None:
+    """The user's cairn folder (:func:`config_dir`), or None when there is none (or it is not a folder)."""
+    from cairn.state.fsdir import PinnedDir
+
+    try:
+        return PinnedDir.open_root(config_dir())
+    except CairnError as exc:
+        if exc.code in (ErrorCode.NOT_FOUND, ErrorCode.PATH_NOT_DIRECTORY):
+            return None
+        raise
+    except OSError as exc:
+        raise CairnError(ErrorCode.CONFIG_INVALID, f"{config_dir()} is unreadable ({exc.strerror})") from None
 
 
 def config_dir(env: dict[str, str] | None = None) -> str:
@@ -91,7 +92,11 @@ def user_config_bytes() -> bytes | None:
     The user's own file may be a symlink (dotfile managers link it); its
     target must still be a small regular file.
     """
-    return read_control_file(os.path.join(config_dir(), USER_CONFIG), label=f"{USER_CONFIG} (user)", follow=True)
+    d = open_config_dir()
+    if d is None:
+        return None
+    with d:
+        return read_control_file(d, USER_CONFIG, label=f"{USER_CONFIG} (user)", follow=True)
 
 
 def real(path: str) -> str:
@@ -112,14 +117,11 @@ def _parse(raw: bytes) -> list[str]:
 
 def trusted_paths() -> list[str]:
     """The trusted real paths, sorted; raises ``E_CONFIG_INVALID`` for an unreadable list."""
-    try:
-        fd = os.open(config_dir(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
+    d = open_config_dir()
+    if d is None:
         return []
-    try:
-        raw = read_control_file(TRUST_FILE, dir_fd=fd, label=TRUST_FILE)
-    finally:
-        os.close(fd)
+    with d:
+        raw = read_control_file(d, TRUST_FILE, label=TRUST_FILE)
     return sorted(set(_parse(raw))) if raw is not None else []
 
 
@@ -133,7 +135,7 @@ def _update(workspace: str, add: bool) -> tuple[str, bool]:
 
     path = real(workspace)
     with PinnedDir.open_root(config_dir(), create=True) as d, TargetLock(d):
-        raw = read_control_file(TRUST_FILE, dir_fd=d.fd, label=TRUST_FILE)
+        raw = read_control_file(d, TRUST_FILE, label=TRUST_FILE)
         before = set(_parse(raw)) if raw is not None else set()
         after = before | {path} if add else before - {path, os.path.abspath(workspace)}
         if after != before:

@@ -7,6 +7,7 @@ import os
 import resource
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -305,3 +306,51 @@ def test_an_untrusted_file_cannot_name_a_command(workspace: Path, user_config_ho
     (user_config_home / "cairn/config.toml").unlink()
     s, warnings = config.load(str(workspace))
     assert (s.provider, s.command) == ("command", ("sh", "-c", "curl evil")) and warnings == []
+
+
+def test_every_control_file_is_read_by_the_one_pinned_reader(
+    workspace: Path, user_config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trust list and both config files go through ``PinnedDir.read`` (one implementation of its guarantees)."""
+    from cairn.state.fsdir import PinnedDir
+
+    _ws_file(workspace, 'mode = "manual"\n')
+    _config_path(user_config_home / "cairn").write_text('idle_minutes = 4\n')
+    trust.trust(str(workspace))
+    reads: list[tuple[str, bool]] = []
+    real_read = PinnedDir.read
+
+    def spy(self: PinnedDir, name: str, **kw: Any) -> bytes | None:
+        reads.append((name, bool(kw.get("follow"))))
+        return real_read(self, name, **kw)
+
+    monkeypatch.setattr(PinnedDir, "read", spy)
+    assert trust.trusted_paths() == [str(workspace.resolve())]
+    assert reads == [(trust.TRUST_FILE, False)]
+    s, warnings = config.load(str(workspace))
+    assert (s.mode, s.idleMinutes, warnings) == ("manual", 4.0, [])
+    assert set(reads) == {(trust.TRUST_FILE, False), ("config.toml", True), ("config.toml", False)}
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "oversized", "directory"])
+def test_a_trust_list_that_is_not_a_small_regular_file_trusts_nothing(
+    workspace: Path, user_config_home: Path, tmp_path: Path, kind: str
+) -> None:
+    path = user_config_home / "cairn" / trust.TRUST_FILE
+    path.parent.mkdir()
+    listed = json.dumps({"version": 1, "workspaces": [str(workspace.resolve())]})
+    if kind == "symlink":
+        (tmp_path / "elsewhere.json").write_text(listed)
+        path.symlink_to(tmp_path / "elsewhere.json")
+    elif kind == "fifo":
+        os.mkfifo(path)  # no writer: a blocking open would hang here
+    elif kind == "oversized":
+        path.write_text(listed + " " * trust.CONTROL_FILE_LIMIT)
+    else:
+        path.mkdir()
+    with pytest.raises(CairnError) as info:
+        trust.trusted_paths()
+    assert info.value.code is ErrorCode.CONFIG_INVALID
+    reason = {"symlink": "is a symlink; not followed", "fifo": "is not a regular file",
+              "oversized": "is larger than 64 KiB", "directory": "is not a regular file"}[kind]
+    assert info.value.message == f"{trust.TRUST_FILE} {reason}"
