@@ -23,9 +23,9 @@ given explicitly is ignored with ``E_IMPORT_UNKNOWN_FORMAT``; a path that is
 not a regular file (a symlink, a FIFO) with ``E_PATH_NOT_REGULAR``. Symlinked
 folders are not entered. All stat calls run in a thread, never on the loop.
 
-:func:`stores_for` names what store discovery found for a workspace (Claude
-Code's project folder, other tools' JSONL session files); it joins the
-explicit paths.
+:func:`stores_by_workspace` names what one store discovery found for each
+workspace (Claude Code's project folder, other tools' JSONL session files);
+it joins the explicit paths.
 """
 
 from __future__ import annotations
@@ -59,30 +59,42 @@ MAX_FILES = 20_000  # per watcher; more are left out (logged once)
 Deliver = Callable[[list[FileEvent]], None]
 
 
-def stores_for(workspace: str, *, everywhere: bool = False, home: str | None = None,
-               env: Mapping[str, str] | None = None) -> list[str]:
-    """What to follow for ``workspace`` among the session stores discovery finds (:mod:`worker.sources`).
+def stores_by_workspace(workspaces: Iterable[str], *, everywhere: bool = False, home: str | None = None,
+                        env: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """What to follow for each of ``workspaces`` among the session stores one discovery finds
+    (:mod:`worker.sources`): the home is walked once, whatever the number of workspaces.
 
-    Its JSONL session files (the formats in :data:`JSONL_FORMATS`); for Claude
-    Code the project folder itself, which holds that workspace's sessions only,
-    so a session started later is followed too. Other tools keep sessions of
-    every workspace side by side (Codex by day), so only the files found are
-    named. A store that cannot be read is left out (``cairn discover`` says
-    why). Reads the disk: call it in a thread.
+    Per workspace, its JSONL session files (the formats in :data:`JSONL_FORMATS`);
+    for Claude Code the project folder itself, which holds that workspace's
+    sessions only, so a session started later is followed too. Other tools keep
+    sessions of every workspace side by side (Codex by day), so only the files
+    found are named. A store that cannot be read is left out (``cairn discover``
+    says why). Reads the disk: call it in a thread.
     """
     from cairn.worker.sources import discover
     from cairn.worker.sources.importing import select
 
+    wanted = list(dict.fromkeys(workspaces))
+    if not wanted:
+        return {}
     try:
-        stores = discover(home or os.path.expanduser("~"), os.environ if env is None else env, workspace=workspace)
+        stores = discover(home or os.path.expanduser("~"), os.environ if env is None else env, workspaces=wanted)
     except (CairnError, OSError) as exc:
         log.warning("watch: store discovery failed (%s)", getattr(exc, "code", type(exc).__name__))
-        return []
-    out = []
-    for ref in select(stores, workspace, everywhere=everywhere):
-        if ref.key is None and ref.format in JSONL_FORMATS and ref.path.endswith(SUFFIX):
-            out.append(os.path.dirname(ref.path) if ref.format == "claude-code" else ref.path)
-    return list(dict.fromkeys(out))
+        return {ws: [] for ws in wanted}
+    out: dict[str, list[str]] = {}
+    for ws in wanted:
+        found = [os.path.dirname(ref.path) if ref.format == "claude-code" else ref.path
+                 for ref in select(stores, ws, everywhere=everywhere)
+                 if ref.key is None and ref.format in JSONL_FORMATS and ref.path.endswith(SUFFIX)]
+        out[ws] = list(dict.fromkeys(found))
+    return out
+
+
+def stores_for(workspace: str, *, everywhere: bool = False, home: str | None = None,
+               env: Mapping[str, str] | None = None) -> list[str]:
+    """:func:`stores_by_workspace` for one workspace. Reads the disk: call it in a thread."""
+    return stores_by_workspace([workspace], everywhere=everywhere, home=home, env=env)[workspace]
 
 
 def watch_roots(workspace: str, paths: Iterable[str], *, stores: Iterable[str] = ()) -> list[str]:

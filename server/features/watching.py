@@ -2,8 +2,10 @@
 
 Each workspace's ``watchPaths`` setting (TOML ``watch_paths``; relative to
 the workspace) plus what store discovery finds for it
-(:func:`server.watch.stores_for`, in a thread) are followed by one :class:`server.watch.FileWatcher`; its events go into
-one :class:`server.watch_core.WatchCore` (group = workspace), whose actions
+(:func:`server.watch.stores_by_workspace`: one discovery per arming serves
+every workspace; it runs in a thread) are followed by one
+:class:`server.watch.FileWatcher`; its events go into one
+:class:`server.watch_core.WatchCore` (group = workspace), whose actions
 become coordinator jobs, never work on the event loop:
 
 - ``Import(paths)`` → one ``import`` job for every changed file of the
@@ -29,7 +31,7 @@ from cairn.protocol.worker import WorkerStatus
 from cairn.server.coordinator_events import Enqueue, StartWorker
 from cairn.server.features.context import LOG_INFO, LOG_WARNING
 from cairn.server.runner import RunResult
-from cairn.server.watch import FileWatcher, stores_for, watch_roots
+from cairn.server.watch import FileWatcher, stores_by_workspace, watch_roots
 from cairn.server.watch_core import (
     Action,
     FileEvent,
@@ -76,11 +78,14 @@ class Watching:
     async def _arm_watchers(self, generation: int) -> None:
         svc = self.service
         roots: dict[str, list[str]] = {}
-        for ws in list(svc.order):
+        order = list(svc.order)
+        stores = await asyncio.to_thread(stores_by_workspace, order) if self.discover and order else {}
+        for ws in order:
+            if ws not in svc.workspaces:  # removed while discovery ran (a re-arm follows)
+                continue
             settings = svc.workspaces[ws].settings
             self.core.configure(ws, seal_idle=settings.sealIdleMinutes * 60.0)
-            stores = await asyncio.to_thread(stores_for, ws) if self.discover else []
-            found = watch_roots(ws, settings.watchPaths, stores=stores)
+            found = watch_roots(ws, settings.watchPaths, stores=stores.get(ws, ()))
             if found:
                 roots[ws] = found
         if not roots or generation != self._generation:  # nothing to follow, or re-armed meanwhile

@@ -105,3 +105,24 @@ def test_live_watching_follows_this_workspaces_jsonl_stores_only(tmp_path):
     assert claude in roots and all(r == claude or r.endswith(".jsonl") for r in roots)
     assert any("/.codex/sessions/" in r for r in roots) and any("/.gemini/" in r for r in roots)
     assert not any("other" in r.replace(str(tmp_path), "") for r in roots)
+
+
+def test_one_discovery_serves_every_workspace(tmp_path, monkeypatch):
+    """stores_by_workspace walks the home once and gives each workspace what stores_for gives it alone."""
+    import cairn.worker.sources as sources_pkg
+    from cairn.server.watch import stores_by_workspace, stores_for
+
+    home, ws, _ = _setup(tmp_path)
+    other = str(tmp_path / "work" / "other")
+    alone = {w: stores_for(w, home=str(home), env=env_for(home)) for w in (ws, other)}
+    calls: list[object] = []
+    real = sources_pkg.discover
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sources_pkg, "discover", counted)
+    together = stores_by_workspace([ws, other], home=str(home), env=env_for(home))
+    assert len(calls) == 1
+    assert together == alone and together[ws] != together[other] and all(together.values())

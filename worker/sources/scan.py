@@ -11,7 +11,7 @@ Read-only: nothing is written, no database is locked.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from cairn.protocol.errors import CairnError, ErrorCode
 
@@ -26,18 +26,20 @@ Probes = dict[tuple[str, int, int], "str | None"]
 
 
 def discover(home: str, env: Mapping[str, str], *, workspace: str | None = None,
-             probes: Probes | None = None) -> list[Store]:
+             workspaces: Iterable[str] = (), probes: Probes | None = None) -> list[Store]:
     """Every session store under ``home`` (and ``env``'s relocations), with its sessions.
 
-    ``probes`` (a dict kept by the caller between calls) remembers the workspace read from each
-    file by ``(path, size, mtime_ns)``, so a watcher re-reads only files that changed.
+    ``workspace`` and ``workspaces`` are searched for project stores even when no session
+    names them (one discovery serves several workspaces). ``probes`` (a dict kept by the
+    caller between calls) remembers the workspace read from each file by ``(path, size,
+    mtime_ns)``, so a watcher re-reads only files that changed.
     """
     stores: list[Store] = []
     seen: set[tuple[str, str]] = set()
     cache: Probes = {} if probes is None else probes
     for spec in specs(home, env):
         stores += _scan(spec, seen, stores, cache)
-    known = [workspace] if workspace else []
+    known = list(dict.fromkeys(w for w in ([workspace] if workspace else []) + list(workspaces) if w))
     known += sorted({s.workspace for st in stores for s in st.sessions if s.workspace} - set(known))
     for project in known[:MAX_PROJECTS]:
         if walk.real_dir(project) is None:
