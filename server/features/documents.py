@@ -67,10 +67,20 @@ class Documents:
             self.service.client.publish_diagnostics(uri, [])
 
     async def republish(self, ws: str | None = None) -> None:
-        """Proposals changed: refresh diagnostics of every open memory document (of ``ws``)."""
+        """Proposals changed: refresh diagnostics of every open memory document (of ``ws``).
+
+        One pass over a workspace's proposals (in a thread) serves all its open documents.
+        """
+        by_ws: dict[str, dict[str, str]] = {}  # workspace -> uri -> path
         for uri, (doc_ws, _) in list(self.open.items()):
-            if ws is None or doc_ws == ws:
-                await self._changed(uri)
+            found = self._memory_document(uri) if ws is None or doc_ws == ws else None
+            if found is not None:
+                by_ws.setdefault(found[0], {})[uri] = found[1]
+        for doc_ws, docs in by_ws.items():
+            pending = await self._pending_for_files(doc_ws, list(docs.values()))
+            for uri, path in docs.items():
+                if uri in self.open:  # not closed while the proposals were read
+                    self._publish(uri, doc_ws, pending.get(path, []))
 
     async def code_actions(self, uri: str, start_line: int, end_line: int) -> list[dict[str, Any]]:
         found = self._memory_document(uri)
@@ -101,7 +111,9 @@ class Documents:
         if found is None:
             return
         ws, path = found
-        proposals = await self._pending_for(ws, path)
+        self._publish(uri, ws, await self._pending_for(ws, path))
+
+    def _publish(self, uri: str, ws: str, proposals: list[dict[str, Any]]) -> None:
         self.open[uri] = (ws, proposals)
         text = self.service.client.document_text(uri)
         lines = len(text.splitlines()) if text else 0
@@ -118,10 +130,14 @@ class Documents:
         return None
 
     async def _pending_for(self, ws: str, path: str) -> list[dict[str, Any]]:
-        from cairn.worker.memory.views import pending_for_file
+        return (await self._pending_for_files(ws, [path])).get(path, [])
+
+    async def _pending_for_files(self, ws: str, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """Pending proposals per path, read in a thread in one pass; none when they are unreadable."""
+        from cairn.worker.memory.views import pending_for_files
 
         try:
-            return list(await asyncio.to_thread(pending_for_file, ws, path, self.service.workspaces[ws].settings))
+            return dict(await asyncio.to_thread(pending_for_files, ws, paths, self.service.workspaces[ws].settings))
         except CairnError as exc:
             self.service.client.log(LOG_WARNING, f"cairn: pending proposals unreadable ({exc.code})")
-            return []
+            return {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -144,15 +145,30 @@ def _changed_ranges(before: bytes | None, after: bytes | None) -> list[dict[str,
 
 def pending_for_file(workspace: str, path: str, settings: Settings | None = None) -> list[dict[str, Any]]:
     """Pending proposals touching ``path`` (absolute or workspace-relative), with the lines they change."""
-    rel = os.path.relpath(path, workspace) if os.path.isabs(path) else os.path.normpath(path)
-    out = []
+    return pending_for_files(workspace, [path], settings)[path]
+
+
+def pending_for_files(workspace: str, paths: Iterable[str],
+                      settings: Settings | None = None) -> dict[str, list[dict[str, Any]]]:
+    """:func:`pending_for_file` for each of ``paths`` in one pass over the proposals."""
+    wanted = {f: os.path.relpath(f, workspace) if os.path.isabs(f) else os.path.normpath(f) for f in paths}
+    by_rel: dict[str, list[str]] = {}
+    for f, rel in wanted.items():
+        by_rel.setdefault(rel, []).append(f)
+    out: dict[str, list[dict[str, Any]]] = {f: [] for f in wanted}
+    if not wanted:
+        return out
     with _store(workspace, settings) as ms:
         for p, state, _why, _ds in _rows(ms):
             if state is not ProposalState.PENDING:
                 continue
+            done: set[str] = set()
             for fpath, before, after in _file_pairs(ms, p):
-                if os.path.normpath(fpath) == rel:
-                    out.append({"id": p.id, "title": p.title, "kind": str(p.kind),
-                                "ranges": _changed_ranges(before, after)})
-                    break
+                rel = os.path.normpath(fpath)
+                if rel in done or rel not in by_rel:
+                    continue
+                done.add(rel)
+                row = {"id": p.id, "title": p.title, "kind": str(p.kind), "ranges": _changed_ranges(before, after)}
+                for asked in by_rel[rel]:
+                    out[asked].append(dict(row))
     return out
