@@ -62,9 +62,14 @@ def _empty(day: str, provider: str, model: str) -> dict[str, Any]:
             "tokensIn": 0, "tokensOut": 0, "estimated": 0, "seconds": 0.0}
 
 
-def _day_rows(d: Any, day: str) -> tuple[list[dict[str, Any]], bool]:
+def _records(d: Any) -> frozenset[str]:
+    """The record names of a day folder (temps, named ``.tmp-...``, are not records yet)."""
+    return frozenset(n for n in d.listdir() if not n.startswith("."))
+
+
+def _day_rows(d: Any, day: str, names: frozenset[str] | None = None) -> tuple[list[dict[str, Any]], bool]:
     """The rows of one day folder and whether any of its requests is still running."""
-    names = {n for n in d.listdir() if not n.startswith(".")}
+    names = _records(d) if names is None else names
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     running = False
     for name in sorted(n for n in names if n.endswith(".start")):
@@ -122,16 +127,35 @@ def read_rows(workspace: str, since: str | None = None) -> list[dict[str, Any]]:
         days = sorted({n[: -len(SUM_SUFFIX)] if n.endswith(SUM_SUFFIX) else n for n in names
                        if _is_day(n.removesuffix(SUM_SUFFIX))})
         for day in days:
-            if since is not None and day < since:
-                continue
-            summary = _load(u.read(day + SUM_SUFFIX)) if day + SUM_SUFFIX in names else None
-            if summary is not None and isinstance(summary.get("rows"), list):
-                out += [r for r in summary["rows"] if isinstance(r, dict)]
-                continue
-            if day in names:
-                with u.child(day) as d:
-                    out += _day_rows(d, day)[0]
+            if since is None or day >= since:
+                out += _rows_of(u, names, day)
     return out
+
+
+def _rows_of(u: Any, names: set[str], day: str, cache: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The rows of ``day`` in the usage folder ``u`` (whose entries are ``names``): its summary, else its records.
+
+    With ``cache`` (a dict the caller keeps between calls), a day folder whose
+    record names are the ones of the last read is not read again: a record is
+    published complete under its final name and never rewritten, so the same
+    names mean the same rows. A day with a request still running is always
+    re-read (its writer may have died since: ``running`` becomes
+    ``interrupted`` without a file changing).
+    """
+    summary = _load(u.read(day + SUM_SUFFIX)) if day + SUM_SUFFIX in names else None
+    if summary is not None and isinstance(summary.get("rows"), list):
+        return [r for r in summary["rows"] if isinstance(r, dict)]
+    if day not in names:
+        return []
+    with u.child(day) as d:
+        if cache is None:
+            return _day_rows(d, day)[0]
+        records = _records(d)
+        key = (day, records)
+        if cache.get("key") != key:
+            rows, running = _day_rows(d, day, records)
+            cache.update(key=None if running else key, rows=rows)
+        return [dict(r) for r in cache["rows"]]
 
 
 def roll_up(workspace: str, *, now: float | None = None) -> str | None:
@@ -193,10 +217,19 @@ def report(workspace: str, *, since: str | None = None, prices: Prices = ()) -> 
     return {"since": since, "rows": rows, "total": total(rows)}
 
 
-def today(workspace: str, *, prices: Prices = (), now: float | None = None) -> dict[str, Any]:
-    """Today's (UTC) total, the ``usage`` of ``cairn/status``."""
+def today(workspace: str, *, prices: Prices = (), now: float | None = None,
+          cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Today's (UTC) total, the ``usage`` of ``cairn/status``.
+
+    ``cache`` (a dict the caller keeps between calls, see :func:`_rows_of`)
+    spares re-reading the records of a day that did not change.
+    """
     day = day_of(time.time() if now is None else now)
-    rows = [r for r in read_rows(workspace, day) if r["day"] == day]
+    u = _root(workspace)
+    rows: list[dict[str, Any]] = []
+    if u is not None:
+        with u:
+            rows = [r for r in _rows_of(u, set(u.listdir()), day, cache) if r.get("day") == day]
     return {"day": day, **total(priced(rows, prices))}
 
 

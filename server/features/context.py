@@ -64,6 +64,7 @@ class WorkspaceState:
     settings: Settings = attrs.field(factory=Settings)
     journal: dict[str, int] = attrs.field(factory=dict)
     usage: dict[str, Any] = attrs.field(factory=dict)  # today's provider usage (worker.usage_report.today)
+    usage_cache: dict[str, Any] = attrs.field(factory=dict)  # today's records as last read (usage_report.today)
     refreshed: float | None = None
     refreshed_at: float | None = None  # monotonic, for refresh spacing
     refresh_task: asyncio.Task[None] | None = None

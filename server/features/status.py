@@ -17,6 +17,11 @@ re-read in a thread (never on the event loop), coalesced, and at most every
   and the re-read happens behind it (those jobs' ends refresh anyway), so an
   editor polling during maintenance never waits for a read.
 
+A snapshot also carries today's provider usage; its records are read again
+only when the names in today's usage folder changed (a new request, an end),
+or while one of its requests is running (see
+:func:`worker.usage_report.today`'s ``cache``).
+
 Directory timestamps come from a coarse clock: a change within the same
 tick as the last one could keep the signature. A snapshot whose newest
 timestamp is younger than ``RACY_SECONDS`` is therefore not trusted to
@@ -74,15 +79,19 @@ def _settled(sig: tuple[Any, ...], now: float) -> bool:
     return now - newest / 1e9 >= RACY_SECONDS
 
 
-def _read(ws: str, prices: Any = ()) -> tuple[tuple[Any, ...] | None, dict[str, int], dict[str, Any]]:
-    """The signature (taken first, so a change during the read shows next time), the counts, today's usage."""
+def _read(ws: str, prices: Any = (), usage_cache: dict[str, Any] | None = None,
+          ) -> tuple[tuple[Any, ...] | None, dict[str, int], dict[str, Any]]:
+    """The signature (taken first, so a change during the read shows next time), the counts, today's usage.
+
+    ``usage_cache`` (kept per workspace) spares re-reading today's usage records while their folder is unchanged.
+    """
     from cairn.worker.journal.views import read_status
     from cairn.worker.usage_report import today
 
     sig = signature(ws)
     counts = {k: int(v) for k, v in read_status(ws).items() if isinstance(v, int)}
     try:
-        usage = today(ws, prices=prices)
+        usage = today(ws, prices=prices, cache=usage_cache)
     except CairnError as exc:  # unreadable usage records never hide the journal counts
         usage = {"error": str(exc.code)}
     return (sig if _settled(sig, time.time()) else None), counts, usage
@@ -112,7 +121,7 @@ class Snapshots:
                 state.refresh_again = False
                 try:
                     state.seen, state.journal, state.usage = await asyncio.to_thread(
-                        _read, ws, state.settings.prices)
+                        _read, ws, state.settings.prices, state.usage_cache)
                     state.refreshed = self.service.clock.now()
                     state.refreshed_at = time.monotonic()
                 except (CairnError, OSError) as exc:
