@@ -234,3 +234,18 @@ async def test_cairn_status_carries_todays_usage_priced_by_the_editor_settings(
     assert (usage["day"], usage["requests"], usage["ok"], usage["tokensIn"], usage["tokensOut"]) == (
         today, 2, 2, 200, 20)
     assert usage["interrupted"] == 0 and usage["cost"] == pytest.approx(400 / 1e6)
+
+
+def test_a_cached_day_with_a_running_request_is_read_again(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its writer may die without a file changing: running becomes interrupted at the next read."""
+    now = __import__("time").time()
+    d = workspace / USAGE / day_of(now)
+    d.mkdir(parents=True)
+    (d / "r0.start").write_text(json.dumps({"id": "r0", "pid": 4242, "pidStarted": 1.0, "provider": "openai",
+                                            "model": "m1", "started": now, "requestChars": 40}))
+    cache: dict[str, Any] = {}
+    monkeypatch.setattr(R, "alive", lambda pid, started: True)
+    assert (R.today(str(workspace), cache=cache)["running"], R.today(str(workspace), cache=cache)["running"]) == (1, 1)
+    monkeypatch.setattr(R, "alive", lambda pid, started: False)
+    usage = R.today(str(workspace), cache=cache)
+    assert (usage["running"], usage["interrupted"], usage["tokensIn"]) == (0, 1, 10)
