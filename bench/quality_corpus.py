@@ -8,14 +8,14 @@ sessions the provider digests, with turn ids of the form ``<session>.<turn>``
 (positions are fine here: the corpus is frozen, and labels name turns the
 same way).
 
-Formats the importers read (aider, specstory, codex, claude-code,
-claude-export, gptel) go through :func:`cairn.worker.importers.load`. Two
-exports have no importer yet and are read by a minimal parser kept here, so
-they are scored without being supported by the product:
+Formats the importers read go through :func:`cairn.worker.importers.load`,
+so the bench scores what the product imports: the manifest's
+``claude-export-text`` (Claude Code's ``/export`` text) is the importer
+``claude-code-export``, whose turns are the completed ones (a prompt left
+unanswered at the end of a scrollback is no turn). One export has no importer
+and is read by a minimal parser kept here, so it is scored without being
+supported by the product:
 
-``claude-export-text``  Claude Code's ``/export`` text: a prompt starts at a
-                        line beginning ``> `` or ``❯ `` (continuations are
-                        indented two spaces); ``⏺``/``●`` lines are the reply.
 ``cctrace-md``          the ``# Claude Code Session Export`` Markdown of
                         cctrace: ``### 👤 User`` / ``### 🤖 Assistant``
                         sections; user sections holding only tool results or
@@ -69,30 +69,6 @@ class Corpus:
 
 # ---------------------------------------------------------------- minimal parsers
 
-_EXPORT_PROMPT = re.compile(r"^(?:>|❯) (.*)$")
-_EXPORT_OTHER = re.compile(r"^(?:⏺|●|✻|✢|╭|│|╰|⎿|\S)")
-
-
-def _parse_export_text(text: str) -> list[list[str]]:
-    """Prompts of a ``/export`` text file, as one session."""
-    prompts: list[str] = []
-    current: list[str] | None = None
-    for line in text.splitlines():
-        m = _EXPORT_PROMPT.match(line)
-        if m:
-            if current is not None:
-                prompts.append("\n".join(current).strip())
-            current = [m.group(1)]
-        elif current is not None and line.startswith("  ") and not line.lstrip().startswith("⎿"):
-            current.append(line[2:])
-        elif current is not None and (not line.strip() or _EXPORT_OTHER.match(line)):
-            prompts.append("\n".join(current).strip())
-            current = None
-    if current is not None:
-        prompts.append("\n".join(current).strip())
-    return [[p for p in prompts if p]]
-
-
 _CCTRACE_ROLE = re.compile(r"^### (?:👤 User|🤖 Assistant.*)$", re.M)
 
 
@@ -112,7 +88,8 @@ def _parse_cctrace(text: str) -> list[list[str]]:
     return [prompts]
 
 
-_MINIMAL = {"claude-export-text": _parse_export_text, "cctrace-md": _parse_cctrace}
+_MINIMAL = {"cctrace-md": _parse_cctrace}
+_IMPORTER = {"claude-export-text": "claude-code-export"}  # manifest format -> importer format
 MINIMAL_FORMATS = tuple(_MINIMAL)
 
 
@@ -121,7 +98,7 @@ def sessions_of(path: pathlib.Path, fmt: str) -> list[list[tuple[str, str, str]]
     if fmt in _MINIMAL:
         text = path.read_text(encoding="utf-8")
         return [[(f"{s}.{t}", u, "") for t, u in enumerate(prompts)] for s, prompts in enumerate(_MINIMAL[fmt](text))]
-    sessions = load(path, fmt)
+    sessions = load(path, _IMPORTER.get(fmt, fmt))
     return [
         [(f"{s}.{t}", turn.user, turn.assistant) for t, turn in enumerate(session.turns)]
         for s, session in enumerate(sessions)

@@ -110,3 +110,21 @@ def test_other_formats_quoting_an_export_stay_themselves(tmp_path, rel, fmt):
 
 def test_registered_for_the_cli():
     assert "claude-code-export" in FORMATS and PARSERS["claude-code-export"] is claude_code_export.parse
+
+
+def test_the_bullet_reply_marker_of_other_terminals_is_a_reply(tmp_path):
+    """Claude Code prints ``●`` instead of ``⏺`` where the terminal lacks the glyph (Linux)."""
+    text = (
+        "> Can you use bash?\n\n"
+        "● Yes, I can run shell commands.\n\n"
+        "● Bash(echo hi)\n  ⎿  hi\n\n"
+        "> Create a file in the local folder\n\n"
+        "● Bash(touch a.txt)\n  ⎿  (No content)\n\n"
+        "● Done: a.txt exists now.\n"
+    )
+    path = tmp_path / "export.txt"
+    path.write_text(text, encoding="utf-8")
+    assert detect(path, text.encode()) == "claude-code-export"
+    turns = load(path, "claude-code-export")[0].turns
+    assert [t.user for t in turns] == ["Can you use bash?", "Create a file in the local folder"]
+    assert [t.assistant for t in turns] == ["Yes, I can run shell commands.", "Done: a.txt exists now."]

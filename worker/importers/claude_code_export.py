@@ -6,7 +6,8 @@ Shape (Claude Code 1.x and 2.x): optionally a welcome box first (the 1.x
 
 * ``> text`` (``❯ text`` in newer versions) — a user prompt; its further
   lines are indented by two spaces;
-* ``⏺ text`` — an assistant reply, further lines indented by two spaces;
+* ``⏺ text`` (``● text`` where the terminal lacks the record glyph, as on
+  Linux) — an assistant reply, further lines indented by two spaces;
   ``⏺ Tool(args)`` followed by ``  ⎿  result`` lines is a tool call and its
   result, which are noise;
 * anything else at column 0 (``✻ Thinking…``, collapsed tool groups such as
@@ -40,7 +41,7 @@ from ._common import TurnBuilder, derived_session_id, join_texts
 
 FORMAT = "claude-code-export"
 PROMPTS = ("> ", "❯ ")
-REPLY = "⏺"
+REPLIES = ("⏺", "●")
 RESULT = "⎿"
 _TOOL_CALL = re.compile(r"^[A-Za-z][\w.:-]*(?: \([A-Za-z]+\))?\(.*\)$")
 _CWD = re.compile(r"^[│ ]*cwd: (.+?)[ │]*$", re.M)
@@ -55,14 +56,14 @@ def _first_lines(text: str, n: int) -> list[str]:
 
 def sniff(text: str) -> bool:
     """True when ``text`` (the head of a file) is an ``/export``: it starts with the welcome box
-    or a prompt, and a reply marker ``⏺`` opens a line."""
+    or a prompt, and a reply marker (``⏺`` or ``●``) opens a line."""
     first = _first_lines(text, _HEADER_LINES)
     if not first:
         return False
     welcome = any("Welcome to Claude Code" in line or "Claude Code v" in line for line in first) and (
         first[0].lstrip().startswith(("╭", "▐▛", "*", "✻")))
     prompt = first[0].startswith(PROMPTS)
-    return (welcome or prompt) and re.search(r"^⏺ ", text, re.M) is not None
+    return (welcome or prompt) and re.search(r"^[⏺●] ", text, re.M) is not None
 
 
 def _blocks(text: str) -> list[tuple[str, list[str], bool]]:
@@ -74,8 +75,8 @@ def _blocks(text: str) -> list[tuple[str, list[str], bool]]:
         line = raw.rstrip()
         if line.startswith(PROMPTS) or line in (">", "❯"):
             start: tuple[str, str] | None = ("prompt", line[2:])
-        elif line.startswith(REPLY):
-            start = ("reply", line[len(REPLY):].lstrip())
+        elif line.startswith(REPLIES):
+            start = ("reply", line[1:].lstrip())
         elif line and not line[0].isspace():
             start = ("noise", line)
         else:
