@@ -121,3 +121,35 @@ def test_a_plan_handed_to_an_editor_model_is_not_the_users_word() -> None:
     )
     inp = DigestInput(session_id="s", title=None, turns=(turn("a", handoff),))
     assert digest(inp).notes == ()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # who the user is: role, familiarity, origin, setup
+        ("I'm a data engineer, not a web developer.", USER),
+        ("I'm new to Rust and its borrow checker.", USER),
+        ("I'm Brazilian, and the users of this shop are too.", USER),
+        ("I know the billing domain very well.", USER),
+        ("My editor is Helix.", USER),
+        # how the assistant should work, without always/never
+        ("No need to ask before running the test suite.", FEEDBACK),
+        ("Just apply the edits without asking me.", FEEDBACK),
+        ("Keep your answers short.", FEEDBACK),
+        ("Write the code comments in English.", FEEDBACK),
+        ("Don't touch the generated files unless the schema changed.", FEEDBACK),
+        # where the project's own documents are
+        ("The architecture is described in docs/ARCHITECTURE.md.", REFERENCE),
+        ("See CONTRIBUTING.md for the branch naming.", REFERENCE),
+        ("The API reference is at https://api.example.org/reference", REFERENCE),
+        # of the moment, whatever the form: pasted below, shown above, a numbered step, a repeat
+        ("Make sure every test in the following list passes.", None),
+        ("Every file below should be formatted with black.", None),
+        ("Step 2: make sure each handler gets its own module.", None),
+        ("I'm fine", None),
+        ("I'm done, and the build is green.", None),
+    ],
+)
+def test_rules_by_kind_of_statement(sentence: str, expected: NoteType | None) -> None:
+    found = classify(sentence)
+    assert (found[0] if found else None) == expected

@@ -142,6 +142,46 @@ TOOLING = re.compile(
     |\bwe\ (?:simply\ )?(?:don'?t|do\ not)\ support\b""",
     _X,
 )
+# --- groups by kind of statement, not by any one transcript's wording
+PERSON = re.compile(
+    r"""^(?:i'?m|i\ am)\ (?:a|an)\ (?:[\w-]+\ ){0,2}?(?:developer|engineer|programmer|designer|student|beginner|novice
+        |newbie|founder|researcher|scientist|analyst|teacher|freelancer|consultant|hobbyist|maintainer|dev)\b
+    |^(?:i'?m|i\ am)\ (?:(?:very|quite|fairly|pretty|not\ (?:very|that))\ )?(?:new|familiar|unfamiliar|comfortable
+        |experienced|inexperienced|fluent)\ (?:to|with|in)\ \S
+    |^(?:i'?m|i\ am)\ (?:from|based\ in|located\ in)\ [a-z]
+    |^(?:i'?m|i\ am)\ [a-z]{3,}(?:an|ese|ish|ian)(?:,|\ and\b|$)
+    |^i\ (?:know|understand|speak|write)\ (?:[\w-]+\ ){1,5}?(?:well|deeply|fluently|natively)\b
+    |^my\ (?:background|native\ language|first\ language|time\ ?zone|os|operating\ system|editor|ide|shell|machine
+        |laptop|setup)\ (?:is|are)\ \S
+    |^i\ (?:come\ from|have)\ (?:a|an)\ (?:[\w-]+\ ){0,3}background\b""",
+    _X,
+)
+HABIT = re.compile(
+    r"""^(?:there'?s\ )?no\ need\ to\ (?:ask|confirm|explain|apologi[sz]e|summari[sz]e|repeat|check\ with|tell\ me)\b
+    |\byou\ (?:don'?t|do\ not)\ (?:need|have)\ to\ (?:ask|confirm|explain|apologi[sz]e|summari[sz]e|repeat|check\ with|wait)\b
+    |\bwithout\ (?:asking|checking\ with|waiting\ for)\ (?:me|for\ (?:my\ )?(?:approval|confirmation|permission))\b
+    |^(?:keep|make)\ (?:your\ |the\ )?(?:answers|responses|replies|explanations|messages|summaries|comments
+        |commit\ messages)\ (?:short|brief|concise|terse|minimal|simple|focused)\b
+    |\b(?:respond|reply|answer|write\ (?:the\ )?(?:code\ )?(?:comments|docs|commit\ messages))\ (?:only\ )?in\ (?:english|french
+        |german|spanish|portuguese|italian|dutch|chinese|japanese|korean|russian|czech|polish)\b
+    |^(?:don'?t|do\ not|no\ need\ to|only)\ [^,;]{3,60}\ unless\ \w""",
+    _X,
+)
+DOC_POINTER = re.compile(
+    r"""\b(?:context|spec(?:ification)?s?|requirements?|instructions?|guidelines?|rules|design|architecture|conventions?
+        |documentation|docs)\b[^.;]{0,40}?\b(?:is\ in|are\ in|in|from|at|see)\ (?:the\ |this\ |our\ )?[`'"@]?[\w./-]*[\w-]+
+        \.(?:md|mdc|txt|rst|pdf|org)\b
+    |^(?:see|refer\ to)\ [`'"@]?[\w./-]+\.(?:md|mdc|rst|txt)\b[`'"]?\ (?:for|about)\b
+    |^(?:the\ )?(?:[\w-]+\ )?(?:docs|documentation|api\ reference|reference)\ (?:for\ [\w.\ -]{1,30}\ )?(?:is|are|lives?)?\ ?
+        (?:at|here)?:?\ ?https?://""",
+    _X,
+)
+# text that points at content of the moment (pasted below, shown above, attached) is a task, whatever its form
+_OF_THE_MOMENT = re.compile(
+    r"""\b(?:the\ following|as\ follows|below|above|attached|this\ (?:error|output|log|screenshot|code|snippet|diff)
+    |these\ (?:errors|changes|files|steps)|step\ \d|phase\ \d)\b""",
+    _X,
+)
 _NOW = re.compile(r"\b(?:now|currently|at\ the\ moment|right\ now|for\ now)\b")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'?m|i'?ve|i'?d|me|my|myself)\b")
 _YOU = re.compile(r"\b(?:you|your)\b")
@@ -182,6 +222,9 @@ _NEEDS: dict[str, tuple[str, ...]] = {
                "put ", "place ", "keep ", "move ", "accessible as", "available as", "exposed as", "registered as",
                "location:", "path:", "dir:", "directory:", "folder:", "repo:", "repository:", "env"),
     "command": ("run ", "official", "standard", "recommended", "canonical", "intentional", "deliberate", "on purpose"),
+    "person": ("i'm", "i am", "i know", "i understand", "i speak", "i write", "my ", "i come", "i have"),
+    "habit": ("you ", "no need", "without", "keep ", "make ", " in ", "unless"),
+    "pointer": ("http", ".md", ".mdc", ".txt", ".rst", ".pdf", ".org"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
                   "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
 }
@@ -197,6 +240,12 @@ def _kind(s: str, original: str) -> NoteType | None:
         return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
     if _may("tooling", s) and TOOLING.search(s):
         return NoteType.PROJECT
+    if _may("habit", original) and HABIT.search(original):  # "no need to …" would lose its "no" as a lead-in
+        return NoteType.FEEDBACK
+    if _may("person", s) and PERSON.search(s):
+        return NoteType.USER
+    if _may("pointer", s) and DOC_POINTER.search(s):
+        return NoteType.REFERENCE
     if _may("context", original) and CONTEXT.search(original):
         own = _FIRST_PERSON.search(s) and not re.search(r"\b(?:we|our)\b", s)
         return _person(s, NoteType.USER if own else NoteType.PROJECT)
@@ -226,6 +275,6 @@ def broad(s: str, original: str) -> NoteType | None:
     s = s.lower()
     kind = _kind(s, original.lower())
     # the task and question guard runs last: few sentences get this far
-    if kind is None or _TASKISH.search(s):
+    if kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s):
         return None
     return kind

@@ -162,7 +162,7 @@ _FILLER = re.compile(
     r"^(?:ok(?:ay)?|also|and|but|btw|by\ the\ way|fyi|oh|hey|so|well|note(?:\ that)?|nb|ps|one\ more\ thing"
     r"|for\ the\ record|for\ future\ reference|just\ so\ you\ know|just\ a\ reminder|remember(?:\ that)?"
     r"|keep\ in\ mind(?:\ that)?|important|reminder|heads[\ -]up|actually|honestly|thanks|thank\ you|great"
-    r"|got\ it|right|sure|cool|perfect|nice|again)\b[\s,:;!.\-—]*",
+    r"|got\ it|right|sure|cool|perfect|nice|again|perhaps|maybe|ideally|i\ think|i\ guess|i\ believe)\b[\s,:;!.\-—]*",
     re.I | re.X,
 )
 _NO = re.compile(r"^(?:no|nope|nah|wrong)\b[\s,:;!.\-—]+", re.I)
