@@ -132,6 +132,11 @@ def test_a_plan_handed_to_an_editor_model_is_not_the_users_word() -> None:
         ("I'm Brazilian, and the users of this shop are too.", USER),
         ("I know the billing domain very well.", USER),
         ("My editor is Helix.", USER),
+        ("Since I'm learning, explain the trade-offs as you go.", USER),
+        ("I have done some work with Kubernetes and Helm.", USER),
+        # what the project is, by what it was or is not
+        ("We migrated from a Flask app to FastAPI last month.", PROJECT),
+        ("This is not a demo.", PROJECT),
         # how the assistant should work, without always/never
         ("No need to ask before running the test suite.", FEEDBACK),
         ("Just apply the edits without asking me.", FEEDBACK),
@@ -142,6 +147,7 @@ def test_a_plan_handed_to_an_editor_model_is_not_the_users_word() -> None:
         ("The architecture is described in docs/ARCHITECTURE.md.", REFERENCE),
         ("See CONTRIBUTING.md for the branch naming.", REFERENCE),
         ("The API reference is at https://api.example.org/reference", REFERENCE),
+        ("Here is a guide for deploying Django on Fly: https://fly.example.io/docs/django", REFERENCE),
         # of the moment, whatever the form: pasted below, shown above, a numbered step, a repeat
         ("Make sure every test in the following list passes.", None),
         ("Every file below should be formatted with black.", None),

@@ -153,7 +153,9 @@ PERSON = re.compile(
     |^i\ (?:know|understand|speak|write)\ (?:[\w-]+\ ){1,5}?(?:well|deeply|fluently|natively)\b
     |^my\ (?:background|native\ language|first\ language|time\ ?zone|os|operating\ system|editor|ide|shell|machine
         |laptop|setup)\ (?:is|are)\ \S
-    |^i\ (?:come\ from|have)\ (?:a|an)\ (?:[\w-]+\ ){0,3}background\b""",
+    |^i\ (?:come\ from|have)\ (?:a|an)\ (?:[\w-]+\ ){0,3}background\b
+    |^(?:since\ |as\ |because\ )?(?:i'?m|i\ am)\ (?:still\ |just\ )?learning\b
+    |^i\ (?:have|'ve)\ (?:done\ |had\ )?(?:some|a\ little|little|no|lots\ of|a\ lot\ of|years\ of)\ (?:work|experience)\ (?:with|in)\ \S""",
     _X,
 )
 HABIT = re.compile(
@@ -172,6 +174,7 @@ DOC_POINTER = re.compile(
         |documentation|docs)\b[^.;]{0,40}?\b(?:is\ in|are\ in|in|from|at|see)\ (?:the\ |this\ |our\ )?[`'"@]?[\w./-]*[\w-]+
         \.(?:md|mdc|txt|rst|pdf|org)\b
     |^(?:see|refer\ to)\ [`'"@]?[\w./-]+\.(?:md|mdc|rst|txt)\b[`'"]?\ (?:for|about)\b
+    |\b(?:resource|docs|documentation|guide|reference|tutorial)\ (?:for|on|about)\ [\w\ .'-]{2,60}:\ ?@?https?://
     |^(?:the\ )?(?:[\w-]+\ )?(?:docs|documentation|api\ reference|reference)\ (?:for\ [\w.\ -]{1,30}\ )?(?:is|are|lives?)?\ ?
         (?:at|here)?:?\ ?https?://""",
     _X,
@@ -180,6 +183,12 @@ DOC_POINTER = re.compile(
 _OF_THE_MOMENT = re.compile(
     r"""\b(?:the\ following|as\ follows|below|above|attached|this\ (?:error|output|log|screenshot|code|snippet|diff)
     |these\ (?:errors|changes|files|steps)|step\ \d|phase\ \d)\b""",
+    _X,
+)
+# what the project is, said by what it was or is not: "we migrated from X to Y", "this is not a demo"
+ORIGIN = re.compile(
+    r"""^we\ (?:have\ )?(?:migrated|moved|switched|ported|converted)\ (?:\w+\ ){0,3}?from\ [^,;]{2,60}?\ to\ \S
+    |^(?:this|it)\ (?:is|'s)\ not\ a\ (?:\w+\ )?(?:demo|prototype|toy|poc|proof\ of\ concept|mock-?up|throwaway)\b""",
     _X,
 )
 _NOW = re.compile(r"\b(?:now|currently|at\ the\ moment|right\ now|for\ now)\b")
@@ -222,7 +231,8 @@ _NEEDS: dict[str, tuple[str, ...]] = {
                "put ", "place ", "keep ", "move ", "accessible as", "available as", "exposed as", "registered as",
                "location:", "path:", "dir:", "directory:", "folder:", "repo:", "repository:", "env"),
     "command": ("run ", "official", "standard", "recommended", "canonical", "intentional", "deliberate", "on purpose"),
-    "person": ("i'm", "i am", "i know", "i understand", "i speak", "i write", "my ", "i come", "i have"),
+    "origin": ("migrated", "moved", "switched", "ported", "converted", "not a"),
+    "person": ("i'm", "i am", "i know", "i understand", "i speak", "i write", "my ", "i come", "i have", "i've"),
     "habit": ("you ", "no need", "without", "keep ", "make ", " in ", "unless"),
     "pointer": ("http", ".md", ".mdc", ".txt", ".rst", ".pdf", ".org"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
@@ -239,6 +249,8 @@ def _kind(s: str, original: str) -> NoteType | None:
     if (_may("record", s) and RECORD.search(s)) or (_may("directive", s) and DIRECTIVE.search(s)):
         return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
     if _may("tooling", s) and TOOLING.search(s):
+        return NoteType.PROJECT
+    if _may("origin", s) and ORIGIN.search(s):
         return NoteType.PROJECT
     if _may("habit", original) and HABIT.search(original):  # "no need to …" would lose its "no" as a lead-in
         return NoteType.FEEDBACK
