@@ -32,6 +32,22 @@ they can only add notes. Each returns the note type or ``None``:
 ``tooling``     a correction of the assistant's knowledge of a tool: "that
                 flag doesn't exist", "it was renamed/removed/deprecated", "we
                 don't support this notation".
+``origin``      what the project is, by what it was or is not: "we migrated
+                from X to Y", "this is not a demo".
+``habit``       how the assistant should work, without a marker word: "no
+                need to ask/confirm …", "without asking me", "keep your
+                answers short", "reply in English", "don't … unless …".
+``person``      who the user is: "I'm a data engineer", "I'm new to Rust",
+                "I'm learning", "I have some experience with X", "I'm from
+                …", "my editor is …".
+``pointer``     where the project's own documents are: "the architecture is
+                in docs/ARCHITECTURE.md", "see CONTRIBUTING.md for …", a
+                labelled docs or resource URL.
+
+These four are written by kind of statement, not from any one transcript,
+and were kept only where the dev split showed them right (ADR 0008). Any cued
+sentence that points at content of the moment ("the following", "below",
+"above", "attached", "this error", "step 2") is a task, whatever its form.
 
 Type: a sentence about the user's own setup or taste ("I", "my") is
 ``user``; one that tells the assistant how to work (imperative, "you") is
