@@ -7,8 +7,12 @@ from the most recent message back to the root (across compaction boundaries
 through ``logicalParentUuid``). Sidechain records (sub-agents) are skipped.
 
 A root turn starts at a user message carrying the user's own words; its id is
-that message's ``uuid`` (a fork-point id that survives rewinds). Tool results,
-meta messages and injected boilerplate never start a turn. The turn's
+that message's ``uuid`` (a fork-point id that survives rewinds). A message
+typed while the assistant was working is a ``queued_command`` attachment
+record on the branch; it starts a turn the same way (the assistant's later
+output answers it). Tool results, meta messages, records whose ``origin`` is
+not the user (background-task notifications) and injected boilerplate never
+start a turn. The turn's
 assistant text is the concatenation of the text blocks of its assistant
 messages. A turn is complete when a new prompt follows it, or when its last
 assistant message stopped for a reason other than ``tool_use``; a trailing
@@ -104,8 +108,11 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
             parent_ids[i] = rec.get("parentUuid") or rec.get("logicalParentUuid")
             if kind in _MESSAGE_TYPES and not rec.get("isSidechain"):
                 leaf = i
-                if kind == "user" and not _claude.only_tool_results(rec["message"]["content"]):
+                if (kind == "user" and _claude.human(rec.get("origin"))
+                        and not _claude.only_tool_results(rec["message"]["content"])):
                     prompts += 1
+            elif kind == "attachment" and not rec.get("isSidechain") and _claude.queued_prompt(rec.get("attachment")):
+                prompts += 1
     parents = array("q", (nodes.get(p, -1) if p is not None else -1 for p in parent_ids))
     del parent_ids
     return nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts
@@ -137,12 +144,21 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> It
 
     for node in chain:
         rec = src.at(offsets[node], numbers[node])
-        if rec.get("isSidechain") or rec.get("type") not in _MESSAGE_TYPES:
+        if rec.get("isSidechain"):
+            continue
+        if rec.get("type") == "attachment":
+            queued = _claude.queued_prompt(rec.get("attachment"))
+            if queued:
+                yield from close(current)
+                current, pending_command = _Open(rec["uuid"], queued), None
+            continue
+        if rec.get("type") not in _MESSAGE_TYPES:
             continue
         _check(numbers[node], rec)
         content = rec["message"]["content"]
         if rec["type"] == "user":
-            if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("isVisibleInTranscriptOnly"):
+            if (rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("isVisibleInTranscriptOnly")
+                    or not _claude.human(rec.get("origin"))):
                 continue
             if _claude.only_tool_results(content):
                 if current is not None:
