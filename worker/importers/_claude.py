@@ -19,7 +19,7 @@ not as a user record: :func:`queued_prompt` reads it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 # Context the harness adds around or beside the user's words; removed wherever it stands.
 _CONTEXT = re.compile(
@@ -48,7 +48,7 @@ _INJECTED_PREFIXES = (
 NOISE_BLOCKS = frozenset({"thinking", "redacted_thinking", "tool_use", "tool_result", "server_tool_use", "image", "document"})
 
 
-def is_blocks(value: Any) -> bool:
+def is_blocks(value: Any) -> TypeGuard[list[dict[str, Any]]]:
     """True for a list of content blocks (dicts carrying a string ``type``)."""
     return isinstance(value, list) and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in value)
 
@@ -107,6 +107,6 @@ def queued_prompt(attachment: Any) -> str:
     if attachment.get("commandMode", "prompt") != "prompt" or not human(attachment.get("origin")):
         return ""
     content = attachment.get("prompt")
-    if not isinstance(content, str) and not is_blocks(content):
-        return ""
-    return clean_prompt("\n\n".join(block_texts(content)))
+    if isinstance(content, str):
+        return clean_prompt(content)
+    return clean_prompt("\n\n".join(block_texts(content))) if is_blocks(content) else ""
