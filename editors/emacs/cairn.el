@@ -521,42 +521,54 @@ The mode line and the cockpit read it; refreshed after every job.")
     (setq cairn--spinner-timer nil))
   (force-mode-line-update t))
 
-(defun cairn-command-async (workspace command argument &optional on-done)
-  "Execute cairn COMMAND with ARGUMENT in WORKSPACE without waiting.
+(defun cairn--stop-in-flight (message)
+  "Count one asynchronous command as answered; show MESSAGE unless nil."
+  (cl-decf cairn--in-flight)
+  (force-mode-line-update t)
+  (when message (message "%s" message)))
+
+(defun cairn--command-async (server command arguments &optional on-done on-error)
+  "Execute COMMAND with ARGUMENTS (a vector) on SERVER without waiting.
 Emacs stays usable while the server works (a spinner turns in the mode
-line and the cockpit header).  ON-DONE is called with the result, from
-a timer rather than the connection's process filter (so that it may
-make requests of its own); an error is shown in the echo area.
-`cairn--in-flight' counts the command until ON-DONE has returned.
-Return nil."
-  (let ((server (cairn-connect workspace)))
-    (cl-incf cairn--in-flight)
-    (unless (timerp cairn--spinner-timer)
-      (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
-    (force-mode-line-update t)
+line and the cockpit header).  Once the server answers, the usual
+follow-ups run (`cairn--after-command'), then ON-DONE with the result.
+On an error or a timeout the echo area says why and ON-ERROR, when
+given, is called with that one-line message.  Both callbacks run from
+a timer, never inside the connection's process filter, so that they
+may make synchronous requests of their own (made inside the filter,
+their answers would interleave with this one's and get lost).
+`cairn--in-flight' counts the command until its callback has
+returned.  Return nil."
+  (cl-incf cairn--in-flight)
+  (unless (timerp cairn--spinner-timer)
+    (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
+  (force-mode-line-update t)
+  (let ((failed (lambda (text)
+                  (run-at-time 0 nil
+                               (lambda ()
+                                 (unwind-protect
+                                     (when on-error (funcall on-error text))
+                                   (cairn--stop-in-flight (concat "cairn: " text))))))))
     (jsonrpc-async-request
-     server :workspace/executeCommand (list :command command :arguments (vector argument))
+     server :workspace/executeCommand (list :command command :arguments arguments)
      :timeout cairn-request-timeout
      :success-fn (lambda (result)
-                   ;; Out of the process filter: the follow-up refreshes with
-                   ;; synchronous requests, which must never run inside the
-                   ;; filter (their answers would interleave with this one's).
                    (run-at-time 0 nil
                                 (lambda ()
                                   (unwind-protect
                                       (progn (cairn--after-command server command result)
                                              (when on-done (funcall on-done result)))
-                                    (cl-decf cairn--in-flight)))))
+                                    (cairn--stop-in-flight nil)))))
      :error-fn (lambda (err)
-                 (cl-decf cairn--in-flight)
-                 (force-mode-line-update t)
-                 (message "cairn: %s" (or (plist-get err :message) err)))
+                 (funcall failed (format "%s" (or (plist-get err :message) err))))
      :timeout-fn (lambda ()
-                   (cl-decf cairn--in-flight)
-                   (force-mode-line-update t)
-                   (message "cairn: %s timed out (see `cairn-request-timeout')" command)))
-    nil))
+                   (funcall failed (format "%s timed out (see `cairn-request-timeout')" command)))))
+  nil)
 
+(defun cairn-command-async (workspace command argument &optional on-done on-error)
+  "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE without waiting.
+ON-DONE and ON-ERROR as in `cairn--command-async'.  Return nil."
+  (cairn--command-async (cairn-connect workspace) command (vector argument) on-done on-error))
 
 (defvar cairn-workspace-changed-functions nil
   "Functions called with a workspace root after its memory or backlog changed.
@@ -609,16 +621,16 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
 
 (if (fboundp 'eglot-execute)
     (cl-defmethod eglot-execute :around ((server cairn-eglot-server) action)
-      "Run cairn commands with the cairn timeout and follow-ups."
+      "Run cairn commands without blocking Emacs, with the cairn follow-ups."
       (let ((cmd (plist-get action :command)))
         (if (stringp cmd)
-            (cairn--command-request server cmd (or (plist-get action :arguments) []))
+            (cairn--command-async server cmd (or (plist-get action :arguments) []))
           (cl-call-next-method))))
   (with-no-warnings
     (cl-defmethod eglot-execute-command :around ((server cairn-eglot-server) command arguments)
-      "Run cairn commands with the cairn timeout and follow-ups."
+      "Run cairn commands without blocking Emacs, with the cairn follow-ups."
       (ignore #'cl-call-next-method)
-      (cairn--command-request server (format "%s" command) (or arguments [])))))
+      (cairn--command-async server (format "%s" command) (or arguments [])))))
 
 (defun cairn--revert-workspace-buffers (workspace)
   "Revert unmodified buffers under WORKSPACE whose files changed on disk."
@@ -926,17 +938,24 @@ nothing to `minor-mode-map-alist'.")
   "Give this buffer a local map of KEYS over its major mode's map."
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map (make-composed-keymap keys (current-local-map)))
-    (use-local-map map)))
+    (use-local-map map))
+  ;; `diff-mode' puts its read-only keys (r restricts the view) above the
+  ;; local map, in `minor-mode-overriding-map-alist': KEYS come first there too
+  (setq-local minor-mode-overriding-map-alist
+              (mapcar (lambda (entry) (cons (car entry) (make-composed-keymap keys (cdr entry))))
+                      minor-mode-overriding-map-alist)))
 
 (defun cairn--proposal-decide (command done)
-  "Run COMMAND on this buffer's proposal; message DONE; quit the window."
+  "Run COMMAND on this buffer's proposal without waiting; quit the window.
+The echo area says DONE once the server answered, or why it refused
+\(then the proposal is still pending: show it again to decide)."
   (unless cairn-proposal--id (user-error "No proposal in this buffer"))
-  (let ((server (cairn-connect cairn-proposal--workspace))
-        (id cairn-proposal--id))
-    (cairn--command-request server command
-                            (vector (list :workspace cairn-proposal--workspace :ids (vector id))))
-    (message "cairn: %s %s" done id)
-    (quit-window)))
+  (let ((id cairn-proposal--id))
+    (cairn-command-async cairn-proposal--workspace command
+                         (list :workspace cairn-proposal--workspace :ids (vector id))
+                         (lambda (_result) (message "cairn: %s %s" done id)))
+    (let ((win (get-buffer-window (current-buffer))))
+      (when win (quit-window nil win)))))
 
 (defun cairn-proposal-accept ()
   "Accept the proposal shown in this buffer."

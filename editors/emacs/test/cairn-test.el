@@ -184,6 +184,22 @@ Decisions run asynchronously: wait until none is in flight."
     (prog1 (call-interactively cmd)
       (cairn-test--until "decisions in flight" (lambda () (= 0 cairn--in-flight))))))
 
+(defun cairn-test--async (start &optional while-waiting)
+  "Call START, which must send a cairn command without waiting for it.
+Right after START returns, the command is in flight (the spinner
+turns) and WHILE-WAITING, when given, is called; then wait for the
+answer and its follow-ups.  Return START's value."
+  (let ((value (funcall start)))
+    (should (> cairn--in-flight 0))
+    (should (cairn--spinner))
+    (when while-waiting (funcall while-waiting))
+    (cairn-test--until "the command's answer" (lambda () (= 0 cairn--in-flight)))
+    value))
+
+(defun cairn-test--ids ()
+  "Ids of the cockpit's rows, top to bottom."
+  (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))
+
 (defun cairn-test--cockpit ()
   "The cockpit buffer of the test workspace."
   (or (cairn-cockpit-buffer cairn-test--ws) (ert-fail "no cockpit buffer")))
@@ -454,9 +470,15 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
             (cairn-test--press "?"))
           (with-current-buffer "*cairn keys*"
             (should (string-match-p "accept the proposal" (buffer-string))))
-          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
-            (cairn-test--press "r"))
+          ;; r in the details buffer: asks, then rejects without blocking; no keeps it
+          (with-current-buffer "*cairn proposal*"
+            (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) nil)))
+              (call-interactively (key-binding "r")))
+            (should (= 0 cairn--in-flight))
+            (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+              (cairn-test--async (lambda () (call-interactively (key-binding "r"))))))
           (should (equal (cairn-test--snapshot) before))
+          (should-not (member id (cairn-test--ids)))
           (cairn-cockpit-switch-view "history")
           (cairn-test--goto-row id)
           (should (equal (plist-get (tabulated-list-get-id) :state) "rejected"))
@@ -493,11 +515,12 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           (should (eq (plist-get (car actions) :isPreferred) t))
           (should accept)
           (should show)
-          (cairn-execute-action server show)
+          ;; both run without blocking Emacs
+          (cairn-test--async (lambda () (cairn-execute-action server show)))
           (with-current-buffer "*cairn diff*"
             (should (string-match-p "MEMORY.md" (buffer-string))))
           (should (equal (cairn-test--snapshot) before))
-          (cairn-execute-action server accept)
+          (cairn-test--async (lambda () (cairn-execute-action server accept)))
           (should-not (equal (cairn-test--snapshot) before))
           ;; the unmodified buffer follows the file
           (should (equal (buffer-substring-no-properties (point-min) (point-max))
@@ -720,10 +743,16 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
             (call-interactively (key-binding "\C-c\C-k")))
           (should-not (file-exists-p target)))
         (cairn-test--press "e")
-        (with-current-buffer (format "*cairn edit: %s*" (plist-get row :id))
-          (goto-char (point-max))
-          (insert "Added while reviewing.\n")
-          (call-interactively (key-binding "\C-c\C-c")))
+        (let ((edit (get-buffer (format "*cairn edit: %s*" (plist-get row :id)))))
+          (with-current-buffer edit
+            (goto-char (point-max))
+            (insert "Added while reviewing.\n")
+            ;; C-c C-c returns at once; the buffer waits, read-only, for the answer
+            (cairn-test--async (lambda () (call-interactively (key-binding "\C-c\C-c")))
+                               (lambda ()
+                                 (should (buffer-live-p edit))
+                                 (should buffer-read-only))))
+          (should-not (buffer-live-p edit)))
         (should (string-match-p "Added while reviewing\\.\n\\'"
                                 (with-temp-buffer (insert-file-contents target) (buffer-string))))
         (should-not (member (plist-get row :id) (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
@@ -733,16 +762,40 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           (cairn-test--goto-row (plist-get edited :id))
           (cairn-test--press "u")
           (should-not (file-exists-p target)))
-        ;; d: the diff buffer gets focus, and a there accepts
+        ;; refused (decided meanwhile through the command line): the edited text stays
         (cairn-cockpit-switch-view "candidates")
+        (let* ((pending (cl-remove-if-not (lambda (r) (and (equal (plist-get r :state) "pending")
+                                                           (plist-get r :id)))
+                                          (cairn-test--rows)))
+               (other (plist-get (car pending) :id)))
+          (should (>= (length pending) 2))
+          (cairn-test--goto-row other)
+          (cairn-test--press "e")
+          (should (= 0 (cairn-test--cli "reject" other)))
+          (let ((edit (get-buffer (format "*cairn edit: %s*" other))))
+            (with-current-buffer edit
+              (goto-char (point-max))
+              (insert "Kept after a refusal.\n")
+              (cairn-test--async (lambda () (call-interactively (key-binding "\C-c\C-c")))))
+            (should (buffer-live-p edit))
+            (with-current-buffer edit
+              (should-not buffer-read-only)
+              (should (string-match-p "Kept after a refusal\\.\n\\'" (buffer-string)))
+              (call-interactively (key-binding "\C-c\C-k"))))
+          (should (string-match-p (format "cairn: .*%s" (regexp-quote other)) (cairn-test--messages))))
+        ;; d: the diff buffer gets focus; a there accepts without blocking
+        (revert-buffer)
         (let ((id (plist-get (cl-find-if (lambda (r) (equal (plist-get r :state) "pending")) (cairn-test--rows))
                              :id)))
           (cairn-test--goto-row id)
           (cairn-test--press "d")
           (should (equal (buffer-name (window-buffer (selected-window))) "*cairn diff*"))
           (with-current-buffer "*cairn diff*"
-            (call-interactively (key-binding "a")))
-          (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
+            (cairn-test--async (lambda () (call-interactively (key-binding "a")))))
+          (should-not (member id (cairn-test--ids)))
+          (cairn-cockpit-switch-view "history")
+          (cairn-test--goto-row id)
+          (should (equal (plist-get (tabulated-list-get-id) :state) "applied")))))))
 
 (ert-deftest cairn-menu-with-and-without-transient ()
   "? is the cairn menu: a key help whose next key runs a global command, or transient when present."
