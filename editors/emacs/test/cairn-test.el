@@ -630,6 +630,43 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
                              (lambda () (string-match-p (format "\\` %d proposals" (1- n)) (cairn-cockpit--header))))
           (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
 
+(ert-deftest cairn-cockpit-follows-the-servers-notifications ()
+  "With no poll, what the server finishes updates an open cockpit's header and rows without g.
+A job's finish line refreshes it; with those lines ignored, a
+diagnostics update does (and shows a decision made with the CLI)."
+  (cairn-test--with-workspace
+    (let ((cairn-cockpit-poll-seconds nil))
+      (cairn-test--memory-files)
+      (with-current-buffer (cairn-cockpit cairn-test--ws)
+        (should-not cairn-cockpit--poll-timer)
+        (should (string-match-p "\\` 0 proposals · propose mode" (cairn-cockpit--header)))
+        (should-not (cairn-test--rows))
+        ;; turns and the session's end are notifications; the digest job's finish line refreshes
+        (cairn-test--feed "s1")
+        (should (cairn-session-event cairn-test--ws "s1" "session-end"))
+        (cairn-test--until "the digests in the cockpit's header"
+                           (lambda () (string-match-p "· digests [1-9]" (cairn-cockpit--header))))
+        ;; a review is queued and answered at once: its proposals show when it finished
+        (cairn-review cairn-test--ws)
+        (cairn-test--until "the review's proposals in the cockpit"
+                           (lambda () (let ((n (length (cairn-test--rows))))
+                                        (and (> n 0) (string-match-p (format "\\` %d proposals" n)
+                                                                     (cairn-cockpit--header))))))
+        ;; finish lines ignored: the diagnostics updates of an open memory file
+        ;; refresh (the review's end republishes them after its fresh snapshot)
+        (cl-letf (((symbol-function 'cairn--finish-line-p) #'ignore))
+          (let* ((ids (cairn-test--ids))
+                 (n (length ids)))
+            (should (= 0 (cairn-test--cli "reject" (car ids))))
+            (should (member (car ids) (cairn-test--ids)))
+            (cairn-mode 1)
+            (find-file-noselect (cairn-test--file ".agents/memory/MEMORY.md"))
+            (cairn-review cairn-test--ws)
+            (cairn-test--until "the command line's decision in the cockpit"
+                               (lambda () (and (not (member (car ids) (cairn-test--ids)))
+                                               (string-match-p (format "\\` %d proposals" (1- n))
+                                                               (cairn-cockpit--header)))))))))))
+
 (ert-deftest cairn-missing-server-program-is-reported-once ()
   "Opening memory files without the cairn program: one clear message, no error."
   (cairn-test--with-workspace
