@@ -898,6 +898,114 @@ diagnostics update does (and shows a decision made with the CLI)."
       (let ((err (should-error (cairn-remember (car bad) (cadr bad) cairn-test--ws))))
         (should (string-match-p "E_USAGE" (cairn--error-message err)))))))
 
+(defun cairn-test--cells ()
+  "The cells of the cockpit row at point: alist (COLUMN TEXT CUT).
+TEXT is the cell's text; CUT is non-nil when the display truncates it."
+  (let ((pos (line-beginning-position)) (end (line-end-position)) cells)
+    (while (< pos end)
+      (let ((next (next-single-property-change pos 'tabulated-list-column-name nil end))
+            (name (get-text-property pos 'tabulated-list-column-name)))
+        (when name
+          (push (list name (string-trim (buffer-substring-no-properties pos next))
+                      (cl-loop for p from pos below next thereis (equal (get-text-property p 'display) "…")))
+                cells))
+        (setq pos next)))
+    (nreverse cells)))
+
+(defun cairn-test--title-column ()
+  "The column where the cockpit's last column (the title) starts."
+  (+ tabulated-list-padding
+     (cl-loop for col across (substring tabulated-list-format 0 -1) sum (1+ (nth 1 col)))))
+
+(ert-deftest cairn-cockpit-columns-follow-the-window-one-cockpit-per-workspace ()
+  "Columns are sized from the window: at 80 the state, kind and title's start fit; no repeated prefixes.
+Each workspace has its own cockpit buffer, *cairn: NAME*."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (should (= 80 (window-body-width (get-buffer-window (current-buffer)))))
+      (should (<= (cairn-test--title-column) 46))
+      (dolist (row (cairn-test--rows))
+        (cairn-test--goto-row (plist-get row :id))
+        (let ((cells (cairn-test--cells)))
+          (dolist (column '("State" "Kind" "Ev"))
+            (should-not (nth 2 (assoc column cells))))
+          ;; the kind says what the title's "New X memory:" said; no shared folder prefix
+          (should (string-match-p "\\`new \\(feedback\\|project\\|user\\|reference\\)\\'"
+                                  (nth 1 (assoc "Kind" cells))))
+          (should-not (string-match-p "memory: " (nth 1 (assoc "Title" cells))))
+          (should-not (nth 2 (assoc "Title" cells)))
+          (should (equal (concat ".agents/memory/" (nth 1 (assoc "Target" cells))) (plist-get row :target)))))
+      ;; a wider window: wider targets, redrawn without a request, point on its row
+      (let* ((row (nth 1 (cairn-test--rows)))
+             (narrow (nth 1 (aref tabulated-list-format 3))))
+        (cairn-test--goto-row (plist-get row :id))
+        (cl-letf (((symbol-function 'window-body-width) (lambda (&rest _) 200))
+                  ((symbol-function 'jsonrpc-request) (lambda (&rest _) (error "No request on resize"))))
+          (cairn-cockpit--resized (get-buffer-window (current-buffer))))
+        (should (> (nth 1 (aref tabulated-list-format 3)) (+ narrow 30)))
+        (should (equal (plist-get (tabulated-list-get-id) :id) (plist-get row :id)))))
+    ;; a second workspace: its own buffer; the first stays and is found again
+    (let ((ws2 (directory-file-name (file-truename (make-temp-file "cairn-ert-two-" t)))))
+      (unwind-protect
+          (let ((one (cairn-cockpit cairn-test--ws))
+                (two (progn (make-directory (expand-file-name ".agents/memory" ws2) t)
+                            (cairn-cockpit ws2))))
+            (should-not (eq one two))
+            (should (equal (buffer-name two) (format "*cairn: %s*" (file-name-nondirectory ws2))))
+            (should (eq (cairn-cockpit cairn-test--ws) one))
+            (should (eq (cairn-cockpit-buffer ws2) two))
+            (should (cairn-test--rows))
+            (with-current-buffer two (should-not tabulated-list-entries)))
+        (cairn-test--cleanup ws2)))))
+
+(ert-deftest cairn-cockpit-region-confirmation-spinner-and-id-completion ()
+  "a on a region decides its rows; r asks first (no keeps them); decisions spin; ids complete."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let ((ids (cairn-test--ids)))
+        (should (>= (length ids) 3))
+        ;; r on the first row, answered no: nothing is sent
+        (cairn-test--goto-row (car ids))
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) nil)))
+          (cairn-test--press "r"))
+        (should (equal (cairn-test--ids) ids))
+        ;; the region over the first two rows: a accepts both, without blocking
+        (transient-mark-mode 1)
+        (cairn-test--goto-row (car ids))
+        (set-mark (point))
+        (cairn-test--goto-row (nth 1 ids))
+        (end-of-line)
+        (activate-mark)
+        (cairn-test--async (lambda () (call-interactively (key-binding "a")))
+                           (lambda () (should (string-match-p "| working " (cairn-cockpit--header)))))
+        (should-not (cl-intersection (list (car ids) (nth 1 ids)) (cairn-test--ids) :test #'equal))
+        (should-not (string-match-p "| working " (cairn-cockpit--header)))
+        ;; ids complete, annotated with target and title; accept and show by id
+        (let* ((third (nth 2 ids))
+               seen)
+          (cl-letf (((symbol-function 'completing-read)
+                     (lambda (_prompt table &rest _)
+                       (setq seen (mapcar (lambda (id)
+                                            (cons id (funcall (plist-get completion-extra-properties
+                                                                         :annotation-function)
+                                                              id)))
+                                          (all-completions "" table)))
+                       third)))
+            (cairn-show-proposal cairn-test--ws (cairn-read-proposal-id cairn-test--ws))
+            (should (equal (mapcar #'car seen) (cairn-test--ids)))
+            (should (string-match-p "\\.agents/memory/.*  " (cdr (assoc third seen))))
+            (with-current-buffer "*cairn proposal*"
+              (should (string-match-p (concat "^id +" third) (buffer-string))))
+            (let ((current-prefix-arg nil))
+              (cairn-test--async (lambda () (call-interactively #'cairn-accept-proposal)))))
+          (should-not (member third (cairn-test--ids)))
+          (cairn-cockpit-switch-view "history")
+          (dolist (id (list (car ids) (nth 1 ids) third))
+            (cairn-test--goto-row id)
+            (should (equal (plist-get (tabulated-list-get-id) :state) "applied"))))))))
+
 (ert-deftest cairn-cockpit-header-shows-todays-usage ()
   "The header adds today's provider usage (requests, tokens, cost) and hides it when there was none."
   (let ((st (list :refreshed 1.0 :proposals 2 :mode "propose"
