@@ -566,8 +566,9 @@ returned.  Return nil."
   nil)
 
 (defun cairn-command-async (workspace command argument &optional on-done on-error)
-  "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE without waiting.
-ON-DONE and ON-ERROR as in `cairn--command-async'.  Return nil."
+  "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE.
+Does not wait for the answer: ON-DONE and ON-ERROR as in
+`cairn--command-async'.  Return nil."
   (cairn--command-async (cairn-connect workspace) command (vector argument) on-done on-error))
 
 (defvar cairn-workspace-changed-functions nil
