@@ -452,9 +452,25 @@ for a real memory file there."
   "The workspace root path of SERVER."
   (cairn--server-workspace server))
 
+(defvar cairn--requesting nil
+  "Non-nil while a synchronous cairn request waits for its answer.")
+
 (defun cairn-request (server method params)
   "Send request METHOD with PARAMS to SERVER and wait for the result."
-  (jsonrpc-request server method params :timeout cairn-request-timeout))
+  (let ((cairn--requesting t))
+    (jsonrpc-request server method params :timeout cairn-request-timeout)))
+
+(defun cairn--run-soon (function &rest args)
+  "Call FUNCTION with ARGS from a timer, once no cairn request waits.
+Follow-ups that make synchronous requests run this way, never inside
+a process filter.  Nor while a synchronous request waits: its waiting
+runs timers, and a request made there could receive the waiting one's
+answer, whose delivery unwinds through FUNCTION and cuts it short."
+  (run-at-time (if cairn--requesting 0.05 0) nil
+               (lambda ()
+                 (if cairn--requesting
+                     (apply #'cairn--run-soon function args)
+                   (apply function args)))))
 
 (defun cairn--error-message (err)
   "The server's message from ERR, a `jsonrpc-error' or any error."
@@ -491,9 +507,7 @@ The mode line and the cockpit read it; refreshed after every job.")
   "Execute COMMAND with ARGUMENTS (a vector) on SERVER; return its result."
   (cairn--after-command
    server command
-   (jsonrpc-request server :workspace/executeCommand
-                    (list :command command :arguments arguments)
-                    :timeout cairn-request-timeout)))
+   (cairn-request server :workspace/executeCommand (list :command command :arguments arguments))))
 
 (defun cairn-command (workspace command argument)
   "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE."
@@ -534,9 +548,10 @@ line and the cockpit header).  Once the server answers, the usual
 follow-ups run (`cairn--after-command'), then ON-DONE with the result.
 On an error or a timeout the echo area says why and ON-ERROR, when
 given, is called with that one-line message.  Both callbacks run from
-a timer, never inside the connection's process filter, so that they
-may make synchronous requests of their own (made inside the filter,
-their answers would interleave with this one's and get lost).
+a timer (`cairn--run-soon'), never inside the connection's process
+filter, so that they may make synchronous requests of their own (made
+inside the filter, their answers would interleave with this one's and
+get lost).
 `cairn--in-flight' counts the command until its callback has
 returned.  Return nil."
   (cl-incf cairn--in-flight)
@@ -544,21 +559,21 @@ returned.  Return nil."
     (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
   (force-mode-line-update t)
   (let ((failed (lambda (text)
-                  (run-at-time 0 nil
-                               (lambda ()
-                                 (unwind-protect
-                                     (when on-error (funcall on-error text))
-                                   (cairn--stop-in-flight (concat "cairn: " text))))))))
+                  (cairn--run-soon
+                   (lambda ()
+                     (unwind-protect
+                         (when on-error (funcall on-error text))
+                       (cairn--stop-in-flight (concat "cairn: " text))))))))
     (jsonrpc-async-request
      server :workspace/executeCommand (list :command command :arguments arguments)
      :timeout cairn-request-timeout
      :success-fn (lambda (result)
-                   (run-at-time 0 nil
-                                (lambda ()
-                                  (unwind-protect
-                                      (progn (cairn--after-command server command result)
-                                             (when on-done (funcall on-done result)))
-                                    (cairn--stop-in-flight nil)))))
+                   (cairn--run-soon
+                    (lambda ()
+                      (unwind-protect
+                          (progn (cairn--after-command server command result)
+                                 (when on-done (funcall on-done result)))
+                        (cairn--stop-in-flight nil)))))
      :error-fn (lambda (err)
                  (funcall failed (format "%s" (or (plist-get err :message) err))))
      :timeout-fn (lambda ()
@@ -590,10 +605,12 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
     (push (cons workspace
                 (run-at-time 0.2 nil
                              (lambda ()
-                               (setq cairn--changed-timers
-                                     (cl-remove workspace cairn--changed-timers
-                                                :key #'car :test #'equal))
-                               (cairn--workspace-changed workspace))))
+                               (cairn--run-soon
+                                (lambda ()
+                                  (setq cairn--changed-timers
+                                        (cl-remove workspace cairn--changed-timers
+                                                   :key #'car :test #'equal))
+                                  (cairn--workspace-changed workspace))))))
           cairn--changed-timers)))
 
 (defun cairn--after-command (server command result)
@@ -701,7 +718,7 @@ while draining; clicking it opens the cockpit (`cairn-lighter-map')."
     (force-mode-line-update t)
     (when (equal kind "end")
       (let ((ws (cairn--workspace server)))
-        (run-at-time 0 nil #'cairn--workspace-changed ws)))))
+        (cairn--run-soon #'cairn--workspace-changed ws)))))
 
 (cl-defmethod eglot-handle-request
   ((_server cairn-eglot-server) (_method (eql window/workDoneProgress/create)) &key &allow-other-keys)

@@ -63,6 +63,19 @@
 (advice-add 'jsonrpc--process-filter :around #'cairn-test--filter-advice)
 (advice-add 'jsonrpc-request :before #'cairn-test--request-advice)
 
+;; Nor may a synchronous request start while another one waits (from a
+;; timer run by that wait): the inner wait can receive the outer answer,
+;; whose delivery unwinds through the timer and cuts its work short.
+(defvar cairn-test--waiting nil "Non-nil while a synchronous jsonrpc request waits.")
+(defvar cairn-test--nested-requests nil "Methods requested while another request waited.")
+
+(defun cairn-test--nesting-advice (request connection method &rest args)
+  "Run REQUEST of METHOD on CONNECTION with ARGS; note METHOD if another request waits."
+  (when cairn-test--waiting (push method cairn-test--nested-requests))
+  (let ((cairn-test--waiting t)) (apply request connection method args)))
+
+(advice-add 'jsonrpc-request :around #'cairn-test--nesting-advice)
+
 (defvar cairn-test--ws nil "The current test workspace (no trailing slash).")
 
 (defun cairn-test--cleanup (ws)
@@ -89,9 +102,11 @@
   `(let* ((cairn-test--ws (directory-file-name (file-truename (make-temp-file "cairn-ert-" t))))
           (cairn-server-command (cairn-test--server-command))
           (cairn-progress-log nil))
-     (setq cairn-test--requests-in-filter nil)
+     (setq cairn-test--requests-in-filter nil
+           cairn-test--nested-requests nil)
      (unwind-protect (progn ,@body
-                            (should-not cairn-test--requests-in-filter))
+                            (should-not cairn-test--requests-in-filter)
+                            (should-not cairn-test--nested-requests))
        (cairn-test--cleanup cairn-test--ws))))
 
 (defun cairn-test--until (what pred &optional timeout)
@@ -283,6 +298,23 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
     (let ((st (cairn-status cairn-test--ws)))
       (should (= 0 (plist-get st :pending)))
       (should (> (plist-get st :digests) 0)))))
+
+(ert-deftest cairn-follow-ups-wait-until-no-request-waits ()
+  "A follow-up that makes requests runs from a timer, but never while a synchronous request waits.
+Waiting runs timers: a request made there could take the waiting
+one's answer.  Async decisions, refreshes on server news and the
+cockpit's poll schedule their follow-ups this way."
+  (cairn-test--with-workspace
+    (let ((server (cairn-connect cairn-test--ws))
+          (ran nil))
+      (cairn--run-soon (lambda ()
+                         (push (if cairn-test--waiting 'while-waiting 'after) ran)
+                         (cairn-status cairn-test--ws)))
+      (should-not ran)                  ; not at once: from a timer
+      (should (plist-get (cairn-request server :cairn/status (list :workspace cairn-test--ws)) :workspace))
+      (should-not ran)                  ; not during that request's wait
+      (cairn-test--until "the follow-up" (lambda () ran))
+      (should (equal ran '(after))))))
 
 (ert-deftest cairn-gptel-adapter-sends-stable-turns-and-session-events ()
   "The gptel hook sends turns with stable ids; clear and kill end sessions."
