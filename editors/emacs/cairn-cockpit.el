@@ -434,12 +434,12 @@ the timer when no cockpit buffer is left."
                              (cairn--cache-status ws st)
                              ;; redraw from a timer: reverting makes requests,
                              ;; never from inside the process filter
-                             (run-at-time 0 nil
-                                          (lambda ()
-                                            (when (buffer-live-p buf)
-                                              (with-current-buffer buf
-                                                (when (cairn-cockpit--changed-p cairn-cockpit--status st)
-                                                  (revert-buffer)))))))
+                             (cairn--run-soon
+                              (lambda ()
+                                (when (buffer-live-p buf)
+                                  (with-current-buffer buf
+                                    (when (cairn-cockpit--changed-p cairn-cockpit--status st)
+                                      (revert-buffer)))))))
                :error-fn #'ignore :timeout-fn #'ignore))))))))
 
 ;;;###autoload

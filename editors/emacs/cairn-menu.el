@@ -96,8 +96,8 @@ Candidates show the target and title next to the id."
 (defun cairn-accept-proposal (workspace id)
   "Accept proposal ID of WORKSPACE (read with completion)."
   (interactive (cairn--read-workspace-and-id "Accept proposal: "))
-  (cairn-command workspace "cairn.accept" (list :workspace workspace :ids (vector id)))
-  (message "cairn: accepted %s" id))
+  (cairn-command-async workspace "cairn.accept" (list :workspace workspace :ids (vector id))
+                       (lambda (_result) (message "cairn: accepted %s" id))))
 
 (defun cairn-show-proposal (workspace id)
   "Show proposal ID of WORKSPACE (read with completion): details and diff."
@@ -154,19 +154,41 @@ the reviewed before-state), \\[cairn-edit-abort] aborts.  Return the buffer."
     (save-current-buffer (select-window (display-buffer buf)))
     buf))
 
+(defvar-local cairn-edit--accepting nil
+  "Non-nil while the edited text of this buffer waits for the server's answer.")
+
 (defun cairn-edit-accept ()
-  "Accept the edited text of this buffer's proposal; kill the buffer."
+  "Accept the edited text of this buffer's proposal without blocking Emacs.
+The buffer is read-only while the server checks and writes the text;
+once it answered, the buffer is killed.  When the server refuses (the
+proposal was decided meanwhile, the file changed), the buffer stays
+with the edited text and the echo area says why."
   (interactive)
   (unless cairn-edit--id (user-error "This buffer edits no cairn proposal"))
-  (let* ((id cairn-edit--id)
-         (result (cairn-command cairn-edit--workspace "cairn.acceptEdited"
-                                (list :workspace cairn-edit--workspace :id id
-                                      :text (buffer-substring-no-properties (point-min) (point-max)))))
-         (new (plist-get (plist-get result :result) :id)))
-    (set-buffer-modified-p nil)
-    (quit-window t)
-    (message "cairn: accepted your version of %s as %s (u in History undoes it)" id new)
-    new))
+  (when cairn-edit--accepting (user-error "Already accepting; wait for the server's answer"))
+  (let ((id cairn-edit--id)
+        (buf (current-buffer)))
+    (setq cairn-edit--accepting t
+          buffer-read-only t)
+    (cairn-command-async
+     cairn-edit--workspace "cairn.acceptEdited"
+     (list :workspace cairn-edit--workspace :id id
+           :text (buffer-substring-no-properties (point-min) (point-max)))
+     (lambda (result)
+       (when (buffer-live-p buf)
+         (with-current-buffer buf
+           (set-buffer-modified-p nil)
+           (let ((win (get-buffer-window buf)))
+             (if win (quit-window t win) (kill-buffer buf)))))
+       (message "cairn: accepted your version of %s as %s (u in History undoes it)"
+                id (plist-get (plist-get result :result) :id)))
+     (lambda (_text)
+       (when (buffer-live-p buf)
+         (with-current-buffer buf
+           (setq cairn-edit--accepting nil
+                 buffer-read-only nil)))))
+    (message "cairn: accepting your version of %s..." id)
+    nil))
 
 (defun cairn-edit-abort ()
   "Abort editing this buffer's proposal: nothing is decided."

@@ -452,9 +452,25 @@ for a real memory file there."
   "The workspace root path of SERVER."
   (cairn--server-workspace server))
 
+(defvar cairn--requesting nil
+  "Non-nil while a synchronous cairn request waits for its answer.")
+
 (defun cairn-request (server method params)
   "Send request METHOD with PARAMS to SERVER and wait for the result."
-  (jsonrpc-request server method params :timeout cairn-request-timeout))
+  (let ((cairn--requesting t))
+    (jsonrpc-request server method params :timeout cairn-request-timeout)))
+
+(defun cairn--run-soon (function &rest args)
+  "Call FUNCTION with ARGS from a timer, once no cairn request waits.
+Follow-ups that make synchronous requests run this way, never inside
+a process filter.  Nor while a synchronous request waits: its waiting
+runs timers, and a request made there could receive the waiting one's
+answer, whose delivery unwinds through FUNCTION and cuts it short."
+  (run-at-time (if cairn--requesting 0.05 0) nil
+               (lambda ()
+                 (if cairn--requesting
+                     (apply #'cairn--run-soon function args)
+                   (apply function args)))))
 
 (defun cairn--error-message (err)
   "The server's message from ERR, a `jsonrpc-error' or any error."
@@ -491,9 +507,7 @@ The mode line and the cockpit read it; refreshed after every job.")
   "Execute COMMAND with ARGUMENTS (a vector) on SERVER; return its result."
   (cairn--after-command
    server command
-   (jsonrpc-request server :workspace/executeCommand
-                    (list :command command :arguments arguments)
-                    :timeout cairn-request-timeout)))
+   (cairn-request server :workspace/executeCommand (list :command command :arguments arguments))))
 
 (defun cairn-command (workspace command argument)
   "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE."
@@ -521,42 +535,56 @@ The mode line and the cockpit read it; refreshed after every job.")
     (setq cairn--spinner-timer nil))
   (force-mode-line-update t))
 
-(defun cairn-command-async (workspace command argument &optional on-done)
-  "Execute cairn COMMAND with ARGUMENT in WORKSPACE without waiting.
+(defun cairn--stop-in-flight (message)
+  "Count one asynchronous command as answered; show MESSAGE unless nil."
+  (cl-decf cairn--in-flight)
+  (force-mode-line-update t)
+  (when message (message "%s" message)))
+
+(defun cairn--command-async (server command arguments &optional on-done on-error)
+  "Execute COMMAND with ARGUMENTS (a vector) on SERVER without waiting.
 Emacs stays usable while the server works (a spinner turns in the mode
-line and the cockpit header).  ON-DONE is called with the result, from
-a timer rather than the connection's process filter (so that it may
-make requests of its own); an error is shown in the echo area.
-`cairn--in-flight' counts the command until ON-DONE has returned.
-Return nil."
-  (let ((server (cairn-connect workspace)))
-    (cl-incf cairn--in-flight)
-    (unless (timerp cairn--spinner-timer)
-      (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
-    (force-mode-line-update t)
+line and the cockpit header).  Once the server answers, the usual
+follow-ups run (`cairn--after-command'), then ON-DONE with the result.
+On an error or a timeout the echo area says why and ON-ERROR, when
+given, is called with that one-line message.  Both callbacks run from
+a timer (`cairn--run-soon'), never inside the connection's process
+filter, so that they may make synchronous requests of their own (made
+inside the filter, their answers would interleave with this one's and
+get lost).
+`cairn--in-flight' counts the command until its callback has
+returned.  Return nil."
+  (cl-incf cairn--in-flight)
+  (unless (timerp cairn--spinner-timer)
+    (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
+  (force-mode-line-update t)
+  (let ((failed (lambda (text)
+                  (cairn--run-soon
+                   (lambda ()
+                     (unwind-protect
+                         (when on-error (funcall on-error text))
+                       (cairn--stop-in-flight (concat "cairn: " text))))))))
     (jsonrpc-async-request
-     server :workspace/executeCommand (list :command command :arguments (vector argument))
+     server :workspace/executeCommand (list :command command :arguments arguments)
      :timeout cairn-request-timeout
      :success-fn (lambda (result)
-                   ;; Out of the process filter: the follow-up refreshes with
-                   ;; synchronous requests, which must never run inside the
-                   ;; filter (their answers would interleave with this one's).
-                   (run-at-time 0 nil
-                                (lambda ()
-                                  (unwind-protect
-                                      (progn (cairn--after-command server command result)
-                                             (when on-done (funcall on-done result)))
-                                    (cl-decf cairn--in-flight)))))
+                   (cairn--run-soon
+                    (lambda ()
+                      (unwind-protect
+                          (progn (cairn--after-command server command result)
+                                 (when on-done (funcall on-done result)))
+                        (cairn--stop-in-flight nil)))))
      :error-fn (lambda (err)
-                 (cl-decf cairn--in-flight)
-                 (force-mode-line-update t)
-                 (message "cairn: %s" (or (plist-get err :message) err)))
+                 (funcall failed (format "%s" (or (plist-get err :message) err))))
      :timeout-fn (lambda ()
-                   (cl-decf cairn--in-flight)
-                   (force-mode-line-update t)
-                   (message "cairn: %s timed out (see `cairn-request-timeout')" command)))
-    nil))
+                   (funcall failed (format "%s timed out (see `cairn-request-timeout')" command)))))
+  nil)
 
+(defun cairn-command-async (workspace command argument &optional on-done on-error)
+  "Execute cairn COMMAND with the single ARGUMENT object in WORKSPACE.
+Does not wait for the answer: ON-DONE and ON-ERROR as in
+`cairn--command-async'.  Return nil."
+  (cairn--command-async (cairn-connect workspace) command (vector argument) on-done on-error))
 
 (defvar cairn-workspace-changed-functions nil
   "Functions called with a workspace root after its memory or backlog changed.
@@ -577,10 +605,12 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
     (push (cons workspace
                 (run-at-time 0.2 nil
                              (lambda ()
-                               (setq cairn--changed-timers
-                                     (cl-remove workspace cairn--changed-timers
-                                                :key #'car :test #'equal))
-                               (cairn--workspace-changed workspace))))
+                               (cairn--run-soon
+                                (lambda ()
+                                  (setq cairn--changed-timers
+                                        (cl-remove workspace cairn--changed-timers
+                                                   :key #'car :test #'equal))
+                                  (cairn--workspace-changed workspace))))))
           cairn--changed-timers)))
 
 (defun cairn--after-command (server command result)
@@ -609,16 +639,16 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
 
 (if (fboundp 'eglot-execute)
     (cl-defmethod eglot-execute :around ((server cairn-eglot-server) action)
-      "Run cairn commands with the cairn timeout and follow-ups."
+      "Run cairn commands without blocking Emacs, with the cairn follow-ups."
       (let ((cmd (plist-get action :command)))
         (if (stringp cmd)
-            (cairn--command-request server cmd (or (plist-get action :arguments) []))
+            (cairn--command-async server cmd (or (plist-get action :arguments) []))
           (cl-call-next-method))))
   (with-no-warnings
     (cl-defmethod eglot-execute-command :around ((server cairn-eglot-server) command arguments)
-      "Run cairn commands with the cairn timeout and follow-ups."
+      "Run cairn commands without blocking Emacs, with the cairn follow-ups."
       (ignore #'cl-call-next-method)
-      (cairn--command-request server (format "%s" command) (or arguments [])))))
+      (cairn--command-async server (format "%s" command) (or arguments [])))))
 
 (defun cairn--revert-workspace-buffers (workspace)
   "Revert unmodified buffers under WORKSPACE whose files changed on disk."
@@ -688,7 +718,7 @@ while draining; clicking it opens the cockpit (`cairn-lighter-map')."
     (force-mode-line-update t)
     (when (equal kind "end")
       (let ((ws (cairn--workspace server)))
-        (run-at-time 0 nil #'cairn--workspace-changed ws)))))
+        (cairn--run-soon #'cairn--workspace-changed ws)))))
 
 (cl-defmethod eglot-handle-request
   ((_server cairn-eglot-server) (_method (eql window/workDoneProgress/create)) &key &allow-other-keys)
@@ -926,17 +956,24 @@ nothing to `minor-mode-map-alist'.")
   "Give this buffer a local map of KEYS over its major mode's map."
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map (make-composed-keymap keys (current-local-map)))
-    (use-local-map map)))
+    (use-local-map map))
+  ;; `diff-mode' puts its read-only keys (r restricts the view) above the
+  ;; local map, in `minor-mode-overriding-map-alist': KEYS come first there too
+  (setq-local minor-mode-overriding-map-alist
+              (mapcar (lambda (entry) (cons (car entry) (make-composed-keymap keys (cdr entry))))
+                      minor-mode-overriding-map-alist)))
 
 (defun cairn--proposal-decide (command done)
-  "Run COMMAND on this buffer's proposal; message DONE; quit the window."
+  "Run COMMAND on this buffer's proposal without waiting; quit the window.
+The echo area says DONE once the server answered, or why it refused
+\(then the proposal is still pending: show it again to decide)."
   (unless cairn-proposal--id (user-error "No proposal in this buffer"))
-  (let ((server (cairn-connect cairn-proposal--workspace))
-        (id cairn-proposal--id))
-    (cairn--command-request server command
-                            (vector (list :workspace cairn-proposal--workspace :ids (vector id))))
-    (message "cairn: %s %s" done id)
-    (quit-window)))
+  (let ((id cairn-proposal--id))
+    (cairn-command-async cairn-proposal--workspace command
+                         (list :workspace cairn-proposal--workspace :ids (vector id))
+                         (lambda (_result) (message "cairn: %s %s" done id)))
+    (let ((win (get-buffer-window (current-buffer))))
+      (when win (quit-window nil win)))))
 
 (defun cairn-proposal-accept ()
   "Accept the proposal shown in this buffer."

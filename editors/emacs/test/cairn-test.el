@@ -63,6 +63,19 @@
 (advice-add 'jsonrpc--process-filter :around #'cairn-test--filter-advice)
 (advice-add 'jsonrpc-request :before #'cairn-test--request-advice)
 
+;; Nor may a synchronous request start while another one waits (from a
+;; timer run by that wait): the inner wait can receive the outer answer,
+;; whose delivery unwinds through the timer and cuts its work short.
+(defvar cairn-test--waiting nil "Non-nil while a synchronous jsonrpc request waits.")
+(defvar cairn-test--nested-requests nil "Methods requested while another request waited.")
+
+(defun cairn-test--nesting-advice (request connection method &rest args)
+  "Run REQUEST of METHOD on CONNECTION with ARGS; note METHOD if another request waits."
+  (when cairn-test--waiting (push method cairn-test--nested-requests))
+  (let ((cairn-test--waiting t)) (apply request connection method args)))
+
+(advice-add 'jsonrpc-request :around #'cairn-test--nesting-advice)
+
 (defvar cairn-test--ws nil "The current test workspace (no trailing slash).")
 
 (defun cairn-test--cleanup (ws)
@@ -89,9 +102,11 @@
   `(let* ((cairn-test--ws (directory-file-name (file-truename (make-temp-file "cairn-ert-" t))))
           (cairn-server-command (cairn-test--server-command))
           (cairn-progress-log nil))
-     (setq cairn-test--requests-in-filter nil)
+     (setq cairn-test--requests-in-filter nil
+           cairn-test--nested-requests nil)
      (unwind-protect (progn ,@body
-                            (should-not cairn-test--requests-in-filter))
+                            (should-not cairn-test--requests-in-filter)
+                            (should-not cairn-test--nested-requests))
        (cairn-test--cleanup cairn-test--ws))))
 
 (defun cairn-test--until (what pred &optional timeout)
@@ -184,6 +199,22 @@ Decisions run asynchronously: wait until none is in flight."
     (prog1 (call-interactively cmd)
       (cairn-test--until "decisions in flight" (lambda () (= 0 cairn--in-flight))))))
 
+(defun cairn-test--async (start &optional while-waiting)
+  "Call START, which must send a cairn command without waiting for it.
+Right after START returns, the command is in flight (the spinner
+turns) and WHILE-WAITING, when given, is called; then wait for the
+answer and its follow-ups.  Return START's value."
+  (let ((value (funcall start)))
+    (should (> cairn--in-flight 0))
+    (should (cairn--spinner))
+    (when while-waiting (funcall while-waiting))
+    (cairn-test--until "the command's answer" (lambda () (= 0 cairn--in-flight)))
+    value))
+
+(defun cairn-test--ids ()
+  "Ids of the cockpit's rows, top to bottom."
+  (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))
+
 (defun cairn-test--cockpit ()
   "The cockpit buffer of the test workspace."
   (or (cairn-cockpit-buffer cairn-test--ws) (ert-fail "no cockpit buffer")))
@@ -267,6 +298,23 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
     (let ((st (cairn-status cairn-test--ws)))
       (should (= 0 (plist-get st :pending)))
       (should (> (plist-get st :digests) 0)))))
+
+(ert-deftest cairn-follow-ups-wait-until-no-request-waits ()
+  "A follow-up that makes requests runs from a timer, but never while a synchronous request waits.
+Waiting runs timers: a request made there could take the waiting
+one's answer.  Async decisions, refreshes on server news and the
+cockpit's poll schedule their follow-ups this way."
+  (cairn-test--with-workspace
+    (let ((server (cairn-connect cairn-test--ws))
+          (ran nil))
+      (cairn--run-soon (lambda ()
+                         (push (if cairn-test--waiting 'while-waiting 'after) ran)
+                         (cairn-status cairn-test--ws)))
+      (should-not ran)                  ; not at once: from a timer
+      (should (plist-get (cairn-request server :cairn/status (list :workspace cairn-test--ws)) :workspace))
+      (should-not ran)                  ; not during that request's wait
+      (cairn-test--until "the follow-up" (lambda () ran))
+      (should (equal ran '(after))))))
 
 (ert-deftest cairn-gptel-adapter-sends-stable-turns-and-session-events ()
   "The gptel hook sends turns with stable ids; clear and kill end sessions."
@@ -454,9 +502,15 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
             (cairn-test--press "?"))
           (with-current-buffer "*cairn keys*"
             (should (string-match-p "accept the proposal" (buffer-string))))
-          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
-            (cairn-test--press "r"))
+          ;; r in the details buffer: asks, then rejects without blocking; no keeps it
+          (with-current-buffer "*cairn proposal*"
+            (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) nil)))
+              (call-interactively (key-binding "r")))
+            (should (= 0 cairn--in-flight))
+            (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+              (cairn-test--async (lambda () (call-interactively (key-binding "r"))))))
           (should (equal (cairn-test--snapshot) before))
+          (should-not (member id (cairn-test--ids)))
           (cairn-cockpit-switch-view "history")
           (cairn-test--goto-row id)
           (should (equal (plist-get (tabulated-list-get-id) :state) "rejected"))
@@ -493,11 +547,12 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           (should (eq (plist-get (car actions) :isPreferred) t))
           (should accept)
           (should show)
-          (cairn-execute-action server show)
+          ;; both run without blocking Emacs
+          (cairn-test--async (lambda () (cairn-execute-action server show)))
           (with-current-buffer "*cairn diff*"
             (should (string-match-p "MEMORY.md" (buffer-string))))
           (should (equal (cairn-test--snapshot) before))
-          (cairn-execute-action server accept)
+          (cairn-test--async (lambda () (cairn-execute-action server accept)))
           (should-not (equal (cairn-test--snapshot) before))
           ;; the unmodified buffer follows the file
           (should (equal (buffer-substring-no-properties (point-min) (point-max))
@@ -606,6 +661,43 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           (cairn-test--until "the cockpit to show the CLI's decision"
                              (lambda () (string-match-p (format "\\` %d proposals" (1- n)) (cairn-cockpit--header))))
           (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
+
+(ert-deftest cairn-cockpit-follows-the-servers-notifications ()
+  "With no poll, what the server finishes updates an open cockpit's header and rows without g.
+A job's finish line refreshes it; with those lines ignored, a
+diagnostics update does (and shows a decision made with the CLI)."
+  (cairn-test--with-workspace
+    (let ((cairn-cockpit-poll-seconds nil))
+      (cairn-test--memory-files)
+      (with-current-buffer (cairn-cockpit cairn-test--ws)
+        (should-not cairn-cockpit--poll-timer)
+        (should (string-match-p "\\` 0 proposals · propose mode" (cairn-cockpit--header)))
+        (should-not (cairn-test--rows))
+        ;; turns and the session's end are notifications; the digest job's finish line refreshes
+        (cairn-test--feed "s1")
+        (should (cairn-session-event cairn-test--ws "s1" "session-end"))
+        (cairn-test--until "the digests in the cockpit's header"
+                           (lambda () (string-match-p "· digests [1-9]" (cairn-cockpit--header))))
+        ;; a review is queued and answered at once: its proposals show when it finished
+        (cairn-review cairn-test--ws)
+        (cairn-test--until "the review's proposals in the cockpit"
+                           (lambda () (let ((n (length (cairn-test--rows))))
+                                        (and (> n 0) (string-match-p (format "\\` %d proposals" n)
+                                                                     (cairn-cockpit--header))))))
+        ;; finish lines ignored: the diagnostics updates of an open memory file
+        ;; refresh (the review's end republishes them after its fresh snapshot)
+        (cl-letf (((symbol-function 'cairn--finish-line-p) #'ignore))
+          (let* ((ids (cairn-test--ids))
+                 (n (length ids)))
+            (should (= 0 (cairn-test--cli "reject" (car ids))))
+            (should (member (car ids) (cairn-test--ids)))
+            (cairn-mode 1)
+            (find-file-noselect (cairn-test--file ".agents/memory/MEMORY.md"))
+            (cairn-review cairn-test--ws)
+            (cairn-test--until "the command line's decision in the cockpit"
+                               (lambda () (and (not (member (car ids) (cairn-test--ids)))
+                                               (string-match-p (format "\\` %d proposals" (1- n))
+                                                               (cairn-cockpit--header)))))))))))
 
 (ert-deftest cairn-missing-server-program-is-reported-once ()
   "Opening memory files without the cairn program: one clear message, no error."
@@ -720,10 +812,16 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
             (call-interactively (key-binding "\C-c\C-k")))
           (should-not (file-exists-p target)))
         (cairn-test--press "e")
-        (with-current-buffer (format "*cairn edit: %s*" (plist-get row :id))
-          (goto-char (point-max))
-          (insert "Added while reviewing.\n")
-          (call-interactively (key-binding "\C-c\C-c")))
+        (let ((edit (get-buffer (format "*cairn edit: %s*" (plist-get row :id)))))
+          (with-current-buffer edit
+            (goto-char (point-max))
+            (insert "Added while reviewing.\n")
+            ;; C-c C-c returns at once; the buffer waits, read-only, for the answer
+            (cairn-test--async (lambda () (call-interactively (key-binding "\C-c\C-c")))
+                               (lambda ()
+                                 (should (buffer-live-p edit))
+                                 (should buffer-read-only))))
+          (should-not (buffer-live-p edit)))
         (should (string-match-p "Added while reviewing\\.\n\\'"
                                 (with-temp-buffer (insert-file-contents target) (buffer-string))))
         (should-not (member (plist-get row :id) (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
@@ -733,16 +831,40 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
           (cairn-test--goto-row (plist-get edited :id))
           (cairn-test--press "u")
           (should-not (file-exists-p target)))
-        ;; d: the diff buffer gets focus, and a there accepts
+        ;; refused (decided meanwhile through the command line): the edited text stays
         (cairn-cockpit-switch-view "candidates")
+        (let* ((pending (cl-remove-if-not (lambda (r) (and (equal (plist-get r :state) "pending")
+                                                           (plist-get r :id)))
+                                          (cairn-test--rows)))
+               (other (plist-get (car pending) :id)))
+          (should (>= (length pending) 2))
+          (cairn-test--goto-row other)
+          (cairn-test--press "e")
+          (should (= 0 (cairn-test--cli "reject" other)))
+          (let ((edit (get-buffer (format "*cairn edit: %s*" other))))
+            (with-current-buffer edit
+              (goto-char (point-max))
+              (insert "Kept after a refusal.\n")
+              (cairn-test--async (lambda () (call-interactively (key-binding "\C-c\C-c")))))
+            (should (buffer-live-p edit))
+            (with-current-buffer edit
+              (should-not buffer-read-only)
+              (should (string-match-p "Kept after a refusal\\.\n\\'" (buffer-string)))
+              (call-interactively (key-binding "\C-c\C-k"))))
+          (should (string-match-p (format "cairn: .*%s" (regexp-quote other)) (cairn-test--messages))))
+        ;; d: the diff buffer gets focus; a there accepts without blocking
+        (revert-buffer)
         (let ((id (plist-get (cl-find-if (lambda (r) (equal (plist-get r :state) "pending")) (cairn-test--rows))
                              :id)))
           (cairn-test--goto-row id)
           (cairn-test--press "d")
           (should (equal (buffer-name (window-buffer (selected-window))) "*cairn diff*"))
           (with-current-buffer "*cairn diff*"
-            (call-interactively (key-binding "a")))
-          (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
+            (cairn-test--async (lambda () (call-interactively (key-binding "a")))))
+          (should-not (member id (cairn-test--ids)))
+          (cairn-cockpit-switch-view "history")
+          (cairn-test--goto-row id)
+          (should (equal (plist-get (tabulated-list-get-id) :state) "applied")))))))
 
 (ert-deftest cairn-menu-with-and-without-transient ()
   "? is the cairn menu: a key help whose next key runs a global command, or transient when present."
@@ -807,6 +929,114 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
     (dolist (bad '(("" nil) ("two words" "opinion")))
       (let ((err (should-error (cairn-remember (car bad) (cadr bad) cairn-test--ws))))
         (should (string-match-p "E_USAGE" (cairn--error-message err)))))))
+
+(defun cairn-test--cells ()
+  "The cells of the cockpit row at point: alist (COLUMN TEXT CUT).
+TEXT is the cell's text; CUT is non-nil when the display truncates it."
+  (let ((pos (line-beginning-position)) (end (line-end-position)) cells)
+    (while (< pos end)
+      (let ((next (next-single-property-change pos 'tabulated-list-column-name nil end))
+            (name (get-text-property pos 'tabulated-list-column-name)))
+        (when name
+          (push (list name (string-trim (buffer-substring-no-properties pos next))
+                      (cl-loop for p from pos below next thereis (equal (get-text-property p 'display) "…")))
+                cells))
+        (setq pos next)))
+    (nreverse cells)))
+
+(defun cairn-test--title-column ()
+  "The column where the cockpit's last column (the title) starts."
+  (+ tabulated-list-padding
+     (cl-loop for col across (substring tabulated-list-format 0 -1) sum (1+ (nth 1 col)))))
+
+(ert-deftest cairn-cockpit-columns-follow-the-window-one-cockpit-per-workspace ()
+  "Columns are sized from the window: at 80 the state, kind and title's start fit; no repeated prefixes.
+Each workspace has its own cockpit buffer, *cairn: NAME*."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (should (= 80 (window-body-width (get-buffer-window (current-buffer)))))
+      (should (<= (cairn-test--title-column) 46))
+      (dolist (row (cairn-test--rows))
+        (cairn-test--goto-row (plist-get row :id))
+        (let ((cells (cairn-test--cells)))
+          (dolist (column '("State" "Kind" "Ev"))
+            (should-not (nth 2 (assoc column cells))))
+          ;; the kind says what the title's "New X memory:" said; no shared folder prefix
+          (should (string-match-p "\\`new \\(feedback\\|project\\|user\\|reference\\)\\'"
+                                  (nth 1 (assoc "Kind" cells))))
+          (should-not (string-match-p "memory: " (nth 1 (assoc "Title" cells))))
+          (should-not (nth 2 (assoc "Title" cells)))
+          (should (equal (concat ".agents/memory/" (nth 1 (assoc "Target" cells))) (plist-get row :target)))))
+      ;; a wider window: wider targets, redrawn without a request, point on its row
+      (let* ((row (nth 1 (cairn-test--rows)))
+             (narrow (nth 1 (aref tabulated-list-format 3))))
+        (cairn-test--goto-row (plist-get row :id))
+        (cl-letf (((symbol-function 'window-body-width) (lambda (&rest _) 200))
+                  ((symbol-function 'jsonrpc-request) (lambda (&rest _) (error "No request on resize"))))
+          (cairn-cockpit--resized (get-buffer-window (current-buffer))))
+        (should (> (nth 1 (aref tabulated-list-format 3)) (+ narrow 30)))
+        (should (equal (plist-get (tabulated-list-get-id) :id) (plist-get row :id)))))
+    ;; a second workspace: its own buffer; the first stays and is found again
+    (let ((ws2 (directory-file-name (file-truename (make-temp-file "cairn-ert-two-" t)))))
+      (unwind-protect
+          (let ((one (cairn-cockpit cairn-test--ws))
+                (two (progn (make-directory (expand-file-name ".agents/memory" ws2) t)
+                            (cairn-cockpit ws2))))
+            (should-not (eq one two))
+            (should (equal (buffer-name two) (format "*cairn: %s*" (file-name-nondirectory ws2))))
+            (should (eq (cairn-cockpit cairn-test--ws) one))
+            (should (eq (cairn-cockpit-buffer ws2) two))
+            (should (cairn-test--rows))
+            (with-current-buffer two (should-not tabulated-list-entries)))
+        (cairn-test--cleanup ws2)))))
+
+(ert-deftest cairn-cockpit-region-confirmation-spinner-and-id-completion ()
+  "a on a region decides its rows; r asks first (no keeps them); decisions spin; ids complete."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let ((ids (cairn-test--ids)))
+        (should (>= (length ids) 3))
+        ;; r on the first row, answered no: nothing is sent
+        (cairn-test--goto-row (car ids))
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) nil)))
+          (cairn-test--press "r"))
+        (should (equal (cairn-test--ids) ids))
+        ;; the region over the first two rows: a accepts both, without blocking
+        (transient-mark-mode 1)
+        (cairn-test--goto-row (car ids))
+        (set-mark (point))
+        (cairn-test--goto-row (nth 1 ids))
+        (end-of-line)
+        (activate-mark)
+        (cairn-test--async (lambda () (call-interactively (key-binding "a")))
+                           (lambda () (should (string-match-p "| working " (cairn-cockpit--header)))))
+        (should-not (cl-intersection (list (car ids) (nth 1 ids)) (cairn-test--ids) :test #'equal))
+        (should-not (string-match-p "| working " (cairn-cockpit--header)))
+        ;; ids complete, annotated with target and title; accept and show by id
+        (let* ((third (nth 2 ids))
+               seen)
+          (cl-letf (((symbol-function 'completing-read)
+                     (lambda (_prompt table &rest _)
+                       (setq seen (mapcar (lambda (id)
+                                            (cons id (funcall (plist-get completion-extra-properties
+                                                                         :annotation-function)
+                                                              id)))
+                                          (all-completions "" table)))
+                       third)))
+            (cairn-show-proposal cairn-test--ws (cairn-read-proposal-id cairn-test--ws))
+            (should (equal (mapcar #'car seen) (cairn-test--ids)))
+            (should (string-match-p "\\.agents/memory/.*  " (cdr (assoc third seen))))
+            (with-current-buffer "*cairn proposal*"
+              (should (string-match-p (concat "^id +" third) (buffer-string))))
+            (let ((current-prefix-arg nil))
+              (cairn-test--async (lambda () (call-interactively #'cairn-accept-proposal)))))
+          (should-not (member third (cairn-test--ids)))
+          (cairn-cockpit-switch-view "history")
+          (dolist (id (list (car ids) (nth 1 ids) third))
+            (cairn-test--goto-row id)
+            (should (equal (plist-get (tabulated-list-get-id) :state) "applied"))))))))
 
 (ert-deftest cairn-cockpit-header-shows-todays-usage ()
   "The header adds today's provider usage (requests, tokens, cost) and hides it when there was none."

@@ -1,0 +1,87 @@
+-- Headless test: the client sends only the settings the user set, so the
+-- workspace's .cairn/config.toml decides the rest; and it restarts by itself
+-- after a server crash.
+--
+--   nvim --headless --clean -u NONE -c "luafile editors/nvim/test/config.lua"
+--
+-- Environment (set by tests/editors/test_nvim_config.py):
+--   CAIRN_TEST_PYTHON    interpreter that runs `-m cairn.server serve`
+--   CAIRN_TEST_WS        a workspace whose .cairn/config.toml says mode = "auto"
+--
+-- Every wait is bounded (vim.wait).  Any failure prints "cairn config: FAIL: ..."
+-- on stderr, stops the server and exits 1; success prints "cairn config: OK".
+local here = debug.getinfo(1, "S").source:sub(2)
+package.path = vim.fn.fnamemodify(here, ":p:h:h") .. "/?.lua;" .. package.path
+
+local TIMEOUT = 90000
+
+local harness = dofile(vim.fn.fnamemodify(here, ":p:h") .. "/harness.lua")
+local check = harness.check
+
+local function wait_for(what, pred)
+  harness.wait_for(what, pred, TIMEOUT, true)
+end
+
+local function stop_all()
+  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
+    if c.name == "cairn" then
+      if vim.fn.has("nvim-0.11") == 1 then c:stop(true) else c.stop(true) end
+    end
+  end
+end
+
+local function is_stopped(c)
+  if vim.fn.has("nvim-0.11") == 1 then return c:is_stopped() end
+  return c.is_stopped()
+end
+
+local function main()
+  local cairn = require("cairn")
+  local ws = os.getenv("CAIRN_TEST_WS")
+  cairn.setup({ cmd = { os.getenv("CAIRN_TEST_PYTHON"), "-m", "cairn.server", "serve" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(ws .. "/AGENTS.md"))
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("the cairn client to attach", function()
+    local c = cairn.client(buf)
+    return c ~= nil and c.initialized and c.attached_buffers[buf]
+  end)
+  local client = cairn.client(buf)
+  check(next(client.config.init_options) == nil, "initializationOptions sent: %s",
+    vim.inspect(client.config.init_options))
+
+  local function status()
+    local done, answer = false, nil
+    cairn.status(function(err, st)
+      check(err == nil, "cairn/status failed: %s", err and err.message or "")
+      done, answer = true, st
+    end, buf)
+    wait_for("cairn/status", function() return done end)
+    return answer
+  end
+  -- the workspace's config file decides the mode
+  check(status().mode == "auto", "mode is not the config file's auto")
+
+  -- a crash: the client restarts by itself for the open memory file, settings unchanged
+  local pid = vim.fn.trim(vim.fn.system({ "pgrep", "-P", tostring(vim.fn.getpid()), "-f", "cairn.server" }))
+  check(pid:match("^%d+$") ~= nil, "cannot find the server process: %s", pid)
+  vim.loop.kill(tonumber(pid), 9)
+  wait_for("the crashed client to stop", function() return is_stopped(client) end)
+  wait_for("a new client for the open memory file", function()
+    local c = cairn.client(buf)
+    return c ~= nil and c.id ~= client.id and c.initialized and c.attached_buffers[buf] and not is_stopped(c)
+  end)
+  check(status().mode == "auto", "mode after the restart is not the config file's auto")
+end
+
+local ok, failure = xpcall(main, debug.traceback)
+stop_all()
+vim.wait(5000, function()
+  return #(vim.lsp.get_clients or vim.lsp.get_active_clients)() == 0
+end, 20)
+if ok then
+  io.stdout:write("cairn config: OK\n")
+  vim.cmd("qall!")
+else
+  io.stderr:write("cairn config: FAIL: " .. tostring(failure) .. "\n")
+  vim.cmd("cquit 1")
+end
