@@ -76,7 +76,8 @@ def _bar(enabled: bool) -> Iterator[Any]:
 
 
 def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> dict[str, Any]:
-    from cairn.worker.journal.capture import import_paths, policy_from_config
+    from cairn.worker.journal.capture import policy_from_config
+    from cairn.worker.journal.imports import import_paths
     from cairn.worker.journal.store import Journal
 
     stop = _Stop()

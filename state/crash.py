@@ -17,6 +17,9 @@ disk that frees up again, so a sweep can prove every failure is reported
 with its code, leaves every file whole and blocks no later attempt.
 
 Only mutating primitives count: reads and clock touches cannot corrupt state.
+Counting, logging and dying happen under one lock, so with several threads
+(an import capturing files side by side) the log still ends exactly at the
+point the process died at.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import threading
 
 _crash_at = int(os.environ.get("CAIRN_CRASH_AT", "0") or "0")
 _log_path = os.environ.get("CAIRN_CRASH_LOG") or None
@@ -31,6 +35,7 @@ _crash_before = os.environ.get("CAIRN_CRASH_BEFORE") or None
 _fault_at = int(os.environ.get("CAIRN_FAULT_AT", "0") or "0")
 _fault_errno = int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC))
 _count = 0
+_lock = threading.Lock()
 
 
 def point(label: str) -> None:
@@ -38,13 +43,15 @@ def point(label: str) -> None:
     global _count
     if not _crash_at and not _log_path and not _fault_at and not _crash_before:
         return
-    _count += 1
-    if _log_path:
-        with open(_log_path, "a", encoding="utf-8") as fh:
-            fh.write(f"{_count} {label}\n")
-    if (_crash_at and _count >= _crash_at) or label == _crash_before:
-        os.kill(os.getpid(), signal.SIGKILL)
-    if _fault_at and _count == _fault_at:
+    with _lock:
+        _count += 1
+        if _log_path:
+            with open(_log_path, "a", encoding="utf-8") as fh:
+                fh.write(f"{_count} {label}\n")
+        if (_crash_at and _count >= _crash_at) or label == _crash_before:
+            os.kill(os.getpid(), signal.SIGKILL)
+        fault = _fault_at and _count == _fault_at
+    if fault:
         raise OSError(_fault_errno, os.strerror(_fault_errno))
 
 

@@ -248,13 +248,32 @@ class _Dirs:
         self.clock: float | None = None
 
     def get(self, rel: str, *, create: bool = False) -> PinnedDir:
+        """The pinned directory ``rel``, opened from its nearest already-opened ancestor.
+
+        Every component is still opened relative to its parent's pinned
+        descriptor (:meth:`PinnedDir.child`); a program touching several
+        directories under one parent opens that parent once, not once each.
+        """
         if rel in ("", "."):
             return self.base
         d = self.cache.get(rel)
-        if d is None:
-            d = self.base.descend(rel, create=create)
-            self.cache[rel] = d
-        return d
+        if d is not None:
+            return d
+        parts = split_rel(rel)
+        i = len(parts) - 1
+        while i > 0 and "/".join(parts[:i]) not in self.cache:
+            i -= 1
+        cur = self.cache["/".join(parts[:i])] if i > 0 else self.base
+        for k in range(i, len(parts)):
+            cur = cur.child(parts[k], create=create)
+            self.cache["/".join(parts[:k + 1])] = cur
+        return cur
+
+    def forget(self, rel: str) -> None:
+        """Drop ``rel`` (just removed) and anything opened below it: a later step reopens them."""
+        rel = "/".join(split_rel(rel))
+        for k in [k for k in self.cache if k == rel or k.startswith(rel + "/")]:
+            self.cache.pop(k).close()
 
     def close(self) -> None:
         for d in self.cache.values():
@@ -373,6 +392,8 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
                 return OpResult(op.op, OpStatus.ABSENT)
             raise
         gone = parent.remove_dir(name)
+        if gone:
+            dirs.forget(op.path)
         return OpResult(op.op, OpStatus.OK if gone else OpStatus.ABSENT if gone is False else OpStatus.CONFLICT)
     if isinstance(op, ListDir):
         try:

@@ -15,7 +15,7 @@ from cairn.worker.usage import bound
 #: kind -> "module:function"; imported lazily so each job pays only for itself
 REGISTRY: dict[str, str] = {
     "capture": "cairn.worker.journal.capture:job_capture",
-    "import": "cairn.worker.journal.capture:job_import",
+    "import": "cairn.worker.journal.imports:job_import",
     "seal": "cairn.worker.journal.capture:job_seal",
     "seal-idle": "cairn.worker.journal.capture:job_seal_idle",
     "recover": "cairn.worker.journal.digest:job_recover",

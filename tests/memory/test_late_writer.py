@@ -70,6 +70,7 @@ def test_an_import_whose_claim_was_lost_after_its_writes_reports_the_turns_captu
     from cairn.worker.importers import load
     from cairn.worker.journal import capture as C
     from cairn.worker.journal.capture import ModelPolicy
+    from cairn.worker.journal.imports import import_paths
     from cairn.worker.journal.store import Journal, session_dir
 
     real = C._write_batch
@@ -85,7 +86,7 @@ def test_an_import_whose_claim_was_lost_after_its_writes_reports_the_turns_captu
 
     monkeypatch.setattr(C, "_write_batch", then_late)
     with Journal(str(workspace)) as j:
-        out = C.import_paths(j, [str(DEMO)], "auto", ModelPolicy(provider="extractive"))
+        out = import_paths(j, [str(DEMO)], "auto", ModelPolicy(provider="extractive"))
     turns = sum(len(s.turns) for s in load(DEMO))
     assert out["captured"] == turns  # reported ...
     (cap,) = (workspace / ".cairn/state/journal/captures").iterdir()

@@ -54,7 +54,7 @@ from cairn.worker.journal.batches import (
     read_batches,
     turn_count,
 )
-from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, J, Journal, capture_id, h, session_dir
+from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, capture_id, h, session_dir
 
 SESSION_TTL = 60.0
 #: turns per batch (one segment, one pin, one entry, one claim generation)
@@ -135,7 +135,8 @@ def _observe(j: Journal, session: AnySession) -> _Observed:
                         raise
                     torn.append(b)
     setup: list[P.Op] = [P.EnsureDir(f"{SESSIONS}/{sdir}")]
-    if j.read_many([_session_record_path(sid)])[_session_record_path(sid)] is None:
+    # a session with no capture yet has nothing to read: its record is linked (optional) with the first batch
+    if not ks or j.read_many([_session_record_path(sid)])[_session_record_path(sid)] is None:
         setup.append(P.Link(_session_record_path(sid), codec.encode(SessionInfo(session_id=sid, title=session.title)),
                             optional=True))
     cid, k, sealed, seq = (cids[-1], ks[-1], False, 0) if cids else (None, 0, False, 0)
@@ -171,7 +172,7 @@ class _Pending:
     def __init__(self, j: Journal, session: AnySession, wanted: set[str]) -> None:
         self.it = iter(session.turns()) if callable(session.turns) else iter(session.turns)
         self.peeked: Turn | None = None
-        self.legacy = "turns" in j.names(J)
+        self.legacy = j.has_legacy_turns()
         self.j, self.sid = j, session.session_id
         self.seen = self.skipped = 0
         self.wanted = wanted  # turn ids of torn batches: kept aside for their repair
@@ -402,93 +403,6 @@ def job_capture(req: WorkerRequest) -> dict[str, Any]:
     session = Session(session_id=session_id, source_format="lsp", title=req.args.get("title"), turns=turns)
     with Journal(req.workspace) as j:
         return capture_session(j, session, source=str(req.args.get("source", "lsp")), policy=policy_from_config(req.config))
-
-
-def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
-                 follow_symlinks: bool = True, only: frozenset[str] | None = None,
-                 progress: Callable[[int, int], None] | None = None, stop: Stop | None = None) -> dict[str, Any]:
-    """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
-
-    ``only`` keeps the sessions with those ids (one workspace's sessions of a
-    database shared by many); ``follow_symlinks=False`` refuses links.
-
-    With ``stop``, the import ends at the next batch boundary once it answers
-    true (``interrupted`` in the result); a later import of the same paths
-    resumes where it stopped, since captured turns are skipped.
-    """
-    from pathlib import Path
-
-    from cairn.worker.importers import open_report
-
-    files = sessions = captured = skipped = repaired = 0
-    session_ids: list[str] = []
-    malformed: list[dict[str, Any]] = []  # lines left out: file name, line number, code (never content)
-    total = done = 0
-    interrupted = False
-
-    def tick(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress:
-            progress(done, total)
-
-    for p in paths:
-        if stop is not None and stop():
-            interrupted = True
-            break
-        with open_report(Path(p), fmt, follow_symlinks=follow_symlinks) as loaded:
-            files += 1
-            malformed += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code),
-                           "message": e.message} for e in loaded.skipped]
-            wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
-            total += sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted)
-            for s in wanted:
-                r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=stop)
-                if isinstance(s, StreamedSession):  # the hint was an upper bound
-                    total -= s.turn_hint - r["turns"] if not r["interrupted"] else 0
-                if r["turns"] or r["interrupted"]:
-                    sessions += 1
-                    session_ids.append(s.session_id)
-                captured += r["captured"]
-                skipped += r["skipped"]
-                repaired += r["repaired"]
-                if r["interrupted"]:
-                    interrupted = True
-                    break
-        if interrupted:
-            break
-    return {"files": files, "sessions": sessions, "captured": captured, "skipped": skipped, "repaired": repaired,
-            "session_ids": session_ids, "interrupted": interrupted, "malformed": malformed}
-
-
-def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
-    """:func:`import_paths` file by file: a file that cannot be imported is listed in ``failed``
-    (name and fixed code) and the others are imported (a batch of live files is not held
-    hostage by one that vanished or is being rewritten)."""
-    total: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "session_ids": [],
-                             "malformed": [], "failed": []}
-    for p in paths:
-        try:
-            r = import_paths(j, [p], fmt, policy)
-        except CairnError as exc:
-            if exc.code not in (ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE,
-                                ErrorCode.IMPORT_UNKNOWN_FORMAT, ErrorCode.IMPORT_MALFORMED):
-                raise  # the journal's own failures fail the job (and it is retried)
-            total["failed"].append({"file": os.path.basename(p), "code": str(exc.code)})
-            continue
-        for key in ("files", "sessions", "captured", "skipped"):
-            total[key] += r[key]
-        total["session_ids"] += r["session_ids"]
-        total["malformed"] += r["malformed"]
-    return total
-
-
-def job_import(req: WorkerRequest) -> dict[str, Any]:
-    """Import transcript files; with ``each`` (live watching), file by file (:func:`import_each`)."""
-    paths = [os.path.join(req.workspace, p) if not os.path.isabs(p) else p for p in req.args.get("paths", [])]
-    run = import_each if req.args.get("each") else import_paths
-    with Journal(req.workspace) as j:
-        return run(j, paths, str(req.args.get("format", "auto")), policy_from_config(req.config))
 
 
 def _trigger(value: object) -> Trigger:

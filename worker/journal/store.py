@@ -77,6 +77,7 @@ class Journal:
         self.segments = SegmentStore(self.root, SEGMENTS)
         self.bundles = BundleStore(self.root, layout.JOURNAL_BUNDLES)
         self.authority = Authority(workspace=workspace, target=layout.JOURNAL_STATE, client="cairn")
+        self._legacy_turns: bool | None = None
 
     def close(self) -> None:
         self.claims.close()
@@ -95,6 +96,15 @@ class Journal:
     def now(self) -> float:
         r = self.claims.run([P.Clock("", offset=self.claims.clock_offset)])
         return float(r[0].value)
+
+    def has_legacy_turns(self) -> bool:
+        """Whether ``turns/`` (the turn index of captures made before segments) exists.
+
+        Asked once per journal: nothing creates ``turns/`` any more.
+        """
+        if self._legacy_turns is None:
+            self._legacy_turns = "turns" in self.names(J)
+        return self._legacy_turns
 
     def names(self, rel: str) -> list[str]:
         r = self.run([P.ListDir(rel, optional=True)])

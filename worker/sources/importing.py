@@ -9,7 +9,7 @@ directory are taken only with ``everywhere``.
 
 Import: a store discovery could not read is reported as failed; then one
 source (a file, or a database with the selected session ids) at a
-time through :func:`capture.import_paths`, with symlinks refused. A source that
+time through :func:`imports.import_paths`, with symlinks refused. A source that
 fails (unreadable, locked, malformed, replaced by a link, cut short while
 read) is reported with its fixed code and skipped; the others go on. Capture
 is idempotent by turn id, so a re-run captures only new turns and nothing twice.
@@ -66,7 +66,7 @@ def sources(refs: Iterable[SessionRef]) -> list[tuple[str, str, frozenset[str] |
 
 def import_sources(j: Journal, chosen: list[tuple[str, str, frozenset[str] | None]], policy: ModelPolicy,
                    progress: Progress | None = None) -> dict[str, Any]:
-    from cairn.worker.journal.capture import import_paths
+    from cairn.worker.journal.imports import import_paths
 
     totals: dict[str, Any] = {"sources": 0, "sessions": 0, "captured": 0, "skipped": 0, "session_ids": [],
                               "failed": [], "malformed": []}

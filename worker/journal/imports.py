@@ -1,0 +1,206 @@
+"""Importing transcript files: many sessions in flight, each captured exactly as alone.
+
+A session's capture (:func:`capture.capture_session`) spends most of its time
+waiting for ``fsync``: a small session pays its own claim, directories,
+capture marker, segment, pin and entry, about sixteen synchronous
+publications whatever its length. Those waits are what capped an import of
+many small sessions. Here up to :data:`WORKERS` files are captured at once,
+each in its own thread: every session still runs its own programs, in its
+own order, under its own claim generations — nothing about one session's
+capture changes — but the waits of several sessions overlap, and the file
+system's journal commits the publications of all sessions in flight
+together (group commit) instead of one after another (docs/adr/0010).
+
+Why this is safe: different sessions are different claim scopes, which
+were always allowed to be written concurrently (an editor's capture, the
+watcher and an import already run side by side). The pool only adds:
+
+* *one session at a time*: a file whose sessions overlap a file still in
+  flight (the same session in two files) waits for that file first, so a
+  session never races itself for its claim;
+* *one file per thread*: the sessions of a file are read from one shared
+  handle, so they are captured one after another in that file's task;
+* *results in order*: files are reported in the order given, whatever order
+  they finish in, so the summary and ``session_ids`` do not change;
+* *stop*: once ``stop()`` answers true (Ctrl-C) no new file starts; files in
+  flight stop at their next batch boundary, as a single import does. On any
+  error the other files in flight are asked to stop the same way and are
+  waited for (their batches are whole), then the first error is raised.
+
+``CAIRN_IMPORT_WORKERS=1`` captures one file after another (the order of
+mutating operations is then deterministic, which some crash tests want).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.worker import WorkerRequest
+from cairn.worker.importers._jsonl import StreamedSession
+from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
+from cairn.worker.journal.store import Journal
+
+#: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
+WORKERS = max(1, int(os.environ.get("CAIRN_IMPORT_WORKERS", "8") or 8))
+
+
+class _File:
+    """One opened file in flight: its sessions, its open context, its task."""
+
+    def __init__(self, name: str, ctx: contextlib.ExitStack, sessions: list[AnySession], hint: int) -> None:
+        self.name, self.ctx, self.sessions, self.hint = name, ctx, sessions, hint
+        self.ids = {s.session_id for s in sessions}
+        self.future: Future[list[dict[str, Any]]] | None = None
+
+
+def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
+                 follow_symlinks: bool = True, only: frozenset[str] | None = None,
+                 progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
+                 workers: int | None = None) -> dict[str, Any]:
+    """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
+
+    ``only`` keeps the sessions with those ids (one workspace's sessions of a
+    database shared by many); ``follow_symlinks=False`` refuses links.
+
+    With ``stop``, the import ends at the next batch boundary once it answers
+    true (``interrupted`` in the result); a later import of the same paths
+    resumes where it stopped, since captured turns are skipped.
+    """
+    from cairn.worker.importers import open_report
+
+    n_workers = max(1, workers or WORKERS)
+    out: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],
+                           "interrupted": False, "malformed": []}
+    lock = threading.Lock()
+    counts = {"total": 0, "done": 0}
+    abort = threading.Event()  # an error elsewhere: files in flight stop at a batch boundary
+
+    def tick(n: int) -> None:
+        with lock:
+            counts["done"] += n
+            if progress:
+                progress(counts["done"], counts["total"])
+
+    def halted() -> bool:
+        return abort.is_set() or (stop is not None and stop())
+
+    def run_file(f: _File) -> list[dict[str, Any]]:
+        results = []
+        for s in f.sessions:
+            r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=halted)
+            results.append(r)
+            if r["interrupted"]:
+                break
+        return results
+
+    def settle(f: _File) -> None:
+        """Consume the oldest file's results (in the order given), then close it."""
+        try:
+            assert f.future is not None
+            results = f.future.result()
+        finally:
+            f.ctx.close()
+        streamed = 0
+        for s, r in zip(f.sessions, results, strict=False):
+            if isinstance(s, StreamedSession) and not r["interrupted"]:  # the hint was an upper bound
+                streamed += s.turn_hint - r["turns"]
+            if r["turns"] or r["interrupted"]:
+                out["sessions"] += 1
+                out["session_ids"].append(s.session_id)
+            for key in ("captured", "skipped", "repaired"):
+                out[key] += r[key]
+            if r["interrupted"]:
+                out["interrupted"] = True
+        if streamed:
+            with lock:
+                counts["total"] -= streamed
+
+    j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
+    inflight: collections.deque[_File] = collections.deque()
+    pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cairn-import") if n_workers > 1 else None
+    try:
+        for p in paths:
+            if out["interrupted"] or (stop is not None and stop()):
+                out["interrupted"] = True
+                break
+            ctx = contextlib.ExitStack()
+            try:
+                loaded = ctx.enter_context(open_report(Path(p), fmt, follow_symlinks=follow_symlinks))
+            except BaseException:
+                ctx.close()
+                raise
+            out["files"] += 1
+            out["malformed"] += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code),
+                                  "message": e.message} for e in loaded.skipped]
+            wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
+            f = _File(Path(p).name, ctx, wanted,
+                      sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted))
+            with lock:
+                counts["total"] += f.hint
+            # one session at a time; at most ``n_workers`` files open and in flight
+            while inflight and (len(inflight) >= n_workers or any(f.ids & g.ids for g in inflight)):
+                settle(inflight.popleft())
+            if pool is None:
+                f.future = Future()
+                inflight.append(f)
+                try:
+                    f.future.set_result(run_file(f))
+                except BaseException as exc:
+                    f.future.set_exception(exc)
+                settle(inflight.popleft())
+            else:
+                f.future = pool.submit(run_file, f)
+                inflight.append(f)
+        while inflight:
+            settle(inflight.popleft())
+    except BaseException:
+        abort.set()
+        for f in inflight:  # let every batch in flight finish whole, then close its file
+            with contextlib.suppress(BaseException):
+                if f.future is not None:
+                    f.future.exception()
+            f.ctx.close()
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return out
+
+
+def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
+    """:func:`import_paths` file by file: a file that cannot be imported is listed in ``failed``
+    (name and fixed code) and the others are imported (a batch of live files is not held
+    hostage by one that vanished or is being rewritten)."""
+    total: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "session_ids": [],
+                             "malformed": [], "failed": []}
+    for p in paths:
+        try:
+            r = import_paths(j, [p], fmt, policy)
+        except CairnError as exc:
+            if exc.code not in (ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE,
+                                ErrorCode.IMPORT_UNKNOWN_FORMAT, ErrorCode.IMPORT_MALFORMED):
+                raise  # the journal's own failures fail the job (and it is retried)
+            total["failed"].append({"file": os.path.basename(p), "code": str(exc.code)})
+            continue
+        for key in ("files", "sessions", "captured", "skipped"):
+            total[key] += r[key]
+        total["session_ids"] += r["session_ids"]
+        total["malformed"] += r["malformed"]
+    return total
+
+
+def job_import(req: WorkerRequest) -> dict[str, Any]:
+    """Import transcript files; with ``each`` (live watching), file by file (:func:`import_each`)."""
+    paths = [os.path.join(req.workspace, p) if not os.path.isabs(p) else p for p in req.args.get("paths", [])]
+    run = import_each if req.args.get("each") else import_paths
+    with Journal(req.workspace) as j:
+        return run(j, paths, str(req.args.get("format", "auto")), policy_from_config(req.config))
