@@ -16,7 +16,12 @@ busy: p99 < 10 ms, max < 30 ms) and the work done. It also measures a cold
 worker start (``python -m cairn.worker test-echo`` with a request on stdin)
 against a bare ``python -c pass`` (target: within 2x).
 
-Run: ``python bench/responsiveness.py [--captures 200] [--generations 10000] [--json]``
+With ``--import-sessions N`` the backlog is a large import instead: N
+generated Claude Code sessions of ``--import-turns`` turns each are imported
+through ``cairn import`` before the server starts (left open), then sealed
+at once and drained like the captures above.
+
+Run: ``python bench/responsiveness.py [--captures 200] [--generations 10000] [--import-sessions 0] [--json]``
 """
 
 from __future__ import annotations
@@ -68,6 +73,17 @@ def cold_start(runs: int) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- workspace
+
+
+def import_sessions(ws: Path, sessions: int, turns: int) -> int:
+    """``sessions`` generated sessions through the real ``cairn import`` (left open); turns imported."""
+    from tests.support.generated import write_session
+
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-src-") as src:
+        files = [str(write_session(Path(src) / f"s{i:05d}.jsonl", i, turns, words=40)) for i in range(sessions)]
+        r = subprocess.run([sys.executable, "-m", "cairn.server", "import", *files, "-w", str(ws), "--json"],
+                           env=env(), capture_output=True, text=True, check=True)
+    return int(json.loads(r.stdout)["captured"])
 
 
 def prepare(ws: Path, captures: int, generations: int) -> dict[str, int]:
@@ -245,6 +261,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--captures", type=int, default=200)
     ap.add_argument("--generations", type=int, default=10_000)
+    ap.add_argument("--import-sessions", type=int, default=0, help="drain an import of this many sessions too")
+    ap.add_argument("--import-turns", type=int, default=10, help="turns per imported session")
     ap.add_argument("--idle-seconds", type=float, default=5.0)
     ap.add_argument("--limit", type=float, default=900.0, help="give up on the busy phase after this many seconds")
     ap.add_argument("--cold-runs", type=int, default=15)
@@ -257,6 +275,9 @@ def main() -> int:
         ws.mkdir()
         t0 = time.perf_counter()
         report["prepared"] = prepare(ws, ns.captures, ns.generations)
+        if ns.import_sessions:
+            report["prepared"]["imported_sessions"] = ns.import_sessions
+            report["prepared"]["imported_turns"] = import_sessions(ws, ns.import_sessions, ns.import_turns)
         report["prepare_seconds"] = time.perf_counter() - t0
         report.update(asyncio.run(measure(ws, ns.idle_seconds, ns.limit)))
     if ns.json:

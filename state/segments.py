@@ -16,13 +16,10 @@ first. Segments are 0600 inside 0700 directories, like bundles.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.vocab import OpStatus
 from cairn.state import program as P
-from cairn.state.bundles import check_sha
-from cairn.state.fsdir import PinnedDir
+from cairn.state.bundles import BundleStore
 
 ZLIB = b"CSz1"
 RAW = b"CSr1"
@@ -63,41 +60,15 @@ def decode(stored: bytes, sha: str) -> bytes:
     return raw
 
 
-class SegmentStore:
-    def __init__(self, base: PinnedDir, rel: str) -> None:
-        self.base = base
-        self.rel = rel
+class SegmentStore(BundleStore):
+    """:class:`BundleStore` whose files are encoded segments (paths, publication, iteration shared)."""
 
-    def path(self, sha: str) -> str:
-        check_sha(sha)
-        return f"{self.rel}/{sha[:2]}/{sha}"
+    read_limit = READ_LIMIT
+    stored_as_named = False  # stored compressed: a removal cannot check the bytes against the name
+    kind = "segment"
 
-    def put_ops(self, raw: bytes) -> tuple[str, list[P.Op]]:
-        """Operations publishing ``raw`` (exclusive; an existing segment of the name is kept)."""
-        sha = P.sha256(raw)
-        return sha, [P.EnsureDir(f"{self.rel}/{sha[:2]}"), P.Link(self.path(sha), encode(raw), optional=True)]
+    def encode(self, data: bytes) -> bytes:
+        return encode(data)
 
-    def repair_ops(self, raw: bytes) -> tuple[str, list[P.Op]]:
-        """Operations replacing a torn segment with ``raw`` (durable replace; the name proves the bytes)."""
-        sha = P.sha256(raw)
-        return sha, [P.EnsureDir(f"{self.rel}/{sha[:2]}"), P.Write(self.path(sha), encode(raw))]
-
-    def get(self, sha: str) -> bytes:
-        res = P.run(self.base, [P.Read(self.path(sha), limit=READ_LIMIT)])
-        r = res[0]
-        if r.status is OpStatus.ABSENT:
-            raise CairnError(ErrorCode.BUNDLE_MISSING, f"segment {sha[:16]} is missing")
-        if r.status is not OpStatus.OK:
-            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
-        return decode(bytes(r.value), sha)
-
-    def remove_op(self, sha: str) -> P.Op:
-        return P.Remove(self.path(sha), optional=True)
-
-    def iter_shas(self) -> Iterator[str]:
-        res = P.run(self.base, [P.ListDir(self.rel, optional=True)])
-        for prefix in res[0].value or []:
-            sub = P.run(self.base, [P.ListDir(f"{self.rel}/{prefix}")])
-            for name in sub[0].value or []:
-                if len(name) == 64:
-                    yield name
+    def decode(self, stored: bytes, sha: str) -> bytes:
+        return decode(stored, sha)

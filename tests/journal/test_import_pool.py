@@ -1,0 +1,131 @@
+"""Importing many files: sessions captured side by side, each exactly as alone (docs/adr/0010)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cairn.protocol.digest import ModelPolicy
+
+from tests import sweep
+from tests.journal.helpers import J, batches
+from tests.support import PYTHON, REPO, child_env
+from tests.support.generated import write_session
+
+POLICY = ModelPolicy(provider="extractive")
+
+
+def _ready(ws: Path) -> dict[str, list[str]]:
+    caps = ws / J / "captures"
+    return {cap.name: [t for b in batches(cap) for t in b.turn_ids] for cap in sorted(caps.iterdir())}
+
+
+def _files(tmp_path: Path, n: int, turns: int) -> list[str]:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    return [str(write_session(src / f"s{i}.jsonl", 40 + i, turns, words=8)) for i in range(n)]
+
+
+def test_files_are_captured_side_by_side_and_reported_in_order(workspace: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    paths = _files(tmp_path, 4, 3)
+    together = threading.Barrier(4, timeout=20)  # passes only when four sessions are in flight at once
+    real = C._write_batch
+
+    def meet_then_write(*args: Any, **kw: Any) -> None:
+        together.wait()
+        real(*args, **kw)
+
+    monkeypatch.setattr(C, "_write_batch", meet_then_write)
+    with Journal(str(workspace)) as j:
+        out = I.import_paths(j, paths, "auto", POLICY, workers=4)
+    assert (out["files"], out["sessions"], out["captured"], out["interrupted"]) == (4, 4, 12, False)
+    from cairn.worker.importers import load
+
+    assert out["session_ids"] == [load(Path(p))[0].session_id for p in paths]  # the order given
+    assert sorted(len(v) for v in _ready(workspace).values()) == [3, 3, 3, 3]
+
+
+def test_the_same_session_in_two_files_is_never_captured_twice_at_once(workspace: Path, tmp_path: Path) -> None:
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    (one,) = _files(tmp_path, 1, 5)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(one, copy)
+    with Journal(str(workspace)) as j:
+        out = I.import_paths(j, [one, str(copy), one], "auto", POLICY, workers=4)  # no E_CLAIM_BUSY
+    assert (out["captured"], out["skipped"]) == (5, 10)
+    assert [len(v) for v in _ready(workspace).values()] == [5]
+
+
+def test_an_error_in_one_file_stops_the_others_at_a_batch_boundary(workspace: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    paths = _files(tmp_path, 3, 9)
+    real = C._write_batch
+    calls = {"n": 0}
+    lock = threading.Lock()
+
+    def fail_once(j: Any, claim: Any, session: Any, *args: Any, **kw: Any) -> None:
+        with lock:
+            calls["n"] += 1
+            first = calls["n"] == 1
+        if first:
+            raise CairnError(ErrorCode.IO_FAILED, "disk said no")
+        real(j, claim, session, *args, **kw)
+
+    monkeypatch.setattr(C, "_write_batch", fail_once)
+    monkeypatch.setattr(C, "BATCH_TURNS", 2)
+    with Journal(str(workspace)) as j, pytest.raises(CairnError) as err:
+        I.import_paths(j, paths, "auto", POLICY, workers=3)
+    assert err.value.code is ErrorCode.IO_FAILED
+    for turns in _ready(workspace).values():  # whatever landed is whole batches, in session order
+        assert len(turns) % 2 == 0 or len(turns) == 9
+    monkeypatch.setattr(C, "_write_batch", real)
+    with Journal(str(workspace)) as j:
+        again = I.import_paths(j, paths, "auto", POLICY, workers=3)
+    assert again["captured"] + again["skipped"] == 27
+    assert sorted(len(v) for v in _ready(workspace).values()) == [9, 9, 9]
+
+
+def _import(ws: Path, *paths: str, **env: str) -> subprocess.CompletedProcess[str]:
+    env.setdefault("CAIRN_CAPTURE_BATCH_TURNS", "2")
+    env.setdefault("CAIRN_IMPORT_WORKERS", "3")
+    return subprocess.run([PYTHON, "-m", "cairn.server", "import", *paths, "-w", str(ws), "--json"], cwd=REPO,
+                          env=child_env(**env), capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_killing_an_import_of_several_files_in_flight_at_every_point_converges(tmp_path: Path) -> None:
+    paths = _files(tmp_path, 3, 3)
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    log = tmp_path / "points.log"
+    assert _import(ref, *paths, CAIRN_CRASH_LOG=str(log)).returncode == 0
+    expected = _ready(ref)
+    assert sorted(len(v) for v in expected.values()) == [3, 3, 3]
+    for _, ws, killed_at in sweep.killed_runs(len(log.read_text().splitlines()), tmp_path, None, _import, *paths):
+        where = f"crash at {killed_at}"
+        again = _import(ws, *paths, CAIRN_TEST_CLOCK_OFFSET="1000")
+        assert again.returncode == 0, (where, again.stderr[-800:])
+        assert _ready(ws) == expected, where  # every turn once, in session order, in its own capture
+        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
+                                capture_output=True, text=True)
+        assert doctor.returncode == 0, (where, doctor.stdout)
+        pins = {p.name[4:] for p in (ws / J / "captures").glob("*/pin-*")}
+        stored = {p.name for p in (ws / J / "segments").glob("*/*") if not p.name.startswith(".")}
+        assert stored <= pins, where  # no segment of a batch cut short is left unpinned
+        shutil.rmtree(ws)
