@@ -160,14 +160,21 @@ def _lease(evidence: list[TurnEvidence], policy: ModelPolicy, settings: Settings
 
 def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None,
           settings: Settings | None = None) -> Any:
-    """Run the allowed policy's provider over the usable turns (sessionless, no tools)."""
-    import trio
-    from cairn.worker.providers import run_digest
+    """Run the allowed policy's provider over the usable turns (sessionless, no tools).
+
+    An embedded engine (extractive, remember) is a plain function of its
+    input: it runs directly, with no event loop to start per capture.
+    """
+    from cairn.worker.providers import embedded_digest, run_digest
     from cairn.worker.providers.access import route
 
     inp = _input(evidence)
     settings = settings or Settings()
     r = route(_policy(evidence, settings), settings, env)
+    local = embedded_digest(inp, r.policy)
+    if local is not None:
+        return local
+    import trio
 
     async def go() -> Any:
         with trio.fail_after(max(0.1, deadline - time.time())):

@@ -20,7 +20,7 @@ Per group, in order (each step recoverable, the same rules as per capture):
 * **Acceptance**: one :class:`DigestGroup` bundle and the ``completed``
   outcome naming it, in one fenced program.
 * **Publication** (idempotent, any process may finish it): every public
-  entry (through the redaction gate; their directory fsynced once) → one :class:`GroupCoverage` record
+  entry (through the redaction gate; their fsyncs waited on together) → one :class:`GroupCoverage` record
   for the group → per capture, pins released and ``retired`` linked.
 
 Explicit ``discard`` holds the same scope, so it never races a group.
@@ -81,27 +81,27 @@ def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
             if len(data) > PUBLIC_ENTRY_LIMIT:
                 raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"digest of {r.capture} exceeds the public entry bound")
             entries.append((f"{PUBLIC}/{did}.json", data))
-    # public entries first, their directory made durable once
-    ops: list[P.Op] = [P.EnsureDir(PUBLIC)]
-    ops += [P.Link(path, data, mode=0o644, optional=True, sync=False) for path, data in entries]
-    ops.append(P.Sync(PUBLIC))
-    res = j.run(ops)
+    # public entries first, their fsyncs and their directory's waited on together
+    res = j.run([P.EnsureDir(PUBLIC), P.LinkAll(tuple(entries), mode=0o644, optional=True)])
     res.raise_failed()
-    for (path, data), link in zip(entries, res.results[1:-1], strict=True):
-        if link.status is OpStatus.CONFLICT and j.run([P.Verify(path, data=data)])[0].status is not OpStatus.OK:
+    for (path, data), linked in zip(entries, res[1].value or (), strict=True):
+        if not linked and j.run([P.Verify(path, data=data)])[0].status is not OpStatus.OK:
             raise CairnError(ErrorCode.TARGET_CHANGED, f"public digest {path.rsplit('/', 1)[-1]} differs from its "
                              "accepted result")
     # then identity-only coverage of every turn, one record for the group
     cov = GroupCoverage(group=sha, captures=tuple(covered))
     j.run([P.EnsureDir(COVERAGE), P.Link(f"{COVERAGE}/g-{sha[:32]}", codec.encode(cov), optional=True)]).raise_failed()
-    # then pins released and captures retired (each capture's directory fsynced by its retired link)
-    ops = []
+    # then pins released and captures retired: every removal first, then the retired records published
+    # together (each capture's directory fsynced after its record, covering its removals)
+    ops: list[P.Op] = []
+    retire: list[tuple[str, bytes]] = []
     for r in todo:
         cdir = f"{CAPTURES}/{r.capture}"
         did = digest_id(r.capture, sha) if r.notes else None
         retired = Retired(capture=r.capture, at=decided, digest=did, reason="published" if did else "all-none")
         ops += [P.Remove(f"{cdir}/{n}", optional=True, sync=False) for n in names[cdir] if n.startswith("pin-")]
-        ops.append(P.Link(f"{cdir}/retired", codec.encode(retired), optional=True))
+        retire.append((f"{cdir}/retired", codec.encode(retired)))
+    ops.append(P.LinkAll(tuple(retire), optional=True))
     j.run(ops).raise_failed()
     return out
 

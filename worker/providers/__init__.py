@@ -26,12 +26,21 @@ from cairn.worker.providers import extractive, remember
 DEFAULT_API_KEY_ENV = "CAIRN_OPENAI_API_KEY"
 PROVIDERS = ("extractive", "openai", "command", "remember")
 
-__all__ = ["DEFAULT_API_KEY_ENV", "PROVIDERS", "default_policy", "run_digest"]
+__all__ = ["DEFAULT_API_KEY_ENV", "PROVIDERS", "default_policy", "embedded_digest", "run_digest"]
 
 
 def default_policy() -> ModelPolicy:
     """The policy captured when the configuration names no provider: the extractive engine."""
     return ModelPolicy(provider="extractive")
+
+
+def embedded_digest(inp: DigestInput, policy: ModelPolicy) -> DigestOutput | None:
+    """The digest of an embedded engine (synchronous, offline); None for a remote provider."""
+    if policy.provider == "extractive":
+        return extractive.digest(inp)
+    if policy.provider == remember.NAME:  # a remembered text: its note, the type frozen as ``model``
+        return remember.digest(inp, policy.model)
+    return None
 
 
 async def run_digest(
@@ -51,10 +60,9 @@ async def run_digest(
     provider) and ``context_tokens`` come from the settings too. An unknown
     provider is ``E_CONFIG_INVALID``.
     """
-    if policy.provider == "extractive":
-        return extractive.digest(inp)
-    if policy.provider == remember.NAME:  # a remembered text: its note, the type frozen as ``model``
-        return remember.digest(inp, policy.model)
+    local = embedded_digest(inp, policy)
+    if local is not None:
+        return local
     if policy.provider in ("openai", "command"):
         from cairn.worker.providers import openai_compat
 

@@ -26,7 +26,6 @@ from typing import Any
 import attrs
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.providers import http
 from cairn.worker.providers.window import DEFAULT_CONTEXT_TOKENS
 from cairn.worker.usage import record_usage
 
@@ -43,6 +42,8 @@ class Route:
 
 def check(route: Route, *, what: str = "digest") -> None:
     """``E_CONFIG_INVALID`` for a route that cannot send anything."""
+    from cairn.worker.providers import http  # the HTTP stack loads only when a remote route is used
+
     if route.policy.provider == "command":
         from cairn.worker.providers import command
 
@@ -55,6 +56,8 @@ def check(route: Route, *, what: str = "digest") -> None:
 
 async def ask(route: Route, system: str, user: str, *, key: str, what: str = "digest") -> list[Any]:
     """One request; the validated top-level list of the answer (see the module docstring)."""
+    from cairn.worker.providers import http
+
     check(route, what=what)
     if route.policy.provider == "command":
         from cairn.worker.providers import command
