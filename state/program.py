@@ -394,8 +394,8 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
         won = dirs.get(d).publish(name, data, mode=op.mode, sync=op.sync)
         return OpResult(op.op, OpStatus.OK if won else OpStatus.CONFLICT)
     if isinstance(op, LinkAll):
-        won = _link_all(dirs, op)
-        return OpResult(op.op, OpStatus.OK if all(won) else OpStatus.CONFLICT, won)
+        linked = _link_all(dirs, op)
+        return OpResult(op.op, OpStatus.OK if all(linked) else OpStatus.CONFLICT, linked)
     if isinstance(op, Remove):
         d, name = _dirname(op.path)
         pd = dirs.get(d)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from cairn.state.fsdir import PinnedDir
 
 
 @pytest.fixture
-def root(tmp_path: Path):  # type: ignore[no-untyped-def]
+def root(tmp_path: Path) -> Iterator[PinnedDir]:
     with PinnedDir.open_root(tmp_path) as d:
         yield d
     crash.reset_for_tests()
