@@ -6,8 +6,9 @@ stderr shows a progress bar (turns, turns/s, ETA); piped, nothing is drawn
 and only the summary is printed. The first Ctrl-C asks the import to stop
 at the next batch boundary: everything captured so far is kept, and a later
 run of the same command resumes (captured turns are skipped). A second
-Ctrl-C interrupts at once, which is still safe (a batch cut short is
-discarded whole by the next capture).
+Ctrl-C interrupts at once (with several files captured side by side, once
+the batch each is writing ends), which is still safe (a batch cut short is discarded whole by
+the next capture).
 """
 
 from __future__ import annotations

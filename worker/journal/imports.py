@@ -77,7 +77,7 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     """
     from cairn.worker.importers import open_report
 
-    n_workers = max(1, workers or WORKERS)
+    n_workers = max(1, min(workers or WORKERS, len(paths)))  # one file: no thread to start
     out: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],
                            "interrupted": False, "malformed": []}
     lock = threading.Lock()
