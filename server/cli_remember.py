@@ -22,10 +22,10 @@ from cairn.server.cli_support import EXIT_OK, emit_json, json_flag, run_job
 
 
 def remember_setup(p: argparse.ArgumentParser) -> None:
-    from cairn.worker.memory.remember import TYPES
+    from cairn.protocol.vocab import NoteType  # not the job's module: every command builds this parser
 
     p.add_argument("text", nargs="*", metavar="TEXT", help="what to remember (words are joined by spaces)")
-    p.add_argument("--type", metavar="|".join(TYPES),
+    p.add_argument("--type", metavar="|".join(t.value for t in NoteType),
                    help="the kind of note (default: classified from the text, else project)")
     p.add_argument("--file", metavar="PATH", help="read the text from a file ('-' reads stdin)")
     json_flag(p)
