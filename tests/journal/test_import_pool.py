@@ -129,3 +129,34 @@ def test_killing_an_import_of_several_files_in_flight_at_every_point_converges(t
         stored = {p.name for p in (ws / J / "segments").glob("*/*") if not p.name.startswith(".")}
         assert stored <= pins, where  # no segment of a batch cut short is left unpinned
         shutil.rmtree(ws)
+
+
+def test_a_file_that_cannot_be_opened_lets_the_files_given_before_it_finish(workspace: Path, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker import importers
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    (first,) = _files(tmp_path, 1, 9)
+    missing = str(tmp_path / "gone.jsonl")
+    refused = threading.Event()
+    real_open, real_write = importers.open_report, C._write_batch
+
+    def open_report(path: Path, *args: Any, **kw: Any) -> Any:
+        if str(path) == missing:
+            refused.set()  # the first file is still in flight: its batches wait for this
+        return real_open(path, *args, **kw)
+
+    def write_after_refusal(*args: Any, **kw: Any) -> None:
+        assert refused.wait(20)
+        real_write(*args, **kw)
+
+    monkeypatch.setattr(importers, "open_report", open_report)
+    monkeypatch.setattr(C, "_write_batch", write_after_refusal)
+    monkeypatch.setattr(C, "BATCH_TURNS", 2)
+    with Journal(str(workspace)) as j, pytest.raises(CairnError) as err:
+        I.import_paths(j, [first, missing], "auto", POLICY, workers=2)
+    assert err.value.code is ErrorCode.IMPORT_UNREADABLE
+    assert [len(v) for v in _ready(workspace).values()] == [9]  # not stopped half-way by the later file's error

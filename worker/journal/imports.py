@@ -23,9 +23,10 @@ watcher and an import already run side by side). The pool only adds:
 * *results in order*: files are reported in the order given, whatever order
   they finish in, so the summary and ``session_ids`` do not change;
 * *stop*: once ``stop()`` answers true (Ctrl-C) no new file starts; files in
-  flight stop at their next batch boundary, as a single import does. On any
-  error the other files in flight are asked to stop the same way and are
-  waited for (their batches are whole), then the first error is raised.
+  flight stop at their next batch boundary, as a single import does. On an
+  error the files given before the failing one finish (as they would have
+  one after another), those given after it stop the same way, all are
+  waited for (their batches are whole), then the error is raised.
 
 ``CAIRN_IMPORT_WORKERS=1`` captures one file after another (the order of
 mutating operations is then deterministic, which some crash tests want).
@@ -60,6 +61,7 @@ class _File:
         self.name, self.ctx, self.sessions, self.hint = name, ctx, sessions, hint
         self.ids = {s.session_id for s in sessions}
         self.future: Future[list[dict[str, Any]]] | None = None
+        self.abort = threading.Event()  # an error in a file given before it: stop at a batch boundary
 
 
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
@@ -82,7 +84,6 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                            "interrupted": False, "malformed": []}
     lock = threading.Lock()
     counts = {"total": 0, "done": 0}
-    abort = threading.Event()  # an error elsewhere: files in flight stop at a batch boundary
 
     def tick(n: int) -> None:
         with lock:
@@ -90,10 +91,10 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
             if progress:
                 progress(counts["done"], counts["total"])
 
-    def halted() -> bool:
-        return abort.is_set() or (stop is not None and stop())
-
     def run_file(f: _File) -> list[dict[str, Any]]:
+        def halted() -> bool:
+            return f.abort.is_set() or (stop is not None and stop())
+
         results = []
         for s in f.sessions:
             r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=halted)
@@ -103,10 +104,17 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
         return results
 
     def settle(f: _File) -> None:
-        """Consume the oldest file's results (in the order given), then close it."""
+        """Consume the oldest file's results (in the order given), then close it.
+
+        If that file failed, every file in flight was given after it: each is asked to stop.
+        """
         try:
             assert f.future is not None
             results = f.future.result()
+        except BaseException:
+            for later in inflight:
+                later.abort.set()
+            raise
         finally:
             f.ctx.close()
         streamed = 0
@@ -147,8 +155,12 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
             with lock:
                 counts["total"] += f.hint
             # one session at a time; at most ``n_workers`` files open and in flight
-            while inflight and (len(inflight) >= n_workers or any(f.ids & g.ids for g in inflight)):
-                settle(inflight.popleft())
+            try:
+                while inflight and (len(inflight) >= n_workers or any(f.ids & g.ids for g in inflight)):
+                    settle(inflight.popleft())
+            except BaseException:
+                ctx.close()
+                raise
             if pool is None:
                 f.future = Future()
                 inflight.append(f)
@@ -162,9 +174,12 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                 inflight.append(f)
         while inflight:
             settle(inflight.popleft())
-    except BaseException:
-        abort.set()
-        for f in inflight:  # let every batch in flight finish whole, then close its file
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # a second Ctrl-C: every file stops at its batch boundary
+            for f in inflight:
+                f.abort.set()
+        # files given before a failed one finish (as they would have, one after another); then close each
+        for f in inflight:
             with contextlib.suppress(BaseException):
                 if f.future is not None:
                     f.future.exception()
