@@ -105,12 +105,12 @@ def instruction_sentences(text: str) -> list[str]:
     return list(dict.fromkeys(_sentences(kept)))[:MAX_PER_FILE]
 
 
-def transcript_sentences(path: pathlib.Path, fmt: str) -> list[str]:
-    """The user's sentences of a transcript, read by the product's importer."""
+def transcript_sentences(path: pathlib.Path, fmt: str, side: str = "user") -> list[str]:
+    """The user's (or the assistant's) sentences of a transcript, read by the product's importer."""
     out: list[str] = []
     for session in sessions_of(path, fmt):
-        for _, user, _ in session:
-            out.extend(_sentences(user))
+        for _, user, assistant in session:
+            out.extend(_sentences(user if side == "user" else assistant))
     return list(dict.fromkeys(out))[:MAX_PER_FILE]
 
 
@@ -132,7 +132,7 @@ def dev_tempting(exclude_files: frozenset[str] | set[str] = frozenset()) -> list
 Example = tuple[str, int, str]  # sentence, 1 (durable) or 0, the repository it came from
 
 
-ROLES = ("positive", "negative", "commits")
+ROLES = ("positive", "negative", "commits")  # "assistant" adds the assistant's side of the transcripts
 
 
 def public_examples(mirror: pathlib.Path | None, roles: Sequence[str] = ROLES) -> tuple[list[Example], dict[str, int]]:
@@ -158,10 +158,13 @@ def public_examples(mirror: pathlib.Path | None, roles: Sequence[str] = ROLES) -
                 path.write_bytes(data)
                 try:
                     found = transcript_sentences(path, entry["format"])
+                    # what the assistant wrote is never the user's durable word
+                    said = transcript_sentences(path, entry["format"], "assistant") if "assistant" in roles else []
                 except CairnError:
                     counts["unreadable"] += 1
                     continue
-            examples.extend((s, 0, entry["repo"]) for s in found)
+            examples.extend((s, 0, entry["repo"]) for s in found + said)
+            counts["assistant"] += len(said)
         counts[entry["role"]] += len(found)
     return examples, dict(counts)
 
