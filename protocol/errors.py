@@ -28,6 +28,7 @@ class ErrorCode(enum.StrEnum):
     PATH_NOT_REGULAR = "E_PATH_NOT_REGULAR"  # a FIFO, device or directory where a regular file belongs
     IO_FAILED = "E_IO_FAILED"
     NO_SPACE = "E_NO_SPACE"  # ENOSPC or EDQUOT: the storage is full; nothing was half-written
+    STATE_FOREIGN = "E_STATE_FOREIGN"  # a .cairn/state this user's cairn did not create (e.g. shipped in a clone)
     # bundles
     BUNDLE_HASH_MISMATCH = "E_BUNDLE_HASH_MISMATCH"
     BUNDLE_MISSING = "E_BUNDLE_MISSING"

@@ -15,7 +15,10 @@ Violations (each with a fixed code and the path it concerns, never content):
   (``V_SEGMENT_UNPINNED``);
 * a decided proposal (a private decision) without its public decision
   record (``V_DECISION_UNPUBLISHED``: a crash between the two; the next
-  recovery publishes it).
+  recovery publishes it);
+* a state folder git tracks (``V_STATE_TRACKED``; one bounded ``git
+  ls-files``). A state folder that is not this user's (``E_STATE_FOREIGN``,
+  :mod:`state.stateroot`) is the only finding: nothing in it is read.
 
 Stray temps and outcome files left without their claim by an interrupted
 prune are reported as notes, not violations: both are collected by cleanup.
@@ -33,6 +36,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import OpStatus
 from cairn.state import layout
 from cairn.state import program as P
+from cairn.state import stateroot
 from cairn.state.bundles import BundleStore
 from cairn.state.claims import scope_dirname
 from cairn.state.fsdir import TEMP_PREFIX, PinnedDir
@@ -70,6 +74,12 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
     """Check the workspace; ``temp_dirs``: folders of memory and instruction files to look for temps in."""
     violations: list[Finding] = []
     notes: list[Finding] = []
+    foreign = stateroot.refusal(root)
+    if foreign is not None:  # nothing in a foreign state folder is read: one finding that says why and what to do
+        return Report((Finding(str(foreign.code), layout.STATE, foreign.message),), (), 0, 0, 0)
+    if stateroot.git_tracked(str(root.path)):
+        violations.append(Finding("V_STATE_TRACKED", layout.STATE, "git tracks files in the private state folder: "
+                                  "untrack it (git rm -r --cached .cairn/state); cairn keeps a .gitignore in it"))
     scopes = gens = nbundles = 0
     for claims_rel, bundles_rel in roots:
         bstore = BundleStore(root, bundles_rel)

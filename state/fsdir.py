@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.state import crash
+from cairn.state import crash, stateroot
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 TEMP_PREFIX = ".tmp-"
@@ -141,8 +141,15 @@ class PinnedDir:
 
     # -- navigation -------------------------------------------------------
     def child(self, name: str, *, create: bool = False, mode: int = 0o700) -> PinnedDir:
+        """Open (or create) the directory ``name`` here.
+
+        A private state root (``.cairn/state``) is checked before it is handed
+        out (:func:`state.stateroot.verify`, ``E_STATE_FOREIGN``): every path
+        into private state passes through here.
+        """
         check_name(name)
         where = f"{self.path}/{name}"
+        created = False
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
         except OSError as exc:
@@ -153,6 +160,7 @@ class PinnedDir:
                 except FileExistsError:
                     pass
                 else:
+                    created = True
                     os.fsync(self.fd)
                 try:
                     fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
@@ -160,7 +168,14 @@ class PinnedDir:
                     raise _classify_open_error(self.fd, name, exc2, where) from None
             else:
                 raise _classify_open_error(self.fd, name, exc, where) from None
-        return PinnedDir(fd, where)
+        d = PinnedDir(fd, where)
+        if stateroot.is_state_root(self.path, name):
+            try:
+                stateroot.verify(d, created=created)
+            except BaseException:
+                d.close()
+                raise
+        return d
 
     def descend(self, rel: str, *, create: bool = False) -> PinnedDir:
         """Open a relative directory path component by component (caller closes it)."""
