@@ -187,8 +187,11 @@ class CairnService:
         """From ``initialized``: settings, durable jobs, first snapshot, recovery pass."""
         for ws in list(self.order):
             await self._load_settings(ws)
+            await self._check_state(ws)
         stores = []
         for ws in self.order:
+            if self.workspaces[ws].foreign is not None:
+                continue
             if not await asyncio.to_thread(self.store.own, ws):
                 self.client.log(LOG_INFO, f"cairn: another cairn server owns the job store of {ws}; this one "
                                 "keeps its jobs in memory (claims still fence every job)")
@@ -268,9 +271,33 @@ class CairnService:
         for w in settings_file.unreported(warnings):
             self.client.log(LOG_WARNING, f"cairn: {ws}: {redact_text(w)}")
 
+    async def _check_state(self, ws: str) -> None:
+        """Whether ``ws``'s private state is this user's (:mod:`state.stateroot`); said once if it is not.
+
+        A refused workspace gets no recovery pass, no job store and no jobs; every request naming it
+        answers the refusal (:meth:`workspace`). The check is made once per workspace and server.
+        """
+        from cairn.state.fsdir import PinnedDir
+        from cairn.state.stateroot import refusal
+
+        def check() -> CairnError | None:
+            with PinnedDir.open_root(ws) as root:
+                return refusal(root)
+
+        try:
+            exc = await asyncio.to_thread(check)
+        except CairnError:
+            return  # the folder itself is unusable: requests report that with their own code
+        if exc is not None and exc.code is ErrorCode.STATE_FOREIGN:
+            self.workspaces[ws].foreign = exc
+            log.warning("workspace state refused (%s)", exc.code)
+            self.client.show(LOG_ERROR, f"cairn: {exc.code}: {exc.message}; then restart the server")
+
     def _workspace_started(self, ws: str) -> None:
         """A workspace joins: one recovery pass (recovery before replacement), then a snapshot;
         digest work is offered only when the snapshot shows some (no debt, no pass)."""
+        if self.workspaces[ws].foreign is not None:
+            return
         self.submit(Enqueue(ws, "recover"))
         self.spawn_task(self.status.first_snapshot(ws))
 
@@ -303,6 +330,7 @@ class CairnService:
             if path not in self.workspaces:
                 self._add_workspace(path)
                 await self._load_settings(path)
+                await self._check_state(path)
                 if self.adapter is not None:
                     self._workspace_started(path)
         if self.adapter is not None and (added or removed):
@@ -313,17 +341,26 @@ class CairnService:
         if not self.order:
             raise CairnError(ErrorCode.WORKSPACE_INVALID, "no workspace folder is open")
         if not given:
-            return self.order[0]
+            return self._usable(self.order[0])
         path = memory_docs.uri_to_path(given) if given.startswith("file:") else os.path.normpath(os.path.abspath(given))
         if path is not None:
             matches = [ws for ws in self.order if path == ws or path.startswith(ws + os.sep)]
             if matches:
-                return max(matches, key=len)
+                return self._usable(max(matches, key=len))
         raise CairnError(ErrorCode.WORKSPACE_INVALID, "not one of the server's workspace folders")
+
+    def _usable(self, ws: str) -> str:
+        exc = self.workspaces[ws].foreign
+        if exc is not None:
+            raise CairnError(exc.code, exc.message, **exc.detail)
+        return ws
 
     # ------------------------------------------------------------ workers
 
     def submit(self, event: Any) -> None:
+        ws = getattr(event, "workspace", None)
+        if isinstance(ws, str) and ws in self.workspaces and self.workspaces[ws].foreign is not None:
+            return  # nothing runs against a refused state folder (said once at its check)
         self.need_adapter().submit(event)
 
     def need_adapter(self) -> Adapter:

@@ -34,9 +34,8 @@ from cairn.protocol import codec
 from cairn.protocol.claims import ClaimRecord, OutcomeRecord
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import OpStatus
-from cairn.state import layout
+from cairn.state import layout, stateroot
 from cairn.state import program as P
-from cairn.state import stateroot
 from cairn.state.bundles import BundleStore
 from cairn.state.claims import scope_dirname
 from cairn.state.fsdir import TEMP_PREFIX, PinnedDir

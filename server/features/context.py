@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
+from cairn.protocol.errors import CairnError
 from cairn.protocol.lsp import Settings
 
 LOG_ERROR, LOG_WARNING, LOG_INFO, LOG_LOG = 1, 2, 3, 4
@@ -73,3 +74,4 @@ class WorkspaceState:
     sessions: dict[str, SessionInfo] = attrs.field(factory=dict)
     foreground: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     drain: DrainRun | None = None
+    foreign: CairnError | None = None  # its .cairn/state is not this user's (E_STATE_FOREIGN): nothing runs there

@@ -112,7 +112,8 @@ class Turns:
     def idle(self, params: IdleParams) -> bool:
         """One maintenance opportunity once the editor has been idle long enough."""
         svc = self.service
-        due = [ws for ws in svc.order if params.seconds >= svc.workspaces[ws].settings.idleMinutes * 60.0]
+        due = [ws for ws in svc.order if params.seconds >= svc.workspaces[ws].settings.idleMinutes * 60.0
+               and svc.workspaces[ws].foreign is None]
         if not due:
             return False
         svc.submit(Idle(params.seconds, tuple(due)))
