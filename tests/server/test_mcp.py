@@ -96,3 +96,19 @@ async def test_memory_resources_never_serve_a_linked_file_and_never_block(worksp
             with pytest.raises(MCPError) as info:
                 await session.read_resource(uri)
             assert SECRET not in str(info.value) and str(info.value).startswith("Error"), str(info.value)
+
+
+async def test_a_shipped_state_folder_is_refused_with_its_code(tmp_path: Path) -> None:
+    """A repository that committed ``.cairn/state`` (ADR 0010): a tool answers the code, never a traceback."""
+    from tests.support.shipped import clone_like
+
+    src = tmp_path / "source"
+    src.mkdir()
+    cairn(src, "run", str(DEMO))
+    ws = clone_like(src, tmp_path / "clone")
+    async with stdio_client(_params(ws)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        bad = await session.call_tool("remember", {"text": "Run migrations with make migrate", "type": "project"})
+        assert bad.is_error and ": E_STATE_FOREIGN: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
+        assert "Traceback" not in bad.content[0].text  # type: ignore[union-attr]
+    assert not list((ws / ".cairn/state/memory").rglob("remember*"))

@@ -91,8 +91,8 @@ def test_an_earlier_versions_state_folder_is_adopted(source: tuple[Path, list[di
                                                      tmp_path: Path) -> None:
     src, proposals = source
     ws = clone_like(src, tmp_path / "old", dirs=0o700, files=0o600)  # a copy is how an earlier version left it
-    (ws / STATE / MARKER).unlink()
-    (ws / STATE / GITIGNORE).unlink()
+    (ws / STATE / MARKER).unlink(missing_ok=True)
+    (ws / STATE / GITIGNORE).unlink(missing_ok=True)
     rows = cairn_json(ws, "proposals")
     assert {p["id"] for p in proposals} <= {r["id"] for r in rows}
     marker = ws / STATE / MARKER
@@ -123,7 +123,7 @@ def test_root_owned_state_works_as_root_and_another_users_is_refused(
         source: tuple[Path, list[dict[str, str]]], tmp_path: Path) -> None:
     src, proposals = source
     ws = clone_like(src, tmp_path / "mine", dirs=0o700, files=0o600)
-    (ws / STATE / MARKER).unlink()
+    (ws / STATE / MARKER).unlink(missing_ok=True)
     assert (ws / STATE).stat().st_uid == 0
     assert {p["id"] for p in proposals} <= {r["id"] for r in cairn_json(ws, "proposals")}
     theirs = clone_like(src, tmp_path / "theirs", dirs=0o700, files=0o600)
