@@ -73,7 +73,12 @@ def watch_setup(p: argparse.ArgumentParser) -> None:
 def cmd_watch(ns: argparse.Namespace) -> int:
     if ns.interval <= 0 or (ns.idle is not None and ns.idle < 0):
         raise CairnError(ErrorCode.USAGE, "--interval must be positive and --idle not negative")
+    from cairn.state.stateroot import refusal
+
     ws = workspace_path(ns)
+    foreign = refusal(ws)  # said once, not at every change
+    if foreign is not None:
+        raise foreign
     config = load_config(ws)
     if ns.idle is not None:
         config = {**config, "sealIdleMinutes": ns.idle}

@@ -277,18 +277,10 @@ class CairnService:
         A refused workspace gets no recovery pass, no job store and no jobs; every request naming it
         answers the refusal (:meth:`workspace`). The check is made once per workspace and server.
         """
-        from cairn.state.fsdir import PinnedDir
         from cairn.state.stateroot import refusal
 
-        def check() -> CairnError | None:
-            with PinnedDir.open_root(ws) as root:
-                return refusal(root)
-
-        try:
-            exc = await asyncio.to_thread(check)
-        except CairnError:
-            return  # the folder itself is unusable: requests report that with their own code
-        if exc is not None and exc.code is ErrorCode.STATE_FOREIGN:
+        exc = await asyncio.to_thread(refusal, ws)
+        if exc is not None:
             self.workspaces[ws].foreign = exc
             log.warning("workspace state refused (%s)", exc.code)
             self.client.show(LOG_ERROR, f"cairn: {exc.code}: {exc.message}; then restart the server")

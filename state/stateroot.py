@@ -133,13 +133,20 @@ def verify(d: PinnedDir, *, created: bool) -> None:
     _verified.add(key)
 
 
-def refusal(base: PinnedDir) -> CairnError | None:
+def refusal(base: PinnedDir | str) -> CairnError | None:
     """The refusal of ``base``'s ``.cairn/state`` (``base`` holds ``.cairn``), or None if it is ours or absent.
 
-    Opens it the ordinary way, so an earlier version's folder is adopted here too.
+    Opens it the ordinary way, so an earlier version's folder is adopted here too. Long-running entry points
+    (the language server, ``cairn watch``) ask once at their start, to say it once rather than per job.
     """
+    from cairn.state.fsdir import PinnedDir
+
     try:
-        base.descend(f"{CAIRN_NAME}/{STATE_NAME}").close()
+        if isinstance(base, str):
+            with PinnedDir.open_root(base) as root:
+                root.descend(f"{CAIRN_NAME}/{STATE_NAME}").close()
+        else:
+            base.descend(f"{CAIRN_NAME}/{STATE_NAME}").close()
     except CairnError as exc:
-        return None if exc.code is ErrorCode.NOT_FOUND else exc
+        return exc if exc.code is ErrorCode.STATE_FOREIGN else None  # anything else: each use says it
     return None

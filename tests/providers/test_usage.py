@@ -23,6 +23,7 @@ from pytest_lsp import LanguageClient
 from tests.journal.helpers import DEMO, cairn
 from tests.providers.endpoint import Endpoint
 from tests.support import PYTHON, REPO, child_env
+from tests.support.shipped import own_state
 
 SECRET_PROMPT = "the-prompt-text-must-never-be-stored"
 
@@ -157,6 +158,7 @@ def test_a_worker_killed_mid_request_is_counted_interrupted(workspace: Path, end
 
 def _old_records(ws: Path, day: str, n: int) -> None:
     d = ws / USAGE / day
+    own_state(ws)
     d.mkdir(parents=True)
     for i in range(n):
         (d / f"r{i}.start").write_text(json.dumps({"id": f"r{i}", "pid": 0, "provider": "openai", "model": "m1",
@@ -203,7 +205,7 @@ def test_the_cli_filters_by_day_prices_from_the_config_and_refuses_bad_input(wor
 def test_a_symlinked_usage_folder_is_refused_not_followed(workspace: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     _old_records(tmp_path / "other", "2026-11-30", 1)
-    (workspace / ".cairn/state").mkdir(parents=True)
+    own_state(workspace)
     (workspace / USAGE).symlink_to(tmp_path / "other" / USAGE)
     r = cairn(workspace, "usage", "--json", check=False)
     assert r.returncode == 2 and r.stderr.startswith("cairn: E_PATH_SYMLINK") and "Traceback" not in r.stderr
@@ -240,6 +242,7 @@ def test_a_cached_day_with_a_running_request_is_read_again(workspace: Path, monk
     """Its writer may die without a file changing: running becomes interrupted at the next read."""
     now = __import__("time").time()
     d = workspace / USAGE / day_of(now)
+    own_state(workspace)
     d.mkdir(parents=True)
     (d / "r0.start").write_text(json.dumps({"id": "r0", "pid": 4242, "pidStarted": 1.0, "provider": "openai",
                                             "model": "m1", "started": now, "requestChars": 40}))

@@ -20,6 +20,7 @@ from cairn.server.testing import FakeClock
 
 from tests.server.test_service import FakeEditor
 from tests.server.test_status_first_snapshot import _with_proposals
+from tests.support.shipped import own_state
 
 pytestmark = pytest.mark.asyncio
 
@@ -81,6 +82,7 @@ async def test_a_republish_reads_the_proposals_once_for_all_open_documents(
 
 
 def _request(day_dir: Path, rid: str) -> None:
+    own_state(day_dir.parents[3])  # <ws>/.cairn/state/usage/<day>
     day_dir.mkdir(parents=True, exist_ok=True)
     (day_dir / f"{rid}.start").write_text(json.dumps({"id": rid, "pid": 0, "provider": "openai", "model": "m1",
                                                       "purpose": "review", "started": 0, "requestChars": 40}))

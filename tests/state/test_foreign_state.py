@@ -57,6 +57,8 @@ def test_a_cloned_state_folder_is_refused_and_lists_nothing(source: tuple[Path, 
     assert r.returncode == 2 and "E_STATE_FOREIGN" in r.stderr
     assert not (ws / create["target"]).exists()
     assert not list(ws.glob(".cairn/journal/decisions/*"))
+    r = cairn(ws, "watch", "--once", check=False)
+    assert r.returncode == 2 and r.stderr.startswith("cairn: E_STATE_FOREIGN: "), r.stderr
     doc = cairn(ws, "doctor", "--json", check=False)
     assert doc.returncode == 1
     violations = json.loads(doc.stdout)["violations"]

@@ -21,3 +21,12 @@ def clone_like(src: Path, dst: Path, *, dirs: int = 0o755, files: int = 0o644) -
             os.chmod(os.path.join(base, f), files)
     os.chmod(dst / ".cairn", dirs)
     return dst
+
+
+def own_state(ws: Path) -> Path:
+    """``ws/.cairn/state`` as cairn creates it (0700), for tests that plant records in it by hand: a
+    folder made with the test's umask (0755) is what a clone leaves and is refused (``E_STATE_FOREIGN``)."""
+    state = ws / ".cairn" / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)
+    return state
