@@ -65,6 +65,9 @@ def test_a_cloned_state_folder_is_refused_and_lists_nothing(source: tuple[Path, 
     assert [v["code"] for v in violations] == ["E_STATE_FOREIGN"]
     assert _files(ws) == before  # nothing deleted, nothing added (no marker written into it)
     assert stat.S_IMODE(os.stat(ws / STATE).st_mode) == 0o755
+    (ws / STATE).rename(ws / ".cairn/state.foreign")  # what the message says to do
+    assert cairn_json(ws, "proposals") == []
+    assert len(_files(ws)) == 0 and (ws / ".cairn/state.foreign" / MARKER).exists()  # kept aside, untouched
 
 
 def test_a_group_readable_state_folder_is_refused_in_process(tmp_path: Path) -> None:
