@@ -1,4 +1,4 @@
-"""Private state is only state this user's cairn created (ADR 0010).
+"""Private state is only state this user's cairn created (ADR 0011).
 
 A repository can ship ``.cairn/state/`` (git keeps whatever is committed);
 a clone recreates it with the cloner's umask (``0755``, files ``0644``). Read

@@ -1,4 +1,4 @@
-"""The language server over stdio and a workspace whose ``.cairn/state`` came with the repository (ADR 0010).
+"""The language server over stdio and a workspace whose ``.cairn/state`` came with the repository (ADR 0011).
 
 It says so once (``window/showMessage`` with ``E_STATE_FOREIGN``), answers
 requests on that workspace with the code, and serves no forged proposal: an

@@ -99,7 +99,7 @@ async def test_memory_resources_never_serve_a_linked_file_and_never_block(worksp
 
 
 async def test_a_shipped_state_folder_is_refused_with_its_code(tmp_path: Path) -> None:
-    """A repository that committed ``.cairn/state`` (ADR 0010): a tool answers the code, never a traceback."""
+    """A repository that committed ``.cairn/state`` (ADR 0011): a tool answers the code, never a traceback."""
     from tests.support.shipped import clone_like
 
     src = tmp_path / "source"

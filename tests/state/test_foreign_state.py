@@ -1,4 +1,4 @@
-"""Private state is only state this user's cairn created (ADR 0010, ``state/stateroot.py``).
+"""Private state is only state this user's cairn created (ADR 0011, ``state/stateroot.py``).
 
 A repository can ship ``.cairn/state``; a clone recreates it with the cloner's
 umask. Its forged proposals must never show as pending nor be accepted; an

@@ -1,4 +1,4 @@
-"""A workspace as a clone leaves it when the repository shipped ``.cairn/state`` (see ADR 0010)."""
+"""A workspace as a clone leaves it when the repository shipped ``.cairn/state`` (see ADR 0011)."""
 
 from __future__ import annotations
 
