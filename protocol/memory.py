@@ -148,6 +148,20 @@ class ReviewResult:
     remembered: tuple[str, ...] = ()  # a focused review: the remember ids it covered
 
 
+@record("auto-apply", version=1)
+class AutoApply:
+    """Private: an ``auto``-mode review's proposals still to be applied (see :mod:`worker.memory.autoapply`).
+
+    Linked in the program that accepts the review (before its outcome), removed
+    once every proposal of the review was applied, decided otherwise or refused.
+    """
+
+    review: str  # review id (the record's file name)
+    scope: str  # the review claim's scope: review/general or review/focused
+    generation: int  # the review claim's generation whose completed outcome accepts ``bundle``
+    bundle: str  # sha256 of the accepted ReviewResult bundle
+
+
 @record("remember", version=1)
 class RememberRequest:
     """Private: a remembered text is waiting for (or got) its focused review.

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -339,18 +340,27 @@ def _with_claims(
 
 # -- decisions ----------------------------------------------------------------
 
-def accept(ms: MemoryStore, pid: str) -> dict[str, Any]:
+def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> dict[str, Any]:
+    """Apply a proposal. ``undecided``: only one nobody has decided on, proven under its claim (``auto`` mode)."""
     from cairn.worker.memory import model
 
     p = load_proposal(ms, pid)
     if done := _already(ms, pid, ProposalState.APPLIED, ProposalState.REJECTED, "was rejected; it cannot be applied"):
         return done
     _check_required(ms, p)
+
+    def still_undecided() -> None:
+        # under the proposal claim: a decision recorded before it was elected is seen here
+        if undecided and (history := decisions(ms, pid)):
+            raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was decided meanwhile "
+                             f"({history[-1].state}); nothing was written")
+
     if p.kind is ProposalKind.DISPOSITION and not p.files:
-        _decide_only(ms, p, "accept", ProposalState.APPLIED)
+        _decide_only(ms, p, "accept", ProposalState.APPLIED, check=still_undecided)
         return {"id": pid, "state": "applied", "changed": True, "written": []}
 
     def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
+        still_undecided()
         fresh, why = check_fresh(ms, p, base, rels)
         if not fresh:
             raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
@@ -447,10 +457,16 @@ def _already(ms: MemoryStore, pid: str, wanted: ProposalState, refused: Proposal
     return None
 
 
-def _decide_only(ms: MemoryStore, p: Proposal, action: str, state: ProposalState) -> None:
-    """A decision that writes no file (a rejection, a disposition): recorded privately, then published."""
+def _decide_only(ms: MemoryStore, p: Proposal, action: str, state: ProposalState,
+                 check: Callable[[], None] | None = None) -> None:
+    """A decision that writes no file (a rejection, a disposition): recorded privately, then published.
+
+    ``check``: called under the claim before the decision is recorded (it raises to refuse).
+    """
     wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose=action, ttl=CLAIM_TTL, authority=ms.mauthority)
     try:
+        if check is not None:
+            check()
         dec = _record_decision(ms, wclaim, p, action, state, None)
     except CairnError as exc:  # settled as failed (no space …): the next attempt never waits for a deadline
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.FAILED, exc.code)
@@ -519,16 +535,21 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
 _MARKER_PATHS: dict[str, str] = {}  # write id -> marker path: immutable facts remembered per process
 
 
-def recover(ms: MemoryStore) -> dict[str, int]:
-    """Reconcile marked writes, publish missing decision records, collect dead writers' temps.
+def recover(ms: MemoryStore, *, deciding: Collection[str] = ()) -> dict[str, int]:
+    """Reconcile marked writes, publish missing decision records, collect dead writers' temps, then
+    keep the ``auto``-mode applications a killed review promised (:mod:`worker.memory.autoapply`).
 
-    See the module docstring. Every decision, undo, review and run goes
+    See the module docstring. Every decision, undo, review, drain and run goes
     through here first, so a crash at any point is repaired by whatever
-    runs next.
+    runs next. ``deciding``: proposals the caller is about to decide; the
+    user's decision goes first, so no promised application takes them now.
     """
+    from cairn.worker.memory.autoapply import complete
+
     counts = _reconcile_marked(ms)
     counts["published"] = publish_missing(ms)
     counts["temps"] = ms.collect_target_temps()
+    counts["auto"] = len(complete(ms, skip=deciding))
     return counts
 
 

@@ -150,7 +150,7 @@ def focused_review(ms: MemoryStore) -> tuple[dict[str, Any], bool]:
         fail_unsettled(ms, claim)
         raise
     publish_review(ms, result, decided)
-    applied = apply_in_auto_mode(ms, proposals)
+    applied = apply_in_auto_mode(ms, review_id)
     return ({"review": review_id, "remembered": len(batch), "proposals": len(proposals), "applied": applied,
              "recovered": recovered}, len(todo) > len(batch))
 

@@ -43,9 +43,11 @@ def job_review(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
 
 def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     """One bounded review per call: the caller repeats while ``more`` (yielding between batches)."""
+    from cairn.worker.memory.apply import recover
     from cairn.worker.memory.review import general_review
 
     with _store(req) as ms:
+        recover(ms)  # like every review: a killed one's promised applications are kept first
         result, more = general_review(ms, automatic=False)
         return {"reviews": 1 if result.get("review") else 0, "proposals": result.get("proposals", 0)}, more
 
@@ -56,8 +58,9 @@ def _decide(req: WorkerRequest, fn_name: str) -> dict[str, Any]:
     fn = getattr(apply, fn_name)
     out = []
     with _store(req) as ms:
-        apply.recover(ms)
-        for pid in _ids(req):
+        ids = _ids(req)
+        apply.recover(ms, deciding=ids)
+        for pid in ids:
             out.append(fn(ms, pid))
     return {"decisions": out}
 
@@ -77,7 +80,7 @@ def job_undo(req: WorkerRequest) -> dict[str, Any]:
     if not isinstance(pid, str) or not pid:
         raise CairnError(ErrorCode.USAGE, "id: a proposal id is required")
     with _store(req) as ms:
-        apply.recover(ms)
+        apply.recover(ms, deciding=[pid])
         return apply.undo(ms, pid)
 
 
@@ -88,7 +91,7 @@ def job_accept_edited(req: WorkerRequest) -> dict[str, Any]:
     if not isinstance(pid, str) or not pid or not isinstance(text, str):
         raise CairnError(ErrorCode.USAGE, "id and text: a proposal id and its edited text are required")
     with _store(req) as ms:
-        apply.recover(ms)
+        apply.recover(ms, deciding=[pid])
         return edited.accept_edited(ms, pid, text)
 
 

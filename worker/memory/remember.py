@@ -25,8 +25,8 @@ MCP endpoint all call it):
    holder covers this request too, or frees the scope for this caller to
    take); past that the report says ``busy`` and the proposal follows. The
    report names the proposals made for this text (applied at once in ``auto`` mode, through the checked path of a
-   manual accept; one still pending, because a killed run reviewed but did
-   not apply it, is applied by the rerun).
+   manual accept; one a killed run reviewed but did not apply is applied by
+   the recovery any next command runs first, see :mod:`worker.memory.autoapply`).
 
 Every step is idempotent, so a process killed at any point converges when
 the same request runs again (or the next review pass picks the request up).
@@ -129,12 +129,11 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
 
 def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> dict[str, Any]:
     """Record the request and run the focused review; report this text's proposals."""
-    from cairn.worker.memory.apply import load_proposal, recover
+    from cairn.worker.memory.apply import recover
     from cairn.worker.memory.focused import covered, proposals_for, run_focused
-    from cairn.worker.memory.review import apply_in_auto_mode
 
     checked = check_request(text, note_type, source)
-    recover(ms)  # an application a killed run left marked is reconciled first
+    recover(ms)  # an application a killed run left marked or only promised is completed first
     req = record_request(ms, *checked)
     review = run_focused(ms)
     applied = list(review["applied"])
@@ -147,10 +146,6 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
         applied += review["applied"]
         reviews += review["reviews"]
     mine = proposals_for(ms, req.id)
-    left = [p["id"] for p in mine["proposals"] if p["state"] == "pending"]
-    if left and ms.settings.mode == "auto":  # reviewed by a run that died before it applied them
-        applied += apply_in_auto_mode(ms, [load_proposal(ms, pid) for pid in left])
-        mine = proposals_for(ms, req.id)
     return {"remember": req.id, "capture": req.capture, "reviews": reviews, "busy": review["busy"],
             "reviewed": mine["reviewed"], "proposals": mine["proposals"], "applied": applied}
 

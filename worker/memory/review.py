@@ -15,7 +15,8 @@ result exists.
 Automatic reviews are capped at 8 successful ones per rolling 24 hours
 (``cap_exceeded``); explicit reviews and the backlog drain bypass the cap.
 In ``auto`` mode each new proposal is then applied through the same checked
-path as a manual accept.
+path as a manual accept: a promise recorded with the acceptance, kept by
+recovery if the review dies first (:mod:`worker.memory.autoapply`).
 """
 
 from __future__ import annotations
@@ -146,8 +147,11 @@ def accept_review(ms: MemoryStore, claim: Claim, result: ReviewResult, ops: list
 
     Returns the decision time (the outcome's), which the public record carries.
     """
+    from cairn.worker.memory.autoapply import promise_ops
+
     sha, put = ms.mbundles.put_ops(codec.encode(result))
-    return ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put]).decided
+    promise = promise_ops(ms, claim, result, sha)  # in ``auto`` mode: applying them is part of the acceptance
+    return ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put, *promise]).decided
 
 
 def fail_unsettled(ms: MemoryStore, claim: Claim) -> None:
@@ -263,19 +267,12 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
     return drafts
 
 
-def apply_in_auto_mode(ms: MemoryStore, proposals: list[Proposal]) -> list[str]:
-    """In ``auto`` mode, apply each new proposal through the checked path of a manual accept."""
-    applied: list[str] = []
-    if ms.settings.mode != "auto":
-        return applied
-    from cairn.worker.memory.apply import accept
+def apply_in_auto_mode(ms: MemoryStore, review_id: str) -> list[str]:
+    """In ``auto`` mode, keep the review's promise now: apply each of its proposals through the
+    checked path of a manual accept (see :mod:`worker.memory.autoapply`; a crash leaves it to recovery)."""
+    from cairn.worker.memory.autoapply import complete
 
-    for p in proposals:
-        try:
-            applied.append(accept(ms, p.id)["id"])
-        except CairnError:
-            continue  # stale or busy: it stays pending for the cockpit
-    return applied
+    return complete(ms, only=review_id)
 
 
 def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any], bool]:
@@ -317,7 +314,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         fail_unsettled(ms, claim)
         raise
     publish_review(ms, result, decided)
-    applied = apply_in_auto_mode(ms, proposals)
+    applied = apply_in_auto_mode(ms, review_id)
     return ({"review": review_id, "digests": len(batch), "proposals": len(proposals), "applied": applied,
              "recovered": recovered, "notes": len(working), "notesProblems": notes_problems},
             len(todo) > len(batch))
