@@ -68,16 +68,18 @@ def kill_before(label: str, log: Path, run: Run, *args: object, **env: str) -> N
     assert points and points[-1].split(" ", 1)[1] == label, (label, points[-3:])
 
 
-def points(reference: int) -> Iterator[int]:
-    """Kill points 1, 2, … (sampled past the head, see :func:`stride`) until the caller stops at a completed run.
+def points(reference: int, start: int = 1) -> Iterator[int]:
+    """Kill points start, start + 1, … (sampled past the head, see :func:`stride`) until the caller stops at a
+    completed run.
 
     *reference* is an uninterrupted run's count; a workload that ends far from
     it (or never ends) means the sweep is not measuring what it claims to.
+    *start* skips the points before a window of interest (the head is counted from it).
     """
     step = stride()
-    k = 0
+    k = start - 1
     while True:
-        k += 1 if k < EXHAUSTIVE_HEAD else step
+        k += 1 if k < start - 1 + EXHAUSTIVE_HEAD else step
         assert k <= reference + 32, f"workload still running after {k} points (reference run: {reference})"
         yield k
 
@@ -88,14 +90,14 @@ def covered(k: int, reference: int) -> None:
 
 
 def killed_runs(reference: int, tmp_path: Path, template: Path | None, run: Run, *args: object,
-                **env: str) -> Iterator[tuple[int, Path, str]]:
+                start: int = 1, **env: str) -> Iterator[tuple[int, Path, str]]:
     """The sweep's killed runs, each as ``(k, ws, where)``: ``run(ws, *args, **env)`` died at point *k*, labelled ``where``.
 
     ``ws`` is a fresh copy of ``template`` (an empty directory when None)
-    under ``tmp_path``. The sweep ends at the first run that completes, which
-    must end near *reference* (see :func:`covered`).
+    under ``tmp_path``. The sweep starts at point *start* and ends at the first
+    run that completes, which must end near *reference* (see :func:`covered`).
     """
-    for k in points(reference):
+    for k in points(reference, start):
         ws = tmp_path / f"k{k}"
         if template is None:
             ws.mkdir()

@@ -16,10 +16,12 @@ Files = dict[str, bytes | None]
 
 
 def assert_rerun_converges(ws: Path, rerun: Callable[..., subprocess.CompletedProcess[str]],
-                           files: Callable[[Path], Files], final: Files, k: int, where: str) -> None:
+                           files: Callable[[Path], Files], final: Files, k: int, where: str,
+                           also: Callable[[Path], None] | None = None) -> None:
     """Rerun past every claim's deadline: the undisturbed end state, no marker, no temp, doctor clean.
 
-    Removes ``ws`` afterwards (a sweep makes one copy per kill point).
+    ``also``: the sweep's own checks of the rerun workspace. Removes ``ws``
+    afterwards (a sweep makes one copy per kill point).
     """
     again = rerun(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
     assert again.returncode == 0, (k, where, again.stderr[-800:])
@@ -30,4 +32,6 @@ def assert_rerun_converges(ws: Path, rerun: Callable[..., subprocess.CompletedPr
     assert not list(ws.rglob(".tmp-*")), (k, where)
     with PinnedDir.open_root(ws) as root:
         assert check_workspace(root).violations == (), (k, where)
+    if also is not None:
+        also(ws)
     shutil.rmtree(ws)
