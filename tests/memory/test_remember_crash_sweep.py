@@ -80,3 +80,34 @@ def test_killing_remember_at_every_point_converges(tmp_path: Path, mode: str) ->
         ready = [t for cap in (ws / ".cairn/state/journal/captures").iterdir() for b in batches(cap) for t in b.turn_ids]
         assert ready == [req.turn_id], where
         shutil.rmtree(ws)
+
+
+def test_a_killed_auto_remember_is_applied_by_whatever_runs_next(tmp_path: Path) -> None:
+    """Killed between its focused review's acceptance and its application, the next general review (not the same
+    `remember`) applies the proposal, once."""
+    import re
+
+    from tests.memory.test_auto_crash_sweep import NEXT
+
+    ref = _workspace(tmp_path / "reference", "auto")
+    log = tmp_path / "points.log"
+    assert _remember(ref, CAIRN_CRASH_LOG=str(log)).returncode == 0
+    labels = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
+    expected = _state(ref)
+    first_proposal = next(i for i, lb in enumerate(labels) if re.fullmatch(r"link p[0-9a-f]{12}", lb))
+    start = max(i for i, lb in enumerate(labels[:first_proposal]) if re.fullmatch(r"link \d+\.outcome", lb)) + 1
+    for k in sweep.points(len(labels), start):  # from just before the acceptance
+        ws = _workspace(tmp_path / f"k{k}", "auto")
+        killed_at = sweep.kill_at(k, tmp_path / "kill.log", _remember, ws)
+        if killed_at is None:
+            sweep.covered(k, len(labels))
+            break
+        where = f"crash at {killed_at}"
+        again = NEXT["review"](ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+        assert again.returncode == 0, (where, again.stderr[-800:])
+        assert _state(ws) == expected, where
+        assert not [p for p in (ws / ".cairn/state/memory/auto").iterdir() if not p.name.startswith(".tmp-")], where
+        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
+                                capture_output=True, text=True)
+        assert doctor.returncode == 0, (where, doctor.stdout)
+        shutil.rmtree(ws)

@@ -48,7 +48,7 @@ from cairn.protocol.memory import AutoApply, ReviewResult
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
-from cairn.worker.memory.store import M, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
+from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, M, MemoryStore
 
 AUTO = f"{M}/auto"
 _NAME = re.compile(r"r[0-9a-f]{12}")  # a review id; never a killed writer's temp

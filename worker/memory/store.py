@@ -7,6 +7,7 @@ Private, per workspace, under ``.cairn/state/memory/``::
     proposals/<id>          Proposal records (immutable)
     decisions/<id>/<seq>    PrivateDecision records: the authority for a proposal's state
     intents/<write>         WriteIntent records (complete before any mutation)
+    auto/<review>           AutoApply records: an auto-mode review's applications still to keep
 
 Target coordination, per target base (the workspace for its own memory root
 and instruction files; the root itself for a memory root outside it), under
