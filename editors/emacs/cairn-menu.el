@@ -157,6 +157,13 @@ the reviewed before-state), \\[cairn-edit-abort] aborts.  Return the buffer."
 (defvar-local cairn-edit--accepting nil
   "Non-nil while the edited text of this buffer waits for the server's answer.")
 
+(defun cairn-edit--editable (buf)
+  "Make the edit buffer BUF editable again: its text was not accepted."
+  (when (buffer-live-p buf)
+    (with-current-buffer buf
+      (setq cairn-edit--accepting nil
+            buffer-read-only nil))))
+
 (defun cairn-edit-accept ()
   "Accept the edited text of this buffer's proposal without blocking Emacs.
 The buffer is read-only while the server checks and writes the text;
@@ -170,23 +177,23 @@ with the edited text and the echo area says why."
         (buf (current-buffer)))
     (setq cairn-edit--accepting t
           buffer-read-only t)
-    (cairn-command-async
-     cairn-edit--workspace "cairn.acceptEdited"
-     (list :workspace cairn-edit--workspace :id id
-           :text (buffer-substring-no-properties (point-min) (point-max)))
-     (lambda (result)
-       (when (buffer-live-p buf)
-         (with-current-buffer buf
-           (set-buffer-modified-p nil)
-           (let ((win (get-buffer-window buf)))
-             (if win (quit-window t win) (kill-buffer buf)))))
-       (message "cairn: accepted your version of %s as %s (u in History undoes it)"
-                id (plist-get (plist-get result :result) :id)))
-     (lambda (_text)
-       (when (buffer-live-p buf)
-         (with-current-buffer buf
-           (setq cairn-edit--accepting nil
-                 buffer-read-only nil)))))
+    (condition-case err
+        (cairn-command-async
+         cairn-edit--workspace "cairn.acceptEdited"
+         (list :workspace cairn-edit--workspace :id id
+               :text (buffer-substring-no-properties (point-min) (point-max)))
+         (lambda (result)
+           (when (buffer-live-p buf)
+             (with-current-buffer buf
+               (set-buffer-modified-p nil)
+               (let ((win (get-buffer-window buf)))
+                 (if win (quit-window t win) (kill-buffer buf)))))
+           (message "cairn: accepted your version of %s as %s (u in History undoes it)"
+                    id (plist-get (plist-get result :result) :id)))
+         (lambda (_text) (cairn-edit--editable buf)))
+      ;; not sent (no server, C-g while it starts): the text stays editable
+      (t (cairn-edit--editable buf)
+         (signal (car err) (cdr err))))
     (message "cairn: accepting your version of %s..." id)
     nil))
 

@@ -553,7 +553,10 @@ filter, so that they may make synchronous requests of their own (made
 inside the filter, their answers would interleave with this one's and
 get lost).
 `cairn--in-flight' counts the command until its callback has
-returned.  Return nil."
+returned.  A follow-up that fails (a refresh timed out) is reported in
+the echo area and ON-DONE still runs: the command was carried out.  A
+request that cannot be sent (the server just died) signals at once and
+is not counted.  Return nil."
   (cl-incf cairn--in-flight)
   (unless (timerp cairn--spinner-timer)
     (setq cairn--spinner-timer (run-with-timer 0.1 0.1 #'cairn--spin)))
@@ -564,20 +567,26 @@ returned.  Return nil."
                      (unwind-protect
                          (when on-error (funcall on-error text))
                        (cairn--stop-in-flight (concat "cairn: " text))))))))
-    (jsonrpc-async-request
-     server :workspace/executeCommand (list :command command :arguments arguments)
-     :timeout cairn-request-timeout
-     :success-fn (lambda (result)
-                   (cairn--run-soon
-                    (lambda ()
-                      (unwind-protect
-                          (progn (cairn--after-command server command result)
-                                 (when on-done (funcall on-done result)))
-                        (cairn--stop-in-flight nil)))))
-     :error-fn (lambda (err)
-                 (funcall failed (format "%s" (or (plist-get err :message) err))))
-     :timeout-fn (lambda ()
-                   (funcall failed (format "%s timed out (see `cairn-request-timeout')" command)))))
+    (condition-case err
+        (jsonrpc-async-request
+         server :workspace/executeCommand (list :command command :arguments arguments)
+         :timeout cairn-request-timeout
+         :success-fn (lambda (result)
+                       (cairn--run-soon
+                        (lambda ()
+                          (unwind-protect
+                              (progn
+                                (condition-case err
+                                    (cairn--after-command server command result)
+                                  (error (message "cairn: %s" (cairn--error-message err))))
+                                (when on-done (funcall on-done result)))
+                            (cairn--stop-in-flight nil)))))
+         :error-fn (lambda (err)
+                     (funcall failed (format "%s" (or (plist-get err :message) err))))
+         :timeout-fn (lambda ()
+                       (funcall failed (format "%s timed out (see `cairn-request-timeout')" command))))
+      (t (cairn--stop-in-flight nil)
+         (signal (car err) (cdr err)))))
   nil)
 
 (defun cairn-command-async (workspace command argument &optional on-done on-error)

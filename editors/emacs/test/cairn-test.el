@@ -316,6 +316,81 @@ cockpit's poll schedule their follow-ups this way."
       (cairn-test--until "the follow-up" (lambda () ran))
       (should (equal ran '(after))))))
 
+;; A peer that answers every request with an empty success, for tests
+;; of the asynchronous command path that need no real server.
+(defconst cairn-test--answering-peer
+  "import json, sys
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+while True:
+    n = None
+    while True:
+        line = inp.readline()
+        if not line:
+            sys.exit(0)
+        if line.lower().startswith(b'content-length:'):
+            n = int(line.split(b':')[1])
+        if line in (b'\\r\\n', b'\\n'):
+            break
+    msg = json.loads(inp.read(n))
+    if 'id' in msg:
+        body = json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'result': {}}).encode()
+        out.write(b'Content-Length: %d\\r\\n\\r\\n' % len(body) + body)
+        out.flush()
+"
+  "Python source of a JSON-RPC peer answering each request with {}.")
+
+(defun cairn-test--peer (&optional dead)
+  "A jsonrpc connection to `cairn-test--answering-peer'; its process exited when DEAD."
+  (let* ((proc (make-process :name "cairn-test-peer" :noquery t :connection-type 'pipe
+                             :coding 'utf-8-emacs-unix
+                             :command (list (car (cairn-test--server-command)) "-c"
+                                            (if dead "pass" cairn-test--answering-peer)))))
+    (when dead
+      (cairn-test--until "the peer's exit" (lambda () (not (process-live-p proc))) 30))
+    (make-instance 'jsonrpc-process-connection :name "cairn-test-peer" :process proc)))
+
+(ert-deftest cairn-async-command-that-cannot-be-sent-is-not-in-flight ()
+  "A command whose request cannot even be sent (its server just died) signals at once.
+It is not counted in flight: the spinner would turn forever."
+  (let ((cairn--in-flight 0)
+        (peer (cairn-test--peer t)))
+    (should-error (cairn--command-async peer "cairn.accept" (vector (list :ids ["p-1"]))))
+    (should (= 0 cairn--in-flight))
+    (should-not (cairn--spinner))))
+
+(ert-deftest cairn-async-follow-up-failure-still-runs-on-done ()
+  "When a follow-up of an answered command fails (a refresh's request times out), ON-DONE still runs.
+An accepted edit's buffer must not stay read-only, waiting forever."
+  (let ((cairn--in-flight 0)
+        (peer (cairn-test--peer))
+        (done nil))
+    (unwind-protect
+        (cl-letf (((symbol-function 'cairn--after-command)
+                   (lambda (&rest _) (error "A refresh timed out"))))
+          (cairn--command-async peer "cairn.accept" (vector (list :ids ["p-1"]))
+                                (lambda (result) (setq done (list result))))
+          (should (= 1 cairn--in-flight))
+          (cairn-test--until "the command's answer" (lambda () (= 0 cairn--in-flight)) 60)
+          (should done))
+      (jsonrpc-shutdown peer t))))
+
+(ert-deftest cairn-edit-accept-that-cannot-start-keeps-the-buffer-editable ()
+  "C-c C-c in an edit buffer whose server cannot be reached: an error, and the text stays editable."
+  (let* ((ws (directory-file-name (file-truename (make-temp-file "cairn-ert-" t))))
+         (cairn-server-command '("cairn-no-such-program" "serve"))
+         (cairn--in-flight 0)
+         (buf (generate-new-buffer "*cairn edit: p-1*")))
+    (unwind-protect
+        (with-current-buffer buf
+          (insert "The proposed text, edited.\n")
+          (setq cairn-edit--id "p-1" cairn-edit--workspace ws)
+          (should-error (cairn-edit-accept) :type 'user-error)
+          (should-not buffer-read-only)
+          (should-not cairn-edit--accepting)
+          (should (= 0 cairn--in-flight)))
+      (kill-buffer buf)
+      (delete-directory ws t))))
+
 (ert-deftest cairn-gptel-adapter-sends-stable-turns-and-session-events ()
   "The gptel hook sends turns with stable ids; clear and kill end sessions."
   (cairn-test--with-workspace
