@@ -460,15 +460,28 @@ for a real memory file there."
   (let ((cairn--requesting t))
     (jsonrpc-request server method params :timeout cairn-request-timeout)))
 
+(defun cairn--request-waits-p ()
+  "Non-nil while a synchronous request waits: cairn's, or one eglot made.
+Eglot asks some things synchronously (code actions, shutdown) with
+`jsonrpc-request', which binds nothing cairn could see: its frame on
+the stack tells."
+  (or cairn--requesting
+      (let ((i 0) frame found)
+        (while (and (not found) (setq frame (backtrace-frame i #'cairn--request-waits-p)))
+          (setq found (eq (cadr frame) 'jsonrpc-request)
+                i (1+ i)))
+        found)))
+
 (defun cairn--run-soon (function &rest args)
-  "Call FUNCTION with ARGS from a timer, once no cairn request waits.
+  "Call FUNCTION with ARGS from a timer, once no request waits.
 Follow-ups that make synchronous requests run this way, never inside
-a process filter.  Nor while a synchronous request waits: its waiting
-runs timers, and a request made there could receive the waiting one's
-answer, whose delivery unwinds through FUNCTION and cuts it short."
-  (run-at-time (if cairn--requesting 0.05 0) nil
+a process filter.  Nor while a synchronous request waits, cairn's or
+eglot's: its waiting runs timers, and a request made there could
+receive the waiting one's answer, whose delivery unwinds through
+FUNCTION and cuts it short."
+  (run-at-time (if (cairn--request-waits-p) 0.05 0) nil
                (lambda ()
-                 (if cairn--requesting
+                 (if (cairn--request-waits-p)
                      (apply #'cairn--run-soon function args)
                    (apply function args)))))
 

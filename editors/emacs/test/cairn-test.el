@@ -316,6 +316,23 @@ cockpit's poll schedule their follow-ups this way."
       (cairn-test--until "the follow-up" (lambda () ran))
       (should (equal ran '(after))))))
 
+;; Eglot makes synchronous requests of its own (code actions, shutdown):
+;; a follow-up must not run inside their wait either.
+(ert-deftest cairn-follow-ups-wait-until-eglots-own-requests-return ()
+  "A follow-up does not run while a request cairn did not make waits (eglot's code actions)."
+  (cairn-test--with-workspace
+    (let ((server (cairn-connect cairn-test--ws))
+          (ran nil))
+      (cairn--run-soon (lambda ()
+                         (push (if cairn-test--waiting 'while-waiting 'after) ran)
+                         (cairn-status cairn-test--ws)))
+      (should-not ran)
+      ;; as `eglot-code-actions' asks: `jsonrpc-request' directly
+      (should (plist-get (jsonrpc-request server :cairn/status (list :workspace cairn-test--ws)) :workspace))
+      (should-not ran)
+      (cairn-test--until "the follow-up" (lambda () ran))
+      (should (equal ran '(after))))))
+
 ;; A peer that answers every request with an empty success, for tests
 ;; of the asynchronous command path that need no real server.
 (defconst cairn-test--answering-peer
