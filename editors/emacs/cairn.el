@@ -460,15 +460,19 @@ for a real memory file there."
   (let ((cairn--requesting t))
     (jsonrpc-request server method params :timeout cairn-request-timeout)))
 
+(defconst cairn--waiting-functions '(jsonrpc-request eglot--connect)
+  "Functions that wait for an answer the way `jsonrpc-request' does.
+Eglot asks some things synchronously (code actions, shutdown) and waits
+for a starting server's answer to `initialize' by a copy of that wait.")
+
 (defun cairn--request-waits-p ()
   "Non-nil while a synchronous request waits: cairn's, or one eglot made.
-Eglot asks some things synchronously (code actions, shutdown) with
-`jsonrpc-request', which binds nothing cairn could see: its frame on
-the stack tells."
+Eglot's bind nothing cairn could see: a frame of one of
+`cairn--waiting-functions' on the stack tells."
   (or cairn--requesting
       (let ((i 0) frame found)
         (while (and (not found) (setq frame (backtrace-frame i #'cairn--request-waits-p)))
-          (setq found (eq (cadr frame) 'jsonrpc-request)
+          (setq found (memq (cadr frame) cairn--waiting-functions)
                 i (1+ i)))
         found)))
 

@@ -333,6 +333,18 @@ cockpit's poll schedule their follow-ups this way."
       (cairn-test--until "the follow-up" (lambda () ran))
       (should (equal ran '(after))))))
 
+(ert-deftest cairn-follow-ups-wait-until-the-server-is-connected ()
+  "A follow-up does not run while eglot waits for a starting server's answer to `initialize'.
+That wait is `jsonrpc-request''s, copied: an answer arriving in a
+request made there unwinds through the follow-up."
+  (cairn-test--with-workspace
+    (let ((ran nil))
+      (cairn--run-soon (lambda () (push (if (cairn-server cairn-test--ws) 'after 'while-connecting) ran)))
+      (should-not ran)
+      (should (cairn-connect cairn-test--ws))
+      (cairn-test--until "the follow-up" (lambda () ran))
+      (should (equal ran '(after))))))
+
 ;; A peer that answers every request with an empty success, for tests
 ;; of the asynchronous command path that need no real server.
 (defconst cairn-test--answering-peer
