@@ -69,8 +69,8 @@ class Report:
 
 
 def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout.CLAIM_ROOTS,
-                    temp_dirs: tuple[str, ...] = (layout.MEMORY_ROOT, "")) -> Report:
-    """Check the workspace; ``temp_dirs``: folders of memory and instruction files to look for temps in."""
+                    temp_dirs: tuple[str, ...] = (layout.MEMORY_ROOT, layout.NOTES_ROOT, "")) -> Report:
+    """Check the workspace; ``temp_dirs``: folders of memory, working-note and instruction files to look for temps in."""
     violations: list[Finding] = []
     notes: list[Finding] = []
     foreign = stateroot.refusal(root)

@@ -23,6 +23,7 @@ MEMORY_BUNDLES = ".cairn/state/memory/bundles"
 MEMORY_DECISIONS = ".cairn/state/memory/decisions"  # <proposal>/<seq>: the private decisions (the authority)
 PUBLIC_DECISIONS = ".cairn/journal/decisions"  # <proposal>-<seq>.json: their public records
 MEMORY_ROOT = ".agents/memory"  # the workspace's own memory root (users commit it)
+NOTES_ROOT = ".agents/notes"  # the default folder of shared working notes (disposed of, restored by undo)
 #: folders no memory root or instruction file may be in: git's own files (``.git/config`` runs programs)
 #: and cairn's (its config, private state and public journal)
 RESERVED = (".git", CAIRN)

@@ -75,3 +75,28 @@ def test_disposition_survives_a_kill_at_every_point(tmp_path: Path) -> None:
             between = name.endswith("MEMORY.md") and data is not None and whole is not None and whole.startswith(data)
             assert data in legit.get(name, {None}) or between, (k, where, name)
         assert_rerun_converges(ws, _actor, _files, final, k, where)
+
+
+def test_a_note_restore_killed_before_its_rename_leaves_a_temp_the_next_run_removes(tmp_path: Path) -> None:
+    """The undo writes the note back through a temp in the notes folder: a kill before the rename leaves
+    that temp, which doctor reports and the next run's recovery removes (like a memory file's)."""
+    template = tmp_path / "template"
+    (template / ".agents/notes").mkdir(parents=True)
+    note = template / NOTE_PATH
+    note.write_bytes(NOTE)
+    quiet = note.stat().st_mtime - QUIET_SECONDS - 60
+    os.utime(note, (quiet, quiet))
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    assert _actor(ref).returncode == 0
+    final = _files(ref)
+    ws = tmp_path / "killed"
+    shutil.copytree(template, ws)
+    sweep.kill_before("rename ops.md", tmp_path / "kill.log", _actor, ws)
+    temps = [p.name for p in (ws / ".agents/notes").iterdir() if p.name.startswith(".tmp-")]
+    assert len(temps) == 1
+    doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws), "--json"], cwd=REPO,
+                            env=child_env(), capture_output=True, text=True, timeout=120)
+    assert f".agents/notes/{temps[0]}" in doctor.stdout
+    assert_rerun_converges(ws, _actor, _files, final, 0, "rename ops.md")
+

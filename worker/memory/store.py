@@ -126,8 +126,15 @@ class MemoryStore(Journal):
         return FileEdit(path=path, before=bh, after=ah, before_bundle=bh, after_bundle=ah), ops
 
     def target_dirs(self) -> tuple[list[str], list[str]]:
-        """Directories the memory writer replaces files in: (workspace-relative, absolute roots)."""
+        """Directories the memory writer replaces files in: (workspace-relative, absolute roots).
+
+        Working-note folders are among them: a disposition removes a note and
+        its undo writes it back (through a temp, like any memory file).
+        """
+        from cairn.worker.memory.notes import notes_dirs
+
         rel = {DEFAULT_ROOT, *(f.rsplit("/", 1)[0] if "/" in f else "" for f in self.settings.instructionFiles)}
+        rel.update(notes_dirs(self.settings.notesDirs)[0])
         absolute = []
         for r in self.roots():
             if os.path.isabs(r):
