@@ -160,3 +160,86 @@ def test_a_file_that_cannot_be_opened_lets_the_files_given_before_it_finish(work
         I.import_paths(j, [first, missing], "auto", POLICY, workers=2)
     assert err.value.code is ErrorCode.IMPORT_UNREADABLE
     assert [len(v) for v in _ready(workspace).values()] == [9]  # not stopped half-way by the later file's error
+
+
+def test_an_error_of_a_file_in_flight_is_raised_before_a_later_file_that_cannot_be_opened(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker import importers
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    (first,) = _files(tmp_path, 1, 9)
+    missing = str(tmp_path / "gone.jsonl")
+    refused = threading.Event()
+    real_open = importers.open_report
+
+    def open_report(path: Path, *args: Any, **kw: Any) -> Any:
+        if str(path) == missing:
+            refused.set()
+        return real_open(path, *args, **kw)
+
+    def fail_after_refusal(*args: Any, **kw: Any) -> None:
+        assert refused.wait(20)
+        raise CairnError(ErrorCode.IO_FAILED, "disk said no")
+
+    monkeypatch.setattr(importers, "open_report", open_report)
+    monkeypatch.setattr(C, "_write_batch", fail_after_refusal)
+    with Journal(str(workspace)) as j, pytest.raises(CairnError) as err:
+        I.import_paths(j, [first, missing], "auto", POLICY, workers=2)
+    # one file after another, the first file's failure is the one reported (the second is never opened)
+    assert err.value.code is ErrorCode.IO_FAILED
+
+
+def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_boundary(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from cairn.worker import importers
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    first, second = _files(tmp_path, 2, 9)
+    monkeypatch.setattr(importers, "STREAMED", ())  # sessions in memory: nothing else would end the file early
+    monkeypatch.setattr(C, "BATCH_TURNS", 2)
+    waiting = threading.Event()
+
+    class Watched(Future):  # type: ignore[type-arg]
+        def result(self, timeout: float | None = None) -> Any:
+            waiting.set()  # the import's own thread now waits for the oldest file
+            return super().result(timeout)
+
+    class Pool(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kw: Any) -> Any:
+            out: Future[Any] = Watched()
+            inner = super().submit(fn, *args, **kw)
+            inner.add_done_callback(lambda d: out.set_exception(e) if (e := d.exception()) else out.set_result(
+                d.result()))
+            return out
+
+    real = C._write_batch
+    sent = threading.Event()
+
+    def interrupt_once(j: Any, claim: Any, session: Any, *args: Any, **kw: Any) -> None:
+        if session.session_id == importers.load(Path(first))[0].session_id and not sent.is_set():
+            assert waiting.wait(20)
+            sent.set()
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)  # Ctrl-C, no stop callback
+        real(j, claim, session, *args, **kw)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    monkeypatch.setattr(I, "ThreadPoolExecutor", Pool)
+    monkeypatch.setattr(C, "_write_batch", interrupt_once)
+    try:
+        with Journal(str(workspace)) as j, pytest.raises(KeyboardInterrupt):
+            I.import_paths(j, [first, second], "auto", POLICY, workers=2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    from cairn.worker.journal.store import session_dir
+
+    sdir = session_dir(importers.load(Path(first))[0].session_id)
+    (turns,) = [v for cap, v in _ready(workspace).items() if cap.startswith(sdir)]
+    assert 0 < len(turns) < 9  # the oldest file stopped at a batch boundary too, not at its end

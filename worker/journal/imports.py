@@ -26,7 +26,10 @@ watcher and an import already run side by side). The pool only adds:
   flight stop at their next batch boundary, as a single import does. On an
   error the files given before the failing one finish (as they would have
   one after another), those given after it stop the same way, all are
-  waited for (their batches are whole), then the error is raised.
+  waited for (their batches are whole), then the error is raised: the error of the
+  earliest file given, as one after another. A Ctrl-C with no ``stop`` (the
+  ``import`` job run in the command's own process) stops every file in flight,
+  the oldest included, at its batch boundary.
 
 ``CAIRN_IMPORT_WORKERS=1`` captures one file after another (the order of
 mutating operations is then deterministic, which some crash tests want).
@@ -106,17 +109,20 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     def settle(f: _File) -> None:
         """Consume the oldest file's results (in the order given), then close it.
 
-        If that file failed, every file in flight was given after it: each is asked to stop.
+        If that file failed, every file in flight was given after it: each is asked to stop. If the
+        wait itself was interrupted (Ctrl-C with no ``stop``), that file stops at its batch boundary
+        too, and its file stays open until its thread has let go of it.
         """
+        assert f.future is not None
         try:
-            assert f.future is not None
             results = f.future.result()
         except BaseException:
-            for later in inflight:
-                later.abort.set()
-            raise
-        finally:
+            for g in (f, *inflight):
+                g.abort.set()
+            _wait(f)
             f.ctx.close()
+            raise
+        f.ctx.close()
         streamed = 0
         for s, r in zip(f.sessions, results, strict=False):
             if isinstance(s, StreamedSession) and not r["interrupted"]:  # the hint was an upper bound
@@ -143,6 +149,11 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
             ctx = contextlib.ExitStack()
             try:
                 loaded = ctx.enter_context(open_report(Path(p), fmt, follow_symlinks=follow_symlinks))
+            except Exception:
+                ctx.close()
+                while inflight:  # the files given before it finish first; an error of theirs comes first
+                    settle(inflight.popleft())
+                raise
             except BaseException:
                 ctx.close()
                 raise
@@ -180,15 +191,21 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                 f.abort.set()
         # files given before a failed one finish (as they would have, one after another); then close each
         for f in inflight:
-            with contextlib.suppress(BaseException):
-                if f.future is not None:
-                    f.future.exception()
+            _wait(f)
             f.ctx.close()
         raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
     return out
+
+
+def _wait(f: _File) -> BaseException | None:
+    """Wait until ``f``'s task is over (a Ctrl-C meanwhile does not cut the wait short); its error, if any."""
+    while f.future is not None:
+        with contextlib.suppress(BaseException):
+            return f.future.exception()
+    return None
 
 
 def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
