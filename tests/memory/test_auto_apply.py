@@ -113,3 +113,28 @@ def test_a_workspace_switched_out_of_auto_mode_keeps_them_pending(workspace: Pat
     assert {x["state"] for x in cairn_json(workspace, "proposals")} == {"pending"}
     assert _decisions(workspace) == {pid: [] for pid in kinds}
     assert _promises(workspace) == []
+
+
+def test_a_proposal_being_accepted_edited_when_the_process_dies_is_not_applied_as_proposed(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.worker.memory import edited
+
+    kinds = _reviewed_then_killed(workspace, monkeypatch)
+    inst = next(pid for pid, k in kinds.items() if k == "instruction")
+    mine = AGENTS + "\n## Mine\n\nThe user's own wording.\n"
+    with MemoryStore(str(workspace), Settings(mode="auto")) as ms:
+        apply.recover(ms, deciding=[inst])  # what accept-edited runs first
+        new = edited.propose_edited(ms, inst, mine)  # its edited version published; then the process dies
+    cairn_json(workspace, "review")  # the next recovery keeps the promise ...
+    decided = _decisions(workspace)
+    assert decided[inst] == []  # ... without applying the original the user chose to edit
+    assert (workspace / "AGENTS.md").read_text() == AGENTS
+    assert {x["id"]: x["state"] for x in cairn_json(workspace, "proposals")}[new.id] == "pending"
+    with MemoryStore(str(workspace), Settings(mode="auto")) as ms:  # the rerun lands the user's version
+        apply.recover(ms, deciding=[inst])
+        edited.accept_edited(ms, inst, mine)
+    assert (workspace / "AGENTS.md").read_text() == mine
+    cairn_json(workspace, "review")
+    assert _decisions(workspace)[inst] == ["rejected"]
+    assert (workspace / "AGENTS.md").read_text() == mine
+    assert _promises(workspace) == []  # the promise and its marker are gone

@@ -23,6 +23,11 @@ durable promise, not a step that merely follows:
    accepted, rejected or undid is never applied by this path, and one is
    never applied twice (a crashed accept's marked write is reconciled by
    recovery before this runs; concurrent runs join through the claims).
+   A proposal the user took over with an edited version
+   (:func:`worker.memory.edited.propose_edited` links ``auto/<review>.edited.<proposal>``
+   before it publishes the edit) is never applied as proposed: a process
+   killed between the edit's publication and its acceptance leaves the edit
+   pending for the user, as without ``auto`` mode.
 3. **Retirement.** The record is removed once every proposal was applied,
    decided or refused for good (stale, refused by a requirement, a failed
    write: it stays pending for the cockpit, as without a crash). A proposal
@@ -52,6 +57,7 @@ from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, M, MemoryStore
 
 AUTO = f"{M}/auto"
 _NAME = re.compile(r"r[0-9a-f]{12}")  # a review id; never a killed writer's temp
+_EDITED = re.compile(r"(r[0-9a-f]{12})\.edited\.(p[0-9a-f]{12})")  # review, proposal the user took over
 #: an accept that may succeed later: the proposal or target claim is held, or was lost on the way
 RETRY = (ErrorCode.CLAIM_BUSY, ErrorCode.CLAIM_LOST, ErrorCode.CLAIM_EXPIRED)
 
@@ -62,6 +68,17 @@ def promise_ops(ms: MemoryStore, claim: Claim, result: ReviewResult, bundle: str
         return []
     rec = AutoApply(review=result.id, scope=claim.scope, generation=claim.generation, bundle=bundle)
     return [P.EnsureDir(AUTO), P.Link(f"{AUTO}/{result.id}", codec.encode(rec))]
+
+
+def taken_over_ops(review: str, pid: str) -> list[P.Op]:
+    """Ops recording that the user edits proposal ``pid`` of ``review``: no promise applies it as proposed.
+
+    Run before the edited version is published (a crash in between leaves the
+    original pending for the user); removed with the review's promise.
+    """
+    if not _NAME.fullmatch(review) or not re.fullmatch(r"p[0-9a-f]{12}", pid):
+        return []
+    return [P.EnsureDir(AUTO), P.Create(f"{AUTO}/{review}.edited.{pid}", optional=True)]
 
 
 def _accepted(ms: MemoryStore, rec: AutoApply) -> ReviewResult | None | bool:
@@ -99,7 +116,16 @@ def complete(ms: MemoryStore, *, only: str | None = None, skip: Collection[str] 
     """Keep every pending promise (or review ``only``'s); the ids of the proposals applied now."""
     from cairn.worker.memory.apply import accept, decisions
 
-    names = sorted(n for n in ms.names(AUTO) if _NAME.fullmatch(n) and (only is None or n == only))
+    listed = ms.names(AUTO)
+    taken: dict[str, set[str]] = {}
+    for n in listed:
+        if m := _EDITED.fullmatch(n):
+            taken.setdefault(m.group(1), set()).add(m.group(2))
+    names = sorted(n for n in listed if _NAME.fullmatch(n) and (only is None or n == only))
+    if only is None:  # a review's markers left by a crash after its promise was removed
+        orphans = [f"{AUTO}/{r}.edited.{pid}" for r, pids in taken.items() if r not in listed for pid in pids]
+        if orphans:
+            ms.run([P.Remove(o, optional=True) for o in orphans])
     applied: list[str] = []
     for name in names:
         path = f"{AUTO}/{name}"
@@ -116,6 +142,8 @@ def complete(ms: MemoryStore, *, only: str | None = None, skip: Collection[str] 
                 if p.id in skip:
                     keep = True  # the caller decides it now; the next recovery sees that decision
                     continue
+                if p.id in taken.get(name, ()):
+                    continue  # the user took it over with an edited version: never applied as proposed
                 if decisions(ms, p.id):
                     continue  # decided (by this promise or by the user): never applied again
                 try:
@@ -123,6 +151,7 @@ def complete(ms: MemoryStore, *, only: str | None = None, skip: Collection[str] 
                         applied.append(p.id)
                 except CairnError as exc:
                     keep = keep or exc.code in RETRY  # otherwise stale or refused: pending for the cockpit
-        if not keep:
-            ms.run([P.Remove(path, optional=True)])
+        if not keep:  # the promise first: its markers without it are orphans, removed by the next run
+            ms.run([P.Remove(path, optional=True),
+                    *(P.Remove(f"{path}.edited.{pid}", optional=True) for pid in sorted(taken.get(name, ())))])
     return applied

@@ -14,7 +14,9 @@ and repeats nothing when run again: the new proposal's id is a hash of the
 original's id and the edited bytes (publishing it again is a no-op), an
 applied proposal accepts as "already applied", a rejected one rejects as
 "already rejected". Dying after the new proposal is published and before it
-is applied leaves it pending in the candidates, where the user sees it.
+is applied leaves it pending in the candidates, where the user sees it (in
+``auto`` mode, a promise of the original's review then never applies the
+original as proposed: see :mod:`cairn.worker.memory.autoapply`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import FileEdit, Proposal, ProposalKind, ProposalState
 from cairn.state import program as P
 from cairn.worker.memory import apply
+from cairn.worker.memory.autoapply import taken_over_ops
 from cairn.worker.memory.store import PROPOSALS, MemoryStore
 from cairn.worker.redact import redact_bytes
 
@@ -73,7 +76,9 @@ def propose_edited(ms: MemoryStore, pid: str, text: str) -> Proposal:
                       title=p.title if p.title.startswith("Edited: ") else f"Edited: {p.title}",
                       summary=p.summary, target=p.target, files=tuple(edit if x is f else x for x in p.files),
                       index=p.index, evidence=p.evidence, fingerprint=p.fingerprint, created=time.time())
-    res = ms.run([*ops, P.EnsureDir(PROPOSALS), P.Link(f"{PROPOSALS}/{new_id}", codec.encode(edited), optional=True)])
+    # an ``auto``-mode promise of the review must not apply the original once the edit exists (autoapply)
+    res = ms.run([*taken_over_ops(p.review, p.id), *ops, P.EnsureDir(PROPOSALS),
+                  P.Link(f"{PROPOSALS}/{new_id}", codec.encode(edited), optional=True)])
     for r in res.results:
         if r.status.value == "failed":
             raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
