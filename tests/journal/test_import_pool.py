@@ -207,7 +207,7 @@ def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_bo
     monkeypatch.setattr(C, "BATCH_TURNS", 2)
     waiting = threading.Event()
 
-    class Watched(Future):  # type: ignore[type-arg]
+    class Watched(Future[Any]):
         def result(self, timeout: float | None = None) -> Any:
             waiting.set()  # the import's own thread now waits for the oldest file
             return super().result(timeout)
