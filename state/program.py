@@ -456,10 +456,12 @@ def _link_all(dirs: _Dirs, op: LinkAll) -> tuple[bool, ...]:
             os.close(fd)
             if i >= len(won):  # not linked (an error stopped us): leave no temp behind
                 pd.unlink_quiet(tmp)
+    # Every directory of an item, linked now or found already there: a rerun after a
+    # kill between the links and this fsync must not report names that a power
+    # loss could still take away.
     synced: dict[int, PinnedDir] = {}
-    for (pd, _, _, _), w in zip(staged, won, strict=True):
-        if w:
-            synced.setdefault(id(pd), pd)
+    for pd, _, _, _ in staged:
+        synced.setdefault(id(pd), pd)
     fsync_all([pd.fd for pd in synced.values()], "fsync-dir")
     return tuple(won)
 

@@ -52,6 +52,20 @@ def test_each_file_is_fsynced_before_its_name_appears_and_each_directory_after(r
     assert labels.count("fsync-dir") == 2 and labels[-2:] == ["fsync-dir", "fsync-dir"]  # x and y, once each
 
 
+def test_a_rerun_that_finds_every_name_still_fsyncs_their_directories(root: PinnedDir, tmp_path: Path) -> None:
+    """Killed after the links, before the directory fsync: the rerun finds the names and must make them durable."""
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    items = (("x/f", b"1"), ("y/g", b"2"))
+    P.run(root, [P.LinkAll(items)]).raise_failed()
+    log = tmp_path / "points.log"
+    crash.reset_for_tests(log_path=str(log))
+    res = P.run(root, [P.LinkAll(items, optional=True)])
+    assert res[0].value == (False, False)
+    labels = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
+    assert labels.count("fsync-dir") == 2
+
+
 def test_a_failed_fsync_links_nothing_and_leaves_no_temp(root: PinnedDir, tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     crash.reset_for_tests(fault_at=4, fault_errno=errno.ENOSPC)  # 3 temps written, then the first fsync fails
