@@ -22,18 +22,7 @@ local function wait_for(what, pred)
   harness.wait_for(what, pred, TIMEOUT, true)
 end
 
-local function stop_all()
-  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
-    if c.name == "cairn" then
-      if vim.fn.has("nvim-0.11") == 1 then c:stop(true) else c.stop(true) end
-    end
-  end
-end
-
-local function is_stopped(c)
-  if vim.fn.has("nvim-0.11") == 1 then return c:is_stopped() end
-  return c.is_stopped()
-end
+local is_stopped = harness.is_stopped
 
 local function main()
   local cairn = require("cairn")
@@ -41,10 +30,7 @@ local function main()
   cairn.setup({ cmd = { os.getenv("CAIRN_TEST_PYTHON"), "-m", "cairn.server", "serve" } })
   vim.cmd("edit " .. vim.fn.fnameescape(ws .. "/AGENTS.md"))
   local buf = vim.api.nvim_get_current_buf()
-  wait_for("the cairn client to attach", function()
-    local c = cairn.client(buf)
-    return c ~= nil and c.initialized and c.attached_buffers[buf]
-  end)
+  wait_for("the cairn client to attach", function() return harness.attached(cairn, buf) end)
   local client = cairn.client(buf)
   check(next(client.config.init_options) == nil, "initializationOptions sent: %s",
     vim.inspect(client.config.init_options))
@@ -74,10 +60,7 @@ local function main()
 end
 
 local ok, failure = xpcall(main, debug.traceback)
-stop_all()
-vim.wait(5000, function()
-  return #(vim.lsp.get_clients or vim.lsp.get_active_clients)() == 0
-end, 20)
+harness.stop_all(true)
 if ok then
   io.stdout:write("cairn config: OK\n")
   vim.cmd("qall!")

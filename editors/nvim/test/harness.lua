@@ -27,4 +27,37 @@ function M.wait_for(what, pred, timeout, fail_on_error)
   M.check(ok, "timed out waiting for %s", what)
 end
 
+-- The cairn clients now running.
+function M.cairn_clients()
+  local out = {}
+  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
+    if c.name == "cairn" then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
+-- Whether client `c` has stopped (method call from Neovim 0.11 on, field function before).
+function M.is_stopped(c)
+  if vim.fn.has("nvim-0.11") == 1 then return c:is_stopped() end
+  return c.is_stopped()
+end
+
+-- Stop every cairn client (`force`: kill), then wait up to 30 s until none is left; true if none is.
+function M.stop_all(force)
+  for _, c in ipairs(M.cairn_clients()) do
+    if vim.fn.has("nvim-0.11") == 1 then c:stop(force) else c.stop(force) end
+  end
+  return vim.wait(30000, function()
+    return #M.cairn_clients() == 0
+  end, 20)
+end
+
+-- Whether `cairn`'s client of buffer `buf` is initialized and has the buffer attached.
+function M.attached(cairn, buf)
+  local c = cairn.client(buf)
+  return c ~= nil and c.initialized and c.attached_buffers[buf] ~= nil
+end
+
 return M

@@ -21,14 +21,6 @@ local function wait_for(what, pred)
   harness.wait_for(what, pred, TIMEOUT, false)
 end
 
-local function stop_all()
-  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
-    if c.name == "cairn" then
-      if vim.fn.has("nvim-0.11") == 1 then c:stop(true) else c.stop(true) end
-    end
-  end
-end
-
 local function main()
   local cairn = require("cairn")
   local ws = os.getenv("CAIRN_TEST_WS")
@@ -39,10 +31,7 @@ local function main()
   check(vim.fn.exists(":CairnRemember") == 2, "user command :CairnRemember is missing")
   vim.cmd("edit " .. vim.fn.fnameescape(ws .. "/AGENTS.md"))
   local buf = vim.api.nvim_get_current_buf()
-  wait_for("the cairn client to attach", function()
-    local c = cairn.client(buf)
-    return c ~= nil and c.initialized and c.attached_buffers[buf]
-  end)
+  wait_for("the cairn client to attach", function() return harness.attached(cairn, buf) end)
 
   -- the Lua API answers with the proposal made for the text
   local done, err, answer = false, nil, nil
@@ -76,10 +65,7 @@ local function main()
 end
 
 local ok, failure = pcall(main)
-stop_all()
-vim.wait(5000, function()
-  return #(vim.lsp.get_clients or vim.lsp.get_active_clients)() == 0
-end, 20)
+harness.stop_all(true)
 if ok then
   io.stdout:write("cairn remember: OK\n")
   vim.cmd("qall!")

@@ -64,28 +64,7 @@ local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. "\n"
 end
 
-local function cairn_clients()
-  local out = {}
-  for _, c in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
-    if c.name == "cairn" then
-      table.insert(out, c)
-    end
-  end
-  return out
-end
-
-local function stop_all(force)
-  for _, c in ipairs(cairn_clients()) do
-    if vim.fn.has("nvim-0.11") == 1 then
-      c:stop(force)
-    else
-      c.stop(force)
-    end
-  end
-  return vim.wait(30000, function()
-    return #cairn_clients() == 0
-  end, 20)
-end
+local stop_all = harness.stop_all
 
 local function notified(pattern)
   for _, msg in ipairs(messages) do
@@ -127,10 +106,7 @@ local function main()
   -- opening the instruction file starts the server and attaches the buffer
   vim.cmd("edit " .. vim.fn.fnameescape(target))
   local buf = vim.api.nvim_get_current_buf()
-  wait_for("the cairn client to attach", function()
-    local c = cairn.client(buf)
-    return c ~= nil and c.initialized and c.attached_buffers[buf]
-  end)
+  wait_for("the cairn client to attach", function() return harness.attached(cairn, buf) end)
   local client = cairn.client(buf)
   check(client.config.root_dir == ws, "root_dir is %s, expected %s", tostring(client.config.root_dir), ws)
 
@@ -140,7 +116,7 @@ local function main()
   wait_for("MEMORY.md to attach", function()
     return client.attached_buffers[memory_buf]
   end)
-  check(#cairn_clients() == 1, "%d cairn clients for one workspace, expected 1", #cairn_clients())
+  check(#harness.cairn_clients() == 1, "%d cairn clients for one workspace, expected 1", #harness.cairn_clients())
   vim.cmd("buffer " .. buf)
 
   -- status counts come from a snapshot the server refreshes in the background:
@@ -259,12 +235,7 @@ local function main()
   local pid = vim.fn.trim(vim.fn.system({ "pgrep", "-P", tostring(vim.fn.getpid()), "-f", "cairn.server" }))
   check(pid:match("^%d+$") ~= nil, "cannot find the server process: %s", pid)
   vim.loop.kill(tonumber(pid), 9)
-  wait_for("the crashed client to stop", function()
-    if vim.fn.has("nvim-0.11") == 1 then
-      return crashed:is_stopped()
-    end
-    return crashed.is_stopped()
-  end)
+  wait_for("the crashed client to stop", function() return harness.is_stopped(crashed) end)
   for i = #messages, 1, -1 do messages[i] = nil end -- cleared in place: the harness appends to this table
   vim.cmd("CairnStatus")
   wait_for(":CairnStatus after the crash", function()
