@@ -4,8 +4,8 @@ Every message the user typed is the user side of exactly one turn, and
 nothing else is: not the IDE's context blocks, not background-task notices,
 and a message typed while the assistant worked (a ``queued_command``
 attachment) is not lost. Fixtures and their sources: tests/fixtures/transcripts/
-claude-code/SOURCES.md. The last test reads the dev-split corpus files of the
-format when they are restored (tests/corpus/fetch.py).
+claude-code/SOURCES.md. The last test reads the committed real sessions and the dev-split corpus
+files of the format when they are restored (tests/corpus/fetch.py).
 """
 
 from __future__ import annotations
@@ -75,27 +75,33 @@ def test_queued_message_as_blocks_with_an_image():
     assert [(t.turn_id, t.user, t.assistant) for t in session.turns] == [("u1", "Start.", ""), ("q1", "and this one", "Both done.")]
 
 
-def _dev_files() -> list[tuple[str, object]]:
+def _real_files() -> list:
+    """Real Claude Code sessions at hand: the committed ones always, the other dev corpus files once restored."""
     manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
-    out = []
+    out = [REPO / "tests" / "fixtures" / "transcripts" / "claude-code" / "speakfree-ide-context.jsonl"]
     for e in manifest["files"]:
         if e["format"] != "claude-code" or e["split"] != "dev":
             continue
         path = next((p for p in (CORPUS / "files" / e["file"], CORPUS / "cache" / e["file"]) if p.is_file()), None)
-        out.append((e["id"], path if path and hashlib.sha256(path.read_bytes()).hexdigest() == e["sha256"] else None))
+        if path is not None and hashlib.sha256(path.read_bytes()).hexdigest() == e["sha256"]:
+            out.append(path)
     return out
 
 
-@pytest.mark.parametrize("file_id, path", _dev_files(), ids=[i for i, _ in _dev_files()])
-def test_corpus_dev_user_sides_are_the_users_messages(file_id, path):
-    """Each turn's user side is one user record's words (or a slash command), never injected context."""
-    if path is None:
-        pytest.skip(f"{file_id} absent (restore it with tests/corpus/fetch.py)")
-    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_uuid = {r["uuid"]: r for r in recs if isinstance(r.get("uuid"), str)}
-    for turn in load(path, "claude-code")[0].turns:
-        rec = by_uuid[turn.turn_id]
-        assert rec["type"] == "user" and not rec.get("isMeta"), turn.turn_id
-        assert rec.get("origin") in (None, {"kind": "human"}), turn.turn_id
-        for tag in ("<task-notification>", "<ide_", "<system-reminder>", "<local-command", "Caveat:"):
-            assert tag not in turn.user, (turn.turn_id, tag)
+def test_real_sessions_user_sides_are_the_users_messages():
+    """Each turn's user side is one user record's words (or a slash command), never injected context.
+
+    Runs on the committed real sessions (always present) and on every restored dev corpus file."""
+    files = _real_files()
+    assert len(files) >= 2, files  # the cut-down real fixture and the committed dev session at least
+    for path in files:
+        recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        by_uuid = {r["uuid"]: r for r in recs if isinstance(r.get("uuid"), str)}
+        turns = load(path, "claude-code")[0].turns
+        assert turns, path.name
+        for turn in turns:
+            rec = by_uuid[turn.turn_id]
+            assert rec["type"] == "user" and not rec.get("isMeta"), (path.name, turn.turn_id)
+            assert rec.get("origin") in (None, {"kind": "human"}), (path.name, turn.turn_id)
+            for tag in ("<task-notification>", "<ide_", "<system-reminder>", "<local-command", "Caveat:"):
+                assert tag not in turn.user, (path.name, turn.turn_id, tag)

@@ -29,7 +29,7 @@ from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Turn
 
-from ._common import malformed, open_source
+from ._common import iter_jsonl, malformed, open_source
 
 MAX_LINE_BYTES = 64 << 20
 
@@ -122,27 +122,15 @@ class JsonlText:
     """The same interface over text in memory (offsets are line indices)."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
         self.lines = text.split("\n")
-        self.terminated = text.endswith("\n")
 
     def close(self) -> None:
         pass
 
     def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
-        last = len(self.lines) - 1
-        for index, raw in enumerate(self.lines):
-            if not raw.strip():
-                continue
-            number = index + 1
-            try:
-                obj = boundedjson.loads(raw)
-            except ValueError as exc:
-                if index == last and not self.terminated:
-                    return
-                raise malformed(number, str(exc) if isinstance(exc, boundedjson.TooDeep) else "not a JSON value") from None
-            if not isinstance(obj, dict):
-                raise malformed(number, "record is not a JSON object")
-            yield number, index, obj
+        for number, obj in iter_jsonl(self.text):  # the same rules as every other JSONL reader
+            yield number, number - 1, obj
 
     def at(self, offset: int, number: int) -> dict[str, Any]:
         obj = boundedjson.loads(self.lines[offset])
