@@ -12,7 +12,22 @@ from cairn.state.doctor import check_workspace
 from cairn.state.fsdir import PinnedDir
 from cairn.worker.entry import run_request
 
+from tests.journal.helpers import DEMO, cairn
+
 Files = dict[str, bytes | None]
+
+
+def digested_template(template: Path, *, auto: bool = False) -> Path:
+    """A workspace with an AGENTS.md and the demo session imported, sealed and digested (``auto``: auto mode)."""
+    template.mkdir(parents=True)
+    if auto:
+        (template / ".cairn").mkdir()
+        (template / ".cairn/config.toml").write_text('mode = "auto"\n')
+    (template / "AGENTS.md").write_bytes(b"# Agents\n\nBe terse.\n")
+    cairn(template, "import", str(DEMO))
+    cairn(template, "seal")
+    cairn(template, "process")
+    return template
 
 
 def assert_rerun_converges(ws: Path, rerun: Callable[..., subprocess.CompletedProcess[str]],

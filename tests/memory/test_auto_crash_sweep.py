@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests import sweep
-from tests.journal.helpers import DEMO, cairn
-from tests.memory.converge import assert_rerun_converges
+from tests.memory.converge import assert_rerun_converges, digested_template
 from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
@@ -70,13 +69,7 @@ def _applied_once(ws: Path) -> None:
 
 
 def test_killing_an_auto_review_before_it_applied_everything_converges(tmp_path: Path) -> None:
-    template = tmp_path / "template"
-    (template / ".cairn").mkdir(parents=True)
-    (template / ".cairn/config.toml").write_text('mode = "auto"\n')
-    (template / "AGENTS.md").write_text("# Agents\n\nBe terse.\n")
-    cairn(template, "import", str(DEMO))
-    cairn(template, "seal")
-    cairn(template, "process")
+    template = digested_template(tmp_path / "template", auto=True)
     initial = _files(template)
     ref = tmp_path / "ref"
     shutil.copytree(template, ref)

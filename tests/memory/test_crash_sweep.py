@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import sweep
-from tests.journal.helpers import DEMO, cairn
-from tests.memory.converge import assert_rerun_converges
+from tests.memory.converge import assert_rerun_converges, digested_template
 from tests.support import PYTHON, REPO, child_env
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
@@ -43,12 +42,7 @@ def _files(ws: Path) -> dict[str, bytes | None]:
 
 
 def test_memory_decisions_survive_a_kill_at_every_point(tmp_path: Path) -> None:
-    template = tmp_path / "template"
-    template.mkdir()
-    (template / "AGENTS.md").write_bytes(b"# Agents\n\nBe terse.\n")
-    cairn(template, "import", str(DEMO))
-    cairn(template, "seal")
-    cairn(template, "process")
+    template = digested_template(tmp_path / "template")
     initial = _files(template)
     ref = tmp_path / "ref"
     shutil.copytree(template, ref)

@@ -43,13 +43,19 @@ def _files(ws: Path) -> dict[str, bytes | None]:
     return out
 
 
-def test_disposition_survives_a_kill_at_every_point(tmp_path: Path) -> None:
+def _template(tmp_path: Path) -> Path:
+    """A workspace holding one working note, quiet for long enough to be consolidated."""
     template = tmp_path / "template"
     (template / ".agents/notes").mkdir(parents=True)
     note = template / NOTE_PATH
     note.write_bytes(NOTE)
     quiet = note.stat().st_mtime - QUIET_SECONDS - 60
     os.utime(note, (quiet, quiet))
+    return template
+
+
+def test_disposition_survives_a_kill_at_every_point(tmp_path: Path) -> None:
+    template = _template(tmp_path)
     ref = tmp_path / "ref"
     shutil.copytree(template, ref)
     log = tmp_path / "points.log"
@@ -80,12 +86,7 @@ def test_disposition_survives_a_kill_at_every_point(tmp_path: Path) -> None:
 def test_a_note_restore_killed_before_its_rename_leaves_a_temp_the_next_run_removes(tmp_path: Path) -> None:
     """The undo writes the note back through a temp in the notes folder: a kill before the rename leaves
     that temp, which doctor reports and the next run's recovery removes (like a memory file's)."""
-    template = tmp_path / "template"
-    (template / ".agents/notes").mkdir(parents=True)
-    note = template / NOTE_PATH
-    note.write_bytes(NOTE)
-    quiet = note.stat().st_mtime - QUIET_SECONDS - 60
-    os.utime(note, (quiet, quiet))
+    template = _template(tmp_path)
     ref = tmp_path / "ref"
     shutil.copytree(template, ref)
     assert _actor(ref).returncode == 0
