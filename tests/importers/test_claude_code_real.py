@@ -101,7 +101,13 @@ def test_real_sessions_user_sides_are_the_users_messages():
         assert turns, path.name
         for turn in turns:
             rec = by_uuid[turn.turn_id]
-            assert rec["type"] == "user" and not rec.get("isMeta"), (path.name, turn.turn_id)
-            assert rec.get("origin") in (None, {"kind": "human"}), (path.name, turn.turn_id)
+            if rec["type"] == "attachment":  # a prompt typed while the assistant worked
+                queued = rec["attachment"]
+                assert queued["type"] == "queued_command" and queued.get("commandMode", "prompt") == "prompt", (
+                    path.name, turn.turn_id)
+                assert queued.get("origin") in (None, {"kind": "human"}), (path.name, turn.turn_id)
+            else:
+                assert rec["type"] == "user" and not rec.get("isMeta"), (path.name, turn.turn_id)
+                assert rec.get("origin") in (None, {"kind": "human"}), (path.name, turn.turn_id)
             for tag in ("<task-notification>", "<ide_", "<system-reminder>", "<local-command", "Caveat:"):
                 assert tag not in turn.user, (path.name, turn.turn_id, tag)
