@@ -1,10 +1,17 @@
-"""aider chat history: sessions per header, prompts, tool output, fenced replies."""
+"""aider chat history: sessions per header, prompts, tool output, fenced replies, aider's own answers."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+
+import pytest
 from cairn.worker.importers import aider, load
 
+from tests.support import REPO
 from tests.support.transcripts import assert_absent, grow
+
+CORPUS = REPO / "tests" / "corpus"
 
 FIXTURE = "aider/.aider.chat.history.md"
 
@@ -50,3 +57,65 @@ def test_identical_sessions_get_distinct_ids():
     sessions = aider.parse(one + "\n" + one, source_name=".aider.chat.history.md")
     assert len({s.session_id for s in sessions}) == 2
     assert len({t.turn_id for s in sessions for t in s.turns}) == 2
+
+
+# ---- aider's own answers to its yes/no questions (fixture sources: tests/fixtures/transcripts/aider/SOURCES.md)
+
+GROUP_ANSWER = "#### Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all  \n"
+
+
+def test_questions_answered_for_a_group_do_not_end_the_turn(fixture_copy):
+    """Real bytes: after a reply naming files, aider logs its own "all" answers as ``#### `` lines."""
+    (session,) = load(fixture_copy("aider/mozgoslav-add-all.md"))
+    assert [t.user for t in session.turns] == ["Мы работали над задачей"]
+    reply = session.turns[0].assistant
+    # the reply before the questions and the one aider wrote once the files were added
+    assert "Пожалуйста, уточните задачу или добавьте нужные файлы в чат" in reply
+    assert reply.endswith("Жду вашего запроса!")
+    assert "Add file to the chat?" not in reply
+
+
+def test_questions_between_prompt_and_reply_keep_the_prompt():
+    """aider asks about files a prompt names before it answers: the turn is the prompt and its reply."""
+    text = (
+        "# aider chat started at 2026-05-02 13:55:39\n\n"
+        "#### Improve the plan in docs/plan.md and src/render.py  \n"
+        "> docs/plan.md  \n"
+        "> Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: a  \n"
+        "> src/render.py  \n\n"
+        + GROUP_ANSWER
+        + "> Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: a  \n\n"
+        "The plan is sound; step 2 can go.\n\n"
+        "> Tokens: 30k sent, 2.4k received.  \n"
+        "> src/tests.py  \n\n"
+        "#### Run shell command? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]: skip  \n"
+        "> Run shell command? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]: s  \n\n"
+        "#### thanks  \n\n"
+        "You're welcome.\n"
+    )
+    (session,) = aider.parse(text, source_name=".aider.chat.history.md")
+    assert [(t.user, t.assistant) for t in session.turns] == [
+        ("Improve the plan in docs/plan.md and src/render.py", "The plan is sound; step 2 can go."),
+        ("thanks", "You're welcome."),
+    ]
+
+
+def test_a_prompt_line_shaped_like_a_question_is_kept():
+    """Only a ``#### `` line that opens a block is aider's answer; inside a prompt the user's words are kept."""
+    text = "# aider chat started at 2026-05-02 13:55:39\n\n#### why did it ask me this?  \n" + GROUP_ANSWER + "\nIt found file names in your message.\n"
+    (session,) = aider.parse(text, source_name=".aider.chat.history.md")
+    assert [t.user for t in session.turns] == [
+        "why did it ask me this?\nAdd file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all"
+    ]
+
+
+def test_restored_corpus_file_keeps_the_prompt_before_the_questions():
+    """The dev corpus file where aider asked about files between a prompt and its reply (when restored)."""
+    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+    (entry,) = [e for e in manifest["files"] if e["id"] == "aider-luvatrix"]
+    path = CORPUS / "cache" / entry["file"]
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+        pytest.skip("aider-luvatrix is not restored (tests/corpus/fetch.py)")
+    users = [t.user for s in load(path, "aider") for t in s.turns]
+    assert not [u for u in users if u.startswith("Add file to the chat?")]
+    assert users[1].startswith("Help me improve this plan for improving ios rendering performance:")

@@ -8,6 +8,20 @@ reply. Inside a fenced code block of the reply, ``> `` lines belong to the
 reply. A prompt with no reply (a ``/add`` command, an interrupted request, the
 prompt still being answered) is not a completed turn. aider writes a reply
 only once it is complete, so a reply present in the file is complete.
+
+aider's yes/no questions ("Add file to the chat?", "Run shell command?",
+"Add URL to the chat?", "Create new file?" ...) and their answers are logged
+as ``> `` lines, except one case: once the user answers "all" or "skip" to a
+question asked about several files, URLs or commands, aider answers the next
+questions of that group itself and logs each as a ``#### `` line,
+``#### <question> (Y)es/(N)o/...[Yes]: all``, right after a blank line and
+before the ``> `` line of the answer. Such a line is no prompt: it neither ends
+nor replaces the turn being read, so the reply aider writes after it (aider
+asks these questions after reading the prompt, and again after a reply that
+names files) belongs to the user's preceding prompt. A reply aider writes
+after adding the files its previous reply named continues that turn's reply,
+whichever way the question was answered, so that turn's text (and derived id)
+can still grow after its first reply.
 """
 
 from __future__ import annotations
@@ -20,10 +34,21 @@ from ._common import TurnBuilder, derived_session_id, inside_fence
 
 FORMAT = "aider"
 _HEADER = re.compile(r"^# aider chat started at .*$")
+# The end of a question of a group that aider answered from the user's earlier
+# "all" / "skip" (``InputOutput.confirm_ask``): the options, the default in
+# brackets, the group's answer ("a" / "s" in the first release that logged it).
+_OPTIONS = "? (Y)es/(N)o"
+_GROUP_ANSWER_TAIL = re.compile(r"\? \(Y\)es/\(N\)o(?:/\([A-Z]\)[\w' ]*)* \[[^\]]*\]: ?(?:all|skip|a|s) *")
 
 
 def _is_prompt(line: str) -> bool:
     return line.startswith("#### ") or line.rstrip() == "####"
+
+
+def _is_group_answer(line: str) -> bool:
+    # matched from the last options marker on, so a long line costs one pass
+    at = line.rfind(_OPTIONS)
+    return line.startswith("#### ") and at > 0 and _GROUP_ANSWER_TAIL.fullmatch(line.rstrip(), at) is not None
 
 
 def _is_tool_output(line: str) -> bool:
@@ -48,6 +73,8 @@ class _Session:
         self.prompt, self.reply, self.fence, self.reading_prompt = None, [], None, False
 
     def feed(self, line: str) -> None:
+        if self.fence is None and not self.reading_prompt and _is_group_answer(line):
+            return  # aider's own answer to a yes/no question, not a prompt (a prompt's later lines are kept)
         if self.fence is None and _is_prompt(line):
             if not self.reading_prompt:
                 self.close_turn()
