@@ -119,3 +119,52 @@ def test_restored_corpus_file_keeps_the_prompt_before_the_questions():
     users = [t.user for s in load(path, "aider") for t in s.turns]
     assert not [u for u in users if u.startswith("Add file to the chat?")]
     assert users[1].startswith("Help me improve this plan for improving ios rendering performance:")
+
+
+HANDOFF = (
+    "# aider chat started at 2025-03-11 21:23:54\n\n"
+    "> Main model: gpt-4o with architect edit format  \n"
+    "> Editor model: openai/gpt-4o with editor-diff edit format  \n\n"
+    "#### add a health check endpoint  \n\n"
+    "Add a `/health` route that returns 200.\n\n"
+    "1. In `app.py`, register the route.\n\n"
+    "> Tokens: 2.0k sent, 496 received.  \n"
+    "> Edit the files? (Y)es/(N)o [Yes]: y  \n\n"
+    "#### Add a `/health` route that returns 200.  \n"
+    "####   \n"
+    "#### 1. In `app.py`, register the route.  \n\n"
+    "app.py\n```python\n<<<<<<< SEARCH\n=======\n@app.get('/health')\n>>>>>>> REPLACE\n```\n\n"
+    "> Applied edit to app.py  \n\n"
+    "#### thanks, and always add a test with each route  \n\n"
+    "Noted.\n"
+)
+
+
+def test_the_architects_hand_off_to_the_editor_is_no_prompt():
+    """In architect mode aider logs the architect's reply again as a prompt to the editor model: model text."""
+    (session,) = aider.parse(HANDOFF, source_name=".aider.chat.history.md")
+    assert [t.user for t in session.turns] == ["add a health check endpoint",
+                                               "thanks, and always add a test with each route"]
+    first = session.turns[0].assistant
+    assert first.startswith("Add a `/health` route") and "@app.get('/health')" in first  # the editor's reply joins
+
+
+def test_a_prompt_that_only_quotes_part_of_the_reply_is_the_users():
+    text = HANDOFF.replace("####   \n#### 1. In `app.py`, register the route.  \n", "#### but use flask  \n")
+    (session,) = aider.parse(text, source_name=".aider.chat.history.md")
+    assert [t.user for t in session.turns][1] == "Add a `/health` route that returns 200.\nbut use flask"
+
+
+def test_no_restored_corpus_file_has_a_prompt_repeating_the_reply_before_it():
+    """Every aider corpus file present (committed, or restored by tests/corpus/fetch.py)."""
+    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+    seen = 0
+    for entry in (e for e in manifest["files"] if e["format"] == "aider"):
+        path = CORPUS / ("files" if entry["committed"] and not entry.get("withheld") else "cache") / entry["file"]
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            continue
+        seen += 1
+        for s in load(path, "aider"):
+            for before, after in zip(s.turns, s.turns[1:], strict=False):
+                assert after.user.split() != before.assistant.split()[: len(after.user.split())], entry["id"]
+    assert seen >= 1  # the committed one at least

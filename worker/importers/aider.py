@@ -22,6 +22,12 @@ names files) belongs to the user's preceding prompt. A reply aider writes
 after adding the files its previous reply named continues that turn's reply,
 whichever way the question was answered, so that turn's text (and derived id)
 can still grow after its first reply.
+
+In architect mode (``aider --architect``) the architect model's reply is
+handed to the editor model as a prompt, and aider logs that hand-off as a
+``#### `` prompt repeating the reply word for word. It is model text, never
+the user's: a prompt whose words are exactly the previous reply's is no new
+turn, and the editor's reply joins the architect's in that turn.
 """
 
 from __future__ import annotations
@@ -55,6 +61,10 @@ def _is_tool_output(line: str) -> bool:
     return line.startswith("> ") or line.rstrip() == ">"
 
 
+def _words(lines: list[str]) -> list[str]:
+    return " ".join(lines).split()
+
+
 class _Session:
     def __init__(self, header: str | None) -> None:
         self.header = header
@@ -63,26 +73,51 @@ class _Session:
         self.reading_prompt = False
         self.reply: list[str] = []
         self.fence: str | None = None
+        #: the turn before the prompt being read, added once that prompt proves not to be its hand-off
+        self.parked: tuple[list[str], list[str]] | None = None
 
-    def close_turn(self) -> None:
-        if self.prompt is not None:
-            user = "\n".join(self.prompt).strip()
-            assistant = "\n".join(self.reply).strip()
+    def _add(self, prompt: list[str] | None, reply: list[str]) -> None:
+        if prompt is not None:
+            user = "\n".join(prompt).strip()
+            assistant = "\n".join(reply).strip()
             if user and assistant:
                 self.builder.add(user, assistant)
-        self.prompt, self.reply, self.fence, self.reading_prompt = None, [], None, False
+
+    def _prompt_read(self) -> None:
+        """The prompt just read is whole: if it repeats the parked turn's reply, it is the architect's
+        hand-off to the editor model, and the turn goes on (the editor's reply joins its reply)."""
+        self.reading_prompt = False
+        parked, self.parked = self.parked, None
+        if parked is None:
+            return
+        before, answer = parked
+        said = _words(answer)
+        if said and self.prompt is not None and _words(self.prompt) == said:
+            self.prompt, self.reply = before, [*answer, ""]
+            return
+        self._add(before, answer)
+
+    def close_turn(self) -> None:
+        if self.reading_prompt:
+            self._prompt_read()
+        if self.parked is not None:
+            self._add(*self.parked)
+        self._add(self.prompt, self.reply)
+        self.prompt, self.reply, self.fence, self.reading_prompt, self.parked = None, [], None, False, None
 
     def feed(self, line: str) -> None:
         if self.fence is None and not self.reading_prompt and _is_group_answer(line):
             return  # aider's own answer to a yes/no question, not a prompt (a prompt's later lines are kept)
         if self.fence is None and _is_prompt(line):
             if not self.reading_prompt:
-                self.close_turn()
-                self.prompt, self.reading_prompt = [], True
+                if self.prompt is not None:  # parked until the new prompt is whole (a hand-off?)
+                    self.parked = (self.prompt, self.reply)
+                self.prompt, self.reply, self.fence, self.reading_prompt = [], [], None, True
             assert self.prompt is not None
             self.prompt.append(line[5:].rstrip() if len(line) > 4 else "")
             return
-        self.reading_prompt = False
+        if self.reading_prompt:
+            self._prompt_read()
         if self.prompt is None:
             return  # banner or text before the first prompt
         if self.fence is None and _is_tool_output(line):
