@@ -79,7 +79,7 @@ IDENTITY = re.compile(
     (?:(?:this|it)\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only|going\ to\ be)\ )*
         (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
       |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+\ (?:—|–|-|,)\ (?:a|an)\ )
-      |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ [\w-]+(?:\ [\w-]+){{0,3}}\ (?:that|which|where|for|with|called|named)\b
+      |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ (?:[\w-]+\ ){{0,3}}{_THING}\ (?:that|which|where|for|with|called|named)\b
       |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
       |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w)""",
     _X,
@@ -109,7 +109,7 @@ DIRECTIVE = re.compile(
     r"""^(?:(?:please\ )?make\ sure|ensure|be\ sure)\ (?:that\ )?(?:each|every|all|any|no)\b
     |^(?:each|every|all|any|no)\ [\w/.-]+(?:\ [\w/.-]+){0,3}\ (?:should|must|needs?\ to|has\ to|have\ to|shall)\b
     |\bshould\ be\ (?:done|kept|defined|handled|written)\ (?:once|only\ once|in\ (?:one|a\ single)\ place)
-    |(?:^|,\ )we\ (?:should|must|need\ to)\ (?:have|use|keep|follow|stick|always|never)\b
+    |(?:^|,\ )we\ (?:should|must|need\ to)\ (?:have|use|keep|follow|stick|always|never)\b(?!\ the\ new\b)
     |^we\ (?:shouldn'?t|should\ not|must\ not|mustn'?t)\ \S+(?:\ (?!it\b|this\b|that\b|them\b)\S|\W*$)
     |\b(?:is|are|'re|be|gets?)\ always\b|\balways\ (?:be|get|stay|remain)\b
     |\b(?:each|every)\ [\w/.-]+\ (?:should|must|needs?\ to)\b
@@ -120,7 +120,7 @@ DIRECTIVE = re.compile(
     |^(?:periodically|regularly|routinely)\b|\b(?:after|before)\ (?:each|every)\ \w+|\b(?:whenever|every\ time|each\ time)\b
     |\buse\ [^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
-    |^follow\ (?:the\ )?[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
+    |^follow\ (?:the\ )?(?!the\b|instructions\b|steps\b|plan\b|todo\b)[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
     |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
     |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
     _X,
@@ -198,13 +198,30 @@ DOC_POINTER = re.compile(
 # text that points at content of the moment (pasted below, shown above, attached) is a task, whatever its form
 _OF_THE_MOMENT = re.compile(
     r"""\b(?:the\ following|as\ follows|below|above|attached|this\ (?:error|output|log|screenshot|code|snippet|diff)
-    |these\ (?:errors|changes|files|steps)|step\ \d|phase\ \d)\b""",
+    |these\ (?:errors|changes|files|steps)|step\ \d|phase\ \d)\b
+    |(?<!^)\bhere\b(?!\ is\b)""",
+    _X,
+)
+# a bug report or a request hidden in a statement: "whenever I click it nothing happens", "the config is in
+# config.yaml, can you read it", "it was removed, put it back", "it is always disabled, why"
+_REPORT = re.compile(
+    r"""\b(?:can|could|would)\ you\b|\btell\ me\b|\bwhy\b|\bwhat'?s\ wrong\b|\bwrong\b
+    |\bnothing\ (?:happens|works|shows)|\bi\ (?:get|see|got|saw)\b|\bit\ (?:shows|says|throws|returns)\b
+    |\b(?:doesn'?t|does\ not|won'?t|isn'?t|is\ not)\ (?:work|load|show|appear|render|update|display|run)\w*
+    |\bnot\ (?:working|showing|loading|rendering|displaying)\b|\b(?:broken|failing|fails|failed|blank)\b
+    |,\s+(?:and\ )?(?:please\ )?(?:put|cut|fix|remove|change|make|move|revert|undo|check|bring)\ (?:it|this|that|them)\b""",
     _X,
 )
 # what the project is, said by what it was or is not: "we migrated from X to Y", "this is not a demo"
 ORIGIN = re.compile(
     r"""^we\ (?:have\ )?(?:migrated|moved|switched|ported|converted)\ (?:\w+\ ){0,3}?from\ [^,;]{2,60}?\ to\ \S
     |^(?:this|it)\ (?:is|'s)\ not\ a\ (?:\w+\ )?(?:demo|prototype|toy|poc|proof\ of\ concept|mock-?up|throwaway)\b""",
+    _X,
+)
+# where a *problem* is, or where "it" is, is no fact of the project's layout; nor is where a new thing goes
+_NOT_A_PLACE = re.compile(
+    r"""^(?:(?:the|this|that|my|a|an)\ )?(?:it|this|that|they|problem|issue|bug|error|mistake|typo|crash|fix|difference
+    |change)\b|\bbut\ (?:never|not|it)\b|\bthe\ new\b""",
     _X,
 )
 _NOW = re.compile(r"\b(?:now|currently|at\ the\ moment|right\ now|for\ now)\b")
@@ -282,13 +299,18 @@ def _kind(s: str, original: str) -> NoteType | None:
     if (
         (_may("identity", s) and IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
         or (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
-        or (_may("layout", s) and LAYOUT.search(s))
+        or (_may("layout", s) and LAYOUT.search(s) and not _NOT_A_PLACE.search(s))
         or (_may("command", s) and COMMAND.search(s))
     ):
         return NoteType.PROJECT
     if _may("complaint", s) and COMPLAINT.search(s) and len(s.split()) >= 5:
         return _person(s, NoteType.USER)
     return None
+
+
+def reported(s: str) -> bool:
+    """Does ``s`` report a problem or hide a request ("…, can you …", "nothing happens", "why")?"""
+    return _REPORT.search(s.lower()) is not None
 
 
 def broad(s: str, original: str) -> NoteType | None:
@@ -303,6 +325,6 @@ def broad(s: str, original: str) -> NoteType | None:
     s = s.lower()
     kind = _kind(s, original.lower())
     # the task and question guard runs last: few sentences get this far
-    if kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s):
+    if kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s) or _REPORT.search(s):
         return None
     return kind

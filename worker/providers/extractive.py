@@ -370,9 +370,9 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
         return NoteType.FEEDBACK, so.group("rule"), body
     if _FIRST_PERSON.match(s):
         return _preference_type(s), s, body
-    if _project(s, plain):
+    if _project(s, plain) and not cues.reported(plain):
         return NoteType.PROJECT, s, body
-    if _reference(s, plain):
+    if _reference(s, plain) and not cues.reported(plain):
         return NoteType.REFERENCE, s, body
     broad = cues.broad(s, sentence)
     if broad is not None and not _vague(s):
