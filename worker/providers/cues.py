@@ -78,10 +78,13 @@ IDENTITY = re.compile(
     rf"""(?:^|\b(?:so|and|but|because|since|as)\ )
     (?:(?:this|it)\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only|going\ to\ be)\ )*
         (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
-      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+\ (?:—|–|-|,)\ (?:a|an)\ )
+      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+(?:\ (?:—|–|-)|,)\ (?:a|an)\ )
       |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ (?:[\w-]+\ ){{0,3}}{_THING}\ (?:that|which|where|for|with|called|named)\b
       |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
-      |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w)""",
+      |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w
+      |(?:my|our|the)\ {_THING}\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only)\ )*(?:a|an)\ (?:[\w.+-]+\ ){{0,4}}?{_THING}\b)
+    (?!\.\w|[\ -](?:files?|responses?|requests?|calls?|keys?|errors?|code|pages?|routes?|folders?|director(?:y|ies)
+      |components?|functions?|methods?|class(?:es)?|tests?|outputs?|logs?)\b)""",
     _X,
 )
 _DOMAIN = r"(?:https?://(?!localhost|127\.|10\.|192\.168\.|0\.0\.0\.0)\S+|(?:[a-z0-9-]+\.)+(?:com|se|io|dev|app|org|net|co|ai|sh|xyz|me|de|fr|uk|us)\b)"
@@ -122,7 +125,9 @@ DIRECTIVE = re.compile(
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
     |^follow\ (?:the\ )?(?!the\b|instructions\b|steps\b|plan\b|todo\b)[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
     |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
-    |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
+    |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b
+    |^when(?:ever)?\ (?:you|we)\ (?!(?:are|'re)\ done\b|finish\b)[^,]{3,60},\ (?:always\ |please\ )?(?:use|run|update|add
+        |keep|put|write|check|ask|tell|mention|document|commit|test|prefer|avoid|don'?t|do\ not|never|make\ sure)\b""",
     _X,
 )
 COMPLAINT = re.compile(
@@ -139,7 +144,8 @@ COMPLAINT = re.compile(
 RECORD = re.compile(
     r"""\b(?:put|add|write|record|note|document)\ (?:this|that|it|these|those|them|my\ preferences?)\ (?:down\ )?
         (?:in(?:to)?|to)\ (?:the\ |our\ |a\ )?(?:contribut\w*\ guide|contributing(?:\.md)?|readme(?:\.md)?|agents\.md|claude\.md
-        |style\ guide|docs|rules|conventions|guidelines|memory)
+        |style\ guide|docs|rules|conventions|guidelines|memory|instructions|\.cursorrules|cursor\ rules
+        |\.cursor/rules|copilot-instructions(?:\.md)?|contributor\ docs)
     |\bwrite\ (?:my|these|the|your)\ (?:preferences|conventions|rules)\ down\b
     |\b(?:add|create|write|make)\ (?:a\ |another\ )?(?:user\ |project\ |cursor\ )?rule\ (?:that|to|which|in|for)\b
     |^remember\ (?:this|that)\b""",
@@ -155,7 +161,30 @@ TOOLING = re.compile(
     r"""\b(?:doesn'?t|does\ not|no\ longer)\ (?:exist|support)\b
     |\b(?:was|has\ been|got|were|have\ been)\ (?:renamed|removed|deprecated|replaced)\b
     |\bis\ deprecated\b
-    |\bwe\ (?:simply\ )?(?:don'?t|do\ not)\ support\b""",
+    |\bwe\ (?:simply\ )?(?:don'?t|do\ not)\ support\b
+    |\b(?:there\ is|there'?s|has|have)\ no\ [`'"]?[\w.-]+[`'"]?\ (?:flag|option|argument|parameter|setting|method|command
+        |subcommand|hook|endpoint)\b
+    |\b(?:doesn'?t|does\ not|don'?t|do\ not)\ have\ (?:a|an|any)\ [`'"]?[\w.-]+[`'"]?\ (?:flag|option|argument
+        |parameter|setting|method|command|subcommand|hook|endpoint)\b
+    |\bthat'?s\ not\ how\ [\w.-]+(?:\ [\w.-]+)?\ works\b""",
+    _X,
+)
+# a generic statement: a bare plural subject (no article, no demonstrative) with a modal is a rule about a
+# kind of thing, "migrations must be reversible", "API responses should use camelCase"
+GENERIC = re.compile(
+    r"""^(?:all\ )?(?!(?:this|these|those|thus|is|was|has|does|as|us|its|his|yes|plus|there|things|everything)\b)
+    (?:[a-z][\w.-]*\ ){0,2}[a-z][\w-]*[a-z]s\ (?:should|must|shall|need\ to|have\ to)\ (?:always\ |never\ |not\ |only\ )?
+    (?:be|use|have|live|go|stay|run|follow|return|take|come|include|contain|start|end|match|hit|read|write|get)\b""",
+    _X,
+)
+# taste said as a feeling about a kind of thing (a bare object): "I hate long functions", "I'm not a fan of ORMs";
+# or about the assistant's output: "your answers are too long"
+TASTE = re.compile(
+    r"""^i\ (?:really\ |strongly\ |generally\ )?(?:love|hate|like|dislike|can'?t\ stand|prefer|avoid)
+        \ (?!(?:the|this|that|it|these|those|your|my|a|an|to|when|how|what|its|them|him|her|you)\b)[a-z][\w-]*
+    |^i'?m\ (?:not\ )?(?:a\ )?(?:big\ |huge\ |great\ )?fan\ of\ (?!(?:the|this|that|it|these|those|your)\b)\w
+    |\byour\ (?:answers|responses|replies|explanations|messages|summaries|comments|code|commits?|commit\ messages)
+        \ (?:are|is)\ (?:(?:way|much|far|a\ bit|often|always|usually)\ )?(?:too|overly)\ \w+""",
     _X,
 )
 # --- groups by kind of statement, not by any one transcript's wording
@@ -249,13 +278,15 @@ def _person(s: str, default: NoteType) -> NoteType:
 # than the group's regular expression, and most sentences contain none of them.
 _NEEDS: dict[str, tuple[str, ...]] = {
     "record": ("rule", "guide", "contribut", "readme", "agents.md", "claude.md", "docs", "convention", "guideline",
-               "memory", "preference", "remember"),
-    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
+               "memory", "preference", "remember", "instructions"),
+    "directive": ("when", "follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
                   "always", "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
-    "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced"),
+    "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced", " no ", "have a", "have an",
+                "have any", "not how"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
     "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
-    "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are",
+    "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are", "my ",
+                 "our ", "the ",
                  "want to", "need to", "like to", "set up", "creat", "scaffold", "bootstrap", "start", "init", "build",
                  "goal", "idea", "purpose", "point"),
     "stack": ("using", "to use", "will use", "'ll use"),
@@ -268,6 +299,8 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "person": ("i'm", "i am", "i know", "i understand", "i speak", "i write", "my ", "i come", "i have", "i've"),
     "habit": ("you ", "no need", "without", "keep ", "make ", " in ", "unless"),
     "pointer": ("http", ".md", ".mdc", ".txt", ".rst", ".pdf", ".org"),
+    "generic": ("should", "must", "shall", "need to", "have to"),
+    "taste": ("love", "hate", "like", "stand", "prefer", "avoid", "fan of", "too ", "overly"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
                   "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
 }
@@ -285,6 +318,10 @@ def _kind(s: str, original: str) -> NoteType | None:
         return NoteType.PROJECT
     if _may("origin", s) and ORIGIN.search(s):
         return NoteType.PROJECT
+    if _may("generic", s) and GENERIC.search(s) and not _NOW.search(s):
+        return NoteType.PROJECT
+    if _may("taste", s) and TASTE.search(s):
+        return _person(s, NoteType.USER)
     if _may("habit", original) and HABIT.search(original):  # "no need to …" would lose its "no" as a lead-in
         return NoteType.FEEDBACK
     if _may("person", s) and PERSON.search(s):

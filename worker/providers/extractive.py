@@ -58,7 +58,7 @@ import re
 
 from cairn.protocol.digest import DigestInput, DigestOutput
 from cairn.protocol.vocab import NoteType
-from cairn.worker.providers import cues
+from cairn.worker.providers import blocks, cues
 from cairn.worker.providers.notes import Draft, finalize, one_line
 
 MAX_SENTENCE = 1000
@@ -397,6 +397,11 @@ def digest(inp: DigestInput) -> DigestOutput:
         position = 0
         if _HANDOFF.match(turn.user.lstrip()):
             continue
+        for block in blocks.blocks(turn.user):
+            position += 1
+            drafts.append(
+                Draft(type=NoteType.PROJECT, title=_title(block), body=block, turn_ids=(turn.turn_id,), position=position)
+            )
         for sentences in _units(turn.user):
             for i, sentence in enumerate(sentences):
                 position += 1

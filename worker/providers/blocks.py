@@ -1,0 +1,133 @@
+"""Structural cues of the extractive engine: project facts said by the *shape* of a message, not a sentence.
+
+Users describe their project in forms no sentence rule sees: a lead-in line
+over a list ("Tech stack:" then "Vite.js", "Terraform" on their own lines;
+"The MVP is:" then what it does), or labelled lines ("Framework: Next.js",
+"Database: Postgres"). Split into sentences, each item is a fragment with no
+verb. Read as a block, the lead-in names what the items are.
+
+Contract: :func:`blocks` takes a turn's user text and returns the blocks it
+finds, each as the one-line statement a note quotes ("Tech stack: Amazon
+cloud (s3; Terraform; Vite.js"). Only two shapes count:
+
+``list``   a line that is a lead-in (a project aspect such as "tech stack",
+           "requirements", "conventions", "our setup", or "the MVP/app/
+           project is/uses") ending in ``:`` and followed by 1-12 short item
+           lines; the block ends at a blank line or the next lead-in.
+``label``  a line "<attribute>: <value>" whose attribute names a part of a
+           project's stack or setup (framework, language, database, hosting,
+           package manager, …) and whose value is short.
+
+The lead-in is a closed set of *aspect* nouns, never a topic, so the rule
+reads any project's description. Lists of work are not facts: a lead-in of
+tasks, steps, changes or errors is not in the set, and a block most of whose
+items start with a task verb ("add", "fix", "create" …) is dropped. Fenced
+code and quoted lines are skipped; items that look like code or logs end the
+block.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_ITEMS = 12
+MAX_ITEM = 160
+MAX_VALUE = 100
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_MARKUP = re.compile(r"^[#>*_\s]+|[*_\s]+$")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_ASPECT = (
+    r"(?:tech(?:nology|nical)?\ stack|stack|tech|technologies|tools|tooling|libraries|dependencies|frameworks?"
+    r"|languages?|platforms?|infrastructure|infra|architecture|setup|environment|dev(?:elopment)?\ environment"
+    r"|requirements|constraints|conventions|coding\ (?:standards|style|conventions)|code\ style|style\ guide|rules"
+    r"|guidelines|project\ (?:structure|layout|rules|conventions|context|overview|description)|(?:folder|directory)"
+    r"\ structure|design\ system|target(?:\ (?:platforms?|users|audience))?|audience|scope|mvp|context|background"
+    r"|about(?:\ (?:me|the\ project|this\ project))?|deployment|hosting)"
+)
+_LEAD = re.compile(
+    rf"""^(?:(?:our|my|the|current|project|technical|non-functional|functional)\ )*{_ASPECT}$
+    |^(?:the|our|my|this)\ (?:mvp|project|app|application|site|website|product|platform|tool|stack|setup|scope|idea|goal)
+      \ (?:is|are|will\ be|includes?|uses|has|needs|should\ be)$
+    |^(?:we|i)\ (?:use|are\ using|'re\ using|am\ using)$|^built\ (?:with|on|using)$""",
+    re.I | re.X,
+)
+_ATTRIBUTE = re.compile(
+    r"""^(?:tech(?:nology)?\ stack|stack|framework|frontend(?:\ framework)?|backend(?:\ framework)?|language|languages
+    |database|db|orm|runtime|platform|hosting|host|hosted\ on|deploy(?:ment|ed\ (?:on|to))?|cloud|package\ manager
+    |build\ tool|bundler|test(?:ing)?\ framework|test\ runner|styling|css(?:\ framework)?|ui(?:\ (?:library|framework|kit))?
+    |component\ library|state\ management|auth(?:entication)?|node(?:\ version)?|python(?:\ version)?|target
+    |target\ platforms?|os|operating\ system|editor|ide|ci|ci/cd|repo(?:sitory)?|license|project\ name|app\ name)$""",
+    re.I | re.X,
+)
+_TASK_ITEM = re.compile(
+    r"^(?:add|fix|create|implement|update|remove|delete|make|build|write|change|move|rename|refactor|replace|test"
+    r"|check|investigate|debug|set\ up|install|run|deploy|migrate|integrate|improve|optimi[sz]e|clean|convert|finish"
+    r"|complete|review|todo)\b",
+    re.I,
+)
+_CODEISH = re.compile(r"[;{}]\s*$|^\s*[})\]<]|^\s*(?:def|class|import|from|function|const|let|var|return)\b|=>|\(\)\s*\{")
+_MOMENT = re.compile(r"\b(?:error|errors|exception|traceback|failed|failing|broken|bug|todo|tasks?|steps?|changes?)\b", re.I)
+
+
+def _clean(line: str) -> str:
+    return _MARKUP.sub("", _BULLET.sub("", line.strip())).strip()
+
+
+def _item(line: str) -> str | None:
+    """A list item's text, or None when the line cannot be one (code, a log, too long)."""
+    text = _clean(line)
+    if not text or len(text) > MAX_ITEM or _CODEISH.search(text) or text.endswith(":"):
+        return None
+    return text
+
+
+def _label(line: str) -> str | None:
+    text = _clean(line)
+    head, sep, value = text.partition(":")
+    head = _MARKUP.sub("", head).strip()
+    value = value.strip()
+    if not sep or not value or len(value) > MAX_VALUE or value.startswith("//") or not _ATTRIBUTE.match(head):
+        return None
+    if _MOMENT.search(value) or _CODEISH.search(value) or value.endswith("?"):
+        return None
+    return f"{head}: {value}"
+
+
+def blocks(text: str) -> list[str]:
+    """The project facts ``text`` states as a lead-in over a list or as labelled lines (module docstring)."""
+    lines = text.splitlines()
+    found: list[str] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        raw = lines[i]
+        i += 1
+        m = _FENCE.match(raw)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        stripped = raw.strip()
+        if not stripped or stripped.startswith(">"):
+            continue
+        cleaned = _clean(stripped)
+        if cleaned.endswith(":") and _LEAD.match(cleaned[:-1].strip()):
+            items: list[str] = []
+            while i < len(lines) and len(items) < MAX_ITEMS:
+                item = _item(lines[i]) if lines[i].strip() else None
+                if item is None:
+                    break
+                items.append(item)
+                i += 1
+            tasks = sum(1 for item in items if _TASK_ITEM.match(item))
+            if items and tasks * 2 <= len(items):
+                found.append(f"{cleaned} {'; '.join(items)}")
+            continue
+        label = _label(stripped)
+        if label is not None:
+            found.append(label)
+    return found
