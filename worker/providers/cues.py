@@ -205,6 +205,7 @@ PERSON = re.compile(
 )
 HABIT = re.compile(
     r"""^(?:there'?s\ )?no\ need\ to\ (?:ask|confirm|explain|apologi[sz]e|summari[sz]e|repeat|check\ with|tell\ me)\b
+    |^(?:there'?s\ )?no\ need\ to\ (?!worry|hurry|rush|panic)[a-z]+\ (?!(?:it|this|that|them)\b)\w+\ \w
     |\byou\ (?:don'?t|do\ not)\ (?:need|have)\ to\ (?:ask|confirm|explain|apologi[sz]e|summari[sz]e|repeat|check\ with|wait)\b
     |\bwithout\ (?:asking|checking\ with|waiting\ for)\ (?:me|for\ (?:my\ )?(?:approval|confirmation|permission))\b
     |^(?:keep|make)\ (?:your\ |the\ )?(?:answers|responses|replies|explanations|messages|summaries|comments

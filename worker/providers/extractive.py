@@ -165,7 +165,8 @@ _FILLER = re.compile(
     r"|got\ it|right|sure|cool|perfect|nice|again|perhaps|maybe|ideally|i\ think|i\ guess|i\ believe)\b[\s,:;!.\-—]*",
     re.I | re.X,
 )
-_NO = re.compile(r"^(?:no|nope|nah|wrong)\b[\s,:;!.\-—]+", re.I)
+# "no need to …", "no longer …" are no "no, …" correction
+_NO = re.compile(r"^(?:no|nope|nah|wrong)\b(?!\ (?:need|problem|worries|way|longer|more|one|matter)\b)[\s,:;!.\-—]+", re.I)
 _DURABLE = re.compile(
     r"^(?:from\ now\ on|going\ forward|moving\ forward|in\ (?:the\ )?future|henceforth"
     r"|from\ here\ on(?:\ out)?|as\ a\ rule|in\ general|generally)\b[\s,:;\-—]*",
