@@ -159,3 +159,46 @@ def test_a_plan_handed_to_an_editor_model_is_not_the_users_word() -> None:
 def test_rules_by_kind_of_statement(sentence: str, expected: NoteType | None) -> None:
     found = classify(sentence)
     assert (found[0] if found else None) == expected
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # a rule about a kind of thing: a bare plural subject with a modal
+        ("Migrations must be reversible.", PROJECT),
+        ("API responses should use camelCase.", PROJECT),
+        # taste about a kind of thing, or about the assistant's output
+        ("I hate long functions.", USER),
+        ("I'm not a fan of ORMs.", USER),
+        ("Your answers are way too long.", FEEDBACK),
+        # corrections of the assistant's knowledge of a tool, without "doesn't exist"
+        ("There is no --force flag in this CLI.", PROJECT),
+        ("That's not how pnpm works.", PROJECT),
+        # a conditional rule, a convention recorded, what the project is
+        ("When you add an endpoint, update the OpenAPI spec.", FEEDBACK),
+        ("Add this to .cursorrules", FEEDBACK),
+        ("My app is a Next.js app with the app router.", PROJECT),
+        ("I'm building Tally, a budgeting app for freelancers.", PROJECT),
+        ("no need to make examples a package :/", FEEDBACK),
+        ("Perhaps we should keep to using Python for all scripts?", PROJECT),
+        # still dropped: where a problem is, bug reports, requests hidden in a statement
+        ("The problem is in app.js", None),
+        ("it is in the src folder I think", None),
+        ("this is my app.js file", None),
+        ("Put the new helper in the utils folder", None),
+        ("Whenever I click the button nothing happens", None),
+        ("the button is always disabled, why", None),
+        ("the config is in config.yaml, can you read it and tell me what's wrong", None),
+        ("it was removed in the last commit, put it back", None),
+        ("Run `npm test` to see the failing test", None),
+        ("I want to use a modal here instead of the dropdown", None),
+        ("we're using the wrong endpoint for the upload", None),
+        ("I want to build a feature that lets users export their data", None),
+        ("Follow the steps in the README to set it up", None),
+        ("should we keep the old endpoint?", None),
+        ("no worries, take your time", None),
+    ],
+)
+def test_generalised_rules(sentence: str, expected: NoteType | None) -> None:
+    found = classify(sentence)
+    assert (found[0] if found else None) == expected

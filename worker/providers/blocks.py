@@ -86,7 +86,7 @@ def _label(line: str) -> str | None:
     text = _clean(line)
     head, sep, value = text.partition(":")
     head = _MARKUP.sub("", head).strip()
-    value = value.strip()
+    value = _MARKUP.sub("", value).strip()
     if not sep or not value or len(value) > MAX_VALUE or value.startswith("//") or not _ATTRIBUTE.match(head):
         return None
     if _MOMENT.search(value) or _CODEISH.search(value) or value.endswith("?"):

@@ -1,0 +1,37 @@
+"""Structural cues: a lead-in over a list, and labelled stack lines, are project facts; lists of work are not."""
+
+from __future__ import annotations
+
+from cairn.protocol.digest import DigestInput
+from cairn.protocol.vocab import NoteType
+from cairn.worker.providers.blocks import blocks
+from cairn.worker.providers.extractive import digest
+
+from tests.providers.sessions import turn
+
+
+def test_a_lead_in_over_a_list_is_one_fact() -> None:
+    text = "The MVP is:\nupload a video\nlist the titles\n\nTech stack:\n- Terraform\n- Vite.js\n\nUse it to plan the work"
+    assert blocks(text) == ["The MVP is: upload a video; list the titles", "Tech stack: Terraform; Vite.js"]
+
+
+def test_labelled_stack_lines_are_facts() -> None:
+    text = "Some context first.\n**Framework:** Next.js 14\nDatabase: Postgres\nMood: tired\n"
+    assert blocks(text) == ["Framework: Next.js 14", "Database: Postgres"]
+
+
+def test_lists_of_work_code_and_logs_are_not_facts() -> None:
+    text = (
+        "Requirements:\n- add a login page\n- fix the header\n- create the footer\n\n"
+        "Tasks:\n- Terraform\n\n"
+        "```\nStack:\n- not read inside a fence\n```\n"
+        "Database: connection failed with error 42\n"
+        "> Tech stack:\n> - quoted, not the user's\n"
+    )
+    assert blocks(text) == []
+
+
+def test_the_engine_publishes_blocks_as_project_notes() -> None:
+    inp = DigestInput(session_id="s", title=None, turns=(turn("a", "Tech stack:\nDjango\nHTMX\n"),))
+    (note,) = digest(inp).notes
+    assert (note.type, note.body, note.title) == (NoteType.PROJECT, "Tech stack: Django; HTMX", "Tech stack: Django")
