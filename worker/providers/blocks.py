@@ -33,6 +33,7 @@ import re
 MAX_ITEMS = 12
 MAX_ITEM = 160
 MAX_VALUE = 100
+MAX_HEAD = 60  # a lead-in or a label's colon comes early in its line
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _MARKUP = re.compile(r"^[#>*_\s]+|[*_\s]+$")
@@ -52,14 +53,12 @@ _LEAD = re.compile(
     |^(?:we|i)\ (?:use|are\ using|'re\ using|am\ using)$|^built\ (?:with|on|using)$""",
     re.I | re.X,
 )
-_ATTRIBUTE = re.compile(
-    r"""^(?:tech(?:nology)?\ stack|stack|framework|frontend(?:\ framework)?|backend(?:\ framework)?|language|languages
+_ATTRIBUTES = r"""(?:tech(?:nology)?\ stack|stack|framework|frontend(?:\ framework)?|backend(?:\ framework)?|language|languages
     |database|db|orm|runtime|platform|hosting|host|hosted\ on|deploy(?:ment|ed\ (?:on|to))?|cloud|package\ manager
     |build\ tool|bundler|test(?:ing)?\ framework|test\ runner|styling|css(?:\ framework)?|ui(?:\ (?:library|framework|kit))?
     |component\ library|state\ management|auth(?:entication)?|node(?:\ version)?|python(?:\ version)?|target
-    |target\ platforms?|os|operating\ system|editor|ide|ci|ci/cd|repo(?:sitory)?|license|project\ name|app\ name)$""",
-    re.I | re.X,
-)
+    |target\ platforms?|os|operating\ system|editor|ide|ci|ci/cd|repo(?:sitory)?|license|project\ name|app\ name)"""
+_ATTRIBUTE = re.compile(rf"^{_ATTRIBUTES}$", re.I | re.X)
 _TASK_ITEM = re.compile(
     r"^(?:add|fix|create|implement|update|remove|delete|make|build|write|change|move|rename|refactor|replace|test"
     r"|check|investigate|debug|set\ up|install|run|deploy|migrate|integrate|improve|optimi[sz]e|clean|convert|finish"
@@ -82,12 +81,9 @@ def _item(line: str) -> str | None:
     return text
 
 
-def _label(line: str) -> str | None:
-    text = _clean(line)
-    head, sep, value = text.partition(":")
-    head = _MARKUP.sub("", head).strip()
+def _label(head: str, value: str) -> str | None:
     value = _MARKUP.sub("", value).strip()
-    if not sep or not value or len(value) > MAX_VALUE or value.startswith("//") or not _ATTRIBUTE.match(head):
+    if not value or len(value) > MAX_VALUE or value.startswith("//") or not _ATTRIBUTE.match(head):
         return None
     if _MOMENT.search(value) or _CODEISH.search(value) or value.endswith("?"):
         return None
@@ -96,26 +92,33 @@ def _label(line: str) -> str | None:
 
 def blocks(text: str) -> list[str]:
     """The project facts ``text`` states as a lead-in over a list or as labelled lines (module docstring)."""
-    lines = text.splitlines()
     found: list[str] = []
+    if ":" not in text:
+        return found
+    lines = text.splitlines()
     fence: str | None = None
     i = 0
     while i < len(lines):
         raw = lines[i]
         i += 1
-        m = _FENCE.match(raw)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+        opening = raw.lstrip()[:3]
+        if opening[:1] in ("`", "~"):
+            m = _FENCE.match(raw)
+            if m and fence is None:
+                fence = m.group(1)
+                continue
+            if m and fence is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
+                continue
+        colon = raw.find(":")
+        # most lines: inside a fence, quoted, or no colon early in the line (neither a lead-in nor a label)
+        if fence is not None or not 0 < colon <= MAX_HEAD or opening[:1] == ">":
             continue
-        if m:
-            fence = m.group(1)
-            continue
-        stripped = raw.strip()
-        if not stripped or stripped.startswith(">"):
-            continue
-        cleaned = _clean(stripped)
-        if cleaned.endswith(":") and _LEAD.match(cleaned[:-1].strip()):
+        head = _MARKUP.sub("", _BULLET.sub("", raw[:colon])).strip()
+        rest = raw[colon + 1 :]
+        if not rest.strip(" \t*_"):
+            if not _LEAD.match(head):
+                continue
             items: list[str] = []
             while i < len(lines) and len(items) < MAX_ITEMS:
                 item = _item(lines[i]) if lines[i].strip() else None
@@ -125,9 +128,9 @@ def blocks(text: str) -> list[str]:
                 i += 1
             tasks = sum(1 for item in items if _TASK_ITEM.match(item))
             if items and tasks * 2 <= len(items):
-                found.append(f"{cleaned} {'; '.join(items)}")
+                found.append(f"{head}: {'; '.join(items)}")
             continue
-        label = _label(stripped)
+        label = _label(head, rest)
         if label is not None:
             found.append(label)
     return found
