@@ -10,7 +10,8 @@ they can only add notes. Each returns the note type or ``None``:
 ``context``     a statement the user flags as something to keep: "keep in
                 mind …", "for context, …", "note that …", "it's important …".
 ``identity``    what the project is: "this is (really just) a/my/our <thing>",
-                "I'm building a …", "I want to build a … that …", "the goal
+                "my app is a Flask app", "I'm building a …", "I'm building
+                Tally, a …", "I want to build a <thing> that …", "the goal
                 is …"; where it runs: "hosted at <domain>", "I will host it on
                 render.com", "I'm running X on WSL".
 ``stack``       what it is built with: "we will be using X", "I want to use X",
@@ -22,7 +23,8 @@ they can only add notes. Each returns the note type or ``None``:
                 "every X should …", "X should be done once in one place",
                 "ensure that all …", "we should have/use/keep …", "we shouldn't
                 …", a short "use <tool>", "<in context>, do not … ever",
-                "I will commit/deploy … manually/myself".
+                "I will commit/deploy … manually/myself", a conditional rule
+                "when you add an endpoint, update the spec".
 ``complaint``   a preference said as a feeling: "it's weird/bad design",
                 "… is too much / overkill", "I don't want/need <thing>",
                 "I shouldn't have to …", "I only want to …".
@@ -31,23 +33,36 @@ they can only add notes. Each returns the note type or ``None``:
                 preferences down", "remember this".
 ``tooling``     a correction of the assistant's knowledge of a tool: "that
                 flag doesn't exist", "it was renamed/removed/deprecated", "we
-                don't support this notation".
+                don't support this notation", "there is no --force flag", "X
+                doesn't have a Y option", "that's not how X works".
 ``origin``      what the project is, by what it was or is not: "we migrated
                 from X to Y", "this is not a demo".
 ``habit``       how the assistant should work, without a marker word: "no
                 need to ask/confirm …", "without asking me", "keep your
-                answers short", "reply in English", "don't … unless …".
+                answers short", "reply in English", "don't … unless …", "no
+                need to <verb> <object>".
 ``person``      who the user is: "I'm a data engineer", "I'm new to Rust",
                 "I'm learning", "I have some experience with X", "I'm from
                 …", "my editor is …".
 ``pointer``     where the project's own documents are: "the architecture is
                 in docs/ARCHITECTURE.md", "see CONTRIBUTING.md for …", a
                 labelled docs or resource URL.
+``generic``     a rule about a kind of thing: a bare plural subject (no
+                article, possessive or demonstrative) with a modal,
+                "migrations must be reversible", "API responses should use
+                camelCase". Grammar, not vocabulary: a bare plural is generic.
+``taste``       taste about a kind of thing (a bare object): "I hate long
+                functions", "I'm not a fan of ORMs"; or about the assistant's
+                output: "your answers are too long".
 
-These four are written by kind of statement, not from any one transcript,
+These six are written by kind of statement, not from any one transcript,
 and were kept only where the dev split showed them right (ADR 0008). Any cued
 sentence that points at content of the moment ("the following", "below",
-"above", "attached", "this error", "step 2") is a task, whatever its form.
+"above", "attached", "this error", "step 2", a deictic "here") is a task,
+whatever its form; so is one that reports a problem or hides a request
+("nothing happens", "doesn't load", "broken", "why", "can you …", "…, put it
+back"), and a *layout* sentence about where a problem, a pronoun or "the
+new" thing is ("the bug is in app.js", "it is in src/").
 
 Type: a sentence about the user's own setup or taste ("I", "my") is
 ``user``; one that tells the assistant how to work (imperative, "you") is
@@ -172,7 +187,8 @@ TOOLING = re.compile(
 # a generic statement: a bare plural subject (no article, no demonstrative) with a modal is a rule about a
 # kind of thing, "migrations must be reversible", "API responses should use camelCase"
 GENERIC = re.compile(
-    r"""^(?:all\ )?(?!(?:this|these|those|thus|is|was|has|does|as|us|its|his|yes|plus|there|things|everything)\b)
+    r"""^(?:all\ )?(?!(?:this|these|those|thus|is|was|has|does|as|us|its|his|yes|plus|there|things|everything|my|your
+    |our|their|the|a|an|her|some|any|both|two|three|several|many|few)\b)
     (?:[a-z][\w.-]*\ ){0,2}[a-z][\w-]*[a-z]s\ (?:should|must|shall|need\ to|have\ to)\ (?:always\ |never\ |not\ |only\ )?
     (?:be|use|have|live|go|stay|run|follow|return|take|come|include|contain|start|end|match|hit|read|write|get)\b""",
     _X,

@@ -46,6 +46,11 @@ Rules that drop a sentence whatever it says:
   Grafana …) near the start of the sentence ("the tracker is https://…",
   "dashboards at https://…", "Runbook: https://…"). The URL is kept.
 
+``project`` facts said by the shape of a message rather than a sentence (a
+  lead-in such as "Tech stack:" over a list, "Framework: Next.js" lines) are
+  read by :mod:`worker.providers.blocks`; the broader phrasings by
+  :mod:`worker.providers.cues`.
+
 A sentence that directly follows a kept one and starts with a reason
 ("because", "since", "otherwise", "that's why" …) is kept in its body.
 Titles are the first clause of the sentence without its lead-in; bodies are
