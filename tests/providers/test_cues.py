@@ -197,6 +197,11 @@ def test_rules_by_kind_of_statement(sentence: str, expected: NoteType | None) ->
         ("Follow the steps in the README to set it up", None),
         ("should we keep the old endpoint?", None),
         ("no worries, take your time", None),
+        # a "don't" that fences the edit of the moment is no rule; one about a kind of thing is
+        ("Don't change anything else.", None),
+        ("Don't make any changes, just explain", None),
+        ("don't run the server, I already have it running", None),
+        ("Don't use emojis in commit messages", FEEDBACK),
     ],
 )
 def test_generalised_rules(sentence: str, expected: NoteType | None) -> None:

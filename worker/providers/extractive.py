@@ -205,6 +205,13 @@ _DONT = re.compile(r"^(?:don'?t|do\ not|don’t)\s+(?P<verb>[\w'’]+)(?P<rest>.
 _DONT_EXCLUDED = frozenset(
     {"worry", "bother", "forget", "mind", "hesitate", "panic", "stop", "know", "think"}
 )
+# "don't …" that fences the edit of the moment: "don't change anything else", "don't make any changes, just
+# explain", "don't run the server, I already have it running", "don't use libraries for this"
+_SCOPE = re.compile(
+    r"""\b(?:anything|nothing)\ else\b|\bany\ other\b|\bother\ (?:files|parts|code)\b|\bthe\ rest\b|\bany\ changes\b
+    |,\s*(?:just|only)\ \w+|\bfor\ this\s*[.!]?$|\bi\ already\b|\byet\b""",
+    re.I | re.X,
+)
 _STOP = re.compile(r"^stop\s+(?P<rest>[a-z]+ing\b.*)$", re.I | re.S)
 _INSTEAD = re.compile(
     r"^(?:use|prefer|pick|choose|go\ with|write|run)\s+(?P<rest>.+?)\s+instead\b", re.I | re.S | re.X
@@ -314,7 +321,7 @@ def _directive(s: str) -> bool:
     m = _DONT.match(s)
     if m:
         verb = m.group("verb").lower()
-        return verb not in _DONT_EXCLUDED and not _vague(verb + m.group("rest"))
+        return verb not in _DONT_EXCLUDED and not _vague(verb + m.group("rest")) and not _SCOPE.search(m.group("rest"))
     m = _STOP.match(s)
     if m:
         return not _vague(m.group("rest"))
