@@ -202,6 +202,8 @@ def test_rules_by_kind_of_statement(sentence: str, expected: NoteType | None) ->
         ("Don't make any changes, just explain", None),
         ("don't run the server, I already have it running", None),
         ("Don't use emojis in commit messages", FEEDBACK),
+        ("I want to use Tailwind for styling", PROJECT),
+        ("I want to use the same color as the header", None),
     ],
 )
 def test_generalised_rules(sentence: str, expected: NoteType | None) -> None:

@@ -111,7 +111,9 @@ HOSTING = re.compile(
 )
 STACK = re.compile(
     r"""\b(?:we(?:'ll|\ will)\ be\ using|we'?re\ using|we\ are\ using|we(?:'ll|\ will)\ use
-    |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ use|i'?m\ using|i\ am\ using)\ [`@]?[a-z][\w.+/-]*""",
+    |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ use|i'?m\ using|i\ am\ using)
+    \ (?!(?:the\ )?(?:same|wrong|old|new|right|correct|other|different|previous|latest|current)\b
+      |(?:it|this|that|them|these|those|another|a\ different)\b)[`@]?[a-z][\w.+/-]*""",
     _X,
 )
 LAYOUT = re.compile(
