@@ -20,8 +20,9 @@ cloud (s3; Terraform; Vite.js"). Only two shapes count:
 
 The lead-in is a closed set of *aspect* nouns, never a topic, so the rule
 reads any project's description. Lists of work are not facts: a lead-in of
-tasks, steps, changes or errors is not in the set, and a block most of whose
-items start with a task verb ("add", "fix", "create" …) is dropped. Fenced
+tasks, steps, changes or errors is not in the set, and a block any of whose
+items starts with a task verb ("add", "fix", "create" …) is a specification of
+work to do ("Requirements: Add X as a new option …"), so it is dropped. Fenced
 code and quoted lines are skipped; items that look like code or logs end the
 block.
 """
@@ -127,7 +128,7 @@ def blocks(text: str) -> list[str]:
                 items.append(item)
                 i += 1
             tasks = sum(1 for item in items if _TASK_ITEM.match(item))
-            if items and tasks * 2 <= len(items):
+            if items and not tasks:
                 found.append(f"{head}: {'; '.join(items)}")
             continue
         label = _label(head, rest)

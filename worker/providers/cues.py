@@ -58,7 +58,8 @@ they can only add notes. Each returns the note type or ``None``:
 These six are written by kind of statement, not from any one transcript,
 and were kept only where the dev split showed them right (ADR 0008). Any cued
 sentence that points at content of the moment ("the following", "below",
-"above", "attached", "this error", "step 2", a deictic "here") is a task,
+"above", "attached", "this error", "step 2", a deictic "here", a closing
+colon that introduces what follows) is a task,
 whatever its form; so is one that reports a problem or hides a request
 ("nothing happens", "doesn't load", "broken", "why", "can you …", "…, put it
 back"), and a *layout* sentence about where a problem, a pronoun or "the
@@ -247,7 +248,7 @@ DOC_POINTER = re.compile(
 _OF_THE_MOMENT = re.compile(
     r"""\b(?:the\ following|as\ follows|below|above|attached|this\ (?:error|output|log|screenshot|code|snippet|diff)
     |these\ (?:errors|changes|files|steps)|step\ \d|phase\ \d)\b
-    |(?<!^)\bhere\b(?!\ is\b)""",
+    |(?<!^)\bhere\b(?!\ is\b)|:\s*$""",
     _X,
 )
 # a bug report or a request hidden in a statement: "whenever I click it nothing happens", "the config is in

@@ -114,6 +114,22 @@ _HANDOFF = re.compile(
 )
 
 
+# a role prompt for an agent pasted into a message ("… follow the prompt below - You are the Analyzer Agent
+# (…). Your goals: …"): what follows is that prompt's rules for another agent, not the user's own word
+_ROLE_PROMPT = re.compile(
+    r"""(?:^|(?<=[\s.:\-—]))you\ are\ (?:a|an|the)\ (?!(?:right|wrong|correct|mistaken)\b)[\w\ &,()/-]{0,80}?
+    \b(?:agent|assistant|expert|engineer|developer|architect|reviewer|analy[sz]er|bot|model|orchestrator|planner
+    |investigator|specialist|consultant)\b""",
+    re.I | re.X,
+)
+
+
+def _own_words(text: str) -> str:
+    """``text`` up to a pasted role prompt, if it holds one."""
+    m = _ROLE_PROMPT.search(text) if "ou are " in text else None
+    return text[: m.start()] if m else text
+
+
 def _symbol_heavy(line: str) -> bool:
     """Code and log lines are dense in symbols; prose (URLs aside) is not."""
     bare = _URL.sub("", line)
@@ -211,6 +227,12 @@ _SCOPE = re.compile(
     r"""\b(?:anything|nothing)\ else\b|\bany\ other\b|\bother\ (?:files|parts|code)\b|\bthe\ rest\b|\bany\ changes\b
     |,\s*(?:just|only)\ \w+|\bfor\ this\s*[.!]?$|\bi\ already\b|\byet\b""",
     re.I | re.X,
+)
+# "don't change/touch/remove <this particular thing>" fences the edit of the moment; a rule names a kind of
+# thing (a bare plural: "don't modify generated files", "do not remove console.log lines")
+_EDIT_VERBS = frozenset("change modify touch remove edit alter break delete rename rewrite refactor move".split())
+_FENCED_OBJECT = re.compile(
+    r"\s+(?:(?:the|this|that|these|those|any|its|their|our|my|your)\b|[A-Z][\w.-]*[a-z][\w.-]*\b|\S*\s*(?:\S+\s+)?(?:other|existing)\b)"
 )
 _STOP = re.compile(r"^stop\s+(?P<rest>[a-z]+ing\b.*)$", re.I | re.S)
 _INSTEAD = re.compile(
@@ -321,7 +343,10 @@ def _directive(s: str) -> bool:
     m = _DONT.match(s)
     if m:
         verb = m.group("verb").lower()
-        return verb not in _DONT_EXCLUDED and not _vague(verb + m.group("rest")) and not _SCOPE.search(m.group("rest"))
+        rest = m.group("rest")
+        if verb in _EDIT_VERBS and _FENCED_OBJECT.match(rest):
+            return False
+        return verb not in _DONT_EXCLUDED and not _vague(verb + rest) and not _SCOPE.search(rest)
     m = _STOP.match(s)
     if m:
         return not _vague(m.group("rest"))
@@ -418,12 +443,15 @@ def digest(inp: DigestInput) -> DigestOutput:
         position = 0
         if _HANDOFF.match(turn.user.lstrip()):
             continue
-        for block in blocks.blocks(turn.user):
+        text = _own_words(turn.user)
+        for block in blocks.blocks(text):
             position += 1
+            if _ONE_OFF.search(block):
+                continue
             drafts.append(
                 Draft(type=NoteType.PROJECT, title=_title(block), body=block, turn_ids=(turn.turn_id,), position=position)
             )
-        for sentences in _units(turn.user):
+        for sentences in _units(text):
             for i, sentence in enumerate(sentences):
                 position += 1
                 found = classify(sentence)
