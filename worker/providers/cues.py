@@ -9,61 +9,42 @@ they can only add notes. Each returns the note type or ``None``:
 
 ``context``     a statement the user flags as something to keep: "keep in
                 mind …", "for context, …", "note that …", "it's important …".
-``identity``    what the project is: "this is (really just) a/my/our <thing>",
-                "my app is a Flask app", "I'm building a …", "I'm building
-                Tally, a …", "I want to build a <thing> that …", "the goal
-                is …"; where it runs: "hosted at <domain>", "I will host it on
-                render.com", "I'm running X on WSL".
 ``stack``       what it is built with: "we will be using X", "I want to use X",
-                "let's use X instead" (a replacement, so a decision that lasts),
-                "we're using X".
+                "we're using X" (X a named tool, not "the same" or a pronoun).
 ``layout``      where things are: "X is/should be (located) in <file or
                 folder>", "X is called <name>", "put X inside the Y folder".
 ``directive``   a standing rule without a marker word: "make sure each/every …",
                 "every X should …", "X should be done once in one place",
                 "ensure that all …", "we should have/use/keep …", "we shouldn't
                 …", a short "use <tool>", "<in context>, do not … ever",
-                "I will commit/deploy … manually/myself", a conditional rule
-                "when you add an endpoint, update the spec".
+                "I will commit/deploy … manually/myself".
 ``complaint``   a preference said as a feeling: "it's weird/bad design",
                 "… is too much / overkill", "I don't want/need <thing>",
                 "I shouldn't have to …", "I only want to …".
-``record``      a request to record a convention: "put this in the
-                contributor guide / README / AGENTS.md", "write my
-                preferences down", "remember this".
-``tooling``     a correction of the assistant's knowledge of a tool: "that
-                flag doesn't exist", "it was renamed/removed/deprecated", "we
-                don't support this notation", "there is no --force flag", "X
-                doesn't have a Y option", "that's not how X works".
+``command``     how the project is run or meant: "run `x` to see …", "is
+                intentionally small", "that's the official extension".
 ``origin``      what the project is, by what it was or is not: "we migrated
                 from X to Y", "this is not a demo".
-``habit``       how the assistant should work, without a marker word: "no
-                need to ask/confirm …", "without asking me", "keep your
-                answers short", "reply in English", "don't … unless …", "no
-                need to <verb> <object>".
 ``person``      who the user is: "I'm a data engineer", "I'm new to Rust",
                 "I'm learning", "I have some experience with X", "I'm from
                 …", "my editor is …".
 ``pointer``     where the project's own documents are: "the architecture is
                 in docs/ARCHITECTURE.md", "see CONTRIBUTING.md for …", a
                 labelled docs or resource URL.
-``generic``     a rule about a kind of thing: a bare plural subject (no
-                article, possessive or demonstrative) with a modal,
-                "migrations must be reversible", "API responses should use
-                camelCase". Grammar, not vocabulary: a bare plural is generic.
-``taste``       taste about a kind of thing (a bare object): "I hate long
-                functions", "I'm not a fan of ORMs"; or about the assistant's
-                output: "your answers are too long".
 
-These six are written by kind of statement, not from any one transcript,
-and were kept only where the dev split showed them right (ADR 0008). Any cued
-sentence that points at content of the moment ("the following", "below",
-"above", "attached", "this error", "step 2", a deictic "here", a closing
-colon that introduces what follows) is a task,
-whatever its form; so is one that reports a problem or hides a request
-("nothing happens", "doesn't load", "broken", "why", "can you …", "…, put it
-back"), and a *layout* sentence about where a problem, a pronoun or "the
-new" thing is ("the bug is in app.js", "it is in src/").
+A group stays only while it fires on more than one dev file (ADR 0008): the
+*identity* ("I'm building X — a …", "set up a … for a … called …"),
+*hosting* ("hosted at <domain>"), *record* ("put this in the contributor
+guide"), *tooling* ("that flag was renamed") and *habit* ("no need to ask",
+"keep your answers short") groups each fired on one dev file or none and
+were removed, with the candidates tried for them (ADR 0008, last revision).
+Any cued sentence that points at content of the moment ("the following",
+"below", "above", "attached", "this error", "step 2", a deictic "here", a
+closing colon that introduces what follows) is a task, whatever its form;
+so is one that reports a problem or hides a request ("nothing happens",
+"doesn't load", "broken", "why", "can you …", "…, put it back"), and a
+*layout* sentence about where a problem, a pronoun or "the new" thing is
+("the bug is in app.js", "it is in src/").
 
 Type: a sentence about the user's own setup or taste ("I", "my") is
 ``user``; one that tells the assistant how to work (imperative, "you") is
@@ -82,32 +63,6 @@ _X = re.X
 CONTEXT = re.compile(
     r"""\b(?:keep\ in\ mind|bear\ in\ mind|for\ context|for\ (?:your\ )?reference|note\ that|fyi
     |it'?s\ (?:very\ |really\ |super\ )?important|it\ is\ (?:very\ |really\ )?important|important:)\b""",
-    _X,
-)
-_THING = (
-    r"(?:project|app|application|library|lib|tool|service|site|website|web\ ?app|game|bot|cli|kb|knowledge\ base"
-    r"|repo|repository|plugin|extension|firmware|script|dashboard|api|backend|frontend|monorepo|package|prototype"
-    r"|platform|product|engine|framework|sdk|server|template|theme|variant|clone|poc|mvp|homework|assignment"
-    r"|take[\ -]home\ project|side\ project|hobby\ project|blog|course|crate|module|daemon|pipeline|workspace)"
-)
-IDENTITY = re.compile(
-    rf"""(?:^|\b(?:so|and|but|because|since|as)\ )
-    (?:(?:this|it)\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only|going\ to\ be)\ )*
-        (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
-      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+(?:\ (?:—|–|-)|,)\ (?:a|an)\ )
-      |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ (?:[\w-]+\ ){{0,3}}{_THING}\ (?:that|which|where|for|with|called|named)\b
-      |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
-      |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w
-      |(?:my|our|the)\ {_THING}\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only)\ )*(?:a|an)\ (?:[\w.+-]+\ ){{0,4}}?{_THING}\b)
-    (?!\.\w|[\ -](?:files?|responses?|requests?|calls?|keys?|errors?|code|pages?|routes?|folders?|director(?:y|ies)
-      |components?|functions?|methods?|class(?:es)?|tests?|outputs?|logs?)\b)""",
-    _X,
-)
-_DOMAIN = r"(?:https?://(?!localhost|127\.|10\.|192\.168\.|0\.0\.0\.0)\S+|(?:[a-z0-9-]+\.)+(?:com|se|io|dev|app|org|net|co|ai|sh|xyz|me|de|fr|uk|us)\b)"
-HOSTING = re.compile(
-    rf"""\b(?:hosted|deployed|served|published|live|running)\ (?:at|on|to)\ {_DOMAIN}
-    |\b(?:host|deploy|publish)\ (?:it|this|the\ \w+)\ (?:on|at|to)\ (?:{_DOMAIN}|vercel|netlify|render|fly|heroku|aws|gcp|azure|cloudflare)
-    |\b(?:i'?m|i\ am|we'?re|we\ are)\ (?:running|using|on)\ [\w.\ -]{{1,30}}?\ on\ (?:wsl|windows|linux|macos|mac|ubuntu|debian|arch|nixos|docker|a\ raspberry)""",
     _X,
 )
 STACK = re.compile(
@@ -143,9 +98,7 @@ DIRECTIVE = re.compile(
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
     |^follow\ (?:the\ )?(?!the\b|instructions\b|steps\b|plan\b|todo\b)[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
     |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
-    |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b
-    |^when(?:ever)?\ (?:you|we)\ (?!(?:are|'re)\ done\b|finish\b)[^,]{3,60},\ (?:always\ |please\ )?(?:use|run|update|add
-        |keep|put|write|check|ask|tell|mention|document|commit|test|prefer|avoid|don'?t|do\ not|never|make\ sure)\b""",
+    |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
     _X,
 )
 COMPLAINT = re.compile(
@@ -159,51 +112,10 @@ COMPLAINT = re.compile(
     |\bi\ only\ want\ (?:to\ )?\w""",
     _X,
 )
-RECORD = re.compile(
-    r"""\b(?:put|add|write|record|note|document)\ (?:this|that|it|these|those|them|my\ preferences?)\ (?:down\ )?
-        (?:in(?:to)?|to)\ (?:the\ |our\ |a\ )?(?:contribut\w*\ guide|contributing(?:\.md)?|readme(?:\.md)?|agents\.md|claude\.md
-        |style\ guide|docs|rules|conventions|guidelines|memory|instructions|\.cursorrules|cursor\ rules
-        |\.cursor/rules|copilot-instructions(?:\.md)?|contributor\ docs)
-    |\bwrite\ (?:my|these|the|your)\ (?:preferences|conventions|rules)\ down\b
-    |\b(?:add|create|write|make)\ (?:a\ |another\ )?(?:user\ |project\ |cursor\ )?rule\ (?:that|to|which|in|for)\b
-    |^remember\ (?:this|that)\b""",
-    _X,
-)
 COMMAND = re.compile(
     r"""\brun\ [`'"][^`'"]{2,60}[`'"]\ to\ (?:see|run|check|get|show)\b
     |\b(?:is|are)\ (?:intentionally|deliberately|on\ purpose)\b
     |\b(?:that'?s|it'?s|is)\ the\ (?:official|standard|recommended|canonical)\ \w+""",
-    _X,
-)
-TOOLING = re.compile(
-    r"""\b(?:doesn'?t|does\ not|no\ longer)\ (?:exist|support)\b
-    |\b(?:was|has\ been|got|were|have\ been)\ (?:renamed|removed|deprecated|replaced)\b
-    |\bis\ deprecated\b
-    |\bwe\ (?:simply\ )?(?:don'?t|do\ not)\ support\b
-    |\b(?:there\ is|there'?s|has|have)\ no\ [`'"]?[\w.-]+[`'"]?\ (?:flag|option|argument|parameter|setting|method|command
-        |subcommand|hook|endpoint)\b
-    |\b(?:doesn'?t|does\ not|don'?t|do\ not)\ have\ (?:a|an|any)\ [`'"]?[\w.-]+[`'"]?\ (?:flag|option|argument
-        |parameter|setting|method|command|subcommand|hook|endpoint)\b
-    |\bthat'?s\ not\ how\ [\w.-]+(?:\ [\w.-]+)?\ works\b""",
-    _X,
-)
-# a generic statement: a bare plural subject (no article, no demonstrative) with a modal is a rule about a
-# kind of thing, "migrations must be reversible", "API responses should use camelCase"
-GENERIC = re.compile(
-    r"""^(?:all\ )?(?!(?:this|these|those|thus|is|was|has|does|as|us|its|his|yes|plus|there|things|everything|my|your
-    |our|their|the|a|an|her|some|any|both|two|three|several|many|few)\b)
-    (?:[a-z][\w.-]*\ ){0,2}[a-z][\w-]*[a-z]s\ (?:should|must|shall|need\ to|have\ to)\ (?:always\ |never\ |not\ |only\ )?
-    (?:be|use|have|live|go|stay|run|follow|return|take|come|include|contain|start|end|match|hit|read|write|get)\b""",
-    _X,
-)
-# taste said as a feeling about a kind of thing (a bare object): "I hate long functions", "I'm not a fan of ORMs";
-# or about the assistant's output: "your answers are too long"
-TASTE = re.compile(
-    r"""^i\ (?:really\ |strongly\ |generally\ )?(?:love|hate|like|dislike|can'?t\ stand|prefer|avoid)
-        \ (?!(?:the|this|that|it|these|those|your|my|a|an|to|when|how|what|its|them|him|her|you)\b)[a-z][\w-]*
-    |^i'?m\ (?:not\ )?(?:a\ )?(?:big\ |huge\ |great\ )?fan\ of\ (?!(?:the|this|that|it|these|those|your)\b)\w
-    |\byour\ (?:answers|responses|replies|explanations|messages|summaries|comments|code|commits?|commit\ messages)
-        \ (?:are|is)\ (?:(?:way|much|far|a\ bit|often|always|usually)\ )?(?:too|overly)\ \w+""",
     _X,
 )
 # --- groups by kind of statement, not by any one transcript's wording
@@ -220,18 +132,6 @@ PERSON = re.compile(
     |^i\ (?:come\ from|have)\ (?:a|an)\ (?:[\w-]+\ ){0,3}background\b
     |^(?:since\ |as\ |because\ )?(?:i'?m|i\ am)\ (?:still\ |just\ )?learning\b
     |^i\ (?:have|'ve)\ (?:done\ |had\ )?(?:some|a\ little|little|no|lots\ of|a\ lot\ of|years\ of)\ (?:work|experience)\ (?:with|in)\ \S""",
-    _X,
-)
-HABIT = re.compile(
-    r"""^(?:there'?s\ )?no\ need\ to\ (?:ask|confirm|explain|apologi[sz]e|summari[sz]e|repeat|check\ with|tell\ me)\b
-    |^(?:there'?s\ )?no\ need\ to\ (?!worry|hurry|rush|panic)[a-z]+\ (?!(?:it|this|that|them)\b)\w+\ \w
-    |\byou\ (?:don'?t|do\ not)\ (?:need|have)\ to\ (?:ask|confirm|explain|apologi[sz]e|summari[sz]e|repeat|check\ with|wait)\b
-    |\bwithout\ (?:asking|checking\ with|waiting\ for)\ (?:me|for\ (?:my\ )?(?:approval|confirmation|permission))\b
-    |^(?:keep|make)\ (?:your\ |the\ )?(?:answers|responses|replies|explanations|messages|summaries|comments
-        |commit\ messages)\ (?:short|brief|concise|terse|minimal|simple|focused)\b
-    |\b(?:respond|reply|answer|write\ (?:the\ )?(?:code\ )?(?:comments|docs|commit\ messages))\ (?:only\ )?in\ (?:english|french
-        |german|spanish|portuguese|italian|dutch|chinese|japanese|korean|russian|czech|polish)\b
-    |^(?:don'?t|do\ not|no\ need\ to|only)\ [^,;]{3,60}\ unless\ \w""",
     _X,
 )
 DOC_POINTER = re.compile(
@@ -297,18 +197,9 @@ def _person(s: str, default: NoteType) -> NoteType:
 # Words without which a group cannot match: a substring search is far cheaper
 # than the group's regular expression, and most sentences contain none of them.
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "record": ("rule", "guide", "contribut", "readme", "agents.md", "claude.md", "docs", "convention", "guideline",
-               "memory", "preference", "remember", "instructions"),
-    "directive": ("when", "follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
+    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
                   "always", "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
-    "tooling": ("exist", "support", "renamed", "removed", "deprecated", "replaced", " no ", "have a", "have an",
-                "have any", "not how"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
-    "hosting": ("host", "deploy", "served", "publish", "live ", "running", "using", " on "),
-    "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are", " is a",
-                 "'s a", " be a",
-                 "want to", "need to", "like to", "set up", "creat", "scaffold", "bootstrap", "start", "init", "build",
-                 "goal", "idea", "purpose", "point"),
     "stack": ("using", "to use", "will use", "'ll use"),
     "layout": ("is in", "are in", "be in", "lives in", "live in", "sits in", "sit in", "located", "stored", "kept",
                "defined", "placed", "inside", "is under", "are under", "be under", "lives under", "called", "named",
@@ -317,10 +208,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "command": ("run ", "official", "standard", "recommended", "canonical", "intentional", "deliberate", "on purpose"),
     "origin": ("migrated", "moved", "switched", "ported", "converted", "not a"),
     "person": ("i'm", "i am", "i know", "i understand", "i speak", "i write", "my ", "i come", "i have", "i've"),
-    "habit": ("you ", "no need", "without", "keep ", "make ", " in ", "unless"),
     "pointer": ("http", ".md", ".mdc", ".txt", ".rst", ".pdf", ".org"),
-    "generic": ("should", "must", "shall", "need to", "have to"),
-    "taste": ("love", "hate", "like", "stand", "prefer", "avoid", "fan of", "too ", "overly"),
     "complaint": ("weird", "bad", "poor", "ugly", "messy", "confusing", "strange", "overkill", "engineer", "bloated",
                   "too ", "overly", "as possible", "don't", "dont", "do not", "shouldn", "only want"),
 }
@@ -332,18 +220,10 @@ def _may(group: str, s: str) -> bool:
 
 
 def _kind(s: str, original: str) -> NoteType | None:
-    if (_may("record", s) and RECORD.search(s)) or (_may("directive", s) and DIRECTIVE.search(s)):
+    if _may("directive", s) and DIRECTIVE.search(s):
         return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
-    if _may("tooling", s) and TOOLING.search(s):
-        return NoteType.PROJECT
     if _may("origin", s) and ORIGIN.search(s):
         return NoteType.PROJECT
-    if _may("generic", s) and GENERIC.search(s) and not _NOW.search(s):
-        return NoteType.PROJECT
-    if _may("taste", s) and TASTE.search(s):
-        return _person(s, NoteType.USER)
-    if _may("habit", original) and HABIT.search(original):  # "no need to …" would lose its "no" as a lead-in
-        return NoteType.FEEDBACK
     if _may("person", s) and PERSON.search(s):
         return NoteType.USER
     if _may("pointer", s) and DOC_POINTER.search(s):
@@ -351,11 +231,8 @@ def _kind(s: str, original: str) -> NoteType | None:
     if _may("context", original) and CONTEXT.search(original):
         own = _FIRST_PERSON.search(s) and not re.search(r"\b(?:we|our)\b", s)
         return _person(s, NoteType.USER if own else NoteType.PROJECT)
-    if _may("hosting", s) and HOSTING.search(s):
-        return NoteType.USER if re.search(r"\bon\ (?:wsl|windows|linux|macos|mac|ubuntu)", s) else NoteType.PROJECT
     if (
-        (_may("identity", s) and IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
-        or (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
+        (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
         or (_may("layout", s) and LAYOUT.search(s) and not _NOT_A_PLACE.search(s))
         or (_may("command", s) and COMMAND.search(s))
     ):

@@ -12,8 +12,7 @@ dropped. What remains is split into sentences; bullets and leading filler
 classified by the first rule that matches; anything else is dropped.
 
 Rules that drop a sentence whatever it says:
-  questions (ends with ``?``, unless it reads "we should …?": a tentative
-  rule, not a question); sentences over 1000 characters (pasted text);
+  questions (ends with ``?``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
   now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
   "asap", "until …"); vague directives whose object is only a pronoun
@@ -195,7 +194,6 @@ _DURABLE = re.compile(
     re.I | re.X,
 )
 _PLEASE = re.compile(r"^please\s+", re.I)
-_SUGGESTION = re.compile(r"^we\s+(?:should|must|could\s+always)\s+(?!do\b|try\b|fix\b)\w", re.I)
 
 _ONE_OFF = re.compile(
     r"\b(?:for\ now|this\ time|right\ now|at\ the\ moment|today|tonight|tomorrow|yesterday|yet|asap"
@@ -391,15 +389,9 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     facts, references, then anything else said "from now on".
     """
     sentence = one_line(sentence).replace("\u2019", "'")
-    if not sentence or len(sentence) > MAX_SENTENCE:
+    if not sentence or len(sentence) > MAX_SENTENCE or sentence.endswith("?"):
         return None
     lead, _ = _strip_lead(sentence)
-    if sentence.endswith("?"):
-        # declarative word order under a question mark is a tentative rule, not a question:
-        # "perhaps we should keep to Python for all scripts?"
-        if not _SUGGESTION.match(lead):
-            return None
-        lead = lead.rstrip("?").rstrip()
     s = lead
     durable = _DURABLE.match(s)
     if durable:
