@@ -167,10 +167,11 @@ ORIGIN = re.compile(
     |^(?:this|it)\ (?:is|'s)\ not\ a\ (?:\w+\ )?(?:demo|prototype|toy|poc|proof\ of\ concept|mock-?up|throwaway)\b""",
     _X,
 )
-# where a *problem* is, or where "it" is, is no fact of the project's layout; nor is where a new thing goes
+# where a *problem* is, or where "it" is, is no fact of the project's layout; nor is where a new thing goes, or
+# a request to create or delete one ("Create a new folder: dist/dags/")
 _NOT_A_PLACE = re.compile(
     r"""^(?:(?:the|this|that|my|a|an)\ )?(?:it|this|that|they|problem|issue|bug|error|mistake|typo|crash|fix|difference
-    |change)\b|\bbut\ (?:never|not|it)\b|\bthe\ new\b""",
+    |change)\b|\bbut\ (?:never|not|it)\b|\bthe\ new\b|^(?:create|add|make|generate|delete|remove|rename)\b""",
     _X,
 )
 _NOW = re.compile(r"\b(?:now|currently|at\ the\ moment|right\ now|for\ now)\b")
