@@ -169,7 +169,7 @@ def test_rules_by_kind_of_statement(sentence: str, expected: NoteType | None) ->
         ("I want to use Tailwind for styling", PROJECT),
         ("I want to use the same color as the header", None),
         ("Create a new folder: dist/dags/", None),
-        ("Mqtt.connect options must include:", None),
+        ("Every handler should include:", None),
     ],
 )
 def test_reports_fences_and_requests_are_dropped(sentence: str, expected: NoteType | None) -> None:
