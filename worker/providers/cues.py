@@ -9,6 +9,10 @@ they can only add notes. Each returns the note type or ``None``:
 
 ``context``     a statement the user flags as something to keep: "keep in
                 mind …", "for context, …", "note that …", "it's important …".
+``identity``    what the project is: "this is (really just) a/my/our <thing>",
+                "I'm building a …", "I'm building X — a …", "I want to build a
+                <thing> that …", "set up a … for a … called …", "the goal is
+                …" (a thing noun: "a feature that …", "my app.js file" are not).
 ``stack``       what it is built with: "we will be using X", "I want to use X",
                 "we're using X" (X a named tool, not "the same" or a pronoun).
 ``layout``      where things are: "X is/should be (located) in <file or
@@ -33,7 +37,6 @@ they can only add notes. Each returns the note type or ``None``:
                 labelled docs or resource URL.
 
 A group stays only while it fires on more than one dev file (ADR 0008): the
-*identity* ("I'm building X — a …", "set up a … for a … called …"),
 *hosting* ("hosted at <domain>"), *record* ("put this in the contributor
 guide"), *tooling* ("that flag was renamed") and *habit* ("no need to ask",
 "keep your answers short") groups each fired on one dev file or none and
@@ -63,6 +66,24 @@ _X = re.X
 CONTEXT = re.compile(
     r"""\b(?:keep\ in\ mind|bear\ in\ mind|for\ context|for\ (?:your\ )?reference|note\ that|fyi
     |it'?s\ (?:very\ |really\ |super\ )?important|it\ is\ (?:very\ |really\ )?important|important:)\b""",
+    _X,
+)
+_THING = (
+    r"(?:project|app|application|library|lib|tool|service|site|website|web\ ?app|game|bot|cli|kb|knowledge\ base"
+    r"|repo|repository|plugin|extension|firmware|script|dashboard|api|backend|frontend|monorepo|package|prototype"
+    r"|platform|product|engine|framework|sdk|server|template|theme|variant|clone|poc|mvp|homework|assignment"
+    r"|take[\ -]home\ project|side\ project|hobby\ project|blog|course|crate|module|daemon|pipeline|workspace)"
+)
+IDENTITY = re.compile(
+    rf"""(?:^|\b(?:so|and|but|because|since|as)\ )
+    (?:(?:this|it)\ (?:is|'s|will\ be)\ (?:(?:really|just|basically|actually|simply|only|going\ to\ be)\ )*
+        (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
+      |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+\ (?:—|–|-|,)\ (?:a|an)\ )
+      |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ (?:[\w-]+\ ){{0,3}}{_THING}\ (?:that|which|where|for|with|called|named)\b
+      |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
+      |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w)
+    (?!\.\w|[\ -](?:files?|responses?|requests?|calls?|keys?|errors?|code|pages?|routes?|folders?|director(?:y|ies)
+      |components?|functions?|methods?|class(?:es)?|tests?|outputs?|logs?)\b)""",
     _X,
 )
 STACK = re.compile(
@@ -201,6 +222,9 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
                   "always", "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
+    "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are",
+                 "want to", "need to", "like to", "set up", "creat", "scaffold", "bootstrap", "start", "init", "build",
+                 "goal", "idea", "purpose", "point"),
     "stack": ("using", "to use", "will use", "'ll use"),
     "layout": ("is in", "are in", "be in", "lives in", "live in", "sits in", "sit in", "located", "stored", "kept",
                "defined", "placed", "inside", "is under", "are under", "be under", "lives under", "called", "named",
@@ -233,7 +257,8 @@ def _kind(s: str, original: str) -> NoteType | None:
         own = _FIRST_PERSON.search(s) and not re.search(r"\b(?:we|our)\b", s)
         return _person(s, NoteType.USER if own else NoteType.PROJECT)
     if (
-        (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
+        (_may("identity", s) and IDENTITY.search(s) and (len(s.split()) >= 7 or re.search(r"\b(?:called|named)\b", s)))
+        or (_may("stack", s) and STACK.search(s) and not _NOW.search(s))
         or (_may("layout", s) and LAYOUT.search(s) and not _NOT_A_PLACE.search(s))
         or (_may("command", s) and COMMAND.search(s))
     ):
