@@ -21,7 +21,9 @@ Rules that drop a sentence whatever it says:
 ``feedback`` — how the assistant should work. The sentence addresses the
   assistant: an imperative rule ("always/never …", "you should/must
   always/never …", "make sure to always/never …", "please always/never/
-  don't …", "don't <verb> …" except "don't forget/worry/bother", "stop
+  don't …", "don't <verb> …" except "don't forget/worry/bother" and
+  the edit verbs ("don't change/modify/remove …" fences the edit of the
+  moment) and scope limits ("… anything else", "…, just explain"), "stop
   <verb>ing …"), a correction ("no, use X instead (of Y)", "use X, not Y"),
   a first-person preference that mentions the assistant or its output
   ("you", "your", answers, responses, replies, summaries, explanations,
@@ -226,12 +228,10 @@ _SCOPE = re.compile(
     |,\s*(?:just|only)\ \w+|\bfor\ this\s*[.!]?$|\bi\ already\b|\byet\b""",
     re.I | re.X,
 )
-# "don't change/touch/remove <this particular thing>" fences the edit of the moment; a rule names a kind of
-# thing (a bare plural: "don't modify generated files", "do not remove console.log lines")
+# "don't change/modify/touch/remove …" keeps the rest of the code as it is during the edit of the moment: a
+# fence around a task, not a rule ("Do not change Supabase or other cards", "Don't edit anything, I want …");
+# a lasting one is said with "never" ("never modify the migrations"), which this does not touch
 _EDIT_VERBS = frozenset("change modify touch remove edit alter break delete rename rewrite refactor move".split())
-_FENCED_OBJECT = re.compile(
-    r"\s+(?:(?:the|this|that|these|those|any|its|their|our|my|your)\b|[A-Z][\w.-]*[a-z][\w.-]*\b|\S*\s*(?:\S+\s+)?(?:other|existing)\b)"
-)
 _STOP = re.compile(r"^stop\s+(?P<rest>[a-z]+ing\b.*)$", re.I | re.S)
 _INSTEAD = re.compile(
     r"^(?:use|prefer|pick|choose|go\ with|write|run)\s+(?P<rest>.+?)\s+instead\b", re.I | re.S | re.X
@@ -342,7 +342,7 @@ def _directive(s: str) -> bool:
     if m:
         verb = m.group("verb").lower()
         rest = m.group("rest")
-        if verb in _EDIT_VERBS and _FENCED_OBJECT.match(rest):
+        if verb in _EDIT_VERBS:
             return False
         return verb not in _DONT_EXCLUDED and not _vague(verb + rest) and not _SCOPE.search(rest)
     m = _STOP.match(s)
