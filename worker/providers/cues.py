@@ -114,7 +114,7 @@ DIRECTIVE = re.compile(
     |\bwe\ need\ [^,;]{3,60},\ not\ \w
     |^[a-z]+\ [^,;]{1,50}\ rather\ than\ \w+ing\b
     |\b(?:at\ the\ end\ of|in|after)\ (?:each|every)\ (?:response|reply|answer|message)\b
-    |^(?:periodically|regularly|routinely)\b|\b(?:after|before)\ (?:each|every)\ \w+|\b(?:whenever|every\ time|each\ time)\b
+    |^(?:periodically|regularly|routinely)\b|\b(?:after|before)\ (?:each|every)\ (?!step\b|phase\b|stage\b)\w+|\b(?:whenever|every\ time|each\ time)\b
     |\buse\ [^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
     |^follow\ (?:the\ )?(?!the\b|instructions\b|steps\b|plan\b|todo\b)[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b

@@ -219,7 +219,7 @@ _ALWAYS_NEVER = re.compile(
 )
 _DONT = re.compile(r"^(?:don'?t|do\ not|don’t)\s+(?P<verb>[\w'’]+)(?P<rest>.*)$", re.I | re.S | re.X)
 _DONT_EXCLUDED = frozenset(
-    {"worry", "bother", "forget", "mind", "hesitate", "panic", "stop", "know", "think"}
+    {"worry", "bother", "forget", "mind", "hesitate", "panic", "stop", "know", "think", "do"}  # "don't do X": the act of the moment
 )
 # "don't …" that fences the edit of the moment: "don't change anything else", "don't make any changes, just
 # explain", "don't run the server, I already have it running", "don't use libraries for this"
