@@ -128,3 +128,36 @@ def test_the_bullet_reply_marker_of_other_terminals_is_a_reply(tmp_path):
     turns = load(path, "claude-code-export")[0].turns
     assert [t.user for t in turns] == ["Can you use bash?", "Create a file in the local folder"]
     assert [t.assistant for t in turns] == ["Yes, I can run shell commands.", "Done: a.txt exists now."]
+
+
+def test_a_prompt_wrapped_by_the_terminal_keeps_its_lines(tmp_path):
+    """Where the terminal's wrapping was saved as line breaks, a long prompt goes on at column 0 after a
+    line ending in a space (shape of real exports: the lines end at the wrap point with a space)."""
+    text = (
+        "> Hi! I need a single-module python app that tracks the performance \n"
+        "of a made-up stock and a leveraged version of it. \n"
+        " \n"
+        "Please use a global variable defined at the top for mean \n"
+        "and stdev.\n\n"
+        "✻ Thinking…\n\n"
+        "⏺ Here is the app.\n\n"
+        "> thanks \n"
+        "✻ Thinking…\n\n"
+        "⏺ You're welcome.\n"
+    )
+    path = tmp_path / "export.txt"
+    path.write_text(text, encoding="utf-8")
+    turns = load(path, "claude-code-export")[0].turns
+    assert [t.user for t in turns] == [
+        "Hi! I need a single-module python app that tracks the performance\n"
+        "of a made-up stock and a leveraged version of it.\n\n"
+        "Please use a global variable defined at the top for mean\nand stdev.",
+        "thanks",  # a spinner's status after a wrapped line is not the prompt's
+    ]
+
+
+def test_a_column_0_line_after_an_unwrapped_prompt_is_not_the_prompt(tmp_path):
+    text = "> fix the bug\nRead 2 files (ctrl+o to expand)\nnote to self\n\n⏺ Fixed.\n"
+    path = tmp_path / "export.txt"
+    path.write_text(text, encoding="utf-8")
+    assert [t.user for t in load(path, "claude-code-export")[0].turns] == ["fix the bug"]

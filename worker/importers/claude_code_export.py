@@ -5,7 +5,9 @@ Shape (Claude Code 1.x and 2.x): optionally a welcome box first (the 1.x
 ``Claude Code vX.Y``), then blocks that each start at column 0:
 
 * ``> text`` (``❯ text`` in newer versions) — a user prompt; its further
-  lines are indented by two spaces;
+  lines are indented by two spaces, or, where the terminal's wrapping was
+  saved as line breaks, start at column 0 after a line that ends in a space
+  (the wrap point) — except a spinner's status or a collapsed tool group;
 * ``⏺ text`` (``● text`` where the terminal lacks the record glyph, as on
   Linux) — an assistant reply, further lines indented by two spaces;
   ``⏺ Tool(args)`` followed by ``  ⎿  result`` lines is a tool call and its
@@ -47,6 +49,7 @@ _TOOL_CALL = re.compile(r"^[A-Za-z][\w.:-]*(?: \([A-Za-z]+\))?\(.*\)$")
 _CWD = re.compile(r"^[│ ]*cwd: (.+?)[ │]*$", re.M)
 _V2_CWD = re.compile(r"^ *▘▘ ▝▝ +(\S.*?)\s*$", re.M)
 _COLLAPSED = re.compile(r"\(ctrl\+\w to expand\)")
+_STATUS = ("✻", "✢", "✶", "✳", "✽", "·", "*", "※", RESULT)
 _HEADER_LINES = 12
 
 
@@ -66,11 +69,17 @@ def sniff(text: str) -> bool:
     return (welcome or prompt) and re.search(r"^[⏺●] ", text, re.M) is not None
 
 
+def _is_noise(line: str) -> bool:
+    """A column-0 line the terminal draws between blocks (a spinner's status, a collapsed tool group)."""
+    return line.startswith(_STATUS) or _COLLAPSED.search(line) is not None
+
+
 def _blocks(text: str) -> list[tuple[str, list[str], bool]]:
     """(kind, text lines, has output) per block; kind is prompt | reply | noise."""
     blocks: list[tuple[str, list[str], bool]] = []
     kind, output = "noise", False
     lines: list[str] = []
+    wrapped = False  # the previous line ended in a space: a terminal's wrap kept as a line break
     for raw in text.split("\n"):
         line = raw.rstrip()
         if line.startswith(PROMPTS) or line in (">", "❯"):
@@ -78,9 +87,10 @@ def _blocks(text: str) -> list[tuple[str, list[str], bool]]:
         elif line.startswith(REPLIES):
             start = ("reply", line[1:].lstrip())
         elif line and not line[0].isspace():
-            start = ("noise", line)
+            start = None if kind == "prompt" and wrapped and not _is_noise(line) else ("noise", line)
         else:
             start = None
+        wrapped = raw.endswith((" ", "\t")) or (wrapped and not line)
         if start is not None:
             blocks.append((kind, lines, output))
             kind, lines, output = start[0], [start[1]], False
