@@ -20,6 +20,14 @@ Throughputs are printed beside a durable-publication floor measured in the
 same run (temp write + fsync + link + fsync dir of a small file, as every
 cairn publication does): the ratio is turns (captures) per second over
 publications per second, i.e. how many turns one publication's time buys.
+
+Nothing is deleted before a measurement: every workload's files stay until
+the run ends. On ext4 without a journal, allocating an inode skips over
+inodes freed in the last 60-300 s (``recently_deleted`` in the kernel's
+inode allocator), so a run that had just removed a previous workload's
+thousands of files measured that removal (200 x 10 imported at ~1,500
+turns/s right after an ``rm -rf`` of a workspace, ~2,350 without one). Other
+processes deleting files on the same file system still move the figures.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,8 +59,7 @@ def floor(tmp: Path, n: int = 300) -> float:
         for i in range(n):
             root.publish(f"f{i}", b"x" * 200)
         dt = time.perf_counter() - t0
-    shutil.rmtree(d)
-    return n / dt
+    return n / dt  # the files stay until the run ends (see "Nothing is deleted before a measurement")
 
 
 def cairn(ws: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[float, int, str]:
@@ -101,8 +107,6 @@ def many(tmp: Path, pubs: float, sessions: int, turns: int, *, process: bool) ->
         out["process_cps"] = cps
         row(f"process {sessions} captures", f"{cps:,.0f} captures/s ({dt:.1f} s)",
             f"{cps / pubs:.2f} x floor; peak RSS {rss / 2**20:.0f} MiB")
-    shutil.rmtree(src)
-    shutil.rmtree(ws)
     return out
 
 
@@ -114,7 +118,6 @@ def one_file(tmp: Path, pubs: float, name: str, path: Path, turns: int) -> dict[
     disk = du(ws / ".cairn")
     row(f"import {name}: {turns:,} turns, {size / 1e6:.0f} MB, one run", f"{dt:.1f} s, {turns / dt:,.0f} turns/s",
         f"{turns / dt / pubs:.2f} x floor; .cairn/ {disk / size:.2f} x source; peak RSS {rss / 2**20:.0f} MiB")
-    shutil.rmtree(ws)
     return {"seconds": dt, "rss": rss, "disk_ratio": disk / size}
 
 
@@ -130,7 +133,6 @@ def batch_sizes(tmp: Path, pubs: float, turns: int, chart: Path | None) -> None:
         dt, _, _ = cairn(ws, "import", str(part), env={"CAIRN_CAPTURE_BATCH_TURNS": str(b)})
         rates.append(n / dt)
         row(f"import, batch of {b} turns", f"{n / dt:,.0f} turns/s", f"{n / dt / pubs:.2f} x floor ({n:,} turns)")
-        shutil.rmtree(ws)
     if chart is None:
         return
     try:  # optional: not a dependency of cairn
@@ -235,12 +237,10 @@ def main() -> None:
             n = 100_000 // scale
             path = write_session(tmp / "long.jsonl", 1, n, words=12, tools=False)
             one_file(tmp, pubs, "long", path, n)
-            path.unlink()
         if "huge" in want:
             n = 2_000 // scale
             path = write_session(tmp / "huge.jsonl", 2, n, words=60, tool_bytes=60_000)
             one_file(tmp, pubs, "huge", path, n)
-            path.unlink()
         if "batch" in want:
             batch_sizes(tmp, pubs, 20_000 // scale, ns.chart)
         if "compression" in want:

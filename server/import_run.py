@@ -13,11 +13,15 @@ the next capture).
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+#: processes importing a long list of files (a helper takes the last ones: docs/adr/0013); 1 keeps one
+PROCESSES = max(1, int(os.environ.get("CAIRN_IMPORT_PROCESSES", "2") or 2))
 
 
 class _Stop:
@@ -83,7 +87,7 @@ def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, s
 
     stop = _Stop()
     with _first_sigint_stops(stop), _bar(show_bar) as bar, Journal(ws) as j:
-        return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop)
+        return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES)
 
 
 def resume_hint(paths: list[str], r: dict[str, Any]) -> str:

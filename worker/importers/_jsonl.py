@@ -9,6 +9,13 @@ follows the structure of the conversation, not the file's size. A single
 line is bounded (:data:`MAX_LINE_BYTES`): past that the record is refused
 with ``E_IMPORT_TOO_LARGE``, never truncated.
 
+The records of a file's first :data:`REREAD_CACHE_BYTES` are kept as the
+scan decodes them, so :meth:`JsonlFile.at` on them costs neither a read nor
+a second decode: most sessions are small, and decoding every line twice was
+a fifth of an import's CPU. Memory stays bounded (the cache stops filling
+past that many bytes of source lines), and what ``at`` returns is what the
+scan read, so a small file is read once, as one consistent snapshot.
+
 The rules are those of ``_common.iter_jsonl`` and ``load``: blank lines are
 skipped; a line that is not a JSON object is malformed, except an
 unterminated last line that does not parse (a write in progress), which is
@@ -32,6 +39,8 @@ from cairn.protocol.transcript import Turn
 from ._common import iter_jsonl, malformed, open_source
 
 MAX_LINE_BYTES = 64 << 20
+#: source bytes whose decoded records a scan keeps for :meth:`JsonlFile.at`
+REREAD_CACHE_BYTES = 2 << 20
 
 
 class Records(Protocol):
@@ -58,8 +67,10 @@ class JsonlFile:
         self.fh: IO[bytes] = os.fdopen(fd, "rb")
         #: complete lines left out (nesting past the JSON depth bound), as ``_common.drop_deep_lines`` reports them
         self.skipped: list[CairnError] = []
+        self._kept: dict[int, dict[str, Any]] = {}  # offset -> record, for the file's first bytes
 
     def close(self) -> None:
+        self._kept.clear()
         self.fh.close()
 
     def _line(self, number: int) -> bytes:
@@ -76,6 +87,8 @@ class JsonlFile:
 
     def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
         self.fh.seek(0)
+        self._kept.clear()
+        budget = REREAD_CACHE_BYTES
         offset = 0
         number = 0
         while True:
@@ -103,9 +116,17 @@ class JsonlFile:
                 raise malformed(number, "not a JSON value") from None
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
+            if len(raw) <= budget:
+                budget -= len(raw)
+                self._kept[start] = obj
+            else:
+                budget = 0  # kept records are a prefix of the file: the rest is read again
             yield number, start, obj
 
     def at(self, offset: int, number: int) -> dict[str, Any]:
+        kept = self._kept.get(offset)
+        if kept is not None:
+            return kept
         self.fh.seek(offset)
         raw = self._line(number)
         try:

@@ -27,6 +27,7 @@ trigger. An empty capture is never sealed.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -262,14 +263,35 @@ def _repair(j: Journal, claim: Claim, session: AnySession, b: CaptureBatch, by_i
     return True
 
 
+def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None) -> Claim | None:
+    """The session's next claim generation; with ``busy_wait``, wait that long for a live holder.
+
+    None: ``stop`` answered true while waiting.
+    """
+    end = time.monotonic() + busy_wait
+    while True:
+        try:
+            return j.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=SESSION_TTL,
+                                  authority=j.authority)
+        except CairnError as exc:
+            if exc.code is not ErrorCode.CLAIM_BUSY or time.monotonic() >= end:
+                raise
+        if stop is not None and stop():
+            return None
+        time.sleep(0.02)  # the holder is another import's batch: well under a second
+
+
 def capture_session(j: Journal, session: AnySession, *, source: str, policy: ModelPolicy,
-                    progress: Progress | None = None, stop: Stop | None = None) -> dict[str, Any]:
+                    progress: Progress | None = None, stop: Stop | None = None,
+                    busy_wait: float = 0.0) -> dict[str, Any]:
     """Capture every not-yet-captured turn of ``session`` in batches; idempotent.
 
     The session's turns are read once, in order, one batch at a time (a
     :class:`StreamedSession` reads them from its file). Returns counts and
     ``interrupted`` (``stop`` answered true at a batch boundary before the
-    session was done; everything written so far is kept).
+    session was done; everything written so far is kept). ``busy_wait``
+    seconds are spent waiting for a claim another process holds (the other
+    half of a split import) before ``E_CLAIM_BUSY``.
     """
     sid = session.session_id
     obs: _Observed | None = None
@@ -278,7 +300,11 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
     captured = repaired = unrepaired = 0
     interrupted = done = False
     while not done:
-        claim = j.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=SESSION_TTL, authority=j.authority)
+        elected = _elect(j, sid, busy_wait, stop)
+        if elected is None:
+            interrupted = True
+            break
+        claim = elected
         n = skipped_before = 0
         try:
             if obs is None or claim.generation != prev_gen + 1:
@@ -316,7 +342,9 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
         if not done and stop is not None and stop():
             interrupted = True
             break
-    assert pending is not None and obs is not None
+    if pending is None or obs is None:  # stopped while waiting for another process's claim: nothing read
+        return {"captured": 0, "skipped": 0, "capture": None, "repaired": 0, "unrepaired": 0, "interrupted": True,
+                "turns": 0}
     return {"captured": captured, "skipped": pending.skipped, "capture": obs.cid, "repaired": repaired,
             "unrepaired": unrepaired, "interrupted": interrupted, "turns": pending.seen}
 

@@ -51,6 +51,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.importers._jsonl import StreamedSession
 from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
+from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share, merge
 from cairn.worker.journal.store import Journal
 
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
@@ -70,7 +71,7 @@ class _File:
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                  follow_symlinks: bool = True, only: frozenset[str] | None = None,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
-                 workers: int | None = None) -> dict[str, Any]:
+                 workers: int | None = None, processes: int = 1, sibling: bool = False) -> dict[str, Any]:
     """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
 
     ``only`` keeps the sessions with those ids (one workspace's sessions of a
@@ -79,7 +80,54 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     With ``stop``, the import ends at the next batch boundary once it answers
     true (``interrupted`` in the result); a later import of the same paths
     resumes where it stopped, since captured turns are skipped.
+
+    With ``processes=2`` and many files, a helper process imports the last
+    files given (:mod:`.import_split`); the result is the same. ``sibling``
+    (set in either process of such a pair) waits for a session's claim held
+    by the other process instead of failing with ``E_CLAIM_BUSY``.
     """
+    k = helper_share(len(paths), processes)
+    busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
+    if not k:
+        return _import_paths(j, paths, fmt, policy, follow_symlinks=follow_symlinks, only=only, progress=progress,
+                             stop=stop, workers=workers, busy_wait=busy_wait)
+    lock = threading.Lock()
+    own = [0, 0]
+    helper: list[Helper] = []
+
+    def report() -> None:
+        if progress is not None and helper:
+            with lock:
+                progress(own[0] + helper[0].done, own[1] + helper[0].total)
+
+    def own_progress(done: int, total: int) -> None:
+        own[:] = [done, total]
+        report()
+
+    def halted() -> bool:
+        asked = stop is not None and stop()
+        if asked and helper:
+            helper[0].stop()
+        return asked
+
+    helper.append(Helper(j.workspace, paths[-k:], fmt, policy, follow_symlinks=follow_symlinks, only=only,
+                         on_progress=report))
+    try:
+        out = _import_paths(j, paths[:-k], fmt, policy, follow_symlinks=follow_symlinks, only=only,
+                            progress=own_progress, stop=halted, workers=workers, busy_wait=busy_wait)
+    except BaseException:
+        helper[0].stop()  # files given after a failed one stop at their batch boundary
+        with contextlib.suppress(BaseException):
+            helper[0].wait()
+        raise
+    merge(out, helper[0].wait(halted))
+    return out
+
+
+def _import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *, follow_symlinks: bool,
+                  only: frozenset[str] | None, progress: Callable[[int, int], None] | None, stop: Stop | None,
+                  workers: int | None, busy_wait: float) -> dict[str, Any]:
+    """:func:`import_paths` in this process alone."""
     from cairn.worker.importers import open_report
 
     n_workers = max(1, min(workers or WORKERS, len(paths)))  # one file: no thread to start
@@ -100,7 +148,8 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
 
         results = []
         for s in f.sessions:
-            r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=halted)
+            r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=halted,
+                                busy_wait=busy_wait)
             results.append(r)
             if r["interrupted"]:
                 break

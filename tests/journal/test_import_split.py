@@ -1,0 +1,199 @@
+"""An import of many files in two processes: the same result as one (docs/adr/0013)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cairn.protocol.digest import ModelPolicy
+
+from tests.journal.helpers import J, batches
+from tests.support import PYTHON, REPO, child_env
+from tests.support.generated import write_session
+
+POLICY = ModelPolicy(provider="extractive")
+
+
+def _ready(ws: Path) -> dict[str, list[str]]:
+    caps = ws / J / "captures"
+    if not caps.is_dir():
+        return {}
+    return {cap.name: [t for b in batches(cap) for t in b.turn_ids] for cap in sorted(caps.iterdir())}
+
+
+def _files(tmp_path: Path, n: int, turns: int) -> list[str]:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    return [str(write_session(src / f"s{i:02d}.jsonl", 70 + i, turns, words=8)) for i in range(n)]
+
+
+def _claim_pids(ws: Path) -> set[int]:
+    return {json.loads(p.read_bytes())["pid"] for p in (ws / J / "claims").glob("session_*/*.claim")}
+
+
+@pytest.fixture
+def split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split imports of 4 files and more (the helper gets a share of them)."""
+    from cairn.worker.journal import import_split
+
+    monkeypatch.setattr(import_split, "MIN_FILES", 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})  # as on a two-core machine
+
+
+def _import(ws: Path, paths: list[str], **kw: Any) -> dict[str, Any]:
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    ws.mkdir(exist_ok=True)
+    with Journal(str(ws)) as j:
+        return I.import_paths(j, paths, "auto", POLICY, **kw)
+
+
+def test_two_processes_give_the_result_of_one(tmp_path: Path, split: None) -> None:
+    paths = _files(tmp_path, 10, 3)
+    one = _import(tmp_path / "one", paths)
+    two = _import(tmp_path / "two", paths, processes=2)
+    assert two == one  # counts, malformed lines, and sessions in the order given
+    assert _ready(tmp_path / "two") == _ready(tmp_path / "one")
+    assert len(_claim_pids(tmp_path / "two")) == 2  # the last files were captured by another process
+    assert _claim_pids(tmp_path / "one") == {os.getpid()}
+
+
+def test_progress_counts_both_processes(tmp_path: Path, split: None) -> None:
+    paths = _files(tmp_path, 8, 4)
+    seen: list[tuple[int, int]] = []
+    _import(tmp_path / "ws", paths, processes=2, progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (32, 32)
+
+
+def test_a_session_in_both_parts_is_captured_once(tmp_path: Path, split: None) -> None:
+    paths = _files(tmp_path, 4, 5)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(paths[0], copy)  # the helper's last file holds the first file's session
+    out = _import(tmp_path / "ws", [*paths, str(copy)], processes=2)
+    assert (out["captured"], out["skipped"], out["sessions"]) == (20, 5, 5)
+    assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [5, 5, 5, 5]
+
+
+def test_a_capture_waits_for_a_live_claim_of_the_other_process(workspace: Path, tmp_path: Path) -> None:
+    """While the other half holds the session's claim, the capture waits for it instead of failing."""
+    from cairn.protocol.vocab import OutcomeKind
+    from cairn.worker.importers import load
+    from cairn.worker.journal.capture import capture_session
+    from cairn.worker.journal.store import Journal, session_dir
+
+    (path,) = _files(tmp_path, 1, 3)
+    session = load(Path(path))[0]
+    with Journal(str(workspace)) as other, Journal(str(workspace)) as j:
+        held = other.claims.elect(f"session/{session_dir(session.session_id)}", purpose="capture", ttl=60,
+                                  authority=other.authority)
+        asked: list[int] = []
+
+        def stop() -> bool:  # asked while waiting: the other process finishes its batch now
+            if not asked:
+                other.claims.settle(held, OutcomeKind.COMPLETED)
+            asked.append(1)
+            return False
+
+        r = capture_session(j, session, source="import:claude-code", policy=POLICY, stop=stop, busy_wait=30)
+        assert (r["captured"], r["interrupted"], len(asked) >= 1) == (3, False, True)
+
+        held = other.claims.elect(f"session/{session_dir(session.session_id)}", purpose="capture", ttl=60,
+                                  authority=other.authority)
+        r = capture_session(j, session, source="import:claude-code", policy=POLICY, stop=lambda: True,
+                            busy_wait=30)
+        assert (r["captured"], r["interrupted"]) == (0, True)  # Ctrl-C while waiting: nothing read, nothing lost
+        from cairn.protocol.errors import CairnError, ErrorCode
+
+        with pytest.raises(CairnError) as err:  # without the wait (one process): busy at once, as before
+            capture_session(j, session, source="import:claude-code", policy=POLICY)
+        assert err.value.code is ErrorCode.CLAIM_BUSY
+
+
+def test_an_error_in_the_helpers_files_comes_after_the_first_files_finish(tmp_path: Path, split: None) -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+
+    paths = _files(tmp_path, 6, 3)
+    missing = str(tmp_path / "gone.jsonl")
+    with pytest.raises(CairnError) as err:
+        _import(tmp_path / "ws", [*paths, missing], processes=2)
+    assert err.value.code is ErrorCode.IMPORT_UNREADABLE
+    assert "gone.jsonl" in err.value.message
+    with pytest.raises(CairnError) as alone:
+        _import(tmp_path / "alone", [*paths, missing])
+    assert (alone.value.code, alone.value.message) == (err.value.code, err.value.message)
+    assert _ready(tmp_path / "ws") == _ready(tmp_path / "alone")  # every file given before it is whole
+
+
+def test_an_error_in_the_first_files_stops_the_helper_at_a_batch_boundary(tmp_path: Path, split: None,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+
+    monkeypatch.setenv("CAIRN_CAPTURE_BATCH_TURNS", "2")  # the helper's batches
+    paths = _files(tmp_path, 8, 9)
+    missing = str(tmp_path / "gone.jsonl")
+    with pytest.raises(CairnError) as err:
+        _import(tmp_path / "ws", [missing, *paths], processes=2)
+    assert err.value.code is ErrorCode.IMPORT_UNREADABLE
+    for turns in _ready(tmp_path / "ws").values():  # whatever the helper wrote is whole batches
+        assert len(turns) % 2 == 0 or len(turns) == 9
+    again = _import(tmp_path / "ws", paths, processes=2)
+    assert again["captured"] + again["skipped"] == 72
+    assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [9] * 8
+
+
+def test_a_stop_reaches_the_helper_and_a_rerun_finishes(tmp_path: Path, split: None,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_CAPTURE_BATCH_TURNS", "2")
+    from cairn.worker.journal import capture as C
+
+    monkeypatch.setattr(C, "BATCH_TURNS", 2)
+    paths = _files(tmp_path, 8, 9)
+    seen: list[int] = []
+    out = _import(tmp_path / "ws", paths, processes=2, progress=lambda done, total: seen.append(done),
+                  stop=lambda: bool(seen))  # Ctrl-C once the first batch is in
+    assert out["interrupted"] and 0 < out["captured"] < 72
+    for turns in _ready(tmp_path / "ws").values():
+        assert len(turns) % 2 == 0 or len(turns) == 9
+    again = _import(tmp_path / "ws", paths, processes=2)
+    assert (again["interrupted"], out["captured"] + again["captured"]) == (False, 72)
+    assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [9] * 8
+
+
+def test_a_helper_that_dies_is_a_fixed_error_and_a_rerun_finishes(tmp_path: Path, split: None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.journal import import_split
+
+    paths = _files(tmp_path, 6, 3)
+    monkeypatch.setattr(import_split, "COMMAND", [sys.executable, "-c", "import os; os._exit(3)"])
+    with pytest.raises(CairnError) as err:
+        _import(tmp_path / "ws", paths, processes=2)
+    assert err.value.code is ErrorCode.WORKER_CRASHED
+    assert "exit status 3" in err.value.message and "again" in err.value.message
+    monkeypatch.undo()
+    again = _import(tmp_path / "ws", paths)
+    assert again["captured"] + again["skipped"] == 18
+    assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [3] * 6
+
+
+def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path) -> None:
+    paths = _files(tmp_path, 8, 3)
+
+    def run(ws: Path, processes: str) -> subprocess.CompletedProcess[str]:
+        ws.mkdir()
+        return subprocess.run([PYTHON, "-m", "cairn.server", "import", *paths, "-w", str(ws)], cwd=REPO,
+                              env=child_env(CAIRN_IMPORT_PROCESSES=processes, CAIRN_IMPORT_SPLIT_MIN="4"),
+                              capture_output=True, text=True, timeout=120)
+
+    one, two = run(tmp_path / "one", "1"), run(tmp_path / "two", "2")
+    assert (two.returncode, two.stdout, two.stderr) == (one.returncode, one.stdout, one.stderr) == (
+        0, "imported 8 file(s), 8 session(s): 24 new turn(s), 0 already captured\n", "")
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert len(_claim_pids(tmp_path / "two")) == 2

@@ -1,0 +1,251 @@
+"""A second process for an import of many files: the machine's second core at work.
+
+An import of many small sessions is bound by CPU, not by the disk: parsing,
+the claim programs and the kernel's share of each file creation, and one
+process's threads share one interpreter lock. :func:`helper_share` decides
+how many of the *last* files given a :class:`Helper` process imports while
+this process imports the first ones (docs/adr/0013). Each process runs
+:func:`cairn.worker.journal.imports.import_paths` unchanged on its part:
+every session is still captured by its own claim generations, so two
+processes writing side by side is what an editor's capture during an import
+always was.
+
+The contract the caller keeps (``import_paths`` with ``processes=2``):
+
+* *same result*: the helper's counts, sessions and malformed lines are added
+  after this process's own, so the summary and ``session_ids`` keep the
+  order the files were given;
+* *one session in both parts* (a resumed session copied into a second
+  file): whichever process elects the session's claim first captures it; the
+  other waits for that claim (:data:`SIBLING_WAIT`) instead of failing with
+  ``E_CLAIM_BUSY``, then skips what was captured;
+* *errors*: an error in this process's part (files given first) stops the
+  helper at its next batch boundary and is raised once the helper is done;
+  the helper's error is raised after this process's part has finished, as
+  one after another;
+* *stop*: a stop request (Ctrl-C) is passed on; both stop at a batch
+  boundary. The helper runs in its own session (the terminal's Ctrl-C
+  reaches this process only) and stops by itself if this process dies (its
+  request pipe closes).
+
+The helper reports on stdout, one JSON object per line: ``{"progress":
+[done, total]}`` now and then, then ``{"result": {...}}`` or ``{"error":
+code, "message": ..., "detail": {...}}``. It never writes to the terminal.
+
+Run as ``python -m cairn.worker.journal.import_split`` (the helper's side).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from cairn.protocol import codec
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError, ErrorCode
+
+#: files below which an import stays in one process (a helper costs its start-up)
+MIN_FILES = max(2, int(os.environ.get("CAIRN_IMPORT_SPLIT_MIN", "32") or 32))
+#: share of the files the helper takes (it starts later: it pays the interpreter's start-up)
+SHARE = 0.45
+#: seconds a process waits for its sibling's claim on a session both parts hold
+SIBLING_WAIT = 30.0
+#: the helper's command line
+COMMAND = [sys.executable, "-m", "cairn.worker.journal.import_split"]
+
+
+def helper_share(n_files: int, processes: int) -> int:
+    """How many of the last files a helper process imports (0: none)."""
+    if processes < 2 or n_files < MIN_FILES:
+        return 0
+    if len(os.sched_getaffinity(0)) < 2:
+        return 0
+    if os.environ.get("CAIRN_CRASH_AT") or os.environ.get("CAIRN_CRASH_BEFORE"):
+        return 0  # injected kill points count the operations of one process
+    return max(1, int(n_files * SHARE))
+
+
+class Helper:
+    """The helper process importing ``paths``; its progress, stop and result."""
+
+    def __init__(self, workspace: str, paths: list[str], fmt: str, policy: ModelPolicy, *,
+                 follow_symlinks: bool, only: frozenset[str] | None,
+                 on_progress: Callable[[], None] | None = None) -> None:
+        self.done = self.total = 0
+        self._reply: dict[str, Any] | None = None
+        self._on_progress = on_progress
+        env = dict(os.environ)
+        env.pop("CAIRN_CRASH_LOG", None)
+        request = {"workspace": workspace, "paths": paths, "format": fmt,
+                   "policy": codec.to_obj(policy), "follow_symlinks": follow_symlinks,
+                   "only": sorted(only) if only is not None else None}
+        self.proc = subprocess.Popen(COMMAND,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._stdin: IO[bytes] = self.proc.stdin
+        self._stopped = False
+        try:
+            self._stdin.write(json.dumps(request).encode() + b"\n")
+            self._stdin.flush()
+        except OSError:
+            pass  # it died already: wait() reports it
+        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True,
+                                        name="cairn-import-helper")
+        self._reader.start()
+
+    def _read(self, out: IO[bytes]) -> None:
+        for line in out:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict):
+                continue
+            if "progress" in msg:
+                self.done, self.total = (int(x) for x in msg["progress"])
+                if self._on_progress is not None:
+                    self._on_progress()
+            else:
+                self._reply = msg
+
+    def stop(self) -> None:
+        """Ask the helper to stop at its next batch boundary (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(OSError):
+            self._stdin.write(b"stop\n")
+            self._stdin.flush()
+
+    def wait(self, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+        """The helper's result, once it has exited; raises its error.
+
+        While waiting, a true ``stop()`` is passed on. A Ctrl-C meanwhile
+        stops the helper at its batch boundary and is raised once it has
+        exited, so no process is left writing behind the caller's back.
+        """
+        interrupted: BaseException | None = None
+        while self._reader.is_alive():
+            try:
+                if stop is not None and stop():
+                    self.stop()
+                self._reader.join(0.05)
+            except BaseException as exc:  # Ctrl-C: wait for the helper's batch boundary, then raise
+                interrupted = interrupted or exc
+                self.stop()
+        code = self.proc.wait()
+        with contextlib.suppress(OSError):
+            self._stdin.close()
+        if interrupted is not None:
+            raise interrupted
+        reply = self._reply
+        if reply is None:
+            raise CairnError(ErrorCode.WORKER_CRASHED,
+                             f"the second import process ended without a result (exit status {code}); "
+                             "run the same import again to finish it", exit_status=code)
+        if "error" in reply:
+            try:
+                err = ErrorCode(str(reply["error"]))
+            except ValueError:
+                err = ErrorCode.INTERNAL
+            raw = reply.get("detail")
+            detail: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            raise CairnError(err, str(reply.get("message", "")), **detail)
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise CairnError(ErrorCode.WORKER_BAD_RESPONSE, "the second import process sent no result")
+        return result
+
+
+def merge(out: dict[str, Any], other: dict[str, Any]) -> None:
+    """Add the helper's result (files given later) to this process's."""
+    for key in ("files", "sessions", "captured", "skipped", "repaired"):
+        out[key] += int(other.get(key, 0))
+    out["session_ids"] += list(other.get("session_ids", []))
+    out["malformed"] += list(other.get("malformed", []))
+    out["interrupted"] = bool(out["interrupted"] or other.get("interrupted"))
+
+
+def _read_line(fd: int) -> bytes:
+    """The request line, read without a buffered reader (see ``watch``)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _helper_main() -> int:
+    """The helper's side: read the request, import, report; never a traceback."""
+    from cairn.worker.journal.imports import import_paths
+    from cairn.worker.journal.store import Journal
+    from cairn.worker.redact import redact_text
+
+    out = sys.stdout.buffer
+    lock = threading.Lock()
+
+    def send(msg: dict[str, Any]) -> None:
+        with lock, contextlib.suppress(OSError):
+            out.write(json.dumps(msg).encode() + b"\n")
+            out.flush()
+
+    stopping = threading.Event()
+
+    def watch() -> None:
+        # unbuffered reads: a thread blocked in a buffered reader would hold its lock at exit
+        with contextlib.suppress(OSError):
+            while os.read(0, 512):  # any line is "stop"; end of input (the importer died) is too
+                stopping.set()
+        stopping.set()
+
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.05:
+            last[0] = now
+            send({"progress": [done, total]})
+
+    try:
+        req = json.loads(_read_line(0))
+        threading.Thread(target=watch, daemon=True).start()
+        policy = codec.from_obj(req["policy"], ModelPolicy, where="import request")
+        only = frozenset(req["only"]) if req.get("only") is not None else None
+        counts = [0, 0]
+
+        def tick(done: int, total: int) -> None:
+            counts[:] = [done, total]
+            progress(done, total)
+
+        with Journal(str(req["workspace"])) as j:
+            result = import_paths(j, [str(p) for p in req["paths"]], str(req["format"]), policy,
+                                  follow_symlinks=bool(req["follow_symlinks"]), only=only, progress=tick,
+                                  stop=stopping.is_set, sibling=True)
+        send({"progress": counts})
+        send({"result": result})
+    except CairnError as exc:
+        send({"error": str(exc.code), "message": redact_text(exc.message),
+              "detail": {k: v for k, v in exc.detail.items() if isinstance(v, (str, int, float, bool))}})
+    except BaseException as exc:  # noqa: BLE001 -- reported as a fixed code, never a traceback
+        send({"error": str(ErrorCode.INTERNAL), "message": f"import process failed ({type(exc).__name__})",
+              "detail": {}})
+    return 0
+
+
+if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the importer that started it decides when to stop
+    status = _helper_main()
+    sys.stdout.flush()
+    os._exit(status)  # the stop watcher may still be blocked reading: no interpreter shutdown to wait for
