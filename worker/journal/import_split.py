@@ -61,11 +61,17 @@ SIBLING_WAIT = 30.0
 COMMAND = [sys.executable, "-m", "cairn.worker.journal.import_split"]
 
 
+def _cores() -> int:
+    """Cores this process may run on (all of them where the system cannot say)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 def helper_share(n_files: int, processes: int) -> int:
     """How many of the last files a helper process imports (0: none)."""
     if processes < 2 or n_files < MIN_FILES:
         return 0
-    if len(os.sched_getaffinity(0)) < 2:
+    if _cores() < 2:
         return 0
     if os.environ.get("CAIRN_CRASH_AT") or os.environ.get("CAIRN_CRASH_BEFORE"):
         return 0  # injected kill points count the operations of one process
