@@ -7,6 +7,8 @@ peak RSS) on generated Claude Code sessions (tests/support/generated.py):
 
 * ``many``: 200 sessions x 10 turns: import turns/s, then seal + process
   captures/s with the embedded engine;
+* ``all``: the 200 x 10 sessions in a Claude Code store of a scratch home,
+  through ``cairn import --all`` (discovery included);
 * ``thousand``: 1,000 sessions x 10 turns: import turns/s;
 * ``long``: one 100,000-turn session (no tool output): one import run,
   time, peak RSS, ``.cairn/`` size over the source's;
@@ -108,6 +110,22 @@ def many(tmp: Path, pubs: float, sessions: int, turns: int, *, process: bool) ->
         row(f"process {sessions} captures", f"{cps:,.0f} captures/s ({dt:.1f} s)",
             f"{cps / pubs:.2f} x floor; peak RSS {rss / 2**20:.0f} MiB")
     return out
+
+
+def discovered(tmp: Path, pubs: float, sessions: int, turns: int) -> None:
+    """``cairn import --all``: the same sessions found in a Claude Code store of a scratch home."""
+    home = tmp / "home"
+    store = home / ".claude" / "projects" / "-bench"
+    store.mkdir(parents=True)
+    for s in range(sessions):
+        write_session(store / f"s{s:04d}.jsonl", 10_000 + s, turns, words=40)
+    ws = tmp / "ws-all"
+    ws.mkdir()
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local")}
+    dt, rss, _ = cairn(ws, "import", "--all", "--every-workspace", env=env)
+    rate = sessions * turns / dt
+    row(f"import --all, {sessions} x {turns} found on disk", f"{rate:,.0f} turns/s ({dt:.1f} s, discovery included)",
+        f"{rate / pubs:.2f} x floor; peak RSS {rss / 2**20:.0f} MiB")
 
 
 def one_file(tmp: Path, pubs: float, name: str, path: Path, turns: int) -> dict[str, float]:
@@ -219,10 +237,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a tenth of each size (a smoke run)")
     ap.add_argument("--chart", type=Path, default=None, help="write the batch-size chart to this PNG")
     ap.add_argument("--only", nargs="*", default=None,
-                    choices=("many", "thousand", "long", "huge", "batch", "compression"))
+                    choices=("many", "all", "thousand", "long", "huge", "batch", "compression"))
     ns = ap.parse_args()
     scale = 10 if ns.quick else 1
-    want = set(ns.only or ("many", "thousand", "long", "huge", "batch", "compression"))
+    want = set(ns.only or ("many", "all", "thousand", "long", "huge", "batch", "compression"))
     with tempfile.TemporaryDirectory(prefix="cairn-ingest-", dir=os.environ.get("CAIRN_BENCH_DIR")) as t:
         tmp = Path(t)
         pubs = floor(tmp)
@@ -231,6 +249,8 @@ def main() -> None:
         print("|---|---|---|")
         if "many" in want:
             many(tmp, pubs, 200 // scale, 10, process=True)
+        if "all" in want:
+            discovered(tmp, pubs, 200 // scale, 10)
         if "thousand" in want:
             many(tmp, pubs, 1000 // scale, 10, process=False)
         if "long" in want:

@@ -50,7 +50,7 @@ def cmd_import(ns: argparse.Namespace) -> int:
     if ns.all:
         from cairn.server.cli_sources import import_all, report_import_all
 
-        return report_import_all(ns, import_all(ns, _Progress()))
+        return report_import_all(ns, import_all(ns, show_bar=not ns.json and sys.stderr.isatty()))
     if not ns.paths:
         raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")
     from cairn.server.import_run import resume_hint, run_import

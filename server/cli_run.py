@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from cairn.protocol.errors import ErrorCode
 from cairn.server.cli_journal import print_journal, print_process, process_failed, process_workspace
 from cairn.server.cli_memory import print_proposals, proposal_rows, review_line
 from cairn.server.cli_support import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
     call,
@@ -81,11 +83,16 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
     ws = workspace_path(ns)
     if ns.all:
-        from cairn.server.cli_journal import _Progress
         from cairn.server.cli_sources import import_all, report_failures
 
-        imp = import_all(ns, _Progress())
+        imp = import_all(ns, show_bar=not ns.json and sys.stderr.isatty())
         report_failures(imp)
+        if imp["interrupted"]:  # Ctrl-C: what was captured is kept; nothing is digested on the way out
+            from cairn.server.cli_sources import all_args
+            from cairn.server.import_run import resume_hint
+
+            sys.stderr.write(resume_hint(all_args(ns), imp) + "\n")
+            return EXIT_INTERRUPTED
     else:
         paths = [os.path.abspath(p) for p in ns.paths] or [example_session()]
         imp = run_job(ns, "import", {"paths": paths, "format": ns.format}).result

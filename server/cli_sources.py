@@ -18,6 +18,7 @@ from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli_support import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
     emit_json,
@@ -98,8 +99,10 @@ def _since(value: str | None) -> float | None:
     return day.timestamp()
 
 
-def import_all(ns: argparse.Namespace, progress: Any) -> dict[str, Any]:
-    """Discover, select and import; the totals list in ``failed`` the stores and sources that failed."""
+def import_all(ns: argparse.Namespace, *, show_bar: bool) -> dict[str, Any]:
+    """Discover, select and import in the foreground (the bar on a terminal, Ctrl-C at a batch
+    boundary, a helper process for many sources); ``failed`` lists the stores and sources that failed."""
+    from cairn.server.import_run import PROCESSES, foreground
     from cairn.worker.journal.capture import policy_from_config
     from cairn.worker.journal.store import Journal
     from cairn.worker.sources.importing import import_all as run
@@ -109,9 +112,15 @@ def import_all(ns: argparse.Namespace, progress: Any) -> dict[str, Any]:
     ws = workspace_path(ns)
     since = _since(ns.since)
     stores = _discover(ns)
-    with Journal(ws) as j:
+    with foreground(show_bar) as (bar, stop), Journal(ws) as j:
         return run(j, stores, ws, policy_from_config(load_config(ws)), everywhere=ns.every_workspace, since=since,
-                   progress=progress)
+                   progress=bar, stop=stop, processes=PROCESSES)
+
+
+def all_args(ns: argparse.Namespace) -> list[str]:
+    """The ``--all`` flags given, to repeat in a resume hint."""
+    return ["--all", *(["--every-workspace"] if ns.every_workspace else []),
+            *(["--since", ns.since] if ns.since else []), "-w", workspace_path(ns)]
 
 
 def report_failures(r: dict[str, Any]) -> None:
@@ -133,4 +142,9 @@ def report_import_all(ns: argparse.Namespace, r: dict[str, Any]) -> int:
         elif r["captured"]:
             print("next: `cairn seal && cairn process && cairn journal` (or `cairn run --all` for all of it)")
     report_failures(r)
+    if r.get("interrupted"):
+        from cairn.server.import_run import resume_hint
+
+        sys.stderr.write(resume_hint(all_args(ns), r) + "\n")
+        return EXIT_INTERRUPTED
     return EXIT_PROBLEMS if r["failed"] else EXIT_OK

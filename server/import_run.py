@@ -80,18 +80,26 @@ def _bar(enabled: bool) -> Iterator[Any]:
         yield update
 
 
+@contextmanager
+def foreground(show_bar: bool) -> Iterator[tuple[Any, _Stop]]:
+    """``(progress, stop)`` for an import run in the foreground: the bar, and the first Ctrl-C's request."""
+    stop = _Stop()
+    with _first_sigint_stops(stop), _bar(show_bar) as bar:
+        yield bar, stop
+
+
 def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> dict[str, Any]:
     from cairn.worker.journal.capture import policy_from_config
     from cairn.worker.journal.imports import import_paths
     from cairn.worker.journal.store import Journal
 
-    stop = _Stop()
-    with _first_sigint_stops(stop), _bar(show_bar) as bar, Journal(ws) as j:
+    with foreground(show_bar) as (bar, stop), Journal(ws) as j:
         return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES)
 
 
-def resume_hint(paths: list[str], r: dict[str, Any]) -> str:
+def resume_hint(args: list[str], r: dict[str, Any]) -> str:
+    """What to run to resume: ``cairn import`` with ``args`` (files, or ``--all`` and its flags)."""
     import shlex
 
     return (f"cairn: interrupted at a batch boundary; {r['captured']} new turn(s) kept. "
-            f"Resume with: cairn import {' '.join(shlex.quote(p) for p in paths)}")
+            f"Resume with: cairn import {' '.join(shlex.quote(a) for a in args)}")

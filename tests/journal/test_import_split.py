@@ -199,3 +199,72 @@ def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path) ->
 
     if _cores() >= 2:
         assert len(_claim_pids(tmp_path / "two")) == 2
+
+
+def test_files_that_fail_are_listed_by_index_from_both_processes(tmp_path: Path, split: None) -> None:
+    """``cairn import --all``: each bad source is listed once, at its place; the others are imported."""
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    paths = _files(tmp_path, 8, 3)
+    (tmp_path / "junk.jsonl").write_text("not json\n")
+    items = [(p, "auto", None) for p in paths]
+    items.insert(1, (str(tmp_path / "gone.jsonl"), "auto", None))  # in this process's part
+    items.append((str(tmp_path / "junk.jsonl"), "claude-code", None))  # in the helper's part
+    failed: list[dict[str, Any]] = []
+    (tmp_path / "ws").mkdir()
+    with Journal(str(tmp_path / "ws")) as j:
+        out = I.import_items(j, items, POLICY, processes=2, failed=failed)
+    assert [(f["index"], f["code"]) for f in sorted(failed, key=lambda f: f["index"])] == [
+        (1, "E_IMPORT_UNREADABLE"), (9, "E_IMPORT_MALFORMED")]
+    assert (out["files"], out["captured"]) == (8, 24)
+    assert len(_claim_pids(tmp_path / "ws")) == 2
+
+
+def _first_batch_then_sigint(proc: subprocess.Popen[str], ws: Path) -> int:
+    """SIGINT once a batch is on disk (a bounded wait loop, not a sleep as synchronisation); the helper's pid."""
+    import signal
+    import time
+
+    import psutil
+
+    end = time.monotonic() + 60
+    helper = None
+    while not list(ws.glob(f"{J}/captures/*/b-*")) or helper is None:
+        assert proc.poll() is None and time.monotonic() < end, "import ended before its first batch was seen"
+        kids = psutil.Process(proc.pid).children()
+        helper = helper or (kids[0].pid if kids else None)
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    return helper
+
+
+def test_ctrl_c_stops_both_processes_at_a_batch_boundary_and_a_rerun_resumes(tmp_path: Path) -> None:
+    import psutil
+
+    paths = _files(tmp_path, 40, 40)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = child_env(CAIRN_CAPTURE_BATCH_TURNS="2", CAIRN_IMPORT_SPLIT_MIN="4")
+    proc = subprocess.Popen([PYTHON, "-m", "cairn.server", "import", *paths, "-w", str(ws), "--json"], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        helper = _first_batch_then_sigint(proc, ws)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == psutil.STATUS_ZOMBIE
+    first = json.loads(out)
+    assert first["interrupted"] and 0 < first["captured"] < 1600
+    assert "Resume with: cairn import" in err and "Traceback" not in err
+    kept = [t for turns in _ready(ws).values() for t in turns]
+    assert len(kept) == first["captured"]  # the helper's batches are counted too
+    for turns in _ready(ws).values():
+        assert len(turns) % 2 == 0
+    again = subprocess.run([PYTHON, "-m", "cairn.server", "import", *paths, "-w", str(ws), "--json"], cwd=REPO,
+                           env=env, capture_output=True, text=True, timeout=120)
+    second = json.loads(again.stdout)
+    assert (second["interrupted"], second["captured"] + first["captured"]) == (False, 1600)
+    assert sorted(len(v) for v in _ready(ws).values()) == [40] * 40

@@ -42,9 +42,9 @@ def test_imports_the_workspace_sessions_once(tmp_path):
     seen = []
     chosen = sources(select(discover(str(home), env_for(home), workspace=ws), ws))
     with Journal(ws) as j:
-        first = import_sources(j, chosen, POLICY, lambda i, n, label: seen.append((i, n)))
+        first = import_sources(j, chosen, POLICY, lambda done, total: seen.append((done, total)))
     assert first["failed"] == [] and first["captured"] > 0 and first["sources"] == len(chosen) >= 10
-    assert seen[0] == (0, len(chosen)) and seen[-1] == (len(chosen), len(chosen))  # the progress bar's steps
+    assert seen[-1] == (first["captured"], first["captured"])  # the progress bar counts turns
     again = _run(home, ws)
     assert (again["captured"], again["skipped"]) == (0, first["captured"])
     wider = _run(home, ws, everywhere=True)
@@ -176,3 +176,37 @@ def test_an_unforeseen_record_shape_fails_that_source_alone(tmp_path, monkeypatc
     r = _run(home, ws)
     assert _failed(r) == {("continue", "E_IMPORT_MALFORMED")} and r["captured"] > 0
     assert "list" not in r["failed"][0]["message"]
+
+
+def test_ctrl_c_stops_import_all_at_a_batch_boundary_and_says_how_to_resume(tmp_path):
+    """A heavy user's first ``import --all``: many sources at once, Ctrl-C keeps what is captured."""
+    import subprocess
+
+    from tests.journal.helpers import J
+    from tests.journal.test_import_split import _first_batch_then_sigint
+    from tests.support import PYTHON, REPO, child_env
+    from tests.support.generated import write_session
+
+    home = tmp_path / "home"
+    store = home / ".claude" / "projects" / "-elsewhere"
+    store.mkdir(parents=True)
+    for i in range(40):
+        write_session(store / f"s{i:02d}.jsonl", 200 + i, 40, words=8)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = child_env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), CAIRN_CAPTURE_BATCH_TURNS="2",
+                    CAIRN_IMPORT_SPLIT_MIN="4")
+    argv = [PYTHON, "-m", "cairn.server", "import", "--all", "--every-workspace", "-w", str(ws)]
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _first_batch_then_sigint(proc, ws)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert f"Resume with: cairn import --all --every-workspace -w {ws}" in err and "Traceback" not in err
+    again = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    turns = [p for p in (ws / J / "captures").glob("*/b-*")]
+    assert len(turns) == 40 * 20  # every batch of every session exactly once

@@ -81,17 +81,16 @@ def helper_share(n_files: int, processes: int) -> int:
 class Helper:
     """The helper process importing ``paths``; its progress, stop and result."""
 
-    def __init__(self, workspace: str, paths: list[str], fmt: str, policy: ModelPolicy, *,
-                 follow_symlinks: bool, only: frozenset[str] | None,
-                 on_progress: Callable[[], None] | None = None) -> None:
+    def __init__(self, workspace: str, items: list[tuple[str, str, frozenset[str] | None]], policy: ModelPolicy, *,
+                 follow_symlinks: bool, tolerant: bool = False, on_progress: Callable[[], None] | None = None) -> None:
         self.done = self.total = 0
         self._reply: dict[str, Any] | None = None
         self._on_progress = on_progress
         env = dict(os.environ)
         env.pop("CAIRN_CRASH_LOG", None)
-        request = {"workspace": workspace, "paths": paths, "format": fmt,
-                   "policy": codec.to_obj(policy), "follow_symlinks": follow_symlinks,
-                   "only": sorted(only) if only is not None else None}
+        request = {"workspace": workspace, "policy": codec.to_obj(policy), "follow_symlinks": follow_symlinks,
+                   "tolerant": tolerant,
+                   "items": [[p, fmt, sorted(only) if only is not None else None] for p, fmt, only in items]}
         self.proc = subprocess.Popen(COMMAND,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, start_new_session=True)
@@ -171,13 +170,15 @@ class Helper:
         return result
 
 
-def merge(out: dict[str, Any], other: dict[str, Any]) -> None:
-    """Add the helper's result (files given later) to this process's."""
+def merge(out: dict[str, Any], other: dict[str, Any], failed: list[dict[str, Any]] | None, *, offset: int) -> None:
+    """Add the helper's result (files given later, from ``offset`` on) to this process's."""
     for key in ("files", "sessions", "captured", "skipped", "repaired"):
         out[key] += int(other.get(key, 0))
     out["session_ids"] += list(other.get("session_ids", []))
     out["malformed"] += list(other.get("malformed", []))
     out["interrupted"] = bool(out["interrupted"] or other.get("interrupted"))
+    if failed is not None:
+        failed += [{**f, "index": int(f["index"]) + offset} for f in other.get("failed", [])]
 
 
 def _read_line(fd: int) -> bytes:
@@ -193,7 +194,7 @@ def _read_line(fd: int) -> bytes:
 
 def _helper_main() -> int:
     """The helper's side: read the request, import, report; never a traceback."""
-    from cairn.worker.journal.imports import import_paths
+    from cairn.worker.journal.imports import import_items
     from cairn.worker.journal.store import Journal
     from cairn.worker.redact import redact_text
 
@@ -226,7 +227,8 @@ def _helper_main() -> int:
         req = json.loads(_read_line(0))
         threading.Thread(target=watch, daemon=True).start()
         policy = codec.from_obj(req["policy"], ModelPolicy, where="import request")
-        only = frozenset(req["only"]) if req.get("only") is not None else None
+        items = [(str(p), str(fmt), frozenset(only) if only is not None else None) for p, fmt, only in req["items"]]
+        failed: list[dict[str, Any]] | None = [] if req.get("tolerant") else None
         counts = [0, 0]
 
         def tick(done: int, total: int) -> None:
@@ -234,9 +236,10 @@ def _helper_main() -> int:
             progress(done, total)
 
         with Journal(str(req["workspace"])) as j:
-            result = import_paths(j, [str(p) for p in req["paths"]], str(req["format"]), policy,
-                                  follow_symlinks=bool(req["follow_symlinks"]), only=only, progress=tick,
-                                  stop=stopping.is_set, sibling=True)
+            result = import_items(j, items, policy, follow_symlinks=bool(req["follow_symlinks"]), progress=tick,
+                                  stop=stopping.is_set, sibling=True, failed=failed)
+        if failed is not None:
+            result["failed"] = failed
         send({"progress": counts})
         send({"result": result})
     except CairnError as exc:

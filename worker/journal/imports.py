@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -58,11 +58,26 @@ from cairn.worker.journal.store import Journal
 WORKERS = max(1, int(os.environ.get("CAIRN_IMPORT_WORKERS", "8") or 8))
 
 
+#: one source of an import: its path, its format ("auto" to detect), the session ids to keep (None: all)
+Item = tuple[str, str, frozenset[str] | None]
+#: what ``failed`` tolerates: the fixed errors, and record shapes no importer check foresaw
+TOLERATED = (CairnError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
+
+
+def failure(index: int, name: str, exc: BaseException) -> dict[str, Any]:
+    """A file that could not be imported: its fixed code and a message without transcript text."""
+    if isinstance(exc, CairnError):
+        return {"index": index, "code": str(exc.code), "message": exc.message}
+    return {"index": index, "code": str(ErrorCode.IMPORT_MALFORMED),
+            "message": f"{name}: unexpected record shape ({type(exc).__name__})"}
+
+
 class _File:
     """One opened file in flight: its sessions, its open context, its task."""
 
-    def __init__(self, name: str, ctx: contextlib.ExitStack, sessions: list[AnySession], hint: int) -> None:
-        self.name, self.ctx, self.sessions, self.hint = name, ctx, sessions, hint
+    def __init__(self, index: int, name: str, ctx: contextlib.ExitStack, sessions: list[AnySession],
+                 hint: int) -> None:
+        self.index, self.name, self.ctx, self.sessions, self.hint = index, name, ctx, sessions, hint
         self.ids = {s.session_id for s in sessions}
         self.future: Future[list[dict[str, Any]]] | None = None
         self.abort = threading.Event()  # an error in a file given before it: stop at a batch boundary
@@ -86,11 +101,28 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     (set in either process of such a pair) waits for a session's claim held
     by the other process instead of failing with ``E_CLAIM_BUSY``.
     """
-    k = helper_share(len(paths), processes)
+    return import_items(j, [(p, fmt, only) for p in paths], policy, follow_symlinks=follow_symlinks,
+                        progress=progress, stop=stop, workers=workers, processes=processes, sibling=sibling)
+
+
+def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool = True,
+                 progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
+                 workers: int | None = None, processes: int = 1, sibling: bool = False,
+                 failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """:func:`import_paths` of ``(path, format, only)`` items, each with its own format and session ids.
+
+    With ``failed`` (a list), a file that cannot be imported -- unreadable,
+    malformed, refused, or failing while captured -- is appended to it as
+    ``{"index", "code", "message"}`` and the other files go on (``cairn import
+    --all``: one store's bad file never holds the others hostage); it counts
+    in no total, and what it captured before failing stays captured. Without
+    it, the first error is raised as described in the module docstring.
+    """
+    k = helper_share(len(items), processes)
     busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
     if not k:
-        return _import_paths(j, paths, fmt, policy, follow_symlinks=follow_symlinks, only=only, progress=progress,
-                             stop=stop, workers=workers, busy_wait=busy_wait)
+        return _import_items(j, items, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
+                             workers=workers, busy_wait=busy_wait, failed=failed)
     lock = threading.Lock()
     own = [0, 0]
     helper: list[Helper] = []
@@ -110,27 +142,28 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
             helper[0].stop()
         return asked
 
-    helper.append(Helper(j.workspace, paths[-k:], fmt, policy, follow_symlinks=follow_symlinks, only=only,
+    mine, theirs = items[:-k], items[-k:]
+    helper.append(Helper(j.workspace, theirs, policy, follow_symlinks=follow_symlinks, tolerant=failed is not None,
                          on_progress=report))
     try:
-        out = _import_paths(j, paths[:-k], fmt, policy, follow_symlinks=follow_symlinks, only=only,
-                            progress=own_progress, stop=halted, workers=workers, busy_wait=busy_wait)
+        out = _import_items(j, mine, policy, follow_symlinks=follow_symlinks, progress=own_progress, stop=halted,
+                            workers=workers, busy_wait=busy_wait, failed=failed)
     except BaseException:
         helper[0].stop()  # files given after a failed one stop at their batch boundary
         with contextlib.suppress(BaseException):
             helper[0].wait()
         raise
-    merge(out, helper[0].wait(halted))
+    merge(out, helper[0].wait(halted), failed, offset=len(mine))
     return out
 
 
-def _import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *, follow_symlinks: bool,
-                  only: frozenset[str] | None, progress: Callable[[int, int], None] | None, stop: Stop | None,
-                  workers: int | None, busy_wait: float) -> dict[str, Any]:
-    """:func:`import_paths` in this process alone."""
+def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool,
+                  progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
+                  busy_wait: float, failed: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """:func:`import_items` in this process alone."""
     from cairn.worker.importers import open_report
 
-    n_workers = max(1, min(workers or WORKERS, len(paths)))  # one file: no thread to start
+    n_workers = max(1, min(workers or WORKERS, len(items)))  # one file: no thread to start
     out: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],
                            "interrupted": False, "malformed": []}
     lock = threading.Lock()
@@ -155,6 +188,14 @@ def _import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *
                 break
         return results
 
+    def _stop_all_then_raise(f: _File) -> NoReturn:
+        """``f`` failed: every file in flight was given after it and stops at its batch boundary."""
+        for g in (f, *inflight):
+            g.abort.set()
+        _wait(f)
+        f.ctx.close()
+        raise
+
     def settle(f: _File) -> None:
         """Consume the oldest file's results (in the order given), then close it.
 
@@ -165,12 +206,16 @@ def _import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *
         assert f.future is not None
         try:
             results = f.future.result()
-        except BaseException:
-            for g in (f, *inflight):
-                g.abort.set()
+        except TOLERATED as exc:
+            if failed is None:
+                _stop_all_then_raise(f)
             _wait(f)
             f.ctx.close()
-            raise
+            out["files"] -= 1
+            failed.append(failure(f.index, f.name, exc))
+            return
+        except BaseException:
+            _stop_all_then_raise(f)
         f.ctx.close()
         streamed = 0
         for s, r in zip(f.sessions, results, strict=False):
@@ -191,15 +236,18 @@ def _import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *
     inflight: collections.deque[_File] = collections.deque()
     pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cairn-import") if n_workers > 1 else None
     try:
-        for p in paths:
+        for index, (p, fmt, only) in enumerate(items):
             if out["interrupted"] or (stop is not None and stop()):
                 out["interrupted"] = True
                 break
             ctx = contextlib.ExitStack()
             try:
                 loaded = ctx.enter_context(open_report(Path(p), fmt, follow_symlinks=follow_symlinks))
-            except Exception:
+            except TOLERATED as exc:
                 ctx.close()
+                if failed is not None:
+                    failed.append(failure(index, Path(p).name, exc))
+                    continue
                 while inflight:  # the files given before it finish first; an error of theirs comes first
                     settle(inflight.popleft())
                 raise
@@ -210,7 +258,7 @@ def _import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *
             out["malformed"] += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code),
                                   "message": e.message} for e in loaded.skipped]
             wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
-            f = _File(Path(p).name, ctx, wanted,
+            f = _File(index, Path(p).name, ctx, wanted,
                       sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted))
             with lock:
                 counts["total"] += f.hint

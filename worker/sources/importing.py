@@ -7,9 +7,9 @@ knowledge); ``everywhere`` takes them all, and ``since`` (seconds since the
 epoch) keeps sessions active at or after it. Sessions whose store records no
 directory are taken only with ``everywhere``.
 
-Import: a store discovery could not read is reported as failed; then one
-source (a file, or a database with the selected session ids) at a
-time through :func:`imports.import_paths`, with symlinks refused. A source that
+Import: a store discovery could not read is reported as failed; then the
+sources (files, or databases with the selected session ids) are imported
+together through :func:`imports.import_items`, with symlinks refused. A source that
 fails (unreadable, locked, malformed, replaced by a link, cut short while
 read) is reported with its fixed code and skipped; the others go on. Capture
 is idempotent by turn id, so a re-run captures only new turns and nothing twice.
@@ -22,12 +22,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.journal.store import Journal
 
 from .model import SessionRef, Store
-
-Progress = Callable[[int, int, str], None]
 
 
 def belongs(session_dir: str | None, workspace: str) -> bool:
@@ -65,40 +62,31 @@ def sources(refs: Iterable[SessionRef]) -> list[tuple[str, str, frozenset[str] |
 
 
 def import_sources(j: Journal, chosen: list[tuple[str, str, frozenset[str] | None]], policy: ModelPolicy,
-                   progress: Progress | None = None) -> dict[str, Any]:
-    from cairn.worker.journal.imports import import_paths
+                   progress: Callable[[int, int], None] | None = None, *, stop: Callable[[], bool] | None = None,
+                   processes: int = 1) -> dict[str, Any]:
+    """Import ``chosen`` sources together (:func:`imports.import_items`: several in flight, with
+    ``processes=2`` a helper process for the last ones); ``progress(done, total)`` counts turns.
 
-    totals: dict[str, Any] = {"sources": 0, "sessions": 0, "captured": 0, "skipped": 0, "session_ids": [],
-                              "failed": [], "malformed": []}
-    for i, (fmt, path, keys) in enumerate(chosen):
-        if progress is not None:
-            progress(i, len(chosen), os.path.basename(path))
-        try:
-            r = import_paths(j, [path], fmt, policy, follow_symlinks=False, only=keys)
-        except CairnError as exc:
-            totals["failed"].append({"format": fmt, "path": path, "code": str(exc.code), "message": exc.message})
-            continue
-        except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
-            # a record shape no importer check foresaw: that source's problem, never the others'
-            totals["failed"].append({"format": fmt, "path": path, "code": str(ErrorCode.IMPORT_MALFORMED),
-                                     "message": f"{os.path.basename(path)}: unexpected record shape "
-                                                f"({type(exc).__name__})"})
-            continue
-        totals["sources"] += 1
-        for k in ("sessions", "captured", "skipped"):
-            totals[k] += r[k]
-        totals["session_ids"] += r["session_ids"]
-        totals["malformed"] += r.get("malformed", [])  # lines left out of a file whose other lines were read
-    if progress is not None:
-        progress(len(chosen), len(chosen), "")
-    return totals
+    A source that fails is listed in ``failed`` and the others go on; ``stop`` ends the import at a
+    batch boundary (``interrupted``)."""
+    from cairn.worker.journal.imports import import_items
+
+    failed: list[dict[str, Any]] = []
+    items = [(path, fmt, keys) for fmt, path, keys in chosen]
+    r = import_items(j, items, policy, follow_symlinks=False, progress=progress, stop=stop, processes=processes,
+                     failed=failed)
+    return {"sources": r["files"], "sessions": r["sessions"], "captured": r["captured"], "skipped": r["skipped"],
+            "session_ids": r["session_ids"], "malformed": r["malformed"], "interrupted": r["interrupted"],
+            "failed": [{"format": chosen[f["index"]][0], "path": chosen[f["index"]][1], "code": f["code"],
+                        "message": f["message"]} for f in sorted(failed, key=lambda f: int(f["index"]))]}
 
 
 def import_all(j: Journal, stores: list[Store], workspace: str, policy: ModelPolicy, *, everywhere: bool = False,
-               since: float | None = None, progress: Progress | None = None) -> dict[str, Any]:
+               since: float | None = None, progress: Callable[[int, int], None] | None = None,
+               stop: Callable[[], bool] | None = None, processes: int = 1) -> dict[str, Any]:
     """Select from ``stores`` and import; stores that could not be read are listed as failed too."""
     refs = select(stores, workspace, everywhere=everywhere, since=since)
-    totals = import_sources(j, sources(refs), policy, progress)
+    totals = import_sources(j, sources(refs), policy, progress, stop=stop, processes=processes)
     unread = [{"format": st.format, "path": st.path, "code": st.error, "message": st.message or ""}
               for st in stores if st.error]
     totals["failed"] = unread + totals["failed"]

@@ -20,7 +20,7 @@ dies loses nothing (the next one re-imports idempotently).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cairn.protocol.digest import ModelPolicy
@@ -28,7 +28,7 @@ from cairn.protocol.vocab import Trigger
 from cairn.worker.journal.capture import open_sessions, seal_session
 from cairn.worker.journal.store import Journal
 
-from .importing import Progress, import_sources, select, sources
+from .importing import import_sources, select, sources
 from .model import SessionRef
 from .scan import Probes, discover
 
@@ -59,7 +59,7 @@ class Watcher:
                   for st in stores if st.error]
         return moved, unread
 
-    def tick(self, j: Journal, *, progress: Progress | None = None) -> dict[str, Any]:
+    def tick(self, j: Journal, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """One pass: import what changed, then seal idle captures. Returns the counts and failures."""
         moved, unread = self.changed()
         totals = import_sources(j, sources(moved), self.policy, progress)
