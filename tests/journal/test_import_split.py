@@ -268,3 +268,81 @@ def test_ctrl_c_stops_both_processes_at_a_batch_boundary_and_a_rerun_resumes(tmp
     second = json.loads(again.stdout)
     assert (second["interrupted"], second["captured"] + first["captured"]) == (False, 1600)
     assert sorted(len(v) for v in _ready(ws).values()) == [40] * 40
+
+
+def test_the_share_needs_no_linux_only_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.sched_getaffinity`` exists on Linux only: elsewhere the core count decides."""
+    from cairn.worker.journal import import_split
+
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert import_split.helper_share(100, 2) == 45
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert import_split.helper_share(100, 2) == 0
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert import_split.helper_share(100, 2) == 0
+
+
+def test_a_long_request_is_read_in_few_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper reads its request (every path of its share) in chunks, not one byte per call."""
+    from cairn.worker.journal import import_split
+
+    calls = [0]
+    real_read = os.read
+
+    def counting_read(fd: int, n: int) -> bytes:
+        calls[0] += 1
+        return real_read(fd, n)
+
+    r, w = os.pipe()
+    try:
+        line = json.dumps({"paths": [f"/p/{i:05d}.jsonl" for i in range(2000)]}).encode() + b"\n"
+        os.write(w, line[:30000])  # a pipe holds at least 64 KiB
+        os.write(w, line[30000:] + b"stop\n")  # a stop sent right after the request is not lost
+        monkeypatch.setattr(import_split.os, "read", counting_read)
+        got, stop = import_split.read_request(r)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert (got, stop) == (line, True)
+    assert calls[0] < 10
+
+
+def test_a_sibling_still_capturing_is_waited_for_past_the_wait(workspace: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait counts from the other process's last batch: a long session in both parts is not E_CLAIM_BUSY."""
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.importers import load
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal.store import Journal
+
+    class Clock:  # sleeping advances the clock: no real wait
+        now = 0.0
+
+        def monotonic(self) -> float:
+            return self.now
+
+        def sleep(self, s: float) -> None:
+            self.now += s
+
+    monkeypatch.setattr(C, "time", Clock())
+    (path,) = _files(tmp_path, 1, 3)
+    session = load(Path(path))[0]
+    with Journal(str(workspace)) as j:
+        real = j.claims.elect
+        polls, step = [0], [10]
+
+        def elect(scope: str, **kw: Any) -> Any:  # the sibling captures batch after batch, one per 10 waits
+            polls[0] += 1
+            if polls[0] <= 500:
+                raise CairnError(ErrorCode.CLAIM_BUSY, "held", generation=polls[0] // step[0], deadline=60.0)
+            return real(scope, **kw)
+
+        monkeypatch.setattr(j.claims, "elect", elect)
+        r = C.capture_session(j, session, source="import:claude-code", policy=POLICY, busy_wait=1.0)
+        assert (r["captured"], r["interrupted"]) == (3, False)
+
+        polls[0], step[0] = 0, 1000  # a sibling stuck on one batch is given up on after the wait
+        with pytest.raises(CairnError) as err:
+            C.capture_session(j, session, source="import:claude-code", policy=POLICY, busy_wait=1.0)
+        assert err.value.code is ErrorCode.CLAIM_BUSY
