@@ -264,17 +264,26 @@ def _repair(j: Journal, claim: Claim, session: AnySession, b: CaptureBatch, by_i
 
 
 def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None) -> Claim | None:
-    """The session's next claim generation; with ``busy_wait``, wait that long for a live holder.
+    """The session's next claim generation; with ``busy_wait``, wait for a live holder.
 
-    None: ``stop`` answered true while waiting.
+    The wait is ``busy_wait`` seconds from the holder's latest generation: a holder
+    settling batch after batch (the other half of a split import capturing a long
+    session) is waited for as long as it makes progress; one stuck on a generation
+    for that long is ``E_CLAIM_BUSY``. None: ``stop`` answered true while waiting.
     """
     end = time.monotonic() + busy_wait
+    seen: object = None
     while True:
         try:
             return j.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=SESSION_TTL,
                                   authority=j.authority)
         except CairnError as exc:
-            if exc.code is not ErrorCode.CLAIM_BUSY or time.monotonic() >= end:
+            if exc.code is not ErrorCode.CLAIM_BUSY or not busy_wait:
+                raise
+            held = exc.detail.get("generation")
+            if held is not None and held != seen:
+                seen, end = held, time.monotonic() + busy_wait
+            elif time.monotonic() >= end:
                 raise
         if stop is not None and stop():
             return None

@@ -55,7 +55,8 @@ from cairn.protocol.errors import CairnError, ErrorCode
 MIN_FILES = max(2, int(os.environ.get("CAIRN_IMPORT_SPLIT_MIN", "32") or 32))
 #: share of the files the helper takes (it starts later: it pays the interpreter's start-up)
 SHARE = 0.45
-#: seconds a process waits for its sibling's claim on a session both parts hold
+#: seconds a process waits for its sibling's claim on a session both parts hold, counted from the
+#: sibling's latest batch (a long session is waited for while batches keep coming)
 SIBLING_WAIT = 30.0
 #: the helper's command line
 COMMAND = [sys.executable, "-m", "cairn.worker.journal.import_split"]
@@ -181,15 +182,21 @@ def merge(out: dict[str, Any], other: dict[str, Any], failed: list[dict[str, Any
         failed += [{**f, "index": int(f["index"]) + offset} for f in other.get("failed", [])]
 
 
-def _read_line(fd: int) -> bytes:
-    """The request line, read without a buffered reader (see ``watch``)."""
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = os.read(fd, 1)
+def read_request(fd: int) -> tuple[bytes, bool]:
+    """The request line, read in chunks from ``fd``; and whether a stop already followed it (see ``watch``).
+
+    Unbuffered (``os.read``): the stop watcher reads the same descriptor afterwards. Whatever came
+    after the request's newline, or the end of input, is a stop.
+    """
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
-            break
-        data += chunk
-    return data
+            return b"".join(chunks), True
+        head, newline, rest = chunk.partition(b"\n")
+        chunks.append(head + newline)
+        if newline:
+            return b"".join(chunks), bool(rest)
 
 
 def _helper_main() -> int:
@@ -224,8 +231,12 @@ def _helper_main() -> int:
             send({"progress": [done, total]})
 
     try:
-        req = json.loads(_read_line(0))
-        threading.Thread(target=watch, daemon=True).start()
+        line, stopped = read_request(0)
+        req = json.loads(line)
+        if stopped:
+            stopping.set()
+        else:
+            threading.Thread(target=watch, daemon=True).start()
         policy = codec.from_obj(req["policy"], ModelPolicy, where="import request")
         items = [(str(p), str(fmt), frozenset(only) if only is not None else None) for p, fmt, only in req["items"]]
         failed: list[dict[str, Any]] | None = [] if req.get("tolerant") else None
