@@ -346,3 +346,12 @@ def test_a_sibling_still_capturing_is_waited_for_past_the_wait(workspace: Path, 
         with pytest.raises(CairnError) as err:
             C.capture_session(j, session, source="import:claude-code", policy=POLICY, busy_wait=1.0)
         assert err.value.code is ErrorCode.CLAIM_BUSY
+
+
+def test_a_stop_before_the_first_batch_reaches_the_helper(tmp_path: Path, split: None) -> None:
+    """Ctrl-C at once: the helper is told before it starts, and captures nothing either."""
+    paths = _files(tmp_path, 8, 3)
+    out = _import(tmp_path / "ws", paths, processes=2, stop=lambda: True)
+    assert (out["interrupted"], out["captured"], _ready(tmp_path / "ws")) == (True, 0, {})
+    again = _import(tmp_path / "ws", paths, processes=2)
+    assert (again["interrupted"], again["captured"]) == (False, 24)
