@@ -355,3 +355,37 @@ def test_a_stop_before_the_first_batch_reaches_the_helper(tmp_path: Path, split:
     assert (out["interrupted"], out["captured"], _ready(tmp_path / "ws")) == (True, 0, {})
     again = _import(tmp_path / "ws", paths, processes=2)
     assert (again["interrupted"], again["captured"]) == (False, 24)
+
+
+def test_a_full_disk_in_the_helper_is_the_code_of_one_process(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``OSError`` in the helper's part is ``E_NO_SPACE``/``E_IO_FAILED``, as the command reports its own."""
+    import errno
+    import io
+
+    from cairn.protocol import codec
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.journal import import_split
+    from cairn.worker.journal import imports as I
+
+    def full(*a: Any, **kw: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device", str(workspace / "x"))
+
+    monkeypatch.setattr(I, "import_paths", full)
+    request = {"workspace": str(workspace), "paths": [], "format": "auto", "policy": codec.to_obj(POLICY),
+               "follow_symlinks": True, "only": None}
+    out = io.TextIOWrapper(io.BytesIO())
+    monkeypatch.setattr(sys, "stdout", out)
+    r, w = os.pipe()
+    saved = os.dup(0)
+    try:
+        os.write(w, json.dumps(request).encode() + b"\nstop\n")  # stopped already: no watcher is left on fd 0
+        os.dup2(r, 0)
+        assert import_split._helper_main() == 0
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, r, w):
+            os.close(fd)
+    reply = json.loads(out.buffer.getvalue().decode().splitlines()[-1])  # type: ignore[attr-defined]
+    assert reply["error"] == str(ErrorCode.NO_SPACE)
+    err = CairnError(ErrorCode(reply["error"]), reply["message"])
+    assert "x" in err.message and "Traceback" not in err.message
