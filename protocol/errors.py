@@ -8,6 +8,7 @@ contain evidence, memory bodies, prompts or secrets: only ids, paths, counts.
 from __future__ import annotations
 
 import enum
+import errno
 
 
 class ErrorCode(enum.StrEnum):
@@ -97,3 +98,11 @@ class CairnError(Exception):
 
     def to_json(self) -> dict[str, object]:
         return {"code": str(self.code), "message": self.message, **{k: v for k, v in self.detail.items()}}
+
+
+def os_error(exc: OSError) -> CairnError:
+    """An ``OSError`` as a fixed error: ``E_NO_SPACE`` for a full disk or quota, else ``E_IO_FAILED``."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    code = ErrorCode.NO_SPACE if full else ErrorCode.IO_FAILED
+    where = f" ({exc.filename})" if exc.filename else ""
+    return CairnError(code, f"{exc.strerror or type(exc).__name__}{where}")

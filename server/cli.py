@@ -16,13 +16,12 @@ escapes a command is a fixed error: ``E_NO_SPACE`` for a full disk, else
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 
-from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.server.cli_commands import COMMANDS
 from cairn.server.cli_support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED
 
@@ -44,13 +43,6 @@ def _fail(code: ErrorCode | str, message: str) -> None:
     sys.stderr.write(f"cairn: {code}: {redact_text(message)}\n")
 
 
-def _os_error(exc: OSError) -> CairnError:
-    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    code = ErrorCode.NO_SPACE if full else ErrorCode.IO_FAILED
-    where = f" ({exc.filename})" if exc.filename else ""
-    return CairnError(code, f"{exc.strerror or type(exc).__name__}{where}")
-
-
 def _broken_pipe() -> int:
     # the reader went away (`cairn journal | head`): silence the final flush too
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -70,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:
-        err = _os_error(exc)
+        err = os_error(exc)
         _fail(err.code, err.message)
         return EXIT_ERROR
     except Exception as exc:

@@ -49,7 +49,7 @@ from typing import IO, Any
 
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.errors import CairnError, ErrorCode, os_error
 
 #: files below which an import stays in one process (a helper costs its start-up)
 MIN_FILES = max(2, int(os.environ.get("CAIRN_IMPORT_SPLIT_MIN", "32") or 32))
@@ -253,9 +253,10 @@ def _helper_main() -> int:
             result["failed"] = failed
         send({"progress": counts})
         send({"result": result})
-    except CairnError as exc:
-        send({"error": str(exc.code), "message": redact_text(exc.message),
-              "detail": {k: v for k, v in exc.detail.items() if isinstance(v, (str, int, float, bool))}})
+    except (CairnError, OSError) as exc:  # an OSError gets the code the command gives its own (a full disk)
+        err = os_error(exc) if isinstance(exc, OSError) else exc
+        send({"error": str(err.code), "message": redact_text(err.message),
+              "detail": {k: v for k, v in err.detail.items() if isinstance(v, (str, int, float, bool))}})
     except BaseException as exc:  # noqa: BLE001 -- reported as a fixed code, never a traceback
         send({"error": str(ErrorCode.INTERNAL), "message": f"import process failed ({type(exc).__name__})",
               "detail": {}})
