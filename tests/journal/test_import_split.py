@@ -389,3 +389,18 @@ def test_a_full_disk_in_the_helper_is_the_code_of_one_process(workspace: Path, m
     assert reply["error"] == str(ErrorCode.NO_SPACE)
     err = CairnError(ErrorCode(reply["error"]), reply["message"])
     assert "x" in err.message and "Traceback" not in err.message
+
+
+def test_a_failing_progress_callback_is_raised_and_the_helper_waited_for(workspace: Path, tmp_path: Path) -> None:
+    """The helper's progress goes through the caller's callback: its error is the caller's, not a lost result."""
+    from cairn.worker.journal.import_split import Helper
+
+    paths = _files(tmp_path, 3, 3)
+
+    def boom() -> None:
+        raise ValueError("progress failed")
+
+    helper = Helper(str(workspace), paths, "auto", POLICY, follow_symlinks=True, only=None, on_progress=boom)
+    with pytest.raises(ValueError, match="progress failed"):
+        helper.wait()
+    assert helper.proc.returncode is not None  # exited, and reaped
