@@ -86,6 +86,7 @@ class Helper:
                  follow_symlinks: bool, tolerant: bool = False, on_progress: Callable[[], None] | None = None) -> None:
         self.done = self.total = 0
         self._reply: dict[str, Any] | None = None
+        self._failed: Exception | None = None  # raised by the progress callback
         self._on_progress = on_progress
         env = dict(os.environ)
         env.pop("CAIRN_CRASH_LOG", None)
@@ -117,8 +118,12 @@ class Helper:
                 continue
             if "progress" in msg:
                 self.done, self.total = (int(x) for x in msg["progress"])
-                if self._on_progress is not None:
-                    self._on_progress()
+                if self._on_progress is not None and self._failed is None:
+                    try:
+                        self._on_progress()
+                    except Exception as exc:  # the caller's error: raised by wait(); the pipe is still drained
+                        self._failed = exc
+                        self.stop()
             else:
                 self._reply = msg
 
@@ -152,6 +157,8 @@ class Helper:
             self._stdin.close()
         if interrupted is not None:
             raise interrupted
+        if self._failed is not None:
+            raise self._failed
         reply = self._reply
         if reply is None:
             raise CairnError(ErrorCode.WORKER_CRASHED,
