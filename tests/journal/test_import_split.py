@@ -385,7 +385,7 @@ def test_a_full_disk_in_the_helper_is_the_code_of_one_process(workspace: Path, m
         os.dup2(saved, 0)
         for fd in (saved, r, w):
             os.close(fd)
-    reply = json.loads(out.buffer.getvalue().decode().splitlines()[-1])  # type: ignore[attr-defined]
+    reply = json.loads(out.buffer.getvalue().decode().splitlines()[-1])
     assert reply["error"] == str(ErrorCode.NO_SPACE)
     err = CairnError(ErrorCode(reply["error"]), reply["message"])
     assert "x" in err.message and "Traceback" not in err.message
