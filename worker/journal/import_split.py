@@ -109,6 +109,10 @@ class Helper:
         self._reader.start()
 
     def _read(self, out: IO[bytes]) -> None:
+        with out:
+            self._read_lines(out)
+
+    def _read_lines(self, out: IO[bytes]) -> None:
         for line in out:
             try:
                 msg = json.loads(line)
