@@ -404,3 +404,38 @@ def test_a_failing_progress_callback_is_raised_and_the_helper_waited_for(workspa
     with pytest.raises(ValueError, match="progress failed"):
         helper.wait()
     assert helper.proc.returncode is not None  # exited, and reaped
+
+
+def test_both_processes_wait_for_a_session_held_elsewhere(tmp_path: Path, split: None) -> None:
+    """A session in both parts, held by a third capture: each process waits for it, then one captures it."""
+    import threading as th
+
+    from cairn.protocol.vocab import OutcomeKind
+    from cairn.worker.importers import load
+    from cairn.worker.journal.store import Journal, session_dir
+
+    paths = _files(tmp_path, 4, 5)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(paths[0], copy)  # the helper's last file holds the first file's session
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sid = load(Path(paths[0]))[0].session_id
+    seen = [0]
+    lock = th.Lock()
+    with Journal(str(ws)) as other:
+        held: list[Any] = [other.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=600,
+                                              authority=other.authority)]
+
+        def stop() -> bool:  # once the helper has captured its other file, its copy waits too: let go
+            with lock:
+                if held and seen[0] >= 15:
+                    other.claims.settle(held.pop(), OutcomeKind.COMPLETED)
+            return False
+
+        def progress(done: int, total: int) -> None:
+            seen[0] = max(seen[0], done)
+
+        out = _import(ws, [*paths, str(copy)], processes=2, stop=stop, progress=progress)
+    assert not held
+    assert (out["captured"], out["skipped"], out["sessions"]) == (20, 5, 5)
+    assert sorted(len(v) for v in _ready(ws).values()) == [5, 5, 5, 5]
