@@ -208,7 +208,7 @@ def test_files_that_fail_are_listed_by_index_from_both_processes(tmp_path: Path,
 
     paths = _files(tmp_path, 8, 3)
     (tmp_path / "junk.jsonl").write_text("not json\n")
-    items = [(p, "auto", None) for p in paths]
+    items: list[I.Item] = [(p, "auto", None) for p in paths]
     items.insert(1, (str(tmp_path / "gone.jsonl"), "auto", None))  # in this process's part
     items.append((str(tmp_path / "junk.jsonl"), "claude-code", None))  # in the helper's part
     failed: list[dict[str, Any]] = []
@@ -370,9 +370,9 @@ def test_a_full_disk_in_the_helper_is_the_code_of_one_process(workspace: Path, m
     def full(*a: Any, **kw: Any) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device", str(workspace / "x"))
 
-    monkeypatch.setattr(I, "import_paths", full)
-    request = {"workspace": str(workspace), "paths": [], "format": "auto", "policy": codec.to_obj(POLICY),
-               "follow_symlinks": True, "only": None}
+    monkeypatch.setattr(I, "import_items", full)
+    request = {"workspace": str(workspace), "items": [], "policy": codec.to_obj(POLICY), "follow_symlinks": True,
+               "tolerant": False}
     out = io.TextIOWrapper(io.BytesIO())
     monkeypatch.setattr(sys, "stdout", out)
     r, w = os.pipe()
@@ -400,7 +400,8 @@ def test_a_failing_progress_callback_is_raised_and_the_helper_waited_for(workspa
     def boom() -> None:
         raise ValueError("progress failed")
 
-    helper = Helper(str(workspace), paths, "auto", POLICY, follow_symlinks=True, only=None, on_progress=boom)
+    helper = Helper(str(workspace), [(p, "auto", None) for p in paths], POLICY, follow_symlinks=True,
+                    on_progress=boom)
     with pytest.raises(ValueError, match="progress failed"):
         helper.wait()
     assert helper.proc.returncode is not None  # exited, and reaped
