@@ -440,3 +440,26 @@ def test_both_processes_wait_for_a_session_held_elsewhere(tmp_path: Path, split:
     assert not held
     assert (out["captured"], out["skipped"], out["sessions"]) == (20, 5, 5)
     assert sorted(len(v) for v in _ready(ws).values()) == [5, 5, 5, 5]
+
+
+def test_with_cairn_debug_the_helpers_traceback_reaches_stderr(workspace: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capfd: pytest.CaptureFixture[str]) -> None:
+    """``CAIRN_DEBUG=1`` shows an internal error's traceback (cli.py): the helper's too, not only its code."""
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.journal import import_split
+
+    from cairn.protocol import codec
+
+    request = json.dumps({"workspace": str(workspace), "items": 5, "policy": codec.to_obj(POLICY),
+                          "follow_symlinks": True})  # items that are not a list: an internal error
+    for debug, shown in (("1", True), ("0", False)):
+        done = subprocess.run(import_split.COMMAND, input=request + "\n", capture_output=True, text=True, cwd=REPO,
+                              env=child_env(CAIRN_DEBUG=debug), timeout=60)
+        assert json.loads(done.stdout.splitlines()[-1])["error"] == str(ErrorCode.INTERNAL)
+        assert ("Traceback" in done.stderr) is shown
+    monkeypatch.setenv("CAIRN_DEBUG", "1")
+    monkeypatch.setattr(import_split, "COMMAND", [sys.executable, "-c", "import sys; sys.stderr.write('said\\n')"])
+    capfd.readouterr()
+    with pytest.raises(CairnError):
+        import_split.Helper(str(workspace), [], POLICY, follow_symlinks=True).wait()
+    assert "said" in capfd.readouterr().err
