@@ -445,10 +445,9 @@ def test_both_processes_wait_for_a_session_held_elsewhere(tmp_path: Path, split:
 def test_with_cairn_debug_the_helpers_traceback_reaches_stderr(workspace: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capfd: pytest.CaptureFixture[str]) -> None:
     """``CAIRN_DEBUG=1`` shows an internal error's traceback (cli.py): the helper's too, not only its code."""
+    from cairn.protocol import codec
     from cairn.protocol.errors import CairnError, ErrorCode
     from cairn.worker.journal import import_split
-
-    from cairn.protocol import codec
 
     request = json.dumps({"workspace": str(workspace), "items": 5, "policy": codec.to_obj(POLICY),
                           "follow_symlinks": True})  # items that are not a list: an internal error

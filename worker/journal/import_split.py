@@ -79,6 +79,11 @@ def helper_share(n_files: int, processes: int) -> int:
     return max(1, int(n_files * SHARE))
 
 
+def _stderr() -> int | None:
+    """The helper's stderr: discarded, or this process's with ``CAIRN_DEBUG=1`` (tracebacks, as the command's)."""
+    return None if os.environ.get("CAIRN_DEBUG") == "1" else subprocess.DEVNULL
+
+
 class Helper:
     """The helper process importing ``paths``; its progress, stop and result."""
 
@@ -94,7 +99,7 @@ class Helper:
                    "tolerant": tolerant,
                    "items": [[p, fmt, sorted(only) if only is not None else None] for p, fmt, only in items]}
         self.proc = subprocess.Popen(COMMAND,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=_stderr(),
                                      env=env, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._stdin: IO[bytes] = self.proc.stdin
@@ -268,7 +273,11 @@ def _helper_main() -> int:
         err = os_error(exc) if isinstance(exc, OSError) else exc
         send({"error": str(err.code), "message": redact_text(err.message),
               "detail": {k: v for k, v in err.detail.items() if isinstance(v, (str, int, float, bool))}})
-    except BaseException as exc:  # noqa: BLE001 -- reported as a fixed code, never a traceback
+    except BaseException as exc:  # noqa: BLE001 -- reported as a fixed code; a traceback only with CAIRN_DEBUG=1
+        if os.environ.get("CAIRN_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
         send({"error": str(ErrorCode.INTERNAL), "message": f"import process failed ({type(exc).__name__})",
               "detail": {}})
     return 0
