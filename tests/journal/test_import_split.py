@@ -462,3 +462,35 @@ def test_with_cairn_debug_the_helpers_traceback_reaches_stderr(workspace: Path, 
     with pytest.raises(CairnError):
         import_split.Helper(str(workspace), [], POLICY, follow_symlinks=True).wait()
     assert "said" in capfd.readouterr().err
+
+
+def test_a_long_request_does_not_hold_the_command_until_the_helper_has_started(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request (every path of the helper's share) can exceed a pipe's buffer: it is sent beside the command's
+    own import, not before it, and a stop asked meanwhile still follows it."""
+    import threading as th
+
+    from cairn.worker.journal import import_split
+
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    fake = ("import json, os, sys; os.read(os.open(sys.argv[1], os.O_RDONLY), 1); "
+            "req = json.loads(sys.stdin.buffer.readline()); stop = sys.stdin.buffer.readline().decode(); "
+            "print(json.dumps({'result': {'n': len(req['items']), 'stop': stop}}), flush=True)")
+    monkeypatch.setattr(import_split, "COMMAND", [sys.executable, "-c", fake, str(gate)])
+    items: list[Any] = [(f"/a/long/path/to/a/session/store/{i:06d}.jsonl", "auto", None) for i in range(4000)]
+    made: list[import_split.Helper] = []
+    start = th.Thread(target=lambda: made.append(import_split.Helper(str(workspace), items, POLICY,
+                                                                      follow_symlinks=True)), daemon=True)
+    start.start()
+    start.join(10)  # a bound, not a synchronisation: the helper reads nothing before the gate opens
+    blocked = start.is_alive()
+    if not blocked:
+        made[0].stop()
+    fd = os.open(gate, os.O_WRONLY)  # open the gate
+    os.write(fd, b"x")
+    os.close(fd)
+    start.join()
+    reply = made[0].wait(stop=lambda: True)
+    assert not blocked
+    assert reply == {"n": 4000, "stop": "stop\n"}
