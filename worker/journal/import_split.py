@@ -103,17 +103,23 @@ class Helper:
                                      env=env, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._stdin: IO[bytes] = self.proc.stdin
-        self._stopped = False
-        try:
-            self._stdin.write(json.dumps(request).encode() + b"\n")
-            self._stdin.flush()
-        except OSError:
-            pass  # it died already: wait() reports it
-        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True,
+        self._stopped = self._sent = False
+        self._lock = threading.Lock()  # a stop asked before the request is sent follows it
+        self._reader = threading.Thread(target=self._read, args=(json.dumps(request).encode() + b"\n",
+                                                                 self.proc.stdout), daemon=True,
                                         name="cairn-import-helper")
         self._reader.start()
 
-    def _read(self, out: IO[bytes]) -> None:
+    def _read(self, request: bytes, out: IO[bytes]) -> None:
+        # the request may exceed the pipe's buffer: sent here, the command's own import starts meanwhile
+        with contextlib.suppress(OSError):  # it died already: wait() reports it
+            self._stdin.write(request)
+            self._stdin.flush()
+        with self._lock:
+            self._sent = True
+            stopped = self._stopped
+        if stopped:
+            self._send_stop()
         with out:
             self._read_lines(out)
 
@@ -138,9 +144,15 @@ class Helper:
 
     def stop(self) -> None:
         """Ask the helper to stop at its next batch boundary (idempotent)."""
-        if self._stopped:
-            return
-        self._stopped = True
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            if not self._sent:
+                return  # sent right after the request
+        self._send_stop()
+
+    def _send_stop(self) -> None:
         with contextlib.suppress(OSError):
             self._stdin.write(b"stop\n")
             self._stdin.flush()
