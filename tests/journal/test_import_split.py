@@ -183,6 +183,24 @@ def test_a_helper_that_dies_is_a_fixed_error_and_a_rerun_finishes(tmp_path: Path
     assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [3] * 6
 
 
+def test_with_a_failed_list_a_helper_that_dies_fails_its_files_only(tmp_path: Path, split: None,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cairn import --all``: the helper's files are listed failed; the command's own files are imported."""
+    from cairn.worker.journal import import_split
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    paths = _files(tmp_path, 6, 3)
+    monkeypatch.setattr(import_split, "COMMAND", [sys.executable, "-c", "import os; os._exit(3)"])
+    failed: list[dict[str, Any]] = []
+    (tmp_path / "ws").mkdir()
+    with Journal(str(tmp_path / "ws")) as j:
+        out = I.import_items(j, [(p, "auto", None) for p in paths], POLICY, processes=2, failed=failed)
+    k = import_split.helper_share(6, 2)
+    assert [(f["index"], f["code"]) for f in failed] == [(i, "E_WORKER_CRASHED") for i in range(6 - k, 6)]
+    assert (out["files"], out["captured"]) == (6 - k, 3 * (6 - k))
+
+
 def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path) -> None:
     paths = _files(tmp_path, 8, 3)
 

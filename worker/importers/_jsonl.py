@@ -124,7 +124,7 @@ class JsonlFile:
             yield number, start, obj
 
     def at(self, offset: int, number: int) -> dict[str, Any]:
-        kept = self._kept.get(offset)
+        kept = self._kept.pop(offset, None)  # read once: freed as the turns are read, never shared
         if kept is not None:
             return kept
         self.fh.seek(offset)

@@ -73,7 +73,8 @@ def _check(number: int, rec: dict[str, Any]) -> None:
 
 
 def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tuple[str, str]], str | None, int, int]:
-    """Pass 1: the message tree as ids and offsets only (no text is kept).
+    """Pass 1: the message tree as ids and offsets only (no text is kept here; the reader keeps a small
+    file's first records for pass 2, see ``_jsonl.REREAD_CACHE_BYTES``).
 
     Returns (uuid -> node, parent node per node (-1: none), offsets, line
     numbers, summaries, session id, leaf node, prompt-like node count).

@@ -153,7 +153,17 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
         with contextlib.suppress(BaseException):
             helper[0].wait()
         raise
-    merge(out, helper[0].wait(halted), failed, offset=len(mine))
+    try:
+        theirs_out = helper[0].wait(halted)
+    except CairnError as exc:
+        if failed is None:
+            raise
+        # tolerant (``--all``): the helper itself failed (it died, or its answer was unreadable); each of
+        # its files is listed with that code, and this process's files keep their results
+        theirs_out = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],
+                      "malformed": [], "interrupted": False,
+                      "failed": [{"index": i, "code": str(exc.code), "message": exc.message} for i in range(k)]}
+    merge(out, theirs_out, failed, offset=len(mine))
     return out
 
 
