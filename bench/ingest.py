@@ -1,6 +1,6 @@
 """Ingestion benchmarks: whole histories through ``cairn import`` and ``cairn process``.
 
-    python bench/ingest.py [--quick] [--chart bench/ingest-batch.png] [--only NAME ...]
+    python bench/ingest.py [--quick] [--repeat N] [--chart bench/ingest-batch.png] [--only NAME ...]
 
 Every workload runs the real CLI in a child process (``os.wait4`` gives its
 peak RSS) on generated Claude Code sessions (tests/support/generated.py):
@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,15 @@ def du(path: Path) -> int:
     return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file() or f.is_dir())
 
 
+#: imports of the small-session workloads, each into a fresh workspace (``--repeat``): the median is shown
+REPEAT = 1
+
+
+def spread(runs: list[float]) -> str:
+    """``; median of N, min-max`` when a workload ran more than once."""
+    return f"; median of {len(runs)}, {min(runs):.2f}-{max(runs):.2f} s" if len(runs) > 1 else ""
+
+
 def row(name: str, value: str, note: str = "") -> None:
     print(f"| {name} | {value} | {note} |")
 
@@ -94,14 +104,18 @@ def many(tmp: Path, pubs: float, sessions: int, turns: int, *, process: bool) ->
     src.mkdir()
     for s in range(sessions):
         write_session(src / f"s{s:04d}.jsonl", s, turns, words=40)
-    ws = tmp / f"ws-{sessions}"
-    ws.mkdir()
     files = sorted(str(p) for p in src.iterdir())
-    dt, rss, _ = cairn(ws, "import", *files)
+    runs = []
+    for r in range(REPEAT):  # each run into a fresh workspace; the last one is processed
+        ws = tmp / f"ws-{sessions}-{r}"
+        ws.mkdir()
+        dt, rss, _ = cairn(ws, "import", *files)
+        runs.append(dt)
+    dt = statistics.median(runs)
     rate = sessions * turns / dt
     out = {"import_tps": rate, "import_s": dt}
-    row(f"import {sessions} x {turns}", f"{rate:,.0f} turns/s ({dt:.1f} s)", f"{rate / pubs:.2f} x floor; peak RSS "
-        f"{rss / 2**20:.0f} MiB")
+    row(f"import {sessions} x {turns}", f"{rate:,.0f} turns/s ({dt:.2f} s{spread(runs)})",
+        f"{rate / pubs:.2f} x floor; peak RSS {rss / 2**20:.0f} MiB")
     if process:
         cairn(ws, "seal")
         dt, rss, _ = cairn(ws, "process", "--json")
@@ -119,12 +133,17 @@ def discovered(tmp: Path, pubs: float, sessions: int, turns: int) -> None:
     store.mkdir(parents=True)
     for s in range(sessions):
         write_session(store / f"s{s:04d}.jsonl", 10_000 + s, turns, words=40)
-    ws = tmp / "ws-all"
-    ws.mkdir()
     env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local")}
-    dt, rss, _ = cairn(ws, "import", "--all", "--every-workspace", env=env)
+    runs = []
+    for r in range(REPEAT):
+        ws = tmp / f"ws-all-{r}"
+        ws.mkdir()
+        dt, rss, _ = cairn(ws, "import", "--all", "--every-workspace", env=env)
+        runs.append(dt)
+    dt = statistics.median(runs)
     rate = sessions * turns / dt
-    row(f"import --all, {sessions} x {turns} found on disk", f"{rate:,.0f} turns/s ({dt:.1f} s, discovery included)",
+    row(f"import --all, {sessions} x {turns} found on disk",
+        f"{rate:,.0f} turns/s ({dt:.2f} s{spread(runs)}, discovery included)",
         f"{rate / pubs:.2f} x floor; peak RSS {rss / 2**20:.0f} MiB")
 
 
@@ -238,7 +257,10 @@ def main() -> None:
     ap.add_argument("--chart", type=Path, default=None, help="write the batch-size chart to this PNG")
     ap.add_argument("--only", nargs="*", default=None,
                     choices=("many", "all", "thousand", "long", "huge", "batch", "compression"))
+    ap.add_argument("--repeat", type=int, default=1, help="run the 200 x 10 imports N times (the median is shown)")
     ns = ap.parse_args()
+    global REPEAT
+    REPEAT = max(1, ns.repeat)
     scale = 10 if ns.quick else 1
     want = set(ns.only or ("many", "all", "thousand", "long", "huge", "batch", "compression"))
     with tempfile.TemporaryDirectory(prefix="cairn-ingest-", dir=os.environ.get("CAIRN_BENCH_DIR")) as t:
