@@ -1,24 +1,29 @@
-"""Train and cross-validate the engine's gold-label sentence scorer (:mod:`worker.providers.scorer_gold`).
+"""Train and cross-validate a sentence scorer on the corpus's gold labels (:mod:`bench.scorer_gold_model`).
 
 Usage::
 
-    python bench/scorer_gold_train.py [--min-owners N] [--l2 X] [--epochs N] [--cue-features]
+    python bench/scorer_gold_train.py [--stumps] [--guarded-only] [--cue-features]
+                                      [--min-owners N] [--l2 X] [--epochs N] [--seed N]
 
 Dev split only, always: the test split's labels, transcripts and notes are
 never read (:func:`load_corpus` is called with ``split="dev"``).
 
 Candidates are the sentences of the user turns as the engine cuts them
-(``extractive._units``, aider hand-offs skipped). A candidate is *positive*
-when it carries a durable label of its turn: it holds at least half of the
-evidence's word tokens, or at least 70 % of its own tokens (three or more)
-are evidence tokens (long evidence spans several sentences). Everything else
-is negative, tempting items included. Labels come from the corpus, never
-from the engine's output, so rule changes do not invalidate the weights.
+(``extractive._units``, aider hand-offs skipped, 3 words to 400 characters).
+A candidate is *positive* when it carries a durable label of its turn: it
+holds at least half of the evidence's word tokens, or at least 70 % of its
+own tokens (three or more) are evidence tokens (long evidence spans several
+sentences). Everything else is negative, tempting items included. Labels
+come from the corpus, never from the engine's output.
 
-Model: logistic regression over :func:`scorer_gold.features`, classes
-balanced, L2, Adagrad SGD in a seeded order (deterministic); a word feature
-must occur in the training sentences of at least ``--min-owners``
-repository owners, so project names and topics of one user are not learnt.
+Models (both give a bias and a weight per feature, read by
+:func:`scorer_gold_model.probability`): logistic regression, classes
+balanced, L2, Adagrad SGD in a seeded order (:func:`train`); or boosted
+stumps (``--stumps``, :func:`train_stumps`). A word feature must occur in the
+training sentences of at least ``--min-owners`` repository owners, so one
+user's project names and topics are not learnt. ``--guarded-only`` trains
+on the sentences that pass :func:`guarded`; ``--cue-features`` adds the
+rules' verdict as a feature.
 
 Measure: leave-one-owner-out cross-validation (owner = the repository owner
 in the manifest). Each fold trains without the held-out owner's files, then
@@ -27,9 +32,11 @@ the engine digests that owner's files with the fold's scores joined to it
 (the bench's matcher and reviewed list). Tallies are pooled over folds for
 *rules* (the engine as it is), *rules filtered* (a rule's note dropped when
 the scorer rates it below a floor), *scorer* (the scorer alone, cue rules
-off) and *both* (a sentence the rules drop is kept when it scores at least
-the threshold), at each threshold. Nothing is written: the scorer did not
-beat the rules (ADR 0008, last revision), so no weights are shipped.
+off), *both* (a sentence the rules drop is kept when it scores at least the
+threshold) and *gated* (the same, only for sentences that pass
+:func:`guarded`), at each threshold; then with each owner's threshold chosen
+on the other owners. Nothing is written: the scorer did not beat the rules
+(ADR 0008, last revision), so no weights are shipped.
 """
 
 from __future__ import annotations
@@ -41,14 +48,16 @@ import pathlib
 import random
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cairn.worker.providers import extractive  # noqa: E402
+from cairn.protocol.digest import Note  # noqa: E402
+from cairn.protocol.vocab import NoteType  # noqa: E402
+from cairn.worker.providers import cues, extractive  # noqa: E402
 from cairn.worker.providers.notes import one_line  # noqa: E402
 
 from bench import scorer_gold_model as scorer_gold  # noqa: E402
@@ -56,7 +65,7 @@ from bench.quality_corpus import CORPUS, CorpusFile, load_corpus  # noqa: E402
 from bench.quality_score import Tally, load_reviewed, score_file, tokens  # noqa: E402
 
 FILTERS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
-THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.975, 0.99, 0.995, 0.998, 0.999)
+THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.975, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999)
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,7 @@ def candidates(files: Sequence[CorpusFile], owner_of: dict[str, str], *, cue_fea
     return out
 
 
-def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-4, epochs: int = 12,
+def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-3, epochs: int = 6,
           seed: int = 7) -> tuple[float, dict[str, float]]:
     """A balanced L2 logistic regression by Adagrad SGD in a seeded order."""
     seen: dict[str, set[str]] = defaultdict(set)
@@ -144,7 +153,63 @@ def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-4, e
     return bias, {f: round(w, 4) for f, w in sorted(weights.items()) if abs(w) >= 1e-3}
 
 
+def train_stumps(data: Sequence[Candidate], *, min_owners: int = 3, rounds: int = 150, shrink: float = 0.3,
+                 lam: float = 5.0, **unused: float) -> tuple[float, dict[str, float]]:
+    """Gradient-boosted stumps on the binary features, classes balanced (Newton steps, logistic loss).
+
+    A stump on a binary feature adds ``v1`` when the feature is present and
+    ``v0`` when absent, so the sum of stumps is again a bias plus a weight per
+    feature: the same model form as :func:`train`, chosen greedily and sparse.
+    """
+    seen: dict[str, set[str]] = defaultdict(set)
+    for c in data:
+        for feat in c.feats:
+            seen[feat].add(c.owner)
+    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:")) or len(who) >= min_owners}
+    rows = [[f for f in c.feats if f in keep] for c in data]
+    ys = [1.0 if c.positive else 0.0 for c in data]
+    pos = sum(ys)
+    cw = [len(ys) / (2 * pos) if y else len(ys) / (2 * (len(ys) - pos)) for y in ys]
+    margin = [0.0] * len(rows)
+    bias = 0.0
+    weights: dict[str, float] = defaultdict(float)
+    for _ in range(rounds):
+        g_all = h_all = 0.0
+        gs: dict[str, float] = defaultdict(float)
+        hs: dict[str, float] = defaultdict(float)
+        for i, feats in enumerate(rows):
+            p = 1.0 / (1.0 + math.exp(-margin[i]))
+            g, h = (p - ys[i]) * cw[i], max(p * (1 - p), 1e-6) * cw[i]
+            g_all += g
+            h_all += h
+            for f in feats:
+                gs[f] += g
+                hs[f] += h
+        best, best_gain, best_v = "", -1.0, (0.0, 0.0)
+        for f in sorted(gs):
+            g1, h1 = gs[f], hs[f]
+            g0, h0 = g_all - g1, h_all - h1
+            gain = g1 * g1 / (h1 + lam) + g0 * g0 / (h0 + lam)
+            if gain > best_gain:
+                best, best_gain, best_v = f, gain, (-g1 / (h1 + lam), -g0 / (h0 + lam))
+        v1, v0 = shrink * best_v[0], shrink * best_v[1]
+        bias += v0
+        weights[best] += v1 - v0
+        for i, feats in enumerate(rows):
+            margin[i] += v1 if best in feats else v0
+    return bias, {f: round(w, 4) for f, w in sorted(weights.items()) if abs(w) >= 1e-3}
+
+
 Table = dict[tuple[str, scorer_gold.Place], float]
+
+
+def guarded(text: str) -> bool:
+    """The engine's own drop rules and task guards, before the scorer may keep a sentence (mode *gated*)."""
+    low = text.lower()
+    return not (
+        low.rstrip("\"') ").endswith("?") or "@" in low or extractive._ONE_OFF.search(low)
+        or extractive._STATUS.search(low) or cues._TASKISH.search(low) or cues._OF_THE_MOMENT.search(low)
+    )
 
 
 @contextmanager
@@ -166,23 +231,25 @@ def engine(mode: str, table: Table, threshold: float) -> Iterator[dict[str, int]
         queue[:] = [p for row in scorer_gold.places(text, found, turn_index.get(text, 0)) for p in row][::-1]
         return found
 
-    def joined(sentence: str) -> object:
+    def joined(sentence: str) -> tuple[NoteType, str, str] | None:
         place = queue.pop()
         text = one_line(sentence)
         p = table.get((text, place))
         found = None if mode == "scorer" else classify(sentence)
         if mode.startswith("filter:"):  # a rule's note is kept unless the scorer rates it below LOW
             return found if found is None or p is None or p >= float(mode[7:]) else None
-        if found is None and mode in ("scorer", "both") and p is not None and p >= threshold:
+        if mode == "gated" and not guarded(text):
+            return found
+        if found is None and mode in ("scorer", "both", "gated") and p is not None and p >= threshold:
             return scorer_gold.note_type(text), text, text[:1].upper() + text[1:]
         return found
 
-    extractive._units = placed_units  # type: ignore[assignment]
-    extractive.classify = joined  # type: ignore[assignment]
+    extractive._units = placed_units
+    extractive.classify = joined
     try:
         yield turn_index
     finally:
-        extractive._units, extractive.classify = units, classify  # type: ignore[assignment]
+        extractive._units, extractive.classify = units, classify
 
 
 def tally(files: Sequence[CorpusFile], mode: str, table: Table, threshold: float,
@@ -190,7 +257,7 @@ def tally(files: Sequence[CorpusFile], mode: str, table: Table, threshold: float
     total, kept = Tally(), 0
     with engine(mode, table, threshold) as turn_index:
         for f in files:
-            notes = []
+            notes: list[Note] = []
             for inp in f.inputs:
                 turn_index.clear()
                 turn_index.update((t.user, i) for i, t in reversed(list(enumerate(inp.turns))))
@@ -201,46 +268,72 @@ def tally(files: Sequence[CorpusFile], mode: str, table: Table, threshold: float
     return total, kept
 
 
-def cross_validate(files: Sequence[CorpusFile], data: Sequence[Candidate], **options: float) -> None:
+Setting = tuple[str, float]  # engine mode, threshold
+MODES = ("scorer", "both", "gated")
+
+
+def _row(name: str, threshold: str, r: Tally, kept: int) -> str:
+    return f"| {name} | {threshold} | {r.recall:.3f} ({r.recalled}/{r.labels}) | {r.precision:.3f} | {r.notes} | {kept} |"
+
+
+def _pool(per_owner: dict[str, dict[Setting, tuple[Tally, int]]], who: Sequence[str], setting: Setting) -> tuple[Tally, int]:
+    total, kept = Tally(), 0
+    for owner in who:
+        t, k = per_owner[owner][setting]
+        total.add(t)
+        kept += k
+    return total, kept
+
+
+Fit = Callable[..., tuple[float, dict[str, float]]]
+
+
+def cross_validate(files: Sequence[CorpusFile], data: Sequence[Candidate], fit: Fit, **options: float) -> None:
+    """Leave-one-owner-out figures, pooled over folds; then thresholds chosen on the other owners."""
     reviewed = load_reviewed()
     by_owner: dict[str, list[CorpusFile]] = defaultdict(list)
     for f in files:
         by_owner[owners()[f.id]].append(f)
-    pooled: dict[tuple[str, float], Tally] = defaultdict(Tally)
-    kept: Counter[tuple[str, float]] = Counter()
     folds = sorted(by_owner)
+    settings: list[Setting] = [("rules", 0.0)] + [(f"filter:{low}", 0.0) for low in FILTERS]
+    settings += [(mode, threshold) for mode in MODES for threshold in THRESHOLDS]
+    per_owner: dict[str, dict[Setting, tuple[Tally, int]]] = {}
     for n, owner in enumerate(folds, 1):
-        bias, weights = train([c for c in data if c.owner != owner], **options)  # type: ignore[arg-type]
+        bias, weights = fit([c for c in data if c.owner != owner], **options)
         table = {(c.text, c.place): scorer_gold.probability(list(c.feats), bias, weights)
                  for c in data if c.owner == owner}
-        held = by_owner[owner]
-        t, k = tally(held, "rules", table, 1.0, reviewed)
-        pooled["rules", 0.0].add(t)
-        kept["rules", 0.0] += k
-        for low in FILTERS:
-            t, k = tally(held, f"filter:{low}", table, 1.0, reviewed)
-            pooled[f"filter:{low}", 0.0].add(t)
-            kept[f"filter:{low}", 0.0] += k
-        for threshold in THRESHOLDS:
-            for mode in ("scorer", "both"):
-                t, k = tally(held, mode, table, threshold, reviewed)
-                pooled[mode, threshold].add(t)
-                kept[mode, threshold] += k
-        print(f"fold {n}/{len(folds)} {owner}: {len(held)} files", file=sys.stderr)
-    print(f"leave-one-owner-out, {len(folds)} owners, {len(files)} dev files")
+        per_owner[owner] = {(mode, t): tally(by_owner[owner], mode, table, t, reviewed) for mode, t in settings}
+        print(f"fold {n}/{len(folds)} {owner}: {len(by_owner[owner])} files", file=sys.stderr)
+    print(f"leave-one-owner-out, {len(folds)} owners, {len(files)} dev files, pooled over folds")
     print("| engine | threshold | recall | precision | notes | tempting kept |")
     print("|---|---|---|---|---|---|")
-    r = pooled["rules", 0.0]
-    print(f"| rules | – | {r.recall:.3f} ({r.recalled}/{r.labels}) | {r.precision:.3f} | {r.notes} | {kept['rules', 0.0]} |")
-    for low in FILTERS:
-        r = pooled[f"filter:{low}", 0.0]
-        print(f"| rules, filtered below {low} | – | {r.recall:.3f} ({r.recalled}/{r.labels}) | {r.precision:.3f} | "
-              f"{r.notes} | {kept[f'filter:{low}', 0.0]} |")
-    for mode in ("scorer", "both"):
-        for threshold in THRESHOLDS:
-            r = pooled[mode, threshold]
-            print(f"| {mode} | {threshold} | {r.recall:.3f} ({r.recalled}/{r.labels}) | {r.precision:.3f} | "
-                  f"{r.notes} | {kept[mode, threshold]} |")
+    for mode, t in settings:
+        name = f"rules, filtered below {mode[7:]}" if mode.startswith("filter:") else mode
+        print(_row(name, str(t) if t else "–", *_pool(per_owner, folds, (mode, t))))
+    # each owner's threshold is chosen on the other owners: the highest recall whose
+    # precision is at least the rules' precision there (no threshold: the rules alone)
+    print()
+    print("threshold chosen per fold on the other owners (recall at precision >= the rules' there)")
+    print("| engine | recall | precision | notes | tempting kept | thresholds chosen |")
+    print("|---|---|---|---|---|---|")
+    for mode in ("both", "gated"):
+        total, kept, chosen = Tally(), 0, Counter[float]()
+        for owner in folds:
+            rest = [o for o in folds if o != owner]
+            floor = _pool(per_owner, rest, ("rules", 0.0))[0].precision
+            best: Setting = ("rules", 0.0)
+            best_recall = _pool(per_owner, rest, best)[0].recall
+            for t in THRESHOLDS:
+                r = _pool(per_owner, rest, (mode, t))[0]
+                if r.precision >= floor and r.recall > best_recall:
+                    best, best_recall = (mode, t), r.recall
+            chosen[best[1]] += 1
+            t_, k = per_owner[owner][best]
+            total.add(t_)
+            kept += k
+        picks = ", ".join(f"{t or 'rules'} x{n}" for t, n in sorted(chosen.items()))
+        print(f"| rules or {mode} | {total.recall:.3f} ({total.recalled}/{total.labels}) | {total.precision:.3f} | "
+              f"{total.notes} | {kept} | {picks} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,14 +341,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-owners", type=int, default=3)
     parser.add_argument("--l2", type=float, default=1e-3)
     parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--stumps", action="store_true", help="boosted stumps instead of SGD logistic regression")
+    parser.add_argument("--guarded-only", action="store_true", help="train only on sentences that pass the guards")
     parser.add_argument("--cue-features", action="store_true", help="add the cue rules' verdict as a feature")
     args = parser.parse_args(argv)
     corpus = load_corpus(split="dev")  # never the test split
     data = candidates(corpus.files, owners(), cue_features=args.cue_features)
+    if args.guarded_only:
+        data = [c for c in data if guarded(c.text)]
     pos = sum(1 for c in data if c.positive)
     print(f"{len(corpus.files)} dev files ({len(corpus.missing) + len(corpus.altered)} missing), "
           f"{len(data)} candidates, {pos} positive", file=sys.stderr)
-    cross_validate(corpus.files, data, min_owners=args.min_owners, l2=args.l2, epochs=args.epochs)
+    fit: Fit = train_stumps if args.stumps else train
+    cross_validate(corpus.files, data, fit, min_owners=args.min_owners, l2=args.l2, epochs=args.epochs, seed=args.seed)
     return 0
 
 
