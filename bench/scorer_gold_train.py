@@ -30,9 +30,9 @@ in the manifest). Each fold trains without the held-out owner's files, then
 the engine digests that owner's files with the fold's scores joined to it
 (:func:`engine`), and the notes are scored by :mod:`bench.quality_score`
 (the bench's matcher and reviewed list). Tallies are pooled over folds for
-*rules* (the engine as it is), *rules filtered* (a rule's note dropped when
-the scorer rates it below a floor), *scorer* (the scorer alone, cue rules
-off), *both* (a sentence the rules drop is kept when it scores at least the
+*rules* (the engine as it is, list-shaped facts of ``blocks`` included), *rules filtered* (a rule's note dropped when
+the scorer rates it below a floor), *scorer* (the scorer alone, cue rules and
+blocks off), *both* (a sentence the rules drop is kept when it scores at least the
 threshold) and *gated* (the same, only for sentences that pass
 :func:`guarded`), at each threshold; then with each owner's threshold chosen
 on the other owners. Nothing is written: the scorer did not beat the rules
@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from cairn.protocol.digest import Note  # noqa: E402
 from cairn.protocol.vocab import NoteType  # noqa: E402
-from cairn.worker.providers import cues, extractive  # noqa: E402
+from cairn.worker.providers import blocks, cues, extractive  # noqa: E402
 from cairn.worker.providers.notes import one_line  # noqa: E402
 
 from bench import scorer_gold_model as scorer_gold  # noqa: E402
@@ -103,8 +103,9 @@ def candidates(files: Sequence[CorpusFile], owner_of: dict[str, str], *, cue_fea
             for index, turn in enumerate(inp.turns):
                 if extractive._HANDOFF.match(turn.user.lstrip()):
                     continue
-                units = extractive._units(turn.user)
-                for sentences, where in zip(units, scorer_gold.places(turn.user, units, index), strict=True):
+                own = extractive._own_words(turn.user)
+                units = extractive._units(own)
+                for sentences, where in zip(units, scorer_gold.places(own, units, index), strict=True):
                     for sentence, place in zip(sentences, where, strict=True):
                         text = one_line(sentence)
                         if len(text) > scorer_gold.MAX_SENTENCE or len(text.split()) < 3:
@@ -244,12 +245,15 @@ def engine(mode: str, table: Table, threshold: float) -> Iterator[dict[str, int]
             return scorer_gold.note_type(text), text, text[:1].upper() + text[1:]
         return found
 
+    shapes = blocks.blocks
     extractive._units = placed_units
     extractive.classify = joined
+    if mode == "scorer":
+        blocks.blocks = lambda text: []
     try:
         yield turn_index
     finally:
-        extractive._units, extractive.classify = units, classify
+        extractive._units, extractive.classify, blocks.blocks = units, classify, shapes
 
 
 def tally(files: Sequence[CorpusFile], mode: str, table: Table, threshold: float,
@@ -260,7 +264,9 @@ def tally(files: Sequence[CorpusFile], mode: str, table: Table, threshold: float
             notes: list[Note] = []
             for inp in f.inputs:
                 turn_index.clear()
-                turn_index.update((t.user, i) for i, t in reversed(list(enumerate(inp.turns))))
+                turn_index.update(
+                    (extractive._own_words(t.user), i) for i, t in reversed(list(enumerate(inp.turns)))
+                )
                 notes.extend(extractive.digest(inp).notes)
             r = score_file(f, notes, reviewed)
             total.add(r.tally)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from cairn.protocol.digest import DigestInput
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import NoteType
-from cairn.worker.providers import extractive
+from cairn.worker.providers import blocks, extractive
 
 from bench import scorer_gold_model as model
 from bench import scorer_gold_train as trainer
@@ -57,7 +57,7 @@ def test_training_is_deterministic() -> None:
 
 
 def test_joining_the_scorer_is_undone_after_the_run() -> None:
-    units, classify = extractive._units, extractive.classify
+    saved = (extractive._units, extractive.classify, blocks.blocks)
     inp = DigestInput(session_id="s", title=None, turns=(
         Turn(turn_id="0.0", parent_turn_id=None, user="Rupiah is the primary currency here.", assistant=""),
     ))
@@ -67,5 +67,8 @@ def test_joining_the_scorer_is_undone_after_the_run() -> None:
         turn_index["Rupiah is the primary currency here."] = 0
         notes = extractive.digest(inp).notes
     assert [(n.type, n.body) for n in notes] == [(NoteType.PROJECT, "Rupiah is the primary currency here.")]
-    assert (extractive._units, extractive.classify) == (units, classify)
+    assert (extractive._units, extractive.classify, blocks.blocks) == saved
     assert extractive.digest(inp).notes == ()
+    with trainer.engine("scorer", table, 0.9):
+        assert blocks.blocks("Tech stack:\n- Next.js\n- Postgres") == []
+    assert (extractive._units, extractive.classify, blocks.blocks) == saved
