@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/scorer_gold_train.py [--stumps] [--guarded-only] [--cue-features]
+    python bench/scorer_gold_train.py [--stumps | --average N] [--guarded-only] [--cue-features]
                                       [--min-owners N] [--l2 X] [--epochs N] [--seed N]
 
 Dev split only, always: the test split's labels, transcripts and notes are
@@ -18,7 +18,8 @@ come from the corpus, never from the engine's output.
 
 Models (both give a bias and a weight per feature, read by
 :func:`scorer_gold_model.probability`): logistic regression, classes
-balanced, L2, Adagrad SGD in a seeded order (:func:`train`); or boosted
+balanced, L2, Adagrad SGD in a seeded order (:func:`train`; ``--average N``
+takes the mean over seeds 1..N, :func:`train_averaged`); or boosted
 stumps (``--stumps``, :func:`train_stumps`). A word feature must occur in the
 training sentences of at least ``--min-owners`` repository owners, so one
 user's project names and topics are not learnt. ``--guarded-only`` trains
@@ -152,6 +153,18 @@ def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-3, e
                 grad2[f] += gf * gf
                 weights[f] -= rate * gf / math.sqrt(grad2[f])
     return bias, {f: round(w, 4) for f, w in sorted(weights.items()) if abs(w) >= 1e-3}
+
+
+def train_averaged(data: Sequence[Candidate], *, seeds: int = 5, **options: float) -> tuple[float, dict[str, float]]:
+    """The mean of :func:`train` over seeds ``1..seeds``: SGD's dependence on the order averaged out."""
+    bias = 0.0
+    weights: dict[str, float] = defaultdict(float)
+    for seed in range(1, seeds + 1):
+        b, w = train(data, seed=seed, **options)  # type: ignore[arg-type]
+        bias += b / seeds
+        for f, v in w.items():
+            weights[f] += v / seeds
+    return round(bias, 4), {f: round(v, 4) for f, v in sorted(weights.items()) if abs(v) >= 1e-3}
 
 
 def train_stumps(data: Sequence[Candidate], *, min_owners: int = 3, rounds: int = 150, shrink: float = 0.3,
@@ -349,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--stumps", action="store_true", help="boosted stumps instead of SGD logistic regression")
+    parser.add_argument("--average", type=int, default=0, help="mean of the regression over this many seeds")
     parser.add_argument("--guarded-only", action="store_true", help="train only on sentences that pass the guards")
     parser.add_argument("--cue-features", action="store_true", help="add the cue rules' verdict as a feature")
     args = parser.parse_args(argv)
@@ -359,8 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     pos = sum(1 for c in data if c.positive)
     print(f"{len(corpus.files)} dev files ({len(corpus.missing) + len(corpus.altered)} missing), "
           f"{len(data)} candidates, {pos} positive", file=sys.stderr)
-    fit: Fit = train_stumps if args.stumps else train
-    cross_validate(corpus.files, data, fit, min_owners=args.min_owners, l2=args.l2, epochs=args.epochs, seed=args.seed)
+    fit: Fit = train_stumps if args.stumps else train_averaged if args.average else train
+    options = {"min_owners": args.min_owners, "l2": args.l2, "epochs": args.epochs}
+    options.update({"seeds": args.average} if args.average else {"seed": args.seed})
+    cross_validate(corpus.files, data, fit, **options)
     return 0
 
 

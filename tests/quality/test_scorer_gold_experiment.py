@@ -50,6 +50,7 @@ def test_training_is_deterministic() -> None:
     data = _candidates()
     assert trainer.train(data, min_owners=1) == trainer.train(data, min_owners=1)
     assert trainer.train_stumps(data, min_owners=1, rounds=10) == trainer.train_stumps(data, min_owners=1, rounds=10)
+    assert trainer.train_averaged(data, seeds=3, min_owners=1) == trainer.train_averaged(data, seeds=3, min_owners=1)
     bias, weights = trainer.train(data, min_owners=1)
     yes = model.probability(list(data[0].feats), bias, weights)
     no = model.probability(list(data[3].feats), bias, weights)
