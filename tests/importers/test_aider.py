@@ -109,16 +109,26 @@ def test_a_prompt_line_shaped_like_a_question_is_kept():
     ]
 
 
-def test_restored_corpus_file_keeps_the_prompt_before_the_questions():
-    """The dev corpus file where aider asked about files between a prompt and its reply (when restored)."""
+def _present_corpus_files():
+    """(id, path) of every aider corpus file present: committed, or restored by tests/corpus/fetch.py."""
     manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
-    (entry,) = [e for e in manifest["files"] if e["id"] == "aider-luvatrix"]
-    path = CORPUS / "cache" / entry["file"]
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
-        pytest.skip("aider-luvatrix is not restored (tests/corpus/fetch.py)")
-    users = [t.user for s in load(path, "aider") for t in s.turns]
-    assert not [u for u in users if u.startswith("Add file to the chat?")]
-    assert users[1].startswith("Help me improve this plan for improving ios rendering performance:")
+    for entry in (e for e in manifest["files"] if e["format"] == "aider"):
+        path = CORPUS / ("files" if entry["committed"] and not entry.get("withheld") else "cache") / entry["file"]
+        if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"]:
+            yield entry["id"], path
+
+
+def test_no_corpus_file_has_a_turn_made_of_aiders_own_answers():
+    """Every aider corpus file present (the committed one at least); where the dev file whose prompt was
+    followed by questions is restored, its prompt is the turn's."""
+    seen = 0
+    for fid, path in _present_corpus_files():
+        seen += 1
+        users = [t.user for s in load(path, "aider") for t in s.turns]
+        assert not [u for u in users if u.startswith(("Add file to the chat?", "Add URL to the chat?"))], fid
+        if fid == "aider-luvatrix":
+            assert users[1].startswith("Help me improve this plan for improving ios rendering performance:")
+    assert seen >= 1
 
 
 HANDOFF = (
@@ -155,16 +165,12 @@ def test_a_prompt_that_only_quotes_part_of_the_reply_is_the_users():
     assert [t.user for t in session.turns][1] == "Add a `/health` route that returns 200.\nbut use flask"
 
 
-def test_no_restored_corpus_file_has_a_prompt_repeating_the_reply_before_it():
-    """Every aider corpus file present (committed, or restored by tests/corpus/fetch.py)."""
-    manifest = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))
+def test_no_corpus_file_has_a_prompt_repeating_the_reply_before_it():
+    """Every aider corpus file present (the committed one at least)."""
     seen = 0
-    for entry in (e for e in manifest["files"] if e["format"] == "aider"):
-        path = CORPUS / ("files" if entry["committed"] and not entry.get("withheld") else "cache") / entry["file"]
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
-            continue
+    for fid, path in _present_corpus_files():
         seen += 1
         for s in load(path, "aider"):
             for before, after in zip(s.turns, s.turns[1:], strict=False):
-                assert after.user.split() != before.assistant.split()[: len(after.user.split())], entry["id"]
-    assert seen >= 1  # the committed one at least
+                assert after.user.split() != before.assistant.split()[: len(after.user.split())], fid
+    assert seen >= 1
