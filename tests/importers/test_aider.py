@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-import pytest
 from cairn.worker.importers import aider, load
 
 from tests.support import REPO
