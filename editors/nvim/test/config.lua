@@ -59,12 +59,4 @@ local function main()
   check(status().mode == "auto", "mode after the restart is not the config file's auto")
 end
 
-local ok, failure = xpcall(main, debug.traceback)
-harness.stop_all(true)
-if ok then
-  io.stdout:write("cairn config: OK\n")
-  vim.cmd("qall!")
-else
-  io.stderr:write("cairn config: FAIL: " .. tostring(failure) .. "\n")
-  vim.cmd("cquit 1")
-end
+harness.run("config", main)

@@ -60,4 +60,20 @@ function M.attached(cairn, buf)
   return c ~= nil and c.initialized and c.attached_buffers[buf] ~= nil
 end
 
+-- Run test script `name`'s `main`, stop every cairn client (gracefully first, then by force), and leave
+-- Neovim with "cairn NAME: OK" on stdout, or "cairn NAME: FAIL: …" on stderr and exit status 1.
+function M.run(name, main)
+  local ok, failure = xpcall(main, debug.traceback)
+  if not M.stop_all(false) then
+    M.stop_all(true)
+  end
+  if ok then
+    io.stdout:write("cairn " .. name .. ": OK\n")
+    vim.cmd("qall!")
+  else
+    io.stderr:write("cairn " .. name .. ": FAIL: " .. tostring(failure) .. "\n")
+    vim.cmd("cquit 1")
+  end
+end
+
 return M

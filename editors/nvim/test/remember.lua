@@ -64,12 +64,4 @@ local function main()
   check(errors[1]:match("E_USAGE"), "error was %s", errors[1])
 end
 
-local ok, failure = pcall(main)
-harness.stop_all(true)
-if ok then
-  io.stdout:write("cairn remember: OK\n")
-  vim.cmd("qall!")
-else
-  io.stderr:write("cairn remember: FAIL: " .. tostring(failure) .. "\n")
-  vim.cmd("cquit 1")
-end
+harness.run("remember", main)

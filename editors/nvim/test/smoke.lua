@@ -248,14 +248,4 @@ local function main()
   check(stop_all(false), "the cairn server did not exit after shutdown")
 end
 
-local ok, err = xpcall(main, debug.traceback)
-if ok then
-  io.stdout:write("cairn smoke: OK\n")
-  vim.cmd("qall!")
-else
-  io.stderr:write("cairn smoke: FAIL: " .. tostring(err) .. "\n")
-  if not stop_all(false) then
-    stop_all(true)
-  end
-  vim.cmd("cquit 1")
-end
+harness.run("smoke", main)
