@@ -299,11 +299,9 @@ Eglot keeps them without a public accessor: the tests' one eglot internal."
       (should (= 0 (plist-get st :pending)))
       (should (> (plist-get st :digests) 0)))))
 
-(ert-deftest cairn-follow-ups-wait-until-no-request-waits ()
-  "A follow-up that makes requests runs from a timer, but never while a synchronous request waits.
-Waiting runs timers: a request made there could take the waiting
-one's answer.  Async decisions, refreshes on server news and the
-cockpit's poll schedule their follow-ups this way."
+(defun cairn-test--follow-up-waits-for (request)
+  "Schedule a follow-up, then wait for a `cairn/status' made with REQUEST.
+The follow-up runs from a timer, and only once that request has returned."
   (cairn-test--with-workspace
     (let ((server (cairn-connect cairn-test--ws))
           (ran nil))
@@ -311,27 +309,24 @@ cockpit's poll schedule their follow-ups this way."
                          (push (if cairn-test--waiting 'while-waiting 'after) ran)
                          (cairn-status cairn-test--ws)))
       (should-not ran)                  ; not at once: from a timer
-      (should (plist-get (cairn-request server :cairn/status (list :workspace cairn-test--ws)) :workspace))
+      (should (plist-get (funcall request server :cairn/status (list :workspace cairn-test--ws)) :workspace))
       (should-not ran)                  ; not during that request's wait
       (cairn-test--until "the follow-up" (lambda () ran))
       (should (equal ran '(after))))))
+
+(ert-deftest cairn-follow-ups-wait-until-no-request-waits ()
+  "A follow-up that makes requests runs from a timer, but never while a synchronous request waits.
+Waiting runs timers: a request made there could take the waiting
+one's answer.  Async decisions, refreshes on server news and the
+cockpit's poll schedule their follow-ups this way."
+  (cairn-test--follow-up-waits-for #'cairn-request))
 
 ;; Eglot makes synchronous requests of its own (code actions, shutdown):
 ;; a follow-up must not run inside their wait either.
 (ert-deftest cairn-follow-ups-wait-until-eglots-own-requests-return ()
   "A follow-up does not run while a request cairn did not make waits (eglot's code actions)."
-  (cairn-test--with-workspace
-    (let ((server (cairn-connect cairn-test--ws))
-          (ran nil))
-      (cairn--run-soon (lambda ()
-                         (push (if cairn-test--waiting 'while-waiting 'after) ran)
-                         (cairn-status cairn-test--ws)))
-      (should-not ran)
-      ;; as `eglot-code-actions' asks: `jsonrpc-request' directly
-      (should (plist-get (jsonrpc-request server :cairn/status (list :workspace cairn-test--ws)) :workspace))
-      (should-not ran)
-      (cairn-test--until "the follow-up" (lambda () ran))
-      (should (equal ran '(after))))))
+  ;; as `eglot-code-actions' asks: `jsonrpc-request' directly
+  (cairn-test--follow-up-waits-for #'jsonrpc-request))
 
 (ert-deftest cairn-follow-ups-wait-until-the-server-is-connected ()
   "A follow-up does not run while eglot waits for a starting server's answer to `initialize'.
