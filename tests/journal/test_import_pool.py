@@ -243,3 +243,30 @@ def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_bo
     sdir = session_dir(importers.load(Path(first))[0].session_id)
     (turns,) = [v for cap, v in _ready(workspace).items() if cap.startswith(sdir)]
     assert 0 < len(turns) < 9  # the oldest file stopped at a batch boundary too, not at its end
+
+
+def test_live_files_one_that_vanished_is_listed_and_a_journal_failure_fails_the_job(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher's import (``each``): a file's own failure is listed and the others are imported; a
+    failure of the journal itself is raised, once the others are done, so the job is retried."""
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.journal import capture as C
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    first, second = _files(tmp_path, 2, 3)
+    gone = str(tmp_path / "gone.jsonl")
+    with Journal(str(workspace)) as j:
+        out = I.import_each(j, [first, gone, second], "auto", POLICY)
+    assert out["failed"] == [{"file": "gone.jsonl", "code": "E_IMPORT_UNREADABLE"}]
+    assert (out["files"], out["captured"]) == (2, 6)
+
+    (third,) = [str(write_session(tmp_path / "src" / "later.jsonl", 90, 3, words=8))]
+
+    def full(*args: Any, **kw: Any) -> None:
+        raise CairnError(ErrorCode.NO_SPACE, "no space left on the device (ENOSPC)")
+
+    monkeypatch.setattr(C, "_write_batch", full)
+    with Journal(str(workspace)) as j, pytest.raises(CairnError) as err:
+        I.import_each(j, [first, third], "auto", POLICY)
+    assert err.value.code is ErrorCode.NO_SPACE

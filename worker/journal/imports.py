@@ -315,26 +315,24 @@ def _wait(f: _File) -> BaseException | None:
     return None
 
 
+#: a file's own failures, which ``import_each`` lists and goes on from; any other failure is the journal's
+FILE_FAILURES = frozenset({ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE, ErrorCode.IMPORT_UNKNOWN_FORMAT,
+                           ErrorCode.IMPORT_MALFORMED})
+
+
 def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
-    """:func:`import_paths` file by file: a file that cannot be imported is listed in ``failed``
+    """:func:`import_items` with a failed list: a file that cannot be imported is listed in ``failed``
     (name and fixed code) and the others are imported (a batch of live files is not held
-    hostage by one that vanished or is being rewritten)."""
-    total: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "session_ids": [],
-                             "malformed": [], "failed": []}
-    for p in paths:
-        try:
-            r = import_paths(j, [p], fmt, policy)
-        except CairnError as exc:
-            if exc.code not in (ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE,
-                                ErrorCode.IMPORT_UNKNOWN_FORMAT, ErrorCode.IMPORT_MALFORMED):
-                raise  # the journal's own failures fail the job (and it is retried)
-            total["failed"].append({"file": os.path.basename(p), "code": str(exc.code)})
-            continue
-        for key in ("files", "sessions", "captured", "skipped"):
-            total[key] += r[key]
-        total["session_ids"] += r["session_ids"]
-        total["malformed"] += r["malformed"]
-    return total
+    hostage by one that vanished or is being rewritten). The journal's own failures (no space, a
+    claim held elsewhere …) fail the job once the others are done, so it is retried."""
+    failed: list[dict[str, Any]] = []
+    r = import_items(j, [(p, fmt, None) for p in paths], policy, failed=failed)
+    failed.sort(key=lambda f: int(f["index"]))
+    for f in failed:
+        if ErrorCode(f["code"]) not in FILE_FAILURES:
+            raise CairnError(ErrorCode(f["code"]), f["message"])
+    return {key: r[key] for key in ("files", "sessions", "captured", "skipped", "session_ids", "malformed")} | {
+        "failed": [{"file": os.path.basename(paths[int(f["index"])]), "code": f["code"]} for f in failed]}
 
 
 def job_import(req: WorkerRequest) -> dict[str, Any]:
