@@ -111,3 +111,94 @@ def test_real_sessions_user_sides_are_the_users_messages():
                 assert rec.get("origin") in (None, {"kind": "human"}), (path.name, turn.turn_id)
             for tag in ("<task-notification>", "<ide_", "<system-reminder>", "<local-command", "Caveat:"):
                 assert tag not in turn.user, (path.name, turn.turn_id, tag)
+
+
+# ---- the user's words inside tool results: a rejected call's reason, answers to the assistant's questions
+# (wording: Claude Code's REJECT_MESSAGE_WITH_REASON_PREFIX and AskUserQuestion result, as real sessions show it)
+
+_REJECT = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+           "edit, the new_string was NOT written to the file). ")
+
+
+def _tool_loop(result: dict, *, after: str = "Switching to pnpm.") -> list[dict]:
+    """A prompt, a tool call, the user record carrying ``result``, and the assistant's answer to it."""
+    return [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": "Install the deps."}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Running npm install."},
+                                                      {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}],
+                     "stop_reason": "tool_use"}},
+        {"type": "user", "uuid": "r1", "parentUuid": "a1", **result},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "r1",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": after}], "stop_reason": "end_turn"}},
+    ]
+
+
+def _parse(recs: list[dict]) -> list[tuple[str, str, str]]:
+    (session,) = claude_code.parse("".join(json.dumps(r) + "\n" for r in recs), source_name="s.jsonl")
+    return [(t.turn_id, t.user, t.assistant) for t in session.turns]
+
+
+@pytest.mark.parametrize("text", [
+    _REJECT + "To tell you how to proceed, the user said:\nwe use pnpm in this repo, never npm",
+    # newer versions: a shorter first sentence and a closing note
+    "The user doesn't want to proceed with this tool use. The tool use was rejected.\n"
+    "To tell you how to proceed, the user said:\nwe use pnpm in this repo, never npm\nNote: The user's next message will follow.",
+])
+def test_a_rejected_calls_reason_is_the_users_prompt(text):
+    result = {"message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": [{"type": "text", "text": text}]}]}}
+    assert _parse(_tool_loop(result)) == [
+        ("u1", "Install the deps.", "Running npm install."),
+        ("r1", "we use pnpm in this repo, never npm", "Switching to pnpm."),
+    ]
+
+
+def test_a_rejection_without_a_reason_and_other_results_are_no_prompts():
+    for text in (_REJECT + "STOP what you are doing and wait for the user to tell you how to proceed.",
+                 _REJECT + "To tell you how to proceed, the user said:\n   ",
+                 "added 214 packages in 3s"):
+        result = {"message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": text}]}}
+        assert _parse(_tool_loop(result, after="Installed.")) == [
+            ("u1", "Install the deps.", "Running npm install.\n\nInstalled.")], text
+
+
+def test_answers_to_the_assistants_questions_are_the_users_prompt():
+    q1 = "Which package manager does this project use?"
+    q2 = "Which checks must pass before a commit?"
+    result = {
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content":
+                    f'User has answered your questions: "{q1}"="pnpm", "{q2}"="Types, Lint". '
+                    "You can now continue with the user's answers in mind."}]},
+        "toolUseResult": {"questions": [{"question": q1, "header": "Manager", "multiSelect": False,
+                                         "options": [{"label": "npm"}, {"label": "pnpm"}]},
+                                        {"question": q2, "header": "Checks", "multiSelect": True,
+                                         "options": [{"label": "Types"}, {"label": "Lint"}]}],
+                          "answers": {q1: "pnpm", q2: ["Types", "Lint"]}},
+    }
+    expected = f"> {q1}\npnpm\n\n> {q2}\nTypes, Lint"
+    assert _parse(_tool_loop(result, after="Using pnpm.")) == [
+        ("u1", "Install the deps.", "Running npm install."), ("r1", expected, "Using pnpm.")]
+    # without the structured record (other exports keep only the text), the text is read
+    del result["toolUseResult"]
+    assert _parse(_tool_loop(result, after="Using pnpm.")) == [
+        ("u1", "Install the deps.", "Running npm install."), ("r1", f"> {q1}\npnpm\n\n> {q2}\nTypes, Lint", "Using pnpm.")]
+
+
+def test_the_engine_never_takes_the_assistants_question_for_the_users_word():
+    """The question is a quoted line above the answer: context for a model, skipped by the embedded engine."""
+    from cairn.protocol.digest import DigestInput
+    from cairn.worker.providers import extractive
+
+    question = "Always squash commits before merging, as the team guide says"
+    result = {"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content":
+              f'User has answered your questions: "{question}"="No". You can now continue with the user\'s answers in mind.'}]},
+              "toolUseResult": {"questions": [{"question": question}], "answers": {question: "No"}}}
+    (session,) = claude_code.parse("".join(json.dumps(r) + "\n" for r in _tool_loop(result)), source_name="s.jsonl")
+    assert session.turns[-1].user == f"> {question}\nNo"
+    notes = extractive.digest(DigestInput(session_id="s", title=None, turns=tuple(session.turns))).notes
+    assert not any("squash" in n.body for n in notes), notes
+    # the same words as the user's own line would be published: the quote is what keeps them out
+    unquoted = session.turns[-1].__class__(turn_id="x", parent_turn_id=None, user=question, assistant="")
+    assert extractive.digest(DigestInput(session_id="s", title=None, turns=(unquoted,))).notes

@@ -14,6 +14,17 @@ talking, not the user. Only ``text`` blocks carry words; ``thinking``,
 A message the user typed while the assistant was working is written as an
 ``attachment`` record of type ``queued_command`` (``commandMode`` ``prompt``),
 not as a user record: :func:`queued_prompt` reads it.
+
+Two kinds of tool result do carry the user's words, and :func:`tool_reply`
+reads them: the reason typed when rejecting a tool call ("The user doesn't
+want to proceed with this tool use. … To tell you how to proceed, the user
+said: …"), often a correction of how to work, and the answers to the
+assistant's questions (the ``AskUserQuestion`` tool: "User has answered your
+questions: …", with ``toolUseResult.questions``/``answers``), where users
+state facts about their project. The question is the assistant's text: it
+is kept as a quoted line above the answer, so a reader knows what the
+answer answers, and the embedded engine (which skips quoted lines) never
+takes it for the user's word.
 """
 
 from __future__ import annotations
@@ -67,6 +78,67 @@ def only_tool_results(content: str | list[dict[str, Any]]) -> bool:
 
 def has_tool_use(content: str | list[dict[str, Any]]) -> bool:
     return isinstance(content, list) and any(b.get("type") in ("tool_use", "server_tool_use") for b in content)
+
+
+_REJECTED = "The user doesn't want to proceed with this tool use."
+_SAID = re.compile(r"To tell you how to proceed, the user said:[ \t]*\n?(.*?)(?:\s*Note: The user's next message will follow\.?)?\s*$", re.S)
+_ANSWERED = "User has answered your questions:"
+_PAIR = re.compile(r'"((?:[^"\\]|\\.)*?)"="((?:[^"\\]|\\.)*?)"(?=, "|\.\s|\.?$)', re.S)
+
+
+def _result_texts(content: str | list[dict[str, Any]]) -> list[str]:
+    """The text of each ``tool_result`` block of ``content``."""
+    out: list[str] = []
+    for block in content if isinstance(content, list) else ():
+        inner = block.get("content") if isinstance(block, dict) and block.get("type") == "tool_result" else None
+        if isinstance(inner, str):
+            out.append(inner)
+        elif is_blocks(inner):
+            out.append("\n".join(b["text"] for b in inner if b.get("type") == "text" and isinstance(b.get("text"), str)))
+    return out
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return ", ".join(v.strip() for v in value if isinstance(v, str) and v.strip())
+    return ""
+
+
+def _answers(text: str, result: Any) -> list[tuple[str, str]]:
+    """(question, answer) pairs of an ``AskUserQuestion`` result, structured record first."""
+    if isinstance(result, dict) and isinstance(result.get("answers"), dict):
+        answers = result["answers"]
+        order = [q.get("question") for q in result.get("questions") or () if isinstance(q, dict)]
+        order += [q for q in answers if q not in order]
+        return [(q, a) for q in order if isinstance(q, str) and (a := _answer_text(answers.get(q)))]
+    body = text[len(_ANSWERED):]
+    return [(q.replace('\\"', '"'), a.replace('\\"', '"')) for q, a in _PAIR.findall(body) if a.strip()]
+
+
+def tool_reply(content: str | list[dict[str, Any]], result: Any = None) -> str:
+    """The user's own words inside a message of tool results (see the module docstring), else ``""``.
+
+    ``result`` is the record's ``toolUseResult``, when the format keeps it.
+    """
+    for text in _result_texts(content):
+        text = text.strip()
+        if text.startswith(_REJECTED):
+            m = _SAID.search(text)
+            reason = clean_prompt(m.group(1)) if m else ""
+            if reason:
+                return reason
+        elif text.startswith(_ANSWERED):
+            pairs = _answers(text, result)
+            if pairs:
+                return "\n\n".join(f"> {one_line_quote(q)}\n{a}" for q, a in pairs)
+    return ""
+
+
+def one_line_quote(text: str) -> str:
+    """``text`` as the body of one quoted Markdown line."""
+    return " ".join(text.split())
 
 
 def clean_prompt(text: str) -> str:

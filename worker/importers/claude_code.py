@@ -10,9 +10,11 @@ A root turn starts at a user message carrying the user's own words; its id is
 that message's ``uuid`` (a fork-point id that survives rewinds). A message
 typed while the assistant was working is a ``queued_command`` attachment
 record on the branch; it starts a turn the same way (the assistant's later
-output answers it). Tool results, meta messages, records whose ``origin`` is
-not the user (background-task notifications) and injected boilerplate never
-start a turn. The turn's
+output answers it), and so does a tool result that carries the user's words
+(a rejected tool call's reason, answers to the assistant's questions:
+``_claude.tool_reply``). Other tool results, meta messages, records whose
+``origin`` is not the user (background-task notifications) and injected
+boilerplate never start a turn. The turn's
 assistant text is the concatenation of the text blocks of its assistant
 messages. A turn is complete when a new prompt follows it, or when its last
 assistant message stopped for a reason other than ``tool_use``; a trailing
@@ -109,9 +111,10 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
             parent_ids[i] = rec.get("parentUuid") or rec.get("logicalParentUuid")
             if kind in _MESSAGE_TYPES and not rec.get("isSidechain"):
                 leaf = i
-                if (kind == "user" and _claude.human(rec.get("origin"))
-                        and not _claude.only_tool_results(rec["message"]["content"])):
-                    prompts += 1
+                if kind == "user" and _claude.human(rec.get("origin")):
+                    content = rec["message"]["content"]
+                    if not _claude.only_tool_results(content) or _claude.tool_reply(content, rec.get("toolUseResult")):
+                        prompts += 1
             elif kind == "attachment" and not rec.get("isSidechain") and _claude.queued_prompt(rec.get("attachment")):
                 prompts += 1
     parents = array("q", (nodes.get(p, -1) if p is not None else -1 for p in parent_ids))
@@ -162,7 +165,11 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> It
                     or not _claude.human(rec.get("origin"))):
                 continue
             if _claude.only_tool_results(content):
-                if current is not None:
+                reply = _claude.tool_reply(content, rec.get("toolUseResult"))
+                if reply and isinstance(rec.get("uuid"), str):
+                    yield from close(current)
+                    current, pending_command = _Open(rec["uuid"], reply), None
+                elif current is not None:
                     current.ended_on_tool = True
                 continue
             raw = "\n\n".join(_claude.block_texts(content))

@@ -6,8 +6,9 @@ list (``- **Session ID**: `<uuid>` ``); each message is a ``### User`` or
 closed by ``---``. A body is either plain text or a JSON array of Claude
 content blocks, of which only ``text`` blocks carry words (``thinking``,
 ``tool_use``, ``tool_result`` are noise). The same boilerplate rules as for
-Claude Code apply: tool-result-only user messages, slash-command echoes,
-caveats and reminders never start a turn.
+Claude Code apply: tool-result-only user messages (unless they carry the
+user's words: a rejected tool call's reason, answers to the assistant's
+questions), slash-command echoes, caveats and reminders never start a turn.
 
 A turn is complete when a new prompt follows it, or, for the last turn, when
 its last message is assistant text without a pending tool call. Times are
@@ -87,7 +88,12 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         content = _content(_body(section))
         if role == "user":
             if _claude.only_tool_results(content):
-                ends_cleanly = False
+                reply = _claude.tool_reply(content)
+                if reply:  # the user's words in a tool result (a rejection's reason, answers): a new prompt
+                    close()
+                    user, texts, answered, ends_cleanly, pending_command = reply, [], False, False, None
+                else:
+                    ends_cleanly = False
                 continue
             raw = "\n\n".join(_claude.block_texts(content))
             prompt = _claude.clean_prompt(raw)
