@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/scorer_gold_train.py [--stumps | --average N] [--guarded-only] [--cue-features]
+    python bench/scorer_gold_train.py [--stumps | --average N] [--guarded-only] [--cue-features] [--context]
                                       [--min-owners N] [--l2 X] [--epochs N] [--seed N]
 
 Dev split only, always: the test split's labels, transcripts and notes are
@@ -24,7 +24,11 @@ stumps (``--stumps``, :func:`train_stumps`). A word feature must occur in the
 training sentences of at least ``--min-owners`` repository owners, so one
 user's project names and topics are not learnt. ``--guarded-only`` trains
 on the sentences that pass :func:`guarded`; ``--cue-features`` adds the
-rules' verdict as a feature.
+rules' verdict as a feature; ``--context`` adds features of the sentence's
+session (:func:`context_features`: the assistant's reply acknowledges a
+correction or promises to remember, the assistant had just asked a question,
+how many turns follow, how often the sentence's longer words recur in later
+user and assistant turns).
 
 Measure: leave-one-owner-out cross-validation (owner = the repository owner
 in the manifest). Each fold trains without the held-out owner's files, then
@@ -47,11 +51,13 @@ import json
 import math
 import pathlib
 import random
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -94,7 +100,46 @@ def _positive(text: str, evidences: Sequence[set[str]]) -> bool:
     return False
 
 
-def candidates(files: Sequence[CorpusFile], owner_of: dict[str, str], *, cue_features: bool = False) -> list[Candidate]:
+_ACK = re.compile(
+    r"^\W*(?:you'?re (?:absolutely |completely |totally |quite )?(?:right|correct)|good (?:catch|point|call)"
+    r"|great (?:point|catch|call)|understood|got it|noted|i understand|my (?:apologies|mistake|bad)|i apologi[sz]e"
+    r"|sorry|thanks for (?:the )?(?:clarif|correct)|that makes sense)",
+    re.I,
+)
+_PROMISE = re.compile(
+    r"\b(?:i'?ll (?:remember|keep (?:that|this|it) in mind|make sure to|always|never|from now on)"
+    r"|(?:from now on|going forward|in (?:the )?future),? i'?ll|i will (?:remember|always|never))",
+    re.I,
+)
+_CONTENT = re.compile(r"[a-z][a-z0-9_+#.-]{4,}[a-z0-9+#]")
+
+
+def context_features(turns: Sequence[Any], index: int, text: str) -> list[str]:
+    """Features of where a sentence's turn sits in its session: the reply's reaction, later recurrence."""
+    reply = turns[index].assistant.lstrip()[:400].replace("\u2019", "'")
+    feats = []
+    if _ACK.search(reply):
+        feats.append("c:ack")
+    if _PROMISE.search(turns[index].assistant[:3000].replace("\u2019", "'")):
+        feats.append("c:promise")
+    if index and "?" in turns[index - 1].assistant[-800:]:
+        feats.append("c:answer")
+    later = turns[index + 1:]
+    feats.append(f"c:left:{scorer_gold._bucket(len(later), (0, 2, 5, 10, 25))}")
+    words = set(_CONTENT.findall(text.lower()))
+    if words and later:
+        docs_u = [t.user.lower() for t in later]
+        docs_a = [t.assistant.lower() for t in later]
+        fu = [sum(1 for d in docs_u if w in d) / len(later) for w in words]
+        fa = [sum(1 for d in docs_a if w in d) / len(later) for w in words]
+        feats.append(f"c:ru:{scorer_gold._bucket(int(100 * max(fu)), (0, 10, 30, 60))}")
+        feats.append(f"c:ra:{scorer_gold._bucket(int(100 * max(fa)), (0, 10, 30, 60))}")
+        feats.append(f"c:rm:{scorer_gold._bucket(int(100 * sum(fa) / len(fa)), (0, 5, 15, 40))}")
+    return feats
+
+
+def candidates(files: Sequence[CorpusFile], owner_of: dict[str, str], *, cue_features: bool = False,
+               context: bool = False) -> list[Candidate]:
     out: list[Candidate] = []
     for f in files:
         evidence: dict[str, list[set[str]]] = defaultdict(list)
@@ -112,6 +157,8 @@ def candidates(files: Sequence[CorpusFile], owner_of: dict[str, str], *, cue_fea
                         if len(text) > scorer_gold.MAX_SENTENCE or len(text.split()) < 3:
                             continue  # the hook never scores these
                         feats = scorer_gold.features(text, place)
+                        if context:
+                            feats = sorted(feats + context_features(inp.turns, index, text))
                         if cue_features:  # the rules' verdict as a feature (ties the weights to the rules)
                             found = extractive.classify(sentence)
                             feats.append(f"f:cue-{found[0].value if found else 'none'}")
@@ -130,7 +177,7 @@ def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-3, e
         for feat in c.feats:
             seen[feat].add(c.owner)
     # word features must be shared by owners; form and place features always count
-    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:")) or len(who) >= min_owners}
+    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:", "c:")) or len(who) >= min_owners}
     pos = sum(1 for c in data if c.positive)
     neg = len(data) - pos
     w_pos, w_neg = len(data) / (2 * max(pos, 1)), len(data) / (2 * max(neg, 1))
@@ -179,7 +226,7 @@ def train_stumps(data: Sequence[Candidate], *, min_owners: int = 3, rounds: int 
     for c in data:
         for feat in c.feats:
             seen[feat].add(c.owner)
-    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:")) or len(who) >= min_owners}
+    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:", "c:")) or len(who) >= min_owners}
     rows = [[f for f in c.feats if f in keep] for c in data]
     ys = [1.0 if c.positive else 0.0 for c in data]
     pos = sum(ys)
@@ -365,9 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--average", type=int, default=0, help="mean of the regression over this many seeds")
     parser.add_argument("--guarded-only", action="store_true", help="train only on sentences that pass the guards")
     parser.add_argument("--cue-features", action="store_true", help="add the cue rules' verdict as a feature")
+    parser.add_argument("--context", action="store_true", help="add the session context's features (reply, recurrence)")
     args = parser.parse_args(argv)
     corpus = load_corpus(split="dev")  # never the test split
-    data = candidates(corpus.files, owners(), cue_features=args.cue_features)
+    data = candidates(corpus.files, owners(), cue_features=args.cue_features, context=args.context)
     if args.guarded_only:
         data = [c for c in data if guarded(c.text)]
     pos = sum(1 for c in data if c.positive)
