@@ -13,15 +13,16 @@ the next capture).
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from cairn.protocol.knobs import env_int
+
 #: processes importing a long list of files (a helper takes the last ones: docs/adr/0013); 1 keeps one
-PROCESSES = max(1, int(os.environ.get("CAIRN_IMPORT_PROCESSES", "2") or 2))
+PROCESSES = env_int("CAIRN_IMPORT_PROCESSES", 2)
 
 
 class _Stop:

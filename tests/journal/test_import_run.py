@@ -56,6 +56,20 @@ def test_piped_import_prints_a_summary_and_no_bar(workspace: Path, tmp_path: Pat
     assert r.stderr == ""
 
 
+def test_a_tuning_knob_that_is_not_a_number_is_reported_and_the_import_runs(workspace: Path, tmp_path: Path) -> None:
+    """A typo in a tuning variable used to fail every command with E_INTERNAL when the module loaded."""
+    src = write_session(tmp_path / "s.jsonl", 2, 30)
+    knobs = {"CAIRN_IMPORT_WORKERS": "eight", "CAIRN_IMPORT_PROCESSES": "two", "CAIRN_IMPORT_SPLIT_MIN": "1e3",
+             "CAIRN_CAPTURE_BATCH_TURNS": "lots", "CAIRN_DIGEST_GROUP": "x"}
+    r = cairn(workspace, "import", str(src), env=knobs)
+    assert r.stdout == "imported 1 file(s), 1 session(s): 30 new turn(s), 0 already captured\n"
+    assert "Traceback" not in r.stderr and "E_INTERNAL" not in r.stderr
+    for name in ("CAIRN_IMPORT_WORKERS", "CAIRN_IMPORT_PROCESSES", "CAIRN_IMPORT_SPLIT_MIN", "CAIRN_CAPTURE_BATCH_TURNS"):
+        assert f"E_CONFIG_INVALID: {name} is not a whole number; the default" in r.stderr, r.stderr
+    assert not any(value in r.stderr for value in knobs.values() if len(value) > 2)  # the value is not echoed
+    assert cairn(workspace, "process", env=knobs).returncode == 0
+
+
 def test_on_a_terminal_the_import_draws_a_progress_bar(workspace: Path, tmp_path: Path) -> None:
     import os
     import pty

@@ -26,7 +26,6 @@ trigger. An empty capture is never sealed.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +40,7 @@ from cairn.protocol.journal import (
     Seal,
     SessionInfo,
 )
+from cairn.protocol.knobs import env_int
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
 from cairn.protocol.worker import WorkerRequest
@@ -59,7 +59,7 @@ from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, captu
 
 SESSION_TTL = 60.0
 #: turns per batch (one segment, one pin, one entry, one claim generation)
-BATCH_TURNS = int(os.environ.get("CAIRN_CAPTURE_BATCH_TURNS", "512") or 512)
+BATCH_TURNS = env_int("CAIRN_CAPTURE_BATCH_TURNS", 512)
 #: characters of kept text per batch (a single turn may exceed it: it then forms a batch alone)
 BATCH_BYTES = 8 << 20
 

@@ -28,7 +28,6 @@ Explicit ``discard`` holds the same scope, so it never races a group.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -44,6 +43,7 @@ from cairn.protocol.journal import (
     PublicDigest,
     Retired,
 )
+from cairn.protocol.knobs import env_int
 from cairn.protocol.lsp import Settings
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
@@ -51,7 +51,7 @@ from cairn.state.claims import Claim
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal
 from cairn.worker.redact import redact_record
 
-GROUP = int(os.environ.get("CAIRN_DIGEST_GROUP", "16") or 16)
+GROUP = env_int("CAIRN_DIGEST_GROUP", 16)
 GROUP_SCOPE = "digest/group"
 GROUP_TTL = 90.0
 #: stop adding captures to a group once this much of its deadline is spent

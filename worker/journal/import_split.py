@@ -50,9 +50,10 @@ from typing import IO, Any
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.protocol.knobs import env_int
 
 #: files below which an import stays in one process (a helper costs its start-up)
-MIN_FILES = max(2, int(os.environ.get("CAIRN_IMPORT_SPLIT_MIN", "32") or 32))
+MIN_FILES = env_int("CAIRN_IMPORT_SPLIT_MIN", 32, minimum=2)
 #: share of the files the helper takes (it starts later: it pays the interpreter's start-up)
 SHARE = 0.45
 #: seconds a process waits for its sibling's claim on a session both parts hold, counted from the

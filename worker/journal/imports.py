@@ -48,6 +48,7 @@ from typing import Any, NoReturn
 
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.knobs import env_int
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.importers._jsonl import StreamedSession
 from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
@@ -55,7 +56,7 @@ from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share
 from cairn.worker.journal.store import Journal
 
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
-WORKERS = max(1, int(os.environ.get("CAIRN_IMPORT_WORKERS", "8") or 8))
+WORKERS = env_int("CAIRN_IMPORT_WORKERS", 8)
 
 
 #: one source of an import: its path, its format ("auto" to detect), the session ids to keep (None: all)

@@ -1,0 +1,34 @@
+"""Tuning knobs read from the environment (``CAIRN_IMPORT_WORKERS`` and the like).
+
+Contract: :func:`env_int` returns the variable's whole-number value, raised
+to ``minimum`` when below it, or ``default`` when the variable is unset or
+empty. A value that is not a whole number is a user's typo, not a crash: the
+default is used and one ``E_CONFIG_INVALID`` line goes to stderr, naming the
+variable and the default but not the value (the value is the user's text).
+
+Why here: these knobs are read when their module is imported, so a bad value
+used to fail every command with ``E_INTERNAL`` before any code could report it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cairn.protocol.errors import ErrorCode
+
+_warned: set[str] = set()
+
+
+def env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return max(minimum, int(raw))
+    except ValueError:
+        if name not in _warned:
+            _warned.add(name)
+            print(f"cairn: {ErrorCode.CONFIG_INVALID}: {name} is not a whole number; the default {default} is used",
+                  file=sys.stderr)
+        return default
