@@ -3,7 +3,7 @@
 Usage::
 
     python bench/scorer_gold_train.py [--stumps | --average N] [--guarded-only] [--cue-features] [--context]
-                                      [--min-owners N] [--l2 X] [--epochs N] [--seed N]
+                                      [--train-owners K] [--min-owners N] [--l2 X] [--epochs N] [--seed N]
 
 Dev split only, always: the test split's labels, transcripts and notes are
 never read (:func:`load_corpus` is called with ``split="dev"``).
@@ -354,8 +354,14 @@ def _pool(per_owner: dict[str, dict[Setting, tuple[Tally, int]]], who: Sequence[
 Fit = Callable[..., tuple[float, dict[str, float]]]
 
 
-def cross_validate(files: Sequence[CorpusFile], data: Sequence[Candidate], fit: Fit, **options: float) -> None:
-    """Leave-one-owner-out figures, pooled over folds; then thresholds chosen on the other owners."""
+def cross_validate(files: Sequence[CorpusFile], data: Sequence[Candidate], fit: Fit, *, train_owners: int = 0,
+                   **options: float) -> None:
+    """Leave-one-owner-out figures, pooled over folds; then thresholds chosen on the other owners.
+
+    ``train_owners`` > 0 trains each fold on that many of the other owners, drawn at random (seed 1): the
+    learning curve, which says whether more labelled owners would help.
+    """
+    draw = random.Random(1)
     reviewed = load_reviewed()
     by_owner: dict[str, list[CorpusFile]] = defaultdict(list)
     for f in files:
@@ -365,7 +371,9 @@ def cross_validate(files: Sequence[CorpusFile], data: Sequence[Candidate], fit: 
     settings += [(mode, threshold) for mode in MODES for threshold in THRESHOLDS]
     per_owner: dict[str, dict[Setting, tuple[Tally, int]]] = {}
     for n, owner in enumerate(folds, 1):
-        bias, weights = fit([c for c in data if c.owner != owner], **options)
+        others = [o for o in folds if o != owner]
+        chosen_owners = set(draw.sample(others, train_owners)) if 0 < train_owners < len(others) else set(others)
+        bias, weights = fit([c for c in data if c.owner in chosen_owners], **options)
         table = {(c.text, c.place): scorer_gold.probability(list(c.feats), bias, weights)
                  for c in data if c.owner == owner}
         per_owner[owner] = {(mode, t): tally(by_owner[owner], mode, table, t, reviewed) for mode, t in settings}
@@ -412,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--average", type=int, default=0, help="mean of the regression over this many seeds")
     parser.add_argument("--guarded-only", action="store_true", help="train only on sentences that pass the guards")
     parser.add_argument("--cue-features", action="store_true", help="add the cue rules' verdict as a feature")
+    parser.add_argument("--train-owners", type=int, default=0, help="train each fold on this many other owners")
     parser.add_argument("--context", action="store_true", help="add the session context's features (reply, recurrence)")
     args = parser.parse_args(argv)
     corpus = load_corpus(split="dev")  # never the test split
@@ -424,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     fit: Fit = train_stumps if args.stumps else train_averaged if args.average else train
     options = {"min_owners": args.min_owners, "l2": args.l2, "epochs": args.epochs}
     options.update({"seeds": args.average} if args.average else {"seed": args.seed})
-    cross_validate(corpus.files, data, fit, **options)
+    cross_validate(corpus.files, data, fit, train_owners=args.train_owners, **options)
     return 0
 
 
