@@ -83,6 +83,7 @@ def has_tool_use(content: str | list[dict[str, Any]]) -> bool:
 _REJECTED = "The user doesn't want to proceed with this tool use."
 _SAID = re.compile(r"To tell you how to proceed, the user said:[ \t]*\n?(.*?)(?:\s*Note: The user's next message will follow\.?)?\s*$", re.S)
 _ANSWERED = "User has answered your questions:"
+_REPLY_LEAD = re.compile(r"\s*(?:The user doesn't want to proceed|User has answered your questions:)")
 _PAIR = re.compile(r'"((?:[^"\\]|\\.)*?)"="((?:[^"\\]|\\.)*?)"(?=, "|\.\s|\.?$)', re.S)
 
 
@@ -123,6 +124,8 @@ def tool_reply(content: str | list[dict[str, Any]], result: Any = None) -> str:
     ``result`` is the record's ``toolUseResult``, when the format keeps it.
     """
     for text in _result_texts(content):
+        if not _REPLY_LEAD.match(text):  # most results are tool output, often large: no copy of them
+            continue
         text = text.strip()
         if text.startswith(_REJECTED):
             m = _SAID.search(text)
