@@ -3,7 +3,7 @@
 Usage::
 
     python bench/scorer_gold_train.py [--stumps | --average N] [--guarded-only] [--cue-features] [--context]
-                                      [--train-owners K] [--min-owners N] [--l2 X] [--epochs N] [--seed N]
+                                      [--train-owners K] [--vectors FILE] [--min-owners N] [--l2 X] [--epochs N] [--seed N]
 
 Dev split only, always: the test split's labels, transcripts and notes are
 never read (:func:`load_corpus` is called with ``split="dev"``).
@@ -169,6 +169,29 @@ def candidates(files: Sequence[CorpusFile], owner_of: dict[str, str], *, cue_fea
     return out
 
 
+def with_vectors(data: Sequence[Candidate], path: pathlib.Path) -> list[Candidate]:
+    """Add word-vector features: the mean vector of a sentence's words, each dimension binned at its quartiles.
+
+    ``path`` is a JSON object word -> vector (e.g. pretrained GloVe vectors of the corpus's words, made outside
+    this repository); the bins are computed over all candidates (no label is read).
+    """
+    vectors: dict[str, list[float]] = json.loads(path.read_text(encoding="utf-8"))
+    dims = len(next(iter(vectors.values())))
+    means: list[list[float] | None] = []
+    for c in data:
+        found = [vectors[w] for w in scorer_gold._WORD.findall(c.text.lower()) if w in vectors]
+        means.append([sum(v[d] for v in found) / len(found) for d in range(dims)] if found else None)
+    cuts = []
+    for d in range(dims):
+        column = sorted(m[d] for m in means if m is not None)
+        cuts.append([column[len(column) * q // 4] for q in (1, 2, 3)])
+    out = []
+    for c, m in zip(data, means, strict=True):
+        extra = ["g:none"] if m is None else [f"g:{d}:{sum(m[d] > cut for cut in cuts[d])}" for d in range(dims)]
+        out.append(Candidate(c.file, c.owner, c.text, c.place, c.positive, tuple(sorted((*c.feats, *extra)))))
+    return out
+
+
 def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-3, epochs: int = 6,
           seed: int = 7) -> tuple[float, dict[str, float]]:
     """A balanced L2 logistic regression by Adagrad SGD in a seeded order."""
@@ -177,7 +200,7 @@ def train(data: Sequence[Candidate], *, min_owners: int = 3, l2: float = 1e-3, e
         for feat in c.feats:
             seen[feat].add(c.owner)
     # word features must be shared by owners; form and place features always count
-    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:", "c:")) or len(who) >= min_owners}
+    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:", "c:", "g:")) or len(who) >= min_owners}
     pos = sum(1 for c in data if c.positive)
     neg = len(data) - pos
     w_pos, w_neg = len(data) / (2 * max(pos, 1)), len(data) / (2 * max(neg, 1))
@@ -226,7 +249,7 @@ def train_stumps(data: Sequence[Candidate], *, min_owners: int = 3, rounds: int 
     for c in data:
         for feat in c.feats:
             seen[feat].add(c.owner)
-    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:", "c:")) or len(who) >= min_owners}
+    keep = {f for f, who in seen.items() if f.startswith(("f:", "len:", "tlen:", "pos:", "c:", "g:")) or len(who) >= min_owners}
     rows = [[f for f in c.feats if f in keep] for c in data]
     ys = [1.0 if c.positive else 0.0 for c in data]
     pos = sum(ys)
@@ -420,11 +443,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--average", type=int, default=0, help="mean of the regression over this many seeds")
     parser.add_argument("--guarded-only", action="store_true", help="train only on sentences that pass the guards")
     parser.add_argument("--cue-features", action="store_true", help="add the cue rules' verdict as a feature")
+    parser.add_argument("--vectors", type=pathlib.Path, help="JSON word -> vector: add binned mean-vector features")
     parser.add_argument("--train-owners", type=int, default=0, help="train each fold on this many other owners")
     parser.add_argument("--context", action="store_true", help="add the session context's features (reply, recurrence)")
     args = parser.parse_args(argv)
     corpus = load_corpus(split="dev")  # never the test split
     data = candidates(corpus.files, owners(), cue_features=args.cue_features, context=args.context)
+    if args.vectors:
+        data = with_vectors(data, args.vectors)
     if args.guarded_only:
         data = [c for c in data if guarded(c.text)]
     pos = sum(1 for c in data if c.positive)
