@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import attrs
-from cairn.worker.secret_labels import VENDOR_KINDS, redact_labelled
+from cairn.worker.secret_labels import VENDOR_KINDS, VENDOR_PARTS, redact_labelled
 from cairn.worker.secret_rules import RULES, Rule
 
 __all__ = ["RedactingFilter", "kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
@@ -176,8 +176,174 @@ def _rule_sub(rule: Rule) -> Callable[[re.Match[str]], str]:
 _SUBS = tuple((rule.pattern, _rule_sub(rule)) for rule in RULES)
 
 
-def redact_text(text: str) -> str:
-    """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
+# A run of token or URL characters that ends its line, whole lines of such characters, and the run that starts
+# the line after them: one word cut by a terminal's width. Matched possessively, so no run is rescanned.
+_RUN = r"[A-Za-z0-9_\-+/=.:;~%?&#@]"
+# a line that starts something of its own starts anew:
+_NEXT = (
+    r"\r?\n[ \t]{0,8}(?!"
+    r"[-+]?[A-Za-z_][A-Za-z0-9_]*=(?!=|\s|$)"  # NAME=value, also a diff's -NAME=/+NAME= (not base64 padding)
+    r"|\d{4}-\d\d-\d\d"  # a log time stamp
+    r"|[A-Za-z0-9_.\-/]*:(?:\s|$)"  # a key or a label: "remote:", "volumes:", "L334:", "6767:"
+    r"|[-+*>](?:\s|$)|\d{1,6}(?:[.)]\s|\t)|HTTP/\d"  # a list item, a diff or quote line, a numbered line, a status
+    r")"
+)
+_SPLIT_WORD = re.compile(rf"(?<!{_RUN}){_RUN}++(?:{_NEXT}{_RUN}++(?=\r?\n))*{_NEXT}{_RUN}++")
+_BREAK = re.compile(r"\r?\n[ \t]{0,8}")
+_CONTEXT = 120  # characters before a split word (lines joined by spaces), read with it for a labelled secret
+
+
+def _joined(m: re.Match[str]) -> str:
+    """The word rejoined and redacted when a secret in it crosses a line break; else the text as it was.
+
+    A break is a cut inside the word (a terminal's width) or, at either end,
+    possibly a space (text wrapped at words: "use\\nTOKEN", "TOKEN\\nfor"):
+    the word is read whole first, then without a first or last piece, which
+    then counts as a word of its own. Only the changed stretch loses its line
+    breaks, and only when the line-by-line pass would leave a piece of the
+    secret (:func:`_needed`): lines that are separate things keep their layout.
+    """
+    raw = m.group(0)
+    if len(raw) < 16 or len(_BREAK.sub("", raw)) < 16:
+        return raw
+    cuts = [(c.start(), c.end()) for c in _BREAK.finditer(raw)]
+    lines = m.string[max(0, m.start() - _CONTEXT) : m.start()]
+    # a label can only be there if one of its words is, read across the breaks (most split words are paths)
+    labelled = _LABEL_CUE.search(_WRAP.sub("", lines + raw)) is not None
+    # the lines before the word, read as one line, give the labels of a value ("the secret key is …"); their
+    # breaks were spaces (wrapped at words) or nothing (cut at a width: "the secret ke\\ny is …")
+    priors = [_WRAP.sub(" ", lines)] + ([_WRAP.sub("", lines)] if "\n" in lines else [])
+    for lead in (False, True):
+        for trail in (False, True):
+            if len(cuts) - lead - trail < (0 if lead and not trail else 1):
+                continue
+            start = cuts[0][1] if lead else 0
+            end = cuts[-1][0] if trail else len(raw)
+            span = _Span(raw[start:end])
+            if len(span.word) < 16:
+                continue
+            done = span.redact(None)
+            for prior in priors if labelled and done is None else ():
+                done = span.redact(prior + (raw[: cuts[0][0]] + " " if lead else ""))
+                if done is not None:
+                    break
+            if done is not None and _needed(priors[0], raw, raw[:start] + done + raw[end:]):
+                return raw[:start] + done + raw[end:]
+    return raw
+
+
+def _needed(before: str, raw: str, done: str) -> bool:
+    """Whether the rejoined redaction ``done`` takes a piece of a secret that the line-by-line pass leaves.
+
+    The line-by-line pass may already have the secret whole on its line; a
+    rejoined word would then only swallow the next line's first word
+    ("token: …" / "HTTP/1.1 200"). So the join is needed when the stretch's
+    first piece (up to its line end) is left whole by the line-by-line pass,
+    or a later piece it leaves looks like part of a secret: at least 8
+    characters with a letter and a digit side by side, or with a turn from
+    lower to upper case every 6 characters or fewer.
+    """
+    change = _changed(raw, done)
+    if change is None:
+        return False
+    head, end, _ = change
+    plain = _redact_lines(before + raw)
+    plain = plain[len(before) :] if plain.startswith(before) else _redact_lines(raw)
+    raw_lines, plain_lines = raw.split("\n"), plain.split("\n")
+    if len(raw_lines) != len(plain_lines):
+        return True
+    row = raw.count("\n", 0, head)
+    first = raw_lines[row][head - (raw.rfind("\n", 0, head) + 1) :].rstrip("\r")
+    if first and plain_lines[row].rstrip("\r").endswith(first):
+        return True
+    left = _SURVIVOR.findall(plain)  # what the line-by-line pass leaves
+    for piece in _BREAK.split(raw[head:end])[1:]:
+        for run in left:
+            kept = run if run in piece else piece if piece in run else ""
+            if len(kept) >= 8 and (_MIXED.search(kept) or 6 * len(_CASE_TURN.findall(kept)) >= len(kept)):
+                return True
+    return False
+
+
+_SURVIVOR = re.compile(r"(?:(?!\[REDACTED:[a-z0-9_]{1,40}\])\S)+")
+_MIXED = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
+_CASE_TURN = re.compile(r"[a-z][A-Z]")  # random letters turn case often; CamelCaseNames once a word
+
+
+_WRAP = re.compile(r"[ \t]*\r?\n[ \t]*")
+# a word of every label the labelled rules and the keepers know: secret parts, vendors, "bearer", a URL's "://"
+_LABEL_CUE = re.compile(r"secret|key|token|pass|pwd|cred|auth|bearer|" + "|".join(VENDOR_PARTS) + r"|://|%3a%2f%2f", re.I)
+
+
+@attrs.frozen
+class _Span:
+    """A word with line breaks in it (``raw``), rejoined."""
+
+    raw: str
+    word: str = attrs.field(init=False)
+    places: list[int] = attrs.field(init=False)  # for each character of ``word``, its index in ``raw``
+
+    def __attrs_post_init__(self) -> None:
+        places: list[int] = []
+        pos = 0
+        for cut in _BREAK.finditer(self.raw):
+            places.extend(range(pos, cut.start()))
+            pos = cut.end()
+        places.extend(range(pos, len(self.raw)))
+        object.__setattr__(self, "word", "".join(self.raw[i] for i in places))
+        object.__setattr__(self, "places", places)
+
+    def redact(self, before: str | None) -> str | None:
+        """``raw`` with the secret in the rejoined word redacted, or None.
+
+        ``before`` None: a secret known by its shape alone. Else one known by
+        its label in ``before`` ("the secret key is …", "Bearer …").
+        """
+        word, raw = self.word, self.raw
+        if before is None:
+            redacted = _changed(word, _redact_lines(word))
+        else:
+            # the labelled pass, run on the lines as they stand, redacts a value that touches the first break
+            left, _, right = _redact_lines(before + raw).partition("\n")
+            first_line = (before + raw).partition("\n")[0]
+            touches = (left.endswith("]") and left != first_line) or right.lstrip(" \t").startswith("[REDACTED:")
+            # else only the labelled rules, whose values must look random, judge the rejoined word (an
+            # assignment's length rule would take "generate_secret = false" and the next line's name for one
+            # long secret)
+            joined = _redact_lines(before + word) if touches else _redact_labels_only(before + word)
+            if not joined.startswith(before):
+                return None
+            redacted = _changed(word, joined[len(before) :])
+        if redacted is None:
+            return None
+        head, end, replacement = redacted
+        return raw[: self.places[head]] + replacement + raw[self.places[end - 1] + 1 :]
+
+
+def _changed(word: str, redacted: str) -> tuple[int, int, str] | None:
+    """The changed stretch of ``word`` (start, end, its replacement), or None when nothing changed."""
+    if redacted == word:
+        return None
+    head = 0
+    while head < min(len(word), len(redacted)) and word[head] == redacted[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(word), len(redacted)) - head and word[-1 - tail] == redacted[-1 - tail]:
+        tail += 1
+    end = len(word) - tail
+    if end <= head:
+        return None
+    return head, end, redacted[head : len(redacted) - tail]
+
+
+def _redact_labels_only(text: str) -> str:
+    for kind, rx in _KEEPERS:
+        text = rx.sub(_keep_first(_marker(kind)), text)
+    return redact_labelled(text, _marker)
+
+
+def _redact_lines(text: str) -> str:
+    """Every recognised secret of ``text`` as it stands, line by line."""
     text = _redact_private_keys(text)
     for rx, sub in _SUBS:
         text = rx.sub(sub, text)
@@ -185,6 +351,19 @@ def redact_text(text: str) -> str:
         text = rx.sub(_keep_first(_marker(kind)), text)
     text = _ASSIGNMENT.sub(_assignment, text)
     return redact_labelled(text, _marker)
+
+
+def redact_text(text: str) -> str:
+    """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``.
+
+    A secret cut over several lines (a terminal's width, a wrapped log) is
+    found too: the pieces of a word split at line ends are rejoined, and
+    when the rejoined word holds a secret across a break, that stretch is
+    redacted whole.
+    """
+    if "\n" not in text:
+        return _redact_lines(text)
+    return _redact_lines(_SPLIT_WORD.sub(_joined, text))
 
 
 redact = redact_text

@@ -46,7 +46,7 @@ from collections import Counter
 from collections.abc import Callable
 
 __all__ = [
-    "ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "WINDOW", "entropy", "looks_random", "redact_labelled",
+    "ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "VENDOR_PARTS", "WINDOW", "entropy", "looks_random", "redact_labelled",
 ]
 
 WINDOW = 5  # words after a label where its value may stand
@@ -163,9 +163,10 @@ def redact_labelled(text: str, marker: Callable[[str], str] = _marker) -> str:
                 kind = _VENDORS[vendor][0]  # "aws" alone does not introduce a secret key
             elif secret_label and looks_random(value):
                 kind = "secret"
+            armed -= 1
             if kind is not None:
                 replace.append((start, start + len(value), kind))
-            armed -= 1
+                continue  # a value, read no further: the next pass sees it as a marker, which is no label or stop
         is_secret, is_vendor, stop = _label(value)
         if stop:
             armed = 0  # a word saying the value is something else
@@ -188,3 +189,4 @@ def redact_labelled(text: str, marker: Callable[[str], str] = _marker) -> str:
 
 
 VENDOR_KINDS = tuple(dict.fromkeys(kind for kind, _ in _VENDORS.values()))
+VENDOR_PARTS = tuple(_VENDORS)  # the label parts that name a vendor

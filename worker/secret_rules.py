@@ -18,6 +18,7 @@ private_key                 ``-----BEGIN … PRIVATE KEY-----`` blocks (RSA, EC,
                             DSA, OpenSSH, PKCS#8, encrypted, PGP)
 anthropic_key               ``sk-ant-…``
 openai_key                  ``sk-…``, ``sk-proj-…``, ``sk-svcacct-…``, ``sk-admin-…``
+openrouter_key              ``sk-or-v1-`` and 64 hex digits, also pasted without ``sk-``
 github_token                ``ghp_…`` (classic personal access token)
 github_fine_grained_token   ``github_pat_…``
 github_oauth_token          ``gho_…``
@@ -127,6 +128,8 @@ _HEX = "0-9a-fA-F"
 RULES: tuple[Rule, ...] = (
     # -- AI providers ---------------------------------------------------------------
     _r("anthropic_key", "sk-ant-", rf"[{T}]{{20,}}+", mixed=True),
+    _r("openrouter_key", "sk-or-v1-", rf"[{_HEX}]{{64}}" + _END),
+    _r("openrouter_key", "or-v1-", rf"[{_HEX}]{{64}}" + _END),
     _r("openai_key", "sk-", rf"(?:proj-|svcacct-|admin-)?[{T}]{{20,}}+", mixed=True),
     _r("huggingface_token", "hf_", r"[A-Za-z0-9]{34}" + _END),
     _r("huggingface_token", "api_org_", r"[A-Za-z0-9]{34}" + _END),

@@ -133,6 +133,8 @@ SAMPLES: tuple[Sample, ...] = (
     _s("secret", r(ALNUM, 32), "Remember that our internal signing secret is {} for all services."),
     _s("secret", r(URLSAFE, 28), "The staging token is {} and we always use it for smoke tests."),
     _s("secret", r(HEX, 40), "Always use the deploy key {} for the mirror."),
+    _s("openrouter_key", "sk-or-v1-" + r(HEX, 64)),
+    _s("openrouter_key", "or-v1-" + r(HEX, 64), "Here is the OpenRouter one again, pasted short: {} use it from now on."),
 )
 
 KINDS = frozenset(s.kind for s in SAMPLES)
@@ -142,6 +144,7 @@ NEAR_MISSES: dict[str, str] = {
     "private_key": "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----",
     "anthropic_key": "The sk-ant- prefix marks Anthropic keys.",
     "openai_key": "Use sk-learn-style-hyphenated-names-everywhere in CSS.",
+    "openrouter_key": "Set OPENROUTER_API_KEY to sk-or-v1-… from the dashboard; the docs show or-v1-0123abcd.",
     "github_token": "ghp_ tokens are classic personal access tokens.",
     "github_fine_grained_token": "github_pat_ is the fine-grained prefix.",
     "github_oauth_token": "gho_ marks OAuth tokens.",

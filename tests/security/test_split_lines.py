@@ -1,0 +1,129 @@
+"""A secret cut over lines is redacted whole; text whose lines are separate things keeps its layout.
+
+Terminals cut a long token at their width, and text wrapped at words puts a
+value on the line after its label ("Authorization: Bearer" / the token).
+Transcripts keep both as they were shown, so a redactor that reads line by
+line would publish the pieces. Every credential of :mod:`tests.security.samples`
+is cut at every position (a bare break and an indented one), and pushed to
+the line after its label: no 16-character piece of it may survive. The
+other half of the contract: env files, diffs, logs and base64 blocks, whose
+line ends are real, are redacted exactly as line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from cairn.worker.redact import redact_text
+
+from tests.security.samples import SAMPLES, Sample
+
+# credentials recognisable in the sentence (the private keys are multi-line already, tested elsewhere)
+CASES = [s for s in SAMPLES if s.kind != "private_key" and redact_text(s.sentence) != s.sentence]
+
+
+def _pieces(secret: str, n: int = 16) -> set[str]:
+    return {secret[i : i + n] for i in range(len(secret) - n + 1)}
+
+
+def _leaks(secret: str, out: str) -> list[str]:
+    """The 16-character pieces of ``secret`` in ``out`` once its line breaks are gone."""
+    flat = out.replace("\n", "").replace(" ", "")
+    return sorted(p for p in _pieces(secret) if p in flat)
+
+
+def test_the_cases_cover_every_kind_but_private_keys() -> None:
+    assert {s.kind for s in CASES} == {s.kind for s in SAMPLES} - {"private_key"}
+
+
+@pytest.mark.parametrize("sample", CASES, ids=lambda s: s.kind)
+def test_a_secret_cut_anywhere_by_a_line_break_is_redacted(sample: Sample) -> None:
+    at = sample.sentence.index(sample.secret)
+    head, tail = sample.sentence[:at], sample.sentence[at + len(sample.secret) :]
+    for cut in range(1, len(sample.secret)):
+        for brk in ("\n", "\n  ", "\r\n"):
+            text = head + sample.secret[:cut] + brk + sample.secret[cut:] + tail
+            out = redact_text(text)
+            assert not _leaks(sample.secret, out), (cut, repr(brk), out)
+            assert "[REDACTED:" in out
+
+
+@pytest.mark.parametrize("sample", [s for s in CASES if " " + s.secret in s.sentence], ids=lambda s: s.kind)
+def test_a_secret_wrapped_to_the_line_after_its_label_is_redacted(sample: Sample) -> None:
+    text = sample.sentence.replace(" " + sample.secret, "\n" + sample.secret, 1)
+    out = redact_text(text)
+    assert not _leaks(sample.secret, out), out
+    # and alone on its line, the rest of the sentence wrapped to the next
+    out = redact_text(text.replace(sample.secret + " ", sample.secret + "\n", 1))
+    assert not _leaks(sample.secret, out), out
+
+
+def _by_lines(text: str) -> str:
+    return "\n".join(redact_text(line) for line in text.split("\n"))
+
+
+_TOKEN = next(s.secret for s in SAMPLES if s.kind == "github_token")
+_SLACK = next(s.secret for s in SAMPLES if s.kind == "slack_bot_token")
+
+LAYOUTS = {
+    "env file": f"GITHUB_TOKEN={_TOKEN}\nSLACK_TOKEN={_SLACK}\nDEBUG=true\nLOG_LEVEL=info\n",
+    "env file in a fence": "```\nSTAGING_PASSWORD=hunter2hunter2hunter2x\nPORT=8080\n```\n",
+    "diff of an env file": "-DATABASE_URL=postgres://app:oldpassword12@db/app\n+DATABASE_URL=postgres://app:newpassword34@db/app\n",
+    "log lines": "2026-11-30T10:00:01Z worker-7f3a9c1e5b7d4f6a8c0e started\n"
+    "2026-11-30T10:00:02Z job-3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a done\n",
+    "git log": "commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a\nAuthor: A <a@example.org>\n\n    fix the parser\n",
+    "paths": "/home/user/projects/cairn/worker/redact.py\n/home/user/projects/cairn/worker/secret_labels.py\n",
+    "compose environment": "    environment:\n      - POSTGRES_USER=postgres\n      - POSTGRES_PASSWORD=s3cretPassw0rdValue\n"
+    "    volumes:\n      - postgres-data:/var/lib/postgresql/data\n",
+    "HTTP exchange": f"authorization: token {_TOKEN}\nHTTP/1.1 204 No Content\nx-frame-options: SAMEORIGIN\n",
+    "git push refused": "remote:        (?) To push, remove secret from commit(s) or follow this URL to allow the secret.\n"
+    "remote:        https://example.org/acme/app/security/secret-scanning/unblock-secret/2x9QaZ7wLmN4pR8sT1uV\n"
+    "remote:\nremote:\n",
+    "numbered list": f"3. The PAT to use: {_SLACK}\n4. Wallet Address : 6xrn2xhvoonoSxuhtDUKAVbbrPYckKnPPSvSPsyMnQnD\n",
+    "numbered lines": f"35\t# edit .env and set API_URL=https://rpc.example.org/?apikey={_TOKEN}\n36\truby solve.rb\n",
+    "labelled lines": f"L333:     Token Mint: {_SLACK}\nL334:     USDT Mint: ELWTKspHKCnCfCiCiqYw1EDH77k8VCP74dK9qytG2Ujh\n",
+    "sha256 sums": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  a.txt\n"
+    "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752  b.txt\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_lines_that_are_separate_things_are_redacted_line_by_line(name: str) -> None:
+    text = LAYOUTS[name]
+    assert redact_text(text) == _by_lines(text)
+
+
+def test_a_labelled_value_is_not_read_again_as_a_label() -> None:
+    """Redaction is idempotent when a labelled value runs into the next word (found by property testing)."""
+    text = "AccountKey=123e4567-e89b-12d3-a456-426614174000commit Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1"
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+# Real transcripts of the corpus (tests/corpus/manifest.json) where credentials were shown cut over lines: a
+# Claude Code /export scrollback that wraps a shell command at the terminal's width, and a SpecStory history
+# that printed a config object at 66 columns. Both are withheld from the repository for those credentials, so
+# these tests run where tests/corpus/fetch.py restored them.
+REAL_SPLIT = {
+    "export-pdf-autofill": r'OPENROUTER_API_KEY="(sk-or-v1-[0-9a-f\s]{20,})',
+    "specstory-twat-search-tests": r"api_key='((?:eyJ|sk-ant-)[A-Za-z0-9_.\s-]{20,})",
+}
+
+
+@pytest.mark.parametrize("file_id", sorted(REAL_SPLIT))
+def test_credentials_cut_over_lines_in_real_transcripts_are_redacted(file_id: str) -> None:
+    from bench.quality_corpus import CORPUS, _locate
+
+    entry = next(e for e in json.loads((CORPUS / "manifest.json").read_text())["files"] if e["id"] == file_id)
+    path = _locate(entry, CORPUS)
+    if path is None:
+        pytest.skip(f"{file_id} absent (restore it with tests/corpus/fetch.py)")
+    text = path.read_text(encoding="utf-8")
+    secrets = {re.sub(r"\s", "", v) for v in re.findall(REAL_SPLIT[file_id], text)}
+    split = [s for s in secrets if len(s) >= 24]
+    assert split, "the file holds the credentials this test is about"
+    flat = re.sub(r"\s", "", redact_text(text))
+    kept = [s for s in split if _leaks(s, flat)]
+    assert not kept, f"{len(kept)} of {len(split)} credentials keep a 16-character piece"
