@@ -3,7 +3,8 @@
 Usage::
 
     python bench/scorer_gold_train.py [--stumps | --average N] [--guarded-only] [--cue-features] [--context]
-                                      [--train-owners K] [--vectors FILE] [--min-owners N] [--l2 X] [--epochs N] [--seed N]
+                                      [--train-owners K] [--vectors FILE] [--sentence-vectors FILE] [--dump-texts FILE]
+                                      [--min-owners N] [--l2 X] [--epochs N] [--seed N]
 
 Dev split only, always: the test split's labels, transcripts and notes are
 never read (:func:`load_corpus` is called with ``split="dev"``).
@@ -181,13 +182,30 @@ def with_vectors(data: Sequence[Candidate], path: pathlib.Path) -> list[Candidat
     for c in data:
         found = [vectors[w] for w in scorer_gold._WORD.findall(c.text.lower()) if w in vectors]
         means.append([sum(v[d] for v in found) / len(found) for d in range(dims)] if found else None)
+    return _binned(data, means, "g")
+
+
+def with_sentence_vectors(data: Sequence[Candidate], path: pathlib.Path) -> list[Candidate]:
+    """Add sentence-embedding features: each dimension of the sentence's own vector, binned at its quartiles.
+
+    ``path`` is a JSON object sentence text -> vector, one entry per candidate text (e.g. the output of a
+    pretrained sentence encoder run outside this repository over the candidates that ``--dump-texts`` writes).
+    """
+    vectors: dict[str, list[float]] = json.loads(path.read_text(encoding="utf-8"))
+    return _binned(data, [vectors.get(c.text) for c in data], "e")
+
+
+def _binned(data: Sequence[Candidate], means: Sequence[list[float] | None], prefix: str) -> list[Candidate]:
+    dims = len(next(m for m in means if m is not None))
     cuts = []
     for d in range(dims):
         column = sorted(m[d] for m in means if m is not None)
         cuts.append([column[len(column) * q // 4] for q in (1, 2, 3)])
     out = []
     for c, m in zip(data, means, strict=True):
-        extra = ["g:none"] if m is None else [f"g:{d}:{sum(m[d] > cut for cut in cuts[d])}" for d in range(dims)]
+        extra = (
+            [f"{prefix}:none"] if m is None else [f"{prefix}:{d}:{sum(m[d] > cut for cut in cuts[d])}" for d in range(dims)]
+        )
         out.append(Candidate(c.file, c.owner, c.text, c.place, c.positive, tuple(sorted((*c.feats, *extra)))))
     return out
 
@@ -444,13 +462,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--guarded-only", action="store_true", help="train only on sentences that pass the guards")
     parser.add_argument("--cue-features", action="store_true", help="add the cue rules' verdict as a feature")
     parser.add_argument("--vectors", type=pathlib.Path, help="JSON word -> vector: add binned mean-vector features")
+    parser.add_argument("--sentence-vectors", type=pathlib.Path,
+                        help="JSON sentence -> vector: add binned sentence-embedding features")
+    parser.add_argument("--dump-texts", type=pathlib.Path, help="write the candidates' texts (JSON list) and stop")
     parser.add_argument("--train-owners", type=int, default=0, help="train each fold on this many other owners")
     parser.add_argument("--context", action="store_true", help="add the session context's features (reply, recurrence)")
     args = parser.parse_args(argv)
     corpus = load_corpus(split="dev")  # never the test split
     data = candidates(corpus.files, owners(), cue_features=args.cue_features, context=args.context)
+    if args.dump_texts:
+        args.dump_texts.write_text(json.dumps(sorted({c.text for c in data}), ensure_ascii=False), encoding="utf-8")
+        return 0
     if args.vectors:
         data = with_vectors(data, args.vectors)
+    if args.sentence_vectors:
+        data = with_sentence_vectors(data, args.sentence_vectors)
     if args.guarded_only:
         data = [c for c in data if guarded(c.text)]
     pos = sum(1 for c in data if c.positive)

@@ -8,6 +8,8 @@ check that joining the scorer to the engine for a run never outlives it.
 
 from __future__ import annotations
 
+import json
+
 from cairn.protocol.digest import DigestInput
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import NoteType
@@ -73,3 +75,16 @@ def test_joining_the_scorer_is_undone_after_the_run() -> None:
     with trainer.engine("scorer", table, 0.9):
         assert blocks.blocks("Tech stack:\n- Next.js\n- Postgres") == []
     assert (extractive._units, extractive.classify, blocks.blocks) == saved
+
+
+def test_sentence_vectors_are_binned_per_dimension_and_a_missing_one_is_marked(tmp_path) -> None:
+    data = _candidates()
+    vectors = {c.text: [float(i), float(-i)] for i, c in enumerate(data[:-1])}  # the last sentence has none
+    path = tmp_path / "vectors.json"
+    path.write_text(json.dumps(vectors), encoding="utf-8")
+    out = trainer.with_sentence_vectors(data, path)
+    assert [c.text for c in out] == [c.text for c in data]
+    extra = [[f for f in c.feats if f.startswith("e:")] for c in out]
+    assert extra[-1] == ["e:none"]
+    assert extra[0] == ["e:0:0", "e:1:3"] and extra[4] == ["e:0:3", "e:1:0"]  # lowest / highest quartile
+    assert all(set(c.feats) >= set(d.feats) for c, d in zip(out, data, strict=True))
