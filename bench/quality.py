@@ -2,8 +2,9 @@
 
 Usage::
 
-    python bench/quality.py [--split dev|test|all] [--provider extractive|openai]
-                            [--endpoint URL --model NAME] [--png FILE] [--unmatched]
+    python bench/quality.py [--split dev|test|all] [--provider extractive|openai|command]
+                            [--endpoint URL --model NAME] [--command 'PROGRAM ARG...'] [--context-tokens N]
+                            [--only ID[,ID...]] [--png FILE] [--unmatched] [--missed]
 
 Every corpus file present (``tests/corpus/files`` and, once restored by
 ``tests/corpus/fetch.py``, ``tests/corpus/cache``) is digested by the chosen
@@ -16,8 +17,15 @@ recall and precision per format; ``--unmatched`` lists notes that match no
 label, with the key to record a verdict in ``tests/corpus/reviewed.json``.
 
 The extractive provider needs nothing; ``openai`` reads its key from
-``CAIRN_OPENAI_API_KEY``. Tune only on the dev split: the test split is for
-the figures reported in ``bench/README.md``.
+``CAIRN_OPENAI_API_KEY``; ``command`` runs the assistant the operator names
+(``--command 'claude -p'``, split into an argv as a shell would but run with
+no shell; the corpus is public, and naming the command is the operator's
+consent to send it there). ``--context-tokens`` is the model's context for
+both (evidence is cut into windows that fit). A session whose digest fails
+is counted with its error code and scores no notes; the table is printed
+and the exit status is 1. ``--only`` scores the named corpus files. Tune
+only on the dev split: the test split is for the figures reported in
+``bench/README.md``.
 """
 
 from __future__ import annotations
@@ -25,13 +33,17 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import shlex
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy, Note  # noqa: E402
+from cairn.protocol.errors import CairnError  # noqa: E402
 from cairn.worker.providers import DEFAULT_API_KEY_ENV, run_digest  # noqa: E402
 
 from bench.quality_corpus import CorpusFile, load_corpus  # noqa: E402
@@ -41,26 +53,44 @@ FORMAT_ORDER = ("aider", "specstory", "claude-code", "codex", "claude-export-tex
 TYPES = ("user", "feedback", "project", "reference")
 
 
-def digest_file(f: CorpusFile, policy: ModelPolicy) -> list[Note]:
+@dataclass(frozen=True)
+class Provider:
+    """What a digest needs besides the evidence: the policy and the settings a workspace would give."""
+
+    policy: ModelPolicy
+    command: tuple[str, ...] = ()
+    context_tokens: int = 8192
+    failures: Counter[str] = field(default_factory=Counter)  # error code -> sessions
+
+
+def digest_file(f: CorpusFile, provider: Provider) -> list[Note]:
     notes: list[Note] = []
+    policy = provider.policy
 
     # the endpoint is the one named on the command line, so its key is the operator's to give
     key = os.environ.get(DEFAULT_API_KEY_ENV) or None if policy.provider == "openai" else None
 
     async def one(inp: DigestInput) -> DigestOutput:
-        return await run_digest(inp, policy, api_key=key)
+        return await run_digest(inp, policy, api_key=key, command=provider.command,
+                                context_tokens=provider.context_tokens)
 
     for inp in f.inputs:
-        notes.extend(trio.run(one, inp).notes)
+        try:
+            notes.extend(trio.run(one, inp).notes)
+        except CairnError as e:  # counted, not fatal: one bad session must not cost a long model run
+            provider.failures[str(e.code)] += 1
     return notes
 
 
-def run(split: str | None, policy: ModelPolicy, *, committed_only: bool = False) -> tuple[list[FileResult], int, float]:
+def run(split: str | None, provider: Provider, *, committed_only: bool = False,
+        only: frozenset[str] = frozenset()) -> tuple[list[FileResult], int, float]:
     corpus = load_corpus(split=split, committed_only=committed_only)
+    files = [f for f in corpus.files if not only or f.id in only]
     reviewed = load_reviewed()
     started = time.perf_counter()
-    results = [score_file(f, digest_file(f, policy), reviewed) for f in corpus.files]
-    return results, len(corpus.missing) + len(corpus.altered), time.perf_counter() - started
+    results = [score_file(f, digest_file(f, provider), reviewed) for f in files]
+    missing = [i for i in (*corpus.missing, *corpus.altered) if not only or i in only]
+    return results, len(missing), time.perf_counter() - started
 
 
 def _pct(x: float, n: int) -> str:
@@ -141,18 +171,26 @@ def chart(path: pathlib.Path, summaries: dict[str, Summary], caption: str) -> No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
-    parser.add_argument("--provider", choices=("extractive", "openai"), default="extractive")
+    parser.add_argument("--provider", choices=("extractive", "openai", "command"), default="extractive")
     parser.add_argument("--endpoint", default="")
     parser.add_argument("--model", default="")
+    parser.add_argument("--command", default="", help="the command provider's program and arguments (no shell)")
+    parser.add_argument("--context-tokens", type=int, default=8192)
+    parser.add_argument("--only", default="", help="comma-separated corpus file ids to score")
     parser.add_argument("--png", type=pathlib.Path)
     parser.add_argument("--unmatched", action="store_true", help="list notes that match no label")
     parser.add_argument("--missed", action="store_true", help="list labels no note matched")
     args = parser.parse_args(argv)
-    policy = ModelPolicy(provider=args.provider, endpoint=args.endpoint, model=args.model)
+    command = tuple(shlex.split(args.command))
+    if (args.provider == "command") != bool(command):
+        parser.error("--command is needed with --provider command, and only there")
+    provider = Provider(ModelPolicy(provider=args.provider, endpoint=args.endpoint, model=args.model),
+                        command, args.context_tokens)
+    only = frozenset(i for i in args.only.split(",") if i)
     splits = ["dev", "test"] if args.split == "all" else [args.split]
     summaries: dict[str, Summary] = {}
     for split in splits:
-        results, missing, seconds = run(split, policy)
+        results, missing, seconds = run(split, provider, only=only)
         summaries[split] = summarize(results)
         print(report(split, summaries[split], missing, seconds))
         print()
@@ -165,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"missed {label.id} {label.type} ({label.turn}): {label.statement}")
     if args.png:
         chart(args.png, summaries, f"{args.provider} provider on the real-transcript corpus")
+    if provider.failures:
+        failed = ", ".join(f"{code} x{n}" for code, n in sorted(provider.failures.items()))
+        print(f"sessions whose digest failed (no notes scored for them): {failed}")
+        return 1
     return 0
 
 
