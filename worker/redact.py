@@ -193,7 +193,32 @@ _BREAK = re.compile(r"\r?\n[ \t]{0,8}")
 _CONTEXT = 120  # characters before a split word (lines joined by spaces), read with it for a labelled secret
 
 
+_JOIN_MAX = 8192  # characters of a split word read joined at each end; longer than any credential seen
+
+
 def _joined(m: re.Match[str]) -> str:
+    """A split word, its secrets cut over lines redacted (:func:`_join`).
+
+    A word longer than ``2 * _JOIN_MAX`` is data (an encoded file, a list of
+    paths, a wrapped blob): only its first and last ``_JOIN_MAX`` characters,
+    cut at line breaks, are read joined, where a labelled value or a URL's
+    secret would start or end; its middle is read line by line, as before.
+    Reading it all joined would cost ten line-by-line passes for nothing.
+    """
+    raw = m.group(0)
+    before = m.string[max(0, m.start() - _CONTEXT) : m.start()]
+    if len(raw) <= 2 * _JOIN_MAX:
+        return _join(raw, before)
+    cuts = list(_BREAK.finditer(raw))
+    head_end = max((c.start() for c in cuts if c.start() <= _JOIN_MAX), default=cuts[0].start())
+    tail_start = min((c.end() for c in cuts if c.end() >= len(raw) - _JOIN_MAX), default=cuts[-1].end())
+    if tail_start <= head_end:
+        return _join(raw, before)
+    tail_before = raw[max(0, tail_start - _CONTEXT) : tail_start]
+    return _join(raw[:head_end], before) + raw[head_end:tail_start] + _join(raw[tail_start:], tail_before)
+
+
+def _join(raw: str, lines: str) -> str:
     """The word rejoined and redacted when a secret in it crosses a line break; else the text as it was.
 
     A break is a cut inside the word (a terminal's width) or, at either end,
@@ -203,16 +228,20 @@ def _joined(m: re.Match[str]) -> str:
     breaks, and only when the line-by-line pass would leave a piece of the
     secret (:func:`_needed`): lines that are separate things keep their layout.
     """
-    raw = m.group(0)
     if len(raw) < 16 or len(_BREAK.sub("", raw)) < 16:
         return raw
     cuts = [(c.start(), c.end()) for c in _BREAK.finditer(raw)]
-    lines = m.string[max(0, m.start() - _CONTEXT) : m.start()]
+    if not cuts:
+        return raw
     # a label can only be there if one of its words is, read across the breaks (most split words are paths)
     labelled = _LABEL_CUE.search(_WRAP.sub("", lines + raw)) is not None
+    if not labelled and _SHAPE_CUE.search(raw) is None:
+        return raw  # words of prose wrapped at a width: no secret known by its shape alone is that plain
     # the lines before the word, read as one line, give the labels of a value ("the secret key is …"); their
-    # breaks were spaces (wrapped at words) or nothing (cut at a width: "the secret ke\\ny is …")
+    # breaks were spaces (wrapped at words) or nothing (cut at a width: "the secret ke\\ny is …"); a secret in
+    # them is redacted first, as the line-by-line pass will, so the word is read after it as it will stand
     priors = [_WRAP.sub(" ", lines)] + ([_WRAP.sub("", lines)] if "\n" in lines else [])
+    priors = [_redact_lines(p) for p in priors]
     for lead in (False, True):
         for trail in (False, True):
             if len(cuts) - lead - trail < (0 if lead and not trail else 1):
@@ -271,6 +300,9 @@ _CASE_TURN = re.compile(r"[a-z][A-Z]")  # random letters turn case often; CamelC
 
 
 _WRAP = re.compile(r"[ \t]*\r?\n[ \t]*")
+# every rule that knows a secret by its shape alone needs a digit or a capital letter inside a word (a capital
+# starting a line or the word is a sentence's); a fuzz of 300,000 plain words found no exception
+_SHAPE_CUE = re.compile(r"[0-9]|(?<=[^\s])[A-Z]")
 # a word of every label the labelled rules and the keepers know: secret parts, vendors, "bearer", a URL's "://"
 _LABEL_CUE = re.compile(r"secret|key|token|pass|pwd|cred|auth|bearer|" + "|".join(VENDOR_PARTS) + r"|://|%3a%2f%2f", re.I)
 

@@ -112,6 +112,44 @@ REAL_SPLIT = {
 }
 
 
+def test_a_secret_before_a_cut_one_does_not_hide_its_label() -> None:
+    # a config dump printed at 66 columns: the first value, whole on its line, was read as part of the second's
+    # context; found in a real SpecStory history, where the second value's pieces were published
+    first, second = "5c0ffee1-2bad-4d00-9a11-c0ffee123456", "zz-7d3f1a9b2c4e6f80" + "1b3d5f7a9c2e4f6a8b"
+    text = (f"'one': EngineConfig(api_key='{first}', enabled=True, d\n"
+            f"efault_params={{}}), 'two': EngineConfig(api_key='{second[:18]}\n{second[18:]}', enabled=True)")
+    out = redact_text(text)
+    assert not _leaks(first, out) and not _leaks(second, out), out
+    assert redact_text(out) == out
+
+
+# lines that continue one word for 38 KB: a split word too long to read joined whole (worker.redact._JOIN_MAX)
+_PATHS = "\n".join(f"/srv/app/releases/2026-11-30/build-{i:05d}/static/assets/chunk" for i in range(600))
+_BARE = [s for s in CASES if redact_text(s.secret) != s.secret]  # known by shape, no label needed
+
+
+@pytest.mark.parametrize("sample", _BARE, ids=lambda s: s.kind)
+def test_a_secret_cut_at_the_start_of_a_very_long_split_word_is_redacted(sample: Sample) -> None:
+    cut = len(sample.secret) // 2
+    out = redact_text(sample.secret[:cut] + "\n" + sample.secret[cut:] + "\n" + _PATHS)
+    assert not _leaks(sample.secret, out), out[:200]
+    assert out.endswith(_PATHS[-20000:])  # a URL-shaped secret may take the paths after it, never past 8 KB
+
+
+@pytest.mark.parametrize("width", [61, 80, 97])
+def test_a_query_secret_cut_at_the_end_of_a_very_long_url_is_redacted(width: int) -> None:
+    secret = "Zq8Xw7Vu6Ts5Rp4Qo3Nm2Lk1Jh0Gf9Ed8Cb7"
+    url = "https://files.example.com/" + "".join(f"d{i}/" for i in range(3000)) + "file.zip?access_token=" + secret
+    out = redact_text("\n".join(url[i : i + width] for i in range(0, len(url), width)))
+    assert not _leaks(secret, out) and out.endswith("access_token=[REDACTED:token]")
+
+
+def test_the_middle_of_a_very_long_split_word_is_read_line_by_line() -> None:
+    blob = "".join(f"{i:08x}QmFzZTY0IGJsb2Igb2YgYW4gZW5jb2RlZCBmaWxl" for i in range(2000))  # 96 KB, no secret
+    text = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
+    assert redact_text(text) == _by_lines(text)
+
+
 @pytest.mark.parametrize("file_id", sorted(REAL_SPLIT))
 def test_credentials_cut_over_lines_in_real_transcripts_are_redacted(file_id: str) -> None:
     from bench.quality_corpus import CORPUS, _locate
