@@ -110,6 +110,35 @@ async def test_a_turn_too_large_for_any_window_is_not_sent(endpoint: Endpoint) -
 
 
 @pytest.mark.trio
+async def test_each_turn_is_redacted_once_however_many_windows(endpoint: Endpoint,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = notes_per_window
+    secret = "ghp_" + "Zq8Xw7Vu6Ts5" * 3
+    turns = tuple(turn(f"t{i}", f"I prefer option-{i}. My token is {secret}. " + "Some context. " * 120)
+                  for i in range(12))
+    inp = DigestInput(session_id="s", title="t", turns=turns)
+    seen: list[str] = []
+    real = openai_compat.redact
+
+    def counted(text: str) -> str:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(openai_compat, "redact", counted)
+    pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
+    out = await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
+    assert len(endpoint.requests) > 1 and endpoint.refused == 0
+    assert all(secret.encode() not in r.body for r in endpoint.requests)
+    assert sorted(x for x in seen if x != "t") == sorted(x for t in turns for x in (t.user, t.assistant))
+    assert {n.title for n in out.notes if n.type is NoteType.USER} == {f"Prefers option-{i}" for i in range(12)}
+    # the worker's lease counts the same requests without redacting anything
+    seen.clear()
+    route = Route(policy=pol, context_tokens=CONTEXT)
+    assert openai_compat.request_count(inp, route) == len(endpoint.requests) and seen == []
+
+
+@pytest.mark.trio
 async def test_a_context_too_small_for_the_instructions_is_a_config_error(endpoint: Endpoint) -> None:
     pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
     inp = DigestInput(session_id="s", title=None, turns=(turn("t1", "hello"),))

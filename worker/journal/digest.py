@@ -149,10 +149,10 @@ def _lease(evidence: list[TurnEvidence], policy: ModelPolicy, settings: Settings
     if policy.provider == "extractive" or not evidence:
         return 60.0
     from cairn.worker.providers.access import route
-    from cairn.worker.providers.openai_compat import windows
+    from cairn.worker.providers.openai_compat import request_count
 
     try:
-        requests = len(windows(_input(evidence), route(policy, settings or Settings()))[0])
+        requests = request_count(_input(evidence), route(policy, settings or Settings()))
     except CairnError:
         requests = 1  # the digest itself reports the bad setting
     return policy.timeout_seconds * max(1, requests)

@@ -96,14 +96,23 @@ def chat_url(endpoint: str) -> str:
     return http.chat_url(endpoint)
 
 
-def _turn(t: Turn) -> dict[str, str]:
-    return {"turn_id": t.turn_id, "user": redact(t.user), "assistant": redact(t.assistant)}
+Sent = dict[Turn, dict[str, str]]  # a turn -> the turn as it is sent (redacted), kept for one digest
 
 
-def _evidence(inp: DigestInput) -> str:
+def _turn(t: Turn, sent: Sent | None = None) -> dict[str, str]:
+    """The turn as sent. Redaction is the costly part of sizing and sending; ``sent`` does it once per turn."""
+    if sent is not None and t in sent:
+        return sent[t]
+    doc = {"turn_id": t.turn_id, "user": redact(t.user), "assistant": redact(t.assistant)}
+    if sent is not None:
+        sent[t] = doc
+    return doc
+
+
+def _evidence(inp: DigestInput, sent: Sent | None = None) -> str:
     doc = {
         "session_title": redact(inp.title) if inp.title else None,
-        "turns": [_turn(t) for t in inp.turns],
+        "turns": [_turn(t, sent) for t in inp.turns],
     }
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=None)
 
@@ -155,7 +164,7 @@ def parse_reply(raw: bytes, inp: DigestInput) -> DigestOutput:
     return DigestOutput(notes=finalize(drafts, known))
 
 
-def windows(inp: DigestInput, route: Route) -> tuple[list[DigestInput], list[str]]:
+def windows(inp: DigestInput, route: Route, sent: Sent | None = None) -> tuple[list[DigestInput], list[str]]:
     """The evidence split at turn boundaries into requests that fit ``route.context_tokens``.
 
     Returns the inputs of the windows, in transcript order, and the ids of
@@ -163,10 +172,24 @@ def windows(inp: DigestInput, route: Route) -> tuple[list[DigestInput], list[str
     """
     room = window.budget(route.context_tokens, SYSTEM_PROMPT, route.policy.max_output_tokens)
     head = window.json_tokens({"session_title": redact(inp.title) if inp.title else None, "turns": []})
-    costs = [window.json_tokens(_turn(t)) for t in inp.turns]
+    costs = [window.json_tokens(_turn(t, sent)) for t in inp.turns]
     groups, too_large = window.pack(costs, room - head)
     parts = [attrs.evolve(inp, turns=tuple(inp.turns[i] for i in group)) for group in groups]
     return parts, [inp.turns[i].turn_id for i in too_large]
+
+
+def request_count(inp: DigestInput, route: Route) -> int:
+    """About how many requests :func:`digest_route` will send: the windows sized on the text before redaction.
+
+    For the worker's lease (a time budget), not for what is sent: redaction
+    changes a turn's size by a few characters per secret, and sizing the
+    windows on redacted text would cost a redaction of the whole session.
+    """
+    room = window.budget(route.context_tokens, SYSTEM_PROMPT, route.policy.max_output_tokens)
+    head = window.json_tokens({"session_title": inp.title, "turns": []})
+    costs = [window.json_tokens({"turn_id": t.turn_id, "user": t.user, "assistant": t.assistant}) for t in inp.turns]
+    groups, _ = window.pack(costs, room - head)
+    return len(groups)
 
 
 def _title_key(draft: Draft) -> tuple[str, str]:
@@ -192,12 +215,13 @@ def _across(per_window: list[list[Draft]]) -> list[Draft]:
 async def digest_route(inp: DigestInput, route: Route) -> DigestOutput:
     """Digest ``inp`` in as many requests as its context window needs; notes merged across them."""
     check_route(route)
-    parts, _ = windows(inp, route)
+    sent: Sent = {}
+    parts, _ = windows(inp, route, sent)
     known = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
     per_window: list[list[Draft]] = []
     position = 0
     for part in parts:
-        items = await ask(route, SYSTEM_PROMPT, _evidence(part), key="notes")
+        items = await ask(route, SYSTEM_PROMPT, _evidence(part, sent), key="notes")
         in_window = {turn.turn_id: index for index, turn in enumerate(part.turns)}
         # positions continue across windows: notes are told apart, and ordered, as in one reply
         per_window.append([_note(item, position + index, in_window) for index, item in enumerate(items)])
