@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import attrs
-from cairn.worker.secret_labels import VENDOR_KINDS, VENDOR_PARTS, redact_labelled
+from cairn.worker.secret_labels import VENDOR_KINDS, VENDOR_PARTS, is_path, redact_labelled
 from cairn.worker.secret_rules import RULES, Rule
 
 __all__ = ["RedactingFilter", "kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
@@ -207,36 +207,93 @@ def _joined(m: re.Match[str]) -> str:
     """
     raw = m.group(0)
     before = m.string[max(0, m.start() - _CONTEXT) : m.start()]
+    prefix = m.start() - (m.string.rfind("\n", 0, m.start()) + 1)  # the first line's characters before the word
     if len(raw) <= 2 * _JOIN_MAX:
-        return _join(raw, before)
+        return _join(raw, before, prefix)
     cuts = list(_BREAK.finditer(raw))
     head_end = max((c.start() for c in cuts if c.start() <= _JOIN_MAX), default=cuts[0].start())
     tail_start = min((c.end() for c in cuts if c.end() >= len(raw) - _JOIN_MAX), default=cuts[-1].end())
     if tail_start <= head_end:
-        return _join(raw, before)
+        return _join(raw, before, prefix)
     tail_before = raw[max(0, tail_start - _CONTEXT) : tail_start]
-    return _join(raw[:head_end], before) + raw[head_end:tail_start] + _join(raw[tail_start:], tail_before)
+    tail_prefix = tail_start - (raw.rfind("\n", 0, tail_start) + 1)
+    return (_join(raw[:head_end], before, prefix) + raw[head_end:tail_start]
+            + _join(raw[tail_start:], tail_before, tail_prefix))
 
 
-def _join(raw: str, lines: str) -> str:
-    """The word rejoined and redacted when a secret in it crosses a line break; else the text as it was.
+def _join(raw: str, lines: str, prefix: int = 0) -> str:
+    """The word with each secret that crosses one of its line breaks redacted; else the text as it was.
+
+    ``lines`` is the text before the word (its label context) and ``prefix``
+    how many characters of the word's first line stand before it. A terminal
+    cuts every line of a token at one width, so where a line's length differs
+    from the line before's by more than two characters (the first break of a
+    part excepted: it may be a wrap after a label, "password:" / the value;
+    a line ending in a hyphen excepted: wrapped text breaks there) the word
+    is read as two, after a shorter line (a token's last piece) or before a
+    longer one; each part is read by :func:`_join_part`.
+    """
+    if len(raw) < 16 or len(_BREAK.sub("", raw)) < 16:
+        return raw
+    widths = _widths(raw, prefix)  # each line's length is the same whichever part it starts
+    out: list[str] = []
+    pos, first, prev = 0, 0, -1  # the part's start in raw, its first break, the last hard line's length in it
+    for i, (at_i, width, soft) in enumerate(widths):
+        if i == first or soft:
+            continue
+        if prev < 0 or abs(width - prev) <= 2:
+            prev = width
+            continue
+        # a shorter line may be a token's last piece: split after it; a longer one starts something else
+        at = at_i if width < prev else widths[i - 1][0]
+        brk = _BREAK.match(raw, at)
+        assert brk is not None
+        out.append(_join_part(raw[pos:at], lines, prefix))
+        out.append(raw[at : brk.end()])
+        lines = (lines + out[-2] + out[-1])[-_CONTEXT:]  # as it will stand: its secrets redacted
+        prefix = brk.end() - raw.rfind("\n", 0, brk.end()) - 1
+        pos, first, prev = brk.end(), i + 1 if at == at_i else i, -1
+    out.append(_join_part(raw[pos:], lines, prefix))
+    return "".join(out)
+
+
+def _join_part(raw: str, lines: str, prefix: int) -> str:
+    """One part of a split word, its secrets that cross a break redacted.
 
     A break is a cut inside the word (a terminal's width) or, at either end,
     possibly a space (text wrapped at words: "use\\nTOKEN", "TOKEN\\nfor"):
     the word is read whole first, then without a first or last piece, which
     then counts as a word of its own. Only the changed stretch loses its line
-    breaks, and only when the line-by-line pass would leave a piece of the
-    secret (:func:`_needed`): lines that are separate things keep their layout.
+    breaks, and only when :func:`_needed` says so: lines that are separate
+    things keep their layout. The rest of the word after a redacted stretch
+    is read again, for a second secret.
     """
-    if len(raw) < 16 or len(_BREAK.sub("", raw)) < 16:
-        return raw
+    out: list[str] = []
+    while True:
+        found = _first_secret(raw, lines, prefix)
+        if found is None:
+            out.append(raw)
+            return "".join(out)
+        head, stop, replacement = found
+        out.append(raw[:head] + replacement)
+        rest = raw[stop:]
+        if "\n" not in rest or len(_BREAK.sub("", rest)) < 16:
+            out.append(rest)
+            return "".join(out)
+        so_far = lines + raw[:head] + replacement
+        prefix = prefix + head + len(replacement) if "\n" not in raw[:head] else len(so_far) - so_far.rfind("\n") - 1
+        lines, raw = so_far[-_CONTEXT:], rest
+
+
+def _first_secret(raw: str, lines: str, prefix: int) -> tuple[int, int, str] | None:
+    """The first stretch of ``raw`` to redact as a secret crossing a break (start, end, replacement), or None."""
     cuts = [(c.start(), c.end()) for c in _BREAK.finditer(raw)]
     if not cuts:
-        return raw
+        return None
     # a label can only be there if one of its words is, read across the breaks (most split words are paths)
     labelled = _LABEL_CUE.search(_WRAP.sub("", lines + raw)) is not None
     if not labelled and _SHAPE_CUE.search(raw) is None:
-        return raw  # words of prose wrapped at a width: no secret known by its shape alone is that plain
+        return None  # words of prose wrapped at a width: no secret known by its shape alone is that plain
     # the lines before the word, read as one line, give the labels of a value ("the secret key is …"); their
     # breaks were spaces (wrapped at words) or nothing (cut at a width: "the secret ke\\ny is …"); a secret in
     # them is redacted first, as the line-by-line pass will, so the word is read after it as it will stand
@@ -252,49 +309,104 @@ def _join(raw: str, lines: str) -> str:
             if len(span.word) < 16:
                 continue
             done = span.redact(None)
+            by_label = False
             for prior in priors if labelled and done is None else ():
                 done = span.redact(prior + (raw[: cuts[0][0]] + " " if lead else ""))
                 if done is not None:
+                    by_label = True
                     break
-            if done is not None and _needed(priors[0], raw, raw[:start] + done + raw[end:]):
-                return raw[:start] + done + raw[end:]
-    return raw
+            if done is None:
+                continue
+            result = raw[:start] + done + raw[end:]
+            change = _changed(raw, result)
+            if change is None or (by_label and not _random_pieces(raw[change[0] : change[1]])):
+                continue
+            if _needed(priors[0], raw, result, change, prefix):
+                return change
+    return None
 
 
-def _needed(before: str, raw: str, done: str) -> bool:
-    """Whether the rejoined redaction ``done`` takes a piece of a secret that the line-by-line pass leaves.
+def _random_pieces(stretch: str) -> bool:
+    """Whether a piece of ``stretch`` (8 characters or more, not a path) looks random on its own.
 
-    The line-by-line pass may already have the secret whole on its line; a
-    rejoined word would then only swallow the next line's first word
-    ("token: …" / "HTTP/1.1 200"). So the join is needed when the stretch's
-    first piece (up to its line end) is left whole by the line-by-line pass,
-    or a later piece it leaves looks like part of a secret: at least 8
-    characters with a letter and a digit side by side, or with a turn from
-    lower to upper case every 6 characters or fewer.
+    A value known by its label is judged random as one word; joined, two
+    lines of a file listing ("…-groups.md" / "0008-keep-…") become random at
+    the seam. A real credential cut at a width has random pieces.
     """
-    change = _changed(raw, done)
-    if change is None:
-        return False
+    pieces = [p for p in _BREAK.split(stretch) if len(p) >= 8]
+    return not pieces or any(_looks_cut(p) and not is_path(p) for p in pieces)
+
+
+def _looks_cut(piece: str) -> bool:
+    return bool(_MIXED.search(piece)) or 6 * len(_CASE_TURN.findall(piece)) >= len(piece)
+
+
+def _widths(raw: str, prefix: int, head: int = 0, end: int | None = None) -> list[tuple[int, int, bool]]:
+    """(break position, length of the line it ends, soft) for the breaks of ``raw[head:end]``.
+
+    A line ending in a hyphen is *soft*: text wrapped at words breaks there
+    ("sk-ant-" / "api03-"), at any length.
+    """
+    out = []
+    for c in _BREAK.finditer(raw, head, len(raw) if end is None else end):
+        start = raw.rfind("\n", 0, c.start()) + 1
+        soft = c.start() > 0 and raw[c.start() - 1] == "-"
+        out.append((c.start(), c.start() - start + (prefix if start == 0 else 0), soft))
+    return out
+
+
+_MIN_WIDTH = 12  # no terminal or wrapped pane is narrower; ids listed one per line under a label are shorter
+
+
+def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], prefix: int) -> bool:
+    """Whether the rejoined redaction ``done`` of ``raw`` should stand instead of the line-by-line pass.
+
+    Three conditions:
+
+    * the lines it joins look cut by a terminal: when it crosses two breaks
+      or more, the lines ending at them are of one length (give or take two
+      characters for wide characters), not a label and a list of short ids;
+    * it hides everything the line-by-line pass hides: a greedy rule that
+      swallowed the start of the next line's token must not leave that
+      token's rest readable;
+    * the line-by-line pass would leave a piece of the secret. It may
+      already have the secret whole on its line; a rejoined word would then
+      only swallow the next line's first word ("token: …" / "HTTP/1.1
+      200"). So the join is needed when the stretch's first piece (up to its
+      line end) is left whole by the line-by-line pass, or a later piece it
+      leaves looks like part of a secret: at least 8 characters with a
+      letter and a digit side by side, or with a turn from lower to upper
+      case every 6 characters or fewer.
+    """
     head, end, _ = change
+    inner = [w for _, w, soft in _widths(raw, prefix, head, end) if not soft]
+    if len(inner) >= 2 and (max(inner) - min(inner) > 2 or min(inner) < _MIN_WIDTH):
+        return False
     plain = _redact_lines(before + raw)
     plain = plain[len(before) :] if plain.startswith(before) else _redact_lines(raw)
+    after = _redact_lines(done)
+    if any(len(run) >= 8 and run not in plain for run in _MARKER_RUN.sub(" ", after).split()):
+        return False
     raw_lines, plain_lines = raw.split("\n"), plain.split("\n")
     if len(raw_lines) != len(plain_lines):
         return True
     row = raw.count("\n", 0, head)
     first = raw_lines[row][head - (raw.rfind("\n", 0, head) + 1) :].rstrip("\r")
-    if first and plain_lines[row].rstrip("\r").endswith(first):
-        return True
-    left = _SURVIVOR.findall(plain)  # what the line-by-line pass leaves
-    for piece in _BREAK.split(raw[head:end])[1:]:
-        for run in left:
+    if _ALNUM.search(first) and plain_lines[row].rstrip("\r").endswith(first):
+        return True  # ("---" or "**" before a path is a line of its own, not a secret's first piece)
+    for k, piece in enumerate(_BREAK.split(raw[head:end])[1:], start=1):
+        for run in _SURVIVOR.findall(plain_lines[row + k]):  # what the line-by-line pass leaves of that line
             kept = run if run in piece else piece if piece in run else ""
-            if len(kept) >= 8 and (_MIXED.search(kept) or 6 * len(_CASE_TURN.findall(kept)) >= len(kept)):
+            if len(kept) >= 8 and _looks_cut(kept) and not is_path(kept):
                 return True
     return False
 
 
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
 _SURVIVOR = re.compile(r"(?:(?!\[REDACTED:[a-z0-9_]{1,40}\])\S)+")
+_MARKER_RUN = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
 _MIXED = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
 _CASE_TURN = re.compile(r"[a-z][A-Z]")  # random letters turn case often; CamelCaseNames once a word
 

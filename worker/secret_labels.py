@@ -46,7 +46,8 @@ from collections import Counter
 from collections.abc import Callable
 
 __all__ = [
-    "ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "VENDOR_PARTS", "WINDOW", "entropy", "looks_random", "redact_labelled",
+    "ENTROPY", "HEX_ENTROPY", "MIN_LENGTH", "VENDOR_KINDS", "VENDOR_PARTS", "WINDOW", "entropy", "is_path", "looks_random",
+    "redact_labelled",
 ]
 
 WINDOW = 5  # words after a label where its value may stand
@@ -101,7 +102,7 @@ def _parts(word: str) -> list[str]:
     return [p.lower() for p in _PARTS.findall(word)]
 
 
-def _is_path(word: str) -> bool:
+def is_path(word: str) -> bool:
     """``./a``, ``~/a``, ``a/b.py``, ``src/lower/case``, ``/usr/Lib``: a path, not base64 that happens to hold a slash."""
     if word.startswith(("./", "../", "~")):
         return True
@@ -114,7 +115,7 @@ def _is_path(word: str) -> bool:
 
 def looks_random(word: str) -> bool:
     """Whether a word standing after a secret label is a credential rather than a name, path or identifier."""
-    if len(word) < MIN_LENGTH or _is_path(word):
+    if len(word) < MIN_LENGTH or is_path(word):
         return False
     if _DOTTED.fullmatch(word):
         return False  # os.environ.get, win32api.RegOpenKeyEx, api.example.com: names, not secrets

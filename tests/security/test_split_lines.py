@@ -123,6 +123,45 @@ def test_a_secret_before_a_cut_one_does_not_hide_its_label() -> None:
     assert redact_text(out) == out
 
 
+# found by a second reading of the join (synthetic credentials of tests/security/samples.py)
+_NPM = next(s.secret for s in SAMPLES if s.kind == "npm_token")
+_AKIA = next(s.secret for s in SAMPLES if s.kind == "aws_access_key_id")
+_ANT = next(s.secret for s in SAMPLES if s.kind == "anthropic_key")
+_WHSEC = next(s.secret for s in SAMPLES if s.secret.startswith("whsec_"))
+
+
+def _cut(secret: str, at: int | None = None) -> str:
+    at = len(secret) // 2 if at is None else at
+    return secret[:at] + "\n" + secret[at:]
+
+
+def test_a_greedy_rule_does_not_take_the_next_line_s_token_in_part() -> None:
+    # a cut token, then a whole one on its own line (printenv A B): both whole, as the line pass had the second
+    out = redact_text(_cut(_TOKEN) + "\n" + _TOKEN + "\n")
+    assert out == "[REDACTED:github_token]\n[REDACTED:github_token]\n"
+
+
+def test_a_cut_token_followed_by_short_lines_keeps_them() -> None:
+    assert redact_text(_cut(_NPM) + "\nalice\nok\n") == "[REDACTED:npm_token]\nalice\nok\n"
+    out = redact_text(f"Billing always runs with {_cut(_WHSEC, 10)}\nin production.")
+    assert out == "Billing always runs with [REDACTED:stripe_key]\nin production."
+
+
+def test_two_secrets_in_one_split_word_are_both_redacted() -> None:
+    text = _cut(_AKIA) + "\n" + _cut(_ANT, 53) + "\n"
+    assert redact_text(text) == "[REDACTED:aws_access_key_id]\n[REDACTED:anthropic_key]\n"
+
+
+@pytest.mark.parametrize("text", [
+    "Token fix landed in\n3f2a9c1e\n5b7d4f6a\n8c0e2b4d\n",  # short ids under a label: lines, not a cut token
+    "Rotate the API keys on these hosts\nweb01\ndb02prod\ncache03east\nworker04west\n",
+    "docs/adr/:\n0006-wallet-only-auth.md\n0007-rename-circles-to-groups.md\n0008-keep-nextjs-shadcn-stack.md\n",
+    '"@solana/spl-token": "^0.4.13",\n---\n/Users/me/.nvm/versions/node/v23.9.0/bin/pnpm\n/Users/me/.nvm/x/corepack\n',
+])
+def test_listings_after_a_label_are_read_line_by_line(text: str) -> None:
+    assert redact_text(text) == _by_lines(text)
+
+
 # lines that continue one word for 38 KB: a split word too long to read joined whole (worker.redact._JOIN_MAX)
 _PATHS = "\n".join(f"/srv/app/releases/2026-11-30/build-{i:05d}/static/assets/chunk" for i in range(600))
 _BARE = [s for s in CASES if redact_text(s.secret) != s.secret]  # known by shape, no label needed
