@@ -39,6 +39,7 @@ import enum
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -193,6 +194,13 @@ _BREAK = re.compile(r"\r?\n[ \t]{0,8}")
 _CONTEXT = 120  # characters before a split word (lines joined by spaces), read with it for a labelled secret
 
 
+def _columns(text: str) -> int:
+    """Terminal columns of ``text``: East Asian wide and full-width characters take two."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 _JOIN_MAX = 8192  # characters of a split word read joined at each end; longer than any credential seen
 
 
@@ -207,7 +215,7 @@ def _joined(m: re.Match[str]) -> str:
     """
     raw = m.group(0)
     before = m.string[max(0, m.start() - _CONTEXT) : m.start()]
-    prefix = m.start() - (m.string.rfind("\n", 0, m.start()) + 1)  # the first line's characters before the word
+    prefix = _columns(m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.start()])  # the first line's before it
     if len(raw) <= 2 * _JOIN_MAX:
         return _join(raw, before, prefix)
     cuts = list(_BREAK.finditer(raw))
@@ -334,7 +342,12 @@ def _random_pieces(stretch: str) -> bool:
     the seam. A real credential cut at a width has random pieces.
     """
     pieces = [p for p in _BREAK.split(stretch) if len(p) >= 8]
-    return not pieces or any(_looks_cut(p) and not is_path(p) for p in pieces)
+    return not pieces or any(_looks_cut(p) and not _pathlike(p) for p in pieces)
+
+
+def _pathlike(piece: str) -> bool:
+    """A piece that is a path of its own ("/Users/…/bin/pnpm"), not a cut piece of base64 holding a slash."""
+    return piece.startswith(("/", "./", "../", "~/")) and is_path(piece)
 
 
 def _looks_cut(piece: str) -> bool:
@@ -379,13 +392,17 @@ def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], pref
       case every 6 characters or fewer.
     """
     head, end, _ = change
-    inner = [w for _, w, soft in _widths(raw, prefix, head, end) if not soft]
+    found = [(at, w) for at, w, soft in _widths(raw, prefix, head, end) if not soft]
+    inner = [w for _, w in found]
+    first_break = _BREAK.search(raw)
+    if len(inner) >= 3 and first_break is not None and found[0][0] == first_break.start() and inner[0] > max(inner[1:]):
+        inner = inner[1:]  # the word's first line may hold a label before the cut value ("password= " / the value)
     if len(inner) >= 2 and (max(inner) - min(inner) > 2 or min(inner) < _MIN_WIDTH):
         return False
     plain = _redact_lines(before + raw)
     plain = plain[len(before) :] if plain.startswith(before) else _redact_lines(raw)
     after = _redact_lines(done)
-    if any(len(run) >= 8 and run not in plain for run in _MARKER_RUN.sub(" ", after).split()):
+    if any(len(run) >= 8 and run not in plain and "REDACTED:" not in run for run in _MARKER_RUN.sub(" ", after).split()):
         return False
     raw_lines, plain_lines = raw.split("\n"), plain.split("\n")
     if len(raw_lines) != len(plain_lines):
@@ -397,7 +414,7 @@ def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], pref
     for k, piece in enumerate(_BREAK.split(raw[head:end])[1:], start=1):
         for run in _SURVIVOR.findall(plain_lines[row + k]):  # what the line-by-line pass leaves of that line
             kept = run if run in piece else piece if piece in run else ""
-            if len(kept) >= 8 and _looks_cut(kept) and not is_path(kept):
+            if len(kept) >= 8 and _looks_cut(kept) and not _pathlike(kept):
                 return True
     return False
 

@@ -152,6 +152,34 @@ def test_two_secrets_in_one_split_word_are_both_redacted() -> None:
     assert redact_text(text) == "[REDACTED:aws_access_key_id]\n[REDACTED:anthropic_key]\n"
 
 
+_SENDGRID = next(s.secret for s in SAMPLES if s.kind == "sendgrid_key")
+_OPENAI = next(s.secret for s in SAMPLES if s.secret.startswith("sk-proj-"))
+
+
+def _width_cut(text: str, width: int) -> str:
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
+
+
+def test_wide_characters_before_a_token_count_two_columns() -> None:
+    # a terminal 40 columns wide: seven CJK characters and a space take 15 of them
+    line = "请使用这个密钥 " + _SENDGRID
+    first = 40 - 15
+    text = line[: 8 + first] + "\n" + _width_cut(line[8 + first :], 40) + " 谢谢"
+    out = redact_text(text)
+    assert not _leaks(_SENDGRID, out) and out.endswith("[REDACTED:sendgrid_key] 谢谢"), out
+
+
+@pytest.mark.parametrize("label", ["key: ", "password= "])
+def test_a_value_cut_at_a_width_after_its_label_is_redacted_whole(label: str) -> None:
+    out = redact_text(label + _width_cut(_OPENAI, 14))
+    assert not _leaks(_OPENAI, out) and redact_text(out) == out, out
+
+
+def test_a_piece_starting_with_a_tilde_is_not_a_path() -> None:
+    out = redact_text(_AKIA + ":6W48Q\n~LW1fITeqkfa485kB7WEJ8Zosze4bv~prq9")
+    assert "~LW1fITeqkfa485k" not in out and out.startswith("[REDACTED:aws_access_key_id]:"), out
+
+
 @pytest.mark.parametrize("text", [
     "Token fix landed in\n3f2a9c1e\n5b7d4f6a\n8c0e2b4d\n",  # short ids under a label: lines, not a cut token
     "Rotate the API keys on these hosts\nweb01\ndb02prod\ncache03east\nworker04west\n",
