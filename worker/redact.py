@@ -74,8 +74,9 @@ _KEEPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(authorization[ \t]{0,8}:[ \t]{0,8}(?:basic|token)[ \t]{1,8})[A-Za-z0-9._~+/=\-]{8,}+", re.I
         ),
     ),
-    # scheme://user:password@host -> the scheme, user and host stay.
-    ("password", re.compile(r"(://[^\s:/@]{0,256}+:)[^\s/@]{1,256}+(?=@)")),
+    # scheme://user:password@host -> the scheme, user and host stay (a user already redacted is no user:
+    # "://[REDACTED:github_token]@" would read as user "[REDACTED" with password "github_token]")
+    ("password", re.compile(r"(://(?!\[REDACTED:)[^\s:/@]{0,256}+:)[^\s/@]{1,256}+(?=@)")),
     # the same URL percent-encoded as a query value (next=postgres%3A%2F%2Fuser%3Apassword%40host)
     ("password", re.compile(r"(%3A%2F%2F(?:[^\s:/@%]|%(?!3A)[0-9A-F]{2}){0,256}+%3A)"
                             r"(?:[^\s/@%]|%(?!40)[0-9A-F]{2}){1,256}+(?=%40)", re.I)),
@@ -307,6 +308,7 @@ def _first_secret(raw: str, lines: str, prefix: int) -> tuple[int, int, str] | N
     # them is redacted first, as the line-by-line pass will, so the word is read after it as it will stand
     priors = [_WRAP.sub(" ", lines)] + ([_WRAP.sub("", lines)] if "\n" in lines else [])
     priors = [_redact_lines(p) for p in priors]
+    plain: str | None = None  # the line-by-line pass of raw after its context, once
     for lead in (False, True):
         for trail in (False, True):
             if len(cuts) - lead - trail < (0 if lead and not trail else 1):
@@ -329,7 +331,10 @@ def _first_secret(raw: str, lines: str, prefix: int) -> tuple[int, int, str] | N
             change = _changed(raw, result)
             if change is None or (by_label and not _random_pieces(raw[change[0] : change[1]])):
                 continue
-            if _needed(priors[0], raw, result, change, prefix):
+            if plain is None:
+                plain = _redact_lines(priors[0] + raw)
+                plain = plain[len(priors[0]) :] if plain.startswith(priors[0]) else _redact_lines(raw)
+            if _needed(plain, raw, result, change, prefix):
                 return change
     return None
 
@@ -371,8 +376,8 @@ def _widths(raw: str, prefix: int, head: int = 0, end: int | None = None) -> lis
 _MIN_WIDTH = 12  # no terminal or wrapped pane is narrower; ids listed one per line under a label are shorter
 
 
-def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], prefix: int) -> bool:
-    """Whether the rejoined redaction ``done`` of ``raw`` should stand instead of the line-by-line pass.
+def _needed(plain: str, raw: str, done: str, change: tuple[int, int, str], prefix: int) -> bool:
+    """Whether the rejoined redaction ``done`` of ``raw`` should stand instead of the line-by-line pass (``plain``).
 
     Three conditions:
 
@@ -399,10 +404,8 @@ def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], pref
         inner = inner[1:]  # the word's first line may hold a label before the cut value ("password= " / the value)
     if len(inner) >= 2 and (max(inner) - min(inner) > 2 or min(inner) < _MIN_WIDTH):
         return False
-    plain = _redact_lines(before + raw)
-    plain = plain[len(before) :] if plain.startswith(before) else _redact_lines(raw)
     after = _redact_lines(done)
-    if any(len(run) >= 8 and run not in plain and "REDACTED:" not in run for run in _MARKER_RUN.sub(" ", after).split()):
+    if any(len(run) >= 8 and run not in plain for run in _MARKER_RUN.sub(" ", after).split()):
         return False
     raw_lines, plain_lines = raw.split("\n"), plain.split("\n")
     if len(raw_lines) != len(plain_lines):
@@ -412,7 +415,7 @@ def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], pref
     if _ALNUM.search(first) and plain_lines[row].rstrip("\r").endswith(first):
         return True  # ("---" or "**" before a path is a line of its own, not a secret's first piece)
     for k, piece in enumerate(_BREAK.split(raw[head:end])[1:], start=1):
-        for run in _SURVIVOR.findall(plain_lines[row + k]):  # what the line-by-line pass leaves of that line
+        for run in _MARKER_RUN.sub(" ", plain_lines[row + k]).split():  # what the line-by-line pass leaves of it
             kept = run if run in piece else piece if piece in run else ""
             if len(kept) >= 8 and _looks_cut(kept) and not _pathlike(kept):
                 return True
@@ -420,9 +423,6 @@ def _needed(before: str, raw: str, done: str, change: tuple[int, int, str], pref
 
 
 _ALNUM = re.compile(r"[A-Za-z0-9]")
-
-
-_SURVIVOR = re.compile(r"(?:(?!\[REDACTED:[a-z0-9_]{1,40}\])\S)+")
 _MARKER_RUN = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
 _MIXED = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
 _CASE_TURN = re.compile(r"[a-z][A-Z]")  # random letters turn case often; CamelCaseNames once a word

@@ -175,6 +175,12 @@ def test_a_value_cut_at_a_width_after_its_label_is_redacted_whole(label: str) ->
     assert not _leaks(_OPENAI, out) and redact_text(out) == out, out
 
 
+@pytest.mark.parametrize("text", [f"https://{_TOKEN}@github.com/o/r", f"https://{_cut(_TOKEN)}@github.com/o/r"])
+def test_a_token_as_a_url_user_is_one_marker(text: str) -> None:
+    # the URL password rule once read the token's marker as "user:password" and nested a second marker in it
+    assert redact_text(text) == "https://[REDACTED:github_token]@github.com/o/r"
+
+
 def test_a_piece_starting_with_a_tilde_is_not_a_path() -> None:
     out = redact_text(_AKIA + ":6W48Q\n~LW1fITeqkfa485kB7WEJ8Zosze4bv~prq9")
     assert "~LW1fITeqkfa485k" not in out and out.startswith("[REDACTED:aws_access_key_id]:"), out
