@@ -170,10 +170,8 @@ def windows(inp: DigestInput, route: Route, sent: Sent | None = None) -> tuple[l
     Returns the inputs of the windows, in transcript order, and the ids of
     turns too large for any window: those are not sent, like any oversized turn.
     """
-    room = window.budget(route.context_tokens, SYSTEM_PROMPT, route.policy.max_output_tokens)
-    head = window.json_tokens({"session_title": redact(inp.title) if inp.title else None, "turns": []})
-    costs = [window.json_tokens(_turn(t, sent)) for t in inp.turns]
-    groups, too_large = window.pack(costs, room - head)
+    title = redact(inp.title) if inp.title else None
+    groups, too_large = _pack(route, title, [_turn(t, sent) for t in inp.turns])
     parts = [attrs.evolve(inp, turns=tuple(inp.turns[i] for i in group)) for group in groups]
     return parts, [inp.turns[i].turn_id for i in too_large]
 
@@ -185,11 +183,15 @@ def request_count(inp: DigestInput, route: Route) -> int:
     changes a turn's size by a few characters per secret, and sizing the
     windows on redacted text would cost a redaction of the whole session.
     """
+    docs = [{"turn_id": t.turn_id, "user": t.user, "assistant": t.assistant} for t in inp.turns]
+    return len(_pack(route, inp.title, docs)[0])
+
+
+def _pack(route: Route, title: str | None, docs: list[dict[str, str]]) -> tuple[list[list[int]], list[int]]:
+    """:func:`window.pack` of the turns as ``docs`` give them, next to the system prompt and the title."""
     room = window.budget(route.context_tokens, SYSTEM_PROMPT, route.policy.max_output_tokens)
-    head = window.json_tokens({"session_title": inp.title, "turns": []})
-    costs = [window.json_tokens({"turn_id": t.turn_id, "user": t.user, "assistant": t.assistant}) for t in inp.turns]
-    groups, _ = window.pack(costs, room - head)
-    return len(groups)
+    head = window.json_tokens({"session_title": title, "turns": []})
+    return window.pack([window.json_tokens(d) for d in docs], room - head)
 
 
 def _title_key(draft: Draft) -> tuple[str, str]:
