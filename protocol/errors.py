@@ -41,6 +41,7 @@ class ErrorCode(enum.StrEnum):
     CLAIM_CORRUPT = "E_CLAIM_CORRUPT"
     # configuration and CLI
     CONFIG_INVALID = "E_CONFIG_INVALID"
+    EXTRA_MISSING = "E_EXTRA_MISSING"  # an optional part (an extra) is not installed
     WORKSPACE_UNTRUSTED = "E_WORKSPACE_UNTRUSTED"  # a workspace file set off-machine settings; ignored
     WORKSPACE_INVALID = "E_WORKSPACE_INVALID"
     NOT_FOUND = "E_NOT_FOUND"

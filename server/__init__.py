@@ -13,3 +13,12 @@ the feature modules in :mod:`server.features`, none of which import pygls.
 :mod:`server.cli` is the command line; :mod:`server.testing` holds test
 doubles that production code never imports.
 """
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    #: the installed distribution's version: pyproject.toml is its one source
+    #: (the elisp package headers repeat it; tests/packaging checks they agree)
+    __version__ = version("cairn-journal")
+except PackageNotFoundError:  # run from a tree that was never installed
+    __version__ = "0+unknown"

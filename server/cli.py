@@ -20,14 +20,31 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.server import __version__
 from cairn.server.cli_commands import COMMANDS
 from cairn.server.cli_support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error shape: ``cairn: E_USAGE: message`` and exit 2.
+
+    argparse's own ``error`` prints the usage and ``prog: error: …``; every other
+    fixed error of the CLI is one ``cairn: E_…`` line, and editors and scripts
+    read that shape. Subparsers inherit the class (``add_subparsers`` uses
+    ``type(self)``), so ``cairn import --bogus`` answers the same way.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"cairn: {ErrorCode.USAGE}: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(EXIT_ERROR)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding")
+    parser = _Parser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding")
+    parser.add_argument("--version", action="version", version=f"cairn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, cmd in COMMANDS.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)

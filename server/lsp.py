@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 import attrs
 from cairn.protocol.lsp import CONTRACT_VERSION
-from cairn.server import lsp_stdio, memory_docs
+from cairn.server import __version__, lsp_stdio, memory_docs
 from cairn.server.features.commands import COMMANDS
 from cairn.server.lsp_protocol import CairnProtocol, quiet_pygls_logs
 from cairn.server.lsp_protocol import log as protocol_log
@@ -33,7 +33,7 @@ from cairn.worker.redact import redact_text
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-VERSION = "0.1.0"
+VERSION = __version__
 _TYPES = {1: lsp.MessageType.Error, 2: lsp.MessageType.Warning, 3: lsp.MessageType.Info, 4: lsp.MessageType.Log}
 
 

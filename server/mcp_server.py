@@ -206,5 +206,11 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
 
     if not os.path.isdir(ns.workspace):
         raise CairnError(ErrorCode.WORKSPACE_INVALID, f"{str(ns.workspace)[:120]} is not a directory")
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        # the SDK (and what it pulls: pydantic, starlette, uvicorn, a second HTTP stack) is the `mcp` extra
+        raise CairnError(ErrorCode.EXTRA_MISSING, "`cairn mcp` needs the Model Context Protocol SDK: "
+                                                  "pip install 'cairn-journal[mcp]'") from None
     build(ns).run("stdio")
     return EXIT_OK

@@ -99,3 +99,39 @@ def test_fixed_errors_exit_2_with_their_code(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setitem(COMMANDS, "doctor", _raising(exc))
     assert cli.main(["doctor", "-w", str(tmp_path)]) == 2
     assert capsys.readouterr().err == line
+
+
+def test_version_comes_from_the_installed_metadata_and_the_elisp_headers_agree() -> None:
+    import tomllib
+    from importlib.metadata import version
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "--version"], env=child_env(), capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == f"cairn {declared}" == f"cairn {version('cairn-journal')}"
+    for el in sorted((REPO / "editors" / "emacs").glob("*.el")):
+        headers = [ln for ln in el.read_text(encoding="utf-8").splitlines() if ln.startswith(";; Version:")]
+        assert headers in ([], [f";; Version: {declared}"]), el.name
+
+
+@pytest.mark.parametrize("argv", [["import", "--bogus"], [], ["nosuch"], ["retry"]])
+def test_bad_usage_is_one_fixed_error_line_and_exit_2(argv: list[str]) -> None:
+    r = subprocess.run([PYTHON, "-m", "cairn.server", *argv], env=child_env(), capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"cairn: {ErrorCode.USAGE}: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stdout == ""
+
+
+def test_cairn_mcp_without_the_mcp_extra_names_the_install_command(tmp_path: Path) -> None:
+    """The SDK is the optional extra ``mcp``: without it, one fixed error line, exit 2, no traceback."""
+    hide = ("import sys, importlib.abc\n"
+            "class Hide(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'mcp' or name.startswith('mcp.'):\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Hide())\n"
+            "from cairn.server import cli\n"
+            f"sys.exit(cli.main(['mcp', '-w', {str(tmp_path)!r}]))\n")
+    r = subprocess.run([PYTHON, "-c", hide], env=child_env(), capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == ("cairn: E_EXTRA_MISSING: `cairn mcp` needs the Model Context Protocol SDK: "
+                        "pip install 'cairn-journal[mcp]'\n")
