@@ -144,3 +144,36 @@ def test_a_late_owner_cannot_accept_after_takeover(workspace: Path) -> None:
     cap = _cap(workspace)
     assert [p.name for p in cap.glob("fail-*")] == ["fail-1"]
     assert len(cairn_json(workspace, "journal")) == 1
+
+
+def test_an_unexpected_error_of_the_provider_call_is_a_counted_failed_attempt(
+        workspace: Path, user_config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from cairn.server.cli_journal import process_workspace
+    from cairn.worker.providers import openai_compat
+
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text(
+        f'provider = "command"\ncommand = {json.dumps([sys.executable, "-c", "pass"])}\n')
+    cairn(workspace, "import", str(DEMO))
+    cairn(workspace, "seal")
+
+    async def broken(*args: object, **kwargs: object) -> None:  # as a nursery raises a bug: in a group
+        raise ExceptionGroup("Exceptions from Trio nursery", [KeyError("prompt text")])
+
+    monkeypatch.setattr(openai_compat, "digest", broken)
+    for attempt in (1, 2):
+        (failure,) = process_workspace(str(workspace))["failures"]
+        assert failure["code"] == "E_PROVIDER_FAILED" and failure["attempt"] == attempt, failure
+        assert "KeyError" in failure["message"] and "prompt text" not in failure["message"]
+
+
+def test_a_provider_error_in_an_exception_group_is_itself() -> None:
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.providers.route import provider_error
+
+    invalid = CairnError(ErrorCode.PROVIDER_INVALID_REPLY, "too long")
+    assert provider_error(ExceptionGroup("nursery", [ExceptionGroup("inner", [invalid])])) is invalid
+    assert provider_error(invalid) is invalid
+    assert provider_error(ValueError("a reply's text")).code is ErrorCode.PROVIDER_FAILED

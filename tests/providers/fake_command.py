@@ -10,6 +10,11 @@ and answers according to MODE:
   never answers.
 * ``fail`` — writes a secret to stderr and exits with status 3.
 * ``prose`` — answers with text around the JSON object.
+* ``flood`` — writes more than the 4 MiB reply bound to stdout.
+* ``detach`` / ``detach-hang`` — has a helper start a grandchild in a new
+  session (``setsid``) and exit, so the grandchild is an orphan while the
+  program still runs; writes the grandchild's pid to DIR/grandchild, then
+  answers (``detach``) or never answers (``detach-hang``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,20 @@ import sys
 import time
 
 STDERR_SECRET = "stderr-secret-Zq8Xw7Vu6Ts5"
+#: an argument of the detached grandchild, so a test's teardown kills only its own leftovers
+GRANDCHILD_MARK = "cairn-test-detached-grandchild"
+FLOOD_BYTES = (4 << 20) + (1 << 20)
+
+
+def detach(where: str) -> None:
+    """A helper starts a grandchild in a session of its own and exits before it: the grandchild is orphaned."""
+    start = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)', "
+             f"{GRANDCHILD_MARK!r}], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+             "stderr=subprocess.DEVNULL); print(p.pid)")
+    pid = subprocess.run([sys.executable, "-c", start], capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(where, "grandchild.tmp"), "w") as f:
+        f.write(pid)
+    os.replace(os.path.join(where, "grandchild.tmp"), os.path.join(where, "grandchild"))
 
 
 def answer(prompt: str) -> str:
@@ -53,6 +72,15 @@ def main() -> None:
         sys.exit(3)
     elif mode == "prose":
         sys.stdout.write('Sure! Here are the notes: {"notes": []}\nHope that helps.\n')
+    elif mode == "flood":
+        chunk = "x" * 65536
+        for _ in range(FLOOD_BYTES // len(chunk)):
+            sys.stdout.write(chunk)
+    elif mode in ("detach", "detach-hang"):
+        detach(where)
+        if mode == "detach-hang":
+            time.sleep(600)
+        sys.stdout.write(answer(prompt))
 
 
 if __name__ == "__main__":

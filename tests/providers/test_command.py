@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import trio
 from cairn.protocol.digest import DigestInput, ModelPolicy
@@ -15,7 +20,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.providers import command, openai_compat
 
 from tests.journal.helpers import ALL_FORMATS, DEMO, cairn, cairn_json
-from tests.providers.fake_command import STDERR_SECRET
+from tests.providers.fake_command import GRANDCHILD_MARK, STDERR_SECRET
 from tests.providers.sessions import turn
 
 FAKE = Path(__file__).with_name("fake_command.py")
@@ -55,6 +60,32 @@ def alive(pid: int) -> bool:
 
 async def digest(mode: str, where: Path, **changes: object) -> object:
     return await openai_compat.digest(INP, policy(**changes), api_key="never-sent", command=argv(mode, where))
+
+
+def grandchild(where: Path) -> int:
+    return int((where / "grandchild").read_text())
+
+
+def until(condition: object, seconds: float = 30.0) -> bool:
+    """Whether ``condition()`` became true within ``seconds`` (polled; never a fixed wait as synchronisation)."""
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+def leftovers(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path`` for a ``detach`` run; a grandchild still running afterwards (a failed test) is killed."""
+    yield tmp_path
+    try:
+        leftover = psutil.Process(grandchild(tmp_path))
+        if GRANDCHILD_MARK in leftover.cmdline():
+            leftover.kill()
+    except (OSError, ValueError, psutil.Error):
+        pass  # never started, or gone as it should be
 
 
 @pytest.mark.trio
@@ -170,3 +201,61 @@ def test_an_untrusted_workspace_cannot_run_a_command(workspace: Path, tmp_path: 
     r = cairn(workspace, "run", str(ALL_FORMATS["codex"]))
     assert "E_WORKSPACE_UNTRUSTED" not in r.stderr
     assert list(tmp_path.glob("prompt-*"))
+
+
+@pytest.mark.trio
+async def test_output_over_the_bound_is_an_invalid_reply_not_an_exception_group(tmp_path: Path) -> None:
+    with pytest.raises(CairnError) as err:  # a CairnError itself: trio's nursery must not wrap it
+        await digest("flood", tmp_path)
+    assert err.value.code is ErrorCode.PROVIDER_INVALID_REPLY and "exceeds 4194304 bytes" in err.value.message
+
+
+@pytest.mark.trio
+async def test_a_detached_grandchild_is_gone_once_the_program_has_answered(leftovers: Path) -> None:
+    out = await digest("detach", leftovers)
+    assert [note.turn_ids for note in out.notes] == [("t1",)]  # type: ignore[attr-defined]
+    assert not psutil.pid_exists(grandchild(leftovers))  # killed and reaped: not even a zombie
+
+
+@pytest.mark.trio
+async def test_a_detached_grandchild_is_gone_after_a_timeout(leftovers: Path) -> None:
+    with pytest.raises(CairnError) as err:
+        await digest("detach-hang", leftovers, timeout_seconds=2.0)
+    assert err.value.code is ErrorCode.PROVIDER_TIMEOUT
+    assert not psutil.pid_exists(grandchild(leftovers))
+
+
+@pytest.mark.trio
+async def test_a_detached_grandchild_is_gone_after_cancellation(leftovers: Path) -> None:
+    with trio.move_on_after(2.0) as scope:
+        await digest("detach-hang", leftovers)
+    assert scope.cancelled_caught
+    assert not psutil.pid_exists(grandchild(leftovers))
+
+
+def test_a_detached_grandchild_is_gone_when_cairn_dies(leftovers: Path) -> None:
+    run = ("import sys, trio; from cairn.worker.providers import command; "
+           "from cairn.protocol.digest import ModelPolicy; "
+           "trio.run(command.run, sys.argv[1:], b'prompt', ModelPolicy(provider='command', timeout_seconds=600.0))")
+    worker = subprocess.Popen([sys.executable, "-c", run, *argv("detach-hang", leftovers)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert until(lambda: (leftovers / "grandchild").exists())
+        os.kill(worker.pid, signal.SIGKILL)  # no cleanup of its own: the supervisor's parent is gone
+        assert worker.wait(timeout=30) == -signal.SIGKILL
+        assert until(lambda: not psutil.pid_exists(grandchild(leftovers)))
+    finally:
+        worker.kill()
+        worker.wait(timeout=30)
+
+
+def test_output_over_the_bound_is_a_counted_failed_attempt(workspace: Path, user_config_home: Path,
+                                                           tmp_path: Path) -> None:
+    user_config(user_config_home, "flood", tmp_path)
+    cairn(workspace, "import", str(DEMO))
+    cairn(workspace, "seal")
+    for attempt in (1, 2):
+        r = cairn(workspace, "process", check=False)
+        assert r.returncode == 1 and "E_INTERNAL" not in r.stdout + r.stderr, (r.stdout, r.stderr)
+        (line,) = [ln for ln in r.stdout.splitlines() if "E_PROVIDER_INVALID_REPLY" in ln]
+        assert f"attempt {attempt}/3 failed" in line, r.stdout

@@ -213,6 +213,15 @@ async def test_http_500_is_provider_failed_with_the_status_only(endpoint: Endpoi
 
 
 @pytest.mark.trio
+async def test_a_body_over_the_reply_bound_is_an_invalid_reply(endpoint: Endpoint) -> None:
+    from cairn.worker.providers.http import MAX_REPLY_BYTES
+
+    endpoint.reply = b"x" * (MAX_REPLY_BYTES + 1)
+    err = await expect_error(endpoint, ErrorCode.PROVIDER_INVALID_REPLY)  # a CairnError itself, never a group
+    assert "exceeds" in err.message
+
+
+@pytest.mark.trio
 async def test_unreachable_endpoint_is_provider_failed() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -23,6 +23,9 @@
   (the ``command`` provider's program and the context window come from the
   settings too). Evidence longer than the context window is digested in
   several requests; the claim's lease allows the policy timeout for each.
+  Whatever escapes the provider call leaves it with a fixed code
+  (:func:`worker.providers.route.provider_error`, never ``E_INTERNAL``), so
+  it is a counted failed attempt, not a crash retried (and paid) every pass.
 * **Acceptance** puts the :class:`DigestResult` bundle and elects
   ``completed`` naming its hash, both fenced by the claim.
 * **Publication** (idempotent, any process may finish it): public digest
@@ -167,6 +170,7 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
     """
     from cairn.worker.providers import embedded_digest, run_digest
     from cairn.worker.providers.access import route
+    from cairn.worker.providers.route import provider_error
 
     inp = _input(evidence)
     settings = settings or Settings()
@@ -185,6 +189,8 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
         return trio.run(go)
     except trio.TooSlowError:
         raise CairnError(ErrorCode.PROVIDER_TIMEOUT, "digest inference passed the claim deadline") from None
+    except Exception as exc:  # a fixed code, so the attempt is counted (never E_INTERNAL: a retry loop that pays)
+        raise provider_error(exc) from None
 
 
 def digest_id(cid: str, bundle: str) -> str:

@@ -85,7 +85,7 @@ from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.model import MemorySnapshot, one_line
 from cairn.worker.memory.similarity import normalise
 from cairn.worker.providers import http, window
-from cairn.worker.providers.route import REMOTE, Route, ask
+from cairn.worker.providers.route import REMOTE, Route, ask, provider_error
 from cairn.worker.providers.route import check as check_route
 from cairn.worker.redact import redact
 
@@ -416,4 +416,6 @@ def review_remote(
     except trio.TooSlowError:
         raise CairnError(ErrorCode.PROVIDER_TIMEOUT,
                          f"the review requests took longer than {total_seconds:g} s together") from None
+    except Exception as exc:  # a fixed code, never E_INTERNAL (worker.providers.route.provider_error)
+        raise provider_error(exc) from None
     return build_drafts(proposed, digests, snapshot, scope)

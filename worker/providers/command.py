@@ -11,7 +11,9 @@ Settings name an argv list (``command = ["llm", "-m", "MODEL"]``,
   gate (:func:`worker.redact.redact_text`) as every HTTP request is. Its size is
   measured against ``policy.max_payload_bytes`` *before* the program starts
   (``E_PAYLOAD_TOO_LARGE``). stdout is capped at
-  :data:`~worker.providers.http.MAX_REPLY_BYTES`.
+  :data:`~worker.providers.http.MAX_REPLY_BYTES`: more is
+  ``E_PROVIDER_INVALID_REPLY`` (the program is stopped at once), a failed
+  attempt like any other, never an internal error.
 * **The reply** is one JSON object, alone or as the only content of one
   Markdown code fence (```` ```json ... ``` ````, as chat models like to
   answer), surrounding whitespace ignored; anything else is
@@ -20,14 +22,30 @@ Settings name an argv list (``command = ["llm", "-m", "MODEL"]``,
 * **Failures.** A program that cannot be started (not found, not
   executable) → ``E_PROVIDER_FAILED`` naming the program (its first argv
   item, never the rest); a non-zero exit → ``E_PROVIDER_FAILED`` with the
-  exit status (or the signal). stderr is drained and discarded: only its
-  size is reported, because an assistant's diagnostics may quote the
-  prompt, and error messages reach logs and editors.
+  exit status (or the signal); a program stopped by a signal to its
+  supervisor, or a supervisor that could not finish, → ``E_PROVIDER_FAILED``
+  as well. stderr is drained and discarded: only its size is reported,
+  because an assistant's diagnostics may quote the prompt, and error
+  messages reach logs and editors.
 * **Time.** ``policy.timeout_seconds`` bounds the whole run
-  (``E_PROVIDER_TIMEOUT``). The program runs in a new session (its own
-  process group); on timeout, cancellation of the surrounding trio scope, or
-  once it has exited, the whole group is killed, so no helper it spawned
-  outlives the request.
+  (``E_PROVIDER_TIMEOUT``).
+* **No helper outlives the request.** The program runs under a supervisor
+  (:mod:`worker.providers.reaper`, a small Python process in a new session)
+  that is a *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``): whatever
+  the program starts stays in the supervisor's tree, even a process that
+  calls ``setsid`` (leaving the process group and the session, so killing
+  a group is not enough) or double-forks and whose parent exits. Once the
+  program has exited, on timeout, on cancellation of the surrounding trio
+  scope (cairn sends the supervisor SIGTERM, and SIGKILLs its group if it
+  has not finished within :data:`STOP_GRACE`) and when cairn itself dies
+  (``PR_SET_PDEATHSIG``), the supervisor kills every descendant and reaps
+  every child: no process and no zombie is left (so the reply also ends
+  when the program exits while a helper still holds its stdout). The
+  subreaper is a process of its own, not the worker, so cairn's other
+  children are never mistaken for the program's
+  (docs/adr/0015-command-supervisor.md). Out of reach: a process the
+  program has another service start (``systemd-run``, D-Bus activation);
+  elsewhere than Linux, a descendant whose parent exited.
 * **Where it runs.** The working directory is a fresh empty temporary
   directory (removed afterwards), so an agent CLI finds no project files to
   act on; the environment is the worker's (the program needs its own login
@@ -41,10 +59,12 @@ setting a workspace file may only set when trusted
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 
@@ -56,6 +76,10 @@ from cairn.worker.redact import redact_text
 
 #: stderr bytes counted at most (the rest is drained unread)
 STDERR_COUNT_LIMIT = 1 << 20
+#: the supervisor the program runs under (:mod:`worker.providers.reaper`), started by path
+REAPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reaper.py")
+#: seconds the supervisor has to end the program and all it started once asked to stop
+STOP_GRACE = 5.0
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n```\Z", re.S)
 
 
@@ -93,12 +117,14 @@ async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
         pass  # the program exited without reading all of its input: its exit status decides
 
 
-async def _read_capped(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
+async def _read_capped(stream: trio.abc.ReceiveStream, into: bytearray) -> bool:
+    """Read stdout to its end into ``into``; False as soon as it holds more than the reply bound."""
     async with stream:
         while chunk := await stream.receive_some(65536):
             into += chunk
             if len(into) > http.MAX_REPLY_BYTES:
-                raise http.invalid(f"the command's output exceeds {http.MAX_REPLY_BYTES} bytes")
+                return False
+    return True
 
 
 async def _drain(stream: trio.abc.ReceiveStream, count: list[int]) -> None:
@@ -114,6 +140,61 @@ def _kill_group(proc: trio.Process) -> None:
         pass  # the group is gone already
 
 
+async def _start(argv: Sequence[str], cwd: str) -> tuple[trio.Process, trio.lowlevel.FdStream]:
+    """The supervisor running ``argv`` in ``cwd`` (its own session), and the pipe of its status line."""
+    status_r, status_w = os.pipe()
+    try:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-I", REAPER, str(status_w), str(os.getpid()), *argv],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, start_new_session=True, pass_fds=(status_w,),
+        )
+    except OSError as exc:
+        os.close(status_r)
+        raise CairnError(ErrorCode.PROVIDER_FAILED,
+                         f"the command program {_program(argv)!r} could not start ({exc.strerror or type(exc).__name__})",
+                         program=_program(argv)) from None
+    finally:
+        os.close(status_w)
+    return proc, trio.lowlevel.FdStream(status_r)
+
+
+async def _status_line(stream: trio.lowlevel.FdStream) -> str:
+    """The supervisor's one status line (read once it has exited: the pipe then ends)."""
+    data = b""
+    while len(data) <= 64 and (chunk := await stream.receive_some(64)):
+        data += chunk
+    return data.decode("ascii", "replace").strip()
+
+
+async def _stop(proc: trio.Process) -> None:
+    """Have the supervisor end the program and all it started; SIGKILL to its group past the grace."""
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        with trio.move_on_after(STOP_GRACE):
+            await proc.wait()
+    if proc.returncode is None:
+        _kill_group(proc)
+        await proc.wait()
+
+
+def _exit_status(argv: Sequence[str], line: str, proc: trio.Process) -> int:
+    """The program's exit status from the supervisor's line; ``E_PROVIDER_FAILED`` if it never ran to its end."""
+    kind, _, value = line.partition(" ")
+    if kind == "exit" and value.lstrip("-").isdigit():
+        return int(value)
+    if kind == "nostart" and value.isdigit():
+        code = int(value)
+        reason = "was not found" if code == errno.ENOENT else f"could not start ({os.strerror(code)})"
+        raise CairnError(ErrorCode.PROVIDER_FAILED, f"the command program {_program(argv)!r} {reason}",
+                         program=_program(argv))
+    if kind != "stopped":
+        _kill_group(proc)  # a supervisor that failed to clean up: its group still holds what it left
+    how = "was stopped" if kind == "stopped" else f"lost its supervisor (status {proc.returncode})"
+    raise CairnError(ErrorCode.PROVIDER_FAILED, f"the command program {_program(argv)!r} {how} before it finished",
+                     program=_program(argv))
+
+
 async def run(argv: Sequence[str], stdin: bytes, policy: ModelPolicy) -> str:
     """Run ``argv`` with ``stdin``; return its stdout as text (exit status 0 only). See the module docstring."""
     check(argv, policy)
@@ -121,30 +202,27 @@ async def run(argv: Sequence[str], stdin: bytes, policy: ModelPolicy) -> str:
     out = bytearray()
     err = [0]
     with tempfile.TemporaryDirectory(prefix="cairn-command-") as cwd:
-        try:
-            proc = await trio.lowlevel.open_process(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=cwd, start_new_session=True,
-            )
-        except OSError as exc:
-            reason = "was not found" if isinstance(exc, FileNotFoundError) else f"could not start ({exc.strerror})"
-            raise CairnError(ErrorCode.PROVIDER_FAILED, f"the command program {_program(argv)!r} {reason}",
-                             program=_program(argv)) from None
+        proc, report = await _start(argv, cwd)
         try:
             with trio.fail_after(policy.timeout_seconds):
                 assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-                async with trio.open_nursery() as nursery:
+                async with trio.open_nursery() as nursery:  # its tasks end quietly: no exception group
                     nursery.start_soon(_feed, proc.stdin, stdin)
                     nursery.start_soon(_drain, proc.stderr, err)
-                    await _read_capped(proc.stdout, out)
-                status = await proc.wait()
+                    if not await _read_capped(proc.stdout, out):
+                        nursery.cancel_scope.cancel()  # over the bound: stop feeding and draining too
+                if len(out) > http.MAX_REPLY_BYTES:
+                    raise http.invalid(f"the command's output exceeds {http.MAX_REPLY_BYTES} bytes")
+                await proc.wait()
+                line = await _status_line(report)
         except trio.TooSlowError:
             raise CairnError(ErrorCode.PROVIDER_TIMEOUT,
                              f"the command gave no complete reply within {policy.timeout_seconds:g} s") from None
         finally:
-            _kill_group(proc)
             with trio.CancelScope(shield=True):
-                await proc.wait()
+                await _stop(proc)
+                await report.aclose()
+        status = _exit_status(argv, line, proc)
     if status != 0:
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
         raise CairnError(ErrorCode.PROVIDER_FAILED,

@@ -16,11 +16,19 @@ Both bound the request before sending (``E_PAYLOAD_TOO_LARGE``), the time
 surrounding trio scope. Both are accounted by
 :func:`worker.usage.record_usage` (the HTTP exchange inside
 :func:`~worker.providers.http.post_chat`, a command run here).
+
+No ``E_INTERNAL`` leaves a provider call: whoever runs one (the digest's
+:func:`~worker.journal.digest.infer`, the remote review) turns what escapes
+it into a fixed code with :func:`provider_error`, so a digest counts it as
+a failed attempt. An exception that crashed the job instead would leave the
+attempt uncounted, and every later pass would send, and pay for, the same
+request again.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import attrs
@@ -72,3 +80,32 @@ async def ask(route: Route, system: str, user: str, *, key: str, what: str = "di
     payload = http.encode(http.base_request(route.policy, system, user, what=what))
     raw = await http.post_chat(payload, route.policy, api_key=route.api_key, what=what)
     return list(http.json_object(http.reply_content(raw), key=key))
+
+
+def provider_error(exc: Exception) -> CairnError:
+    """The fixed error reported for ``exc``, escaped from a provider call (see the module docstring).
+
+    A :class:`CairnError` is itself, also inside an exception group (a trio
+    nursery's: the first one it holds); anything else, a bug or an
+    unexpected library error, is ``E_PROVIDER_FAILED`` naming only its class
+    (a message could quote the prompt or the reply). ``CAIRN_DEBUG=1`` writes
+    its traceback, redacted, to stderr.
+    """
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        if isinstance(leaf, CairnError):
+            return leaf
+    if os.environ.get("CAIRN_DEBUG") == "1":
+        import traceback
+
+        from cairn.worker.redact import redact_text
+
+        sys.stderr.write(redact_text("".join(traceback.format_exception(exc))))
+    names = ", ".join(sorted({type(leaf).__name__ for leaf in leaves}))[:200]
+    return CairnError(ErrorCode.PROVIDER_FAILED, f"the provider call failed unexpectedly ({names})")
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
