@@ -47,6 +47,8 @@ class ErrorCode(enum.StrEnum):
     NOT_FOUND = "E_NOT_FOUND"
     USAGE = "E_USAGE"
     METHOD_UNKNOWN = "E_METHOD_UNKNOWN"  # an LSP method or command the server does not have
+    MESSAGE_MALFORMED = "E_MESSAGE_MALFORMED"  # an LSP message that cannot be read (framing, JSON)
+    SHUT_DOWN = "E_SHUT_DOWN"  # an LSP request after shutdown (only exit is accepted then)
     # import
     IMPORT_UNKNOWN_FORMAT = "E_IMPORT_UNKNOWN_FORMAT"
     IMPORT_MALFORMED = "E_IMPORT_MALFORMED"

@@ -4,14 +4,19 @@ Every error reply of the server is a JSON-RPC error whose ``message`` starts
 with a fixed cairn code and whose ``data`` is ``{"code": "E_…", "message":
 "…"}`` (see ``docs/lsp.md``). The JSON-RPC ``code`` follows the code:
 ``E_METHOD_UNKNOWN`` is -32601 (method not found), ``E_INTERNAL`` -32603
-(internal error), every other refusal -32602 (invalid params).
+(internal error), ``E_SHUT_DOWN`` -32600 (invalid request), every other
+refusal -32602 (invalid params). Messages that cannot be read at all get
+:func:`unattributed_error` from :mod:`server.lsp_stdio` (id ``null``).
 
-:class:`CairnProtocol` is pygls' protocol with four points changed:
+:class:`CairnProtocol` is pygls' protocol with these points changed:
 
 - a handler's exception becomes that shape (:func:`response_error`): a
   :class:`protocol.errors.CairnError` keeps its code; anything else is
   ``E_INTERNAL`` and only the request id and the exception's class name are
   logged (stderr), never its text or a traceback;
+- a request after ``shutdown`` answers ``E_SHUT_DOWN`` at once, as LSP
+  asks, instead of going unanswered (``exit``, a notification, still ends
+  the server; other notifications are ignored);
 - a request for a method the server does not have, and
   ``workspace/executeCommand`` of a command it does not have, answer
   ``E_METHOD_UNKNOWN`` (unknown notifications are ignored, as LSP allows);
@@ -39,12 +44,13 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
 from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, RPCRequest
 from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger("cairn.server.lsp")
 
-_RPC_CODES = {ErrorCode.METHOD_UNKNOWN: -32601, ErrorCode.INTERNAL: -32603}
+_RPC_CODES = {ErrorCode.METHOD_UNKNOWN: -32601, ErrorCode.INTERNAL: -32603, ErrorCode.SHUT_DOWN: -32600}
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 
 def response_error(exc: BaseException, where: object = "") -> lsp.ResponseError:
@@ -58,6 +64,13 @@ def response_error(exc: BaseException, where: object = "") -> lsp.ResponseError:
         exc = CairnError(ErrorCode.INTERNAL, "internal error; the server log has the request id")
     return lsp.ResponseError(code=_RPC_CODES.get(exc.code, -32602), message=f"{exc.code}: {exc.message}",
                              data={"code": str(exc.code), "message": exc.message})
+
+
+def unattributed_error(rpc_code: int, error: CairnError) -> dict[str, Any]:
+    """The reply to a message whose id cannot be known (JSON-RPC: id null), in the one error shape."""
+    return {"jsonrpc": "2.0", "id": None,
+            "error": {"code": rpc_code, "message": f"{error.code}: {error.message}",
+                      "data": {"code": str(error.code), "message": error.message}}}
 
 
 class _Quiet(logging.Filter):
@@ -90,6 +103,11 @@ class _Malformed:
     method: str
 
 
+def _is_request(message: Any) -> bool:
+    """A request from the client (a method and an id; a malformed one included), not a notification or reply."""
+    return isinstance(message, (_Malformed, RPCRequest)) and message.id is not None
+
+
 class CairnProtocol(LanguageServerProtocol):
     plain_methods: frozenset[str] = frozenset()
     """Methods whose parameters reach their handler as plain JSON (set by :func:`server.lsp.build_server`)."""
@@ -112,6 +130,10 @@ class CairnProtocol(LanguageServerProtocol):
             return _Malformed(id=data.get("id") if "method" in data else None, method=str(data.get("method", "")))
 
     def handle_message(self, message: Any) -> None:
+        if self._shutdown and _is_request(message) and message.method != lsp.EXIT:
+            error = CairnError(ErrorCode.SHUT_DOWN, "the server is shut down; only exit is accepted")
+            self._send_response(message.id, None, response_error(error))
+            return
         if (type(message) is JsonRPCNotification and message.method in self.plain_methods
                 and self.notify_plain is not None):
             if not self._shutdown:

@@ -22,10 +22,17 @@ Resources: ``cairn://memory/index`` (the workspace's ``MEMORY.md``),
 ``cairn://memory/topic/{name}`` (one topic file of the workspace's memory
 root; only names that root lists are served).
 
-Failures are tool errors whose text is ``E_CODE: message`` (fixed codes,
-never evidence); the server logs warnings only, and never a tool's
-arguments. ``mcp`` is imported only by this module, so no other command
-pays for it.
+Failures are tool errors whose text is ``Error executing tool NAME: E_CODE:
+message`` (fixed codes, never evidence): arguments that fail the tool's
+schema (a string where ``limit`` wants an integer, a number for ``text``) are
+``E_USAGE`` naming the fields, an unknown tool ``E_METHOD_UNKNOWN``, anything
+unexpected ``E_INTERNAL``. A resource read fails alike with ``Error reading
+resource URI: E_CODE: message`` (a symlinked topic ``E_PATH_SYMLINK``, a FIFO
+``E_PATH_NOT_REGULAR``, one over 4 MiB ``E_RECORD_TOO_LARGE``, an unknown one
+``E_NOT_FOUND``). The server logs to stderr at WARNING, one plain line per
+failure with its code and the tool or resource name, never a tool's
+arguments and never a traceback (:class:`_Server`). ``mcp`` is imported only
+by this module, so no other command pays for it.
 """
 
 from __future__ import annotations
@@ -33,12 +40,17 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import logging
 import os
+import re
+import sys
 from typing import Any
 
-from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.server.cli_support import call, response_error
 
+log = logging.getLogger("cairn.server.mcp")
+_CODE = re.compile(r"\b(E_[A-Z_]+): ")
 SEARCH_LIMIT = 50  # digests per journal_search answer at most
 NAME = "cairn"
 INSTRUCTIONS = (
@@ -49,17 +61,96 @@ INSTRUCTIONS = (
 )
 
 
+def _run(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A worker job's result; its failure as a :class:`CairnError`."""
+    resp = call(ns, job, args)
+    if resp.status != "ok":
+        raise response_error(resp)
+    result: dict[str, Any] = resp.result
+    return result
+
+
 def _job(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
-        resp = call(ns, job, args)
-        if resp.status != "ok":
-            raise response_error(resp)
+        return _run(ns, job, args)
     except CairnError as exc:
         raise ToolError(f"{exc.code}: {exc.message}") from None
-    result: dict[str, Any] = resp.result
-    return result
+
+
+def _usage(exc: Any) -> str:
+    """A pydantic validation error as field names and what each expects (never the values sent)."""
+    problems = sorted({f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                       for err in exc.errors(include_url=False, include_input=False)})
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return "; ".join(p[:160] for p in problems[:5]) + more
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """What the SDK wrapped: the first :class:`CairnError` or ``OSError`` down the causes, else the last cause."""
+    for _ in range(10):
+        if isinstance(exc, (CairnError, OSError)) or exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
+
+
+def _server_class() -> Any:
+    """:class:`MCPServer` whose every tool and resource failure carries a fixed code (see the module docstring)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import (
+        ResourceError,
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedResourceError,
+        UnexpectedToolError,
+    )
+    from pydantic import ValidationError
+
+    class _Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(exc, UnexpectedToolError):
+                    code, message = ErrorCode.INTERNAL, "unexpected failure; the server log has its class"
+                    log.error("tool %r failed (%s: %s)", name[:60], code, type(_cause(exc)).__name__)
+                elif isinstance(cause, ValidationError):
+                    code, message = ErrorCode.USAGE, _usage(cause)
+                elif self._tool_manager.get_tool(name) is None:
+                    code, message = ErrorCode.METHOD_UNKNOWN, f"the server has no tool {name[:60]!r}"
+                elif (found := _CODE.search(str(exc))) is not None:
+                    log.warning("tool %r refused (%s)", name[:60], found.group(1))
+                    raise
+                else:
+                    code, message = ErrorCode.INTERNAL, "unexpected failure; the server log has its class"
+                    log.error("tool %r failed (%s: %s)", name[:60], code, type(_cause(exc)).__name__)
+                if code is not ErrorCode.INTERNAL:
+                    log.warning("tool %r refused (%s)", name[:60], code)
+                raise ToolError(f"Error executing tool {name[:60]}: {code}: {message}") from None
+
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceError as exc:
+                cause = _cause(exc) if isinstance(exc, UnexpectedResourceError) else exc
+                if isinstance(cause, OSError):
+                    cause = os_error(cause)
+                if isinstance(cause, CairnError):
+                    code, message = cause.code, cause.message
+                    log.warning("resource %r refused (%s)", str(uri)[:120], code)
+                elif isinstance(exc, ResourceNotFoundError):
+                    code, message = ErrorCode.NOT_FOUND, "no such resource"
+                    log.warning("resource %r refused (%s)", str(uri)[:120], code)
+                else:
+                    code, message = ErrorCode.INTERNAL, "unexpected failure; the server log has its class"
+                    log.error("resource %r failed (%s: %s)", str(uri)[:120], code, type(cause).__name__)
+                error = ResourceNotFoundError if code is ErrorCode.NOT_FOUND else ResourceError
+                raise error(f"Error reading resource {str(uri)[:120]}: {code}: {message}") from None
+
+    return _Server
 
 
 def _day(value: str | None, name: str, *, end: bool) -> float | None:
@@ -103,10 +194,9 @@ def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type:
 def build(ns: argparse.Namespace) -> Any:
     """The server for ``ns.workspace`` (tools and resources registered; not running)."""
     from cairn.worker.memory.store import DEFAULT_ROOT
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+    from mcp.server.mcpserver.exceptions import ToolError
 
-    server: Any = MCPServer(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
 
     @server.tool()
@@ -148,17 +238,17 @@ def build(ns: argparse.Namespace) -> Any:
     @server.resource("cairn://memory/topics", name="memory-topics", mime_type="application/json",
                      description="The memory topics as JSON: file, name, type, description")
     def memory_topics() -> str:
-        return json.dumps(_job(ns, "memory")["topics"], ensure_ascii=False)
+        return json.dumps(_run(ns, "memory")["topics"], ensure_ascii=False)
 
     @server.resource("cairn://memory/topic/{name}", name="memory-topic", mime_type="text/markdown",
                      description="One memory topic file, by its file name")
     def memory_topic(name: str) -> str:
         names = set(os.listdir(root)) if os.path.isdir(root) else set()
         if name not in names or not name.endswith(".md") or name == "MEMORY.md" or "/" in name:
-            raise ResourceNotFoundError(f"no memory topic {name[:80]!r}")
+            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
         text = _memory_text(ns.workspace, DEFAULT_ROOT, name)
         if text is None:
-            raise ResourceNotFoundError(f"no memory topic {name[:80]!r}")
+            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
         return text
 
     return server
@@ -201,6 +291,16 @@ def _memory_text(workspace: str, root_rel: str, name: str) -> str | None:
         raise CairnError(ErrorCode.MEMORY_NOT_TEXT, f"{root_rel}/{name} is not UTF-8 text") from None
 
 
+def _plain_logs() -> None:
+    """stderr at WARNING, one plain line per record, redacted (the SDK's own setup is then a no-op:
+    its rich handler wraps long lines and prints multi-line tracebacks)."""
+    from cairn.worker.redact import RedactingFilter
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cairn: %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
+
+
 def cmd_mcp(ns: argparse.Namespace) -> int:
     from cairn.server.cli_support import EXIT_OK
 
@@ -212,5 +312,6 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
         # the SDK (and what it pulls: pydantic, starlette, uvicorn, a second HTTP stack) is the `mcp` extra
         raise CairnError(ErrorCode.EXTRA_MISSING, "`cairn mcp` needs the Model Context Protocol SDK: "
                                                   "pip install 'cairn-journal[mcp]'") from None
+    _plain_logs()
     build(ns).run("stdio")
     return EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ async def test_an_agent_remembers_searches_and_lists_through_the_sdk(workspace: 
         listed = await session.read_resource("cairn://memory/topics")
         assert json.loads(listed.contents[0].text)[0]["file"] == topic["file"]  # type: ignore[union-attr]
         for uri in ("cairn://memory/topic/..%2FAGENTS.md", "cairn://memory/topic/nope.md"):
-            with pytest.raises(Exception, match="Unknown resource|no memory topic"):
+            with pytest.raises(MCPError, match=": E_NOT_FOUND: "):
                 await session.read_resource(uri)
 
 
@@ -112,3 +113,49 @@ async def test_a_shipped_state_folder_is_refused_with_its_code(tmp_path: Path) -
         assert bad.is_error and ": E_STATE_FOREIGN: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
         assert "Traceback" not in bad.content[0].text  # type: ignore[union-attr]
     assert not list((ws / ".cairn/state/memory").rglob("remember*"))
+
+
+async def test_bad_arguments_and_unreadable_topics_answer_a_code_and_log_no_traceback(workspace: Path,
+                                                                                      tmp_path: Path) -> None:
+    """Wrong argument types are ``E_USAGE`` naming the field (not the SDK's validation text); a topic that
+    is linked, not a regular file or over 4 MiB is refused with its code; stderr: one line per failure."""
+    creds = tmp_path / "credentials"
+    creds.write_text(f"aws_secret_access_key = {SECRET}\n")
+    mem = workspace / ".agents/memory"
+    mem.mkdir(parents=True)
+    (mem / "keys.md").symlink_to(creds)
+    os.mkfifo(mem / "pipe.md")
+    (mem / "folder.md").mkdir()
+    (mem / "huge.md").write_bytes(b"x" * ((4 << 20) + 1))
+    errlog = tmp_path / "mcp-stderr.txt"
+    failures = 0
+    with errlog.open("w") as err:
+        async with stdio_client(_params(workspace), errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            cases: list[tuple[str, dict[str, Any], str]] = [
+                ("journal_search", {"limit": "ten"}, "limit"), ("remember", {"text": 5}, "text"),
+                ("remember", {}, "text"), ("journal_search", {"query": ["a"]}, "query"),
+                ("remember", {"text": "Use make check", "type": 3}, "type")]
+            for tool, args, field in cases:
+                bad = await session.call_tool(tool, args)
+                text = bad.content[0].text  # type: ignore[union-attr]
+                assert bad.is_error and f"Error executing tool {tool}: E_USAGE: {field}: " in text, text
+                assert "validation error" not in text and "input_value" not in text and "pydantic" not in text
+                failures += 1
+            bad = await session.call_tool("forget", {"text": "x"})
+            assert bad.is_error and ": E_METHOD_UNKNOWN: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
+            failures += 1
+            for name, code in [("keys.md", "E_PATH_SYMLINK"), ("pipe.md", "E_PATH_NOT_REGULAR"),
+                               ("folder.md", "E_PATH_NOT_REGULAR"), ("huge.md", "E_RECORD_TOO_LARGE"),
+                               ("nope.md", "E_NOT_FOUND")]:
+                with pytest.raises(MCPError) as info:
+                    await session.read_resource(f"cairn://memory/topic/{name}")
+                assert f": {code}: " in str(info.value) and SECRET not in str(info.value), str(info.value)
+                failures += 1
+            # the server is still serving
+            assert _structured(await session.call_tool("journal_search", {"limit": 5})) == {"digests": []}
+    log = errlog.read_text()
+    assert "Traceback" not in log, log
+    lines = log.splitlines()
+    assert len(lines) <= failures and all(re.search(r"\(E_[A-Z_]+", line) for line in lines), log
+    assert SECRET not in log
