@@ -2,9 +2,10 @@
 
 Contract: discovery is read-only and runs in this process. ``--all`` imports,
 source by source, the sessions discovery found (by default those of this
-workspace), with a progress bar on a terminal; a store or source that fails
-is reported with its fixed code on stderr and the others go on (the caller
-exits 1 when any failed). Depends only on :mod:`server.cli_support`.
+workspace), with a progress bar on a terminal; a store, source or session
+that fails or is refused (a link, a FIFO) is reported with its fixed code on
+stderr, one line each, and the others go on (the caller exits 1 when any
+failed). Depends only on :mod:`server.cli_support`.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def discover_setup(p: argparse.ArgumentParser) -> None:
 
 def cmd_discover(ns: argparse.Namespace) -> int:
     from cairn.worker.sources import workspace_counts
-    from cairn.worker.sources.importing import belongs
+    from cairn.worker.sources.importing import mine
 
     stores = _discover(ns)
     ws = workspace_path(ns)
@@ -61,13 +62,16 @@ def cmd_discover(ns: argparse.Namespace) -> int:
         print("no session stores found")
         return EXIT_OK
     print(f"{'FORMAT':<12} {'SESSIONS':>8} {'HERE':>5} {'SIZE':>9}  {'FROM':<10}  {'TO':<10}  PATH")
+    real = os.path.realpath(ws)
     for st in stores:
         data = st.to_json(with_sessions=False)
-        here = sum(1 for s in st.sessions if belongs(s.workspace, ws) or belongs(s.workspace, os.path.realpath(ws)))
+        here = sum(1 for s in st.sessions if mine(s, ws, real))
         print(f"{st.format:<12} {len(st.sessions):>8} {here:>5} {_size(st.size):>9}  {data['first'] or '-':<10}  "
               f"{data['last'] or '-':<10}  {st.path}")
         if st.error:
             print(f"    {st.error}: {st.message}")
+        for s in st.refused:
+            print(f"    {s.error}: {s.message}{' (this workspace)' if mine(s, ws, real) else ''}")
         if ns.sessions:
             for s in sorted(st.sessions, key=lambda s: -s.mtime):
                 when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.mtime))

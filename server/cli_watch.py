@@ -17,6 +17,9 @@ stopped watcher loses nothing: the next one imports again, idempotently.
 ``--once`` is one discovery pass instead (:class:`worker.sources.watch.Watcher`:
 import what changed, seal what went idle, digest), for hooks and cron; it
 also covers the stores that are not JSONL files (databases, JSON files).
+Each store, source or session of the workspace it could not read (a link,
+a FIFO, a malformed file) is one ``cairn: E_…: path: reason`` line on
+stderr, with ``--json`` too, and the exit status is 1.
 Depends on :mod:`server.cli_support` and the journal command module.
 """
 
@@ -116,8 +119,8 @@ def _once(ns: argparse.Namespace, ws: str, config: dict[str, Any]) -> int:
             print(f"{stamp} sealed {len(r['sealed'])} idle capture(s)", flush=True)
         if counts is not None:
             print_process(counts, prefix=f"{stamp} digests: ")
-        for code, path, message in failures:
-            sys.stderr.write(f"cairn: {code}: {path}: {message}\n")
+    for code, path, message in failures:  # as `import --all` says them, with --json too
+        sys.stderr.write(f"cairn: {code}: {path}: {message}\n")
     return EXIT_PROBLEMS if failures else EXIT_OK
 
 

@@ -19,9 +19,20 @@ Which files count: ``*.jsonl`` under a watched folder (but ``agent-*``), or
 a file named explicitly that ends in ``.jsonl``. Those are the formats
 (:data:`JSONL_FORMATS`) whose importers ignore an unterminated last line that does not parse,
 so a file caught mid-write never yields a half-written turn. Another name
-given explicitly is ignored with ``E_IMPORT_UNKNOWN_FORMAT``; a path that is
-not a regular file (a symlink, a FIFO) with ``E_PATH_NOT_REGULAR``. Symlinked
-folders are not entered. All stat calls run in a thread, never on the loop.
+given explicitly is ignored with ``E_IMPORT_UNKNOWN_FORMAT``; a symlink, or
+a file reached through a symlinked folder, with ``E_PATH_SYMLINK``; another
+path that is not a regular file (a FIFO) with ``E_PATH_NOT_REGULAR``.
+
+Closed stores: the roots are made canonical once (a folder given as a link
+is resolved then), and below them nothing follows a link: folders are
+listed through :func:`cairn.worker.storefile.listing` (a symlinked folder is
+never entered) and a changed file the native watcher names (it does follow
+links into linked folders) is looked at with
+:func:`cairn.worker.storefile.lstat`, walked from ``/`` without following
+one. The import that follows opens the file the same way, so a file or a
+folder swapped for a link between this look and the import is refused
+there, never read through the link. All stat calls run in a thread, never
+on the loop.
 
 :func:`stores_by_workspace` names what one store discovery found for each
 workspace (Claude Code's project folder, other tools' JSONL session files);
@@ -39,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.watch_core import FileEvent, Refused, Seen, Stamp, Vanished
+from cairn.worker import storefile
 
 log = logging.getLogger("cairn.server.watch")
 
@@ -55,6 +67,7 @@ JSONL_FORMATS = frozenset({"claude-code", "codex", "copilot-cli", "gemini-cli", 
 """Store formats whose importers read JSONL through ``iter_jsonl``: an unterminated last line that
 does not parse is ignored, so a file caught mid-write yields no half-written turn."""
 MAX_FILES = 20_000  # per watcher; more are left out (logged once)
+MAX_DEPTH = 16  # folders below a watched folder that are entered
 
 Deliver = Callable[[list[FileEvent]], None]
 
@@ -104,17 +117,34 @@ def watch_roots(workspace: str, paths: Iterable[str], *, stores: Iterable[str] =
     return list(dict.fromkeys(out))
 
 
+def canonical_roots(roots: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``roots`` with each path canonical (:func:`cairn.worker.storefile.canonical`). Reads the disk."""
+    return {g: list(dict.fromkeys(storefile.canonical(r) for r in rs)) for g, rs in roots.items()}
+
+
+def _event(group: str, path: str, st: os.stat_result) -> FileEvent:
+    if stat.S_ISLNK(st.st_mode):
+        return Refused(group, path, str(ErrorCode.PATH_SYMLINK))
+    if not stat.S_ISREG(st.st_mode):
+        return Refused(group, path, str(ErrorCode.PATH_NOT_REGULAR))
+    return Seen(group, path, Stamp(st.st_size, st.st_mtime_ns, st.st_ino))
+
+
 def probe(group: str, path: str) -> FileEvent:
-    """The core's event for ``path`` now (never follows a symlink)."""
+    """The core's event for ``path`` now (never follows a symlink, on its way either)."""
     try:
-        st = os.lstat(path)
+        st = storefile.lstat(path)
+    except CairnError as exc:
+        return Refused(group, path, str(exc.code))
     except FileNotFoundError:
         return Vanished(path)
     except OSError:
         return Refused(group, path, str(ErrorCode.IMPORT_UNREADABLE))
-    if not stat.S_ISREG(st.st_mode):
-        return Refused(group, path, str(ErrorCode.PATH_NOT_REGULAR))
-    return Seen(group, path, Stamp(st.st_size, st.st_mtime_ns, st.st_ino))
+    return _event(group, path, st)
+
+
+def _candidate(parent: str, name: str) -> bool:
+    return name.endswith(SUFFIX) and not name.startswith(SKIP_PREFIX)
 
 
 def scan(group: str, root: str) -> list[FileEvent]:
@@ -124,15 +154,8 @@ def scan(group: str, root: str) -> list[FileEvent]:
     except OSError:
         return []  # absent for now: it may appear
     if stat.S_ISDIR(st.st_mode):
-        out: list[FileEvent] = []
-        for folder, dirs, files in os.walk(root):  # os.walk does not follow symlinked folders
-            dirs.sort()
-            for name in sorted(files):
-                if name.endswith(SUFFIX) and not name.startswith(SKIP_PREFIX):
-                    out.append(probe(group, os.path.join(folder, name)))
-                    if len(out) >= MAX_FILES:
-                        return out
-        return out
+        return [_event(group, path, info)
+                for path, info, _ in storefile.listing(root, MAX_DEPTH, _candidate, limit=MAX_FILES)]
     if not root.endswith(SUFFIX):
         return [Refused(group, root, str(ErrorCode.IMPORT_UNKNOWN_FORMAT))]
     return [probe(group, root)]
@@ -162,6 +185,7 @@ class FileWatcher:
         """Scan once, then follow changes until :meth:`stop` (or cancellation)."""
         if not any(self.roots.values()):
             return
+        self.roots = await asyncio.to_thread(canonical_roots, self.roots)
         await self.rescan()
         if not self.polling:
             try:

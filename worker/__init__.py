@@ -6,8 +6,9 @@ touches workspace state itself. Sub-packages: :mod:`.importers` (transcript
 files → sessions), :mod:`.journal` (evidence, digests, public journal),
 :mod:`.providers` (digest inference), :mod:`.memory` (reviews, proposals,
 checked edits of curated memory); beside them the settings merge
-(:mod:`.config`), secret redaction (:mod:`.redact`) and CPU priority
-(:mod:`.priority`). May import :mod:`protocol` and :mod:`state`, never the
+(:mod:`.config`), secret redaction (:mod:`.redact`), CPU priority
+(:mod:`.priority`) and reading a tool's session store without following a
+link (:mod:`.storefile`). May import :mod:`protocol` and :mod:`state`, never the
 server. Guarantees: all durable work happens under fenced claims through
 :mod:`state.program`, so a worker may die at any instant and its job is
 recovered, never lost or repeated; failures leave as a fixed ``E_...`` code

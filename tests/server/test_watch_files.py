@@ -1,5 +1,9 @@
 """Watching real files: appended turns are captured, a half-written line is not, a symlink is ignored.
 
+Nothing is read through a link: not a file the native watcher names inside a symlinked folder, not a
+file or folder swapped for a link between the watcher's look and the import (the swap is made in a
+hook between the two, not after a sleep).
+
 The headless watcher (:class:`server.cli_watch.Headless`, the same core and
 file watcher as the server) runs in this test's loop with its real import
 jobs; the test appends to a copy of the Claude Code fixture and waits for
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cairn.server import watch
 from cairn.server.cli_watch import Headless
 from cairn.server.watch import FileWatcher
 from cairn.server.watch_core import Refused, Seen
@@ -38,6 +43,10 @@ class Run:
             got, detail = await asyncio.wait_for(self.seen.get(), WAIT)
             if got == kind:
                 return detail
+
+    async def next_any(self) -> tuple[str, Any]:
+        """The next import result or ignored path, whichever comes first."""
+        return await asyncio.wait_for(self.seen.get(), WAIT)
 
     async def stop(self) -> None:
         self.watch.stop()
@@ -79,8 +88,86 @@ async def test_a_file_replaced_by_a_symlink_is_ignored_with_a_fixed_code(workspa
         os.symlink(elsewhere, link)
         os.replace(link, live)  # the session file is now a symlink to another file
         ignored = await run.next("ignored")
-        assert (ignored.path, ignored.code) == (str(live), "E_PATH_NOT_REGULAR")
+        assert (ignored.path, ignored.code) == (str(live), "E_PATH_SYMLINK")
         assert run.watch.totals["captured"] == FIXTURE_TURNS  # nothing read through the link
+    finally:
+        await run.stop()
+
+
+async def test_a_symlinked_folder_inside_a_watched_folder_is_not_entered(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native watcher follows links into a linked folder and names the files there: they are refused
+    (``E_PATH_SYMLINK``), never imported."""
+    import watchfiles.main
+
+    armed = asyncio.Event()
+    real_notify = watchfiles.main.RustNotify
+
+    def arming(*args: Any, **kwargs: Any) -> Any:
+        notify = real_notify(*args, **kwargs)  # the kernel watches exist once it returns
+        armed.set()
+        return notify
+
+    monkeypatch.setattr(watchfiles.main, "RustNotify", arming)
+    monkeypatch.setattr(watch, "GAP_SECONDS", 0.0)
+    project = tmp_path / "store" / "project"
+    start_session(project / "session.jsonl")
+    elsewhere = start_session(tmp_path / "elsewhere" / "session.jsonl")
+    os.symlink(tmp_path / "elsewhere", project / "linked")
+    run = Run(workspace, [str(project)], polling=False)
+    rescan, full_scans, gap_done = run.watch.watcher.rescan, [0], asyncio.Event()
+
+    async def counted(only: set[str] | None = None) -> bool:
+        changed = await rescan(only)
+        full_scans[0] += only is None
+        if full_scans[0] >= 2:  # the first scan, then the one once the native watches are armed
+            gap_done.set()
+        return changed
+
+    run.watch.watcher.rescan = counted  # type: ignore[method-assign]
+    try:
+        assert (await run.next("import"))["captured"] == FIXTURE_TURNS
+        await asyncio.wait_for(armed.wait(), WAIT)
+        await asyncio.wait_for(gap_done.wait(), WAIT)
+        append(elsewhere, turn_lines(1))  # reported by the native watcher as project/linked/session.jsonl
+        kind, detail = await run.next_any()
+        assert kind == "ignored", detail
+        assert (detail.path, detail.code) == (str(project / "linked" / "session.jsonl"), "E_PATH_SYMLINK")
+        assert run.watch.totals["captured"] == FIXTURE_TURNS
+    finally:
+        await run.stop()
+
+
+@pytest.mark.parametrize("swap", ["file", "folder"])
+async def test_a_session_swapped_for_a_link_after_the_watcher_looked_is_not_read(
+        workspace: Path, tmp_path: Path, swap: str) -> None:
+    """The watcher saw a regular file; before the import opens it, it (or its folder) becomes a link to
+    another session: the import refuses it (``E_PATH_SYMLINK``) and reads nothing through the link."""
+    project = tmp_path / "store" / "project"
+    live = start_session(project / "session.jsonl")
+    elsewhere = start_session(tmp_path / "elsewhere" / "session.jsonl")
+    append(elsewhere, turn_lines(1))
+    run = Run(workspace, [str(tmp_path / "store")], polling=True)
+    deliver = run.watch.watcher.deliver
+    swapped: list[str] = []
+
+    def look_then_swap(events: list[Any]) -> None:
+        if not swapped and any(isinstance(e, Seen) and e.path == str(live) for e in events):
+            swapped.append(swap)
+            if swap == "file":
+                os.symlink(elsewhere, project / "link.tmp")
+                os.replace(project / "link.tmp", live)
+            else:
+                os.rename(project, project.with_name("project.moved"))
+                os.symlink(tmp_path / "elsewhere", project)
+        deliver(events)
+
+    run.watch.watcher.deliver = look_then_swap
+    try:
+        first = await run.next("import")
+        assert swapped == [swap]
+        assert first["captured"] == 0 and first["failed"] == [{"file": "session.jsonl", "code": "E_PATH_SYMLINK"}]
+        assert run.watch.totals["captured"] == 0
     finally:
         await run.stop()
 

@@ -111,7 +111,7 @@ _ORG_GPTEL = re.compile(r"^[ \t]*:GPTEL_[A-Z_]+:", re.M)
 _MD_GPTEL = re.compile(r"^<!-- gptel-[-a-z]*:", re.M)
 
 
-def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None) -> str:
+def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None, *, follow_symlinks: bool = True) -> str:
     if head.startswith(_sqlite.MAGIC):
         return _sniff_db(path)
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
@@ -134,7 +134,7 @@ def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None) -> str:
     if _ORG_GPTEL.search(text):
         return "gptel-org"
     if tail is None:
-        tail = _read_tail(path)
+        tail = _read_tail(path, follow_symlinks=follow_symlinks)
     if _MD_GPTEL.search(tail.decode("utf-8", "replace")):
         return "gptel-md"
     raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{name}: not a transcript format cairn knows", path=str(path))
@@ -231,11 +231,11 @@ def _local_variables(data: bytes) -> bytes:
     return data[start:] if start >= 0 else b""
 
 
-def _read_tail(path: pathlib.Path) -> bytes:
+def _read_tail(path: pathlib.Path, *, follow_symlinks: bool = True) -> bytes:
     """The local-variables block at the end of ``path``, or ``b""`` (never blocks on a FIFO)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        fd, _ = open_source(path, follow_symlinks=follow_symlinks)
+    except CairnError:
         return b""
     try:
         info = os.fstat(fd)
@@ -304,12 +304,20 @@ class Loaded:
     skipped: tuple[CairnError, ...] = ()
 
 
-def _is_db(path: pathlib.Path) -> bool:
+def _is_db(path: pathlib.Path, *, follow_symlinks: bool) -> bool:
+    """Whether ``path`` opens like a SQLite database (a link refused as :func:`open_source` does)."""
     try:
-        with open(path, "rb") as handle:  # a regular file: _sqlite refuses anything else before reading it
-            return handle.read(len(_sqlite.MAGIC)) == _sqlite.MAGIC
+        fd, _ = open_source(path, follow_symlinks=follow_symlinks)
+    except CairnError as exc:
+        if exc.code == ErrorCode.PATH_SYMLINK:
+            raise
+        return False  # _sqlite or the reader below says why
+    try:
+        return os.pread(fd, len(_sqlite.MAGIC), 0) == _sqlite.MAGIC
     except OSError:
         return False
+    finally:
+        os.close(fd)
 
 
 @attrs.frozen
@@ -357,16 +365,17 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
         if not follow_symlinks:
             raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path))
         path = pathlib.Path(os.path.realpath(path))  # a path the user named: a database is read where it is
-    if (fmt == "auto" or fmt in DB_PARSERS) and os.path.isfile(path) and _is_db(path):
-        found = _sniff_db(path)
+    if (fmt == "auto" or fmt in DB_PARSERS) and os.path.isfile(path) and _is_db(path, follow_symlinks=follow_symlinks):
+        db = pathlib.Path(os.path.realpath(path)) if follow_symlinks else path  # _sqlite walks it without links
+        found = _sniff_db(db)
         if fmt not in ("auto", found):
             raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
-        yield Opened(list(DB_PARSERS[found](path)))
+        yield Opened(list(DB_PARSERS[found](db)))
         return
     if fmt in DB_PARSERS and fmt not in PARSERS:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
     if fmt == "auto":
-        fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), None)
+        fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), None, follow_symlinks=follow_symlinks)
     if fmt not in STREAMED:
         data = _read(path, follow_symlinks=follow_symlinks)
         text = _decode(data)

@@ -240,22 +240,23 @@ def open_source(path: Path, *, follow_symlinks: bool = True) -> tuple[int, os.st
     """An open descriptor of the regular file ``path`` and its status, for reading a transcript.
 
     Opened without blocking (a FIFO never hangs an import) and, unless
-    ``follow_symlinks``, without following a final symlink (a store's file
-    replaced by a link is ``E_PATH_SYMLINK``). Anything else that cannot be
-    read, or is not a regular file, is ``E_IMPORT_UNREADABLE``; the caller
-    owns the descriptor.
+    ``follow_symlinks``, through :func:`cairn.worker.storefile.open_file`:
+    a store's file, or a folder on its way, replaced by a link is
+    ``E_PATH_SYMLINK`` (``path`` is then canonical, as discovery and the
+    watcher make it). Anything else that cannot be read, or is not a
+    regular file, is ``E_IMPORT_UNREADABLE``; the caller owns the descriptor.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        if follow_symlinks:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            info = os.fstat(fd)
+        else:
+            from cairn.worker.storefile import open_file
+
+            fd, info = open_file(str(path))
     except OSError as exc:
-        if not follow_symlinks and os.path.islink(path):
-            raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path)) from None
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})",
                          path=str(path)) from None
-    info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))

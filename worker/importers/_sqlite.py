@@ -9,8 +9,10 @@ cairn never takes a write lock and never creates files beside it:
   read-only directory), it is opened again with ``immutable=1``, which reads
   the main file as it is, without locks (turns still only in the log appear
   after the tool's next checkpoint);
-- a symlink is refused (``E_PATH_SYMLINK``): a store file replaced by a link
-  must not send the reader elsewhere;
+- a symlink is refused (``E_PATH_SYMLINK``): a store file, or a folder on
+  its way, replaced by a link must not send the reader elsewhere (the path
+  is walked without following links, :mod:`cairn.worker.storefile`, and the
+  file SQLite opened is checked to be the one walked to);
 - errors map to fixed codes: a file that is not a database or is corrupt is
   ``E_IMPORT_MALFORMED``, one that cannot be opened ``E_IMPORT_UNREADABLE``,
   one locked even for an immutable read ``E_IMPORT_LOCKED``.
@@ -38,9 +40,11 @@ def _uri(path: Path, immutable: bool) -> str:
     return f"file:{quoted}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
-def _check_file(path: Path) -> None:
+def _check_file(path: Path) -> os.stat_result:
+    from cairn.worker.storefile import lstat
+
     try:
-        info = os.lstat(path)
+        info = lstat(str(path))
     except OSError as exc:
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})", path=str(path)) from None
     if stat.S_ISLNK(info.st_mode):
@@ -49,6 +53,17 @@ def _check_file(path: Path) -> None:
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: not a regular file", path=str(path))
     if not os.access(path, os.R_OK):
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open (permission denied)", path=str(path))
+    return info
+
+
+def _same_file(path: Path, info: os.stat_result) -> None:
+    """The file SQLite opened by name is still the one :func:`_check_file` reached without links."""
+    try:
+        now = os.stat(path)
+    except OSError as exc:
+        raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})", path=str(path)) from None
+    if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+        raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: replaced while opened, not read", path=str(path))
 
 
 def translate(path: Path, exc: sqlite3.Error) -> CairnError:
@@ -75,7 +90,7 @@ def _connect(path: Path, immutable: bool) -> sqlite3.Connection:
 def open_ro(path: Path) -> Iterator[sqlite3.Connection]:
     """A read-only connection to ``path``, closed on exit; failures carry fixed codes."""
     path = Path(path)
-    _check_file(path)
+    info = _check_file(path)
     try:
         try:
             con = _connect(path, immutable=False)
@@ -87,6 +102,7 @@ def open_ro(path: Path) -> Iterator[sqlite3.Connection]:
     except sqlite3.Error as exc:
         raise translate(path, exc) from None
     try:
+        _same_file(path, info)
         yield con
     except sqlite3.Error as exc:
         raise translate(path, exc) from None

@@ -318,16 +318,18 @@ def _wait(f: _File) -> BaseException | None:
 
 #: a file's own failures, which ``import_each`` lists and goes on from; any other failure is the journal's
 FILE_FAILURES = frozenset({ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE, ErrorCode.IMPORT_UNKNOWN_FORMAT,
-                           ErrorCode.IMPORT_MALFORMED})
+                           ErrorCode.IMPORT_MALFORMED, ErrorCode.PATH_SYMLINK})
 
 
 def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
     """:func:`import_items` with a failed list: a file that cannot be imported is listed in ``failed``
     (name and fixed code) and the others are imported (a batch of live files is not held
-    hostage by one that vanished or is being rewritten). The journal's own failures (no space, a
+    hostage by one that vanished or is being rewritten). The files are watched session files: each
+    is opened without following a link on its whole path (one swapped for a link since the watcher
+    looked is ``E_PATH_SYMLINK``, never read through it). The journal's own failures (no space, a
     claim held elsewhere …) fail the job once the others are done, so it is retried."""
     failed: list[dict[str, Any]] = []
-    r = import_items(j, [(p, fmt, None) for p in paths], policy, failed=failed)
+    r = import_items(j, [(p, fmt, None) for p in paths], policy, follow_symlinks=False, failed=failed)
     failed.sort(key=lambda f: int(f["index"]))
     for f in failed:
         if ErrorCode(f["code"]) not in FILE_FAILURES:

@@ -18,10 +18,13 @@ class SessionRef:
     workspace: str | None = None  # the directory the session ran in, when the store records it
     mtime: float = 0.0  # last activity (seconds since the epoch)
     size: int = 0  # bytes of the file (a database's sessions share its size and report 0)
+    # a fixed ``E_…`` code when the entry is not read (a symlink, a FIFO or a folder with a session's name)
+    error: str | None = None
+    message: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"format": self.format, "path": self.path, "key": self.key, "workspace": self.workspace,
-                "mtime": round(self.mtime, 3), "size": self.size}
+                "mtime": round(self.mtime, 3), "size": self.size, "error": self.error, "message": self.message}
 
 
 @attrs.frozen(kw_only=True)
@@ -35,6 +38,7 @@ class Store:
     error: str | None = None  # a fixed ``E_…`` code when the store could not be read (others go on)
     message: str | None = None
     truncated: bool = False  # more files than the per-store bound; the rest was not listed
+    refused: tuple[SessionRef, ...] = ()  # entries with a session's name that are not read (each with its code)
 
     @property
     def first(self) -> float | None:
@@ -49,9 +53,11 @@ class Store:
             "format": self.format, "path": self.path, "sessions": len(self.sessions), "size": self.size,
             "first": _day(self.first), "last": _day(self.last), "error": self.error, "message": self.message,
             "truncated": self.truncated, "workspaces": workspace_counts(self.sessions),
+            "refused": len(self.refused),
         }
         if with_sessions:
             out["items"] = [s.to_json() for s in self.sessions]
+            out["refused_items"] = [s.to_json() for s in self.refused]
         return out
 
 

@@ -6,6 +6,9 @@ expression for the field that names the directory (``cwd``, ``working_dir``,
 database is asked for its sessions' directories. Gemini CLI names a project
 directory by a slug (its ``.project_root`` file holds the path) or, in older
 versions, by ``sha256(path)``, matched against the directories already known.
+Claude Code names a project folder after the directory (:func:`claude_folder`),
+so a session file whose head names none (unreadable, malformed) still belongs
+to the workspace whose folder holds it.
 Nothing here parses a whole transcript, and nothing raises: a value that
 cannot be read is ``None``.
 """
@@ -54,6 +57,12 @@ def _json_string(raw: bytes) -> str | None:
     except ValueError:
         return None
     return value if isinstance(value, str) else None
+
+
+def claude_folder(directory: str) -> str:
+    """The project folder name Claude Code gives ``directory``: each character but a letter or a
+    digit becomes ``-`` (a folder name read this way is unchanged)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", directory)
 
 
 def file_workspace(fmt: str, path: str) -> str | None:

@@ -9,7 +9,8 @@ ticks; tests call :meth:`Watcher.tick` with a fake clock). Each tick:
    successful import: ``(mtime, size)`` of a file, the recorded update time of
    a database session. Import is idempotent by turn id, so a grown file adds
    only its new completed turns; a source that fails keeps its old stamp and
-   is tried again at the next tick (its fixed code is reported each time);
+   is tried again at the next tick (its fixed code is reported each time),
+   and so is an entry discovery refused to read (a symlink, a FIFO);
 3. seals the open captures whose newest turn is older than ``idle`` seconds
    (trigger ``idle``), so they can be digested.
 
@@ -28,7 +29,7 @@ from cairn.protocol.vocab import Trigger
 from cairn.worker.journal.capture import open_sessions, seal_session
 from cairn.worker.journal.store import Journal
 
-from .importing import import_sources, select, sources
+from .importing import import_sources, refused, select, sources
 from .model import SessionRef
 from .scan import Probes, discover
 
@@ -65,9 +66,9 @@ class Watcher:
         totals = import_sources(j, sources(moved), self.policy, progress)
         failed = {(f["format"], f["path"]) for f in totals["failed"]}
         for ref in moved:
-            if (ref.format, ref.path) not in failed:
+            if (ref.format, ref.path) not in failed and not ref.error:
                 self.stamps[_slot(ref)] = (ref.mtime, ref.size)
-        totals["failed"] = unread + totals["failed"]
+        totals["failed"] = unread + refused(moved) + totals["failed"]
         totals["changed"] = len(moved)
         cutoff = j.now() - self.idle
         totals["sealed"] = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=cutoff)
