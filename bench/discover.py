@@ -12,7 +12,7 @@ then times, in alternation:
 - ``scan``: :func:`discover` called in this process (the scan alone);
 - ``baseline``: ``python -c pass``, the floor every command pays.
 
-With ``--watch`` it then times the watcher (:mod:`worker.sources.watch`) for one
+With ``--watch`` it then times the watcher (:mod:`worker.jobs.watch`) for one
 project's sessions: its first tick (importing them), a tick when nothing
 changed, and a tick after one session grew by a turn.
 
@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--watch", action="store_true", help="also time the watcher's ticks")
     a = ap.parse_args()
-    from cairn.worker.sources import discover
+    from cairn.worker.ingest.sources import discover
 
     root = Path(tempfile.mkdtemp(prefix="cairn-bench-discover-"))
     try:
@@ -162,8 +162,8 @@ def main() -> None:
 
 def watch(root: Path, home: Path, env: dict[str, str], rounds: int) -> None:
     from cairn.protocol.digest import ModelPolicy
+    from cairn.worker.jobs.watch import Watcher
     from cairn.worker.journal.store import Journal
-    from cairn.worker.sources.watch import Watcher
 
     ws = project(root, 0)
     os.makedirs(ws, exist_ok=True)

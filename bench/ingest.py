@@ -198,7 +198,7 @@ def compression(tmp: Path) -> None:
     import zlib
 
     from cairn.protocol.digest import ModelPolicy
-    from cairn.worker.importers import load
+    from cairn.worker.ingest.importers import load
     from cairn.worker.journal.batches import build_segment
 
     fixtures = REPO / "tests" / "fixtures" / "transcripts"

@@ -8,7 +8,7 @@ sessions the provider digests, with turn ids of the form ``<session>.<turn>``
 (positions are fine here: the corpus is frozen, and labels name turns the
 same way).
 
-Formats the importers read go through :func:`cairn.worker.importers.load`,
+Formats the importers read go through :func:`cairn.worker.ingest.importers.load`,
 so the bench scores what the product imports: the manifest's
 ``claude-export-text`` (Claude Code's ``/export`` text) is the importer
 ``claude-code-export``, whose turns are the completed ones (a prompt left
@@ -33,7 +33,7 @@ from typing import Any
 
 from cairn.protocol.digest import DigestInput
 from cairn.protocol.transcript import Turn
-from cairn.worker.importers import load
+from cairn.worker.ingest.importers import load
 
 CORPUS = pathlib.Path(__file__).resolve().parent.parent / "tests" / "corpus"
 

@@ -6,7 +6,7 @@ Usage::
 
 ``redact_text`` reads a word cut over lines joined (ADR 0014) before the
 line-by-line pass; the baseline, measured in the same run on the same text,
-is that line-by-line pass alone (``worker.redact._redact_lines``, what
+is that line-by-line pass alone (``worker.redaction.redact._redact_lines``, what
 redaction cost before the join). Workloads: about 1 MB each of a base64
 blob wrapped at 76 columns, hex digests one per line, a path listing, one
 long URL cut at 80 columns, prose with credentials wrapped at 72 columns,
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cairn.worker.redact import _redact_lines, redact_text  # noqa: E402
+from cairn.worker.redaction.redact import _redact_lines, redact_text  # noqa: E402
 
 from tests.security.samples import SAMPLES  # noqa: E402
 

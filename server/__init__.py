@@ -1,16 +1,16 @@
 """cairn's long-lived side: the CLI, the language server and the maintenance scheduler.
 
 Nothing here writes cairn's records itself: every durable change runs in a
-short-lived worker subprocess (:mod:`server.runner`) under fenced claims,
+short-lived worker subprocess (:mod:`server.scheduler.runner`) under fenced claims,
 so this layer schedules, answers from memory and reads cheap snapshots.
-:mod:`server.coordinator` is the pure scheduling policy (events in, actions
-out, no I/O) and :mod:`server.adapter` carries its actions out on asyncio,
-persisting through :mod:`server.jobstore`. The language server is
-:mod:`server.lsp` (pygls registration, one name per method) and
-:mod:`server.lsp_protocol` (one error shape) over
-:mod:`server.lsp_service` (lifecycle, start gate, workspaces, routing) and
-the feature modules in :mod:`server.features`, none of which import pygls.
-:mod:`server.cli` is the command line; :mod:`server.testing` holds test
+:mod:`server.scheduler.coordinator` is the pure scheduling policy (events in, actions
+out, no I/O) and :mod:`server.scheduler.adapter` carries its actions out on asyncio,
+persisting through :mod:`server.scheduler.jobstore`. The language server is
+:mod:`server.lsp.server` (pygls registration, one name per method) and
+:mod:`server.lsp.protocol` (one error shape) over
+:mod:`server.lsp.service` (lifecycle, start gate, workspaces, routing) and
+the feature modules in :mod:`server.lsp.features`, none of which import pygls.
+:mod:`server.cli.main` is the command line; :mod:`server.testing` holds test
 doubles that production code never imports.
 """
 

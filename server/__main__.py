@@ -1,5 +1,5 @@
 import sys
 
-from cairn.server.cli import main
+from cairn.server.cli.main import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """Test doubles for the server layer; production code never imports this module.
 
-:class:`FakeClock` stands in for :class:`server.adapter.SystemClock`: time
+:class:`FakeClock` stands in for :class:`server.scheduler.adapter.SystemClock`: time
 moves only when a test says so, so every timing decision (retry deadlines,
 idle sealing, quiet periods) is exercised without sleeping.
 """
@@ -11,7 +11,7 @@ import heapq
 import itertools
 from collections.abc import Callable
 
-from cairn.server.adapter import TimerHandle
+from cairn.server.scheduler.adapter import TimerHandle
 
 
 class _FakeHandle:

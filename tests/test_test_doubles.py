@@ -61,7 +61,7 @@ def test_no_production_module_imports_a_testing_module() -> None:
 
 def test_the_scan_sees_relative_and_absolute_imports() -> None:
     assert _module(REPO / "worker" / "memory" / "apply.py") == "cairn.worker.memory.apply"
-    assert _module(REPO / "server" / "features" / "__init__.py") == "cairn.server.features"
+    assert _module(REPO / "server" / "lsp" / "features" / "__init__.py") == "cairn.server.lsp.features"
     source = "from ..testing import job_echo\nimport cairn.server.testing\nfrom cairn.state import claims\n"
     assert _doubles(_imports(source, "cairn.worker.memory.apply", False)) == {
         "cairn.worker.testing", "cairn.worker.testing.job_echo", "cairn.server.testing"}
@@ -74,7 +74,7 @@ def test_test_jobs_live_in_the_worker_testing_module() -> None:
 
 
 def test_a_production_start_loads_no_testing_module() -> None:
-    code = ("import sys, cairn.server.lsp, cairn.server.serve, cairn.server.cli, cairn.worker.entry; "
+    code = ("import sys, cairn.server.lsp.server, cairn.server.lsp.serve, cairn.server.cli.main, cairn.worker.entry; "
             "print(sorted(m for m in sys.modules if m.endswith('.testing') and m.startswith('cairn.')))")
     out = subprocess.run([PYTHON, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.envelope import Request, Response, decode_request, encode_response
-from cairn.worker.usage import bound
+from cairn.worker.providers.usage import bound
 
 #: kind -> "module:function"; imported lazily so each job pays only for itself
 REGISTRY: dict[str, str] = {
@@ -22,8 +22,8 @@ REGISTRY: dict[str, str] = {
     "process": "cairn.worker.journal.digest:job_process",
     "retry": "cairn.worker.journal.digest:job_retry",
     "discard": "cairn.worker.journal.digest:job_discard",
-    "cleanup": "cairn.worker.journal.cleanup:job_cleanup",
-    "status": "cairn.worker.journal.views:job_status",
+    "cleanup": "cairn.worker.jobs.cleanup:job_cleanup",
+    "status": "cairn.worker.jobs.status:job_status",
     "journal": "cairn.worker.journal.views:job_journal",
     "jobs": "cairn.worker.journal.views:job_jobs",
     "review": "cairn.worker.memory.jobs:job_review",
@@ -37,7 +37,7 @@ REGISTRY: dict[str, str] = {
     "proposal": "cairn.worker.memory.jobs:job_proposal",
     "memory": "cairn.worker.memory.jobs:job_memory",
     "cockpit": "cairn.worker.memory.jobs:job_cockpit",
-    "usage": "cairn.worker.usage_report:job_usage",
+    "usage": "cairn.worker.providers.usage_report:job_usage",
 }
 
 #: test-only jobs, available when CAIRN_TEST_JOBS=1 (the runner's own tests)
@@ -87,7 +87,7 @@ def run_request(req: Request | Any) -> Response:
 
 def redact_text(text: str) -> str:
     """The redaction gate, loaded only when a failure is reported (most jobs never need it)."""
-    from cairn.worker.redact import redact_text as gate
+    from cairn.worker.redaction.redact import redact_text as gate
 
     return gate(text)
 

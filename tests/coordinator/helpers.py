@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cairn.protocol.jobs import Job, JobStore
-from cairn.server.coordinator import Coordinator
-from cairn.server.coordinator_events import (
+from cairn.server.scheduler.coordinator import Coordinator
+from cairn.server.scheduler.events import (
     Action,
     CancelWorker,
     CoordinatorConfig,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cairn.protocol.jobs import Job, JobState, JobStore
-from cairn.server.coordinator_events import (
+from cairn.server.scheduler.events import (
     Dismiss,
     Enqueue,
     Idle,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.server.coordinator_events import Drain, Enqueue, Notify, Shutdown, TurnActive
+from cairn.server.scheduler.events import Drain, Enqueue, Notify, Shutdown, TurnActive
 
 from .helpers import Clocked, cancels, only_start, started, starts, timers
 

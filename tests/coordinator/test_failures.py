@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cairn.protocol.codec import encode
 from cairn.protocol.errors import CairnError
-from cairn.server.coordinator_events import CoordinatorConfig, Enqueue, Notify, Retry
+from cairn.server.scheduler.events import CoordinatorConfig, Enqueue, Notify, Retry
 
 from .helpers import Clocked, cancels, only_start, reports, started, starts, timers
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from cairn.protocol.codec import decode, encode
 from cairn.protocol.errors import CairnError
 from cairn.protocol.jobs import JobStore
-from cairn.server import coordinator_events as ev
-from cairn.server.coordinator import Coordinator
+from cairn.server.scheduler import events as ev
+from cairn.server.scheduler.coordinator import Coordinator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

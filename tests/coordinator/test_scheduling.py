@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.server.coordinator_events import CoordinatorConfig, Enqueue, Tick
+from cairn.server.scheduler.events import CoordinatorConfig, Enqueue, Tick
 
 from .helpers import Clocked, only_start, started, starts, timers
 

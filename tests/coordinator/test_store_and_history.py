@@ -9,8 +9,8 @@ import pytest
 from cairn.protocol.codec import decode, encode
 from cairn.protocol.errors import CairnError
 from cairn.protocol.jobs import Job, JobState, JobStore
-from cairn.server.coordinator import Coordinator
-from cairn.server.coordinator_events import (
+from cairn.server.scheduler.coordinator import Coordinator
+from cairn.server.scheduler.events import (
     ClearHistory,
     CoordinatorConfig,
     Discard,

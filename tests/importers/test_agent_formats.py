@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.importers import detect, load
+from cairn.worker.ingest.importers import detect, load
 
 from tests.support.transcripts import FIXTURES, all_text
 

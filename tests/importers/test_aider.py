@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from cairn.worker.importers import aider, load
+from cairn.worker.ingest.importers import aider, load
 
 from tests.support import REPO
 from tests.support.transcripts import assert_absent, grow

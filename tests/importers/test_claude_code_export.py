@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-from cairn.worker.importers import FORMATS, PARSERS, claude_code_export, detect, load
+from cairn.worker.ingest.importers import FORMATS, PARSERS, claude_code_export, detect, load
 
 from tests.support.transcripts import FIXTURES, all_text
 

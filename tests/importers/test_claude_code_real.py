@@ -14,7 +14,7 @@ import hashlib
 import json
 
 import pytest
-from cairn.worker.importers import claude_code, load
+from cairn.worker.ingest.importers import claude_code, load
 
 from tests.support import REPO
 

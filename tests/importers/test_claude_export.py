@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.worker.importers import load
+from cairn.worker.ingest.importers import load
 
 from tests.support.transcripts import assert_absent, grow
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.importers import codex, load
+from cairn.worker.ingest.importers import codex, load
 
 from tests.support.transcripts import assert_absent, grow
 

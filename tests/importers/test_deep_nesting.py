@@ -18,8 +18,8 @@ from cairn.protocol import boundedjson, codec
 from cairn.protocol.claims import ClaimRecord
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.envelope import decode_request
-from cairn.worker.importers import claude_code, load, load_report
-from cairn.worker.importers._common import iter_jsonl
+from cairn.worker.ingest.importers import claude_code, load, load_report
+from cairn.worker.ingest.importers._common import iter_jsonl
 from cairn.worker.providers.http import json_object, reply_content
 
 from tests.journal.helpers import ALL_FORMATS, cairn_json

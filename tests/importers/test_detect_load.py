@@ -6,7 +6,7 @@ import os
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.importers import FORMATS, MAX_BYTES, detect, load
+from cairn.worker.ingest.importers import FORMATS, MAX_BYTES, detect, load
 
 from tests.support import REPO
 from tests.support.transcripts import FIXTURES
@@ -90,7 +90,7 @@ def test_too_large_is_refused_for_formats_read_whole(tmp_path):
 
 
 def test_a_claude_code_session_over_64_mib_imports_and_one_huge_line_is_refused(tmp_path):
-    from cairn.worker.importers import _jsonl
+    from cairn.worker.ingest.importers import _jsonl
 
     from tests.support.generated import write_session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.importers import gptel_md, gptel_org, load
+from cairn.worker.ingest.importers import gptel_md, gptel_org, load
 
 from tests.support.transcripts import all_text
 

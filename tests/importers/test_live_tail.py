@@ -1,7 +1,7 @@
 """Every JSONL format the live watcher follows: a file caught mid-write never yields a half-written turn.
 
 The watcher imports a session file whenever it grows, so it may read one in
-the middle of a line. For each format of :data:`server.watch.JSONL_FORMATS`,
+the middle of a line. For each format of :data:`server.watch.files.JSONL_FORMATS`,
 the fixture is cut at points inside each of its last lines: the turns then
 found (ids and both texts) must be exactly those of the file cut at the
 start of that line. The half-written line adds nothing, changes nothing.
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cairn.server.watch import JSONL_FORMATS
-from cairn.worker.importers import load
+from cairn.server.watch.files import JSONL_FORMATS
+from cairn.worker.ingest.importers import load
 
 from tests.support.transcripts import FIXTURES
 

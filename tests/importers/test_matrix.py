@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.importers import DB_PARSERS, FORMATS, PARSERS, detect, load
+from cairn.worker.ingest.importers import DB_PARSERS, FORMATS, PARSERS, detect, load
 
 from .formats import DB_FIXTURES, TEXT_FIXTURES, neutral_copies
 

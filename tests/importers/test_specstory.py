@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.worker.importers import load, specstory
+from cairn.worker.ingest.importers import load, specstory
 
 from tests.support.transcripts import assert_absent, grow
 

@@ -150,7 +150,7 @@ def test_an_unexpected_error_of_the_provider_call_is_a_counted_failed_attempt(
         workspace: Path, user_config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from cairn.server.cli_journal import process_workspace
+    from cairn.server.cli.journal import process_workspace
     from cairn.worker.providers import openai_compat
 
     (user_config_home / "cairn").mkdir()

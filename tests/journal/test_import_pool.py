@@ -48,7 +48,7 @@ def test_files_are_captured_side_by_side_and_reported_in_order(workspace: Path, 
     with Journal(str(workspace)) as j:
         out = I.import_paths(j, paths, "auto", POLICY, workers=4)
     assert (out["files"], out["sessions"], out["captured"], out["interrupted"]) == (4, 4, 12, False)
-    from cairn.worker.importers import load
+    from cairn.worker.ingest.importers import load
 
     assert out["session_ids"] == [load(Path(p))[0].session_id for p in paths]  # the order given
     assert sorted(len(v) for v in _ready(workspace).values()) == [3, 3, 3, 3]
@@ -134,7 +134,7 @@ def test_killing_an_import_of_several_files_in_flight_at_every_point_converges(t
 def test_a_file_that_cannot_be_opened_lets_the_files_given_before_it_finish(workspace: Path, tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from cairn.protocol.errors import CairnError, ErrorCode
-    from cairn.worker import importers
+    from cairn.worker.ingest import importers
     from cairn.worker.journal import capture as C
     from cairn.worker.journal import imports as I
     from cairn.worker.journal.store import Journal
@@ -165,7 +165,7 @@ def test_a_file_that_cannot_be_opened_lets_the_files_given_before_it_finish(work
 def test_an_error_of_a_file_in_flight_is_raised_before_a_later_file_that_cannot_be_opened(
         workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cairn.protocol.errors import CairnError, ErrorCode
-    from cairn.worker import importers
+    from cairn.worker.ingest import importers
     from cairn.worker.journal import capture as C
     from cairn.worker.journal import imports as I
     from cairn.worker.journal.store import Journal
@@ -197,7 +197,7 @@ def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_bo
     import signal
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from cairn.worker import importers
+    from cairn.worker.ingest import importers
     from cairn.worker.journal import capture as C
     from cairn.worker.journal import imports as I
     from cairn.worker.journal.store import Journal

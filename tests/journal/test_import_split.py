@@ -84,7 +84,7 @@ def test_a_session_in_both_parts_is_captured_once(tmp_path: Path, split: None) -
 def test_a_capture_waits_for_a_live_claim_of_the_other_process(workspace: Path, tmp_path: Path) -> None:
     """While the other half holds the session's claim, the capture waits for it instead of failing."""
     from cairn.protocol.vocab import OutcomeKind
-    from cairn.worker.importers import load
+    from cairn.worker.ingest.importers import load
     from cairn.worker.journal.capture import capture_session
     from cairn.worker.journal.store import Journal, session_dir
 
@@ -330,7 +330,7 @@ def test_a_sibling_still_capturing_is_waited_for_past_the_wait(workspace: Path, 
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The wait counts from the other process's last batch: a long session in both parts is not E_CLAIM_BUSY."""
     from cairn.protocol.errors import CairnError, ErrorCode
-    from cairn.worker.importers import load
+    from cairn.worker.ingest.importers import load
     from cairn.worker.journal import capture as C
     from cairn.worker.journal.store import Journal
 
@@ -430,7 +430,7 @@ def test_both_processes_wait_for_a_session_held_elsewhere(tmp_path: Path, split:
     import threading as th
 
     from cairn.protocol.vocab import OutcomeKind
-    from cairn.worker.importers import load
+    from cairn.worker.ingest.importers import load
     from cairn.worker.journal.store import Journal, session_dir
 
     paths = _files(tmp_path, 4, 5)

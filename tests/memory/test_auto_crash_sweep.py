@@ -24,7 +24,7 @@ from tests.support import PYTHON, REPO, child_env
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 M = ".cairn/state/memory"
-_IDLE = ("import sys; from cairn.protocol.worker import WorkerRequest; from cairn.server.cli_support import "
+_IDLE = ("import sys; from cairn.protocol.worker import WorkerRequest; from cairn.server.cli.support import "
          "load_config; from cairn.worker.entry import run_request; ws = sys.argv[1]; "
          "r = run_request(WorkerRequest(job='review', workspace=ws, args={'automatic': True}, config=load_config(ws))); "
          "sys.exit(0 if r.status == 'ok' else 1)")

@@ -19,7 +19,7 @@ from cairn.protocol.journal import PublicDigest
 from cairn.protocol.lsp import Settings
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType, Trigger
-from cairn.server import memory_docs
+from cairn.server.lsp import memory_docs
 from cairn.worker.memory import engine, model, remote, views
 
 from tests import sweep

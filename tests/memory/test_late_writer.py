@@ -67,7 +67,7 @@ def test_accept_reports_applied_when_the_decision_claim_was_lost_after_the_write
 @pytest.mark.parametrize("late", ["expired", "taken-over"])
 def test_an_import_whose_claim_was_lost_after_its_writes_reports_the_turns_captured(
         workspace: Path, monkeypatch: pytest.MonkeyPatch, late: str) -> None:
-    from cairn.worker.importers import load
+    from cairn.worker.ingest.importers import load
     from cairn.worker.journal import capture as C
     from cairn.worker.journal.capture import ModelPolicy
     from cairn.worker.journal.imports import import_paths

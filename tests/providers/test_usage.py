@@ -14,10 +14,10 @@ import pytest
 import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker import usage_report as R
 from cairn.worker.providers import http
+from cairn.worker.providers import usage_report as R
 from cairn.worker.providers.route import Route, ask
-from cairn.worker.usage import USAGE, bound, day_of, record_usage
+from cairn.worker.providers.usage import USAGE, bound, day_of, record_usage
 from pytest_lsp import LanguageClient
 
 from tests.journal.helpers import DEMO, cairn

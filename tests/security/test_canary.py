@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.worker.redact import redact_text
+from cairn.worker.redaction.redact import redact_text
 
 from tests.journal.helpers import cairn
 from tests.security.samples import SAMPLES, Sample

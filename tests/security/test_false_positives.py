@@ -1,7 +1,7 @@
 """The high-entropy fallback: what it catches after a secret label, and what real text it leaves alone.
 
 Measured with ``python -m pytest tests/security/test_false_positives.py``
-(thresholds in :mod:`worker.secret_labels`): random tokens of 20 characters
+(thresholds in :mod:`worker.redaction.secret_labels`): random tokens of 20 characters
 are caught at least 90% of the time, of 32 and more at least 98%; real
 transcripts, this repository's documents and the standard library's
 networking and authentication modules (real code that names passwords,
@@ -16,8 +16,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from cairn.worker import secret_labels
-from cairn.worker.redact import redact_text
+from cairn.worker.redaction import secret_labels
+from cairn.worker.redaction.redact import redact_text
 
 from tests.support import REPO
 

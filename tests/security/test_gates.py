@@ -12,10 +12,10 @@ from cairn.protocol.digest import Note
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.protocol.worker import WorkerRequest
-from cairn.worker import secret_rules
 from cairn.worker.entry import run_stdio
 from cairn.worker.providers import http
-from cairn.worker.redact import RedactingFilter, redact_bytes, redact_obj, redact_record
+from cairn.worker.redaction import secret_rules
+from cairn.worker.redaction.redact import RedactingFilter, redact_bytes, redact_obj, redact_record
 
 from tests.security.samples import SAMPLES
 

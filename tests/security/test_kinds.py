@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from cairn.worker.redact import kinds, redact_text
+from cairn.worker.redaction.redact import kinds, redact_text
 
 from tests.security.samples import KINDS, NEAR_MISSES, SAMPLES, Sample
 

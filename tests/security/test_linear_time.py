@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cairn.worker.redact import redact_text
+from cairn.worker.redaction.redact import redact_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -16,7 +16,7 @@ import json
 import re
 
 import pytest
-from cairn.worker.redact import redact_text
+from cairn.worker.redaction.redact import redact_text
 
 from tests.security.samples import SAMPLES, Sample
 
@@ -196,7 +196,7 @@ def test_listings_after_a_label_are_read_line_by_line(text: str) -> None:
     assert redact_text(text) == _by_lines(text)
 
 
-# lines that continue one word for 38 KB: a split word too long to read joined whole (worker.redact._JOIN_MAX)
+# lines that continue one word for 38 KB: a split word too long to read joined whole (worker.redaction.redact._JOIN_MAX)
 _PATHS = "\n".join(f"/srv/app/releases/2026-11-30/build-{i:05d}/static/assets/chunk" for i in range(600))
 _BARE = [s for s in CASES if redact_text(s.secret) != s.secret]  # known by shape, no label needed
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from cairn.protocol.errors import CairnError
 from cairn.protocol.lsp import CMD_ACCEPT_EDITED, CMD_UNDO, PROPOSAL
-from cairn.server.lsp_service import CairnService
+from cairn.server.lsp.service import CairnService
 from cairn.server.testing import FakeClock
 
 from tests.journal.helpers import DEMO, cairn, cairn_json

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from cairn.protocol import codec
 from cairn.protocol.jobs import JobState, JobStore
-from cairn.server.adapter import Adapter
-from cairn.server.coordinator import Coordinator
-from cairn.server.coordinator_events import CoordinatorConfig, Enqueue, Idle, Report, StartWorker
-from cairn.server.jobstore import read_store, write_store
-from cairn.server.runner import RunResult, WorkerProcess
+from cairn.server.scheduler.adapter import Adapter
+from cairn.server.scheduler.coordinator import Coordinator
+from cairn.server.scheduler.events import CoordinatorConfig, Enqueue, Idle, Report, StartWorker
+from cairn.server.scheduler.jobstore import read_store, write_store
+from cairn.server.scheduler.runner import RunResult, WorkerProcess
 from cairn.server.testing import FakeClock
 
 from tests.support import until_changed
@@ -174,7 +174,7 @@ async def test_unreadable_store_is_kept_aside(workspace: Path) -> None:
 
 async def test_split_and_merge_keep_every_workspace(tmp_path: Path) -> None:
     from cairn.protocol.jobs import Job
-    from cairn.server.jobstore import merge_stores, split_store
+    from cairn.server.scheduler.jobstore import merge_stores, split_store
     a = Job(id="job-1", workspace="/a", kind="process", seq=1, state=JobState.IDLE, created=1.0, updated=1.0)
     b = Job(id="job-1", workspace="/b", kind="process", seq=1, state=JobState.IDLE, created=2.0, updated=2.0)
     merged = merge_stores([JobStore(jobs=(a,), next_seq=2), JobStore(jobs=(b,), next_seq=2)])

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server import cli
-from cairn.server.cli_commands import COMMANDS
-from cairn.server.cli_support import Command, no_setup
+from cairn.server.cli import main as cli
+from cairn.server.cli.commands import COMMANDS
+from cairn.server.cli.support import Command, no_setup
 
 from tests.support import PYTHON, REPO, child_env
 
-CLI_MODULES = sorted(p.stem for p in (REPO / "server").glob("cli*.py"))
+CLI_MODULES = sorted(p.stem for p in (REPO / "server" / "cli").glob("*.py") if p.stem != "__init__")
 
 
 def _cli_imports(module: str) -> set[str]:
-    """The ``cairn.server.cli*`` modules ``module`` imports anywhere (top level or inside functions)."""
-    tree = ast.parse((REPO / "server" / f"{module}.py").read_text(encoding="utf-8"))
+    """The :mod:`server.cli` modules ``module`` imports anywhere (top level or inside functions)."""
+    tree = ast.parse((REPO / "server" / "cli" / f"{module}.py").read_text(encoding="utf-8"))
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -30,7 +30,7 @@ def _cli_imports(module: str) -> set[str]:
             names = [a.name for a in node.names]
         else:
             continue
-        out |= {n.rsplit(".", 1)[-1] for n in names if n.startswith("cairn.server.cli")}
+        out |= {n.rsplit(".", 1)[-1] for n in names if n.startswith("cairn.server.cli.")}
     return out & set(CLI_MODULES)
 
 
@@ -48,12 +48,12 @@ def test_the_cli_import_graph_has_no_cycle() -> None:
 
     for m in CLI_MODULES:
         visit(m, ())
-    assert graph["cli"] == {"cli_commands", "cli_support"}
+    assert graph["main"] == {"commands", "support"}
 
 
 @pytest.mark.parametrize("module", CLI_MODULES)
 def test_each_cli_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
-    r = subprocess.run([PYTHON, "-c", f"import cairn.server.{module}"], cwd=REPO, env=child_env(),
+    r = subprocess.run([PYTHON, "-c", f"import cairn.server.cli.{module}"], cwd=REPO, env=child_env(),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 
@@ -129,7 +129,7 @@ def test_cairn_mcp_without_the_mcp_extra_names_the_install_command(tmp_path: Pat
             "        if name == 'mcp' or name.startswith('mcp.'):\n"
             "            raise ModuleNotFoundError(name)\n"
             "sys.meta_path.insert(0, Hide())\n"
-            "from cairn.server import cli\n"
+            "from cairn.server.cli import main as cli\n"
             f"sys.exit(cli.main(['mcp', '-w', {str(tmp_path)!r}]))\n")
     r = subprocess.run([PYTHON, "-c", hide], env=child_env(), capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert r.returncode == 2, r.stderr

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server.lsp_protocol import response_error
+from cairn.server.lsp.protocol import response_error
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
@@ -98,9 +98,9 @@ async def test_status_follows_decisions_made_outside_the_server(proposals: list[
 
 
 async def test_registration_and_dispatch_share_one_table() -> None:
-    from cairn.server.features.commands import COMMANDS
-    from cairn.server.lsp import build_server
-    from cairn.server.lsp_service import NOTIFICATIONS, REQUESTS
+    from cairn.server.lsp.features.commands import COMMANDS
+    from cairn.server.lsp.server import build_server
+    from cairn.server.lsp.service import NOTIFICATIONS, REQUESTS
 
     fm = build_server().protocol.fm
     assert set(fm.commands) == set(COMMANDS)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from cairn.protocol.lsp import Settings
-from cairn.server import memory_docs as md
+from cairn.server.lsp import memory_docs as md
 
 WS = "/home/u/proj"
 
@@ -54,7 +54,7 @@ def test_three_actions_per_proposal_nearest_first() -> None:
 
 
 def test_a_fifo_at_a_memory_document_is_not_read_and_never_blocks(tmp_path: Path) -> None:
-    from cairn.server.features.documents import _read_text
+    from cairn.server.lsp.features.documents import _read_text
 
     fifo = tmp_path / "MEMORY.md"
     os.mkfifo(fifo)  # no writer: a blocking open would wait forever

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
-from cairn.server.runner import WorkerProcess, run_worker
+from cairn.server.scheduler.runner import WorkerProcess, run_worker
 
 from tests.support import PYTHON
 from tests.support.workers import STRAY_SCRIPT

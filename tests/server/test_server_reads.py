@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.server import memory_docs
-from cairn.server.features import status
-from cairn.server.lsp_service import CairnService
+from cairn.server.lsp import memory_docs
+from cairn.server.lsp.features import status
+from cairn.server.lsp.service import CairnService
 from cairn.server.testing import FakeClock
 
 from tests.server.test_service import FakeEditor
@@ -34,7 +34,7 @@ def _service(*workspaces: Path) -> tuple[CairnService, FakeEditor]:
 
 async def test_one_store_discovery_arms_the_watchers_of_every_workspace(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import cairn.worker.sources as sources
+    import cairn.worker.ingest.sources as sources
 
     folders = [tmp_path / name for name in ("a", "b", "c")]
     for folder in folders:
@@ -93,7 +93,7 @@ def _request(day_dir: Path, rid: str) -> None:
 async def test_status_reads_todays_usage_records_again_only_when_they_changed(
         workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cairn.state.fsdir import PinnedDir
-    from cairn.worker.usage import USAGE, day_of
+    from cairn.worker.providers.usage import USAGE, day_of
 
     monkeypatch.setattr(status, "REFRESH_SPACING", 0.0)
     today = workspace / USAGE / day_of(time.time())

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from cairn.protocol.errors import CairnError
 from cairn.protocol.lsp import IDLE, SESSION_EVENT, STATUS, TURN_COMPLETED
-from cairn.server.adapter import Adapter
-from cairn.server.lsp_service import CairnService
+from cairn.server.lsp.service import CairnService
+from cairn.server.scheduler.adapter import Adapter
 from cairn.server.testing import FakeClock
 
 from tests.support import until_changed

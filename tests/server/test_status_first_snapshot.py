@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from cairn.protocol.lsp import JOURNAL, STATUS
-from cairn.server.lsp_service import CairnService
+from cairn.server.lsp.service import CairnService
 from cairn.server.testing import FakeClock
 
 from tests.journal.helpers import DEMO, cairn, cairn_json

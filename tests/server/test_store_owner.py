@@ -7,13 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cairn.server.jobstore import JobStoreFiles
+from cairn.server.scheduler.jobstore import JobStoreFiles
 
 from tests.support import PYTHON, REPO, child_env
 
 HOLDER = """
 import sys
-from cairn.server.jobstore import JobStoreFiles
+from cairn.server.scheduler.jobstore import JobStoreFiles
 files = JobStoreFiles(locked=True)  # holds the lock while alive
 print(files.own(sys.argv[1]), flush=True)
 sys.stdin.readline()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.server.watch_core import (
+from cairn.server.watch.core import (
     Ignored,
     Import,
     Imported,

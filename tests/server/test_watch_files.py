@@ -4,7 +4,7 @@ Nothing is read through a link: not a file the native watcher names inside a sym
 file or folder swapped for a link between the watcher's look and the import (the swap is made in a
 hook between the two, not after a sleep).
 
-The headless watcher (:class:`server.cli_watch.Headless`, the same core and
+The headless watcher (:class:`server.cli.watch.Headless`, the same core and
 file watcher as the server) runs in this test's loop with its real import
 jobs; the test appends to a copy of the Claude Code fixture and waits for
 each import's report (bounded waits, no sleeps).
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.server import watch
-from cairn.server.cli_watch import Headless
-from cairn.server.watch import FileWatcher
-from cairn.server.watch_core import Refused, Seen
+from cairn.server.watch import files as watch
+from cairn.server.cli.watch import Headless
+from cairn.server.watch.core import Refused, Seen
+from cairn.server.watch.files import FileWatcher
 
 from tests.support.live import FIXTURE_TURNS, append, start_session, turn_lines
 

@@ -16,9 +16,9 @@ import pathlib
 import pytest
 from cairn.protocol.digest import ModelPolicy
 from cairn.worker.journal.store import Journal
-from cairn.worker.sources import discover, walk
-from cairn.worker.sources.importing import import_all, select
-from cairn.worker.sources.watch import Watcher
+from cairn.worker.ingest.sources import discover, walk
+from cairn.worker.jobs.importing import import_all, select
+from cairn.worker.jobs.watch import Watcher
 
 from tests.journal.helpers import cairn
 

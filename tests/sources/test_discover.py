@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 
-from cairn.worker.importers import FORMATS
-from cairn.worker.sources import discover, walk
-from cairn.worker.sources.importing import select, sources
+from cairn.worker.ingest.importers import FORMATS
+from cairn.worker.ingest.sources import discover, walk
+from cairn.worker.jobs.importing import select, sources
 
 from .home import by_format, env_for, make_home
 

@@ -9,10 +9,10 @@ import sqlite3
 import pytest
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.importers import _sqlite, load
+from cairn.worker.ingest.importers import _sqlite, load
+from cairn.worker.ingest.sources import discover
+from cairn.worker.jobs.importing import import_all, import_sources, select, sources
 from cairn.worker.journal.store import Journal
-from cairn.worker.sources import discover
-from cairn.worker.sources.importing import import_all, import_sources, select, sources
 
 from tests.importers.formats import build_db
 from tests.journal.helpers import cairn
@@ -167,7 +167,7 @@ def test_an_unreadable_database_is_a_fixed_code(tmp_path):
 
 
 def test_an_unforeseen_record_shape_fails_that_source_alone(tmp_path, monkeypatch):
-    from cairn.worker import importers
+    from cairn.worker.ingest import importers
 
     home, ws = _setup(tmp_path)
 

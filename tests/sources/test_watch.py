@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from cairn.protocol.digest import ModelPolicy
+from cairn.worker.ingest.sources import discover, probe
+from cairn.worker.jobs.watch import Watcher
 from cairn.worker.journal.store import Journal
-from cairn.worker.sources import discover, probe
-from cairn.worker.sources.watch import Watcher
 
 from tests.journal.helpers import cairn
 
@@ -97,7 +97,7 @@ def test_cli_watch_once(tmp_path):
 def test_live_watching_follows_this_workspaces_jsonl_stores_only(tmp_path):
     """stores_for: Claude Code's project folder of this workspace, the other tools' JSONL session files of
     this workspace; never another workspace's folder, never a database or a JSON file."""
-    from cairn.server.watch import stores_for
+    from cairn.server.watch.files import stores_for
 
     home, ws, _ = _setup(tmp_path)
     roots = stores_for(ws, home=str(home), env=env_for(home))
@@ -109,8 +109,8 @@ def test_live_watching_follows_this_workspaces_jsonl_stores_only(tmp_path):
 
 def test_one_discovery_serves_every_workspace(tmp_path, monkeypatch):
     """stores_by_workspace walks the home once and gives each workspace what stores_for gives it alone."""
-    import cairn.worker.sources as sources_pkg
-    from cairn.server.watch import stores_by_workspace, stores_for
+    import cairn.worker.ingest.sources as sources_pkg
+    from cairn.server.watch.files import stores_by_workspace, stores_for
 
     home, ws, _ = _setup(tmp_path)
     other = str(tmp_path / "work" / "other")

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cairn.worker.importers import load
+from cairn.worker.ingest.importers import load
 
 from tests.support import REPO
 

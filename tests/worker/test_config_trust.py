@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker import config, trust
+from cairn.worker.settings import config, trust
 
 from tests.support import PYTHON, REPO, child_env
 
@@ -219,7 +219,7 @@ def test_config_dir_follows_xdg_config_home(monkeypatch: pytest.MonkeyPatch, tmp
 
 # -- config files as control files ---------------------------------------------------
 
-LOAD = "import json, sys; from cairn.worker import config; print(json.dumps(config.load(sys.argv[1])[1]))"
+LOAD = "import json, sys; from cairn.worker.settings import config; print(json.dumps(config.load(sys.argv[1])[1]))"
 
 
 def _limit_memory() -> None:  # a reader that follows /dev/zero must fail here, not exhaust the machine

@@ -46,7 +46,7 @@ from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
 from cairn.state.claims import Claim
-from cairn.worker.importers._jsonl import StreamedSession
+from cairn.worker.ingest.importers._jsonl import StreamedSession
 from cairn.worker.journal.batches import (
     batch_name,
     build_segment,

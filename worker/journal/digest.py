@@ -66,7 +66,7 @@ from cairn.state.claims import Claim
 from cairn.worker.journal.batches import capture_evidence, turn_count
 from cairn.worker.journal.digest_group import GROUP, elect_group, process_group, recover_group
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
-from cairn.worker.redact import redact_record
+from cairn.worker.redaction.redact import redact_record
 
 MAX_ATTEMPTS = 3
 DIGEST_TTL_MARGIN = 30.0
@@ -453,7 +453,7 @@ def job_recover(req: WorkerRequest) -> dict[str, Any]:
 
 
 def job_process(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
-    from cairn.worker import config
+    from cairn.worker.settings import config
 
     limit = req.args.get("max")
     with Journal(req.workspace) as j:

@@ -49,7 +49,7 @@ from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal
-from cairn.worker.redact import redact_record
+from cairn.worker.redaction.redact import redact_record
 
 GROUP = env_int("CAIRN_DIGEST_GROUP", 16)
 GROUP_SCOPE = "digest/group"

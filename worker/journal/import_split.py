@@ -232,7 +232,7 @@ def _helper_main() -> int:
     """The helper's side: read the request, import, report; never a traceback."""
     from cairn.worker.journal.imports import import_items
     from cairn.worker.journal.store import Journal
-    from cairn.worker.redact import redact_text
+    from cairn.worker.redaction.redact import redact_text
 
     out = sys.stdout.buffer
     lock = threading.Lock()

@@ -50,7 +50,7 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.knobs import env_int
 from cairn.protocol.worker import WorkerRequest
-from cairn.worker.importers._jsonl import StreamedSession
+from cairn.worker.ingest.importers._jsonl import StreamedSession
 from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
 from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share, merge
 from cairn.worker.journal.store import Journal
@@ -172,7 +172,7 @@ def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_
                   progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
                   busy_wait: float, failed: list[dict[str, Any]] | None) -> dict[str, Any]:
     """:func:`import_items` in this process alone."""
-    from cairn.worker.importers import open_report
+    from cairn.worker.ingest.importers import open_report
 
     n_workers = max(1, min(workers or WORKERS, len(items)))  # one file: no thread to start
     out: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],

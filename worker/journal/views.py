@@ -1,4 +1,4 @@
-"""Read-only views of the journal: status counts, public digests, capture jobs.
+"""Read-only views of the journal: public digests and capture jobs.
 
 These are observations for people and editors, never authority. The public
 digest index is cached per process and refreshed only when the journal
@@ -59,36 +59,6 @@ def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicD
     return digests, bad
 
 
-def read_status(workspace: str) -> dict[str, int]:
-    """Capture-level counts for ``cairn/status`` (the server adds its own job counts)."""
-    from cairn.worker.journal.digest import capture_states
-
-    if not os.path.isdir(os.path.join(workspace, ".cairn")):
-        return {"pending": 0, "retryWaiting": 0, "exhausted": 0, "open": 0, "digests": 0, "proposals": 0}
-    with Journal(workspace) as j:
-        states = capture_states(j)
-    counts = {"pending": 0, "retryWaiting": 0, "exhausted": 0, "open": 0}
-    for st in states:
-        s = st.state
-        if s == "pending":
-            counts["pending"] += 1
-        elif s == "retry-waiting":
-            counts["retryWaiting"] += 1
-        elif s == "exhausted":
-            counts["exhausted"] += 1
-        elif s == "open":
-            counts["open"] += 1
-    counts["digests"] = len(public_digests(workspace)[0])
-    counts["proposals"] = _pending_proposals(workspace)
-    return counts
-
-
-def _pending_proposals(workspace: str) -> int:
-    from cairn.worker.memory.views import pending_count  # here: memory views import the journal
-
-    return int(pending_count(workspace))
-
-
 def capture_rows(workspace: str) -> list[dict[str, Any]]:
     """One row per capture: open, pending, running (a live digest claim), retry-waiting,
     exhausted, or retired as published / all-none / discarded."""
@@ -119,10 +89,6 @@ def digest_json(d: PublicDigest) -> dict[str, Any]:
     obj.pop("record", None)
     obj.pop("v", None)
     return obj
-
-
-def job_status(req: WorkerRequest) -> dict[str, Any]:
-    return read_status(req.workspace)
 
 
 def job_journal(req: WorkerRequest) -> dict[str, Any]:

@@ -14,7 +14,7 @@ reviews, published), :mod:`.apply` (checked accept, reject, undo,
 recovery), :mod:`.views` (read-only rows) and :mod:`.jobs` (the worker job
 entry points). May import :mod:`protocol`, :mod:`state`,
 :mod:`worker.journal` (public digests), :mod:`worker.providers.http` and
-:mod:`worker.redact`; pure modules import no stateful one. Guarantees: a
+:mod:`worker.redaction.redact`; pure modules import no stateful one. Guarantees: a
 review only proposes; every write to memory is an accepted proposal (by
 the user, or by ``mode = "auto"`` through the same path) applied under
 claims after its before-state is proven afresh, and can be undone; the same

@@ -93,7 +93,7 @@ from cairn.worker.memory.store import (
     MemoryStore,
     Target,
 )
-from cairn.worker.redact import redact_bytes, redact_record
+from cairn.worker.redaction.redact import redact_bytes, redact_record
 
 CLAIM_TTL = 60.0
 TARGET_LOCK = f"{WRITE}/claims/target"  # the target claim's scope directory: one lock for writes and markers

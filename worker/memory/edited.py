@@ -32,7 +32,7 @@ from cairn.state import program as P
 from cairn.worker.memory import apply
 from cairn.worker.memory.autoapply import taken_over_ops
 from cairn.worker.memory.store import PROPOSALS, MemoryStore
-from cairn.worker.redact import redact_bytes
+from cairn.worker.redaction.redact import redact_bytes
 
 MAX_TEXT = 1_000_000  # bytes of edited text
 

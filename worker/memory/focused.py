@@ -50,7 +50,7 @@ from cairn.worker.memory.review import (
     review_provider,
 )
 from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, MemoryStore
-from cairn.worker.redact import redact_record
+from cairn.worker.redaction.redact import redact_record
 
 SCOPE = "review/focused"
 _ID = re.compile(r"m[0-9a-f]{15}")

@@ -11,7 +11,7 @@ from cairn.worker.memory.store import MemoryStore
 
 
 def _settings(req: WorkerRequest) -> Settings:
-    from cairn.worker import config
+    from cairn.worker.settings import config
 
     return config.from_request(req.config)
 

@@ -151,7 +151,7 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
 
 
 def job_remember(req: WorkerRequest) -> dict[str, Any]:
-    from cairn.worker import config
+    from cairn.worker.settings import config
 
     with MemoryStore(req.workspace, config.from_request(req.config)) as ms:
         return remember(ms, req.args.get("text"), req.args.get("type"), req.args.get("source"))

@@ -87,7 +87,7 @@ from cairn.worker.memory.similarity import normalise
 from cairn.worker.providers import http, window
 from cairn.worker.providers.route import REMOTE, Route, ask, provider_error
 from cairn.worker.providers.route import check as check_route
-from cairn.worker.redact import redact
+from cairn.worker.redaction.redact import redact
 
 TITLE_MAX = 120
 REPLY_DESCRIPTION_MAX = 200

@@ -46,7 +46,7 @@ from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, 
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read_notes
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
-from cairn.worker.redact import redact_bytes, redact_record, redact_text
+from cairn.worker.redaction.redact import redact_bytes, redact_record, redact_text
 
 AUTO_CAP = 8
 WINDOW = 24 * 3600.0

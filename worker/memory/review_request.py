@@ -23,7 +23,7 @@ from cairn.worker.memory.drafts import present_instructions
 from cairn.worker.memory.model import MemorySnapshot
 from cairn.worker.providers import window
 from cairn.worker.providers.route import Route
-from cairn.worker.redact import redact
+from cairn.worker.redaction.redact import redact
 
 #: characters of a topic body sent to the model (the rest is not needed to place a note)
 TOPIC_BODY_MAX = 2000

@@ -11,7 +11,7 @@ ones share the request, the strict reply schema and the context windows
 policy asks for it, so an extractive worker never loads an HTTP stack;
 :mod:`worker.providers.http` is the one chat-completions exchange, shared
 with the remote memory review. May import :mod:`protocol` and
-:mod:`worker.redact` only: no storage, no claims. Guarantees: a provider is a
+:mod:`worker.redaction.redact` only: no storage, no claims. Guarantees: a provider is a
 function of its input and its frozen policy — it reads and writes no file,
 sends only redacted text, and fails with a fixed ``E_...`` code,
 never with the reply's or the evidence's text.

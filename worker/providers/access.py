@@ -1,7 +1,7 @@
 """Provider access: which policy may run and which API key goes with it, for digests and reviews alike.
 
 Settings reach a worker already resolved by the user's process
-(:func:`worker.config.load`: user config and editor settings, or a
+(:func:`worker.settings.config.load`: user config and editor settings, or a
 workspace file the user trusted), so the provider and endpoint they name are
 the ones the user allowed. Two rules follow, in this one place:
 

@@ -8,7 +8,7 @@ Settings name an argv list (``command = ["llm", "-m", "MODEL"]``,
   first item); nothing is interpolated or split.
 * **Prompt on stdin, reply on stdout.** The prompt is the system prompt, a
   blank line, then the request text, UTF-8, both through the redaction
-  gate (:func:`worker.redact.redact_text`) as every HTTP request is. Its size is
+  gate (:func:`worker.redaction.redact.redact_text`) as every HTTP request is. Its size is
   measured against ``policy.max_payload_bytes`` *before* the program starts
   (``E_PAYLOAD_TOO_LARGE``). stdout is capped at
   :data:`~worker.providers.http.MAX_REPLY_BYTES`: more is
@@ -54,7 +54,7 @@ Settings name an argv list (``command = ["llm", "-m", "MODEL"]``,
 
 The program sends the prompt wherever it sends prompts, so ``command`` is a
 setting a workspace file may only set when trusted
-(:data:`worker.config.OFF_MACHINE`).
+(:data:`worker.settings.config.OFF_MACHINE`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.providers import http
-from cairn.worker.redact import redact_text
+from cairn.worker.redaction.redact import redact_text
 
 #: stderr bytes counted at most (the rest is drained unread)
 STDERR_COUNT_LIMIT = 1 << 20

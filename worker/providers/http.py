@@ -22,7 +22,7 @@ Contract (the digest provider and the remote review rely on all of it):
   ``E_PROVIDER_TIMEOUT``, and caps the reply at :data:`MAX_REPLY_BYTES`.
   Cancelling the surrounding trio cancel scope abandons the request at once.
   Every request it sends is accounted by
-  :func:`worker.usage.record_usage` (tokens, duration, outcome;
+  :func:`worker.providers.usage.record_usage` (tokens, duration, outcome;
   a start record made durable before sending).
 * :func:`reply_content` accepts only a terminal reply: ``finish_reason``
   ``stop`` (``length`` → ``E_PROVIDER_TRUNCATED``) with string content;
@@ -43,8 +43,8 @@ import trio
 from cairn.protocol import boundedjson
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.redact import redact_obj
-from cairn.worker.usage import record_usage
+from cairn.worker.providers.usage import record_usage
+from cairn.worker.redaction.redact import redact_obj
 
 MAX_REPLY_BYTES = 4 << 20
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 from cairn.protocol.digest import Note
 from cairn.protocol.vocab import NoteType
-from cairn.worker.redact import redact
+from cairn.worker.redaction.redact import redact
 
 TITLE_MAX = 120
 BODY_MAX = 2000

@@ -64,7 +64,7 @@ from cairn.worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
 from cairn.worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
 from cairn.worker.providers.route import Route, ask
 from cairn.worker.providers.route import check as check_route
-from cairn.worker.redact import redact
+from cairn.worker.redaction.redact import redact
 
 _NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
 _TYPES = {t.value: t for t in NoteType}

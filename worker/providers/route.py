@@ -14,7 +14,7 @@ request text — through the policy's provider and returns the list under
 Both bound the request before sending (``E_PAYLOAD_TOO_LARGE``), the time
 (``E_PROVIDER_TIMEOUT``) and the reply, and are cancelled with the
 surrounding trio scope. Both are accounted by
-:func:`worker.usage.record_usage` (the HTTP exchange inside
+:func:`worker.providers.usage.record_usage` (the HTTP exchange inside
 :func:`~worker.providers.http.post_chat`, a command run here).
 
 No ``E_INTERNAL`` leaves a provider call: whoever runs one (the digest's
@@ -34,8 +34,8 @@ from typing import Any
 import attrs
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.providers.usage import record_usage
 from cairn.worker.providers.window import DEFAULT_CONTEXT_TOKENS
-from cairn.worker.usage import record_usage
 
 REMOTE = ("openai", "command")
 
@@ -98,7 +98,7 @@ def provider_error(exc: Exception) -> CairnError:
     if os.environ.get("CAIRN_DEBUG") == "1":
         import traceback
 
-        from cairn.worker.redact import redact_text
+        from cairn.worker.redaction.redact import redact_text
 
         sys.stderr.write(redact_text("".join(traceback.format_exception(exc))))
     names = ", ".join(sorted({type(leaf).__name__ for leaf in leaves}))[:200]

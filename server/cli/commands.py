@@ -1,0 +1,68 @@
+"""The command table of ``cairn``: name -> (help, argparse setup, handler), in help order.
+
+Contract: this is the one place a command is named. ``cli.build_parser``
+makes one subparser per row (adding the common ``-w/--workspace``), and
+``cli.main`` calls the row's handler. A new command is a handler (and its
+setup) in a command module plus one row here. Command modules import only
+:mod:`server.cli.support`; nothing they import imports this table or
+``cli``, so the CLI's import graph has no cycle.
+"""
+
+from __future__ import annotations
+
+from cairn.server.cli import journal as J
+from cairn.server.cli import mcp as MCP
+from cairn.server.cli import memory as M
+from cairn.server.cli import remember as RM
+from cairn.server.cli import run as R
+from cairn.server.cli import sources as S
+from cairn.server.cli import trust as T
+from cairn.server.cli import usage as U
+from cairn.server.cli import watch as V
+from cairn.server.cli import workspace as W
+from cairn.server.cli.support import Command, json_flag, no_setup
+
+COMMANDS: dict[str, Command] = {
+    "doctor": Command("check the workspace's control state; exit 1 with the list of violations",
+                      W.doctor_setup, W.cmd_doctor),
+    "discover": Command("find the coding-agent session stores on this machine and each session's workspace "
+                        "(read-only)", S.discover_setup, S.cmd_discover),
+    "import": Command("capture the completed turns of transcript files, or of every session found (--all); "
+                      "idempotent", J.import_setup, J.cmd_import),
+    "watch": Command("follow live sessions: capture each completed turn as it is appended, seal what went "
+                     "idle, digest; until Ctrl-C", V.watch_setup, V.cmd_watch),
+    "seal": Command("seal open captures so they can be digested", J.seal_setup, J.cmd_seal),
+    "process": Command("run recovery and digest work until nothing is runnable", json_flag, J.cmd_process),
+    "journal": Command("list public digests", J.journal_setup, J.cmd_journal),
+    "jobs": Command("list captures and their states (open, pending, running, retry-waiting, exhausted, "
+                    "published, all-none, discarded)", json_flag, J.cmd_jobs),
+    "retry": Command("give an exhausted capture three more automatic attempts", J.capture_id_setup, J.cmd_retry),
+    "discard": Command("accept an omission for a capture: covered and retired, nothing published",
+                       J.capture_id_setup, J.cmd_discard),
+    "cleanup": Command("run one bounded cleanup batch and say whether more remains", json_flag, W.cmd_cleanup),
+    "run": Command("import transcripts, seal (session-end), digest, review; print the journal and pending "
+                   "proposals", R.run_setup, R.cmd_run),
+    "remember": Command("remember a text now: captured as evidence, reviewed at once into a proposal "
+                        "(applied in auto mode)", RM.remember_setup, RM.cmd_remember),
+    "review": Command("run one general review of unreviewed digests against the memory", json_flag, M.cmd_review),
+    "drain": Command("review the whole backlog in successive bounded reviews (bypasses the automatic cap)",
+                     json_flag, M.cmd_drain),
+    "proposals": Command("list proposals: id, kind, target, state (pending/stale/applied/rejected/undone)",
+                         json_flag, M.cmd_proposals),
+    "show": Command("show a proposal as a unified diff", M.one_id_setup, M.cmd_show),
+    "accept": Command("apply proposals through the checked path", M.many_ids_setup, M.cmd_accept),
+    "reject": Command("reject proposals (remembered: later reviews will not propose them again)",
+                      M.many_ids_setup, M.cmd_reject),
+    "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
+    "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
+    "usage": Command("provider requests per day, provider and model: tokens, time, outcomes (and cost with prices)",
+                     U.usage_setup, U.cmd_usage),
+    "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),
+    "mcp": Command("serve the Model Context Protocol on stdio for coding agents: tools remember, journal_search, "
+                   "memory_list; the memory index and topics as resources", no_setup, MCP.cmd_mcp),
+    "trust": Command("let this workspace's .cairn/config.toml choose the provider, endpoint, API key variable "
+                     "and command",
+                     T.trust_setup, T.cmd_trust),
+    "untrust": Command("stop trusting a workspace: its file can no longer send data off this machine",
+                       T.untrust_setup, T.cmd_untrust),
+}

@@ -1,0 +1,220 @@
+"""CLI commands of the journal: import, seal, process, journal, jobs, retry, discard.
+
+Contract: handlers take the parsed namespace and return an exit code
+(:mod:`server.cli.support`); fixed errors propagate as ``CairnError`` to
+``cli.main``. A failed digest attempt is never reported as a bare count:
+each gets a line with its capture, ``E_…`` code, reason, attempt ``n/3``
+and what follows (eligible again now, or exhausted). Depends only on
+:mod:`server.cli.support`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli.support import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    emit_json,
+    json_flag,
+    listing,
+    load_config,
+    report_malformed,
+    run_job,
+    workspace_path,
+)
+from cairn.worker.redaction.redact import redact_text
+
+TRIGGERS = ("compaction", "clear", "session-end", "idle")
+
+
+# -- import / seal ------------------------------------------------------------
+
+def import_setup(p: argparse.ArgumentParser) -> None:
+    from cairn.server.cli.sources import add_import_all_flags
+    from cairn.worker.ingest.importers import FORMATS
+
+    p.add_argument("paths", nargs="*", metavar="PATH", help="transcript files (or --all)")
+    p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    add_import_all_flags(p)
+    json_flag(p)
+
+
+def cmd_import(ns: argparse.Namespace) -> int:
+    if ns.all:
+        from cairn.server.cli.sources import import_all, report_import_all
+
+        return report_import_all(ns, import_all(ns, show_bar=not ns.json and sys.stderr.isatty()))
+    if not ns.paths:
+        raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")
+    from cairn.server.cli.import_run import resume_hint, run_import
+
+    ws = workspace_path(ns)
+    paths = [os.path.abspath(p) for p in ns.paths]
+    r = run_import(ws, paths, ns.format, load_config(ws), show_bar=not ns.json and sys.stderr.isatty())
+    report_malformed(r)
+    if ns.json:
+        emit_json(r)
+    else:
+        print(f"imported {r['files']} file(s), {r['sessions']} session(s): "
+              f"{r['captured']} new turn(s), {r['skipped']} already captured"
+              + (f", {r['repaired']} torn segment(s) rebuilt" if r["repaired"] else ""))
+    if r["interrupted"]:
+        sys.stderr.write(resume_hint(paths, r) + "\n")
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def seal_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session", help="seal one session (default: every open session)")
+    p.add_argument("--trigger", default="session-end", choices=TRIGGERS)
+    json_flag(p)
+
+
+def cmd_seal(ns: argparse.Namespace) -> int:
+    args_ = {"trigger": ns.trigger}
+    if ns.session:
+        args_["session_id"] = ns.session
+    r = run_job(ns, "seal", args_).result
+    if ns.json:
+        emit_json(r)
+    else:
+        print(f"sealed {len(r['sealed'])} capture(s)")
+    return EXIT_OK
+
+
+# -- process --------------------------------------------------------------------
+
+class _Progress:
+    """A one-line progress bar on a terminal; silent otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, i: int, n: int, cid: str) -> None:
+        if not self.tty or n == 0:
+            return
+        width = 30
+        fill = int(width * i / n)
+        sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {i}/{n} {cid[:24]:<24}")
+        if i >= n:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def process_workspace(ws: str) -> dict[str, Any]:
+    """One digest pass in this process: the counts of :func:`worker.journal.digest.process`."""
+    from cairn.worker.journal.digest import process
+    from cairn.worker.journal.store import Journal
+    from cairn.worker.providers.usage import bound
+    from cairn.worker.settings.config import from_request
+
+    settings = from_request(load_config(ws))
+    with Journal(ws) as j, bound(ws):  # its provider requests are accounted like a worker's
+        counts, _ = process(j, progress=_Progress(), settings=settings)
+    return counts
+
+
+def process_failed(counts: dict[str, Any]) -> bool:
+    return bool(counts["failed"] or counts["exhausted"])
+
+
+def summary(c: dict[str, Any]) -> str:
+    s = (f"published {c['published']}, all-none {c['all_none']}, recovered {c['recovered']}, "
+         f"failed {c['failed']}, busy {c['busy']}, remaining {c['remaining']}")
+    if c["exhausted"]:
+        s += f"; exhausted: {', '.join(c['exhausted'])} (use `cairn retry ID` or `cairn discard ID`)"
+    return s
+
+
+def failure_lines(c: dict[str, Any]) -> list[str]:
+    """One line per failed attempt: code and reason, attempt n/N, and when the next one may run."""
+    out = []
+    for f in c.get("failures", []):
+        head = f"capture {f['capture']}: {f['code']}: {redact_text(f['message'])}; attempt {f['attempt']}/{f['of']} failed"
+        if f["exhausted"]:
+            out.append(f"{head}, the capture is exhausted: `cairn retry {f['capture']}` gives it "
+                       f"{f['of']} more attempts, `cairn discard {f['capture']}` accepts the omission")
+        else:
+            out.append(f"{head}; attempt {f['attempt'] + 1}/{f['of']} is eligible now: `cairn process` "
+                       "runs it (the language server retries on its next pass)")
+    return out
+
+
+def print_process(counts: dict[str, Any], *, prefix: str = "") -> None:
+    print(prefix + summary(counts))
+    for line in failure_lines(counts):
+        print(line)
+
+
+def cmd_process(ns: argparse.Namespace) -> int:
+    counts = process_workspace(workspace_path(ns))
+    if ns.json:
+        emit_json(counts)
+    else:
+        print_process(counts)
+    return EXIT_PROBLEMS if process_failed(counts) else EXIT_OK
+
+
+# -- views and decisions ------------------------------------------------------
+
+def journal_setup(p: argparse.ArgumentParser) -> None:
+    json_flag(p)
+    p.add_argument("--fresh", action="store_true", help="reread every entry (ignore the attribute cache)")
+
+
+def print_journal(digests: list[Any]) -> None:
+    if not digests:
+        print("(no digests yet)")
+    for d in digests:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(d.created))
+        print(f"## {when}  {d.title or d.session_id}  [{d.trigger}]  {d.id}")
+        for n in d.notes:
+            print(f"- ({n.type}) {n.title}  <- {', '.join(t[:12] for t in n.turn_ids)}")
+        print()
+
+
+def cmd_journal(ns: argparse.Namespace) -> int:
+    from cairn.worker.journal.views import digest_json, public_digests
+
+    digests, bad = public_digests(workspace_path(ns), fresh=ns.fresh)
+    for b in bad:
+        sys.stderr.write(f"cairn: invalid public entry {b}\n")
+    if ns.json:
+        emit_json([digest_json(d) for d in digests])
+    else:
+        print_journal(digests)
+    return EXIT_PROBLEMS if bad else EXIT_OK
+
+
+def cmd_jobs(ns: argparse.Namespace) -> int:
+    from cairn.worker.journal.views import capture_rows
+
+    rows = capture_rows(workspace_path(ns))
+    return listing(ns, rows, "(no captures)",
+                   lambda r: f"{r['capture']}  {r['state']:<13} turns {r['turns']:<4} attempts {r['attempts']}")
+
+
+def capture_id_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID", help="capture id (or an unambiguous prefix)")
+    json_flag(p)
+
+
+def _capture_decision(ns: argparse.Namespace, job: str) -> int:
+    r = run_job(ns, job, {"capture": ns.id}).result
+    emit_json(r) if ns.json else print(f"{r['capture']}: {r['state']}")
+    return EXIT_OK
+
+
+def cmd_retry(ns: argparse.Namespace) -> int:
+    return _capture_decision(ns, "retry")
+
+
+def cmd_discard(ns: argparse.Namespace) -> int:
+    return _capture_decision(ns, "discard")

@@ -1,0 +1,94 @@
+"""The ``cairn`` command line: the parser built from the command table, and ``main``.
+
+Every subcommand takes ``-w/--workspace DIR`` (default: the current
+directory); listing commands take ``--json``. Commands are named once, in
+:data:`server.cli.commands.COMMANDS`.
+
+``main`` never lets a Python traceback reach the user. Exit codes (see
+:mod:`server.cli.support`): 0 success, 1 the command ran and found problems,
+2 bad usage or a fixed error (``cairn: E_…: message`` on stderr), 3 an
+unexpected internal error (``cairn: E_INTERNAL: …``, one line; the
+traceback too when ``CAIRN_DEBUG=1``), 130 interrupted. An ``OSError`` that
+escapes a command is a fixed error: ``E_NO_SPACE`` for a full disk, else
+``E_IO_FAILED``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.server import __version__
+from cairn.server.cli.commands import COMMANDS
+from cairn.server.cli.support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error shape: ``cairn: E_USAGE: message`` and exit 2.
+
+    argparse's own ``error`` prints the usage and ``prog: error: …``; every other
+    fixed error of the CLI is one ``cairn: E_…`` line, and editors and scripts
+    read that shape. Subparsers inherit the class (``add_subparsers`` uses
+    ``type(self)``), so ``cairn import --bogus`` answers the same way.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"cairn: {ErrorCode.USAGE}: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(EXIT_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding")
+    parser.add_argument("--version", action="version", version=f"cairn {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, cmd in COMMANDS.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        p.add_argument("-w", "--workspace", default=".", metavar="DIR", help="workspace directory (default: .)")
+        cmd.setup(p)
+        p.set_defaults(func=cmd.handler)
+    return parser
+
+
+def _fail(code: ErrorCode | str, message: str) -> None:
+    from cairn.worker.redaction.redact import redact_text
+
+    sys.stderr.write(f"cairn: {code}: {redact_text(message)}\n")
+
+
+def _broken_pipe() -> int:
+    # the reader went away (`cairn journal | head`): silence the final flush too
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        return int(ns.func(ns))
+    except CairnError as exc:
+        _fail(exc.code, exc.message)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _broken_pipe()
+    except OSError as exc:
+        err = os_error(exc)
+        _fail(err.code, err.message)
+        return EXIT_ERROR
+    except Exception as exc:
+        if os.environ.get("CAIRN_DEBUG") == "1":
+            traceback.print_exc()
+        _fail(ErrorCode.INTERNAL, f"unexpected {type(exc).__name__} in `cairn {ns.command}` "
+                                  "(set CAIRN_DEBUG=1 for the traceback)")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""CLI commands of memory consolidation: review, drain, proposals, show, accept, reject, undo, memory.
+
+Contract: handlers take the parsed namespace and return an exit code
+(:mod:`server.cli.support`); fixed errors (a busy review claim, a stale
+proposal, ...) propagate as ``CairnError`` to ``cli.main``. Proposals change
+memory only through the checked worker jobs. Depends only on
+:mod:`server.cli.support`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, listing, run_job
+
+
+def review_line(r: dict[str, Any], more: bool) -> str:
+    """The one-line report of a review job's result."""
+    if r.get("review"):
+        return (f"review {r['review']}: {r['digests']} digest(s)"
+                + (f", {r['notes']} working note(s)" if r.get("notes") else "") + f", {r['proposals']} proposal(s)"
+                + (f", applied {len(r['applied'])}" if r.get("applied") else "")
+                + ("; more digests wait: run `cairn drain`" if more else ""))
+    return "nothing to review" if not r.get("skipped") else f"skipped: {r['skipped']}"
+
+
+def cmd_review(ns: argparse.Namespace) -> int:
+    resp = run_job(ns, "review")
+    r = dict(resp.result, more=resp.more)
+    emit_json(r) if ns.json else print(review_line(r, resp.more))
+    for problem in r.get("notesProblems", []):  # a notes folder not read (a symlink, not a folder…)
+        sys.stderr.write(f"cairn: {problem}\n")
+    return EXIT_OK
+
+
+def cmd_drain(ns: argparse.Namespace) -> int:
+    reviews = proposals = 0
+    while True:
+        resp = run_job(ns, "drain")
+        reviews += resp.result["reviews"]
+        proposals += resp.result["proposals"]
+        if not ns.json and sys.stderr.isatty():
+            sys.stderr.write(f"\rreviews {reviews}, proposals {proposals}")
+        if not resp.more:
+            break
+    if not ns.json and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    r = {"reviews": reviews, "proposals": proposals}
+    emit_json(r) if ns.json else print(f"drained: {reviews} review(s), {proposals} proposal(s)")
+    return EXIT_OK
+
+
+def proposal_rows(ns: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = run_job(ns, "proposals").result["proposals"]
+    return rows
+
+
+def print_proposals(rows: list[dict[str, Any]], *, only_open: bool = False) -> None:
+    shown = [r for r in rows if not only_open or r["state"] in ("pending", "stale")]
+    if not shown:
+        print("(no proposals)")
+    for r in shown:
+        print(f"{r['id']}  {r['state']:<8} {r['kind']:<11} {r['target']}  {r['title']}")
+
+
+def cmd_proposals(ns: argparse.Namespace) -> int:
+    rows = proposal_rows(ns)
+    emit_json(rows) if ns.json else print_proposals(rows)
+    return EXIT_OK
+
+
+def one_id_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID")
+    json_flag(p)
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    r = run_job(ns, "proposal", {"id": ns.id}).result
+    if ns.json:
+        emit_json(r)
+    else:
+        print(f"# {r['id']} {r['kind']} {r['target']} [{r['state']}] {r['title']}")
+        if r.get("reason"):
+            print(f"# {r['reason']}")
+        sys.stdout.write(r["diff"])
+    return EXIT_OK
+
+
+def many_ids_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ids", nargs="+", metavar="ID")
+    json_flag(p)
+
+
+def _decide(ns: argparse.Namespace, job: str) -> int:
+    r = run_job(ns, job, {"ids": ns.ids}).result
+    if ns.json:
+        emit_json(r)
+    else:
+        for d in r["decisions"]:
+            print(f"{d['id']}: {d['state']}" + ("" if d.get("changed", True) else " (already)"))
+    return EXIT_OK
+
+
+def cmd_accept(ns: argparse.Namespace) -> int:
+    return _decide(ns, "accept")
+
+
+def cmd_reject(ns: argparse.Namespace) -> int:
+    return _decide(ns, "reject")
+
+
+def cmd_undo(ns: argparse.Namespace) -> int:
+    r = run_job(ns, "undo", {"id": ns.id}).result
+    emit_json(r) if ns.json else print(f"{r['id']}: {r['state']}")
+    return EXIT_OK
+
+
+def cmd_memory(ns: argparse.Namespace) -> int:
+    rows = run_job(ns, "memory").result["topics"]
+    return listing(ns, rows, "(no memory topics)", lambda r: f"{r['file']}  ({r['type']})  {r['description']}")

@@ -1,0 +1,82 @@
+"""``cairn remember``: keep a text the user asks to remember, and show the proposal it became.
+
+Contract: ``cairn remember TEXT`` (or ``--file PATH``, ``-`` for stdin; one
+of the two) with ``--type user|feedback|project|reference`` runs the
+``remember`` job in this process (:mod:`worker.memory.remember`): the text
+is captured as a turn of its own ``remember`` session, a focused review runs
+at once, and the proposals made for it are printed (applied already in
+``auto`` mode). Bad input is a fixed error before anything is written:
+no text, an empty or oversized text (``E_RECORD_TOO_LARGE``), an unknown
+type, an unreadable file. Depends only on :mod:`server.cli.support` (and the
+worker's checks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, run_job
+
+
+def remember_setup(p: argparse.ArgumentParser) -> None:
+    from cairn.protocol.vocab import NoteType  # not the job's module: every command builds this parser
+
+    p.add_argument("text", nargs="*", metavar="TEXT", help="what to remember (words are joined by spaces)")
+    p.add_argument("--type", metavar="|".join(t.value for t in NoteType),
+                   help="the kind of note (default: classified from the text, else project)")
+    p.add_argument("--file", metavar="PATH", help="read the text from a file ('-' reads stdin)")
+    json_flag(p)
+
+
+def _read_file(path: str) -> str:
+    from cairn.worker.memory.remember import MAX_BYTES
+
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise CairnError(ErrorCode.USAGE, f"remember: cannot read {path[:120]}: {exc.strerror or 'error'}") from None
+    if len(data) > MAX_BYTES:
+        raise CairnError(ErrorCode.RECORD_TOO_LARGE,
+                         f"remember: {path[:120]} holds more than {MAX_BYTES} bytes; a remembered text is one note")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CairnError(ErrorCode.USAGE, f"remember: {path[:120]} is not UTF-8 text") from None
+
+
+def request_text(ns: argparse.Namespace) -> str:
+    if ns.file is not None and ns.text:
+        raise CairnError(ErrorCode.USAGE, "remember: give TEXT or --file, not both")
+    if ns.file is not None:
+        return _read_file(ns.file)
+    return " ".join(ns.text)
+
+
+def result_lines(r: dict[str, Any]) -> list[str]:
+    """What the user reads: the request, then each proposal (or why there is none yet)."""
+    lines = [f"remembered {r['remember']}"]
+    if not r["reviewed"]:
+        lines.append("a focused review is running elsewhere: the proposal follows in `cairn proposals`")
+    elif not r["proposals"]:
+        lines.append("no proposal: memory already holds it, or the same proposal was rejected or is pending")
+    for p in r["proposals"]:
+        lines.append(f"{p['id']}  {p['state']:<8} {p['kind']:<11} {p['target']}  {p['title']}")
+    if any(p["state"] == "pending" for p in r["proposals"]):
+        lines.append("review it with `cairn show ID`, then `cairn accept ID` or `cairn reject ID`")
+    return lines
+
+
+def cmd_remember(ns: argparse.Namespace) -> int:
+    from cairn.worker.memory.remember import check_request
+
+    text, note_type, _ = check_request(request_text(ns), ns.type)
+    r = run_job(ns, "remember", {"text": text, "type": note_type, "source": "cli"}).result
+    emit_json(r) if ns.json else print("\n".join(result_lines(r)))
+    return EXIT_OK

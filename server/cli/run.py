@@ -1,0 +1,122 @@
+"""``cairn run``: import, seal (session-end), digest, review; then the journal and open proposals.
+
+Contract: the report names each stage's result, one line each: turns
+imported, captures sealed, the digest pass (with a line per failed attempt:
+code, reason, attempt n/3, when the next may run), and the review: done,
+nothing to review, left to another process, or failed.
+
+Another process holding the review claim (``E_CLAIM_BUSY``: a language
+server or a second ``cairn run`` reviewing right now) is not a failure of
+this run: its import, seal and digests are done and durable, and those
+digests stay unreviewed until a review takes them, that process's or the
+next one. So the run exits 0 and says so; ``--json`` carries
+``"review": {"review": null, "skipped": "busy", "error": "E_CLAIM_BUSY", ...}``
+for scripts that care. A distinct exit code was not chosen: hooks that call
+``cairn run`` at every session end would each have to learn to treat it as
+success. A review that *fails* (any other code) exits 1 after the report.
+
+Depends on :mod:`server.cli.support` and the journal and memory command
+modules (for their printers), never on ``cli`` or the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cairn.protocol.errors import ErrorCode
+from cairn.server.cli.journal import print_journal, print_process, process_failed, process_workspace
+from cairn.server.cli.memory import print_proposals, proposal_rows, review_line
+from cairn.server.cli.support import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    call,
+    emit_json,
+    json_flag,
+    report_malformed,
+    run_job,
+    workspace_path,
+)
+
+
+def run_setup(p: argparse.ArgumentParser) -> None:
+    from cairn.server.cli.sources import add_import_all_flags
+    from cairn.worker.ingest.importers import FORMATS
+
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="transcript files (default: the shipped example session; --all: the sessions found)")
+    p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    add_import_all_flags(p)
+    json_flag(p)
+
+
+def example_session() -> str:
+    return str(Path(__file__).resolve().parent / "examples" / "demo-session.jsonl")
+
+
+def _review(ns: argparse.Namespace) -> dict[str, Any]:
+    """The review stage: the job's result, or why it did not run (busy, failed) with the code."""
+    resp = call(ns, "review")
+    if resp.status == "ok":
+        return dict(resp.result, more=resp.more)
+    busy = resp.status == "busy" or resp.error == str(ErrorCode.CLAIM_BUSY)
+    return {"review": None, "skipped": "busy" if busy else "failed",
+            "error": resp.error or str(ErrorCode.INTERNAL), "message": resp.message or ""}
+
+
+def _review_report(r: dict[str, Any]) -> str:
+    if r.get("skipped") == "busy":
+        return ("review: left to another process, which holds the review claim "
+                f"({r['error']}: {r['message']}); digests it does not take wait for the next `cairn review`")
+    if r.get("skipped") == "failed":
+        return f"review: failed: {r['error']}: {r['message']}"
+    line = review_line(r, bool(r.get("more")))
+    return line if r.get("review") else f"review: {line}"
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from cairn.worker.journal.views import digest_json, public_digests
+
+    ws = workspace_path(ns)
+    if ns.all:
+        from cairn.server.cli.sources import import_all, report_failures
+
+        imp = import_all(ns, show_bar=not ns.json and sys.stderr.isatty())
+        report_failures(imp)
+        if imp["interrupted"]:  # Ctrl-C: what was captured is kept; nothing is digested on the way out
+            from cairn.server.cli.import_run import resume_hint
+            from cairn.server.cli.sources import all_args
+
+            sys.stderr.write(resume_hint(all_args(ns), imp) + "\n")
+            return EXIT_INTERRUPTED
+    else:
+        paths = [os.path.abspath(p) for p in ns.paths] or [example_session()]
+        imp = run_job(ns, "import", {"paths": paths, "format": ns.format}).result
+        report_malformed(imp)
+    sealed: list[Any] = []
+    for sid in imp["session_ids"]:
+        sealed += run_job(ns, "seal", {"session_id": sid, "trigger": "session-end"}).result["sealed"]
+    counts = process_workspace(ws)
+    digests, _ = public_digests(ws)
+    mine = [d for d in digests if d.session_id in set(imp["session_ids"])]
+    review = _review(ns)
+    rows = [r for r in proposal_rows(ns) if r["state"] in ("pending", "stale")]
+    if ns.json:
+        emit_json({"import": imp, "sealed": sealed, "process": counts, "digests": [digest_json(d) for d in mine],
+                   "review": review, "proposals": rows})
+    else:
+        print(f"imported {imp['captured']} new turn(s) from {imp['sessions']} session(s), "
+              f"{imp['skipped']} already captured")
+        print(f"sealed {len(sealed)} capture(s)")
+        print_process(counts, prefix="digests: ")
+        print(_review_report(review))
+        print()
+        print_journal(mine)
+        print("Pending proposals (`cairn show ID`, `cairn accept ID`, `cairn reject ID`):")
+        print_proposals(rows)
+    failed = process_failed(counts) or review.get("skipped") == "failed" or bool(imp.get("failed"))
+    return EXIT_PROBLEMS if failed else EXIT_OK

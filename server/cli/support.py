@@ -1,0 +1,100 @@
+"""What every CLI command module shares: the command record, exit codes, job calls, output helpers.
+
+Contract: this module imports no other module of :mod:`server.cli`, so the
+command modules (``journal``, ``memory``, ``run``, ``workspace``…) depend
+only on it, the table (``commands``) depends on them and ``main`` on the
+table: the import graph is a line, never a cycle.
+
+Exit codes (the README's command table documents them):
+
+* 0 success (also ``cairn run`` whose review was left to another process);
+* 1 the command ran and found problems (violations, failed digests);
+* 2 bad usage or a fixed error: ``cairn: E_…: message`` on stderr;
+* 3 an unexpected internal error: ``cairn: E_INTERNAL: …`` on stderr, one
+  line (the traceback only with ``CAIRN_DEBUG=1``);
+* 130 interrupted.
+
+Commands run their jobs in this process (:mod:`server.scheduler.inprocess`)
+through the job functions the workers run, under the same claims: a CLI
+command and a background worker can never both own one piece of work.
+Heavy imports stay inside functions so ``cairn --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from cairn.server.scheduler import inprocess
+from cairn.server.scheduler.inprocess import load_config, response_error
+
+__all__ = ["load_config", "response_error"]  # re-exported for the command modules
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_ERROR = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+Handler = Callable[[argparse.Namespace], int]
+Setup = Callable[[argparse.ArgumentParser], None]
+
+
+def no_setup(p: argparse.ArgumentParser) -> None:
+    """The setup of a command that takes only the common ``-w/--workspace``."""
+
+
+class Command(NamedTuple):
+    """One row of the command table: its help line, its argparse setup, its handler."""
+
+    help: str
+    setup: Setup
+    handler: Handler
+
+
+def emit_json(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def workspace_path(ns: argparse.Namespace) -> str:
+    return os.path.abspath(ns.workspace)
+
+
+def json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def listing(ns: argparse.Namespace, rows: list[dict[str, Any]], empty: str,
+            line: Callable[[dict[str, Any]], str]) -> int:
+    """Print ``rows``: a JSON array with ``--json``, else one line each (``empty`` when none)."""
+    if ns.json:
+        emit_json(rows)
+        return EXIT_OK
+    if not rows:
+        print(empty)
+    for r in rows:
+        print(line(r))
+    return EXIT_OK
+
+
+def report_malformed(result: dict[str, Any]) -> None:
+    """Lines an import left out (the rest of each file was imported): one stderr line each."""
+    for bad in result.get("malformed", []):
+        sys.stderr.write(f"cairn: {bad['file']}: {bad['code']} {bad['message']}\n")
+
+
+def call(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
+    """Run ``job`` in this process and return its response, whatever its status."""
+    return inprocess.call(workspace_path(ns), job, job_args)
+
+
+def run_job(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
+    """Run ``job`` in this process; a non-ok response raises its :class:`CairnError`."""
+    resp = call(ns, job, job_args)
+    if resp.status != "ok":
+        raise response_error(resp)
+    return resp

@@ -1,0 +1,255 @@
+"""``cairn watch``: follow live sessions without an editor.
+
+Contract: the paths given (files or folders; default: the workspace's
+``watch_paths`` setting plus the session stores discovery attributes to the
+workspace, :func:`server.watch.files.stores_for`) are followed by the same
+:class:`server.watch.files.FileWatcher` and :class:`server.watch.core.WatchCore` as
+in ``cairn serve``: woken by the file system, not by a timer. Each batch of
+changed files is one ``import`` job, run in this process through the
+worker's job functions in a thread (never on the event loop; claims fence it
+against a server doing the same); idle and session-end seals are
+``seal-idle`` and ``seal`` jobs, and a seal that sealed something is
+followed by a digest pass. One line per batch that captured turns; a file
+ignored or failed is said on stderr with its fixed code. Ctrl-C (SIGINT) or
+SIGTERM stops it after the job under way: a summary line, exit 130. A
+stopped watcher loses nothing: the next one imports again, idempotently.
+
+``--once`` is one discovery pass instead (:class:`worker.jobs.watch.Watcher`:
+import what changed, seal what went idle, digest), for hooks and cron; it
+also covers the stores that are not JSONL files (databases, JSON files).
+Each store, source or session of the workspace it could not read (a link,
+a FIFO, a malformed file) is one ``cairn: E_…: path: reason`` line on
+stderr, with ``--json`` too, and the exit status is 1.
+Depends on :mod:`server.cli.support` and the journal command module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli.journal import print_process, process_workspace
+from cairn.server.cli.support import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    emit_json,
+    load_config,
+    response_error,
+    workspace_path,
+)
+from cairn.server.watch.core import (
+    Action,
+    FileEvent,
+    Ignored,
+    Import,
+    Imported,
+    Seal,
+    SealIdle,
+    Tick,
+    WatchCore,
+)
+from cairn.server.watch.files import FileWatcher, stores_for, watch_roots
+
+
+def watch_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="session files or folders to follow (default: the workspace's watch_paths and the "
+                        "session stores found for it)")
+    p.add_argument("--poll", action="store_true", help="poll (with backoff) instead of the native file watcher")
+    p.add_argument("--interval", type=float, default=8.0, metavar="SECONDS",
+                   help="when polling: the longest pause between two looks (default 8)")
+    p.add_argument("--idle", type=float, default=None, metavar="MINUTES",
+                   help="seal a session's capture after this many quiet minutes (default: seal_idle_minutes)")
+    p.add_argument("--every-workspace", action="store_true", help="sessions of every workspace, not only this one's")
+    p.add_argument("--once", action="store_true", help="one discovery pass (import, seal idle, digest), then exit")
+    p.add_argument("--json", action="store_true", help="with --once: the pass's counts as JSON")
+
+
+def cmd_watch(ns: argparse.Namespace) -> int:
+    if ns.interval <= 0 or (ns.idle is not None and ns.idle < 0):
+        raise CairnError(ErrorCode.USAGE, "--interval must be positive and --idle not negative")
+    from cairn.state.stateroot import refusal
+
+    ws = workspace_path(ns)
+    foreign = refusal(ws)  # said once, not at every change
+    if foreign is not None:
+        raise foreign
+    config = load_config(ws)
+    if ns.idle is not None:
+        config = {**config, "sealIdleMinutes": ns.idle}
+    if ns.once:
+        return _once(ns, ws, config)
+    given = [os.path.abspath(p) for p in ns.paths] if ns.paths else config.get("watchPaths") or []
+    roots = watch_roots(ws, given, stores=[] if ns.paths else stores_for(ws, everywhere=ns.every_workspace))
+    if not roots:
+        raise CairnError(ErrorCode.USAGE, "nothing to watch: name files or folders, set watch_paths "
+                         "in .cairn/config.toml, or start a session of a supported tool here")
+    watch = Headless(ws, roots, config, polling=True if ns.poll else None, poll_max=ns.interval)
+    asyncio.run(watch.run())
+    print(watch.summary(), flush=True)
+    return EXIT_INTERRUPTED
+
+
+def _once(ns: argparse.Namespace, ws: str, config: dict[str, Any]) -> int:
+    from cairn.worker.jobs.watch import Watcher
+    from cairn.worker.journal.capture import policy_from_config
+    from cairn.worker.journal.store import Journal
+
+    watcher = Watcher(os.path.expanduser("~"), os.environ, ws, policy_from_config(config),
+                      everywhere=ns.every_workspace, idle=float(config.get("sealIdleMinutes", 20.0)) * 60)
+    with Journal(ws) as j:
+        r = watcher.tick(j)
+    counts: dict[str, Any] | None = process_workspace(ws) if r["sealed"] else None
+    failures = sorted({(f["code"], f["path"], f["message"]) for f in r["failed"]})
+    if ns.json:
+        emit_json({**r, "process": counts})
+    else:
+        stamp = time.strftime("%H:%M:%S")
+        if r["captured"]:
+            print(f"{stamp} captured {r['captured']} new turn(s) from {r['sessions']} session(s)", flush=True)
+        if r["sealed"]:
+            print(f"{stamp} sealed {len(r['sealed'])} idle capture(s)", flush=True)
+        if counts is not None:
+            print_process(counts, prefix=f"{stamp} digests: ")
+    for code, path, message in failures:  # as `import --all` says them, with --json too
+        sys.stderr.write(f"cairn: {code}: {path}: {message}\n")
+    return EXIT_PROBLEMS if failures else EXIT_OK
+
+
+class Headless:
+    """The watch core driven by files and in-process jobs; runs until :meth:`stop`."""
+
+    def __init__(self, ws: str, roots: list[str], config: dict[str, Any], *, polling: bool | None = None,
+                 poll_max: float | None = None,
+                 say: Callable[[str], None] | None = None,
+                 observe: Callable[[str, Any], None] | None = None) -> None:
+        """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
+        (``"import"``) and ignored path (``"ignored"``), for tests and benchmarks."""
+        self.ws, self.config = ws, config
+        self.core = WatchCore(seal_idle=float(config.get("sealIdleMinutes", 20.0)) * 60.0)
+        self.watcher = FileWatcher({ws: roots}, self.deliver, polling=polling, poll_max=poll_max)
+        self.say = say or (lambda line: print(line, flush=True))
+        self.observe = observe or (lambda kind, detail: None)
+        self.totals = {"batches": 0, "captured": 0, "sealed": 0}
+        self._digest = False
+        self._actions: asyncio.Queue[Action] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopped: asyncio.Event | None = None
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._actions, self._stopped = asyncio.Queue(), asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop)
+        watcher = asyncio.ensure_future(self.watcher.run())
+        worker = asyncio.ensure_future(self._work())
+        try:
+            await self._stopped.wait()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            self.watcher.stop()
+            if self._timer is not None:
+                self._timer.cancel()
+            for task in (watcher, worker):
+                task.cancel()
+            await asyncio.gather(watcher, worker, return_exceptions=True)
+
+    def stop(self) -> None:
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def summary(self) -> str:
+        t = self.totals
+        return (f"cairn watch: {t['captured']} turn(s) captured in {t['batches']} batch(es), "
+                f"{t['sealed']} capture(s) sealed")
+
+    # ------------------------------------------------------------ core
+
+    def deliver(self, events: list[FileEvent]) -> None:
+        now = time.time()
+        for event in events:
+            self._queue(self.core.handle(event, now))
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._queue(self.core.handle(Tick(), time.time()))
+
+    def _queue(self, actions: list[Action]) -> None:
+        assert self._actions is not None
+        for action in actions:
+            self._actions.put_nowait(action)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        at = self.core.next_wakeup()
+        if at is not None:
+            self._timer = asyncio.get_running_loop().call_later(max(0.0, at - time.time()), self._tick)
+
+    async def _work(self) -> None:
+        assert self._actions is not None
+        while True:
+            action = await self._actions.get()
+            if isinstance(action, Ignored):
+                sys.stderr.write(f"cairn: {action.code}: {os.path.basename(action.path)} ignored\n")
+                self.observe("ignored", action)
+            elif isinstance(action, Import):
+                r = await self._job("import", {"paths": list(action.paths), "format": "auto", "each": True})
+                ended = tuple(s for s in (r or {}).get("ended") or () if isinstance(s, str))
+                self._queue(self.core.handle(Imported(action.group, action.paths, ended), time.time()))
+                if r:
+                    self._report(r, len(action.paths))
+                self.observe("import", r)
+            elif isinstance(action, SealIdle):
+                r = await self._job("seal-idle", {"quiet_seconds": action.quiet_seconds})
+                self._sealed(len(r.get("captures") or []) if r else 0, "idle")
+                await self._digest_pass()
+            elif isinstance(action, Seal):
+                r = await self._job("seal", {"session_id": action.session, "trigger": action.trigger})
+                self._sealed(len(r.get("sealed") or []) if r else 0, action.trigger)
+                await self._digest_pass()
+
+    async def _job(self, kind: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """Run one job in a thread; its failure is said on stderr (code only) and the watch goes on."""
+        from cairn.protocol.worker import WorkerRequest
+        from cairn.worker.entry import run_request
+
+        request = WorkerRequest(job=kind, workspace=self.ws, args=args, config=self.config)
+        resp = await asyncio.to_thread(run_request, request)
+        if resp.status != "ok":
+            err = response_error(resp)
+            sys.stderr.write(f"cairn: {err.code}: {kind} failed; tried again at the next change\n")
+            return None
+        return dict(resp.result)
+
+    def _report(self, r: dict[str, Any], files: int) -> None:
+        for bad in r.get("failed") or []:
+            sys.stderr.write(f"cairn: {bad['code']}: {bad['file']} not imported\n")
+        for bad in r.get("malformed") or []:
+            sys.stderr.write(f"cairn: {bad['code']}: {bad['file']} line {bad['line']} left out\n")
+        captured = int(r.get("captured", 0))
+        if captured:
+            self.totals["batches"] += 1
+            self.totals["captured"] += captured
+            self.say(f"{time.strftime('%H:%M:%S')} captured {captured} turn(s) from {files} file(s)")
+
+    def _sealed(self, n: int, trigger: str) -> None:
+        if n:
+            self.totals["sealed"] += n
+            self.say(f"{time.strftime('%H:%M:%S')} sealed {n} capture(s) ({trigger})")
+            self._digest = True
+
+    async def _digest_pass(self) -> None:
+        """A digest pass after a seal (in a thread): sealed captures are what digests are made of."""
+        if self._digest:
+            self._digest = False
+            counts = await asyncio.to_thread(process_workspace, self.ws)
+            print_process(counts, prefix=f"{time.strftime('%H:%M:%S')} digests: ")

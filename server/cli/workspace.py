@@ -1,0 +1,60 @@
+"""CLI commands about the workspace as a whole: doctor, cleanup, serve.
+
+Contract: handlers take the parsed namespace and return an exit code
+(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations.
+Depends only on :mod:`server.cli.support`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from cairn.server.cli.support import EXIT_OK, EXIT_PROBLEMS, emit_json, run_job, workspace_path
+
+
+def doctor_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def cmd_doctor(ns: argparse.Namespace) -> int:
+    from cairn.state.doctor import check_workspace
+    from cairn.state.fsdir import PinnedDir
+    from cairn.worker.settings.trust import trust_line
+
+    with PinnedDir.open_root(workspace_path(ns)) as root:
+        report = check_workspace(root)
+    trust = trust_line(workspace_path(ns))
+    if ns.json:
+        emit_json({**report.to_json(), "trust": trust})
+    else:
+        print(f"scopes {report.scopes}, generations {report.generations}, bundles {report.bundles}")
+        print(f"trust {trust}")
+        for v in report.violations:
+            print(f"VIOLATION {v.code} {v.path}: {v.message}")
+        for n in report.notes:
+            print(f"note {n.code} {n.path}: {n.message}")
+        print("ok" if not report.violations else f"{len(report.violations)} violation(s)")
+    return EXIT_PROBLEMS if report.violations else EXIT_OK
+
+
+def cmd_cleanup(ns: argparse.Namespace) -> int:
+    resp = run_job(ns, "cleanup")
+    r = dict(resp.result, more=resp.more)
+    if ns.json:
+        emit_json(r)
+    else:
+        print(f"pruned {r['pairs']} claim pair(s), {r['groups']} content group(s), {r['evidence']} retired "
+              f"evidence group(s), {r['temps']} stray temp(s), {r['expired']} expired digest(s); "
+              + ("more remains: run `cairn cleanup` again" if resp.more else "nothing more to do"))
+    return EXIT_OK
+
+
+def serve_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (loopback recommended)")
+    p.add_argument("--stdio", action="store_true", help="speak LSP on stdin/stdout (the default)")
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    from cairn.server.lsp.serve import serve
+
+    return serve(ns.tcp)

@@ -1,0 +1,143 @@
+"""Memory documents open in the editor: diagnostics, code actions, live buffers.
+
+On ``didOpen``/``didSave`` of a memory document (see :mod:`server.lsp.memory_docs`
+for which files count) and after every decision or review, the pending
+proposals touching it are published as Information diagnostics;
+``textDocument/codeAction`` offers Accept, Reject and Show diff for them.
+:meth:`Documents.check_live_buffers` keeps the rule that live buffers win: a
+proposal is never applied under an open document with unsaved changes
+(``E_PROPOSAL_STALE``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from typing import TYPE_CHECKING, Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.lsp import memory_docs
+from cairn.server.lsp.features.context import LOG_WARNING
+
+if TYPE_CHECKING:
+    from cairn.server.lsp.service import CairnService
+
+
+#: a memory document larger than this is not read here (the index holds 200 lines; topics are notes)
+READ_LIMIT = 4 << 20
+
+
+def _read_text(path: str) -> str | None:
+    """The file's text, or None when it is not a readable regular UTF-8 file of bounded size.
+
+    Opened without blocking and checked to be regular after opening, so a FIFO
+    or device put where a memory file belongs never holds a server thread.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > READ_LIMIT:
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(READ_LIMIT + 1).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
+class Documents:
+    def __init__(self, service: CairnService) -> None:
+        self.service = service
+        self.open: dict[str, tuple[str, list[dict[str, Any]]]] = {}  # uri -> (workspace, proposals)
+
+    async def did_open(self, uri: str) -> None:
+        await self._changed(uri)
+
+    async def did_save(self, uri: str) -> None:
+        await self._changed(uri)
+
+    def did_close(self, uri: str) -> None:
+        if self.open.pop(uri, None) is not None:
+            self.service.client.publish_diagnostics(uri, [])
+
+    async def republish(self, ws: str | None = None) -> None:
+        """Proposals changed: refresh diagnostics of every open memory document (of ``ws``).
+
+        One pass over a workspace's proposals (in a thread) serves all its open documents.
+        """
+        by_ws: dict[str, dict[str, str]] = {}  # workspace -> uri -> path
+        for uri, (doc_ws, _) in list(self.open.items()):
+            found = self._memory_document(uri) if ws is None or doc_ws == ws else None
+            if found is not None:
+                by_ws.setdefault(found[0], {})[uri] = found[1]
+        for doc_ws, docs in by_ws.items():
+            pending = await self._pending_for_files(doc_ws, list(docs.values()))
+            for uri, path in docs.items():
+                if uri in self.open:  # not closed while the proposals were read
+                    self._publish(uri, doc_ws, pending.get(path, []))
+
+    async def code_actions(self, uri: str, start_line: int, end_line: int) -> list[dict[str, Any]]:
+        found = self._memory_document(uri)
+        if found is None:
+            return []
+        ws, path = found
+        cached = self.open.get(uri)
+        proposals = cached[1] if cached else await self._pending_for(ws, path)
+        return memory_docs.code_actions(ws, memory_docs.overlapping(proposals, start_line, end_line))
+
+    async def check_live_buffers(self, ws: str, ids: tuple[str, ...]) -> None:
+        """Live buffers win: never write under an open document with unsaved changes."""
+        client = self.service.client
+        for uri, (doc_ws, proposals) in self.open.items():
+            if doc_ws != ws or not any(p.get("id") in ids for p in proposals):
+                continue
+            text = client.document_text(uri)
+            path = memory_docs.uri_to_path(uri)
+            if text is None or path is None:
+                continue
+            on_disk = await asyncio.to_thread(_read_text, path)
+            if on_disk is not None and text != on_disk:
+                raise CairnError(ErrorCode.PROPOSAL_STALE,
+                                 f"{os.path.basename(path)} has unsaved changes; save it, then accept again")
+
+    async def _changed(self, uri: str) -> None:
+        found = self._memory_document(uri)
+        if found is None:
+            return
+        ws, path = found
+        self._publish(uri, ws, await self._pending_for(ws, path))
+
+    def _publish(self, uri: str, ws: str, proposals: list[dict[str, Any]]) -> None:
+        self.open[uri] = (ws, proposals)
+        text = self.service.client.document_text(uri)
+        lines = len(text.splitlines()) if text else 0
+        self.service.client.publish_diagnostics(uri, memory_docs.diagnostics(proposals, lines))
+
+    def _memory_document(self, uri: str) -> tuple[str, str] | None:
+        path = memory_docs.uri_to_path(uri)
+        if path is None:
+            return None
+        svc = self.service
+        for ws in sorted(svc.order, key=len, reverse=True):
+            if memory_docs.is_memory_document(path, ws, svc.workspaces[ws].settings):
+                return ws, path
+        return None
+
+    async def _pending_for(self, ws: str, path: str) -> list[dict[str, Any]]:
+        return (await self._pending_for_files(ws, [path])).get(path, [])
+
+    async def _pending_for_files(self, ws: str, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """Pending proposals per path, read in a thread in one pass; none when they are unreadable."""
+        from cairn.worker.memory.views import pending_for_files
+
+        try:
+            return dict(await asyncio.to_thread(pending_for_files, ws, paths, self.service.workspaces[ws].settings))
+        except CairnError as exc:
+            self.service.client.log(LOG_WARNING, f"cairn: pending proposals unreadable ({exc.code})")
+            return {}

@@ -1,0 +1,169 @@
+"""Following live session files in the language server: the watch core's adapter.
+
+Each workspace's ``watchPaths`` setting (TOML ``watch_paths``; relative to
+the workspace) plus what store discovery finds for it
+(:func:`server.watch.files.stores_by_workspace`: one discovery per arming serves
+every workspace; it runs in a thread) are followed by one
+:class:`server.watch.files.FileWatcher`; its events go into one
+:class:`server.watch.core.WatchCore` (group = workspace), whose actions
+become coordinator jobs, never work on the event loop:
+
+- ``Import(paths)`` → one ``import`` job for every changed file of the
+  workspace (args ``paths``: the paths, one per line; ``source: watch``);
+  its end (whatever its status: the coordinator retries a failed job itself)
+  is reported back as ``Imported``;
+- ``SealIdle`` → a ``seal-idle`` job, ``Seal`` → a ``seal`` job (a sealed
+  capture then offers digest processing, as for editor sessions);
+- ``Ignored`` → one log line with the file name and its fixed code.
+
+The core's one timer lives on the service clock. Settings changes restart
+the watchers; the core keeps what it knew, so nothing is imported again.
+:meth:`Watching.summary` is the ``watch`` record of ``cairn/status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from cairn.protocol.worker import WorkerStatus
+from cairn.server.lsp.features.context import LOG_INFO, LOG_WARNING
+from cairn.server.scheduler.events import Enqueue, StartWorker
+from cairn.server.scheduler.runner import RunResult
+from cairn.server.watch.core import (
+    Action,
+    FileEvent,
+    Ignored,
+    Import,
+    Imported,
+    Seal,
+    SealIdle,
+    Tick,
+    WatchCore,
+)
+from cairn.server.watch.files import FileWatcher, stores_by_workspace, watch_roots
+
+if TYPE_CHECKING:
+    from cairn.server.lsp.service import CairnService
+
+SOURCE = "watch"
+NO_STORES_ENV = "CAIRN_WATCH_NO_STORES"
+"""Set to ``1`` to follow only ``watchPaths`` (no store discovery): tests, or a home too large to scan."""
+
+
+def import_args(paths: tuple[str, ...]) -> dict[str, str]:
+    return {"paths": "\n".join(paths), "source": SOURCE}
+
+
+class Watching:
+    def __init__(self, service: CairnService) -> None:
+        self.service = service
+        self.core = WatchCore()
+        self.watcher: FileWatcher | None = None
+        self._timer: Any = None
+        self._jobs: dict[str, tuple[str, tuple[str, ...]]] = {}  # import job id -> (workspace, paths)
+        self.counts: dict[str, dict[str, int]] = {}  # workspace -> batches, captured
+        self._generation = 0
+        self.discover = os.environ.get(NO_STORES_ENV) != "1"
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """(Re)arm the watchers from the current settings (store discovery runs in a thread)."""
+        self.stop()
+        self._generation += 1
+        self.service.spawn_task(self._arm_watchers(self._generation))
+
+    async def _arm_watchers(self, generation: int) -> None:
+        svc = self.service
+        roots: dict[str, list[str]] = {}
+        order = list(svc.order)
+        stores = await asyncio.to_thread(stores_by_workspace, order) if self.discover and order else {}
+        for ws in order:
+            if ws not in svc.workspaces:  # removed while discovery ran (a re-arm follows)
+                continue
+            settings = svc.workspaces[ws].settings
+            self.core.configure(ws, seal_idle=settings.sealIdleMinutes * 60.0)
+            found = watch_roots(ws, settings.watchPaths, stores=stores.get(ws, ()))
+            if found:
+                roots[ws] = found
+        if not roots or generation != self._generation:  # nothing to follow, or re-armed meanwhile
+            return
+        self.watcher = FileWatcher(roots, self.deliver)
+        svc.spawn_task(self.watcher.run())
+        svc.client.log(LOG_INFO, f"cairn: watching {sum(len(r) for r in roots.values())} path(s) "
+                       f"in {len(roots)} workspace(s)")
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # ------------------------------------------------------------ events in
+
+    def deliver(self, events: list[FileEvent]) -> None:
+        now = self.service.clock.now()
+        actions: list[Action] = []
+        for event in events:
+            actions += self.core.handle(event, now)
+        self._act(actions)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._act(self.core.handle(Tick(), self.service.clock.now()))
+
+    def _act(self, actions: list[Action]) -> None:
+        svc = self.service
+        for action in actions:
+            if isinstance(action, Import):
+                args = import_args(action.paths)
+                svc.submit(Enqueue(action.group, "import", args))
+                job = svc.need_adapter().coordinator.lookup(action.group, "import", args)
+                if job is not None:
+                    self._jobs[job.id] = (action.group, action.paths)
+            elif isinstance(action, SealIdle):
+                svc.submit(Enqueue(action.group, "seal-idle", {"quiet_seconds": f"{action.quiet_seconds:g}"}))
+            elif isinstance(action, Seal):
+                svc.submit(Enqueue(action.group, "seal", {"session": action.session, "trigger": action.trigger}))
+            elif isinstance(action, Ignored):
+                svc.client.log(LOG_WARNING, f"cairn: watched file {os.path.basename(action.path)} ignored "
+                               f"({action.code})")
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        at = self.core.next_wakeup()
+        if at is not None:
+            self._timer = self.service.clock.call_at(at, self._tick)
+
+    # ------------------------------------------------------------ jobs
+
+    @staticmethod
+    def worker_args(start: StartWorker) -> dict[str, Any] | None:
+        """The worker args of a watch import; None for other jobs."""
+        if start.kind == "import" and start.args.get("source") == SOURCE:
+            return {"paths": [p for p in start.args.get("paths", "").split("\n") if p], "format": "auto", "each": True}
+        return None
+
+    def worker_finished(self, start: StartWorker, result: RunResult) -> None:
+        entry = self._jobs.pop(start.job_id, None)
+        if entry is None:
+            return
+        ws, paths = entry
+        counts = self.counts.setdefault(ws, {"batches": 0, "captured": 0})
+        if result.status is WorkerStatus.OK:
+            counts["batches"] += 1
+            counts["captured"] += int(result.result.get("captured", 0) or 0)
+        ended = tuple(s for s in result.result.get("ended") or () if isinstance(s, str))
+        self._act(self.core.handle(Imported(ws, paths, ended), self.service.clock.now()))
+
+    def summary(self, ws: str) -> dict[str, Any]:
+        counts = self.counts.get(ws, {"batches": 0, "captured": 0})
+        return {"mode": self.watcher.mode if self.watcher else "off",
+                "files": self.watcher.files(ws) if self.watcher else 0, **counts}

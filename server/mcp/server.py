@@ -1,0 +1,301 @@
+"""``cairn mcp``: a Model Context Protocol endpoint (stdio) for coding agents.
+
+Contract. One workspace per server (``-w DIR``), the official ``mcp`` SDK's
+:class:`~mcp.server.mcpserver.MCPServer` on stdin/stdout. Every tool runs the
+same worker job as the CLI, in this process and under the same claims
+(:func:`server.scheduler.inprocess.call`), with the same settings (the user's config
+and a trusted workspace's file):
+
+* ``remember(text, type?)``: as ``cairn remember``: the text becomes a
+  captured turn of its own ``remember`` session and a focused review turns it
+  into a proposal the user reviews (``cairn proposals``, the editors'
+  cockpit), applied at once only in ``auto`` mode. An agent can therefore
+  record a memory on the user's request, never write memory behind the
+  user's back.
+* ``journal_search(query?, type?, since?, until?, limit?)``: public digests
+  (the journal: already redacted) whose notes match, newest first, each with
+  its turn ids.
+* ``memory_list()``: the memory topics (file, name, type, description).
+
+Resources: ``cairn://memory/index`` (the workspace's ``MEMORY.md``),
+``cairn://memory/topics`` (the topic list as JSON) and
+``cairn://memory/topic/{name}`` (one topic file of the workspace's memory
+root; only names that root lists are served).
+
+Failures are tool errors whose text is ``Error executing tool NAME: E_CODE:
+message`` (fixed codes, never evidence): arguments that fail the tool's
+schema (a string where ``limit`` wants an integer, a number for ``text``) are
+``E_USAGE`` naming the fields, an unknown tool ``E_METHOD_UNKNOWN``, anything
+unexpected ``E_INTERNAL``. A resource read fails alike with ``Error reading
+resource URI: E_CODE: message`` (a symlinked topic ``E_PATH_SYMLINK``, a FIFO
+``E_PATH_NOT_REGULAR``, one over 4 MiB ``E_RECORD_TOO_LARGE``, an unknown one
+``E_NOT_FOUND``). The server logs to stderr at WARNING, one plain line per
+failure with its code and the tool or resource name, never a tool's
+arguments and never a traceback (:class:`_Server`). ``mcp`` is imported only
+by this module, so no other command pays for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import logging
+import os
+import re
+import sys
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.server.scheduler.inprocess import call, response_error
+
+log = logging.getLogger("cairn.server.mcp")
+_CODE = re.compile(r"\b(E_[A-Z_]+): ")
+SEARCH_LIMIT = 50  # digests per journal_search answer at most
+NAME = "cairn"
+INSTRUCTIONS = (
+    "cairn keeps this project's curated memory (.agents/memory, AGENTS.md). When the user asks you to "
+    "remember something, call `remember` with their words: it becomes a proposal the user accepts or "
+    "rejects (applied at once only in the user's auto mode). Use `journal_search` and `memory_list` "
+    "to consult what was learned before."
+)
+
+
+def _run(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A worker job's result; its failure as a :class:`CairnError`."""
+    resp = call(os.path.abspath(ns.workspace), job, args)
+    if resp.status != "ok":
+        raise response_error(resp)
+    result: dict[str, Any] = resp.result
+    return result
+
+
+def _job(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return _run(ns, job, args)
+    except CairnError as exc:
+        raise ToolError(f"{exc.code}: {exc.message}") from None
+
+
+def _usage(exc: Any) -> str:
+    """A pydantic validation error as field names and what each expects (never the values sent)."""
+    problems = sorted({f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                       for err in exc.errors(include_url=False, include_input=False)})
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return "; ".join(p[:160] for p in problems[:5]) + more
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """What the SDK wrapped: the first :class:`CairnError` or ``OSError`` down the causes, else the last cause."""
+    for _ in range(10):
+        if isinstance(exc, (CairnError, OSError)) or exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    return exc
+
+
+def _server_class() -> Any:
+    """:class:`MCPServer` whose every tool and resource failure carries a fixed code (see the module docstring)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import (
+        ResourceError,
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedResourceError,
+        UnexpectedToolError,
+    )
+    from pydantic import ValidationError
+
+    class _Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(exc, UnexpectedToolError):
+                    code, message = ErrorCode.INTERNAL, "unexpected failure; the server log has its class"
+                    log.error("tool %r failed (%s: %s)", name[:60], code, type(_cause(exc)).__name__)
+                elif isinstance(cause, ValidationError):
+                    code, message = ErrorCode.USAGE, _usage(cause)
+                elif self._tool_manager.get_tool(name) is None:
+                    code, message = ErrorCode.METHOD_UNKNOWN, f"the server has no tool {name[:60]!r}"
+                elif (found := _CODE.search(str(exc))) is not None:
+                    log.warning("tool %r refused (%s)", name[:60], found.group(1))
+                    raise
+                else:
+                    code, message = ErrorCode.INTERNAL, "unexpected failure; the server log has its class"
+                    log.error("tool %r failed (%s: %s)", name[:60], code, type(_cause(exc)).__name__)
+                if code is not ErrorCode.INTERNAL:
+                    log.warning("tool %r refused (%s)", name[:60], code)
+                raise ToolError(f"Error executing tool {name[:60]}: {code}: {message}") from None
+
+        async def read_resource(self, uri: Any, context: Any = None) -> Any:
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceError as exc:
+                cause = _cause(exc) if isinstance(exc, UnexpectedResourceError) else exc
+                if isinstance(cause, OSError):
+                    cause = os_error(cause)
+                if isinstance(cause, CairnError):
+                    code, message = cause.code, cause.message
+                    log.warning("resource %r refused (%s)", str(uri)[:120], code)
+                elif isinstance(exc, ResourceNotFoundError):
+                    code, message = ErrorCode.NOT_FOUND, "no such resource"
+                    log.warning("resource %r refused (%s)", str(uri)[:120], code)
+                else:
+                    code, message = ErrorCode.INTERNAL, "unexpected failure; the server log has its class"
+                    log.error("resource %r failed (%s: %s)", str(uri)[:120], code, type(cause).__name__)
+                error = ResourceNotFoundError if code is ErrorCode.NOT_FOUND else ResourceError
+                raise error(f"Error reading resource {str(uri)[:120]}: {code}: {message}") from None
+
+    return _Server
+
+
+def _day(value: str | None, name: str, *, end: bool) -> float | None:
+    """A YYYY-MM-DD bound as a UTC timestamp (``until`` includes its whole day)."""
+    if value in (None, ""):
+        return None
+    try:
+        day = _dt.datetime.strptime(str(value), "%Y-%m-%d").replace(tzinfo=_dt.UTC)
+    except ValueError:
+        raise CairnError(ErrorCode.USAGE, f"{name}: a date YYYY-MM-DD is expected") from None
+    return (day + _dt.timedelta(days=1 if end else 0)).timestamp()
+
+
+def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type: str | None = None,
+                   since: str | None = None, until: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    """Digests (newest first) with the notes that match every given filter; a digest without one is left out."""
+    from cairn.worker.memory.remember import TYPES
+
+    if note_type not in (None, "") and note_type not in TYPES:
+        raise CairnError(ErrorCode.USAGE, f"type: unknown type {str(note_type)[:40]!r}; expected one of "
+                         + ", ".join(TYPES))
+    if not 1 <= limit <= SEARCH_LIMIT:
+        raise CairnError(ErrorCode.USAGE, f"limit: 1 to {SEARCH_LIMIT}")
+    lo, hi = _day(since, "since", end=False), _day(until, "until", end=True)
+    words = query.casefold().split()
+    out = []
+    for d in sorted(digests, key=lambda d: (d["created"], d["id"]), reverse=True):
+        if (lo is not None and d["created"] < lo) or (hi is not None and d["created"] >= hi):
+            continue
+        notes = [n for n in d["notes"] if (not note_type or n["type"] == note_type)
+                 and all(w in f"{n['title']} {n['body']} {d.get('title') or ''}".casefold() for w in words)]
+        if notes:
+            created = _dt.datetime.fromtimestamp(d["created"], _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            out.append({"id": d["id"], "created": created, "title": d.get("title"), "session_id": d["session_id"],
+                        "turn_ids": d["turn_ids"], "notes": notes})
+            if len(out) >= limit:
+                break
+    return out
+
+
+def build(ns: argparse.Namespace) -> Any:
+    """The server for ``ns.workspace`` (tools and resources registered; not running)."""
+    from cairn.worker.memory.store import DEFAULT_ROOT
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
+
+    @server.tool()
+    def remember(text: str, type: str | None = None) -> dict[str, Any]:
+        """Remember TEXT in this project's memory, as the user asked: it becomes a proposal for the user to
+        accept or reject (applied at once in auto mode). TYPE is user, feedback, project or reference
+        (omit it to classify the text). Answers with the proposals made for it."""
+        from cairn.worker.memory.remember import check_request
+
+        try:
+            text, note_type, source = check_request(text, type, "mcp")
+        except CairnError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return _job(ns, "remember", {"text": text, "type": note_type, "source": source})
+
+    @server.tool()
+    def journal_search(query: str = "", type: str | None = None, since: str | None = None,
+                       until: str | None = None, limit: int = 20) -> dict[str, Any]:
+        """Search the public journal (what past coding sessions taught): digests whose notes contain every
+        word of QUERY, of TYPE (user, feedback, project, reference), created from SINCE to UNTIL (YYYY-MM-DD,
+        both included), newest first, at most LIMIT (1-50). Each digest names its turn ids."""
+        digests = _job(ns, "journal")["digests"]
+        try:
+            found = search_digests(digests, query=query, note_type=type, since=since, until=until, limit=limit)
+        except CairnError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return {"digests": found}
+
+    @server.tool()
+    def memory_list() -> dict[str, Any]:
+        """List this project's memory topics: file, name, type and description."""
+        return _job(ns, "memory")
+
+    @server.resource("cairn://memory/index", name="memory-index", mime_type="text/markdown",
+                     description="The memory index (MEMORY.md): one line per topic")
+    def memory_index() -> str:
+        return _memory_text(ns.workspace, DEFAULT_ROOT, "MEMORY.md") or ""
+
+    @server.resource("cairn://memory/topics", name="memory-topics", mime_type="application/json",
+                     description="The memory topics as JSON: file, name, type, description")
+    def memory_topics() -> str:
+        return json.dumps(_run(ns, "memory")["topics"], ensure_ascii=False)
+
+    @server.resource("cairn://memory/topic/{name}", name="memory-topic", mime_type="text/markdown",
+                     description="One memory topic file, by its file name")
+    def memory_topic(name: str) -> str:
+        names = set(os.listdir(root)) if os.path.isdir(root) else set()
+        if name not in names or not name.endswith(".md") or name == "MEMORY.md" or "/" in name:
+            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
+        text = _memory_text(ns.workspace, DEFAULT_ROOT, name)
+        if text is None:
+            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
+        return text
+
+    return server
+
+
+#: a memory file larger than this is not served (the index holds 200 lines; topics are notes)
+MEMORY_FILE_LIMIT = 4 << 20
+
+
+def _memory_text(workspace: str, root_rel: str, name: str) -> str | None:
+    """A memory file's text, read as every memory file is; None when it is absent.
+
+    No symlink is followed below the workspace (a cloned repository's
+    ``MEMORY.md`` linked to a credentials file is ``E_PATH_SYMLINK``, never
+    served to the agent), the open never blocks and only a regular file of
+    bounded size is read (``E_PATH_NOT_REGULAR``, ``E_RECORD_TOO_LARGE``).
+    """
+    from cairn.state.fsdir import PinnedDir
+
+    opened: list[PinnedDir] = []
+    try:
+        d = PinnedDir.open_root(workspace)
+        opened.append(d)
+        for part in root_rel.split("/"):
+            d = d.child(part)
+            opened.append(d)
+        data = d.read(name, limit=MEMORY_FILE_LIMIT)
+    except CairnError as exc:
+        if exc.code is ErrorCode.NOT_FOUND:
+            return None
+        raise
+    finally:
+        for each in opened:
+            each.close()
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CairnError(ErrorCode.MEMORY_NOT_TEXT, f"{root_rel}/{name} is not UTF-8 text") from None
+
+
+def plain_logs() -> None:
+    """stderr at WARNING, one plain line per record, redacted (the SDK's own setup is then a no-op:
+    its rich handler wraps long lines and prints multi-line tracebacks)."""
+    from cairn.worker.redaction.redact import RedactingFilter
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cairn: %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())

@@ -1,0 +1,42 @@
+"""Run one job in this process: how the CLI and the MCP endpoint do their work.
+
+The job functions are the ones a worker subprocess runs
+(:func:`worker.entry.run_request`), under the same claims, so a command and
+a background worker can never both own one piece of work; only the process
+differs. The settings are the workspace's as a worker request carries them,
+their warnings written to stderr (redacted, one line each): the CLI's and
+the MCP endpoint's stderr are the user's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+
+
+def load_config(ws: str) -> dict[str, Any]:
+    """The workspace's settings as a worker request carries them; warnings go to stderr."""
+    from cairn.worker.redaction import redact_text
+    from cairn.worker.settings import config
+
+    settings, warnings = config.load(ws)
+    for w in config.unreported(warnings):
+        sys.stderr.write(f"cairn: {redact_text(w)}\n")
+    return config.to_dict(settings)
+
+
+def call(ws: str, job: str, job_args: dict[str, Any] | None = None) -> Any:
+    """Run ``job`` for workspace ``ws`` in this process and return its response, whatever its status."""
+    from cairn.protocol.worker import WorkerRequest
+    from cairn.worker.entry import run_request
+
+    return run_request(WorkerRequest(job=job, workspace=ws, args=job_args or {}, config=load_config(ws)))
+
+
+def response_error(resp: Any) -> CairnError:
+    """The fixed error a non-ok response carries (``E_INTERNAL`` for an unknown code)."""
+    err = resp.error
+    code = ErrorCode(err) if err is not None and err in ErrorCode._value2member_map_ else ErrorCode.INTERNAL
+    return CairnError(code, resp.message or str(resp.status))

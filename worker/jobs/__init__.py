@@ -1,0 +1,9 @@
+"""Jobs that span domains: each reads or writes both the journal and the memory.
+
+:mod:`.cleanup` (one bounded cleanup batch: claims, temps, retired evidence,
+and the expiry of fully reviewed digests), :mod:`.expiry` (which digests
+every review has covered) and :mod:`.status` (the counts the editor shows).
+The journal never imports the memory; anything that needs both lives here,
+above them (docs/adr/0015-domain-packages.md). The worker's job table is
+:data:`worker.entry.REGISTRY`.
+"""

@@ -1,0 +1,75 @@
+"""Keep up with live sessions without an editor: poll the stores, import what changed, seal what went idle.
+
+A :class:`Watcher` is driven by its caller (``cairn watch`` sleeps between
+ticks; tests call :meth:`Watcher.tick` with a fake clock). Each tick:
+
+1. discovers the stores again (cheap: a file's workspace probe is cached by
+   ``(path, size, mtime_ns)``, so unchanged files cost one ``stat``);
+2. imports the selected sessions whose stamp changed since their last
+   successful import: ``(mtime, size)`` of a file, the recorded update time of
+   a database session. Import is idempotent by turn id, so a grown file adds
+   only its new completed turns; a source that fails keeps its old stamp and
+   is tried again at the next tick (its fixed code is reported each time),
+   and so is an entry discovery refused to read (a symlink, a FIFO);
+3. seals the open captures whose newest turn is older than ``idle`` seconds
+   (trigger ``idle``), so they can be digested.
+
+Nothing is held between ticks but the stamps and probe cache; a watcher that
+dies loses nothing (the next one re-imports idempotently).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.vocab import Trigger
+from cairn.worker.ingest.sources.model import SessionRef
+from cairn.worker.ingest.sources.scan import Probes, discover
+from cairn.worker.jobs.importing import import_sources, refused, select, sources
+from cairn.worker.journal.capture import open_sessions, seal_session
+from cairn.worker.journal.store import Journal
+
+Stamp = tuple[float, int]
+IDLE_SECONDS = 20 * 60.0
+
+
+def _slot(ref: SessionRef) -> tuple[str, str, str | None]:
+    return (ref.format, ref.path, ref.key)
+
+
+class Watcher:
+    """Imports, tick by tick, the sessions that changed since it last looked."""
+
+    def __init__(self, home: str, env: Mapping[str, str], workspace: str, policy: ModelPolicy, *,
+                 everywhere: bool = False, idle: float = IDLE_SECONDS) -> None:
+        self.home, self.env, self.workspace = home, dict(env), os.path.abspath(workspace)
+        self.policy, self.everywhere, self.idle = policy, everywhere, idle
+        self.stamps: dict[tuple[str, str, str | None], Stamp] = {}
+        self.probes: Probes = {}
+
+    def changed(self) -> tuple[list[SessionRef], list[dict[str, Any]]]:
+        """(sessions whose stamp moved, stores that could not be read)."""
+        stores = discover(self.home, self.env, workspace=self.workspace, probes=self.probes)
+        refs = select(stores, self.workspace, everywhere=self.everywhere)
+        moved = [r for r in refs if self.stamps.get(_slot(r)) != (r.mtime, r.size)]
+        unread = [{"format": st.format, "path": st.path, "code": st.error, "message": st.message or ""}
+                  for st in stores if st.error]
+        return moved, unread
+
+    def tick(self, j: Journal, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """One pass: import what changed, then seal idle captures. Returns the counts and failures."""
+        moved, unread = self.changed()
+        totals = import_sources(j, sources(moved), self.policy, progress)
+        failed = {(f["format"], f["path"]) for f in totals["failed"]}
+        for ref in moved:
+            if (ref.format, ref.path) not in failed and not ref.error:
+                self.stamps[_slot(ref)] = (ref.mtime, ref.size)
+        totals["failed"] = unread + refused(moved) + totals["failed"]
+        totals["changed"] = len(moved)
+        cutoff = j.now() - self.idle
+        totals["sealed"] = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=cutoff)
+                                        for s in open_sessions(j)) if c]
+        return totals

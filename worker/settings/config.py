@@ -1,0 +1,281 @@
+"""Settings: embedded defaults, the user's config, the workspace's ``.cairn/config.toml``, the editor's.
+
+Layers, lowest first: defaults < user config
+(``$XDG_CONFIG_HOME/cairn/config.toml``, :mod:`worker.settings.trust`) < workspace
+file < editor options. A project's own file refines the user's general
+choices (as an editor's project settings do), and what the user sets in the
+editor for this session wins over both. The editor's settings count as the
+user's.
+
+Workspace trust: the workspace file arrives with a cloned repository, so
+it may not choose where data and keys go. Its :data:`OFF_MACHINE` keys
+(``provider``, ``endpoint``, ``api_key_env`` and ``command``, the argv
+the ``command`` provider runs) are taken only when the user trusted
+that workspace (``cairn trust``); otherwise they are ignored with one
+``E_WORKSPACE_UNTRUSTED`` warning and the layers below (the embedded engine
+by default) decide. Two more are the user's to choose, though they send
+nothing anywhere: ``model`` (it runs on the user's own endpoint and key, so
+it sets what the user pays) and every ``memory_roots`` entry that is not a
+plain relative folder inside the workspace (an absolute path, ``~`` or
+``..``: reviews write there, and in ``auto`` mode unreviewed). From an
+untrusted file those are ignored with the same warning. Its other keys
+(mode, instruction files, roots inside the workspace, the notes folders,
+the price table…) always apply: they stay on this machine and touch only
+the repository's own files.
+
+Each layer is structured field by field: a bad option (unknown name, wrong
+type, value outside its vocabulary) is reported with ``E_CONFIG_INVALID`` and
+replaced by the value of the layer below, never guessed and never fatal. A
+config file is read as a control file (regular, no symlink, at most 64 KiB,
+never blocking); one that is not is ``E_CONFIG_INVALID`` and skipped.
+TOML keys are snake_case (``idle_minutes``); editor options use the LSP
+spelling (``idleMinutes``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.lsp import Settings
+from cairn.state import layout
+from cairn.worker.settings import trust
+
+_CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai", "command")}
+_FIELDS = {f.name: f for f in attrs.fields(Settings)}
+#: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace.
+#: ``watch_paths`` joins them: a cloned repository must not pull the sessions of other folders into its journal.
+OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command", "watch_paths")
+#: further workspace-file keys only a trusted workspace may set: the model (what the user's key pays for)
+#: and memory roots outside the workspace (where reviews write)
+USERS_CHOICE = ("model",)
+WORKSPACE_FILE = ".cairn/config.toml"
+USER_FILE = f"{trust.USER_CONFIG} (user)"
+_REPORTED: set[str] = set()
+
+
+def _camel(name: str) -> str:
+    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+
+
+def _prices(value: Any) -> tuple[tuple[str, float, float], ...]:
+    """The price table: ``{model: {input = x, output = y}}`` (TOML, editor) or its rows (a worker request)."""
+    def price(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError("prices must be non-negative numbers")
+        return float(v)
+
+    if isinstance(value, dict):
+        rows = []
+        for model, p in value.items():
+            if not isinstance(p, dict) or set(p) - {"input", "output"}:
+                raise TypeError("expected {model = {input = <per 1M tokens>, output = <per 1M tokens>}}")
+            rows.append((str(model), price(p.get("input", 0)), price(p.get("output", 0))))
+    elif isinstance(value, (list, tuple)) and all(isinstance(r, (list, tuple)) and len(r) == 3
+                                                  and isinstance(r[0], str) for r in value):
+        rows = [(r[0], price(r[1]), price(r[2])) for r in value]
+    else:
+        raise TypeError("expected {model = {input = <per 1M tokens>, output = <per 1M tokens>}}")
+    return tuple(sorted(rows))
+
+
+def _check(name: str, value: Any) -> Any:
+    if name == "prices":
+        return _prices(value)
+    default = getattr(Settings(), name)
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise TypeError("expected a list of strings")
+        if name in ("memoryRoots", "instructionFiles", "notesDirs"):
+            bad = [v for v in value if not os.path.isabs(v) and layout.reserved(v)]
+            if bad:  # a review would append to .git/config (git runs programs it names) or cairn's own files
+                raise ValueError(f"names {bad[0][:80]!r}, inside {' or '.join(layout.RESERVED)}, which memory never touches")
+        return tuple(value)
+    if isinstance(default, bool) or isinstance(default, str):
+        if type(value) is not type(default):
+            raise TypeError(f"expected {type(default).__name__}")
+    elif isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError("expected a number")
+        if not math.isfinite(value):  # TOML and Python's JSON read nan and inf: a timer or timeout must be a time
+            raise ValueError("must be a finite number")
+        if value < 0:
+            raise ValueError("must not be negative")
+        value = type(default)(value)
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise ValueError(f"expected one of {', '.join(_CHOICES[name])}")
+    return value
+
+
+def merge(base: Settings, options: dict[str, Any] | None, *, source: str, snake: bool = False) -> tuple[Settings, list[str]]:
+    """Apply ``options`` over ``base``; return the result and one warning per bad option."""
+    warnings: list[str] = []
+    changes: dict[str, Any] = {}
+    for key, value in (options or {}).items():
+        name = _camel(key) if snake else key
+        if name not in _FIELDS:
+            warnings.append(f"E_CONFIG_INVALID: {source}: unknown option {key!r} ignored")
+            continue
+        try:
+            changes[name] = _check(name, value)
+        except (TypeError, ValueError) as exc:
+            warnings.append(f"E_CONFIG_INVALID: {source}: option {key!r} {exc}; default kept")
+    return attrs.evolve(base, **changes), warnings
+
+
+def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[str]]:
+    if raw is None:
+        return {}, []
+    try:
+        return tomllib.loads(raw.decode("utf-8")), []
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        # RecursionError: arrays nested thousands deep fit in 64 KiB and exhaust the parser's stack
+        return {}, [f"E_CONFIG_INVALID: {label} unreadable ({type(exc).__name__}); defaults kept"]
+
+
+def _workspace_file(workspace: str) -> bytes | None:
+    """``.cairn/config.toml`` read without following a symlink (neither ``.cairn`` nor the file)."""
+    from cairn.state.fsdir import PinnedDir
+
+    try:
+        ws_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None  # no workspace, no file (the workspace itself is checked by its users)
+    try:
+        try:
+            fd = os.open(".cairn", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ws_fd)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            raise CairnError(ErrorCode.CONFIG_INVALID,
+                             f"{WORKSPACE_FILE}: .cairn is a symlink or not a directory; not followed") from None
+    finally:
+        os.close(ws_fd)
+    with PinnedDir(fd, os.path.join(workspace, ".cairn")) as d:
+        return trust.read_control_file(d, "config.toml", label=WORKSPACE_FILE)
+
+
+def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any], list[str]]:
+    try:
+        raw = reader()
+    except CairnError as exc:
+        return {}, [f"{exc.code}: {exc.message}; defaults kept"]
+    return _toml(raw, label)
+
+
+def _comparable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def outside_workspace(root: str) -> bool:
+    """Whether a memory root names a folder outside the workspace (absolute, ``~`` or ``..``)."""
+    return (os.path.isabs(root) or root.startswith("~") or "\\" in root
+            or any(part == ".." for part in root.split("/")))
+
+
+def _refused(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without what only the user or a trusted workspace may set, and the keys refused."""
+    kept = {k: v for k, v in data.items() if k not in OFF_MACHINE + USERS_CHOICE}
+    refused = [k for k in OFF_MACHINE + USERS_CHOICE if k in data]
+    roots = data.get("memory_roots")
+    if isinstance(roots, list) and any(isinstance(r, str) and outside_workspace(r) for r in roots):
+        inside = [r for r in roots if not (isinstance(r, str) and outside_workspace(r))]
+        refused.append("memory_roots")
+        if inside:
+            kept["memory_roots"] = inside
+        else:
+            del kept["memory_roots"]
+    return kept, refused
+
+
+def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
+               below: Settings) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the off-machine and user's-choice keys unless ``workspace`` is trusted (with the warning).
+
+    ``above``: keys the editor sets anyway; ``below``: what the user's layers give without the file.
+    """
+    kept, present = _refused(data)
+    if not present:
+        return data, []
+    try:
+        if trust.is_trusted(workspace):
+            return data, []
+        warnings = []
+    except CairnError as exc:
+        warnings = [f"{exc.code}: {exc.message}; no workspace is trusted"]
+    # only keys that would have mattered: set to something else than the user's value and not set by the editor
+    ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
+    if ignored:
+        warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
+                        f"{', '.join(ignored)}, which only you choose (where data and keys go, which sessions are read, the model your key "
+                        "pays for, memory roots outside the workspace), but the workspace is not trusted; "
+                        "ignored (the embedded engine is used unless your own settings name a provider; "
+                        "`cairn trust` allows them)")
+    return kept, warnings
+
+
+def _auto_outside(workspace: str, data: dict[str, Any], editor: dict[str, Any], users: Settings,
+                  settings: Settings) -> tuple[Settings, list[str]]:
+    """No unreviewed writes outside the workspace on an untrusted file's word.
+
+    ``mode = "auto"`` from an untrusted workspace file, while a memory root
+    outside the workspace is in effect (the user's global root), would let
+    what a cloned repository feeds the review land in the memory that follows
+    the user to every project; then the user's own mode applies instead.
+    """
+    if data.get("mode") != "auto" or settings.mode != "auto" or users.mode == "auto" or "mode" in editor:
+        return settings, []
+    outside = [r for r in settings.memoryRoots if outside_workspace(r)]
+    try:
+        if not outside or trust.is_trusted(workspace):
+            return settings, []
+    except CairnError:
+        pass
+    return attrs.evolve(settings, mode=users.mode), [
+        f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets mode = \"auto\", "
+        f"but the workspace is not trusted and memory root {outside[0][:80]} is outside it; mode "
+        f"\"{users.mode}\" is used (`cairn trust` allows it)"]
+
+
+def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[str]]:
+    """Resolved settings for a workspace, with warnings for everything refused."""
+    user, warnings = _read(trust.user_config_bytes, USER_FILE)
+    settings, w = merge(Settings(), user, source=USER_FILE, snake=True)
+    warnings += w
+    data, w = _read(lambda: _workspace_file(workspace), WORKSPACE_FILE)
+    warnings += w
+    data, w = _untrusted(workspace, data, set(editor_options or {}), settings)
+    warnings += w
+    users = settings
+    for options, source, snake in ((data, WORKSPACE_FILE, True), (editor_options, "editor settings", False)):
+        settings, w = merge(settings, options, source=source, snake=snake)
+        warnings += w
+    settings, w = _auto_outside(workspace, data, editor_options or {}, users, settings)
+    warnings += w
+    if settings.provider == "command" and not settings.command:
+        warnings.append(f"{ErrorCode.CONFIG_INVALID}: provider \"command\" needs the program to run: "
+                        'command = ["program", "arg", ...]; digests and reviews through it fail until it is set')
+    return settings, warnings
+
+
+def from_request(config: dict[str, Any] | None) -> Settings:
+    """A worker's settings: those the user's process resolved and sent in the request."""
+    return merge(Settings(), config, source="request")[0]
+
+
+def unreported(warnings: list[str]) -> list[str]:
+    """The warnings this process has not reported yet (each is said once per process)."""
+    fresh = [w for w in dict.fromkeys(warnings) if w not in _REPORTED]
+    _REPORTED.update(fresh)
+    return fresh
+
+
+def to_dict(settings: Settings) -> dict[str, Any]:
+    return {k: [list(x) if isinstance(x, tuple) else x for x in v] if isinstance(v, tuple) else v
+            for k, v in attrs.asdict(settings).items()}
