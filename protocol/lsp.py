@@ -205,29 +205,6 @@ class JobActionParams:
 # ---------------------------------------------------------------- settings
 
 
-@attrs.frozen(kw_only=True)
-class Settings:
-    """Configuration from initializationOptions / didChangeConfiguration / .cairn/config.toml."""
-
-    mode: str = "propose"  # manual | propose | auto
-    provider: str = "extractive"  # extractive | openai | command
-    model: str = ""
-    endpoint: str = ""
-    apiKeyEnv: str = "CAIRN_OPENAI_API_KEY"
-    command: tuple[str, ...] = ()  # argv of the "command" provider (no shell), e.g. ("llm", "-m", "MODEL")
-    contextTokens: int = 8192  # the model's context window: longer evidence is split into windows that fit
-    timeoutSeconds: float = 120.0  # one model request (HTTP exchange or command run), frozen at capture
-    idleMinutes: float = 10.0  # maintenance opportunity after this much editor idleness
-    sealIdleMinutes: float = 20.0  # idle sealing quiet period
-    memoryRoots: tuple[str, ...] = ()  # extra (global) memory roots; the workspace's .agents/memory is implicit
-    instructionFiles: tuple[str, ...] = ("AGENTS.md",)
-    maxWorkers: int = 2
-    notesDirs: tuple[str, ...] = (".agents/notes",)  # shared working notes, consolidated then disposed of
-    #: usage pricing, local: (model or "provider/model", price of 1M input tokens, of 1M output tokens)
-    prices: tuple[tuple[str, float, float], ...] = ()
-    watchPaths: tuple[str, ...] = ()  # session files or folders followed live (relative: to the workspace)
-
-
 # ---------------------------------------------------------------- structuring
 
 _converter = codec.converter.copy(forbid_extra_keys=False)  # strict types, unknown keys ignored

@@ -10,7 +10,7 @@ persisting through :mod:`server.scheduler.jobstore`. The language server is
 :mod:`server.lsp.protocol` (one error shape) over
 :mod:`server.lsp.service` (lifecycle, start gate, workspaces, routing) and
 the feature modules in :mod:`server.lsp.features`, none of which import pygls.
-:mod:`server.cli.main` is the command line; :mod:`server.testing` holds test
+:mod:`server.cli.app` is the command line; :mod:`server.testing` holds test
 doubles that production code never imports.
 """
 

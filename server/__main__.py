@@ -1,5 +1,5 @@
 import sys
 
-from cairn.server.cli.main import main
+from cairn.server.cli.app import main
 
 sys.exit(main())

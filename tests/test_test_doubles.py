@@ -74,7 +74,7 @@ def test_test_jobs_live_in_the_worker_testing_module() -> None:
 
 
 def test_a_production_start_loads_no_testing_module() -> None:
-    code = ("import sys, cairn.server.lsp.server, cairn.server.lsp.serve, cairn.server.cli.main, cairn.worker.entry; "
+    code = ("import sys, cairn.server.lsp.server, cairn.server.lsp.serve, cairn.server.cli.app, cairn.worker.entry; "
             "print(sorted(m for m in sys.modules if m.endswith('.testing') and m.startswith('cairn.')))")
     out = subprocess.run([PYTHON, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

@@ -131,11 +131,14 @@ The cockpit's header shows the mode in effect."
   :set #'cairn--set-option)
 
 (defcustom cairn-provider nil
-  "Digest provider: \"extractive\" (local, no model) or \"openai\".
-\"openai\" means any OpenAI-compatible endpoint, see `cairn-endpoint'.
-nil (the default) leaves the choice to the cairn config files."
+  "Digest provider: \"extractive\", \"openai\" or \"command\".
+\"extractive\" is the embedded engine (local, no model); \"openai\"
+means any OpenAI-compatible endpoint, see `cairn-endpoint'; \"command\"
+runs a program you already have (its argv is the `command' setting of
+your cairn config file).  nil (the default) leaves the choice to the
+cairn config files."
   :type '(choice (const :tag "From the cairn config files" nil)
-                 (const "extractive") (const "openai"))
+                 (const "extractive") (const "openai") (const "command"))
   :set #'cairn--set-option)
 
 (defcustom cairn-model ""

@@ -22,8 +22,8 @@ from cairn.protocol.lsp import (
     CMD_ACCEPT,
     CMD_REJECT,
     CMD_SHOW_PROPOSAL,
-    Settings,
 )
+from cairn.protocol.settings import Settings
 
 MEMORY_DIR = os.path.join(".agents", "memory")
 INFORMATION = 3  # DiagnosticSeverity.Information

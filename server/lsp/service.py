@@ -49,11 +49,11 @@ from cairn.protocol.lsp import (
     JournalParams,
     ProposalParams,
     SessionEventParams,
-    Settings,
     StatusParams,
     TurnCompletedParams,
     structure,
 )
+from cairn.protocol.settings import Settings
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
 from cairn.server.lsp import memory_docs
 from cairn.server.lsp.features import commands

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory.review import general_review
 from cairn.worker.memory.store import MemoryStore

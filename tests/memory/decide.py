@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory.store import MemoryStore
 

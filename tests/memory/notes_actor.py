@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from cairn.protocol.lsp import Settings
 from cairn.protocol.memory import ProposalKind, ProposalState
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory.review import general_review, recover_review
 from cairn.worker.memory.store import MemoryStore

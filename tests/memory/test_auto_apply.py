@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory import review as R
 from cairn.worker.memory.store import MemoryStore

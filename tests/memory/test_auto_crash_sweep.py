@@ -56,7 +56,7 @@ def _names(d: Path) -> list[str]:
 
 def _applied_once(ws: Path) -> None:
     """Every proposal decided once (applied), with its one public record; no promise left."""
-    from cairn.protocol.lsp import Settings
+    from cairn.protocol.settings import Settings
     from cairn.worker.memory import apply
     from cairn.worker.memory.store import MemoryStore
 

@@ -168,7 +168,7 @@ def test_targets_through_symlinks_or_files_fail_closed(workspace: Path, tmp_path
 
 def test_paths_outside_roots_are_refused(workspace: Path) -> None:
     from cairn.protocol.errors import CairnError, ErrorCode
-    from cairn.protocol.lsp import Settings
+    from cairn.protocol.settings import Settings
     from cairn.worker.memory.store import MemoryStore
 
     with MemoryStore(str(workspace)) as ms:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from cairn.protocol.digest import Note
 from cairn.protocol.journal import PublicDigest
-from cairn.protocol.lsp import Settings
 from cairn.protocol.memory import ProposalKind
+from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.server.lsp import memory_docs
 from cairn.worker.memory import engine, model, remote, views
@@ -339,7 +339,7 @@ def test_a_rejected_repair_is_not_proposed_by_a_later_review(workspace: Path) ->
 # the repairs accepted, then undone newest first; every step is skipped when a rerun finds it done
 _WORKLOAD = """
 import sys
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory.store import MemoryStore
 ws, ids = sys.argv[1], sys.argv[2:]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory import review as R
 from cairn.worker.memory.notes import QUIET_SECONDS, items

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.memory import focused as F
 from cairn.worker.memory import review as R
 from cairn.worker.memory.remember import MAX_BYTES, check_request, remember

@@ -17,7 +17,7 @@ import pytest
 from cairn.protocol.digest import DigestInput, ModelPolicy, Note
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.worker.memory import remote
 from cairn.worker.memory.model import empty_snapshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.providers import DEFAULT_API_KEY_ENV, access, default_policy, extractive, run_digest
 
 from tests.providers.endpoint import Endpoint

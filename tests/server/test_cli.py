@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server.cli import main as cli
+from cairn.server.cli import app as cli
 from cairn.server.cli.commands import COMMANDS
 from cairn.server.cli.support import Command, no_setup
 
@@ -48,7 +48,7 @@ def test_the_cli_import_graph_has_no_cycle() -> None:
 
     for m in CLI_MODULES:
         visit(m, ())
-    assert graph["main"] == {"commands", "support"}
+    assert graph["app"] == {"commands", "support"}
 
 
 @pytest.mark.parametrize("module", CLI_MODULES)
@@ -129,7 +129,7 @@ def test_cairn_mcp_without_the_mcp_extra_names_the_install_command(tmp_path: Pat
             "        if name == 'mcp' or name.startswith('mcp.'):\n"
             "            raise ModuleNotFoundError(name)\n"
             "sys.meta_path.insert(0, Hide())\n"
-            "from cairn.server.cli import main as cli\n"
+            "from cairn.server.cli import app as cli\n"
             f"sys.exit(cli.main(['mcp', '-w', {str(tmp_path)!r}]))\n")
     r = subprocess.run([PYTHON, "-c", hide], env=child_env(), capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert r.returncode == 2, r.stderr

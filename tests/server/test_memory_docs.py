@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.server.lsp import memory_docs as md
 
 WS = "/home/u/proj"

@@ -29,19 +29,26 @@ def _ws_file(ws: Path, text: str) -> None:
     _config_path(ws / ".cairn").write_text(text)
 
 
+def _load(workspace: str, editor: dict[str, Any] | None = None) -> tuple[config.Settings, list[str]]:
+    """``config.load``, its warnings (fixed errors) as their ``E_CODE: message`` lines."""
+    settings, warnings = config.load(workspace, editor)
+    assert all(isinstance(w, CairnError) for w in warnings)
+    return settings, [config.line(w) for w in warnings]
+
+
 def _codes(warnings: list[str]) -> list[str]:
     return [w.split(":", 1)[0] for w in warnings]
 
 
 def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(workspace: Path) -> None:
     _ws_file(workspace, REMOTE + 'mode = "manual"\ninstruction_files = ["RULES.md"]\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.endpoint, s.apiKeyEnv) == ("extractive", "", "CAIRN_OPENAI_API_KEY")
     assert (s.mode, s.instructionFiles, s.model) == ("manual", ("RULES.md",), "")
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
     assert "provider, endpoint, api_key_env, model" in warnings[0]
     trust.trust(str(workspace))
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.endpoint, s.apiKeyEnv, s.model) == ("openai", "http://127.0.0.1:9/v1", "SOME_SECRET_VAR", "m")
     assert warnings == []
 
@@ -50,7 +57,7 @@ def test_untrusted_file_keeps_its_local_settings_and_loses_its_off_machine_ones(
 def test_numbers_must_be_finite(workspace: Path, value: str) -> None:
     """A nan timer never compares due; an infinite timeout never ends a hung request."""
     _ws_file(workspace, f"timeout_seconds = {value}\nseal_idle_minutes = {value}\n")
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert s == config.Settings() and _codes(warnings) == ["E_CONFIG_INVALID"] * 2
     assert "finite" in warnings[0]
     assert config.from_request({"idleMinutes": float(value)}) == config.Settings()
@@ -61,15 +68,15 @@ def test_an_untrusted_files_auto_mode_does_not_write_unreviewed_into_the_users_g
     (user_config_home / "cairn").mkdir()
     (user_config_home / "cairn/config.toml").write_text('memory_roots = ["/home/u/memory"]\n')
     _ws_file(workspace, 'mode = "auto"\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.mode, s.memoryRoots) == ("propose", ("/home/u/memory",))
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and 'mode = "auto"' in warnings[0]
-    assert config.load(str(workspace), {"mode": "auto"}) == (attrs.evolve(s, mode="auto"), [])  # the user's choice
+    assert _load(str(workspace), {"mode": "auto"}) == (attrs.evolve(s, mode="auto"), [])  # the user's choice
     _ws_file(workspace, 'mode = "auto"\nmemory_roots = ["notes"]\n')  # only roots inside the workspace: auto
-    assert config.load(str(workspace)) == (attrs.evolve(s, mode="auto", memoryRoots=("notes",)), [])
+    assert _load(str(workspace)) == (attrs.evolve(s, mode="auto", memoryRoots=("notes",)), [])
     _ws_file(workspace, 'mode = "auto"\n')
     trust.trust(str(workspace))
-    assert config.load(str(workspace)) == (attrs.evolve(s, mode="auto"), [])
+    assert _load(str(workspace)) == (attrs.evolve(s, mode="auto"), [])
 
 
 def test_an_untrusted_file_does_not_choose_the_model_the_users_key_pays_for(
@@ -78,11 +85,11 @@ def test_an_untrusted_file_does_not_choose_the_model_the_users_key_pays_for(
     (user_config_home / "cairn/config.toml").write_text(
         'provider = "openai"\nendpoint = "http://127.0.0.1:7/v1"\nmodel = "small"\n')
     _ws_file(workspace, 'model = "the-most-expensive-one"\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.model) == ("openai", "small")
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "model" in warnings[0]
     trust.trust(str(workspace))
-    assert config.load(str(workspace)) == (attrs.evolve(s, model="the-most-expensive-one"), [])
+    assert _load(str(workspace)) == (attrs.evolve(s, model="the-most-expensive-one"), [])
 
 
 @pytest.mark.parametrize("outside", ["/home/someone/.ssh", "~/.ssh", "../other-project/.agents/memory",
@@ -90,13 +97,13 @@ def test_an_untrusted_file_does_not_choose_the_model_the_users_key_pays_for(
 def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Path, outside: str) -> None:
     """Reviews write into memory roots (unreviewed in auto mode): one outside the workspace is the user's choice."""
     _ws_file(workspace, f'mode = "auto"\nmemory_roots = ["notes", {json.dumps(outside)}]\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.mode, s.memoryRoots) == ("auto", ("notes",))
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "memory_roots" in warnings[0]
     _ws_file(workspace, f'memory_roots = [{json.dumps(outside)}]\n')
-    assert config.load(str(workspace))[0].memoryRoots == ()  # the layers below decide
+    assert _load(str(workspace))[0].memoryRoots == ()  # the layers below decide
     trust.trust(str(workspace))
-    assert config.load(str(workspace)) == (attrs.evolve(s, mode="propose", memoryRoots=(outside,)), [])
+    assert _load(str(workspace)) == (attrs.evolve(s, mode="propose", memoryRoots=(outside,)), [])
 
 
 @pytest.mark.parametrize("option,value", [("instruction_files", ".git/config"), ("instruction_files", "sub/.git/config"),
@@ -105,11 +112,11 @@ def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Pa
 def test_no_layer_points_memory_at_gits_or_cairns_own_files(workspace: Path, option: str, value: str) -> None:
     """A review appends to instruction files: ``.git/config`` names programs git runs."""
     _ws_file(workspace, f'{option} = ["AGENTS.md", {json.dumps(value)}]\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert s == config.Settings()
     assert _codes(warnings) == ["E_CONFIG_INVALID"] and value in warnings[0]
     trust.trust(str(workspace))  # trust does not make them memory
-    assert config.load(str(workspace))[0] == config.Settings()
+    assert _load(str(workspace))[0] == config.Settings()
     assert config.merge(config.Settings(), {config._camel(option): [value]}, source="editor settings")[1]
 
 
@@ -117,35 +124,35 @@ def test_the_users_global_memory_root_stands_against_an_untrusted_file(workspace
     (user_config_home / "cairn").mkdir()
     (user_config_home / "cairn/config.toml").write_text('memory_roots = ["/home/u/memory"]\n')
     _ws_file(workspace, 'memory_roots = ["/home/u/memory"]\n')  # the same value: nothing to report
-    assert config.load(str(workspace)) == (config.Settings(memoryRoots=("/home/u/memory",)), [])
+    assert _load(str(workspace)) == (config.Settings(memoryRoots=("/home/u/memory",)), [])
     _ws_file(workspace, 'memory_roots = ["/elsewhere"]\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert s.memoryRoots == ("/home/u/memory",) and _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
 
 
 def test_an_untrusted_file_cannot_choose_which_session_files_are_watched(workspace: Path) -> None:
     """A cloned repository's file naming other folders' sessions would pull them into its journal."""
     _ws_file(workspace, 'watch_paths = ["~/.claude/projects"]\nseal_idle_minutes = 5\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.watchPaths, s.sealIdleMinutes) == ((), 5.0)
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "watch_paths" in warnings[0]
     trust.trust(str(workspace))
-    assert config.load(str(workspace))[0].watchPaths == ("~/.claude/projects",)
+    assert _load(str(workspace))[0].watchPaths == ("~/.claude/projects",)
 
 
 def test_an_untrusted_file_repeating_the_defaults_is_not_reported(workspace: Path) -> None:
     _ws_file(workspace, 'provider = "extractive"\napi_key_env = "CAIRN_OPENAI_API_KEY"\n')
-    assert config.load(str(workspace)) == (config.Settings(), [])
+    assert _load(str(workspace)) == (config.Settings(), [])
 
 
 def test_editor_settings_are_the_users_and_need_no_trust(workspace: Path) -> None:
     _ws_file(workspace, REMOTE)
     editor = {"provider": "openai", "endpoint": "http://127.0.0.1:8/v1", "apiKeyEnv": "MY_KEY", "model": "mine"}
-    s, warnings = config.load(str(workspace), editor)
+    s, warnings = _load(str(workspace), editor)
     assert (s.provider, s.endpoint, s.apiKeyEnv) == ("openai", "http://127.0.0.1:8/v1", "MY_KEY")
     assert warnings == []  # the workspace's values would not have mattered
     # an editor naming only the variable does not let the untrusted file choose the endpoint
-    s, warnings = config.load(str(workspace), {"apiKeyEnv": "MY_KEY"})
+    s, warnings = _load(str(workspace), {"apiKeyEnv": "MY_KEY"})
     assert (s.provider, s.endpoint, s.apiKeyEnv) == ("extractive", "", "MY_KEY")
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "api_key_env" not in warnings[0]
 
@@ -153,7 +160,7 @@ def test_editor_settings_are_the_users_and_need_no_trust(workspace: Path) -> Non
 def test_precedence_defaults_user_workspace_editor(workspace: Path, user_config_home: Path) -> None:
     _ws_file(workspace, 'idle_minutes = 3\nseal_idle_minutes = 7\n')
     _config_path(user_config_home / "cairn").write_text('mode = "manual"\nidle_minutes = 4\nseal_idle_minutes = 8\n')
-    s, warnings = config.load(str(workspace), {"sealIdleMinutes": 9})
+    s, warnings = _load(str(workspace), {"sealIdleMinutes": 9})
     assert (s.mode, s.idleMinutes, s.sealIdleMinutes) == ("manual", 3.0, 9.0) and warnings == []
 
 
@@ -161,17 +168,17 @@ def test_a_users_provider_stands_against_an_untrusted_file_and_yields_to_a_trust
         workspace: Path, user_config_home: Path) -> None:
     _config_path(user_config_home / "cairn").write_text('provider = "openai"\nendpoint = "http://127.0.0.1:7/v1"\n')
     _ws_file(workspace, 'provider = "extractive"\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.endpoint) == ("openai", "http://127.0.0.1:7/v1")
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"]
     trust.trust(str(workspace))
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert s.provider == "extractive" and warnings == []
 
 
 def test_each_warning_is_reported_once_per_process() -> None:
-    w = [f"E_WORKSPACE_UNTRUSTED: test {os.getpid()} {id(object())}"]
-    assert config.unreported(w + w) == w
+    w = [CairnError(ErrorCode.WORKSPACE_UNTRUSTED, f"test {os.getpid()} {id(object())}")]
+    assert config.unreported(w + w) == [f"E_WORKSPACE_UNTRUSTED: {w[0].message}"]
     assert config.unreported(w) == []
 
 
@@ -201,7 +208,7 @@ def test_a_damaged_trust_list_trusts_nothing_and_is_never_overwritten(workspace:
     (user_config_home / "cairn").mkdir()
     damaged = user_config_home / "cairn" / trust.TRUST_FILE
     damaged.write_text(json.dumps({"version": 1, "workspaces": [str(workspace.resolve())], "extra": 1}))
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert s.provider == "extractive"
     assert _codes(warnings) == ["E_CONFIG_INVALID", "E_WORKSPACE_UNTRUSTED"]
     with pytest.raises(CairnError) as info:
@@ -219,7 +226,7 @@ def test_config_dir_follows_xdg_config_home(monkeypatch: pytest.MonkeyPatch, tmp
 
 # -- config files as control files ---------------------------------------------------
 
-LOAD = "import json, sys; from cairn.worker.settings import config; print(json.dumps(config.load(sys.argv[1])[1]))"
+LOAD = "import json, sys; from cairn.worker.settings import config; print(json.dumps([config.line(w) for w in config.load(sys.argv[1])[1]]))"
 
 
 def _limit_memory() -> None:  # a reader that follows /dev/zero must fail here, not exhaust the machine
@@ -264,7 +271,7 @@ def test_the_user_config_may_be_a_link_but_must_be_a_small_regular_file(
     dotfiles = tmp_path / "dotfiles.toml"
     dotfiles.write_text('mode = "manual"\n')
     path.symlink_to(dotfiles)  # dotfile managers link the user's own file
-    assert config.load(str(workspace)) == (config.Settings(mode="manual"), [])
+    assert _load(str(workspace)) == (config.Settings(mode="manual"), [])
     path.unlink()
     os.mkfifo(path)
     warnings = _load_in_child(workspace)
@@ -273,7 +280,7 @@ def test_the_user_config_may_be_a_link_but_must_be_a_small_regular_file(
 
 def test_a_config_nested_past_the_parsers_stack_is_invalid_not_a_crash(workspace: Path) -> None:
     _ws_file(workspace, "a = " + "[" * 20000 + "]" * 20000 + "\n")
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert s == config.Settings() and _codes(warnings) == ["E_CONFIG_INVALID"]
 
 
@@ -281,30 +288,30 @@ def test_command_and_context_settings_in_both_spellings(workspace: Path, user_co
     (user_config_home / "cairn").mkdir()
     (user_config_home / "cairn/config.toml").write_text(
         'provider = "command"\ncommand = ["llm", "-m", "qwen3"]\ncontext_tokens = 4096\ntimeout_seconds = 30\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.command, s.contextTokens, s.timeoutSeconds) == ("command", ("llm", "-m", "qwen3"), 4096, 30.0)
     assert warnings == []
-    s, warnings = config.load(str(workspace), {"command": ["ollama", "run", "m"], "contextTokens": 16384})
+    s, warnings = _load(str(workspace), {"command": ["ollama", "run", "m"], "contextTokens": 16384})
     assert (s.command, s.contextTokens) == (("ollama", "run", "m"), 16384) and warnings == []
-    s, warnings = config.load(str(workspace), {"command": "llm -m qwen3", "contextTokens": "big"})
+    s, warnings = _load(str(workspace), {"command": "llm -m qwen3", "contextTokens": "big"})
     assert s.command == ("llm", "-m", "qwen3") and s.contextTokens == 4096  # never split a string, never guess
     assert _codes(warnings) == ["E_CONFIG_INVALID", "E_CONFIG_INVALID"]
-    s, warnings = config.load(str(workspace), {"command": []})
+    s, warnings = _load(str(workspace), {"command": []})
     assert _codes(warnings) == ["E_CONFIG_INVALID"] and 'provider "command" needs' in warnings[0]
 
 
 def test_an_untrusted_file_cannot_name_a_command(workspace: Path, user_config_home: Path) -> None:
     _ws_file(workspace, 'provider = "command"\ncommand = ["sh", "-c", "curl evil"]\ncontext_tokens = 4096\n')
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.command, s.contextTokens) == ("extractive", (), 4096)
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "provider, command" in warnings[0]
     # repeating the user's own command is not reported
     (user_config_home / "cairn").mkdir()
     (user_config_home / "cairn/config.toml").write_text('provider = "command"\ncommand = ["sh", "-c", "curl evil"]\n')
-    assert config.load(str(workspace))[1] == []
+    assert _load(str(workspace))[1] == []
     trust.trust(str(workspace))
     (user_config_home / "cairn/config.toml").unlink()
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.provider, s.command) == ("command", ("sh", "-c", "curl evil")) and warnings == []
 
 
@@ -327,7 +334,7 @@ def test_every_control_file_is_read_by_the_one_pinned_reader(
     monkeypatch.setattr(PinnedDir, "read", spy)
     assert trust.trusted_paths() == [str(workspace.resolve())]
     assert reads == [(trust.TRUST_FILE, False)]
-    s, warnings = config.load(str(workspace))
+    s, warnings = _load(str(workspace))
     assert (s.mode, s.idleMinutes, warnings) == ("manual", 4.0, [])
     assert set(reads) == {(trust.TRUST_FILE, False), ("config.toml", True), ("config.toml", False)}
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.journal import CaptureTurn, Retired
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import OutcomeKind
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import layout

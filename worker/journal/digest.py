@@ -57,7 +57,7 @@ from cairn.protocol.journal import (
     Seal,
     TurnEvidence,
 )
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.protocol.worker import WorkerRequest

@@ -44,7 +44,7 @@ from cairn.protocol.journal import (
     Retired,
 )
 from cairn.protocol.knobs import env_int
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim

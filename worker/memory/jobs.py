@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.memory.store import MemoryStore
 

@@ -64,7 +64,7 @@ import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import NoteType
 from cairn.worker.memory import review_request
 from cairn.worker.memory.drafts import (

@@ -27,8 +27,8 @@ from typing import Any
 import attrs
 from cairn.protocol.claims import Authority
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
 from cairn.protocol.memory import FileEdit
+from cairn.protocol.settings import Settings
 from cairn.state import layout
 from cairn.state import program as P
 from cairn.state.bundles import BundleStore

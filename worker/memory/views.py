@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
 from cairn.protocol.memory import Proposal, ProposalState
+from cairn.protocol.settings import Settings
 from cairn.worker.memory.store import DEFAULT_ROOT, MemoryStore
 
 

@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.worker.providers.route import Route
 
 EMBEDDED = "extractive"

@@ -43,11 +43,10 @@ from typing import Any
 
 import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 from cairn.state import layout
 from cairn.worker.settings import trust
 
-_CHOICES: dict[str, tuple[str, ...]] = {"mode": ("manual", "propose", "auto"), "provider": ("extractive", "openai", "command")}
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
 #: workspace-file keys that send data off the machine or run a program: taken only from a trusted workspace.
 #: ``watch_paths`` joins them: a cloned repository must not pull the sessions of other folders into its journal.
@@ -85,7 +84,11 @@ def _prices(value: Any) -> tuple[tuple[str, float, float], ...]:
     return tuple(sorted(rows))
 
 
-def _check(name: str, value: Any) -> Any:
+def _shape(name: str, value: Any) -> Any:
+    """``value`` in the field's type (a list becomes a tuple, an int a float), or ``TypeError``/``ValueError``.
+
+    Vocabularies and ranges are the record's own validators (:mod:`protocol.settings`).
+    """
     if name == "prices":
         return _prices(value)
     default = getattr(Settings(), name)
@@ -103,40 +106,43 @@ def _check(name: str, value: Any) -> Any:
     elif isinstance(default, (int, float)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError("expected a number")
-        if not math.isfinite(value):  # TOML and Python's JSON read nan and inf: a timer or timeout must be a time
+        if isinstance(default, int) and isinstance(value, float) and not value.is_integer():
+            raise TypeError("expected a whole number")
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("must be a finite number")
-        if value < 0:
-            raise ValueError("must not be negative")
         value = type(default)(value)
-    if name in _CHOICES and value not in _CHOICES[name]:
-        raise ValueError(f"expected one of {', '.join(_CHOICES[name])}")
     return value
 
 
-def merge(base: Settings, options: dict[str, Any] | None, *, source: str, snake: bool = False) -> tuple[Settings, list[str]]:
-    """Apply ``options`` over ``base``; return the result and one warning per bad option."""
-    warnings: list[str] = []
-    changes: dict[str, Any] = {}
+def _warning(code: ErrorCode, message: str) -> CairnError:
+    return CairnError(code, message)
+
+
+def merge(base: Settings, options: dict[str, Any] | None, *, source: str,
+          snake: bool = False) -> tuple[Settings, list[CairnError]]:
+    """Apply ``options`` over ``base``; return the result and one ``E_CONFIG_INVALID`` per bad option."""
+    warnings: list[CairnError] = []
+    settings = base
     for key, value in (options or {}).items():
         name = _camel(key) if snake else key
         if name not in _FIELDS:
-            warnings.append(f"E_CONFIG_INVALID: {source}: unknown option {key!r} ignored")
+            warnings.append(_warning(ErrorCode.CONFIG_INVALID, f"{source}: unknown option {key!r} ignored"))
             continue
         try:
-            changes[name] = _check(name, value)
+            settings = attrs.evolve(settings, **{name: _shape(name, value)})
         except (TypeError, ValueError) as exc:
-            warnings.append(f"E_CONFIG_INVALID: {source}: option {key!r} {exc}; default kept")
-    return attrs.evolve(base, **changes), warnings
+            warnings.append(_warning(ErrorCode.CONFIG_INVALID, f"{source}: option {key!r} {exc}; default kept"))
+    return settings, warnings
 
 
-def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[str]]:
+def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[CairnError]]:
     if raw is None:
         return {}, []
     try:
         return tomllib.loads(raw.decode("utf-8")), []
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         # RecursionError: arrays nested thousands deep fit in 64 KiB and exhaust the parser's stack
-        return {}, [f"E_CONFIG_INVALID: {label} unreadable ({type(exc).__name__}); defaults kept"]
+        return {}, [_warning(ErrorCode.CONFIG_INVALID, f"{label} unreadable ({type(exc).__name__}); defaults kept")]
 
 
 def _workspace_file(workspace: str) -> bytes | None:
@@ -161,11 +167,11 @@ def _workspace_file(workspace: str) -> bytes | None:
         return trust.read_control_file(d, "config.toml", label=WORKSPACE_FILE)
 
 
-def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any], list[str]]:
+def _read(reader: Callable[[], bytes | None], label: str) -> tuple[dict[str, Any], list[CairnError]]:
     try:
         raw = reader()
     except CairnError as exc:
-        return {}, [f"{exc.code}: {exc.message}; defaults kept"]
+        return {}, [_warning(exc.code, f"{exc.message}; defaults kept")]
     return _toml(raw, label)
 
 
@@ -195,7 +201,7 @@ def _refused(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
-               below: Settings) -> tuple[dict[str, Any], list[str]]:
+               below: Settings) -> tuple[dict[str, Any], list[CairnError]]:
     """``data`` without the off-machine and user's-choice keys unless ``workspace`` is trusted (with the warning).
 
     ``above``: keys the editor sets anyway; ``below``: what the user's layers give without the file.
@@ -206,22 +212,22 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
     try:
         if trust.is_trusted(workspace):
             return data, []
-        warnings = []
+        warnings: list[CairnError] = []
     except CairnError as exc:
-        warnings = [f"{exc.code}: {exc.message}; no workspace is trusted"]
+        warnings = [_warning(exc.code, f"{exc.message}; no workspace is trusted")]
     # only keys that would have mattered: set to something else than the user's value and not set by the editor
     ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
     if ignored:
-        warnings.append(f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
+        warnings.append(_warning(ErrorCode.WORKSPACE_UNTRUSTED, f"{WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
                         f"{', '.join(ignored)}, which only you choose (where data and keys go, which sessions are read, the model your key "
                         "pays for, memory roots outside the workspace), but the workspace is not trusted; "
                         "ignored (the embedded engine is used unless your own settings name a provider; "
-                        "`cairn trust` allows them)")
+                        "`cairn trust` allows them)"))
     return kept, warnings
 
 
 def _auto_outside(workspace: str, data: dict[str, Any], editor: dict[str, Any], users: Settings,
-                  settings: Settings) -> tuple[Settings, list[str]]:
+                  settings: Settings) -> tuple[Settings, list[CairnError]]:
     """No unreviewed writes outside the workspace on an untrusted file's word.
 
     ``mode = "auto"`` from an untrusted workspace file, while a memory root
@@ -237,13 +243,13 @@ def _auto_outside(workspace: str, data: dict[str, Any], editor: dict[str, Any], 
             return settings, []
     except CairnError:
         pass
-    return attrs.evolve(settings, mode=users.mode), [
-        f"{ErrorCode.WORKSPACE_UNTRUSTED}: {WORKSPACE_FILE} of {os.path.abspath(workspace)} sets mode = \"auto\", "
+    return attrs.evolve(settings, mode=users.mode), [_warning(
+        ErrorCode.WORKSPACE_UNTRUSTED, f"{WORKSPACE_FILE} of {os.path.abspath(workspace)} sets mode = \"auto\", "
         f"but the workspace is not trusted and memory root {outside[0][:80]} is outside it; mode "
-        f"\"{users.mode}\" is used (`cairn trust` allows it)"]
+        f"\"{users.mode}\" is used (`cairn trust` allows it)")]
 
 
-def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[str]]:
+def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[CairnError]]:
     """Resolved settings for a workspace, with warnings for everything refused."""
     user, warnings = _read(trust.user_config_bytes, USER_FILE)
     settings, w = merge(Settings(), user, source=USER_FILE, snake=True)
@@ -259,8 +265,8 @@ def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[
     settings, w = _auto_outside(workspace, data, editor_options or {}, users, settings)
     warnings += w
     if settings.provider == "command" and not settings.command:
-        warnings.append(f"{ErrorCode.CONFIG_INVALID}: provider \"command\" needs the program to run: "
-                        'command = ["program", "arg", ...]; digests and reviews through it fail until it is set')
+        warnings.append(_warning(ErrorCode.CONFIG_INVALID, 'provider "command" needs the program to run: '
+                                 'command = ["program", "arg", ...]; digests and reviews through it fail until it is set'))
     return settings, warnings
 
 
@@ -269,9 +275,14 @@ def from_request(config: dict[str, Any] | None) -> Settings:
     return merge(Settings(), config, source="request")[0]
 
 
-def unreported(warnings: list[str]) -> list[str]:
-    """The warnings this process has not reported yet (each is said once per process)."""
-    fresh = [w for w in dict.fromkeys(warnings) if w not in _REPORTED]
+def line(warning: CairnError) -> str:
+    """A warning as one line: ``E_CODE: message``."""
+    return f"{warning.code}: {warning.message}"
+
+
+def unreported(warnings: list[CairnError]) -> list[str]:
+    """The warnings this process has not reported yet, as lines (each is said once per process)."""
+    fresh = [w for w in dict.fromkeys(line(w) for w in warnings) if w not in _REPORTED]
     _REPORTED.update(fresh)
     return fresh
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 from cairn.protocol.errors import CairnError
-from cairn.protocol.lsp import Settings
+from cairn.protocol.settings import Settings
 
 LOG_ERROR, LOG_WARNING, LOG_INFO, LOG_LOG = 1, 2, 3, 4
 

@@ -29,7 +29,8 @@ import attrs
 from cairn.protocol import codec
 from cairn.protocol.errors import ErrorCode
 from cairn.protocol.jobs import HELD_STATES, Job, JobState, JobStore
-from cairn.protocol.lsp import IdleParams, SessionEventParams, Settings, TurnCompletedParams
+from cairn.protocol.lsp import IdleParams, SessionEventParams, TurnCompletedParams
+from cairn.protocol.settings import Settings
 from cairn.protocol.worker import WorkerStatus
 from cairn.server.lsp.features.context import LOG_WARNING, SessionInfo
 from cairn.server.scheduler.events import Enqueue, Idle, Notify, StartWorker, TurnActive
