@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs into .venv (and Emacs and Neovim from
-# Debian when they are missing and we may install them), then run the whole suite.
+# Debian when they are missing and we may install them), then the lint step, then
+# the whole suite in parallel.
 # pytest's exit 5 (no tests collected) is a failure, never a silent pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +22,12 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
 
+# the lint step fails fast, before the suite (tests/lint.sh)
+bash tests/lint.sh
+
+# one pytest worker per core (pytest-xdist); CAIRN_TEST_WORKERS=0 runs in this process
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${CAIRN_TEST_WORKERS:-auto}" "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

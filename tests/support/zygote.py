@@ -1,0 +1,98 @@
+"""A warm ``cairn`` for the test suite: one process that has imported the CLI forks a child per command.
+
+Each test command (:func:`tests.journal.helpers.cairn`) used to start a new
+interpreter and import the CLI and the jobs it runs: 0.2–0.4 s of every
+call, for hundreds of calls. This zygote imports them once, then, per
+request, forks a child that runs ``cairn.server.cli.app.main(argv)`` with
+the request's environment, working directory and output files: still a
+process of its own (its own pid, claims, exit status, file descriptors and
+module state, since the zygote itself never runs a command), only without
+the start-up. Tests that kill, stop or race processes, and crash injection
+(read by :mod:`state.crash` when it is imported), keep a real interpreter.
+
+Protocol on stdin/stdout, one JSON object a line: a request
+``{"argv", "env", "cwd", "out", "err"}`` is answered ``{"pid": N}`` at
+once, then ``{"rc": N}`` when the child has exited (``rc`` < 0: killed by
+that signal). The zygote is single-threaded, so a fork copies no lock held
+by another thread. It exits when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+PRELOAD = (
+    "cairn.server.cli.app", "cairn.server.cli.journal", "cairn.server.cli.memory", "cairn.server.cli.run",
+    "cairn.server.cli.sources", "cairn.server.cli.import_run", "cairn.worker.entry", "cairn.worker.journal.capture",
+    "cairn.worker.journal.digest", "cairn.worker.journal.imports", "cairn.worker.journal.views",
+    "cairn.worker.memory.review", "cairn.worker.memory.apply", "cairn.worker.memory.jobs",
+    "cairn.worker.providers.extractive", "cairn.worker.redaction", "cairn.worker.ingest.importers",
+    "cairn.worker.settings.config", "trio",
+)
+
+
+def _child(req: dict) -> None:
+    """Become the command: never returns."""
+    rc = 70
+    try:
+        os.setpgid(0, 0)  # the caller may end the whole group (the command's own workers included)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for fd, path in ((1, req["out"]), (2, req["err"])):
+            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(f, fd)
+            os.close(f)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.argv = ["cairn", *req["argv"]]
+        import random
+
+        random.seed()
+        from cairn.server.cli.app import main
+
+        try:
+            rc = main(req["argv"])
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - the child must end here, whatever happened
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(rc)
+
+
+def serve() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    out = sys.stdout
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(req)
+        out.write(json.dumps({"pid": pid}) + "\n")
+        out.flush()
+        _, status = os.waitpid(pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+        out.write(json.dumps({"rc": rc}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    serve()
