@@ -1,4 +1,4 @@
-"""Where things live under a workspace (see DESIGN.md, "Workspace layout").
+"""Where things live under a workspace (see docs/ARCHITECTURE.md, "Workspace layout").
 
 All private state is under ``.cairn/state/`` (0700, generated, git-ignored);
 public records under ``.cairn/journal/``. Paths are relative to the

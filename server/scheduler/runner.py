@@ -1,6 +1,6 @@
 """Run one worker job as a subprocess: ``python -m cairn.worker KIND``.
 
-Contract (DESIGN.md "Processes"): the request goes to the worker's stdin, one
+Contract (docs/ARCHITECTURE.md, "Processes"): the request goes to the worker's stdin, one
 JSON response line comes back on stdout, diagnostics go to stderr. The runner
 never hangs and never guesses:
 

@@ -4,6 +4,6 @@
 and the expiry of fully reviewed digests), :mod:`.expiry` (which digests
 every review has covered) and :mod:`.status` (the counts the editor shows).
 The journal never imports the memory; anything that needs both lives here,
-above them (docs/adr/0015-domain-packages.md). The worker's job table is
+above them (docs/adr/0016-domain-packages.md). The worker's job table is
 :data:`worker.entry.REGISTRY`.
 """
