@@ -1,13 +1,15 @@
-"""The journal pipeline: capture, seal, digest, publication, expiry, recovery and cleanup.
+"""The journal pipeline: capture, seal, digest, publication and recovery.
 
 Completed turns are frozen as private evidence under ``.cairn/state/``
-(:mod:`.capture`), sealed captures become digests through a provider
-(:mod:`.digest`), accepted digests are published to the public journal
-under ``.cairn/journal/`` (:mod:`.store`), fully reviewed ones expire
-(:mod:`.expiry`) and settled work is pruned (:mod:`.cleanup`); :mod:`.views`
-only reads. May import :mod:`protocol`, :mod:`state`, :mod:`worker.ingest.importers`,
-:mod:`worker.providers` and, lazily, the memory store and review records it
-needs for coverage (:mod:`worker.memory`). Guarantees: every step runs under
-a fenced claim and is recovered from its outcome, never inferred twice;
-public records carry ids, codes, states and counts, never evidence.
+(:mod:`.capture`, :mod:`.imports` for whole files), sealed captures become
+digests through a provider (:mod:`.digest`, :mod:`.digest_group`), accepted
+digests are published to the public journal under ``.cairn/journal/``
+(:mod:`.store`); :mod:`.views` only reads. Expiry of fully reviewed digests
+and cleanup read the memory's reviews too, so they are jobs above both
+(:mod:`worker.jobs.expiry`, :mod:`worker.jobs.cleanup`). May import
+:mod:`protocol`, :mod:`state`, :mod:`worker.ingest`, :mod:`worker.providers`,
+:mod:`worker.redaction` and :mod:`worker.settings`, never the memory
+(import-linter holds it). Guarantees: every step runs under a fenced claim
+and is recovered from its outcome, never inferred twice; public records
+carry ids, codes, states and counts, never evidence.
 """

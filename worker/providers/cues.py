@@ -40,7 +40,7 @@ A group stays only while it fires on more than one dev file (ADR 0008): the
 *hosting* ("hosted at <domain>"), *record* ("put this in the contributor
 guide"), *tooling* ("that flag was renamed") and *habit* ("no need to ask",
 "keep your answers short") groups each fired on one dev file or none and
-were removed, with the candidates tried for them (ADR 0008, last revision).
+were removed, with the candidates tried for them (bench/README.md, "How the rules were grown").
 Any cued sentence that points at content of the moment ("the following",
 "below", "above", "attached", "this error", "step 2", a deictic "here", a
 closing colon that introduces what follows) is a task, whatever its form;
