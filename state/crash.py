@@ -29,13 +29,26 @@ import os
 import signal
 import threading
 
-_crash_at = int(os.environ.get("CAIRN_CRASH_AT", "0") or "0")
-_log_path = os.environ.get("CAIRN_CRASH_LOG") or None
-_crash_before = os.environ.get("CAIRN_CRASH_BEFORE") or None
-_fault_at = int(os.environ.get("CAIRN_FAULT_AT", "0") or "0")
-_fault_errno = int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC))
+_crash_at = 0
+_log_path: str | None = None
+_crash_before: str | None = None
+_fault_at = 0
+_fault_errno = errno.ENOSPC
 _count = 0
 _lock = threading.Lock()
+
+
+def configure_from_environment() -> None:
+    """Read the ``CAIRN_CRASH_*`` and ``CAIRN_FAULT_*`` variables (done once, on import).
+
+    Called again by a process forked from one that had imported this module
+    with another environment (the test suite's warm interpreter), so crash
+    and fault injection follow the child's own environment.
+    """
+    reset_for_tests(int(os.environ.get("CAIRN_CRASH_AT", "0") or "0"), os.environ.get("CAIRN_CRASH_LOG") or None,
+                    fault_at=int(os.environ.get("CAIRN_FAULT_AT", "0") or "0"),
+                    fault_errno=int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC)),
+                    crash_before=os.environ.get("CAIRN_CRASH_BEFORE") or None)
 
 
 def point(label: str) -> None:
@@ -66,3 +79,6 @@ def reset_for_tests(crash_at: int = 0, log_path: str | None = None, *, fault_at:
 def count() -> int:
     """Mutating primitives counted so far (while crash or fault injection is configured)."""
     return _count
+
+
+configure_from_environment()

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support import PYTHON, REPO, child_env
-from tests.support.warm import warm_cli
+from tests.support import REPO, child_env
+from tests.support.warm import run_python
 
 FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
 DEMO = REPO / "server" / "examples" / "demo-session.jsonl"
@@ -26,17 +25,9 @@ ALL_FORMATS = {
 def cairn(ws: Path, *argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     """``cairn ARGV -w WS`` as its own process; the output and exit status as :func:`subprocess.run` gives them.
 
-    The process is forked from a warm interpreter (:mod:`tests.support.zygote`),
-    except under crash or fault injection (read when :mod:`state.crash` is
-    imported) or with ``CAIRN_TEST_COLD_CLI=1``, where a new interpreter runs it.
+    The process is forked from a warm interpreter (:func:`tests.support.warm.run_python`).
     """
-    full = child_env(**(env or {}))
-    args = [*argv, "-w", str(ws)]
-    if os.environ.get("CAIRN_TEST_COLD_CLI") == "1" or any(k.startswith(("CAIRN_CRASH", "CAIRN_FAULT")) for k in full):
-        r = subprocess.run([PYTHON, "-m", "cairn.server", *args], cwd=REPO, env=full,
-                           capture_output=True, text=True, timeout=300)
-    else:
-        r = warm_cli().run(args, full, REPO, timeout=300)
+    r = run_python(["-m", "cairn.server", *argv, "-w", str(ws)], env=child_env(**(env or {})), timeout=300)
     if check and r.returncode != 0:
         raise AssertionError(f"cairn {' '.join(argv)} exited {r.returncode}: {r.stderr}")
     return r

@@ -17,7 +17,8 @@ from cairn.protocol.journal import Coverage, GroupCoverage, PublicDigest
 
 from tests import sweep
 from tests.journal.helpers import batches, segment_path
-from tests.support import PYTHON, REPO, child_env
+from tests.support import REPO, child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
@@ -28,8 +29,7 @@ J = ".cairn/state/journal"
 def _run(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
     # batches of two turns: the sweep kills between batches as well as inside one
     env.setdefault("CAIRN_CAPTURE_BATCH_TURNS", "2")
-    return subprocess.run([PYTHON, "-m", "cairn.server", "run", str(SRC), "-w", str(ws)], cwd=REPO, env=child_env(**env),
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "cairn.server", "run", str(SRC), "-w", str(ws)], env=child_env(**env), timeout=120)
 
 
 def _public(ws: Path) -> list[PublicDigest]:
@@ -90,13 +90,11 @@ def test_killing_run_at_every_point_converges(tmp_path: Path) -> None:
 
 def _import(ws: Path, src: Path, **env: str) -> subprocess.CompletedProcess[str]:
     env.setdefault("CAIRN_CAPTURE_BATCH_TURNS", "2")
-    return subprocess.run([PYTHON, "-m", "cairn.server", "import", str(src), "-w", str(ws), "--json"], cwd=REPO,
-                          env=child_env(**env), capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "cairn.server", "import", str(src), "-w", str(ws), "--json"], env=child_env(**env), timeout=120)
 
 
 def _doctor_clean(ws: Path, where: str) -> None:
-    doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
-                            capture_output=True, text=True)
+    doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
     assert doctor.returncode == 0, (where, doctor.stdout)
 
 
@@ -130,8 +128,7 @@ def test_killing_a_batched_import_at_every_point_converges(tmp_path: Path) -> No
 
 
 def _process(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "cairn.server", "process", "-w", str(ws), "--json"], cwd=REPO,
-                          env=child_env(**env), capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "cairn.server", "process", "-w", str(ws), "--json"], env=child_env(**env), timeout=120)
 
 
 def test_killing_grouped_processing_at_every_point_converges(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from cairn.worker.entry import run_request
 
 from tests import sweep
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
@@ -56,8 +57,7 @@ def test_expiry_killed_at_every_point_finishes_from_its_manifest(workspace: Path
 
     def cleanup(ws: Path, later: float = 0, **env: str) -> subprocess.CompletedProcess[str]:
         offset = str(15 * 86400 + later)
-        return subprocess.run([PYTHON, "-m", "cairn.server", "cleanup", "-w", str(ws)], cwd=REPO, capture_output=True,
-                              text=True, env=child_env(CAIRN_TEST_CLOCK_OFFSET=offset, **env))
+        return run_python(["-m", "cairn.server", "cleanup", "-w", str(ws)], env=child_env(CAIRN_TEST_CLOCK_OFFSET=offset, **env))
 
     count = tmp_path / "count"
     shutil.copytree(workspace, count)

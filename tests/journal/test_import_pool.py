@@ -13,8 +13,9 @@ from cairn.protocol.digest import ModelPolicy
 
 from tests import sweep
 from tests.journal.helpers import J, batches
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
 from tests.support.generated import write_session
+from tests.support.warm import run_python
 
 POLICY = ModelPolicy(provider="extractive")
 
@@ -104,8 +105,7 @@ def test_an_error_in_one_file_stops_the_others_at_a_batch_boundary(workspace: Pa
 def _import(ws: Path, *paths: str, **env: str) -> subprocess.CompletedProcess[str]:
     env.setdefault("CAIRN_CAPTURE_BATCH_TURNS", "2")
     env.setdefault("CAIRN_IMPORT_WORKERS", "3")
-    return subprocess.run([PYTHON, "-m", "cairn.server", "import", *paths, "-w", str(ws), "--json"], cwd=REPO,
-                          env=child_env(**env), capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "cairn.server", "import", *paths, "-w", str(ws), "--json"], env=child_env(**env), timeout=120)
 
 
 @pytest.mark.slow
@@ -122,8 +122,7 @@ def test_killing_an_import_of_several_files_in_flight_at_every_point_converges(t
         again = _import(ws, *paths, CAIRN_TEST_CLOCK_OFFSET="1000")
         assert again.returncode == 0, (where, again.stderr[-800:])
         assert _ready(ws) == expected, where  # every turn once, in session order, in its own capture
-        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
-                                capture_output=True, text=True)
+        doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
         assert doctor.returncode == 0, (where, doctor.stdout)
         pins = {p.name[4:] for p in (ws / J / "captures").glob("*/pin-*")}
         stored = {p.name for p in (ws / J / "segments").glob("*/*") if not p.name.startswith(".")}

@@ -19,7 +19,8 @@ import pytest
 
 from tests import sweep
 from tests.memory.converge import assert_rerun_converges, digested_template
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
@@ -32,8 +33,7 @@ _IDLE = ("import sys; from cairn.protocol.worker import WorkerRequest; from cair
 
 def _cli(*argv: str) -> sweep.Run:
     def run(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([PYTHON, *argv, str(ws)], cwd=REPO, env=child_env(**env), capture_output=True,
-                              text=True, timeout=120)
+        return run_python([*argv, str(ws)], env=child_env(**env), timeout=120)
     return run
 
 

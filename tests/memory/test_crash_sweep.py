@@ -16,7 +16,8 @@ import pytest
 
 from tests import sweep
 from tests.memory.converge import assert_rerun_converges, digested_template
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
@@ -24,8 +25,7 @@ FILES = ("AGENTS.md", ".agents/memory/MEMORY.md")
 
 
 def _actor(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tests.memory.actor", str(ws)], cwd=REPO, env=child_env(**env),
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "tests.memory.actor", str(ws)], env=child_env(**env), timeout=120)
 
 
 def _files(ws: Path) -> dict[str, bytes | None]:

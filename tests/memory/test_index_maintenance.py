@@ -26,7 +26,8 @@ from tests import sweep
 from tests.journal.helpers import DEMO, cairn, cairn_json
 from tests.providers.endpoint import Endpoint
 from tests.providers.endpoint import endpoint as endpoint
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 DAY = 1767571200.0  # 2026-01-05 00:00 UTC
 MEM = ".agents/memory"
@@ -355,8 +356,7 @@ with MemoryStore(ws, Settings()) as ms:
 
 
 def _work(ws: Path, ids: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-c", _WORKLOAD, str(ws), *ids], cwd=REPO, env=child_env(**env),
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-c", _WORKLOAD, str(ws), *ids], env=child_env(**env), timeout=120)
 
 
 def test_a_kill_around_each_index_write_leaves_a_whole_state_that_a_rerun_completes(

@@ -18,15 +18,15 @@ from pathlib import Path
 
 from tests import sweep
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 MEM = ".agents/memory"
 PUBLIC = ".cairn/journal/decisions"
 
 
 def _decide(ws: Path, action: str, pid: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tests.memory.decide", str(ws), action, pid], cwd=REPO,
-                          env=child_env(**env), capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "tests.memory.decide", str(ws), action, pid], env=child_env(**env), timeout=120)
 
 
 def _template(tmp_path: Path) -> tuple[Path, dict[str, dict]]:

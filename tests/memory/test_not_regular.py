@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 MEM = ".agents/memory"
 CODES = {"fifo": "E_PATH_NOT_REGULAR", "directory": "E_PATH_NOT_REGULAR", "devnull": "E_PATH_SYMLINK"}
@@ -38,8 +39,7 @@ def _plant(path: Path, thing: str) -> None:
 
 def _quick(ws: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """A command that must return promptly (a hang fails the test instead of stalling it)."""
-    return subprocess.run([PYTHON, "-m", "cairn.server", *argv, "-w", str(ws)], cwd=REPO, env=child_env(),
-                          capture_output=True, text=True, timeout=60)
+    return run_python(["-m", "cairn.server", *argv, "-w", str(ws)], env=child_env(), timeout=60)
 
 
 def _visible(ws: Path) -> dict[str, bytes | str]:

@@ -19,7 +19,8 @@ from cairn.worker.memory.notes import QUIET_SECONDS
 
 from tests import sweep
 from tests.memory.converge import assert_rerun_converges
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep: sampled by default, see tests/sweep.py
 
@@ -28,8 +29,7 @@ NOTE_PATH = ".agents/notes/ops.md"
 
 
 def _actor(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tests.memory.notes_actor", str(ws)], cwd=REPO, env=child_env(**env),
-                          capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "tests.memory.notes_actor", str(ws)], env=child_env(**env), timeout=120)
 
 
 def _files(ws: Path) -> dict[str, bytes | None]:
@@ -96,8 +96,7 @@ def test_a_note_restore_killed_before_its_rename_leaves_a_temp_the_next_run_remo
     sweep.kill_before("rename ops.md", tmp_path / "kill.log", _actor, ws)
     temps = [p.name for p in (ws / ".agents/notes").iterdir() if p.name.startswith(".tmp-")]
     assert len(temps) == 1
-    doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws), "--json"], cwd=REPO,
-                            env=child_env(), capture_output=True, text=True, timeout=120)
+    doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws), "--json"], env=child_env(), timeout=120)
     assert f".agents/notes/{temps[0]}" in doctor.stdout
     assert_rerun_converges(ws, _actor, _files, final, 0, "rename ops.md")
 

@@ -20,7 +20,8 @@ from cairn.protocol.memory import RememberRequest
 
 from tests import sweep
 from tests.journal.helpers import batches, cairn_json
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
@@ -28,8 +29,7 @@ TEXT = "Database migrations run through `make migrate`, never by hand"
 
 
 def _remember(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "cairn.server", "remember", "--type", "project", TEXT, "-w", str(ws)],
-                          cwd=REPO, env=child_env(**env), capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "cairn.server", "remember", "--type", "project", TEXT, "-w", str(ws)], env=child_env(**env), timeout=120)
 
 
 def _state(ws: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, bytes]]:
@@ -66,8 +66,7 @@ def test_killing_remember_at_every_point_converges(tmp_path: Path, mode: str) ->
         # time passes (held claims expire), the user runs the same command again
         again = _remember(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
         assert again.returncode == 0, (where, again.stderr[-800:])
-        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
-                                capture_output=True, text=True)
+        doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
         assert doctor.returncode == 0, (where, doctor.stdout)
         assert _state(ws) == expected, where
         reqs = [p for p in (ws / ".cairn/state/memory/remember").iterdir() if not p.name.startswith(".tmp-")]
@@ -108,7 +107,6 @@ def test_a_killed_auto_remember_is_applied_by_whatever_runs_next(tmp_path: Path)
         assert _state(ws) == expected, where
         auto = ws / ".cairn/state/memory/auto"
         assert not auto.exists() or not [p for p in auto.iterdir() if not p.name.startswith(".tmp-")], where
-        doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], cwd=REPO, env=child_env(),
-                                capture_output=True, text=True)
+        doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
         assert doctor.returncode == 0, (where, doctor.stdout)
         shutil.rmtree(ws)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,8 @@ from cairn.state.bundles import BundleStore
 from cairn.state.claims import ClaimStore, scope_dirname
 from cairn.state.fsdir import PinnedDir
 
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 CLAIMS = ".cairn/state/journal/claims"
 
@@ -84,8 +84,7 @@ def test_damaged_claim_blocks_election_and_doctor_reports_it(workspace: Path, da
     # nothing was lost or "repaired" by guessing; no successor was elected on top of it
     assert path.read_bytes() == before
     assert not (workspace / CLAIMS / "scope" / "2.claim").exists()
-    r = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(workspace)], cwd=REPO, env=child_env(),
-                       capture_output=True, text=True)
+    r = run_python(["-m", "cairn.server", "doctor", "-w", str(workspace)], env=child_env())
     assert r.returncode == 1
     assert code in r.stdout and "scope/1.claim" in r.stdout
 
@@ -100,8 +99,7 @@ def test_wrong_hash_bundle_is_refused_and_kept(workspace: Path) -> None:
         bs.get(sha)
     assert ei.value.code is ErrorCode.BUNDLE_HASH_MISMATCH
     assert p.read_bytes() == b"tampered"
-    r = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(workspace), "--json"], cwd=REPO, env=child_env(),
-                       capture_output=True, text=True)
+    r = run_python(["-m", "cairn.server", "doctor", "-w", str(workspace), "--json"], env=child_env())
     assert r.returncode == 1 and "E_BUNDLE_HASH_MISMATCH" in r.stdout
     # a later put of the true bytes repairs it (content-addressed: the right bytes are known)
     assert bs.put(b"evidence") == sha and bs.get(sha) == b"evidence"

@@ -15,14 +15,14 @@ from cairn.state.fsdir import PinnedDir
 
 from tests import sweep
 from tests.state.actor import CLAIMS
-from tests.support import PYTHON, REPO, child_env
+from tests.support import child_env
+from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
 
 
 def _run(ws: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "tests.state.actor", *args[:1], str(ws), *args[1:]], cwd=REPO,
-                          env=child_env(**env), capture_output=True, text=True, timeout=120)
+    return run_python(["-m", "tests.state.actor", *args[:1], str(ws), *args[1:]], env=child_env(**env), timeout=120)
 
 
 def _state(ws: Path) -> dict[str, object]:

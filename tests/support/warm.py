@@ -1,4 +1,9 @@
-"""The test side of :mod:`tests.support.zygote`: run one ``cairn`` command in a forked warm process."""
+"""The test side of :mod:`tests.support.zygote`: ``python ARGS`` as a process forked from a warm interpreter.
+
+:func:`run_python` is :func:`subprocess.run` for ``[PYTHON, *args]`` with
+the output captured as text; ``CAIRN_TEST_COLD_CLI=1`` makes it start a new
+interpreter instead (to compare, or to rule the zygote out).
+"""
 
 from __future__ import annotations
 
@@ -55,6 +60,7 @@ class WarmCli:
         return json.loads(line)
 
     def run(self, argv: list[str], env: dict[str, str], cwd: Path, *, timeout: float) -> subprocess.CompletedProcess[str]:
+        """``python ARGV`` (``-m MODULE ...`` or ``-c CODE ...``) forked from the zygote."""
         proc = self._start()
         assert proc.stdin is not None
         with tempfile.TemporaryDirectory(prefix="cairn-warm-") as tmp:
@@ -72,13 +78,17 @@ class WarmCli:
                 except ProcessLookupError:
                     pass
                 self._line(time.monotonic() + 30)
-                raise subprocess.TimeoutExpired(["cairn", *argv], timeout)
-            return subprocess.CompletedProcess(["cairn", *argv], done["rc"], Path(out).read_text(encoding="utf-8"),
+                raise subprocess.TimeoutExpired([PYTHON, *argv], timeout)
+            return subprocess.CompletedProcess([PYTHON, *argv], done["rc"], Path(out).read_text(encoding="utf-8"),
                                                Path(err).read_text(encoding="utf-8"))
 
 
 _WARM = WarmCli()
 
 
-def warm_cli() -> WarmCli:
-    return _WARM
+def run_python(args: list[str], *, env: dict[str, str], cwd: Path = REPO,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([PYTHON, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)``."""
+    if os.environ.get("CAIRN_TEST_COLD_CLI") == "1":
+        return subprocess.run([PYTHON, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return _WARM.run(args, env, cwd, timeout=timeout)

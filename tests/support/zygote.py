@@ -1,20 +1,24 @@
-"""A warm ``cairn`` for the test suite: one process that has imported the CLI forks a child per command.
+"""A warm Python for the test suite: one process that has imported cairn forks a child per command.
 
-Each test command (:func:`tests.journal.helpers.cairn`) used to start a new
-interpreter and import the CLI and the jobs it runs: 0.2–0.4 s of every
-call, for hundreds of calls. This zygote imports them once, then, per
-request, forks a child that runs ``cairn.server.cli.app.main(argv)`` with
-the request's environment, working directory and output files: still a
-process of its own (its own pid, claims, exit status, file descriptors and
-module state, since the zygote itself never runs a command), only without
-the start-up. Tests that kill, stop or race processes, and crash injection
-(read by :mod:`state.crash` when it is imported), keep a real interpreter.
+Tests run ``cairn`` (:func:`tests.journal.helpers.cairn`) and their own
+actors (``python -m tests.memory.actor``) hundreds of times, crash sweeps
+once per kill point; each used to start a new interpreter and import the
+CLI and the jobs: 0.2–0.4 s of every run. This zygote imports them once,
+then, per request, forks a child that behaves as ``python -m MODULE ARGS``
+or ``python -c CODE ARGS`` would, with the request's environment, working
+directory and output files: still a process of its own (its own pid, exit
+status or death by signal, claims, file descriptors and module state, since
+the zygote itself never runs a command), without the start-up. Crash and
+fault injection follow the child's environment
+(:func:`cairn.state.crash.configure_from_environment`).
 
 Protocol on stdin/stdout, one JSON object a line: a request
-``{"argv", "env", "cwd", "out", "err"}`` is answered ``{"pid": N}`` at
-once, then ``{"rc": N}`` when the child has exited (``rc`` < 0: killed by
-that signal). The zygote is single-threaded, so a fork copies no lock held
-by another thread. It exits when its stdin closes.
+``{"argv", "env", "cwd", "out", "err"}`` (``argv`` as given to ``python``:
+``["-m", "cairn.server", ...]`` or ``["-c", code, ...]``) is answered
+``{"pid": N}`` at once, then ``{"rc": N}`` when the child has exited
+(``rc`` < 0: killed by that signal, as :mod:`subprocess` reports it). The
+zygote is single-threaded, so a fork copies no lock held by another thread.
+It exits when its stdin closes.
 """
 
 from __future__ import annotations
@@ -53,16 +57,13 @@ def _child(req: dict) -> None:
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.argv = ["cairn", *req["argv"]]
         import random
 
         random.seed()
-        from cairn.server.cli.app import main
+        from cairn.state import crash
 
-        try:
-            rc = main(req["argv"])
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        crash.configure_from_environment()
+        rc = _run(req["argv"])
     except BaseException:  # noqa: BLE001 - the child must end here, whatever happened
         import traceback
 
@@ -73,6 +74,34 @@ def _child(req: dict) -> None:
             sys.stderr.flush()
         finally:
             os._exit(rc)
+
+
+def _run(argv: list[str]) -> int:
+    """What ``python ARGV`` would do, in this process; its exit status."""
+    import runpy
+    import traceback
+
+    flag, target, rest = argv[0], argv[1], argv[2:]
+    try:
+        if flag == "-m":
+            sys.argv = [target, *rest]
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        elif flag == "-c":
+            sys.argv = ["-c", *rest]
+            exec(compile(target, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        else:
+            raise ValueError(f"unsupported interpreter arguments {argv[:2]}")
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BaseException:  # noqa: BLE001 - as the interpreter: the traceback on stderr, status 1
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 def serve() -> None:
