@@ -11,14 +11,24 @@ server that will not leave is killed).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_lsp
+from hypothesis import settings
 from pytest_lsp import LanguageClient
 
 from tests.server.lsp_harness import SERVE, end_session, initialize_params
+
+# Property tests: one profile for the whole suite (no test sets its own example count).
+# "dev" (default) explores new examples each run; "ci" (CI=true) replays the same ones so a
+# red build is reproducible; CAIRN_HYPOTHESIS=full explores ten times as far.
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("full", max_examples=2000, deadline=None)
+settings.load_profile(os.environ.get("CAIRN_HYPOTHESIS") or ("ci" if os.environ.get("CI") == "true" else "dev"))
 
 
 @pytest.fixture(autouse=True)

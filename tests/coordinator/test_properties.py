@@ -9,7 +9,7 @@ from cairn.protocol.errors import CairnError
 from cairn.protocol.jobs import JobStore
 from cairn.server.scheduler import events as ev
 from cairn.server.scheduler.coordinator import Coordinator
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 WORKSPACES = ("/a", "/b", "/c")
@@ -32,7 +32,6 @@ op = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(op, max_size=80), st.integers(1, 3))
 def test_random_sequences_keep_every_invariant(ops: list[tuple], cap: int) -> None:
     c = Coordinator(ev.CoordinatorConfig(max_workers=cap))

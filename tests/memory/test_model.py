@@ -11,7 +11,7 @@ import yaml
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import NoteType
 from cairn.worker.memory import model
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 INDEX = (
@@ -264,7 +264,6 @@ _one_line_text = st.text(
 ).filter(lambda s: s.strip() != "")
 
 
-@settings(max_examples=300, deadline=None)
 @given(name=_one_line_text, description=_one_line_text | st.just(""), body=st.text(max_size=80))
 def test_topic_round_trip_property(name: str, description: str, body: str) -> None:
     topic = model.parse_topic(model.render_topic(name, description, "user", body))

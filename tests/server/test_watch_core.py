@@ -15,7 +15,7 @@ from cairn.server.watch.core import (
     Vanished,
     WatchCore,
 )
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 WS = "/ws"
@@ -100,7 +100,6 @@ def test_a_vanished_file_is_forgotten_and_not_imported() -> None:
     assert core.handle(Tick(), 2.0) == []
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["seen", "done", "tick", "gone"]), st.integers(0, 3),
                           st.integers(0, 2), st.floats(0.0, 900.0)), max_size=40))
 def test_properties_batching_window_and_quiet(steps: list[tuple[str, int, int, float]]) -> None:

@@ -184,5 +184,5 @@ class ClaimModel(RuleBasedStateMachine):
 
 
 TestClaimModel = ClaimModel.TestCase
-TestClaimModel.settings = settings(max_examples=150, stateful_step_count=40, deadline=None,
+TestClaimModel.settings = settings(stateful_step_count=40,
                                    suppress_health_check=[HealthCheck.too_slow])
