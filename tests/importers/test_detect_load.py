@@ -39,8 +39,8 @@ DB_FORMATS = {"cursor", "opencode"}  # SQLite stores: detected in test_matrix.py
 
 def test_formats_constant():
     assert FORMATS == (
-        "claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md", "claude-code-export",
-        "gemini-cli", "qwen-code", "opencode", "cline", "roo-code", "copilot-cli", "cursor", "goose", "continue",
+        "aider", "claude-code", "claude-code-export", "claude-export", "cline", "codex", "continue", "copilot-cli",
+        "cursor", "gemini-cli", "goose", "gptel-md", "gptel-org", "opencode", "qwen-code", "roo-code", "specstory",
     )
     assert {fmt for _, fmt in CASES} | DB_FORMATS == set(FORMATS)
 
@@ -62,6 +62,13 @@ def test_detect_head_only_for_jsonl_cut_mid_line(tmp_path):
     assert detect(tmp_path / "absent.jsonl", data[:80]) == "codex"
     data = (FIXTURES / CASES[0][0]).read_bytes()
     assert detect(tmp_path / "absent.jsonl", data[:200]) == "claude-code"
+
+
+def test_a_first_record_of_an_unforeseen_shape_is_judged_by_its_other_keys(tmp_path):
+    """A ``type`` that is not a string (a list here) is no record type of any format, and no crash."""
+    path = tmp_path / "odd.jsonl"
+    assert detect(path, b'{"type": ["user"], "sessionId": "s"}\n') == "claude-code"
+    assert detect(path, b'{"type": {"a": 1}, "payload": {}}\n{"type": "response_item", "payload": {}}\n') == "codex"
 
 
 def test_unknown_format(tmp_path):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 
-from cairn.worker.ingest.importers import FORMATS
+from cairn.worker.ingest.importers import RECORDS
 from cairn.worker.ingest.sources import discover, walk
 from cairn.worker.jobs.importing import select, sources
 
 from .home import by_format, env_for, make_home
 
-DISCOVERABLE = set(FORMATS) - {"claude-export", "claude-code-export", "gptel-org", "gptel-md"}  # exports, buffers: no store
+DISCOVERABLE = {f.name for f in RECORDS.values() if f.stores}  # not exports, buffers: they have no store
 
 
 def _setup(tmp_path):

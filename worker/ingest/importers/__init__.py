@@ -1,8 +1,12 @@
 """Transcript importers: turn a transcript file into sessions of completed root turns.
 
 Every supported tool leaves its conversations on disk in its own format; each
-format module here exposes ``parse(text, *, source_name) -> list[Session]``
-and this module picks one (``detect``) and reads the file (``load``).
+format module here declares one :class:`~._format.Format` record, ``FORMAT``:
+how the format is read (``parse(text, *, source_name) -> list[Session]``, a
+database's ``parse_path``, a record-by-record ``stream``), how its files are
+recognised, and where discovery finds them. This module orders the
+recognising tests (:data:`DETECTION_ORDER`), derives the tables below from
+the records, picks a format (``detect``) and reads the file (``load``).
 
 Contract shared by all importers:
 
@@ -21,6 +25,11 @@ Contract shared by all importers:
   line numbers, never transcript text.
 - They import only :mod:`protocol` (and each other's ``_common``): no
   storage, no claims, nothing of the journal they feed.
+
+Adding a format: a module here declaring ``FORMAT``, imported below with its
+steps in :data:`DETECTION_ORDER`; its section in ``docs/formats.md``; its
+stores in :mod:`..sources.roots` when discovery should find it.
+``tests/importers/test_formats_registry.py`` checks that these agree.
 """
 
 from __future__ import annotations
@@ -28,9 +37,9 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import re
 import stat
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import attrs
 from cairn.protocol import boundedjson
@@ -58,170 +67,149 @@ from . import (
     roo_code,
     specstory,
 )
-from ._cline import ROO_MARKERS
 from ._common import drop_deep_lines, malformed, open_source
+from ._format import Format, Kind
 from ._jsonl import StreamedSession
 
-FORMATS: tuple[str, ...] = (
-    "claude-code", "codex", "aider", "specstory", "claude-export", "gptel-org", "gptel-md", "claude-code-export",
-    "gemini-cli", "qwen-code", "opencode", "cline", "roo-code", "copilot-cli", "cursor", "goose", "continue",
+#: How a file's format is found: the first step whose test holds names it. A step asks one format's
+#: ``sniff_<kind>`` test (see :class:`._format.Format`) and applies only to a head it can judge:
+#: ``db`` to a SQLite file (which nothing else is asked about), ``array`` to a head opening with
+#: ``[``, ``record`` and ``json`` to one opening with ``{``, ``mark``, ``text`` and ``tail`` to any
+#: other file and to JSON that no JSON step claimed. Where two steps can hold for one file, the
+#: comment says why the first is asked first; the other steps exclude each other on every file
+#: known (their order only settles files made of two formats at once). The answer then goes through
+#: the formats' ``path_hint`` (tools that write one shape, told apart by where it lives).
+DETECTION_ORDER: tuple[tuple[Format, Kind], ...] = (
+    # A SQLite database, by its tables.
+    (opencode.FORMAT, "db"),  # session, message and part
+    (goose.FORMAT, "db"),  # sessions, and messages with content_json
+    (cursor.FORMAT, "db"),  # last: the loosest test (a key-value table, or an ItemTable holding a chat key)
+    # A JSON array: a task history (Roo Code's markers decide between the two).
+    (cline.FORMAT, "array"),  # before roo-code: for a path naming both extensions' folders, Cline's wins
+    (roo_code.FORMAT, "array"),
+    # A JSON object, by its first record (a JSON-lines record, or a whole document on one line).
+    (copilot_cli.FORMAT, "record"),
+    (gemini_cli.FORMAT, "record"),  # before claude-code: a chat's metadata line has a sessionId
+    # before claude-code: its records have Claude Code's keys (a chat whose first record has no
+    # message is told by the Gemini-style messages further on in its head)
+    (qwen_code.FORMAT, "record"),
+    (goose.FORMAT, "record"),
+    (codex.FORMAT, "record"),
+    (continue_dev.FORMAT, "record"),
+    (claude_code.FORMAT, "record"),  # last: any record with a sessionId or parentUuid, or a user/assistant/system type
+    # A JSON object whose first record told nothing (a document over several lines, a first line cut
+    # short by the head): keys in the head.
+    # the whole documents first: their messages carry what the fallbacks below look for ("type": "user", sessionId)
+    (continue_dev.FORMAT, "json"),
+    (gemini_cli.FORMAT, "json"),
+    (cline.FORMAT, "json"),
+    # the fallbacks for a first line cut short by the head: Copilot's and Codex's record types before
+    # Claude Code's keys, which Copilot's events carry (sessionId)
+    (copilot_cli.FORMAT, "json"),
+    (codex.FORMAT, "json"),
+    (claude_code.FORMAT, "json"),
+    # Any other file: the marks a tool writes, and the shape of the text.
+    (claude_export.FORMAT, "mark"),  # its title opens the file
+    (claude_code_export.FORMAT, "text"),  # before the formats found by a marker anywhere: a session may quote them
+    (specstory.FORMAT, "mark"),  # SpecStory's comment, before aider's header, which a SpecStory session may quote
+    (aider.FORMAT, "mark"),  # before SpecStory's role lines, which an aider chat may quote
+    (specstory.FORMAT, "text"),
+    (gptel_org.FORMAT, "mark"),  # a property line anywhere in the head: after the formats that name themselves
+    (gptel_md.FORMAT, "tail"),  # last: the only step that reads the end of the file
 )
+
+#: every format's record by name, in the order of its first detection step
+RECORDS: dict[str, Format] = {fmt.name: fmt for fmt, _ in DETECTION_ORDER}
+
+FORMATS: tuple[str, ...] = tuple(sorted(RECORDS))
 
 MAX_BYTES = 64 << 20  # larger files are refused, not truncated
 HEAD_BYTES = 64 << 10
 TAIL_BYTES = 8 << 10
 MAX_TAIL_BYTES = 4 << 20
 
-PARSERS: dict[str, Callable[..., list[Session]]] = {
-    "claude-code": claude_code.parse,
-    "codex": codex.parse,
-    "aider": aider.parse,
-    "specstory": specstory.parse,
-    "claude-export": claude_export.parse,
-    "gptel-org": gptel_org.parse,
-    "gptel-md": gptel_md.parse,
-    "claude-code-export": claude_code_export.parse,
-    "gemini-cli": gemini_cli.parse,
-    "qwen-code": qwen_code.parse,
-    "cline": cline.parse,
-    "roo-code": roo_code.parse,
-    "copilot-cli": copilot_cli.parse,
-    "goose": goose.parse,
-    "continue": continue_dev.parse,
-}
+_SORTED = [RECORDS[name] for name in FORMATS]
+
+#: formats read from their text (JSON lines included)
+PARSERS: dict[str, Callable[..., list[Session]]] = {f.name: f.parse for f in _SORTED if f.parse is not None}
 
 #: formats kept in a SQLite database: read through the file, never as text
 DB_PARSERS: dict[str, Callable[[pathlib.Path], list[Session]]] = {
-    "cursor": cursor.parse_path,
-    "opencode": opencode.parse_path,
-    "goose": goose.parse_path,
+    f.name: f.parse_path for f in _SORTED if f.parse_path is not None
 }
 
-JSONL_FORMATS = frozenset({"claude-code", "codex", "qwen-code", "copilot-cli", "goose"})  # one JSON record per line
+JSONL_FORMATS = frozenset(f.name for f in _SORTED if f.jsonl)  # one JSON record per line
 
-_CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_CLAUDE_TYPES = frozenset({"summary", "file-history-snapshot", "user", "assistant", "system"})
-_CODEX_TYPE = re.compile(r'"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"')
-_CLAUDE_KEYS = re.compile(
-    r'"(?:parentUuid|leafUuid|sessionId|isSidechain)"|"type"\s*:\s*"(?:file-history-snapshot|summary|user|assistant)"'
-)
-_SPECSTORY_ROLE = re.compile(r"^_\*\*(?:User|Assistant|Agent)\b", re.M)
-_AIDER_HEADER = re.compile(r"^# aider chat started at ", re.M)
-_ORG_GPTEL = re.compile(r"^[ \t]*:GPTEL_[A-Z_]+:", re.M)
-_MD_GPTEL = re.compile(r"^<!-- gptel-[-a-z]*:", re.M)
+#: formats read record by record (no whole-file read, no file-size limit; a single line is bounded)
+STREAMED: tuple[str, ...] = tuple(f.name for f in _SORTED if f.stream is not None)
 
 
-def _sniff(path: pathlib.Path, head: bytes, tail: bytes | None, *, follow_symlinks: bool = True) -> str:
+def _steps() -> tuple[tuple[str, Kind, Callable[..., bool]], ...]:
+    out = []
+    for fmt, kind in DETECTION_ORDER:
+        test = fmt.sniff(kind)
+        if test is None:
+            raise ValueError(f"DETECTION_ORDER asks {fmt.name} for a {kind} test it does not have")
+        out.append((fmt.name, kind, test))
+    return tuple(out)
+
+
+_STEPS = _steps()
+
+
+def _sniff(path: pathlib.Path, head: bytes, *, follow_symlinks: bool = True) -> str:
     if head.startswith(_sqlite.MAGIC):
         return _sniff_db(path)
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
     lead = text.lstrip()
-    name = path.name
-    if lead.startswith(("{", "[")):
-        judged = _sniff_json(path, text, lead)
-        if judged:
-            return judged
-    if lead.startswith(claude_export.MAGIC):
-        return "claude-export"
-    if claude_code_export.sniff(text):  # before the formats found by a marker anywhere: a session may quote them
-        return "claude-code-export"
-    if "<!-- Generated by SpecStory" in text:
-        return "specstory"
-    if name == ".aider.chat.history.md" or _AIDER_HEADER.search(text):
-        return "aider"
-    if _SPECSTORY_ROLE.search(text):
-        return "specstory"
-    if _ORG_GPTEL.search(text):
-        return "gptel-org"
-    if tail is None:
-        tail = _read_tail(path, follow_symlinks=follow_symlinks)
-    if _MD_GPTEL.search(tail.decode("utf-8", "replace")):
-        return "gptel-md"
-    raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{name}: not a transcript format cairn knows", path=str(path))
+    record = _first_record(lead) if lead.startswith("{") else None
+    tail: str | None = None
+    for name, kind, test in _STEPS:
+        if kind == "db":
+            continue
+        if kind == "array":
+            hit = lead.startswith("[") and test(lead)
+        elif kind == "record":
+            hit = record is not None and test(record, lead)
+        elif kind == "json":
+            hit = lead.startswith("{") and test(lead)
+        elif kind == "tail":
+            if tail is None:
+                tail = _read_tail(path, follow_symlinks=follow_symlinks).decode("utf-8", "replace")
+            hit = test(tail)
+        else:
+            hit = test(text, path.name)
+        if hit:
+            return _path_hint(path, name)
+    raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a transcript format cairn knows", path=str(path))
 
 
-_VSCODE_EXTENSIONS = {"saoudrizwan.claude-dev": "cline", "rooveterinaryinc.roo-cline": "roo-code"}
-_WHOLE_KEYS = (
-    (re.compile(r'"workspaceDirectory"\s*:'), re.compile(r'"history"\s*:'), "continue"),
-    (re.compile(r'"projectHash"\s*:'), re.compile(r'"messages"\s*:'), "gemini-cli"),
-    (re.compile(r'"agent"\s*:\s*"(?:lead|subagent|teammate)"'), re.compile(r'"messages"\s*:'), "cline"),
-)
-_TASK_ARRAY = re.compile(r'^\[\s*\{\s*"(?:role|content|ts)"\s*:')
-_QWEN_MESSAGE = re.compile(r'"message"\s*:\s*\{\s*"role"\s*:\s*"(?:user|model)"\s*,\s*"parts"\s*:')
-_COPILOT_TYPE = re.compile(r'"type"\s*:\s*"(?:session\.[a-z_]+|user\.message|assistant\.[a-z_]+)"')
-
-
-def _path_hint(path: pathlib.Path, fmt: str) -> str:
-    """Tools that share a record shape are told apart by where their files live."""
-    parts = set(path.parts)
-    if fmt == "gemini-cli" and ".qwen" in parts:
-        return "qwen-code"
-    if fmt in ("cline", "roo-code"):
-        for ext, owner in _VSCODE_EXTENSIONS.items():
-            if ext in parts:
-                return owner
-    return fmt
-
-
-def _sniff_json(path: pathlib.Path, text: str, lead: str) -> str | None:
-    if lead.startswith("["):
-        if _TASK_ARRAY.match(lead):
-            return _path_hint(path, "roo-code" if ROO_MARKERS.search(text) else "cline")
-        return None
-    judged = _judge_json_line(lead.split("\n", 1)[0])
-    if judged == "claude-code" and _QWEN_MESSAGE.search(text):
-        return "qwen-code"  # a Qwen Code chat whose first record carries no message
-    if judged:
-        return _path_hint(path, judged)
-    for key, other, fmt in _WHOLE_KEYS:
-        if key.search(text) and other.search(text):
-            return _path_hint(path, fmt)
-    if _COPILOT_TYPE.search(text):
-        return "copilot-cli"
-    if _CODEX_TYPE.search(text):  # first line cut short by the head (quotes inside strings are escaped)
-        return "codex"
-    if _CLAUDE_KEYS.search(text):
-        return "claude-code"
-    return None
-
-
-def _judge_json_line(line: str) -> str | None:
+def _first_record(lead: str) -> dict[str, Any] | None:
+    """The first line of a head opening with ``{``, when it is a JSON object (else ``None``)."""
     try:
-        obj = boundedjson.loads(line)
+        obj = boundedjson.loads(lead.split("\n", 1)[0])
     except ValueError:
         return None
-    if not isinstance(obj, dict):
-        return None
-    kind = obj.get("type")
-    message = obj.get("message")
-    if isinstance(obj.get("data"), dict) and isinstance(kind, str) and _COPILOT_TYPE.search(f'"type":"{kind}"'):
-        return "copilot-cli"
-    if "projectHash" in obj or ("startTime" in obj and "sessionId" in obj and "type" not in obj and "messages" not in obj):
-        return "gemini-cli"
-    if kind in ("user", "gemini", "info", "error", "warning") and "content" in obj and "message" not in obj:
-        return "gemini-cli"
-    if "systemPayload" in obj or (isinstance(message, dict) and isinstance(message.get("parts"), list)):
-        return "qwen-code"
-    if ("role" in obj and "created" in obj and isinstance(obj.get("content"), list)) or "working_dir" in obj:
-        return "goose"
-    if isinstance(obj.get("payload"), dict) and kind in _CODEX_TYPES:
-        return "codex"
-    if "messages" in obj and "workspaceDirectory" in obj:
-        return "continue"
-    if kind in _CLAUDE_TYPES or any(k in obj for k in ("parentUuid", "sessionId", "leafUuid")):
-        return "claude-code"
-    return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _path_hint(path: pathlib.Path, name: str) -> str:
+    """Tools that share a shape are told apart by where their files live: the first format (in
+    detection order) whose hint covers ``name`` and names a folder of ``path``."""
+    parts = set(path.parts)
+    for fmt in RECORDS.values():
+        hint = fmt.path_hint
+        if hint is not None and (fmt.name == name or name in hint.over) and not parts.isdisjoint(hint.folders):
+            return fmt.name
+    return name
 
 
 def _sniff_db(path: pathlib.Path) -> str:
     with _sqlite.open_ro(path) as con:
         names = _sqlite.tables(con)
-        if opencode.TABLES <= names:
-            return "opencode"
-        if goose.is_goose_db(names, con):
-            return "goose"
-        if cursor.is_cursor_db(names, con):
-            return "cursor"
+        for name, kind, test in _STEPS:
+            if kind == "db" and test(names, con):
+                return name
     raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: a database cairn does not know", path=str(path))
 
 
@@ -259,7 +247,7 @@ def detect(path: pathlib.Path, head: bytes) -> str:
 
     Raises ``CairnError(IMPORT_UNKNOWN_FORMAT)`` when no format matches.
     """
-    return _sniff(path, head, None)
+    return _sniff(path, head)
 
 
 def _read(path: pathlib.Path, *, follow_symlinks: bool = True) -> bytes:
@@ -329,10 +317,6 @@ class Opened:
     skipped: tuple[CairnError, ...] = ()
 
 
-#: formats read record by record (no whole-file read, no file-size limit; a single line is bounded)
-STREAMED = ("claude-code", "codex")
-
-
 def _head(path: pathlib.Path, *, follow_symlinks: bool) -> bytes:
     fd, _ = open_source(path, follow_symlinks=follow_symlinks)
     try:
@@ -375,8 +359,9 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     if fmt in DB_PARSERS and fmt not in PARSERS:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
     if fmt == "auto":
-        fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), None, follow_symlinks=follow_symlinks)
-    if fmt not in STREAMED:
+        fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), follow_symlinks=follow_symlinks)
+    stream = RECORDS[fmt].stream
+    if fmt not in STREAMED or stream is None:
         data = _read(path, follow_symlinks=follow_symlinks)
         text = _decode(data)
         skipped: tuple[CairnError, ...] = ()
@@ -386,8 +371,7 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
         return
     src = _jsonl.JsonlFile(path, follow_symlinks=follow_symlinks)
     try:
-        sessions: list[Session | StreamedSession] = (
-            list(claude_code.stream(src)) if fmt == "claude-code" else list(codex.parse_records(src)))
+        sessions: list[Session | StreamedSession] = list(stream(src))
         yield Opened(sessions, tuple(src.skipped))
     finally:
         src.close()
@@ -406,5 +390,5 @@ def load(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True)
     return load_report(path, fmt, follow_symlinks=follow_symlinks).sessions
 
 
-__all__ = ["DB_PARSERS", "FORMATS", "MAX_BYTES", "PARSERS", "STREAMED", "Loaded", "Opened", "StreamedSession", "detect",
-           "load", "load_report", "open_report"]
+__all__ = ["DB_PARSERS", "DETECTION_ORDER", "FORMATS", "JSONL_FORMATS", "MAX_BYTES", "PARSERS", "RECORDS", "STREAMED",
+           "Format", "Loaded", "Opened", "StreamedSession", "detect", "load", "load_report", "open_report"]

@@ -155,4 +155,15 @@ def parse_task(text: str, fmt: str) -> list[Session]:
     return [builder.finish(session_id=sid, source_format=fmt, title=None)]
 
 
+#: the head of a legacy task history: an array of messages
+TASK_ARRAY = re.compile(r'^\[\s*\{\s*"(?:role|content|ts)"\s*:')
+#: what Roo Code adds to a task history (see :mod:`.roo_code`)
 ROO_MARKERS = re.compile(r"<slug>[\w-]+</slug>|<user_message>|\"condenseId\"|\"isSummary\"|\"reasoning_details\"")
+#: Cline 4's session document: ``{version, sessionId, agent, messages}``
+_AGENT = re.compile(r'"agent"\s*:\s*"(?:lead|subagent|teammate)"')
+_MESSAGES = re.compile(r'"messages"\s*:')
+
+
+def is_session_document(head: str) -> bool:
+    """The head of Cline 4's ``<id>.messages.json``."""
+    return _AGENT.search(head) is not None and _MESSAGES.search(head) is not None

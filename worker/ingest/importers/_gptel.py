@@ -39,6 +39,9 @@ _MD_BLOCK = re.compile(r"^<!-- Local Variables: -->[ \t]*$", re.M)
 _MD_END = re.compile(r"^<!-- End: -->[ \t]*$", re.M)
 _MD_BOUNDS = re.compile(r"^<!-- gptel--bounds:[ \t]*(.*?)[ \t]*-->[ \t]*$", re.M)
 _PREFIX = {"org": re.compile(r"\A\*+(?:[ \t]+|$)"), "md": re.compile(r"\A#+(?:[ \t]+|$)")}
+#: what makes a file gptel's: a gptel property (Org), a gptel local variable (Markdown, at the file's end)
+ORG_PROPERTY = re.compile(r"^[ \t]*:GPTEL_[A-Z_]+:", re.M)
+MD_VARIABLE = re.compile(r"^<!-- gptel-[-a-z]*:", re.M)
 
 
 class _Sym(str):

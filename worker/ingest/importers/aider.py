@@ -37,9 +37,12 @@ import re
 from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, inside_fence
+from ._format import Format
 
-FORMAT = "aider"
+NAME = "aider"
+FILE_NAME = ".aider.chat.history.md"
 _HEADER = re.compile(r"^# aider chat started at .*$")
+_STARTED = re.compile(r"^# aider chat started at ", re.M)
 # The end of a question of a group that aider answered from the user's earlier
 # "all" / "skip" (``InputOutput.confirm_ask``): the options, the default in
 # brackets, the group's answer ("a" / "s" in the first release that logged it).
@@ -143,11 +146,17 @@ def parse(text: str, *, source_name: str) -> list[Session]:
     for s in sessions:
         if not len(s.builder):
             continue
-        sid = derived_session_id(FORMAT, s.header, s.builder.first_user or "")
+        sid = derived_session_id(NAME, s.header, s.builder.first_user or "")
         # Two sessions with identical header and opening prompt: number the repeats in file order,
         # which an append never changes.
         seen[sid] = seen.get(sid, 0) + 1
         if seen[sid] > 1:
-            sid = derived_session_id(FORMAT, f"{s.header}#{seen[sid]}", s.builder.first_user or "")
-        out.append(s.builder.finish(session_id=sid, source_format=FORMAT, title=None))
+            sid = derived_session_id(NAME, f"{s.header}#{seen[sid]}", s.builder.first_user or "")
+        out.append(s.builder.finish(session_id=sid, source_format=NAME, title=None))
     return out
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, stores="project",
+    sniff_mark=lambda head, name: name == FILE_NAME or _STARTED.search(head) is not None,
+)

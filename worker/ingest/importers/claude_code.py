@@ -23,6 +23,7 @@ turn still streaming or waiting on a tool is skipped.
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Iterator
 from typing import Any
@@ -31,10 +32,16 @@ from cairn.protocol.transcript import Session, Turn
 
 from . import _claude
 from ._common import derived_session_id, join_texts, malformed
+from ._format import Format
 from ._jsonl import JsonlText, Records, StreamedSession
 
-FORMAT = "claude-code"
+NAME = "claude-code"
 _MESSAGE_TYPES = ("user", "assistant")
+_RECORD_TYPES = ("summary", "file-history-snapshot", "user", "assistant", "system")
+_RECORD_KEYS = ("parentUuid", "sessionId", "leafUuid")
+_HEAD_KEYS = re.compile(
+    r'"(?:parentUuid|leafUuid|sessionId|isSidechain)"|"type"\s*:\s*"(?:file-history-snapshot|summary|user|assistant)"'
+)
 
 
 class _Open:
@@ -223,12 +230,26 @@ def stream(src: Records) -> list[StreamedSession]:
         first = next(_turns(src, chain, offsets, numbers), None)
         if first is None:
             return []
-        session_id = derived_session_id(FORMAT, None, first.user)
-    return [StreamedSession(session_id=session_id, source_format=FORMAT, title=title, turn_hint=prompts,
+        session_id = derived_session_id(NAME, None, first.user)
+    return [StreamedSession(session_id=session_id, source_format=NAME, title=title, turn_hint=prompts,
                             turns=lambda: _turns(src, chain, offsets, numbers))]
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse one Claude Code session file into at most one session of completed root turns."""
-    return [Session(session_id=s.session_id, source_format=FORMAT, title=s.title, turns=tuple(s.turns()))
+    return [Session(session_id=s.session_id, source_format=NAME, title=s.title, turns=tuple(s.turns()))
             for s in stream(JsonlText(text)) if next(s.turns(), None) is not None]
+
+
+def is_session_record(rec: dict[str, Any]) -> bool:
+    """A record of Claude Code's shape: a session record type, or the keys that chain records
+    (Qwen Code's records share them)."""
+    return rec.get("type") in _RECORD_TYPES or any(k in rec for k in _RECORD_KEYS)
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, stream=stream, jsonl=True, stores="home",
+    sniff_record=lambda rec, head: is_session_record(rec),
+    # a first line cut short by the head: the chaining keys or a record type (quotes inside strings are escaped)
+    sniff_json=lambda head: _HEAD_KEYS.search(head) is not None,
+)

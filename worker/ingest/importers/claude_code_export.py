@@ -40,8 +40,9 @@ from cairn.protocol.transcript import Session
 
 from . import _claude
 from ._common import TurnBuilder, derived_session_id, join_texts
+from ._format import Format
 
-FORMAT = "claude-code-export"
+NAME = "claude-code-export"
 PROMPTS = ("> ", "❯ ")
 REPLIES = ("⏺", "●")
 RESULT = "⎿"
@@ -137,5 +138,8 @@ def parse(text: str, *, source_name: str) -> list[Session]:
     if not len(builder):
         return []
     found = _CWD.search(text[:4096]) or _V2_CWD.search(text[:4096])
-    sid = derived_session_id(FORMAT, found.group(1).strip() if found else None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=None)]
+    sid = derived_session_id(NAME, found.group(1).strip() if found else None, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=NAME, title=None)]
+
+
+FORMAT = Format(name=NAME, parse=parse, sniff_text=lambda head, name: sniff(head))

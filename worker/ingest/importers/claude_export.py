@@ -25,8 +25,9 @@ from cairn.protocol.transcript import Session
 
 from . import _claude
 from ._common import TurnBuilder, derived_session_id, headers_outside_fences, join_texts, malformed
+from ._format import Format
 
-FORMAT = "claude-export"
+NAME = "claude-export"
 MAGIC = "# Claude Session Export"
 _SECTION = re.compile(r"^### (User|Assistant|System)[ \t]*$", re.M)
 _SESSION_ID = re.compile(r"\*\*Session ID\*\*:\s*`([^`]+)`")
@@ -122,5 +123,8 @@ def parse(text: str, *, source_name: str) -> list[Session]:
 
     if not len(builder):
         return []
-    sid = source_sid or derived_session_id(FORMAT, None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=None)]
+    sid = source_sid or derived_session_id(NAME, None, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=NAME, title=None)]
+
+
+FORMAT = Format(name=NAME, parse=parse, sniff_mark=lambda head, name: head.lstrip().startswith(MAGIC))

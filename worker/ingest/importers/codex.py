@@ -26,9 +26,12 @@ from typing import Any
 from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, join_texts, malformed
+from ._format import Format
 from ._jsonl import JsonlText, Records
 
-FORMAT = "codex"
+NAME = "codex"
+_RECORD_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+_RECORD_TYPE = re.compile(r'"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"')
 
 _INJECTED = re.compile(
     r"<(environment_context|user_instructions|user_shell_command|turn_aborted)>.*?</\1>"
@@ -140,5 +143,18 @@ def parse_records(src: Records) -> list[Session]:
 
     if not len(builder):
         return []
-    sid = session_id or derived_session_id(FORMAT, None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=None)]
+    sid = session_id or derived_session_id(NAME, None, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=NAME, title=None)]
+
+
+def _sniff_record(rec: dict[str, Any], head: str) -> bool:
+    """``{timestamp, type, payload}`` with a rollout record type."""
+    return isinstance(rec.get("payload"), dict) and rec.get("type") in _RECORD_TYPES
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, stream=parse_records, jsonl=True, stores="home",
+    sniff_record=_sniff_record,
+    # a first line cut short by the head: a record type (quotes inside strings are escaped, so it is a key)
+    sniff_json=lambda head: _RECORD_TYPE.search(head) is not None,
+)

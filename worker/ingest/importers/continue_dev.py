@@ -16,11 +16,17 @@ Continue has no message ids, so turn ids are derived from content.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, join_texts, json_document, malformed, part_texts
+from ._format import Format
 
-FORMAT = "continue"
+NAME = "continue"
+_WORKSPACE = re.compile(r'"workspaceDirectory"\s*:')
+_HISTORY = re.compile(r'"history"\s*:')
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
@@ -53,7 +59,19 @@ def parse(text: str, *, source_name: str) -> list[Session]:
     if not len(builder):
         return []
     sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) else None
-    sid = sid or derived_session_id(FORMAT, None, builder.first_user or "")
+    sid = sid or derived_session_id(NAME, None, builder.first_user or "")
     title = doc.get("title") if isinstance(doc.get("title"), str) and doc.get("title") != "New Session" else None
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=title)]
+    return [builder.finish(session_id=sid, source_format=NAME, title=title)]
 
+
+def _sniff_record(rec: dict[str, Any], head: str) -> bool:
+    """A document on one line with ``workspaceDirectory`` and ``messages``."""
+    return "messages" in rec and "workspaceDirectory" in rec
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, stores="home",
+    sniff_record=_sniff_record,
+    # a session written over several lines: its keys in the head
+    sniff_json=lambda head: _WORKSPACE.search(head) is not None and _HISTORY.search(head) is not None,
+)

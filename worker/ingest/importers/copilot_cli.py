@@ -18,13 +18,16 @@ text, requests no tool, and an ``assistant.turn_end`` came after it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed
+from ._format import Format
 
-FORMAT = "copilot-cli"
+NAME = "copilot-cli"
+_EVENT_TYPE = re.compile(r'"type"\s*:\s*"(?:session\.[a-z_]+|user\.message|assistant\.[a-z_]+)"')
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
@@ -70,5 +73,19 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         close(turn)
     if not len(builder):
         return []
-    sid = session_id or derived_session_id(FORMAT, None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=None)]
+    sid = session_id or derived_session_id(NAME, None, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=NAME, title=None)]
+
+
+def _sniff_record(rec: dict[str, Any], head: str) -> bool:
+    """An event ``{type, data, …}`` of a session, user or assistant type."""
+    kind = rec.get("type")
+    return isinstance(rec.get("data"), dict) and isinstance(kind, str) and _EVENT_TYPE.search(f'"type":"{kind}"') is not None
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, jsonl=True, stores="home",
+    sniff_record=_sniff_record,
+    # a first line cut short by the head: an event type (quotes inside strings are escaped, so it is a key)
+    sniff_json=lambda head: _EVENT_TYPE.search(head) is not None,
+)

@@ -30,8 +30,9 @@ from cairn.protocol.transcript import Session
 
 from . import _sqlite
 from ._common import TurnBuilder, derived_session_id, iso_from_millis, join_texts, malformed
+from ._format import Format
 
-FORMAT = "cursor"
+NAME = "cursor"
 CHAT_KEY = "workbench.panel.aichat.view.aichat.chatdata"
 
 
@@ -76,7 +77,7 @@ def build(sid: str, title: str | None, bubbles: list[dict[str, Any]], generating
         close(turn)
     if not len(builder):
         return []
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=title)]
+    return [builder.finish(session_id=sid, source_format=NAME, title=title)]
 
 
 def _composers(con: Any) -> list[Session]:
@@ -117,7 +118,7 @@ def _chat_tabs(con: Any) -> list[Session]:
         bubbles = [b for b in tab.get("bubbles") or [] if isinstance(b, dict)]
         title = tab.get("chatTitle") if isinstance(tab.get("chatTitle"), str) and tab.get("chatTitle") else None
         tid = tab.get("tabId")
-        sid = f"cursor:{tid}" if isinstance(tid, str) else derived_session_id(FORMAT, title, "")
+        sid = f"cursor:{tid}" if isinstance(tid, str) else derived_session_id(NAME, title, "")
         out += build(sid, title, bubbles, False)
     return out
 
@@ -141,3 +142,6 @@ def parse_path(path: Path) -> list[Session]:
         if "ItemTable" in names:
             out += _chat_tabs(con)
         return out
+
+
+FORMAT = Format(name=NAME, parse_path=parse_path, stores="home", sniff_db=is_cursor_db)

@@ -40,10 +40,13 @@ from ._common import (
     malformed,
     part_texts,
 )
+from ._format import Format
 
-FORMAT = "gemini-cli"
+NAME = "gemini-cli"
 _INJECTED = re.compile(r"<(session_context|hook_context|system-reminder)>.*?</\1>", re.S)
 _TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+_PROJECT_HASH = re.compile(r'"projectHash"\s*:')
+_MESSAGES = re.compile(r'"messages"\s*:')
 
 
 def text_of(content: Any) -> str:
@@ -159,4 +162,19 @@ def build(meta: dict[str, Any], messages: list[dict[str, Any]], legacy: bool, fm
 def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse one Gemini CLI chat file (``.json`` or ``.jsonl``) into at most one session."""
     meta, messages, legacy = messages_of(text)
-    return build(meta, messages, legacy, FORMAT)
+    return build(meta, messages, legacy, NAME)
+
+
+def _sniff_record(rec: dict[str, Any], head: str) -> bool:
+    """The metadata line of a ``.jsonl`` chat (or a whole ``.json`` chat on one line), or a message."""
+    if "projectHash" in rec or ("startTime" in rec and "sessionId" in rec and "type" not in rec and "messages" not in rec):
+        return True
+    kind = rec.get("type")
+    return isinstance(kind, str) and kind in _TYPES and "content" in rec and "message" not in rec
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, stores="home",  # not ``jsonl``: a ``.json`` chat is one document
+    sniff_record=_sniff_record,
+    sniff_json=lambda head: _PROJECT_HASH.search(head) is not None and _MESSAGES.search(head) is not None,
+)

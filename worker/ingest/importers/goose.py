@@ -27,8 +27,9 @@ from cairn.protocol.transcript import Session
 
 from . import _sqlite
 from ._common import TurnBuilder, derived_session_id, iso_from_millis, iter_jsonl, join_texts, malformed
+from ._format import Format
 
-FORMAT = "goose"
+NAME = "goose"
 _SKIPPED_TYPES = frozenset({"SubAgent", "subagent", "Hidden", "hidden"})
 
 
@@ -63,8 +64,8 @@ def build(messages: list[dict[str, Any]], sid: str | None, header: str | None, t
         close(turn)
     if not len(builder):
         return []
-    sid = sid or derived_session_id(FORMAT, header, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=title)]
+    sid = sid or derived_session_id(NAME, header, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=NAME, title=title)]
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
@@ -111,3 +112,15 @@ def parse_path(path: Path) -> list[Session]:
                                  "metadata": _sqlite.json_value(metadata)})
             out += build(messages, f"goose:{sid}", None, name if isinstance(name, str) and name else None)
         return out
+
+
+def _sniff_record(rec: dict[str, Any], head: str) -> bool:
+    """The header line ``{working_dir, …}`` of a JSONL session, or a message ``{role, created, content: [...]}``."""
+    return ("role" in rec and "created" in rec and isinstance(rec.get("content"), list)) or "working_dir" in rec
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, parse_path=parse_path, jsonl=True, stores="home",
+    sniff_db=is_goose_db,
+    sniff_record=_sniff_record,
+)

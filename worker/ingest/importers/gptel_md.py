@@ -5,10 +5,14 @@ from __future__ import annotations
 from cairn.protocol.transcript import Session
 
 from . import _gptel
+from ._format import Format
 
-FORMAT = "gptel-md"
+NAME = "gptel-md"
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse a Markdown gptel chat into at most one session of completed turns."""
-    return _gptel.parse(text, flavour="md", fmt=FORMAT)
+    return _gptel.parse(text, flavour="md", fmt=NAME)
+
+
+FORMAT = Format(name=NAME, parse=parse, sniff_tail=lambda tail: _gptel.MD_VARIABLE.search(tail) is not None)

@@ -5,10 +5,14 @@ from __future__ import annotations
 from cairn.protocol.transcript import Session
 
 from . import _gptel
+from ._format import Format
 
-FORMAT = "gptel-org"
+NAME = "gptel-org"
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse an Org gptel chat into at most one session of completed turns."""
-    return _gptel.parse(text, flavour="org", fmt=FORMAT)
+    return _gptel.parse(text, flavour="org", fmt=NAME)
+
+
+FORMAT = Format(name=NAME, parse=parse, sniff_mark=lambda head, name: _gptel.ORG_PROPERTY.search(head) is not None)

@@ -27,8 +27,9 @@ from cairn.protocol.transcript import Session
 
 from . import _sqlite
 from ._common import TurnBuilder, iso_from_millis, join_texts, malformed
+from ._format import Format
 
-FORMAT = "opencode"
+NAME = "opencode"
 TABLES = frozenset({"session", "message", "part"})
 
 
@@ -66,7 +67,7 @@ def build(sid: str, title: str | None, messages: list[tuple[str, dict[str, Any],
         close(turn)
     if not len(builder):
         return []
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=title)]
+    return [builder.finish(session_id=sid, source_format=NAME, title=title)]
 
 
 def parse_path(path: Path) -> list[Session]:
@@ -97,3 +98,9 @@ def parse_path(path: Path) -> list[Session]:
                     messages.append((mid, value, parts.get(mid, [])))
             out += build(sid, title if isinstance(title, str) and title else None, messages)
         return out
+
+
+FORMAT = Format(
+    name=NAME, parse_path=parse_path, stores="home",
+    sniff_db=lambda names, con: TABLES <= names,
+)

@@ -21,14 +21,17 @@ its last assistant record has text and no function call; a custom title
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cairn.protocol.transcript import Session
 
-from . import gemini_cli
+from . import claude_code, gemini_cli
 from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed, part_texts
+from ._format import Format, PathHint
 
-FORMAT = "qwen-code"
+NAME = "qwen-code"
+_MESSAGE = re.compile(r'"message"\s*:\s*\{\s*"role"\s*:\s*"(?:user|model)"\s*,\s*"parts"\s*:')
 
 
 def _parts(rec: dict[str, Any]) -> list[Any]:
@@ -45,7 +48,7 @@ def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse one Qwen Code chat file into at most one session of completed turns."""
     if not text.lstrip().startswith("{") or gemini_cli._looks_whole(text):
         meta, messages, legacy = gemini_cli.messages_of(text)
-        return gemini_cli.build(meta, messages, legacy, FORMAT)
+        return gemini_cli.build(meta, messages, legacy, NAME)
     nodes: dict[str, dict[str, Any]] = {}
     leaf: str | None = None
     session_id: str | None = None
@@ -105,5 +108,23 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         close(turn)
     if not len(builder):
         return []
-    sid = session_id or derived_session_id(FORMAT, None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=FORMAT, title=title)]
+    sid = session_id or derived_session_id(NAME, None, builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=NAME, title=title)]
+
+
+def _sniff_record(rec: dict[str, Any], head: str) -> bool:
+    """A ``ChatRecord``: a Gemini-style ``message`` (``{role, parts}``) or a ``systemPayload``; a chat
+    whose first record carries neither (a bare ``system`` record) has Claude Code's keys, and
+    Gemini-style messages further on in the head."""
+    message = rec.get("message")
+    if "systemPayload" in rec or (isinstance(message, dict) and isinstance(message.get("parts"), list)):
+        return True
+    return claude_code.is_session_record(rec) and _MESSAGE.search(head) is not None
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, jsonl=True, stores="home",
+    sniff_record=_sniff_record,
+    # older versions wrote Gemini CLI's chats: a ``.qwen`` folder in the path makes one Qwen Code's
+    path_hint=PathHint(folders=(".qwen",), over=("gemini-cli",)),
+)

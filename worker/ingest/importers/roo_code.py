@@ -10,10 +10,19 @@ from __future__ import annotations
 
 from cairn.protocol.transcript import Session
 
-from ._cline import parse_task
+from ._cline import ROO_MARKERS, TASK_ARRAY, parse_task
+from ._format import Format, PathHint
 
-FORMAT = "roo-code"
+NAME = "roo-code"
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
-    return parse_task(text, FORMAT)
+    return parse_task(text, NAME)
+
+
+FORMAT = Format(
+    name=NAME, parse=parse, stores="home",
+    sniff_array=lambda head: TASK_ARRAY.match(head) is not None and ROO_MARKERS.search(head) is not None,
+    # Cline writes the same shape: the extension's folder in the path decides
+    path_hint=PathHint(folders=("rooveterinaryinc.roo-cline",), over=("cline",)),
+)

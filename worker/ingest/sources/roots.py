@@ -21,6 +21,12 @@ fixed depth, each kept by a name rule) or a ``db`` (one SQLite file).
 
 Editor config is ``$XDG_CONFIG_HOME`` (default ``~/.config``), ``~/Library/Application Support``
 and ``$APPDATA``, whichever exist.
+
+Each format's record (``FORMAT`` of its importer module) says whether it is found here: its
+``stores`` is ``"home"`` for the stores of :func:`specs`, ``"project"`` for those of
+:func:`project_specs`, ``None`` for files never discovered (exports, editor buffers). The stores
+stay in this one table rather than in the format modules: they share the relocation and editor
+folder rules above, and a format module reads a file without knowing where machines keep it.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ import os
 from collections.abc import Callable, Mapping
 
 import attrs
+from cairn.worker.ingest.importers import aider, cline, roo_code
 
 EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
-EXTENSIONS = {"cline": "saoudrizwan.claude-dev", "roo-code": "rooveterinaryinc.roo-cline"}
+#: the VS Code extension folder of each task-history format (its path hint)
+EXTENSIONS = {f.name: f.path_hint.folders[0] for f in (cline.FORMAT, roo_code.FORMAT) if f.path_hint is not None}
 
 
 @attrs.frozen(kw_only=True)
@@ -142,7 +150,7 @@ def specs(home: str, env: Mapping[str, str]) -> list[Spec]:
 def project_specs(project: str) -> list[Spec]:
     """Stores kept inside a project: aider's history and SpecStory's folder."""
     return [
-        Spec(format="aider", path=os.path.join(project, ".aider.chat.history.md"), kind="file"),
+        Spec(format="aider", path=os.path.join(project, aider.FILE_NAME), kind="file"),
         Spec(format="specstory", path=os.path.join(project, ".specstory", "history"), depth=0,
              keep=lambda parent, name: name.endswith(".md")),
     ]
