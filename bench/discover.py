@@ -162,6 +162,7 @@ def main() -> None:
 
 def watch(root: Path, home: Path, env: dict[str, str], rounds: int) -> None:
     from cairn.protocol.digest import ModelPolicy
+    from cairn.protocol.results import SourcesImport
     from cairn.worker.jobs.watch import Watcher
     from cairn.worker.journal.store import Journal
 
@@ -169,14 +170,14 @@ def watch(root: Path, home: Path, env: dict[str, str], rounds: int) -> None:
     os.makedirs(ws, exist_ok=True)
     w = Watcher(str(home), env, ws, ModelPolicy(provider="extractive"))
 
-    def tick() -> tuple[float, dict]:
+    def tick() -> tuple[float, SourcesImport]:
         t = time.perf_counter()
         with Journal(ws) as j:
             r = w.tick(j)
         return time.perf_counter() - t, r
 
     first, r = tick()
-    print(f"watch, first tick: {r['changed']} sessions of one project, {r['captured']} turns captured "
+    print(f"watch, first tick: {r.changed} sessions of one project, {r.captured} turns captured "
           f"in {first * 1e3:.0f} ms")
     idle = [tick()[0] for _ in range(rounds)]
     grown_file = home / ".claude" / "projects" / "-p0" / "claude-code-00000.jsonl"
@@ -193,7 +194,7 @@ def watch(root: Path, home: Path, env: dict[str, str], rounds: int) -> None:
             f.write(json.dumps(prompt) + "\n" + json.dumps(answer) + "\n")
         dt, r = tick()
         grew.append(dt)
-        assert r["changed"] == 1, r["changed"]
+        assert r.changed == 1, r.changed
     for name, xs in (("watch, tick with nothing changed", idle), ("watch, tick after one session grew", grew)):
         print(f"{name:<36} median {statistics.median(xs) * 1e3:7.1f} ms   max {max(xs) * 1e3:7.1f} ms")
 

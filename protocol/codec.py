@@ -11,6 +11,14 @@ a wrong type. Nothing is coerced or guessed
 
 Encoding is canonical (sorted keys, no whitespace, UTF-8) so that the bytes
 of a record, and therefore its hash, are a function of its value.
+
+A record can also travel as its *body*, its fields without ``record`` and
+``v`` (:func:`to_body`, :func:`from_body`), where the context already names
+its schema: a worker job's arguments and result (:mod:`.results`), whose
+kind is the job's. Decoding a body refuses exactly what :func:`from_obj`
+refuses with the same codes. A field declared with :func:`optional_key`
+(its default ``None``) is left out of the JSON while unset, so a result
+keeps the keys its readers always saw.
 """
 
 from __future__ import annotations
@@ -25,8 +33,17 @@ import cattrs
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.gen import make_dict_unstructure_fn, override
 
 T = TypeVar("T")
+
+#: field metadata: the key is absent from the JSON while the value is the field's default (``None``)
+OPTIONAL_KEY: dict[str, bool] = {"cairn.optional_key": True}
+
+
+def optional_key() -> Any:
+    """A record field that defaults to ``None`` and whose key is left out of the JSON while it is ``None``."""
+    return attrs.field(default=None, metadata=OPTIONAL_KEY)
 
 _REGISTRY: dict[str, dict[int, type]] = {}
 
@@ -115,6 +132,21 @@ def _make_converter() -> cattrs.Converter:
         return {conv.structure(k, kt): conv.structure(v, vt) for k, v in value.items()}
 
     conv.register_structure_hook_func(lambda t: getattr(t, "__origin__", None) is dict, dict_hook)
+
+    # StrEnum members (which cattrs passes through as str) unstructure to their values: a body handed on
+    # in this process (the CLI, the MCP endpoint) is plain JSON data, as one read from a pipe
+    conv.register_unstructure_hook(enum.StrEnum, lambda member: member.value)
+
+    def optional_keys(cls: Any) -> list[str]:
+        if not (isinstance(cls, type) and attrs.has(cls)):
+            return []
+        return [f.name for f in attrs.fields(cls) if f.metadata.get("cairn.optional_key")]
+
+    def omitting(cls: Any) -> Any:
+        overrides: dict[str, Any] = {n: override(omit_if_default=True) for n in optional_keys(cls)}
+        return make_dict_unstructure_fn(cls, conv, **overrides)
+
+    conv.register_unstructure_hook_factory(lambda t: bool(optional_keys(t)), omitting)
     return conv
 
 
@@ -124,6 +156,12 @@ converter = _make_converter()
 def to_obj(rec: Any) -> dict[str, Any]:
     obj = converter.unstructure(rec)
     return {"record": rec.RECORD_KIND, "v": rec.RECORD_VERSION, **obj}
+
+
+def to_body(rec: Any) -> dict[str, Any]:
+    """The fields of record ``rec`` as a JSON object, without ``record`` and ``v``."""
+    obj: dict[str, Any] = converter.unstructure(rec)
+    return obj
 
 
 def encode(rec: Any) -> bytes:
@@ -162,6 +200,22 @@ def from_obj(obj: Any, expect: type[T] | None = None, *, where: str = "record") 
         )
     cls = _REGISTRY[kind][version]
     body = {k: v for k, v in obj.items() if k not in ("record", "v")}
+    return _structure(body, cls, where, f"{kind} v{version}")
+
+
+def from_body(obj: Any, cls: type[T], *, where: str = "record") -> T:
+    """Structure the fields of a ``cls`` record (no ``record``/``v`` keys: the context names the schema).
+
+    Refused as :func:`from_obj` refuses: not an object, an unknown field
+    (``record`` and ``v`` included), a missing or ill-typed field.
+    """
+    if not isinstance(obj, dict):
+        raise CairnError(ErrorCode.RECORD_MALFORMED, f"{where}: not a JSON object")
+    label = f"{getattr(cls, 'RECORD_KIND', cls.__name__)} v{getattr(cls, 'RECORD_VERSION', 1)}"
+    return _structure(obj, cls, where, label)
+
+
+def _structure(body: dict[str, Any], cls: type[T], where: str, label: str) -> T:
     try:
         return converter.structure(body, cls)
     except Exception as exc:  # cattrs aggregates; classify the first cause
@@ -170,11 +224,9 @@ def from_obj(obj: Any, expect: type[T] | None = None, *, where: str = "record") 
             if isinstance(cause, ForbiddenExtraKeysError):
                 names = ",".join(sorted(cause.extra_fields))
                 raise CairnError(
-                    ErrorCode.RECORD_UNKNOWN_FIELD, f"{where}: unknown field(s) {names} in {kind} v{version}"[:300]
+                    ErrorCode.RECORD_UNKNOWN_FIELD, f"{where}: unknown field(s) {names} in {label}"[:300]
                 ) from None
-        raise CairnError(
-            ErrorCode.RECORD_INVALID_FIELD, f"{where}: invalid {kind} v{version}: {causes[0]}"[:300]
-        ) from None
+        raise CairnError(ErrorCode.RECORD_INVALID_FIELD, f"{where}: invalid {label}: {causes[0]}"[:300]) from None
 
 
 def decode(data: bytes, expect: type[T] | None = None, *, where: str = "record", limit: int = 8 << 20) -> T:

@@ -5,6 +5,10 @@ job and writes one :class:`WorkerResponse`. Diagnostics go to stderr and are
 never mistaken for a result. A result holds ids, counts and fixed codes,
 never evidence, memory bodies or prompts (``cockpit``/``proposal`` read jobs
 return rows for the local editor; those never reach a log).
+
+``args`` and ``result`` are the bodies of the job's records in
+:mod:`.results` (the job kind names them), or plain objects for the jobs
+not typed there.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ class WorkerStatus(enum.StrEnum):
 class WorkerRequest:
     job: str
     workspace: str
-    args: dict[str, Any] = attrs.field(factory=dict)
+    args: dict[str, Any] = attrs.field(factory=dict)  # the body of the job's argument record (.results)
     deadline: float = 0.0  # wall clock (epoch seconds); 0 = none
     job_id: str = ""
     config: dict[str, Any] = attrs.field(factory=dict)  # resolved settings from the server (mode, provider, roots…)
@@ -36,7 +40,7 @@ class WorkerRequest:
 @record("worker-response", version=1)
 class WorkerResponse:
     status: WorkerStatus = attrs.field(converter=WorkerStatus)
-    result: dict[str, Any] = attrs.field(factory=dict)
+    result: dict[str, Any] = attrs.field(factory=dict)  # the body of the job's result record (.results)
     error: str | None = None  # fixed error code when status is not ok
     message: str = ""  # for a person; ids and counts only
     more: bool = False  # bounded progress: another batch would do more work

@@ -63,7 +63,9 @@ def run_request(req: Request | Any) -> Response:
     """Run one job in this process (the CLI uses this directly).
 
     ``req`` is a :class:`Request` or a ``protocol.worker.WorkerRequest``: jobs
-    read only its attributes.
+    read only its attributes. A job returns its result record
+    (:mod:`protocol.results`), or a plain object (the views), with ``more``
+    when it stopped at its bound; the response carries the record's fields.
     """
     try:
         if req.deadline and time.time() >= req.deadline:
@@ -73,7 +75,7 @@ def run_request(req: Request | Any) -> Response:
         with bound(req.workspace):  # provider requests of this job are accounted in its workspace
             out = job(req)
         result, more = out if isinstance(out, tuple) else (out, False)
-        return Response(status="ok", result=result, more=bool(more))
+        return Response(status="ok", result=result if isinstance(result, dict) else body(result), more=bool(more))
     except CairnError as exc:
         status = "busy" if exc.code is ErrorCode.CLAIM_BUSY else "failed"
         return Response(status=status, result={}, error=str(exc.code), message=redact_text(exc.message))
@@ -83,6 +85,16 @@ def run_request(req: Request | Any) -> Response:
         if os_error_code(exc) is not ErrorCode.NO_SPACE:
             raise
         return Response(status="failed", result={}, error=str(ErrorCode.NO_SPACE), message=os_error_message(exc))
+
+
+def body(result: Any) -> dict[str, Any]:
+    """A job's result record as the response carries it (``protocol.results``: its fields, the same keys).
+
+    Imported here, not at the top: a job that returns a record has loaded the codec already.
+    """
+    from cairn.protocol.codec import to_body
+
+    return to_body(result)
 
 
 def redact_text(text: str) -> str:

@@ -17,9 +17,12 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.knobs import env_int
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import ImportTally
 
 #: processes importing a long list of files (a helper takes the last ones: docs/adr/0013); 1 keeps one
 PROCESSES = env_int("CAIRN_IMPORT_PROCESSES", 2)
@@ -89,7 +92,7 @@ def foreground(show_bar: bool) -> Iterator[tuple[Any, _Stop]]:
         yield bar, stop
 
 
-def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> dict[str, Any]:
+def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> ImportTally:
     from cairn.worker.journal.capture import policy_from_config
     from cairn.worker.journal.imports import import_paths
     from cairn.worker.journal.store import Journal
@@ -98,9 +101,9 @@ def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, s
         return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES)
 
 
-def resume_hint(args: list[str], r: dict[str, Any]) -> str:
+def resume_hint(args: list[str], captured: int) -> str:
     """What to run to resume: ``cairn import`` with ``args`` (files, or ``--all`` and its flags)."""
     import shlex
 
-    return (f"cairn: interrupted at a batch boundary; {r['captured']} new turn(s) kept. "
+    return (f"cairn: interrupted at a batch boundary; {captured} new turn(s) kept. "
             f"Resume with: cairn import {' '.join(shlex.quote(a) for a in args)}")

@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli.support import (
@@ -26,10 +26,13 @@ from cairn.server.cli.support import (
     listing,
     load_config,
     report_malformed,
-    run_job,
+    run_result,
     workspace_path,
 )
 from cairn.worker.redaction.redact import redact_text
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import ProcessResult
 
 TRIGGERS = ("compaction", "clear", "session-end", "idle")
 
@@ -54,19 +57,20 @@ def cmd_import(ns: argparse.Namespace) -> int:
     if not ns.paths:
         raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")
     from cairn.server.cli.import_run import resume_hint, run_import
+    from cairn.worker.journal.imports import import_result
 
     ws = workspace_path(ns)
     paths = [os.path.abspath(p) for p in ns.paths]
-    r = run_import(ws, paths, ns.format, load_config(ws), show_bar=not ns.json and sys.stderr.isatty())
-    report_malformed(r)
+    r = import_result(run_import(ws, paths, ns.format, load_config(ws), show_bar=not ns.json and sys.stderr.isatty()))
+    report_malformed(r.malformed)
     if ns.json:
         emit_json(r)
     else:
-        print(f"imported {r['files']} file(s), {r['sessions']} session(s): "
-              f"{r['captured']} new turn(s), {r['skipped']} already captured"
-              + (f", {r['repaired']} torn segment(s) rebuilt" if r["repaired"] else ""))
-    if r["interrupted"]:
-        sys.stderr.write(resume_hint(paths, r) + "\n")
+        print(f"imported {r.files} file(s), {r.sessions} session(s): "
+              f"{r.captured} new turn(s), {r.skipped} already captured"
+              + (f", {r.repaired} torn segment(s) rebuilt" if r.repaired else ""))
+    if r.interrupted:
+        sys.stderr.write(resume_hint(paths, r.captured) + "\n")
         return EXIT_INTERRUPTED
     return EXIT_OK
 
@@ -78,14 +82,13 @@ def seal_setup(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_seal(ns: argparse.Namespace) -> int:
-    args_ = {"trigger": ns.trigger}
-    if ns.session:
-        args_["session_id"] = ns.session
-    r = run_job(ns, "seal", args_).result
+    from cairn.protocol.results import SealArgs, SealResult
+
+    r = run_result(ns, "seal", SealResult, SealArgs(session_id=ns.session or None, trigger=ns.trigger))
     if ns.json:
         emit_json(r)
     else:
-        print(f"sealed {len(r['sealed'])} capture(s)")
+        print(f"sealed {len(r.sealed)} capture(s)")
     return EXIT_OK
 
 
@@ -108,7 +111,7 @@ class _Progress:
         sys.stderr.flush()
 
 
-def process_workspace(ws: str) -> dict[str, Any]:
+def process_workspace(ws: str) -> ProcessResult:
     """One digest pass in this process: the counts of :func:`worker.journal.digest.process`."""
     from cairn.worker.journal.digest import process
     from cairn.worker.journal.store import Journal
@@ -121,33 +124,33 @@ def process_workspace(ws: str) -> dict[str, Any]:
     return counts
 
 
-def process_failed(counts: dict[str, Any]) -> bool:
-    return bool(counts["failed"] or counts["exhausted"])
+def process_failed(counts: ProcessResult) -> bool:
+    return bool(counts.failed or counts.exhausted)
 
 
-def summary(c: dict[str, Any]) -> str:
-    s = (f"published {c['published']}, all-none {c['all_none']}, recovered {c['recovered']}, "
-         f"failed {c['failed']}, busy {c['busy']}, remaining {c['remaining']}")
-    if c["exhausted"]:
-        s += f"; exhausted: {', '.join(c['exhausted'])} (use `cairn retry ID` or `cairn discard ID`)"
+def summary(c: ProcessResult) -> str:
+    s = (f"published {c.published}, all-none {c.all_none}, recovered {c.recovered}, "
+         f"failed {c.failed}, busy {c.busy}, remaining {c.remaining}")
+    if c.exhausted:
+        s += f"; exhausted: {', '.join(c.exhausted)} (use `cairn retry ID` or `cairn discard ID`)"
     return s
 
 
-def failure_lines(c: dict[str, Any]) -> list[str]:
+def failure_lines(c: ProcessResult) -> list[str]:
     """One line per failed attempt: code and reason, attempt n/N, and when the next one may run."""
     out = []
-    for f in c.get("failures", []):
-        head = f"capture {f['capture']}: {f['code']}: {redact_text(f['message'])}; attempt {f['attempt']}/{f['of']} failed"
-        if f["exhausted"]:
-            out.append(f"{head}, the capture is exhausted: `cairn retry {f['capture']}` gives it "
-                       f"{f['of']} more attempts, `cairn discard {f['capture']}` accepts the omission")
+    for f in c.failures:
+        head = f"capture {f.capture}: {f.code}: {redact_text(f.message)}; attempt {f.attempt}/{f.of} failed"
+        if f.exhausted:
+            out.append(f"{head}, the capture is exhausted: `cairn retry {f.capture}` gives it "
+                       f"{f.of} more attempts, `cairn discard {f.capture}` accepts the omission")
         else:
-            out.append(f"{head}; attempt {f['attempt'] + 1}/{f['of']} is eligible now: `cairn process` "
+            out.append(f"{head}; attempt {f.attempt + 1}/{f.of} is eligible now: `cairn process` "
                        "runs it (the language server retries on its next pass)")
     return out
 
 
-def print_process(counts: dict[str, Any], *, prefix: str = "") -> None:
+def print_process(counts: ProcessResult, *, prefix: str = "") -> None:
     print(prefix + summary(counts))
     for line in failure_lines(counts):
         print(line)
@@ -207,8 +210,10 @@ def capture_id_setup(p: argparse.ArgumentParser) -> None:
 
 
 def _capture_decision(ns: argparse.Namespace, job: str) -> int:
-    r = run_job(ns, job, {"capture": ns.id}).result
-    emit_json(r) if ns.json else print(f"{r['capture']}: {r['state']}")
+    from cairn.protocol.results import CaptureArgs, CaptureDecision
+
+    r = run_result(ns, job, CaptureDecision, CaptureArgs(capture=ns.id))
+    emit_json(r) if ns.json else print(f"{r.capture}: {r.state}")
     return EXIT_OK
 
 

@@ -11,44 +11,59 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, listing, run_job
+from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, listing, run_job, run_result
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import ReviewJobResult
 
 
-def review_line(r: dict[str, Any], more: bool) -> str:
+def review_line(r: ReviewJobResult, more: bool) -> str:
     """The one-line report of a review job's result."""
-    if r.get("review"):
-        return (f"review {r['review']}: {r['digests']} digest(s)"
-                + (f", {r['notes']} working note(s)" if r.get("notes") else "") + f", {r['proposals']} proposal(s)"
-                + (f", applied {len(r['applied'])}" if r.get("applied") else "")
+    if r.review:
+        return (f"review {r.review}: {r.digests} digest(s)"
+                + (f", {r.notes} working note(s)" if r.notes else "") + f", {r.proposals} proposal(s)"
+                + (f", applied {len(r.applied)}" if r.applied else "")
                 + ("; more digests wait: run `cairn drain`" if more else ""))
-    return "nothing to review" if not r.get("skipped") else f"skipped: {r['skipped']}"
+    return "nothing to review" if not r.skipped else f"skipped: {r.skipped}"
+
+
+def review_json(r: ReviewJobResult, more: bool) -> dict[str, Any]:
+    """A review job's result as ``--json`` prints it: its fields and ``more``."""
+    from cairn.protocol.codec import to_body
+
+    return {**to_body(r), "more": more}
 
 
 def cmd_review(ns: argparse.Namespace) -> int:
+    from cairn.protocol.results import ReviewJobResult, read
+
     resp = run_job(ns, "review")
-    r = dict(resp.result, more=resp.more)
-    emit_json(r) if ns.json else print(review_line(r, resp.more))
-    for problem in r.get("notesProblems", []):  # a notes folder not read (a symlink, not a folder…)
+    r = read(ReviewJobResult, resp.result, job="review")
+    emit_json(review_json(r, resp.more)) if ns.json else print(review_line(r, resp.more))
+    for problem in r.notesProblems or ():  # a notes folder not read (a symlink, not a folder…)
         sys.stderr.write(f"cairn: {problem}\n")
     return EXIT_OK
 
 
 def cmd_drain(ns: argparse.Namespace) -> int:
+    from cairn.protocol.results import DrainResult, read
+
     reviews = proposals = 0
     while True:
         resp = run_job(ns, "drain")
-        reviews += resp.result["reviews"]
-        proposals += resp.result["proposals"]
+        r = read(DrainResult, resp.result, job="drain")
+        reviews += r.reviews
+        proposals += r.proposals
         if not ns.json and sys.stderr.isatty():
             sys.stderr.write(f"\rreviews {reviews}, proposals {proposals}")
         if not resp.more:
             break
     if not ns.json and sys.stderr.isatty():
         sys.stderr.write("\n")
-    r = {"reviews": reviews, "proposals": proposals}
-    emit_json(r) if ns.json else print(f"drained: {reviews} review(s), {proposals} proposal(s)")
+    totals = {"reviews": reviews, "proposals": proposals}
+    emit_json(totals) if ns.json else print(f"drained: {reviews} review(s), {proposals} proposal(s)")
     return EXIT_OK
 
 
@@ -94,12 +109,14 @@ def many_ids_setup(p: argparse.ArgumentParser) -> None:
 
 
 def _decide(ns: argparse.Namespace, job: str) -> int:
-    r = run_job(ns, job, {"ids": ns.ids}).result
+    from cairn.protocol.results import DecideArgs, Decisions
+
+    r = run_result(ns, job, Decisions, DecideArgs(ids=tuple(ns.ids)))
     if ns.json:
         emit_json(r)
     else:
-        for d in r["decisions"]:
-            print(f"{d['id']}: {d['state']}" + ("" if d.get("changed", True) else " (already)"))
+        for d in r.decisions:
+            print(f"{d.id}: {d.state}" + ("" if d.changed else " (already)"))
     return EXIT_OK
 
 
@@ -112,8 +129,10 @@ def cmd_reject(ns: argparse.Namespace) -> int:
 
 
 def cmd_undo(ns: argparse.Namespace) -> int:
-    r = run_job(ns, "undo", {"id": ns.id}).result
-    emit_json(r) if ns.json else print(f"{r['id']}: {r['state']}")
+    from cairn.protocol.results import Decision, ProposalArgs
+
+    r = run_result(ns, "undo", Decision, ProposalArgs(id=ns.id))
+    emit_json(r) if ns.json else print(f"{r.id}: {r.state}")
     return EXIT_OK
 
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, run_job
+from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, run_result
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import RememberResult
 
 
 def remember_setup(p: argparse.ArgumentParser) -> None:
@@ -59,24 +62,25 @@ def request_text(ns: argparse.Namespace) -> str:
     return " ".join(ns.text)
 
 
-def result_lines(r: dict[str, Any]) -> list[str]:
+def result_lines(r: RememberResult) -> list[str]:
     """What the user reads: the request, then each proposal (or why there is none yet)."""
-    lines = [f"remembered {r['remember']}"]
-    if not r["reviewed"]:
+    lines = [f"remembered {r.remember}"]
+    if not r.reviewed:
         lines.append("a focused review is running elsewhere: the proposal follows in `cairn proposals`")
-    elif not r["proposals"]:
+    elif not r.proposals:
         lines.append("no proposal: memory already holds it, or the same proposal was rejected or is pending")
-    for p in r["proposals"]:
-        lines.append(f"{p['id']}  {p['state']:<8} {p['kind']:<11} {p['target']}  {p['title']}")
-    if any(p["state"] == "pending" for p in r["proposals"]):
+    for p in r.proposals:
+        lines.append(f"{p.id}  {p.state:<8} {p.kind:<11} {p.target}  {p.title}")
+    if any(p.state == "pending" for p in r.proposals):
         lines.append("review it with `cairn show ID`, then `cairn accept ID` or `cairn reject ID`")
     return lines
 
 
 def cmd_remember(ns: argparse.Namespace) -> int:
+    from cairn.protocol.results import RememberArgs, RememberResult
     from cairn.worker.memory.remember import check_request
 
     text, note_type, _ = check_request(request_text(ns), ns.type)
-    r = run_job(ns, "remember", {"text": text, "type": note_type, "source": "cli"}).result
+    r = run_result(ns, "remember", RememberResult, RememberArgs(text=text, type=note_type, source="cli"))
     emit_json(r) if ns.json else print("\n".join(result_lines(r)))
     return EXIT_OK

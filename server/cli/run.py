@@ -25,11 +25,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cairn.protocol.errors import ErrorCode
 from cairn.server.cli.journal import print_journal, print_process, process_failed, process_workspace
-from cairn.server.cli.memory import print_proposals, proposal_rows, review_line
+from cairn.server.cli.memory import print_proposals, proposal_rows, review_json, review_line
 from cairn.server.cli.support import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -38,9 +38,12 @@ from cairn.server.cli.support import (
     emit_json,
     json_flag,
     report_malformed,
-    run_job,
+    run_result,
     workspace_path,
 )
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import ImportResult, ReviewJobResult, SourcesImport
 
 
 def run_setup(p: argparse.ArgumentParser) -> None:
@@ -58,59 +61,78 @@ def example_session() -> str:
     return str(Path(__file__).resolve().parent / "examples" / "demo-session.jsonl")
 
 
-def _review(ns: argparse.Namespace) -> dict[str, Any]:
-    """The review stage: the job's result, or why it did not run (busy, failed) with the code."""
+class ReviewStage(NamedTuple):
+    """The review stage of a run: the job's result, or why it did not run (``busy``, ``failed``) with the code."""
+
+    result: ReviewJobResult | None
+    more: bool = False
+    skipped: str = ""  # busy | failed, when ``result`` is None
+    error: str = ""
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        if self.result is not None:
+            return review_json(self.result, self.more)
+        return {"review": None, "skipped": self.skipped, "error": self.error, "message": self.message}
+
+
+def _review(ns: argparse.Namespace) -> ReviewStage:
+    from cairn.protocol.results import ReviewJobResult, read
+
     resp = call(ns, "review")
     if resp.status == "ok":
-        return dict(resp.result, more=resp.more)
+        return ReviewStage(read(ReviewJobResult, resp.result, job="review"), resp.more)
     busy = resp.status == "busy" or resp.error == str(ErrorCode.CLAIM_BUSY)
-    return {"review": None, "skipped": "busy" if busy else "failed",
-            "error": resp.error or str(ErrorCode.INTERNAL), "message": resp.message or ""}
+    return ReviewStage(None, skipped="busy" if busy else "failed", error=resp.error or str(ErrorCode.INTERNAL),
+                       message=resp.message or "")
 
 
-def _review_report(r: dict[str, Any]) -> str:
-    if r.get("skipped") == "busy":
+def _review_report(r: ReviewStage) -> str:
+    if r.skipped == "busy":
         return ("review: left to another process, which holds the review claim "
-                f"({r['error']}: {r['message']}); digests it does not take wait for the next `cairn review`")
-    if r.get("skipped") == "failed":
-        return f"review: failed: {r['error']}: {r['message']}"
-    line = review_line(r, bool(r.get("more")))
-    return line if r.get("review") else f"review: {line}"
+                f"({r.error}: {r.message}); digests it does not take wait for the next `cairn review`")
+    if r.result is None:
+        return f"review: failed: {r.error}: {r.message}"
+    line = review_line(r.result, r.more)
+    return line if r.result.review else f"review: {line}"
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
+    from cairn.protocol.codec import to_body
+    from cairn.protocol.results import ImportArgs, ImportResult, SealArgs, SealResult
     from cairn.worker.journal.views import digest_json, public_digests
 
     ws = workspace_path(ns)
+    imp: ImportResult | SourcesImport
     if ns.all:
         from cairn.server.cli.sources import import_all, report_failures
 
         imp = import_all(ns, show_bar=not ns.json and sys.stderr.isatty())
         report_failures(imp)
-        if imp["interrupted"]:  # Ctrl-C: what was captured is kept; nothing is digested on the way out
+        if imp.interrupted:  # Ctrl-C: what was captured is kept; nothing is digested on the way out
             from cairn.server.cli.import_run import resume_hint
             from cairn.server.cli.sources import all_args
 
-            sys.stderr.write(resume_hint(all_args(ns), imp) + "\n")
+            sys.stderr.write(resume_hint(all_args(ns), imp.captured) + "\n")
             return EXIT_INTERRUPTED
     else:
         paths = [os.path.abspath(p) for p in ns.paths] or [example_session()]
-        imp = run_job(ns, "import", {"paths": paths, "format": ns.format}).result
-        report_malformed(imp)
-    sealed: list[Any] = []
-    for sid in imp["session_ids"]:
-        sealed += run_job(ns, "seal", {"session_id": sid, "trigger": "session-end"}).result["sealed"]
+        imp = run_result(ns, "import", ImportResult, ImportArgs(paths=tuple(paths), format=ns.format))
+        report_malformed(imp.malformed)
+    sealed: list[str] = []
+    for sid in imp.session_ids:
+        sealed += run_result(ns, "seal", SealResult, SealArgs(session_id=sid, trigger="session-end")).sealed
     counts = process_workspace(ws)
     digests, _ = public_digests(ws)
-    mine = [d for d in digests if d.session_id in set(imp["session_ids"])]
+    mine = [d for d in digests if d.session_id in set(imp.session_ids)]
     review = _review(ns)
     rows = [r for r in proposal_rows(ns) if r["state"] in ("pending", "stale")]
     if ns.json:
-        emit_json({"import": imp, "sealed": sealed, "process": counts, "digests": [digest_json(d) for d in mine],
-                   "review": review, "proposals": rows})
+        emit_json({"import": to_body(imp), "sealed": sealed, "process": to_body(counts),
+                   "digests": [digest_json(d) for d in mine], "review": review.to_json(), "proposals": rows})
     else:
-        print(f"imported {imp['captured']} new turn(s) from {imp['sessions']} session(s), "
-              f"{imp['skipped']} already captured")
+        print(f"imported {imp.captured} new turn(s) from {imp.sessions} session(s), "
+              f"{imp.skipped} already captured")
         print(f"sealed {len(sealed)} capture(s)")
         print_process(counts, prefix="digests: ")
         print(_review_report(review))
@@ -118,5 +140,5 @@ def cmd_run(ns: argparse.Namespace) -> int:
         print_journal(mine)
         print("Pending proposals (`cairn show ID`, `cairn accept ID`, `cairn reject ID`):")
         print_proposals(rows)
-    failed = process_failed(counts) or review.get("skipped") == "failed" or bool(imp.get("failed"))
+    failed = process_failed(counts) or review.skipped == "failed" or bool(imp.failed)
     return EXIT_PROBLEMS if failed else EXIT_OK

@@ -15,7 +15,7 @@ import datetime as dt
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli.support import (
@@ -27,6 +27,9 @@ from cairn.server.cli.support import (
     report_malformed,
     workspace_path,
 )
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import SourcesImport
 
 
 def _discover(ns: argparse.Namespace) -> list[Any]:
@@ -103,7 +106,7 @@ def _since(value: str | None) -> float | None:
     return day.timestamp()
 
 
-def import_all(ns: argparse.Namespace, *, show_bar: bool) -> dict[str, Any]:
+def import_all(ns: argparse.Namespace, *, show_bar: bool) -> SourcesImport:
     """Discover, select and import in the foreground (the bar on a terminal, Ctrl-C at a batch
     boundary, a helper process for many sources); ``failed`` lists the stores and sources that failed."""
     from cairn.server.cli.import_run import PROCESSES, foreground
@@ -127,28 +130,28 @@ def all_args(ns: argparse.Namespace) -> list[str]:
             *(["--since", ns.since] if ns.since else []), "-w", workspace_path(ns)]
 
 
-def report_failures(r: dict[str, Any]) -> None:
+def report_failures(r: SourcesImport) -> None:
     """One stderr line per store or source that failed (code, path, message without transcript text),
     and one per line an import left out."""
-    for f in r["failed"]:
-        sys.stderr.write(f"cairn: {f['code']}: {f['path']}: {f['message']}\n")
-    report_malformed(r)
+    for f in r.failed:
+        sys.stderr.write(f"cairn: {f.code}: {f.path}: {f.message}\n")
+    report_malformed(r.malformed)
 
 
-def report_import_all(ns: argparse.Namespace, r: dict[str, Any]) -> int:
+def report_import_all(ns: argparse.Namespace, r: SourcesImport) -> int:
     if ns.json:
         emit_json(r)
     else:
-        print(f"imported {r['sessions']} session(s) from {r['sources']} source(s): "
-              f"{r['captured']} new turn(s), {r['skipped']} already captured")
-        if not r["selected"]:
+        print(f"imported {r.sessions} session(s) from {r.sources} source(s): "
+              f"{r.captured} new turn(s), {r.skipped} already captured")
+        if not r.selected:
             print("no sessions of this workspace found; see `cairn discover` (or use --every-workspace)")
-        elif r["captured"]:
+        elif r.captured:
             print("next: `cairn seal && cairn process && cairn journal` (or `cairn run --all` for all of it)")
     report_failures(r)
-    if r.get("interrupted"):
+    if r.interrupted:
         from cairn.server.cli.import_run import resume_hint
 
-        sys.stderr.write(resume_hint(all_args(ns), r) + "\n")
+        sys.stderr.write(resume_hint(all_args(ns), r.captured) + "\n")
         return EXIT_INTERRUPTED
-    return EXIT_PROBLEMS if r["failed"] else EXIT_OK
+    return EXIT_PROBLEMS if r.failed else EXIT_OK

@@ -27,12 +27,17 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from cairn.server.scheduler import inprocess
 from cairn.server.scheduler.inprocess import load_config, response_error
 
+if TYPE_CHECKING:
+    from cairn.protocol.results import MalformedLine
+
 __all__ = ["load_config", "response_error"]  # re-exported for the command modules
+
+T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -57,6 +62,11 @@ class Command(NamedTuple):
 
 
 def emit_json(obj: object) -> None:
+    """``obj`` as indented JSON on stdout; a record (:mod:`protocol.results`) as its fields."""
+    if hasattr(type(obj), "RECORD_KIND"):
+        from cairn.protocol.codec import to_body
+
+        obj = to_body(obj)
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
@@ -81,20 +91,30 @@ def listing(ns: argparse.Namespace, rows: list[dict[str, Any]], empty: str,
     return EXIT_OK
 
 
-def report_malformed(result: dict[str, Any]) -> None:
+def report_malformed(malformed: tuple[MalformedLine, ...]) -> None:
     """Lines an import left out (the rest of each file was imported): one stderr line each."""
-    for bad in result.get("malformed", []):
-        sys.stderr.write(f"cairn: {bad['file']}: {bad['code']} {bad['message']}\n")
+    for bad in malformed:
+        sys.stderr.write(f"cairn: {bad.file}: {bad.code} {bad.message}\n")
 
 
-def call(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
-    """Run ``job`` in this process and return its response, whatever its status."""
+def call(ns: argparse.Namespace, job: str, job_args: Any = None) -> Any:
+    """Run ``job`` in this process and return its response, whatever its status.
+
+    ``job_args``: the job's argument record (:mod:`protocol.results`), or none.
+    """
     return inprocess.call(workspace_path(ns), job, job_args)
 
 
-def run_job(ns: argparse.Namespace, job: str, job_args: dict[str, Any] | None = None) -> Any:
+def run_job(ns: argparse.Namespace, job: str, job_args: Any = None) -> Any:
     """Run ``job`` in this process; a non-ok response raises its :class:`CairnError`."""
     resp = call(ns, job, job_args)
     if resp.status != "ok":
         raise response_error(resp)
     return resp
+
+
+def run_result(ns: argparse.Namespace, job: str, result: type[T], job_args: Any = None) -> T:
+    """:func:`run_job`, and its result record (``result``, the job's in ``protocol.results.RESULTS``)."""
+    from cairn.protocol.results import read
+
+    return read(result, run_job(ns, job, job_args).result, job=job)

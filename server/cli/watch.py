@@ -32,7 +32,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli.journal import print_process, process_workspace
@@ -57,6 +57,11 @@ from cairn.server.watch.core import (
     WatchCore,
 )
 from cairn.server.watch.files import FileWatcher, stores_for, watch_roots
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import ImportResult
+
+T = TypeVar("T")
 
 
 def watch_setup(p: argparse.ArgumentParser) -> None:
@@ -105,18 +110,20 @@ def _once(ns: argparse.Namespace, ws: str, config: dict[str, Any]) -> int:
 
     watcher = Watcher(os.path.expanduser("~"), os.environ, ws, policy_from_config(config),
                       everywhere=ns.every_workspace, idle=float(config.get("sealIdleMinutes", 20.0)) * 60)
+    from cairn.protocol.codec import to_body
+
     with Journal(ws) as j:
         r = watcher.tick(j)
-    counts: dict[str, Any] | None = process_workspace(ws) if r["sealed"] else None
-    failures = sorted({(f["code"], f["path"], f["message"]) for f in r["failed"]})
+    counts = process_workspace(ws) if r.sealed else None
+    failures = sorted({(f.code, f.path, f.message) for f in r.failed})
     if ns.json:
-        emit_json({**r, "process": counts})
+        emit_json({**to_body(r), "process": to_body(counts) if counts is not None else None})
     else:
         stamp = time.strftime("%H:%M:%S")
-        if r["captured"]:
-            print(f"{stamp} captured {r['captured']} new turn(s) from {r['sessions']} session(s)", flush=True)
-        if r["sealed"]:
-            print(f"{stamp} sealed {len(r['sealed'])} idle capture(s)", flush=True)
+        if r.captured:
+            print(f"{stamp} captured {r.captured} new turn(s) from {r.sessions} session(s)", flush=True)
+        if r.sealed:
+            print(f"{stamp} sealed {len(r.sealed)} idle capture(s)", flush=True)
         if counts is not None:
             print_process(counts, prefix=f"{stamp} digests: ")
     for code, path, message in failures:  # as `import --all` says them, with --json too
@@ -132,7 +139,8 @@ class Headless:
                  say: Callable[[str], None] | None = None,
                  observe: Callable[[str, Any], None] | None = None) -> None:
         """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
-        (``"import"``) and ignored path (``"ignored"``), for tests and benchmarks."""
+        (``"import"``: its :class:`~protocol.results.ImportResult`, None when it failed) and ignored path
+        (``"ignored"``), for tests and benchmarks."""
         self.ws, self.config = ws, config
         self.core = WatchCore(seal_idle=float(config.get("sealIdleMinutes", 20.0)) * 60.0)
         self.watcher = FileWatcher({ws: roots}, self.deliver, polling=polling, poll_max=poll_max)
@@ -195,6 +203,15 @@ class Headless:
             self._timer = asyncio.get_running_loop().call_later(max(0.0, at - time.time()), self._tick)
 
     async def _work(self) -> None:
+        from cairn.protocol.results import (
+            ImportArgs,
+            ImportResult,
+            SealArgs,
+            SealIdleArgs,
+            SealIdleResult,
+            SealResult,
+        )
+
         assert self._actions is not None
         while True:
             action = await self._actions.get()
@@ -202,40 +219,44 @@ class Headless:
                 sys.stderr.write(f"cairn: {action.code}: {os.path.basename(action.path)} ignored\n")
                 self.observe("ignored", action)
             elif isinstance(action, Import):
-                r = await self._job("import", {"paths": list(action.paths), "format": "auto", "each": True})
-                ended = tuple(s for s in (r or {}).get("ended") or () if isinstance(s, str))
-                self._queue(self.core.handle(Imported(action.group, action.paths, ended), time.time()))
-                if r:
-                    self._report(r, len(action.paths))
-                self.observe("import", r)
+                imported = await self._job("import", ImportArgs(paths=tuple(action.paths), each=True), ImportResult)
+                # no importer reports a session as ended yet: the core's session-end seal waits for one
+                self._queue(self.core.handle(Imported(action.group, action.paths), time.time()))
+                if imported is not None:
+                    self._report(imported, len(action.paths))
+                self.observe("import", imported)
             elif isinstance(action, SealIdle):
-                r = await self._job("seal-idle", {"quiet_seconds": action.quiet_seconds})
-                self._sealed(len(r.get("captures") or []) if r else 0, "idle")
+                idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds), SealIdleResult)
+                self._sealed(len(idle.captures) if idle else 0, "idle")
                 await self._digest_pass()
             elif isinstance(action, Seal):
-                r = await self._job("seal", {"session_id": action.session, "trigger": action.trigger})
-                self._sealed(len(r.get("sealed") or []) if r else 0, action.trigger)
+                sealed = await self._job("seal", SealArgs(session_id=action.session, trigger=action.trigger),
+                                         SealResult)
+                self._sealed(len(sealed.sealed) if sealed else 0, action.trigger)
                 await self._digest_pass()
 
-    async def _job(self, kind: str, args: dict[str, Any]) -> dict[str, Any] | None:
-        """Run one job in a thread; its failure is said on stderr (code only) and the watch goes on."""
+    async def _job(self, kind: str, args: Any, result: type[T]) -> T | None:
+        """Run job ``kind`` with ``args`` (its argument record) in a thread: its ``result`` record, or None
+        when it failed (said on stderr, code only; the watch goes on)."""
+        from cairn.protocol.codec import to_body
+        from cairn.protocol.results import read
         from cairn.protocol.worker import WorkerRequest
         from cairn.worker.entry import run_request
 
-        request = WorkerRequest(job=kind, workspace=self.ws, args=args, config=self.config)
+        request = WorkerRequest(job=kind, workspace=self.ws, args=to_body(args), config=self.config)
         resp = await asyncio.to_thread(run_request, request)
         if resp.status != "ok":
             err = response_error(resp)
             sys.stderr.write(f"cairn: {err.code}: {kind} failed; tried again at the next change\n")
             return None
-        return dict(resp.result)
+        return read(result, resp.result, job=kind)
 
-    def _report(self, r: dict[str, Any], files: int) -> None:
-        for bad in r.get("failed") or []:
-            sys.stderr.write(f"cairn: {bad['code']}: {bad['file']} not imported\n")
-        for bad in r.get("malformed") or []:
-            sys.stderr.write(f"cairn: {bad['code']}: {bad['file']} line {bad['line']} left out\n")
-        captured = int(r.get("captured", 0))
+    def _report(self, r: ImportResult, files: int) -> None:
+        for bad in r.failed or ():
+            sys.stderr.write(f"cairn: {bad.code}: {bad.file} not imported\n")
+        for line in r.malformed:
+            sys.stderr.write(f"cairn: {line.code}: {line.file} line {line.line} left out\n")
+        captured = r.captured
         if captured:
             self.totals["batches"] += 1
             self.totals["captured"] += captured

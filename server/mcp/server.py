@@ -44,13 +44,14 @@ import logging
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.server.scheduler.inprocess import call, response_error
 
 log = logging.getLogger("cairn.server.mcp")
 _CODE = re.compile(r"\b(E_[A-Z_]+): ")
+T = TypeVar("T")
 SEARCH_LIMIT = 50  # digests per journal_search answer at most
 NAME = "cairn"
 INSTRUCTIONS = (
@@ -61,7 +62,7 @@ INSTRUCTIONS = (
 )
 
 
-def _run(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+def _run(ns: argparse.Namespace, job: str, args: Any = None) -> dict[str, Any]:
     """A worker job's result; its failure as a :class:`CairnError`."""
     resp = call(os.path.abspath(ns.workspace), job, args)
     if resp.status != "ok":
@@ -70,7 +71,8 @@ def _run(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -
     return result
 
 
-def _job(ns: argparse.Namespace, job: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+def _job(ns: argparse.Namespace, job: str, args: Any = None) -> dict[str, Any]:
+    """The result of ``job`` (``args``: its argument record, or none) as the worker answered it."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
@@ -153,6 +155,17 @@ def _server_class() -> Any:
     return _Server
 
 
+def _typed(ns: argparse.Namespace, job: str, args: Any, record: type[T]) -> T:
+    """:func:`_job`, structured as its result ``record`` (:mod:`protocol.results`)."""
+    from cairn.protocol.results import read
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return read(record, _job(ns, job, args), job=job)
+    except CairnError as exc:
+        raise ToolError(f"{exc.code}: {exc.message}") from None
+
+
 def _day(value: str | None, name: str, *, end: bool) -> float | None:
     """A YYYY-MM-DD bound as a UTC timestamp (``until`` includes its whole day)."""
     if value in (None, ""):
@@ -204,13 +217,16 @@ def build(ns: argparse.Namespace) -> Any:
         """Remember TEXT in this project's memory, as the user asked: it becomes a proposal for the user to
         accept or reject (applied at once in auto mode). TYPE is user, feedback, project or reference
         (omit it to classify the text). Answers with the proposals made for it."""
+        from cairn.protocol.codec import to_body
+        from cairn.protocol.results import RememberArgs, RememberResult
         from cairn.worker.memory.remember import check_request
 
         try:
             text, note_type, source = check_request(text, type, "mcp")
         except CairnError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
-        return _job(ns, "remember", {"text": text, "type": note_type, "source": source})
+        remembered = _typed(ns, "remember", RememberArgs(text=text, type=note_type, source=source), RememberResult)
+        return to_body(remembered)
 
     @server.tool()
     def journal_search(query: str = "", type: str | None = None, since: str | None = None,

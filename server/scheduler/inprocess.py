@@ -27,12 +27,21 @@ def load_config(ws: str) -> dict[str, Any]:
     return config.to_dict(settings)
 
 
-def call(ws: str, job: str, job_args: dict[str, Any] | None = None) -> Any:
-    """Run ``job`` for workspace ``ws`` in this process and return its response, whatever its status."""
+def call(ws: str, job: str, job_args: Any = None) -> Any:
+    """Run ``job`` for workspace ``ws`` in this process and return its response, whatever its status.
+
+    ``job_args``: the job's argument record (:mod:`protocol.results`), a plain object, or none.
+    """
     from cairn.protocol.worker import WorkerRequest
     from cairn.worker.entry import run_request
 
-    return run_request(WorkerRequest(job=job, workspace=ws, args=job_args or {}, config=load_config(ws)))
+    if job_args is None or isinstance(job_args, dict):
+        args = job_args or {}
+    else:
+        from cairn.protocol.codec import to_body
+
+        args = to_body(job_args)
+    return run_request(WorkerRequest(job=job, workspace=ws, args=args, config=load_config(ws)))
 
 
 def response_error(resp: Any) -> CairnError:

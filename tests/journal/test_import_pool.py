@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.results import FailedFile
 
 from tests import sweep
 from tests.journal.helpers import J, batches
@@ -48,10 +49,10 @@ def test_files_are_captured_side_by_side_and_reported_in_order(workspace: Path, 
     monkeypatch.setattr(C, "_write_batch", meet_then_write)
     with Journal(str(workspace)) as j:
         out = I.import_paths(j, paths, "auto", POLICY, workers=4)
-    assert (out["files"], out["sessions"], out["captured"], out["interrupted"]) == (4, 4, 12, False)
+    assert (out.files, out.sessions, out.captured, out.interrupted) == (4, 4, 12, False)
     from cairn.worker.ingest.importers import load
 
-    assert out["session_ids"] == [load(Path(p))[0].session_id for p in paths]  # the order given
+    assert list(out.session_ids) == [load(Path(p))[0].session_id for p in paths]  # the order given
     assert sorted(len(v) for v in _ready(workspace).values()) == [3, 3, 3, 3]
 
 
@@ -64,7 +65,7 @@ def test_the_same_session_in_two_files_is_never_captured_twice_at_once(workspace
     shutil.copy(one, copy)
     with Journal(str(workspace)) as j:
         out = I.import_paths(j, [one, str(copy), one], "auto", POLICY, workers=4)  # no E_CLAIM_BUSY
-    assert (out["captured"], out["skipped"]) == (5, 10)
+    assert (out.captured, out.skipped) == (5, 10)
     assert [len(v) for v in _ready(workspace).values()] == [5]
 
 
@@ -98,7 +99,7 @@ def test_an_error_in_one_file_stops_the_others_at_a_batch_boundary(workspace: Pa
     monkeypatch.setattr(C, "_write_batch", real)
     with Journal(str(workspace)) as j:
         again = I.import_paths(j, paths, "auto", POLICY, workers=3)
-    assert again["captured"] + again["skipped"] == 27
+    assert again.captured + again.skipped == 27
     assert sorted(len(v) for v in _ready(workspace).values()) == [9, 9, 9]
 
 
@@ -257,8 +258,8 @@ def test_live_files_one_that_vanished_is_listed_and_a_journal_failure_fails_the_
     gone = str(tmp_path / "gone.jsonl")
     with Journal(str(workspace)) as j:
         out = I.import_each(j, [first, gone, second], "auto", POLICY)
-    assert out["failed"] == [{"file": "gone.jsonl", "code": "E_IMPORT_UNREADABLE"}]
-    assert (out["files"], out["captured"]) == (2, 6)
+    assert out.failed == (FailedFile(file="gone.jsonl", code="E_IMPORT_UNREADABLE"),)
+    assert (out.files, out.captured) == (2, 6)
 
     (third,) = [str(write_session(tmp_path / "src" / "later.jsonl", 90, 3, words=8))]
 

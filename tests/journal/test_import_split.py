@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.results import ImportTally
 
 from tests.journal.helpers import J, batches
 from tests.support import PYTHON, REPO, child_env
@@ -46,7 +47,7 @@ def split(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(import_split, "_cores", lambda: 2)  # as on a two-core machine
 
 
-def _import(ws: Path, paths: list[str], **kw: Any) -> dict[str, Any]:
+def _import(ws: Path, paths: list[str], **kw: Any) -> ImportTally:
     from cairn.worker.journal import imports as I
     from cairn.worker.journal.store import Journal
 
@@ -77,7 +78,7 @@ def test_a_session_in_both_parts_is_captured_once(tmp_path: Path, split: None) -
     copy = tmp_path / "copy.jsonl"
     shutil.copy(paths[0], copy)  # the helper's last file holds the first file's session
     out = _import(tmp_path / "ws", [*paths, str(copy)], processes=2)
-    assert (out["captured"], out["skipped"], out["sessions"]) == (20, 5, 5)
+    assert (out.captured, out.skipped, out.sessions) == (20, 5, 5)
     assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [5, 5, 5, 5]
 
 
@@ -102,13 +103,13 @@ def test_a_capture_waits_for_a_live_claim_of_the_other_process(workspace: Path, 
             return False
 
         r = capture_session(j, session, source="import:claude-code", policy=POLICY, stop=stop, busy_wait=30)
-        assert (r["captured"], r["interrupted"], len(asked) >= 1) == (3, False, True)
+        assert (r.captured, r.interrupted, len(asked) >= 1) == (3, False, True)
 
         held = other.claims.elect(f"session/{session_dir(session.session_id)}", purpose="capture", ttl=60,
                                   authority=other.authority)
         r = capture_session(j, session, source="import:claude-code", policy=POLICY, stop=lambda: True,
                             busy_wait=30)
-        assert (r["captured"], r["interrupted"]) == (0, True)  # Ctrl-C while waiting: nothing read, nothing lost
+        assert (r.captured, r.interrupted) == (0, True)  # Ctrl-C while waiting: nothing read, nothing lost
         from cairn.protocol.errors import CairnError, ErrorCode
 
         with pytest.raises(CairnError) as err:  # without the wait (one process): busy at once, as before
@@ -144,7 +145,7 @@ def test_an_error_in_the_first_files_stops_the_helper_at_a_batch_boundary(tmp_pa
     for turns in _ready(tmp_path / "ws").values():  # whatever the helper wrote is whole batches
         assert len(turns) % 2 == 0 or len(turns) == 9
     again = _import(tmp_path / "ws", paths, processes=2)
-    assert again["captured"] + again["skipped"] == 72
+    assert again.captured + again.skipped == 72
     assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [9] * 8
 
 
@@ -158,11 +159,11 @@ def test_a_stop_reaches_the_helper_and_a_rerun_finishes(tmp_path: Path, split: N
     seen: list[int] = []
     out = _import(tmp_path / "ws", paths, processes=2, progress=lambda done, total: seen.append(done),
                   stop=lambda: bool(seen))  # Ctrl-C once the first batch is in
-    assert out["interrupted"] and 0 < out["captured"] < 72
+    assert out.interrupted and 0 < out.captured < 72
     for turns in _ready(tmp_path / "ws").values():
         assert len(turns) % 2 == 0 or len(turns) == 9
     again = _import(tmp_path / "ws", paths, processes=2)
-    assert (again["interrupted"], out["captured"] + again["captured"]) == (False, 72)
+    assert (again.interrupted, out.captured + again.captured) == (False, 72)
     assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [9] * 8
 
 
@@ -179,7 +180,7 @@ def test_a_helper_that_dies_is_a_fixed_error_and_a_rerun_finishes(tmp_path: Path
     assert "exit status 3" in err.value.message and "again" in err.value.message
     monkeypatch.undo()
     again = _import(tmp_path / "ws", paths)
-    assert again["captured"] + again["skipped"] == 18
+    assert again.captured + again.skipped == 18
     assert sorted(len(v) for v in _ready(tmp_path / "ws").values()) == [3] * 6
 
 
@@ -192,13 +193,12 @@ def test_with_a_failed_list_a_helper_that_dies_fails_its_files_only(tmp_path: Pa
 
     paths = _files(tmp_path, 6, 3)
     monkeypatch.setattr(import_split, "COMMAND", [sys.executable, "-c", "import os; os._exit(3)"])
-    failed: list[dict[str, Any]] = []
     (tmp_path / "ws").mkdir()
     with Journal(str(tmp_path / "ws")) as j:
-        out = I.import_items(j, [(p, "auto", None) for p in paths], POLICY, processes=2, failed=failed)
+        out = I.import_items(j, [(p, "auto", None) for p in paths], POLICY, processes=2, tolerant=True)
     k = import_split.helper_share(6, 2)
-    assert [(f["index"], f["code"]) for f in failed] == [(i, "E_WORKER_CRASHED") for i in range(6 - k, 6)]
-    assert (out["files"], out["captured"]) == (6 - k, 3 * (6 - k))
+    assert [(f.index, f.code) for f in out.failed] == [(i, "E_WORKER_CRASHED") for i in range(6 - k, 6)]
+    assert (out.files, out.captured) == (6 - k, 3 * (6 - k))
 
 
 def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path) -> None:
@@ -229,13 +229,12 @@ def test_files_that_fail_are_listed_by_index_from_both_processes(tmp_path: Path,
     items: list[I.Item] = [(p, "auto", None) for p in paths]
     items.insert(1, (str(tmp_path / "gone.jsonl"), "auto", None))  # in this process's part
     items.append((str(tmp_path / "junk.jsonl"), "claude-code", None))  # in the helper's part
-    failed: list[dict[str, Any]] = []
     (tmp_path / "ws").mkdir()
     with Journal(str(tmp_path / "ws")) as j:
-        out = I.import_items(j, items, POLICY, processes=2, failed=failed)
-    assert [(f["index"], f["code"]) for f in sorted(failed, key=lambda f: f["index"])] == [
+        out = I.import_items(j, items, POLICY, processes=2, tolerant=True)
+    assert [(f.index, f.code) for f in out.failed] == [
         (1, "E_IMPORT_UNREADABLE"), (9, "E_IMPORT_MALFORMED")]
-    assert (out["files"], out["captured"]) == (8, 24)
+    assert (out.files, out.captured) == (8, 24)
     assert len(_claim_pids(tmp_path / "ws")) == 2
 
 
@@ -358,7 +357,7 @@ def test_a_sibling_still_capturing_is_waited_for_past_the_wait(workspace: Path, 
 
         monkeypatch.setattr(j.claims, "elect", elect)
         r = C.capture_session(j, session, source="import:claude-code", policy=POLICY, busy_wait=1.0)
-        assert (r["captured"], r["interrupted"]) == (3, False)
+        assert (r.captured, r.interrupted) == (3, False)
 
         polls[0], step[0] = 0, 1000  # a sibling stuck on one batch is given up on after the wait
         with pytest.raises(CairnError) as err:
@@ -370,9 +369,9 @@ def test_a_stop_before_the_first_batch_reaches_the_helper(tmp_path: Path, split:
     """Ctrl-C at once: the helper is told before it starts, and captures nothing either."""
     paths = _files(tmp_path, 8, 3)
     out = _import(tmp_path / "ws", paths, processes=2, stop=lambda: True)
-    assert (out["interrupted"], out["captured"], _ready(tmp_path / "ws")) == (True, 0, {})
+    assert (out.interrupted, out.captured, _ready(tmp_path / "ws")) == (True, 0, {})
     again = _import(tmp_path / "ws", paths, processes=2)
-    assert (again["interrupted"], again["captured"]) == (False, 24)
+    assert (again.interrupted, again.captured) == (False, 24)
 
 
 def test_a_full_disk_in_the_helper_is_the_code_of_one_process(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -456,7 +455,7 @@ def test_both_processes_wait_for_a_session_held_elsewhere(tmp_path: Path, split:
 
         out = _import(ws, [*paths, str(copy)], processes=2, stop=stop, progress=progress)
     assert not held
-    assert (out["captured"], out["skipped"], out["sessions"]) == (20, 5, 5)
+    assert (out.captured, out.skipped, out.sessions) == (20, 5, 5)
     assert sorted(len(v) for v in _ready(ws).values()) == [5, 5, 5, 5]
 
 
@@ -494,7 +493,8 @@ def test_a_long_request_does_not_hold_the_command_until_the_helper_has_started(
     os.mkfifo(gate)
     fake = ("import json, os, sys; os.read(os.open(sys.argv[1], os.O_RDONLY), 1); "
             "req = json.loads(sys.stdin.buffer.readline()); stop = sys.stdin.buffer.readline().decode(); "
-            "print(json.dumps({'result': {'n': len(req['items']), 'stop': stop}}), flush=True)")
+            "print(json.dumps({'result': {'record': 'import-tally', 'v': 1, 'files': len(req['items']), "
+            "'session_ids': [stop]}}), flush=True)")  # the counts carry what it was sent
     monkeypatch.setattr(import_split, "COMMAND", [sys.executable, "-c", fake, str(gate)])
     items: list[Any] = [(f"/a/long/path/to/a/session/store/{i:06d}.jsonl", "auto", None) for i in range(4000)]
     made: list[import_split.Helper] = []
@@ -511,4 +511,4 @@ def test_a_long_request_does_not_hold_the_command_until_the_helper_has_started(
     start.join()
     reply = made[0].wait(stop=lambda: True)
     assert not blocked
-    assert reply == {"n": 4000, "stop": "stop\n"}
+    assert (reply.files, reply.session_ids) == (4000, ("stop\n",))

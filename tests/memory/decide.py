@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from cairn.protocol.codec import to_body
 from cairn.protocol.settings import Settings
 from cairn.worker.memory import apply
 from cairn.worker.memory.store import MemoryStore
@@ -15,7 +16,7 @@ from cairn.worker.memory.store import MemoryStore
 def main(ws: str, action: str, pid: str) -> None:
     with MemoryStore(ws, Settings()) as ms:
         apply.recover(ms)
-        print(getattr(apply, action)(ms, pid))
+        print(to_body(getattr(apply, action)(ms, pid)))  # the decision's fields
 
 
 if __name__ == "__main__":

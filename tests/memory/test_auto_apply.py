@@ -37,7 +37,7 @@ def _reviewed_then_killed(ws: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
         with MemoryStore(str(ws), Settings(mode="auto")) as ms:
             r, _ = R.general_review(ms, automatic=False)
     rows = cairn_json(ws, "proposals")
-    assert len(rows) == r["proposals"] >= 3 and {x["state"] for x in rows} == {"pending"}
+    assert r.proposals is not None and len(rows) == r.proposals >= 3 and {x["state"] for x in rows} == {"pending"}
     return {x["id"]: x["kind"] for x in rows}
 
 

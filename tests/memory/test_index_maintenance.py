@@ -401,9 +401,9 @@ def test_an_explicit_review_with_no_new_digests_still_repairs_the_index(workspac
     (workspace / MEM / "last.md").unlink()  # the user deletes a topic by hand; its entry now dangles
     with MemoryStore(str(workspace), Settings()) as ms:
         quiet, more = general_review(ms, automatic=True)
-        assert quiet["review"] is None and quiet["digests"] == 0 and not more  # idle: no debt, no scan
+        assert quiet.review is None and quiet.digests == 0 and not more  # idle: no debt, no scan
         result, more = general_review(ms, automatic=False)
-    assert result["review"] and result["digests"] == 0 and result["proposals"] == 1 and not more
+    assert result.review and result.digests == 0 and result.proposals == 1 and not more
     rows = cairn_json(workspace, "proposals")
     assert isinstance(rows, list)
     (fresh,) = [r for r in rows if r["state"] == "pending"]

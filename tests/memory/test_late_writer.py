@@ -52,8 +52,8 @@ def test_accept_reports_applied_when_the_decision_claim_was_lost_after_the_write
         ms.close()
     after = (workspace / "AGENTS.md").read_bytes()
     assert after != before  # the write landed ...
-    assert result["state"] == "applied" and result["changed"] is True  # ... and that is what is reported
-    assert result["written"] == ["AGENTS.md"]
+    assert result.state == "applied" and result.changed is True  # ... and that is what is reported
+    assert result.written == ("AGENTS.md",)
     # the decision is recorded exactly once, the marker is retired, the proposal reads applied
     rows = {r["id"]: r for r in cairn_json(workspace, "proposals")}
     assert rows[prop["id"]]["state"] == "applied"
@@ -88,7 +88,7 @@ def test_an_import_whose_claim_was_lost_after_its_writes_reports_the_turns_captu
     with Journal(str(workspace)) as j:
         out = import_paths(j, [str(DEMO)], "auto", ModelPolicy(provider="extractive"))
     turns = sum(len(s.turns) for s in load(DEMO))
-    assert out["captured"] == turns  # reported ...
+    assert out.captured == turns  # reported ...
     (cap,) = (workspace / ".cairn/state/journal/captures").iterdir()
     from tests.journal.helpers import batches
 

@@ -89,7 +89,7 @@ def test_cited_busy_and_unconsolidated_notes_are_kept(workspace: Path) -> None:
     with MemoryStore(str(workspace), Settings()) as ms:
         result, _ = R.general_review(ms, automatic=False)
         props = [apply.load_proposal(ms, pid) for pid in apply.proposal_ids(ms)]
-    assert result["notes"] == 1
+    assert result.notes == 1
     assert [p.kind for p in props] == ["create"]  # the cited note's content, not its removal
     assert "Someone is writing" not in json.dumps([p.summary for p in props])
 
@@ -98,7 +98,7 @@ def test_auto_mode_applies_the_extractions_then_disposes_of_the_note(workspace: 
     note = _note(workspace, "ops.md", b"- Logs of the api service go to the ops bucket\n", folder="scratch")
     with MemoryStore(str(workspace), Settings(mode="auto", notesDirs=("scratch",))) as ms:
         result, _ = R.general_review(ms, automatic=True)
-    assert len(result["applied"]) == 2 and not note.exists()
+    assert result.applied is not None and len(result.applied) == 2 and not note.exists()
     assert "Logs of the api service" in "".join(p.read_text() for p in (workspace / ".agents/memory").glob("*.md"))
 
 
@@ -110,8 +110,8 @@ def test_a_symlinked_notes_folder_is_never_followed(workspace: Path, tmp_path: P
     (workspace / ".agents/notes").symlink_to(outside)
     with MemoryStore(str(workspace), Settings()) as ms:
         result, _ = R.general_review(ms, automatic=False)
-    assert result["review"] is None and result["notesProblems"] == [
-        "E_PATH_SYMLINK: notes folder .agents/notes not read"]
+    assert result.review is None and result.notesProblems == (
+        "E_PATH_SYMLINK: notes folder .agents/notes not read",)
     assert (outside / "secret.md").exists()
 
 

@@ -149,12 +149,12 @@ def test_a_focused_review_neither_advances_coverage_nor_counts_against_the_cap(w
     with MemoryStore(str(workspace), Settings(mode="propose")) as ms:
         before = [d.id for d in R.unreviewed(ms)]
         for fact in FACTS:  # more focused reviews than the automatic cap allows
-            assert remember(ms, fact, "project")["reviews"] == 1
+            assert remember(ms, fact, "project").reviews == 1
         assert [d.id for d in R.unreviewed(ms)] == before
         assert R.automatic_reviews_in_window(ms, ms.now()) == 0
         recs = R.published_reviews(ms)
         assert len(recs) == len(FACTS) > R.AUTO_CAP and all(r.remembered and not r.digests for r in recs)
-        assert R.general_review(ms, automatic=True)[0]["review"]  # the cap still has room
+        assert R.general_review(ms, automatic=True)[0].review  # the cap still has room
     # the remember captures' digests, reviewed generally, propose nothing the focused reviews did not
     cairn(workspace, "process")
     proposals = {p["id"] for p in cairn_json(workspace, "proposals")}
@@ -190,7 +190,7 @@ def test_a_caller_that_finds_the_review_busy_waits_for_its_holder(workspace: Pat
 
         monkeypatch.setattr(RM, "_sleep", holder_finishes)
         out = RM.remember(ms, "Logs rotate daily at midnight", "project")
-        assert len(looks) == 2 and out["reviewed"] and not out["busy"] and len(out["proposals"]) == 1
+        assert len(looks) == 2 and out.reviewed and not out.busy and len(out.proposals) == 1
 
 
 def test_a_busy_focused_review_leaves_the_request_to_its_holder(workspace: Path,
@@ -202,7 +202,7 @@ def test_a_busy_focused_review_leaves_the_request_to_its_holder(workspace: Path,
     with MemoryStore(str(workspace)) as ms:
         claim = ms.mclaims.elect(F.SCOPE, purpose="test", ttl=60.0, authority=ms.mauthority)
         out = remember(ms, "Logs rotate daily at midnight", "project")
-        assert out["busy"] and not out["reviewed"] and out["proposals"] == []
+        assert out.busy and not out.reviewed and out.proposals == ()
         record_request(ms, "Backups run hourly", "project", "cli")  # linked while the holder runs
         ms.mclaims.finish(claim)
         # the holder looks again once it settled: both requests are covered by one coalesced review

@@ -28,7 +28,7 @@ def test_reviews_are_bounded_and_coverage_advances_only_when_published(workspace
     with MemoryStore(str(workspace)) as ms:
         assert len(R.unreviewed(ms)) == 23
         first, more = R.general_review(ms, automatic=False)
-        assert first["digests"] == 20 and more
+        assert first.digests == 20 and more
         assert len(R.unreviewed(ms)) == 3
         # a review record without its accepted proposals does not count as published coverage
         rec = R.published_reviews(ms)[0]
@@ -44,7 +44,7 @@ def test_reviews_are_bounded_and_coverage_advances_only_when_published(workspace
     assert out == {"reviews": 1, "proposals": out["proposals"]} and out["proposals"] >= 1
     with MemoryStore(str(workspace)) as ms:
         assert R.unreviewed(ms) == []
-        assert R.general_review(ms, automatic=False)[0]["review"] is None  # nothing left: No review at all
+        assert R.general_review(ms, automatic=False)[0].review is None  # nothing left: No review at all
 
 
 def test_automatic_reviews_are_capped_at_eight_per_day_but_drain_is_not(workspace: Path) -> None:
@@ -54,9 +54,9 @@ def test_automatic_reviews_are_capped_at_eight_per_day_but_drain_is_not(workspac
         done = 0
         for _ in range(10):
             r, _more = R.general_review(ms, automatic=True)
-            if r.get("review"):
+            if r.review:
                 done += 1
-            if r.get("skipped") == "cap":
+            if r.skipped == "cap":
                 break
         assert done == 1  # everything was reviewed in the first bounded batch
     with MemoryStore(str(workspace)) as ms:
@@ -67,7 +67,7 @@ def test_automatic_reviews_are_capped_at_eight_per_day_but_drain_is_not(workspac
             cairn(workspace, "import", str(workspace / "x.md"))
             cairn(workspace, "seal")
             cairn(workspace, "process")
-            assert R.general_review(ms, automatic=True)[0].get("review")
+            assert R.general_review(ms, automatic=True)[0].review
         assert R.automatic_reviews_in_window(ms, ms.now()) == 8
         (workspace / "y.md").write_text("# aider chat started at 2025-04-01 10:00:00\n\n#### From now on never "
                                         "squash merge.\n\nOK.\n")
@@ -77,8 +77,8 @@ def test_automatic_reviews_are_capped_at_eight_per_day_but_drain_is_not(workspac
         cairn(workspace, "import", str(workspace / "z.md"))
         cairn(workspace, "seal")
         cairn(workspace, "process")
-        assert R.general_review(ms, automatic=True)[0].get("skipped") == "cap"
-        assert R.general_review(ms, automatic=False)[0].get("review")  # explicit: bypasses the cap
+        assert R.general_review(ms, automatic=True)[0].skipped == "cap"
+        assert R.general_review(ms, automatic=False)[0].review  # explicit: bypasses the cap
 
 
 def test_auto_mode_applies_through_the_checked_path_and_manual_mode_waits(workspace: Path) -> None:
@@ -87,10 +87,10 @@ def test_auto_mode_applies_through_the_checked_path_and_manual_mode_waits(worksp
     cairn(workspace, "seal")
     cairn(workspace, "process")
     with MemoryStore(str(workspace), Settings(mode="manual")) as ms:
-        assert R.general_review(ms, automatic=True)[0]["skipped"] == "manual-mode"
+        assert R.general_review(ms, automatic=True)[0].skipped == "manual-mode"
     with MemoryStore(str(workspace), Settings(mode="auto")) as ms:
         r, _ = R.general_review(ms, automatic=True)
-    assert r["applied"] and len(r["applied"]) == r["proposals"]
+    assert r.applied and len(r.applied) == r.proposals
     rows = cairn_json(workspace, "proposals")
     assert {x["state"] for x in rows} == {"applied"}
     assert "## Working agreements" in (workspace / "AGENTS.md").read_text()
@@ -106,7 +106,7 @@ def test_an_accepted_unpublished_review_is_recovered_not_rerun(workspace: Path) 
     cairn(workspace, "process")
     with MemoryStore(str(workspace)) as ms:
         r, _ = R.general_review(ms, automatic=False)
-    rid = r["review"]
+    rid = r.review
     # crash between acceptance and publication: the public record and proposals vanish
     (workspace / f".cairn/journal/reviews/{rid}.json").unlink()
     for p in (workspace / ".cairn/state/memory/proposals").iterdir():
@@ -114,4 +114,4 @@ def test_an_accepted_unpublished_review_is_recovered_not_rerun(workspace: Path) 
     out = json.loads(cairn(workspace, "review", "--json").stdout)
     assert out["recovered"] is True and out["review"] is None
     assert [x.id for x in R.published_reviews(MemoryStore(str(workspace)))] == [rid]
-    assert len(cairn_json(workspace, "proposals")) == r["proposals"]
+    assert len(cairn_json(workspace, "proposals")) == r.proposals

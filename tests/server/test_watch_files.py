@@ -60,15 +60,15 @@ async def test_appended_turns_are_captured_and_a_half_written_line_only_once_com
     run = Run(workspace, [str(tmp_path / "store")], polling=polling)
     try:
         first = await run.next("import")
-        assert first["captured"] == FIXTURE_TURNS and first["failed"] == []
+        assert first.captured == FIXTURE_TURNS and first.failed == ()
         append(live, turn_lines(1))  # its prompt also completes the turn the fixture ended on
-        assert (await run.next("import"))["captured"] == 2
+        assert (await run.next("import")).captured == 2
         whole = turn_lines(2)
         cut = whole.index("\n") + 1 + 40  # the prompt, then the answer's line cut short
         append(live, whole[:cut])
-        assert (await run.next("import"))["captured"] == 0  # a half-written last line is no turn
+        assert (await run.next("import")).captured == 0  # a half-written last line is no turn
         append(live, whole[cut:])
-        assert (await run.next("import"))["captured"] == 1
+        assert (await run.next("import")).captured == 1
         assert run.watch.totals == {"batches": 3, "captured": FIXTURE_TURNS + 3, "sealed": 0}
         assert [line.split(" ", 1)[1] for line in run.lines] == [
             f"captured {FIXTURE_TURNS} turn(s) from 1 file(s)", "captured 2 turn(s) from 1 file(s)",
@@ -83,7 +83,7 @@ async def test_a_file_replaced_by_a_symlink_is_ignored_with_a_fixed_code(workspa
     append(elsewhere, turn_lines(1))
     run = Run(workspace, [str(tmp_path / "store")], polling=False)
     try:
-        assert (await run.next("import"))["captured"] == FIXTURE_TURNS
+        assert (await run.next("import")).captured == FIXTURE_TURNS
         link = tmp_path / "store" / "link.tmp"
         os.symlink(elsewhere, link)
         os.replace(link, live)  # the session file is now a symlink to another file

@@ -34,7 +34,7 @@ def _run(home, ws, **kw):
 
 
 def _failed(r):
-    return {(f["format"], f["code"]) for f in r["failed"]}
+    return {(f.format, f.code) for f in r.failed}
 
 
 def test_imports_the_workspace_sessions_once(tmp_path):
@@ -43,12 +43,12 @@ def test_imports_the_workspace_sessions_once(tmp_path):
     chosen = sources(select(discover(str(home), env_for(home), workspace=ws), ws))
     with Journal(ws) as j:
         first = import_sources(j, chosen, POLICY, lambda done, total: seen.append((done, total)))
-    assert first["failed"] == [] and first["captured"] > 0 and first["sources"] == len(chosen) >= 10
-    assert seen[-1] == (first["captured"], first["captured"])  # the progress bar counts turns
+    assert first.failed == () and first.captured > 0 and first.sources == len(chosen) >= 10
+    assert seen[-1] == (first.captured, first.captured)  # the progress bar counts turns
     again = _run(home, ws)
-    assert (again["captured"], again["skipped"]) == (0, first["captured"])
+    assert (again.captured, again.skipped) == (0, first.captured)
     wider = _run(home, ws, everywhere=True)
-    assert wider["captured"] > 0 and wider["skipped"] == first["captured"]
+    assert wider.captured > 0 and wider.skipped == first.captured
 
 
 def test_a_bad_source_fails_alone_and_nothing_is_captured_twice(tmp_path):
@@ -72,13 +72,13 @@ def test_a_bad_source_fails_alone_and_nothing_is_captured_twice(tmp_path):
         r = import_sources(j, chosen, POLICY)
     assert _failed(r) == {("continue", "E_IMPORT_MALFORMED"), ("codex", "E_PATH_SYMLINK"),
                           ("qwen-code", "E_IMPORT_UNREADABLE"), ("opencode", "E_IMPORT_MALFORMED")}
-    assert r["sources"] == len(chosen) - 4 and r["captured"] > 0
-    assert not any("NOISE" in f["message"] or ws in f["message"] for f in r["failed"])
+    assert r.sources == len(chosen) - 4 and r.captured > 0
+    assert not any("NOISE" in f.message or ws in f.message for f in r.failed)
     with open(cont, "wb") as f:  # the tool finished writing
         f.write(whole)
     again = _run(home, ws)
-    assert again["captured"] == 2  # only the two Continue turns are new
-    assert again["skipped"] == r["captured"]
+    assert again.captured == 2  # only the two Continue turns are new
+    assert again.skipped == r.captured
 
 
 def test_a_locked_database_is_read_without_waiting(tmp_path):
@@ -90,7 +90,7 @@ def test_a_locked_database_is_read_without_waiting(tmp_path):
         (s,) = load(db)
         assert len(s.turns) == 2
         r = _run(home, ws)
-        assert r["failed"] == [] and "ses_01a2b3c4d5e6ABCDEFGHIJKLMN" in r["session_ids"]
+        assert r.failed == () and "ses_01a2b3c4d5e6ABCDEFGHIJKLMN" in r.session_ids
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -150,7 +150,7 @@ def test_locked_even_for_an_immutable_read_is_a_fixed_code(tmp_path, monkeypatch
     monkeypatch.setattr(_sqlite, "_connect", locked)
     r = _run(home, ws)
     assert ("opencode", "E_IMPORT_LOCKED") in _failed(r) and ("cursor", "E_IMPORT_LOCKED") in _failed(r)
-    assert r["captured"] > 0  # the file stores went on
+    assert r.captured > 0  # the file stores went on
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="permissions do not bind root")
@@ -176,8 +176,8 @@ def test_an_unforeseen_record_shape_fails_that_source_alone(tmp_path, monkeypatc
 
     monkeypatch.setitem(importers.PARSERS, "continue", broken)
     r = _run(home, ws)
-    assert _failed(r) == {("continue", "E_IMPORT_MALFORMED")} and r["captured"] > 0
-    assert "list" not in r["failed"][0]["message"]
+    assert _failed(r) == {("continue", "E_IMPORT_MALFORMED")} and r.captured > 0
+    assert "list" not in r.failed[0].message
 
 
 def test_ctrl_c_stops_import_all_at_a_batch_boundary_and_says_how_to_resume(tmp_path):

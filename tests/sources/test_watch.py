@@ -30,9 +30,9 @@ def _tick(w, ws, **journal):
 def test_a_tick_imports_only_what_changed(tmp_path):
     home, ws, w = _setup(tmp_path)
     first = _tick(w, ws)
-    assert first["failed"] == [] and first["captured"] > 0 and first["changed"] >= 10
+    assert first.failed == () and first.captured > 0 and first.changed >= 10
     quiet = _tick(w, ws)
-    assert (quiet["changed"], quiet["sources"], quiet["captured"]) == (0, 0, 0)
+    assert (quiet.changed, quiet.sources, quiet.captured) == (0, 0, 0)
     chat = next((home / ".gemini" / "tmp" / "proj" / "chats").glob("*.jsonl"))
     with chat.open("a") as f:  # the live session completes one more turn
         f.write(json.dumps({"id": "u-9", "type": "user", "content": "Also pin the Node version in .nvmrc."}) + "\n")
@@ -40,7 +40,7 @@ def test_a_tick_imports_only_what_changed(tmp_path):
                             "tokens": {"total": 5}}) + "\n")
     grown = _tick(w, ws)
     # the new prompt also completes the turn the file ended on (the user moved on after its tool call)
-    assert (grown["changed"], grown["sources"], grown["captured"]) == (1, 1, 2)
+    assert (grown.changed, grown.sources, grown.captured) == (1, 1, 2)
 
 
 def test_a_failed_source_is_tried_again(tmp_path):
@@ -49,21 +49,21 @@ def test_a_failed_source_is_tried_again(tmp_path):
     whole = session.read_text()
     session.write_text(whole[: whole.index('"history"')] + '"history": [')  # being rewritten by the tool
     first = _tick(w, ws)
-    assert [(f["format"], f["code"]) for f in first["failed"]] == [("continue", "E_IMPORT_MALFORMED")]
+    assert [(f.format, f.code) for f in first.failed] == [("continue", "E_IMPORT_MALFORMED")]
     again = _tick(w, ws)  # unchanged, still failing: tried again, reported again
-    assert again["changed"] == 1 and [f["format"] for f in again["failed"]] == ["continue"]
+    assert again.changed == 1 and [f.format for f in again.failed] == ["continue"]
     session.write_text(whole)
     fixed = _tick(w, ws)
-    assert fixed["failed"] == [] and fixed["captured"] == 2
-    assert _tick(w, ws)["changed"] == 0
+    assert fixed.failed == () and fixed.captured == 2
+    assert _tick(w, ws).changed == 0
 
 
 def test_idle_captures_are_sealed(tmp_path):
     home, ws, w = _setup(tmp_path)
-    assert _tick(w, ws)["sealed"] == []  # just captured: not idle
+    assert _tick(w, ws).sealed == ()  # just captured: not idle
     later = _tick(w, ws, clock_offset=w.idle + 60)
-    assert later["changed"] == 0 and len(later["sealed"]) >= 10
-    assert _tick(w, ws, clock_offset=w.idle + 120)["sealed"] == []  # sealed once
+    assert later.changed == 0 and len(later.sealed) >= 10
+    assert _tick(w, ws, clock_offset=w.idle + 120).sealed == ()  # sealed once
 
 
 def test_unchanged_files_are_not_probed_again(tmp_path, monkeypatch):

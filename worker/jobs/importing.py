@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.results import SourceFailure, SourcesImport
 from cairn.worker.ingest.sources.model import SessionRef, Store
 from cairn.worker.ingest.sources.probe import claude_folder
 from cairn.worker.journal.store import Journal
@@ -65,10 +66,10 @@ def select(stores: Iterable[Store], workspace: str, *, everywhere: bool = False,
     return out
 
 
-def refused(refs: Iterable[SessionRef]) -> list[dict[str, Any]]:
-    """The ``failed`` entries of the refs discovery refused to read (each with its code)."""
-    return [{"format": r.format, "path": r.path, "code": r.error, "message": r.message or ""}
-            for r in sorted(refs, key=lambda r: (r.format, r.path)) if r.error]
+def refused(refs: Iterable[SessionRef]) -> tuple[SourceFailure, ...]:
+    """The failures of the refs discovery refused to read (each with its code)."""
+    return tuple(SourceFailure(format=r.format, path=r.path, code=r.error, message=r.message or "")
+                 for r in sorted(refs, key=lambda r: (r.format, r.path)) if r.error)
 
 
 def sources(refs: Iterable[SessionRef]) -> list[tuple[str, str, frozenset[str] | None]]:
@@ -90,7 +91,7 @@ def sources(refs: Iterable[SessionRef]) -> list[tuple[str, str, frozenset[str] |
 
 def import_sources(j: Journal, chosen: list[tuple[str, str, frozenset[str] | None]], policy: ModelPolicy,
                    progress: Callable[[int, int], None] | None = None, *, stop: Callable[[], bool] | None = None,
-                   processes: int = 1) -> dict[str, Any]:
+                   processes: int = 1) -> SourcesImport:
     """Import ``chosen`` sources together (:func:`imports.import_items`: several in flight, with
     ``processes=2`` a helper process for the last ones); ``progress(done, total)`` counts turns.
 
@@ -98,25 +99,26 @@ def import_sources(j: Journal, chosen: list[tuple[str, str, frozenset[str] | Non
     batch boundary (``interrupted``)."""
     from cairn.worker.journal.imports import import_items
 
-    failed: list[dict[str, Any]] = []
     items = [(path, fmt, keys) for fmt, path, keys in chosen]
     r = import_items(j, items, policy, follow_symlinks=False, progress=progress, stop=stop, processes=processes,
-                     failed=failed)
-    return {"sources": r["files"], "sessions": r["sessions"], "captured": r["captured"], "skipped": r["skipped"],
-            "session_ids": r["session_ids"], "malformed": r["malformed"], "interrupted": r["interrupted"],
-            "failed": [{"format": chosen[f["index"]][0], "path": chosen[f["index"]][1], "code": f["code"],
-                        "message": f["message"]} for f in sorted(failed, key=lambda f: int(f["index"]))]}
+                     tolerant=True)
+    return SourcesImport(sources=r.files, sessions=r.sessions, captured=r.captured, skipped=r.skipped,
+                         session_ids=r.session_ids, malformed=r.malformed, interrupted=r.interrupted,
+                         failed=tuple(SourceFailure(format=chosen[f.index][0], path=chosen[f.index][1], code=f.code,
+                                                    message=f.message) for f in r.failed))
+
+
+def unread(stores: Iterable[Store]) -> tuple[SourceFailure, ...]:
+    """The stores discovery could not read, as failures."""
+    return tuple(SourceFailure(format=st.format, path=st.path, code=st.error, message=st.message or "")
+                 for st in stores if st.error)
 
 
 def import_all(j: Journal, stores: list[Store], workspace: str, policy: ModelPolicy, *, everywhere: bool = False,
                since: float | None = None, progress: Callable[[int, int], None] | None = None,
-               stop: Callable[[], bool] | None = None, processes: int = 1) -> dict[str, Any]:
+               stop: Callable[[], bool] | None = None, processes: int = 1) -> SourcesImport:
     """Select from ``stores`` and import; stores that could not be read and selected entries that
     were refused are listed as failed too."""
     refs = select(stores, workspace, everywhere=everywhere, since=since)
     totals = import_sources(j, sources(refs), policy, progress, stop=stop, processes=processes)
-    unread = [{"format": st.format, "path": st.path, "code": st.error, "message": st.message or ""}
-              for st in stores if st.error]
-    totals["failed"] = unread + refused(refs) + totals["failed"]
-    totals["selected"] = len(refs)
-    return totals
+    return codec.evolve(totals, failed=unread(stores) + refused(refs) + totals.failed, selected=len(refs))

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
+from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.results import SourceFailure, SourcesImport
 from cairn.protocol.vocab import Trigger
 from cairn.worker.ingest.sources.model import SessionRef
 from cairn.worker.ingest.sources.scan import Probes, discover
-from cairn.worker.jobs.importing import import_sources, refused, select, sources
+from cairn.worker.jobs.importing import import_sources, refused, select, sources, unread
 from cairn.worker.journal.capture import open_sessions, seal_session
 from cairn.worker.journal.store import Journal
 
@@ -50,26 +51,22 @@ class Watcher:
         self.stamps: dict[tuple[str, str, str | None], Stamp] = {}
         self.probes: Probes = {}
 
-    def changed(self) -> tuple[list[SessionRef], list[dict[str, Any]]]:
+    def changed(self) -> tuple[list[SessionRef], tuple[SourceFailure, ...]]:
         """(sessions whose stamp moved, stores that could not be read)."""
         stores = discover(self.home, self.env, workspace=self.workspace, probes=self.probes)
         refs = select(stores, self.workspace, everywhere=self.everywhere)
         moved = [r for r in refs if self.stamps.get(_slot(r)) != (r.mtime, r.size)]
-        unread = [{"format": st.format, "path": st.path, "code": st.error, "message": st.message or ""}
-                  for st in stores if st.error]
-        return moved, unread
+        return moved, unread(stores)
 
-    def tick(self, j: Journal, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    def tick(self, j: Journal, *, progress: Callable[[int, int], None] | None = None) -> SourcesImport:
         """One pass: import what changed, then seal idle captures. Returns the counts and failures."""
-        moved, unread = self.changed()
+        moved, not_read = self.changed()
         totals = import_sources(j, sources(moved), self.policy, progress)
-        failed = {(f["format"], f["path"]) for f in totals["failed"]}
+        failed = {(f.format, f.path) for f in totals.failed}
         for ref in moved:
             if (ref.format, ref.path) not in failed and not ref.error:
                 self.stamps[_slot(ref)] = (ref.mtime, ref.size)
-        totals["failed"] = unread + refused(moved) + totals["failed"]
-        totals["changed"] = len(moved)
         cutoff = j.now() - self.idle
-        totals["sealed"] = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=cutoff)
-                                        for s in open_sessions(j)) if c]
-        return totals
+        sealed = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=cutoff) for s in open_sessions(j)) if c]
+        return codec.evolve(totals, failed=not_read + refused(moved) + totals.failed, changed=len(moved),
+                            sealed=tuple(sealed))

@@ -41,6 +41,7 @@ from cairn.protocol.journal import (
     SessionInfo,
 )
 from cairn.protocol.knobs import env_int
+from cairn.protocol.results import CaptureResult, SealArgs, SealIdleArgs, SealIdleResult, SealResult, read
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
 from cairn.protocol.worker import WorkerRequest
@@ -292,7 +293,7 @@ def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None) -> Claim |
 
 def capture_session(j: Journal, session: AnySession, *, source: str, policy: ModelPolicy,
                     progress: Progress | None = None, stop: Stop | None = None,
-                    busy_wait: float = 0.0) -> dict[str, Any]:
+                    busy_wait: float = 0.0) -> CaptureResult:
     """Capture every not-yet-captured turn of ``session`` in batches; idempotent.
 
     The session's turns are read once, in order, one batch at a time (a
@@ -352,10 +353,9 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
             interrupted = True
             break
     if pending is None or obs is None:  # stopped while waiting for another process's claim: nothing read
-        return {"captured": 0, "skipped": 0, "capture": None, "repaired": 0, "unrepaired": 0, "interrupted": True,
-                "turns": 0}
-    return {"captured": captured, "skipped": pending.skipped, "capture": obs.cid, "repaired": repaired,
-            "unrepaired": unrepaired, "interrupted": interrupted, "turns": pending.seen}
+        return CaptureResult(captured=0, skipped=0, capture=None, repaired=0, unrepaired=0, interrupted=True, turns=0)
+    return CaptureResult(captured=captured, skipped=pending.skipped, capture=obs.cid, repaired=repaired,
+                         unrepaired=unrepaired, interrupted=interrupted, turns=pending.seen)
 
 
 def _settle_quietly(j: Journal, claim: Claim) -> None:
@@ -425,7 +425,7 @@ def open_sessions(j: Journal) -> list[str]:
 
 # -- jobs -------------------------------------------------------------------
 
-def job_capture(req: WorkerRequest) -> dict[str, Any]:
+def job_capture(req: WorkerRequest) -> CaptureResult:
     """Capture the turns of one session: ``turns`` (a batch, in session order) or one ``turn``."""
     given = req.args.get("turns")
     raw = given if isinstance(given, list) else [req.args.get("turn") or {}]
@@ -450,18 +450,18 @@ def _trigger(value: object) -> Trigger:
                          + ", ".join(t.value for t in Trigger)) from None
 
 
-def job_seal(req: WorkerRequest) -> dict[str, Any]:
-    trigger = _trigger(req.args.get("trigger", "session-end"))
+def job_seal(req: WorkerRequest) -> SealResult:
+    args = read(SealArgs, req.args, job=req.job)
+    trigger = _trigger(args.trigger)
     with Journal(req.workspace) as j:
-        sid = req.args.get("session_id")
-        targets = [str(sid)] if sid else open_sessions(j)
+        targets = [args.session_id] if args.session_id else open_sessions(j)
         sealed = [c for c in (seal_session(j, s, trigger) for s in targets) if c]
-    return {"sealed": sealed}
+    return SealResult(sealed=tuple(sealed))
 
 
-def job_seal_idle(req: WorkerRequest) -> dict[str, Any]:
-    quiet = float(req.args.get("quiet_seconds", 20 * 60))
+def job_seal_idle(req: WorkerRequest) -> SealIdleResult:
+    quiet = read(SealIdleArgs, req.args, job=req.job).quiet_seconds
     with Journal(req.workspace) as j:
         cutoff = j.now() - quiet
         sealed = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=cutoff) for s in open_sessions(j)) if c]
-    return {"sealed": len(sealed), "captures": sealed}
+    return SealIdleResult(sealed=len(sealed), captures=tuple(sealed))

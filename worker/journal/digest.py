@@ -57,6 +57,15 @@ from cairn.protocol.journal import (
     Seal,
     TurnEvidence,
 )
+from cairn.protocol.results import (
+    CaptureArgs,
+    CaptureDecision,
+    DigestFailure,
+    ProcessArgs,
+    ProcessResult,
+    RecoverResult,
+    read,
+)
 from cairn.protocol.settings import Settings
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind
@@ -254,15 +263,15 @@ def _record_failure(j: Journal, claim: Claim, cid: str, gen: int, code: str) -> 
     j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{gen}", codec.encode(fail), optional=True)])
 
 
-def failure_report(st: CaptureState, exc: CairnError) -> dict[str, Any]:
+def failure_report(st: CaptureState, exc: CairnError) -> DigestFailure:
     """A failed attempt as callers report it: ids, code, message (never content), attempt n of N."""
-    return {"capture": st.cid, "code": str(exc.code), "message": exc.message,
-            "attempt": min(MAX_ATTEMPTS, MAX_ATTEMPTS - st.attempts_left), "of": MAX_ATTEMPTS,
-            "exhausted": st.exhausted}
+    return DigestFailure(capture=st.cid, code=str(exc.code), message=exc.message,
+                         attempt=min(MAX_ATTEMPTS, MAX_ATTEMPTS - st.attempts_left), of=MAX_ATTEMPTS,
+                         exhausted=st.exhausted)
 
 
 def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None = None,
-                    settings: Settings | None = None, failures: list[dict[str, Any]] | None = None) -> str:
+                    settings: Settings | None = None, failures: list[DigestFailure] | None = None) -> str:
     """Digest one runnable capture. Returns published | all-none | failed | exhausted | busy | recovered.
 
     A failed inference appends its :func:`failure_report` to ``failures``.
@@ -341,14 +350,11 @@ def recover_all(j: Journal) -> int:
 
 
 def process(j: Journal, *, limit: int | None = None, deadline: float | None = None, progress: Any = None,
-            env: dict[str, str] | None = None, settings: Settings | None = None) -> tuple[dict[str, Any], bool]:
+            env: dict[str, str] | None = None, settings: Settings | None = None) -> tuple[ProcessResult, bool]:
     """Recovery, then digest work over runnable captures (oldest seal first)."""
     exhausted: list[str] = []
-    failures: list[dict[str, Any]] = []
-    counts: dict[str, Any] = {
-        "recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0, "exhausted": exhausted,
-        "failures": failures,
-    }
+    failures: list[DigestFailure] = []
+    counts = {"recovered": 0, "published": 0, "all_none": 0, "failed": 0, "busy": 0}
     # recovery first: accepted-unpublished results are published before any new inference
     counts["recovered"] += recover_group(j)
     states = capture_states(j)
@@ -364,10 +370,8 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
     def count(cid: str, outcome: str) -> None:
         if outcome == "exhausted":
             exhausted.append(cid)
-        elif outcome == "all-none":
-            counts["all_none"] += 1
-        else:
-            counts[outcome] = counts.get(outcome, 0) + 1
+        else:  # published | all-none | failed | busy | recovered
+            counts[outcome.replace("-", "_")] += 1
 
     i = 0
     while i < len(runnable):
@@ -393,26 +397,26 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
             done += 1
     if progress:
         progress(len(runnable), len(runnable), "")
-    counts["remaining"] = len([s for s in capture_states(j) if s.sealed and not s.retired and not s.exhausted])
-    more = more and counts["remaining"] > 0
-    return counts, more
+    remaining = len([s for s in capture_states(j) if s.sealed and not s.retired and not s.exhausted])
+    return ProcessResult(**counts, exhausted=tuple(exhausted), failures=tuple(failures), remaining=remaining), (
+        more and remaining > 0)
 
 
 # -- explicit decisions -----------------------------------------------------
 
-def retry(j: Journal, cid: str) -> dict[str, Any]:
+def retry(j: Journal, cid: str) -> CaptureDecision:
     states = {s.cid: s for s in capture_states(j, [cid])}
     st = states[cid]
     if st.turns == 0 and not st.sealed:
         raise CairnError(ErrorCode.NOT_FOUND, f"no capture {cid}")
     if not st.exhausted:
-        return {"capture": cid, "state": st.state, "changed": False}
+        return CaptureDecision(capture=cid, state=st.state, changed=False)
     res = j.run([P.Create(f"{CAPTURES}/{cid}/retry-{st.retries + 1}", optional=True)])
     res.raise_failed()
-    return {"capture": cid, "state": capture_states(j, [cid])[0].state, "changed": True}
+    return CaptureDecision(capture=cid, state=capture_states(j, [cid])[0].state, changed=True)
 
 
-def discard(j: Journal, cid: str) -> dict[str, Any]:
+def discard(j: Journal, cid: str) -> CaptureDecision:
     """Accept an omission for a capture (coverage + retirement, nothing public).
 
     An already accepted digest takes precedence: it is published instead.
@@ -426,15 +430,15 @@ def discard(j: Journal, cid: str) -> dict[str, Any]:
             j.claims.settle(group, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
 
 
-def _discard(j: Journal, cid: str) -> dict[str, Any]:
+def _discard(j: Journal, cid: str) -> CaptureDecision:
     st = capture_states(j, [cid])[0]
     if not st.sealed:
         raise CairnError(ErrorCode.CAPTURE_STATE, f"capture {cid} is not sealed; seal it first")
     if st.retired:
-        return {"capture": cid, "state": "retired", "changed": False}
+        return CaptureDecision(capture=cid, state="retired", changed=False)
     rec = recover_capture(j, cid)
-    if rec is not None:
-        return {"capture": cid, "state": "retired", "changed": False, "published": rec["digest"]}
+    if rec is not None:  # an accepted result: published instead (an all-none one names no digest)
+        return CaptureDecision(capture=cid, state="retired", changed=False, published=rec["digest"])
     evidence, seal = load_evidence(j, cid)
     claim = _admit(j, cid, 60.0)
     result = DigestResult(capture=cid, session_id=seal.session_id, title=None, trigger=seal.trigger,
@@ -442,34 +446,36 @@ def _discard(j: Journal, cid: str) -> dict[str, Any]:
     sha, put = j.bundles.put_ops(codec.encode(result))
     outcome = j.claims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=put)
     publish(j, cid, sha, outcome.decided)
-    return {"capture": cid, "state": "retired", "changed": True}
+    return CaptureDecision(capture=cid, state="retired", changed=True)
 
 
 # -- jobs -------------------------------------------------------------------
 
-def job_recover(req: WorkerRequest) -> dict[str, Any]:
+def job_recover(req: WorkerRequest) -> RecoverResult:
     with Journal(req.workspace) as j:
-        return {"recovered": recover_all(j)}
+        return RecoverResult(recovered=recover_all(j))
 
 
-def job_process(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+def job_process(req: WorkerRequest) -> tuple[ProcessResult, bool]:
     from cairn.worker.settings import config
 
-    limit = req.args.get("max")
+    limit = read(ProcessArgs, req.args, job=req.job).max
     with Journal(req.workspace) as j:
-        return process(j, limit=int(limit) if limit is not None else None,
+        return process(j, limit=limit,
                        deadline=(req.deadline - 5.0) if req.deadline else None,
                        settings=config.from_request(req.config))
 
 
-def job_retry(req: WorkerRequest) -> dict[str, Any]:
+def job_retry(req: WorkerRequest) -> CaptureDecision:
+    capture = read(CaptureArgs, req.args, job=req.job).capture
     with Journal(req.workspace) as j:
-        return retry(j, _cid(j, str(req.args.get("capture", ""))))
+        return retry(j, _cid(j, capture))
 
 
-def job_discard(req: WorkerRequest) -> dict[str, Any]:
+def job_discard(req: WorkerRequest) -> CaptureDecision:
+    capture = read(CaptureArgs, req.args, job=req.job).capture
     with Journal(req.workspace) as j:
-        return discard(j, _cid(j, str(req.args.get("capture", ""))))
+        return discard(j, _cid(j, capture))
 
 
 def _cid(j: Journal, prefix: str) -> str:

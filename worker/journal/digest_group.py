@@ -44,6 +44,7 @@ from cairn.protocol.journal import (
     Retired,
 )
 from cairn.protocol.knobs import env_int
+from cairn.protocol.results import DigestFailure
 from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
@@ -189,7 +190,7 @@ def _clear_of_single_claims(j: Journal, claim: Claim, cid: str) -> bool:
 
 
 def process_group(j: Journal, cids: list[str], *, env: dict[str, str] | None = None, settings: Settings | None = None,
-                  failures: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  failures: list[DigestFailure] | None = None) -> dict[str, Any]:
     """Digest up to :data:`GROUP` extractive captures under one generation.
 
     Returns per-capture outcomes (published | all-none | failed | exhausted)

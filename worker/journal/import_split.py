@@ -29,8 +29,10 @@ The contract the caller keeps (``import_paths`` with ``processes=2``):
   request pipe closes).
 
 The helper reports on stdout, one JSON object per line: ``{"progress":
-[done, total]}`` now and then, then ``{"result": {...}}`` or ``{"error":
-code, "message": ..., "detail": {...}}``. It never writes to the terminal.
+[done, total]}`` now and then, then ``{"result": {...}}`` (its
+:class:`~protocol.results.ImportTally` record, decoded strictly) or
+``{"error": code, "message": ..., "detail": {...}}``. It never writes to the
+terminal.
 
 Run as ``python -m cairn.worker.journal.import_split`` (the helper's side).
 """
@@ -51,6 +53,7 @@ from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.protocol.knobs import env_int
+from cairn.protocol.results import ImportTally
 
 #: files below which an import stays in one process (a helper costs its start-up)
 MIN_FILES = env_int("CAIRN_IMPORT_SPLIT_MIN", 32, minimum=2)
@@ -158,7 +161,7 @@ class Helper:
             self._stdin.write(b"stop\n")
             self._stdin.flush()
 
-    def wait(self, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    def wait(self, stop: Callable[[], bool] | None = None) -> ImportTally:
         """The helper's result, once it has exited; raises its error.
 
         While waiting, a true ``stop()`` is passed on. A Ctrl-C meanwhile
@@ -194,21 +197,10 @@ class Helper:
             raw = reply.get("detail")
             detail: dict[str, Any] = raw if isinstance(raw, dict) else {}
             raise CairnError(err, str(reply.get("message", "")), **detail)
-        result = reply.get("result")
-        if not isinstance(result, dict):
-            raise CairnError(ErrorCode.WORKER_BAD_RESPONSE, "the second import process sent no result")
-        return result
-
-
-def merge(out: dict[str, Any], other: dict[str, Any], failed: list[dict[str, Any]] | None, *, offset: int) -> None:
-    """Add the helper's result (files given later, from ``offset`` on) to this process's."""
-    for key in ("files", "sessions", "captured", "skipped", "repaired"):
-        out[key] += int(other.get(key, 0))
-    out["session_ids"] += list(other.get("session_ids", []))
-    out["malformed"] += list(other.get("malformed", []))
-    out["interrupted"] = bool(out["interrupted"] or other.get("interrupted"))
-    if failed is not None:
-        failed += [{**f, "index": int(f["index"]) + offset} for f in other.get("failed", [])]
+        try:
+            return codec.from_obj(reply.get("result"), ImportTally, where="the second import process's result")
+        except CairnError as exc:
+            raise CairnError(ErrorCode.WORKER_BAD_RESPONSE, exc.message) from None
 
 
 def read_request(fd: int) -> tuple[bytes, bool]:
@@ -268,7 +260,6 @@ def _helper_main() -> int:
             threading.Thread(target=watch, daemon=True).start()
         policy = codec.from_obj(req["policy"], ModelPolicy, where="import request")
         items = [(str(p), str(fmt), frozenset(only) if only is not None else None) for p, fmt, only in req["items"]]
-        failed: list[dict[str, Any]] | None = [] if req.get("tolerant") else None
         counts = [0, 0]
 
         def tick(done: int, total: int) -> None:
@@ -277,11 +268,9 @@ def _helper_main() -> int:
 
         with Journal(str(req["workspace"])) as j:
             result = import_items(j, items, policy, follow_symlinks=bool(req["follow_symlinks"]), progress=tick,
-                                  stop=stopping.is_set, sibling=True, failed=failed)
-        if failed is not None:
-            result["failed"] = failed
+                                  stop=stopping.is_set, sibling=True, tolerant=bool(req.get("tolerant")))
         send({"progress": counts})
-        send({"result": result})
+        send({"result": codec.to_obj(result)})
     except (CairnError, OSError) as exc:  # an OSError gets the code the command gives its own (a full disk)
         err = os_error(exc) if isinstance(exc, OSError) else exc
         send({"error": str(err.code), "message": redact_text(err.message),

@@ -44,15 +44,26 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
+from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.knobs import env_int
+from cairn.protocol.results import (
+    CaptureResult,
+    FailedFile,
+    FileFailure,
+    ImportArgs,
+    ImportResult,
+    ImportTally,
+    MalformedLine,
+    read,
+)
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.ingest.importers._jsonl import StreamedSession
 from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
-from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share, merge
+from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share
 from cairn.worker.journal.store import Journal
 
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
@@ -61,33 +72,48 @@ WORKERS = env_int("CAIRN_IMPORT_WORKERS", 8)
 
 #: one source of an import: its path, its format ("auto" to detect), the session ids to keep (None: all)
 Item = tuple[str, str, frozenset[str] | None]
-#: what ``failed`` tolerates: the fixed errors, and record shapes no importer check foresaw
+#: what a tolerant import lists and goes on from: the fixed errors, and record shapes no importer check foresaw
 TOLERATED = (CairnError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
 
 
-def failure(index: int, name: str, exc: BaseException) -> dict[str, Any]:
+def failure(index: int, name: str, exc: BaseException) -> FileFailure:
     """A file that could not be imported: its fixed code and a message without transcript text."""
     if isinstance(exc, CairnError):
-        return {"index": index, "code": str(exc.code), "message": exc.message}
-    return {"index": index, "code": str(ErrorCode.IMPORT_MALFORMED),
-            "message": f"{name}: unexpected record shape ({type(exc).__name__})"}
+        return FileFailure(index=index, code=str(exc.code), message=exc.message)
+    return FileFailure(index=index, code=str(ErrorCode.IMPORT_MALFORMED),
+                       message=f"{name}: unexpected record shape ({type(exc).__name__})")
+
+
+def malformed_line(name: str, err: CairnError) -> MalformedLine:
+    line = err.detail.get("line")
+    return MalformedLine(file=name, line=line if type(line) is int else None, code=str(err.code),
+                         message=err.message)
 
 
 class _File:
     """One opened file in flight: its sessions, its open context, its task."""
 
     def __init__(self, index: int, name: str, ctx: contextlib.ExitStack, sessions: list[AnySession],
-                 hint: int) -> None:
+                 hint: int, malformed: tuple[MalformedLine, ...]) -> None:
         self.index, self.name, self.ctx, self.sessions, self.hint = index, name, ctx, sessions, hint
+        self.malformed = malformed
         self.ids = {s.session_id for s in sessions}
-        self.future: Future[list[dict[str, Any]]] | None = None
+        self.future: Future[list[CaptureResult]] | None = None
         self.abort = threading.Event()  # an error in a file given before it: stop at a batch boundary
+
+    def tally(self, results: list[CaptureResult]) -> ImportTally:
+        """What this file's captures did (its lines left out included)."""
+        seen = [(s, r) for s, r in zip(self.sessions, results, strict=False) if r.turns or r.interrupted]
+        return ImportTally(files=1, sessions=len(seen), session_ids=tuple(s.session_id for s, _ in seen),
+                           captured=sum(r.captured for r in results), skipped=sum(r.skipped for r in results),
+                           repaired=sum(r.repaired for r in results),
+                           interrupted=any(r.interrupted for r in results), malformed=self.malformed)
 
 
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                  follow_symlinks: bool = True, only: frozenset[str] | None = None,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
-                 workers: int | None = None, processes: int = 1, sibling: bool = False) -> dict[str, Any]:
+                 workers: int | None = None, processes: int = 1, sibling: bool = False) -> ImportTally:
     """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
 
     ``only`` keeps the sessions with those ids (one workspace's sessions of a
@@ -109,21 +135,22 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
 def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool = True,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
                  workers: int | None = None, processes: int = 1, sibling: bool = False,
-                 failed: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 tolerant: bool = False) -> ImportTally:
     """:func:`import_paths` of ``(path, format, only)`` items, each with its own format and session ids.
 
-    With ``failed`` (a list), a file that cannot be imported -- unreadable,
-    malformed, refused, or failing while captured -- is appended to it as
-    ``{"index", "code", "message"}`` and the other files go on (``cairn import
-    --all``: one store's bad file never holds the others hostage); it counts
-    in no total, and what it captured before failing stays captured. Without
-    it, the first error is raised as described in the module docstring.
+    ``tolerant``: a file that cannot be imported -- unreadable, malformed,
+    refused, or failing while captured -- is listed in the tally's ``failed``
+    (its index in ``items``, code, message; in the order given) and the other
+    files go on (``cairn import --all``: one store's bad file never holds the
+    others hostage); it counts in no total, and what it captured before
+    failing stays captured. Otherwise the first error is raised as described
+    in the module docstring.
     """
     k = helper_share(len(items), processes)
     busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
     if not k:
-        return _import_items(j, items, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
-                             workers=workers, busy_wait=busy_wait, failed=failed)
+        return _Import(j, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
+                       workers=workers, busy_wait=busy_wait, tolerant=tolerant).run(items)
     lock = threading.Lock()
     own = [0, 0]
     helper: list[Helper] = []
@@ -144,11 +171,11 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
         return asked
 
     mine, theirs = items[:-k], items[-k:]
-    helper.append(Helper(j.workspace, theirs, policy, follow_symlinks=follow_symlinks, tolerant=failed is not None,
+    helper.append(Helper(j.workspace, theirs, policy, follow_symlinks=follow_symlinks, tolerant=tolerant,
                          on_progress=report))
     try:
-        out = _import_items(j, mine, policy, follow_symlinks=follow_symlinks, progress=own_progress, stop=halted,
-                            workers=workers, busy_wait=busy_wait, failed=failed)
+        out = _Import(j, policy, follow_symlinks=follow_symlinks, progress=own_progress, stop=halted,
+                      workers=workers, busy_wait=busy_wait, tolerant=tolerant).run(mine)
     except BaseException:
         helper[0].stop()  # files given after a failed one stop at their batch boundary
         with contextlib.suppress(BaseException):
@@ -157,57 +184,59 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     try:
         theirs_out = helper[0].wait(halted)
     except CairnError as exc:
-        if failed is None:
+        if not tolerant:
             raise
         # tolerant (``--all``): the helper itself failed (it died, or its answer was unreadable); each of
         # its files is listed with that code, and this process's files keep their results
-        theirs_out = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],
-                      "malformed": [], "interrupted": False,
-                      "failed": [{"index": i, "code": str(exc.code), "message": exc.message} for i in range(k)]}
-    merge(out, theirs_out, failed, offset=len(mine))
-    return out
+        theirs_out = ImportTally(failed=tuple(FileFailure(index=i, code=str(exc.code), message=exc.message)
+                                              for i in range(k)))
+    return out.add(theirs_out, offset=len(mine))
 
 
-def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool,
-                  progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
-                  busy_wait: float, failed: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """:func:`import_items` in this process alone."""
-    from cairn.worker.ingest.importers import open_report
+class _Import:
+    """:func:`import_items` in this process alone: files opened in the order given, captured by a pool
+    of threads, settled (their counts added to the tally) oldest first; see the module docstring."""
 
-    n_workers = max(1, min(workers or WORKERS, len(items)))  # one file: no thread to start
-    out: dict[str, Any] = {"files": 0, "sessions": 0, "captured": 0, "skipped": 0, "repaired": 0, "session_ids": [],
-                           "interrupted": False, "malformed": []}
-    lock = threading.Lock()
-    counts = {"total": 0, "done": 0}
+    def __init__(self, j: Journal, policy: ModelPolicy, *, follow_symlinks: bool,
+                 progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
+                 busy_wait: float, tolerant: bool) -> None:
+        self.j, self.policy, self.follow_symlinks = j, policy, follow_symlinks
+        self.progress, self.stop, self.workers, self.busy_wait = progress, stop, workers, busy_wait
+        self.failed: list[FileFailure] | None = [] if tolerant else None
+        self.tally = ImportTally()
+        self.lock = threading.Lock()
+        self.total = self.done = 0  # turns, for ``progress``
+        self.inflight: collections.deque[_File] = collections.deque()
 
-    def tick(n: int) -> None:
-        with lock:
-            counts["done"] += n
-            if progress:
-                progress(counts["done"], counts["total"])
+    def tick(self, n: int) -> None:
+        with self.lock:
+            self.done += n
+            if self.progress:
+                self.progress(self.done, self.total)
 
-    def run_file(f: _File) -> list[dict[str, Any]]:
+    def run_file(self, f: _File) -> list[CaptureResult]:
+        """A file's sessions, one after another (they share its handle); the thread's task."""
         def halted() -> bool:
-            return f.abort.is_set() or (stop is not None and stop())
+            return f.abort.is_set() or (self.stop is not None and self.stop())
 
         results = []
         for s in f.sessions:
-            r = capture_session(j, s, source=f"import:{s.source_format}", policy=policy, progress=tick, stop=halted,
-                                busy_wait=busy_wait)
+            r = capture_session(self.j, s, source=f"import:{s.source_format}", policy=self.policy,
+                                progress=self.tick, stop=halted, busy_wait=self.busy_wait)
             results.append(r)
-            if r["interrupted"]:
+            if r.interrupted:
                 break
         return results
 
-    def _stop_all_then_raise(f: _File) -> NoReturn:
+    def _stop_all_then_raise(self, f: _File) -> NoReturn:
         """``f`` failed: every file in flight was given after it and stops at its batch boundary."""
-        for g in (f, *inflight):
+        for g in (f, *self.inflight):
             g.abort.set()
         _wait(f)
         f.ctx.close()
         raise
 
-    def settle(f: _File) -> None:
+    def settle(self, f: _File) -> None:
         """Consume the oldest file's results (in the order given), then close it.
 
         If that file failed, every file in flight was given after it: each is asked to stop. If the
@@ -218,94 +247,98 @@ def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_
         try:
             results = f.future.result()
         except TOLERATED as exc:
-            if failed is None:
-                _stop_all_then_raise(f)
+            if self.failed is None:
+                self._stop_all_then_raise(f)
             _wait(f)
             f.ctx.close()
-            out["files"] -= 1
-            failed.append(failure(f.index, f.name, exc))
+            self.tally = self.tally.add(ImportTally(malformed=f.malformed))  # its lines left out stay reported
+            self.failed.append(failure(f.index, f.name, exc))
             return
         except BaseException:
-            _stop_all_then_raise(f)
+            self._stop_all_then_raise(f)
         f.ctx.close()
-        streamed = 0
-        for s, r in zip(f.sessions, results, strict=False):
-            if isinstance(s, StreamedSession) and not r["interrupted"]:  # the hint was an upper bound
-                streamed += s.turn_hint - r["turns"]
-            if r["turns"] or r["interrupted"]:
-                out["sessions"] += 1
-                out["session_ids"].append(s.session_id)
-            for key in ("captured", "skipped", "repaired"):
-                out[key] += r[key]
-            if r["interrupted"]:
-                out["interrupted"] = True
+        streamed = sum(s.turn_hint - r.turns for s, r in zip(f.sessions, results, strict=False)
+                       if isinstance(s, StreamedSession) and not r.interrupted)  # the hint was an upper bound
+        self.tally = self.tally.add(f.tally(results))
         if streamed:
-            with lock:
-                counts["total"] -= streamed
+            with self.lock:
+                self.total -= streamed
 
-    j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
-    inflight: collections.deque[_File] = collections.deque()
-    pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cairn-import") if n_workers > 1 else None
-    try:
-        for index, (p, fmt, only) in enumerate(items):
-            if out["interrupted"] or (stop is not None and stop()):
-                out["interrupted"] = True
-                break
-            ctx = contextlib.ExitStack()
-            try:
-                loaded = ctx.enter_context(open_report(Path(p), fmt, follow_symlinks=follow_symlinks))
-            except TOLERATED as exc:
-                ctx.close()
-                if failed is not None:
-                    failed.append(failure(index, Path(p).name, exc))
+    def open(self, index: int, item: Item) -> _File | None:
+        """Open the file of ``item``, or list it failed (None); a file it cannot open is raised when not
+        tolerated, once the files given before it are settled (an error of theirs comes first)."""
+        from cairn.worker.ingest.importers import open_report
+
+        p, fmt, only = item
+        ctx = contextlib.ExitStack()
+        try:
+            loaded = ctx.enter_context(open_report(Path(p), fmt, follow_symlinks=self.follow_symlinks))
+        except TOLERATED as exc:
+            ctx.close()
+            if self.failed is not None:
+                self.failed.append(failure(index, Path(p).name, exc))
+                return None
+            while self.inflight:
+                self.settle(self.inflight.popleft())
+            raise
+        except BaseException:
+            ctx.close()
+            raise
+        wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
+        return _File(index, Path(p).name, ctx, wanted,
+                     sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted),
+                     tuple(malformed_line(Path(p).name, e) for e in loaded.skipped))
+
+    def run(self, items: list[Item]) -> ImportTally:
+        n_workers = max(1, min(self.workers or WORKERS, len(items)))  # one file: no thread to start
+        self.j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
+        inflight = self.inflight
+        pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cairn-import") if n_workers > 1 else None
+        try:
+            for index, item in enumerate(items):
+                if self.tally.interrupted or (self.stop is not None and self.stop()):
+                    self.tally = codec.evolve(self.tally, interrupted=True)
+                    break
+                f = self.open(index, item)
+                if f is None:
                     continue
-                while inflight:  # the files given before it finish first; an error of theirs comes first
-                    settle(inflight.popleft())
-                raise
-            except BaseException:
-                ctx.close()
-                raise
-            out["files"] += 1
-            out["malformed"] += [{"file": Path(p).name, "line": e.detail.get("line"), "code": str(e.code),
-                                  "message": e.message} for e in loaded.skipped]
-            wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
-            f = _File(index, Path(p).name, ctx, wanted,
-                      sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted))
-            with lock:
-                counts["total"] += f.hint
-            # one session at a time; at most ``n_workers`` files open and in flight
-            try:
-                while inflight and (len(inflight) >= n_workers or any(f.ids & g.ids for g in inflight)):
-                    settle(inflight.popleft())
-            except BaseException:
-                ctx.close()
-                raise
-            if pool is None:
-                f.future = Future()
-                inflight.append(f)
+                with self.lock:
+                    self.total += f.hint
+                # one session at a time; at most ``n_workers`` files open and in flight
                 try:
-                    f.future.set_result(run_file(f))
-                except BaseException as exc:
-                    f.future.set_exception(exc)
-                settle(inflight.popleft())
-            else:
-                f.future = pool.submit(run_file, f)
-                inflight.append(f)
-        while inflight:
-            settle(inflight.popleft())
-    except BaseException as exc:
-        if not isinstance(exc, Exception):  # a second Ctrl-C: every file stops at its batch boundary
+                    while inflight and (len(inflight) >= n_workers or any(f.ids & g.ids for g in inflight)):
+                        self.settle(inflight.popleft())
+                except BaseException:
+                    f.ctx.close()
+                    raise
+                if pool is None:
+                    f.future = Future()
+                    inflight.append(f)
+                    try:
+                        f.future.set_result(self.run_file(f))
+                    except BaseException as exc:
+                        f.future.set_exception(exc)
+                    self.settle(inflight.popleft())
+                else:
+                    f.future = pool.submit(self.run_file, f)
+                    inflight.append(f)
+            while inflight:
+                self.settle(inflight.popleft())
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # a second Ctrl-C: every file stops at its batch boundary
+                for f in inflight:
+                    f.abort.set()
+            # files given before a failed one finish (as they would have, one after another); then close each
             for f in inflight:
-                f.abort.set()
-        # files given before a failed one finish (as they would have, one after another); then close each
-        for f in inflight:
-            _wait(f)
-            f.ctx.close()
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    return out
+                _wait(f)
+                f.ctx.close()
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        if self.failed is not None:
+            return codec.evolve(self.tally, failed=tuple(sorted(self.failed, key=lambda f: f.index)))
+        return self.tally
 
 
 def _wait(f: _File) -> BaseException | None:
@@ -321,26 +354,35 @@ FILE_FAILURES = frozenset({ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LAR
                            ErrorCode.IMPORT_MALFORMED, ErrorCode.PATH_SYMLINK})
 
 
-def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> dict[str, Any]:
-    """:func:`import_items` with a failed list: a file that cannot be imported is listed in ``failed``
+def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> ImportResult:
+    """:func:`import_items`, tolerant: a file that cannot be imported is listed in ``failed``
     (name and fixed code) and the others are imported (a batch of live files is not held
     hostage by one that vanished or is being rewritten). The files are watched session files: each
     is opened without following a link on its whole path (one swapped for a link since the watcher
     looked is ``E_PATH_SYMLINK``, never read through it). The journal's own failures (no space, a
     claim held elsewhere …) fail the job once the others are done, so it is retried."""
-    failed: list[dict[str, Any]] = []
-    r = import_items(j, [(p, fmt, None) for p in paths], policy, follow_symlinks=False, failed=failed)
-    failed.sort(key=lambda f: int(f["index"]))
-    for f in failed:
-        if ErrorCode(f["code"]) not in FILE_FAILURES:
-            raise CairnError(ErrorCode(f["code"]), f["message"])
-    return {key: r[key] for key in ("files", "sessions", "captured", "skipped", "session_ids", "malformed")} | {
-        "failed": [{"file": os.path.basename(paths[int(f["index"])]), "code": f["code"]} for f in failed]}
+    r = import_items(j, [(p, fmt, None) for p in paths], policy, follow_symlinks=False, tolerant=True)
+    for f in r.failed:
+        if ErrorCode(f.code) not in FILE_FAILURES:
+            raise CairnError(ErrorCode(f.code), f.message)
+    return ImportResult(files=r.files, sessions=r.sessions, captured=r.captured, skipped=r.skipped,
+                        session_ids=r.session_ids, malformed=r.malformed,
+                        failed=tuple(FailedFile(file=os.path.basename(paths[f.index]), code=f.code) for f in r.failed))
 
 
-def job_import(req: WorkerRequest) -> dict[str, Any]:
+def import_result(r: ImportTally) -> ImportResult:
+    """The ``import`` job's result of an import of paths (:func:`import_paths`)."""
+    return ImportResult(files=r.files, sessions=r.sessions, captured=r.captured, skipped=r.skipped,
+                        repaired=r.repaired, session_ids=r.session_ids, interrupted=r.interrupted,
+                        malformed=r.malformed)
+
+
+def job_import(req: WorkerRequest) -> ImportResult:
     """Import transcript files; with ``each`` (live watching), file by file (:func:`import_each`)."""
-    paths = [os.path.join(req.workspace, p) if not os.path.isabs(p) else p for p in req.args.get("paths", [])]
-    run = import_each if req.args.get("each") else import_paths
+    args = read(ImportArgs, req.args, job=req.job)
+    paths = [p if os.path.isabs(p) else os.path.join(req.workspace, p) for p in args.paths]
+    policy = policy_from_config(req.config)
     with Journal(req.workspace) as j:
-        return run(j, paths, str(req.args.get("format", "auto")), policy_from_config(req.config))
+        if args.each:
+            return import_each(j, paths, args.format, policy)
+        return import_result(import_paths(j, paths, args.format, policy))

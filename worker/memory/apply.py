@@ -79,6 +79,7 @@ from cairn.protocol.memory import (
     WriteIntent,
     WriteMarker,
 )
+from cairn.protocol.results import Decision
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim, ClaimStore
@@ -340,7 +341,7 @@ def _with_claims(
 
 # -- decisions ----------------------------------------------------------------
 
-def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> dict[str, Any]:
+def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> Decision:
     """Apply a proposal. ``undecided``: only one nobody has decided on, proven under its claim (``auto`` mode)."""
     from cairn.worker.memory import model
 
@@ -357,7 +358,7 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> dict[str, A
 
     if p.kind is ProposalKind.DISPOSITION and not p.files:
         _decide_only(ms, p, "accept", ProposalState.APPLIED, check=still_undecided)
-        return {"id": pid, "state": "applied", "changed": True, "written": []}
+        return Decision(id=pid, state=ProposalState.APPLIED, changed=True, written=())
 
     def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
         still_undecided()
@@ -381,7 +382,7 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> dict[str, A
         return out
 
     written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
-    return {"id": pid, "state": "applied", "changed": True, "written": written}
+    return Decision(id=pid, state=ProposalState.APPLIED, changed=True, written=tuple(written))
 
 
 def _check_required(ms: MemoryStore, p: Proposal) -> None:
@@ -436,22 +437,22 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
     return [path for path, *_ in plan]
 
 
-def reject(ms: MemoryStore, pid: str) -> dict[str, Any]:
+def reject(ms: MemoryStore, pid: str) -> Decision:
     p = load_proposal(ms, pid)
     if done := _already(ms, pid, ProposalState.REJECTED, ProposalState.APPLIED,
                         "is applied; undo it instead of rejecting it"):
         return done
     _decide_only(ms, p, "reject", ProposalState.REJECTED)
-    return {"id": pid, "state": "rejected", "changed": True}
+    return Decision(id=pid, state=ProposalState.REJECTED, changed=True)
 
 
 def _already(ms: MemoryStore, pid: str, wanted: ProposalState, refused: ProposalState,
-             why: str) -> dict[str, Any] | None:
+             why: str) -> Decision | None:
     """The unchanged answer if the last decision is already ``wanted``; refused if it is ``refused``."""
     history = decisions(ms, pid)
     last = history[-1].state if history else None
     if last is wanted:
-        return {"id": pid, "state": wanted.value, "changed": False}
+        return Decision(id=pid, state=wanted, changed=False)
     if last is refused:
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} {why}")
     return None
@@ -484,7 +485,7 @@ def load_intent(ms: MemoryStore, write: str) -> WriteIntent:
     return rec
 
 
-def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
+def undo(ms: MemoryStore, pid: str) -> Decision:
     from cairn.worker.memory import model
 
     p = load_proposal(ms, pid)
@@ -495,7 +496,7 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
     applied = history[-1]
     if applied.write is None:  # a disposition: nothing was written
         _decide_only(ms, p, "undo", ProposalState.UNDONE)
-        return {"id": pid, "state": "undone", "changed": True, "written": []}
+        return Decision(id=pid, state=ProposalState.UNDONE, changed=True, written=())
     intent = load_intent(ms, applied.write)
     index_paths = {e.index for e in p.index}
 
@@ -527,7 +528,7 @@ def undo(ms: MemoryStore, pid: str) -> dict[str, Any]:
         return out
 
     written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan, dirs=intent.dirs)
-    return {"id": pid, "state": "undone", "changed": True, "written": written}
+    return Decision(id=pid, state=ProposalState.UNDONE, changed=True, written=tuple(written))
 
 
 # -- recovery -------------------------------------------------------------------

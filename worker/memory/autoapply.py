@@ -147,7 +147,7 @@ def complete(ms: MemoryStore, *, only: str | None = None, skip: Collection[str] 
                 if decisions(ms, p.id):
                     continue  # decided (by this promise or by the user): never applied again
                 try:
-                    if accept(ms, p.id, undecided=True)["changed"]:
+                    if accept(ms, p.id, undecided=True).changed:
                         applied.append(p.id)
                 except CairnError as exc:
                     keep = keep or exc.code in RETRY  # otherwise stale or refused: pending for the cockpit

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import FileEdit, Proposal, ProposalKind, ProposalState
+from cairn.protocol.results import Decision
 from cairn.state import program as P
 from cairn.worker.memory import apply
 from cairn.worker.memory.autoapply import taken_over_ops
@@ -85,9 +85,9 @@ def propose_edited(ms: MemoryStore, pid: str, text: str) -> Proposal:
     return edited
 
 
-def accept_edited(ms: MemoryStore, pid: str, text: str) -> dict[str, Any]:
+def accept_edited(ms: MemoryStore, pid: str, text: str) -> Decision:
     """The edited version of ``pid`` applied through the checked path; ``pid`` rejected as superseded."""
     edited = propose_edited(ms, pid, text)
     result = apply.accept(ms, edited.id)
     apply.reject(ms, pid)
-    return {**result, "supersedes": pid}
+    return codec.evolve(result, supersedes=pid)

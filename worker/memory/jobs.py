@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.results import (
+    AcceptEditedArgs,
+    DecideArgs,
+    Decision,
+    Decisions,
+    DrainResult,
+    ProposalArgs,
+    ReviewArgs,
+    ReviewJobResult,
+    read,
+)
 from cairn.protocol.settings import Settings
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.memory.store import MemoryStore
@@ -20,28 +32,22 @@ def _store(req: WorkerRequest) -> MemoryStore:
     return MemoryStore(req.workspace, _settings(req))
 
 
-def _ids(req: WorkerRequest) -> list[str]:
-    ids = req.args.get("ids")
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-        raise CairnError(ErrorCode.USAGE, "ids: a non-empty list of proposal ids is required")
-    return ids
-
-
-def job_review(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+def job_review(req: WorkerRequest) -> tuple[ReviewJobResult, bool]:
     from cairn.worker.memory.apply import recover
     from cairn.worker.memory.focused import pending, recover_focused, run_focused
     from cairn.worker.memory.review import general_review
 
+    automatic = read(ReviewArgs, req.args, job=req.job).automatic
     with _store(req) as ms:
         recovered = recover(ms)
-        result, more = general_review(ms, automatic=bool(req.args.get("automatic", False)))
+        result, more = general_review(ms, automatic=automatic)
         # a remembered text whose focused review was interrupted is reviewed here (never capped)
         recover_focused(ms)
         focused = run_focused(ms)["reviews"] if pending(ms) else 0
-        return dict(result, writes=recovered, focused=focused), more
+        return codec.evolve(result, writes=recovered, focused=focused), more
 
 
-def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
+def job_drain(req: WorkerRequest) -> tuple[DrainResult, bool]:
     """One bounded review per call: the caller repeats while ``more`` (yielding between batches)."""
     from cairn.worker.memory.apply import recover
     from cairn.worker.memory.review import general_review
@@ -49,50 +55,52 @@ def job_drain(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     with _store(req) as ms:
         recover(ms)  # like every review: a killed one's promised applications are kept first
         result, more = general_review(ms, automatic=False)
-        return {"reviews": 1 if result.get("review") else 0, "proposals": result.get("proposals", 0)}, more
+        return DrainResult(reviews=1 if result.review else 0, proposals=result.proposals or 0), more
 
 
-def _decide(req: WorkerRequest, fn_name: str) -> dict[str, Any]:
+def _decide(req: WorkerRequest, fn_name: str) -> Decisions:
     from cairn.worker.memory import apply
 
     fn = getattr(apply, fn_name)
+    ids = read(DecideArgs, req.args, job=req.job).ids
+    if not ids:
+        raise CairnError(ErrorCode.USAGE, "ids: a non-empty list of proposal ids is required")
     out = []
     with _store(req) as ms:
-        ids = _ids(req)
         apply.recover(ms, deciding=ids)
         for pid in ids:
             out.append(fn(ms, pid))
-    return {"decisions": out}
+    return Decisions(decisions=tuple(out))
 
 
-def job_accept(req: WorkerRequest) -> dict[str, Any]:
+def job_accept(req: WorkerRequest) -> Decisions:
     return _decide(req, "accept")
 
 
-def job_reject(req: WorkerRequest) -> dict[str, Any]:
+def job_reject(req: WorkerRequest) -> Decisions:
     return _decide(req, "reject")
 
 
-def job_undo(req: WorkerRequest) -> dict[str, Any]:
+def job_undo(req: WorkerRequest) -> Decision:
     from cairn.worker.memory import apply
 
-    pid = req.args.get("id")
-    if not isinstance(pid, str) or not pid:
+    pid = read(ProposalArgs, req.args, job=req.job).id
+    if not pid:
         raise CairnError(ErrorCode.USAGE, "id: a proposal id is required")
     with _store(req) as ms:
         apply.recover(ms, deciding=[pid])
         return apply.undo(ms, pid)
 
 
-def job_accept_edited(req: WorkerRequest) -> dict[str, Any]:
+def job_accept_edited(req: WorkerRequest) -> Decision:
     from cairn.worker.memory import apply, edited
 
-    pid, text = req.args.get("id"), req.args.get("text")
-    if not isinstance(pid, str) or not pid or not isinstance(text, str):
+    args = read(AcceptEditedArgs, req.args, job=req.job)
+    if not args.id:
         raise CairnError(ErrorCode.USAGE, "id and text: a proposal id and its edited text are required")
     with _store(req) as ms:
-        apply.recover(ms, deciding=[pid])
-        return edited.accept_edited(ms, pid, text)
+        apply.recover(ms, deciding=[args.id])
+        return edited.accept_edited(ms, args.id, args.text)
 
 
 def job_proposals(req: WorkerRequest) -> dict[str, Any]:

@@ -38,12 +38,12 @@ import datetime as _dt
 import hashlib
 import re
 import time
-from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import RememberRequest
+from cairn.protocol.results import ProposalRow, RememberArgs, RememberResult, read
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.protocol.worker import WorkerRequest
@@ -127,7 +127,7 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
     return codec.decode(ms.read_many([path])[path] or codec.encode(req), RememberRequest, where=path)
 
 
-def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> dict[str, Any]:
+def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> RememberResult:
     """Record the request and run the focused review; report this text's proposals."""
     from cairn.worker.memory.apply import recover
     from cairn.worker.memory.focused import covered, proposals_for, run_focused
@@ -146,12 +146,14 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
         applied += review["applied"]
         reviews += review["reviews"]
     mine = proposals_for(ms, req.id)
-    return {"remember": req.id, "capture": req.capture, "reviews": reviews, "busy": review["busy"],
-            "reviewed": mine["reviewed"], "proposals": mine["proposals"], "applied": applied}
+    return RememberResult(remember=req.id, capture=req.capture, reviews=reviews, busy=review["busy"],
+                          reviewed=mine["reviewed"], proposals=tuple(ProposalRow(**p) for p in mine["proposals"]),
+                          applied=tuple(applied))
 
 
-def job_remember(req: WorkerRequest) -> dict[str, Any]:
+def job_remember(req: WorkerRequest) -> RememberResult:
     from cairn.worker.settings import config
 
+    args = read(RememberArgs, req.args, job=req.job)
     with MemoryStore(req.workspace, config.from_request(req.config)) as ms:
-        return remember(ms, req.args.get("text"), req.args.get("type"), req.args.get("source"))
+        return remember(ms, args.text, args.type, args.source)

@@ -38,6 +38,7 @@ from cairn.protocol.memory import (
     ReviewRecord,
     ReviewResult,
 )
+from cairn.protocol.results import DrainResult, ReviewJobResult
 from cairn.protocol.vocab import NoteType, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
@@ -275,7 +276,7 @@ def apply_in_auto_mode(ms: MemoryStore, review_id: str) -> list[str]:
     return complete(ms, only=review_id)
 
 
-def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any], bool]:
+def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[ReviewJobResult, bool]:
     """One bounded general review. Returns (result, more: unreviewed digests remain).
 
     Each memory root gets the batch's notes meant for it; a root that gets
@@ -288,9 +289,9 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
     now = ms.now()
     if automatic:
         if ms.settings.mode == "manual":
-            return {"review": None, "skipped": "manual-mode", "recovered": recovered}, False
+            return ReviewJobResult(review=None, skipped="manual-mode", recovered=recovered), False
         if automatic_reviews_in_window(ms, now) >= AUTO_CAP:
-            return {"review": None, "skipped": "cap", "recovered": recovered}, False
+            return ReviewJobResult(review=None, skipped="cap", recovered=recovered), False
     claim = ms.mclaims.elect("review/general", purpose="review", ttl=REVIEW_TTL, authority=ms.mauthority)
     try:
         working, notes_problems = read_notes(ms.root, ms.settings.notesDirs, now)
@@ -298,14 +299,14 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         batch = todo[:MAX_DIGESTS - len(working)]
         if not batch and not working and automatic:  # quiet when idle: no digest or note debt, no root scan
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
-            return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered}, False
+            return ReviewJobResult(review=None, digests=0, proposals=0, recovered=recovered), False
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
         provider = review_provider(ms)
         drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True, working=working)
         if not batch and not drafts:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
-            return {"review": None, "digests": 0, "proposals": 0, "recovered": recovered,
-                    "notes": len(working), "notesProblems": notes_problems}, False
+            return ReviewJobResult(review=None, digests=0, proposals=0, recovered=recovered, notes=len(working),
+                                   notesProblems=tuple(notes_problems)), False
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)
@@ -315,23 +316,23 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[dict[str, Any],
         raise
     publish_review(ms, result, decided)
     applied = apply_in_auto_mode(ms, review_id)
-    return ({"review": review_id, "digests": len(batch), "proposals": len(proposals), "applied": applied,
-             "recovered": recovered, "notes": len(working), "notesProblems": notes_problems},
+    return (ReviewJobResult(review=review_id, digests=len(batch), proposals=len(proposals), applied=tuple(applied),
+                            recovered=recovered, notes=len(working), notesProblems=tuple(notes_problems)),
             len(todo) > len(batch))
 
 
-def drain(ms: MemoryStore, *, deadline: float | None = None) -> tuple[dict[str, Any], bool]:
+def drain(ms: MemoryStore, *, deadline: float | None = None) -> tuple[DrainResult, bool]:
     """Successive bounded reviews until nothing is left (or the deadline: then ``more``)."""
     import time
 
     reviews = proposals = 0
     while True:
         r, more = general_review(ms, automatic=False)
-        if r.get("review"):
+        if r.review:
             reviews += 1
-            proposals += r["proposals"]
+            proposals += r.proposals or 0
         if not more:
-            return {"reviews": reviews, "proposals": proposals}, False
+            return DrainResult(reviews=reviews, proposals=proposals), False
         if deadline is not None and time.time() >= deadline:
-            return {"reviews": reviews, "proposals": proposals}, True
+            return DrainResult(reviews=reviews, proposals=proposals), True
 

@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import HELD_STATES, JobState
 from cairn.protocol.lsp import (
@@ -49,8 +50,19 @@ from cairn.protocol.lsp import (
     RememberParams,
     WorkspaceParams,
 )
+from cairn.protocol.results import (
+    RESULTS,
+    AcceptEditedArgs,
+    CaptureArgs,
+    DecideArgs,
+    DrainResult,
+    ProcessResult,
+    ProposalArgs,
+    RememberArgs,
+    read,
+)
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
-from cairn.server.lsp.features.context import DrainRun, Route
+from cairn.server.lsp.features.context import DrainRun, Route, finished
 from cairn.server.scheduler.events import (
     ClearHistory,
     Discard,
@@ -122,11 +134,15 @@ def _job_action(svc: CairnService, event: Retry | Discard | Dismiss, job_id: str
 # ---------------------------------------------------------------- decisions
 
 
-async def foreground(svc: CairnService, ws: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
-    """An editor decision: one worker now (serialised per workspace), then fresh views."""
+async def foreground(svc: CairnService, ws: str, kind: str, args: Any) -> dict[str, Any]:
+    """An editor decision: one worker now (serialised per workspace), then fresh views.
+
+    ``args`` is the job's argument record; the answer's ``result`` is the body of its result record
+    (:data:`protocol.results.RESULTS`), structured first: a result that does not decode is its codec error.
+    """
     state = svc.workspaces[ws]
-    request = WorkerRequest(job=kind, workspace=ws, args=args, deadline=time.time() + FOREGROUND_BUDGET,
-                            job_id=f"fg-{uuid.uuid4().hex[:12]}", config=svc.worker_config(ws))
+    request = WorkerRequest(job=kind, workspace=ws, args=codec.to_body(args),
+                            deadline=time.time() + FOREGROUND_BUDGET, job_id=f"fg-{uuid.uuid4().hex[:12]}", config=svc.worker_config(ws))
     async with state.foreground:
         result = await run_worker(request, timeout=FOREGROUND_BUDGET + 5.0, env=svc.worker_env(kind))
     svc.log_result(request.job_id, kind, result)
@@ -136,7 +152,8 @@ async def foreground(svc: CairnService, ws: str, kind: str, args: dict[str, Any]
     if result.status is not WorkerStatus.OK:
         code = result.error if result.error in _KNOWN_CODES else ErrorCode.WORKER_BAD_RESPONSE
         raise CairnError(ErrorCode(code or ErrorCode.INTERNAL), f"{kind} {result.status}: {result.message}"[:200])
-    return {"workspace": ws, "status": str(result.status), "result": result.result}
+    record: Any = read(RESULTS[kind], result.result, job=kind)
+    return {"workspace": ws, "status": str(result.status), "result": codec.to_body(record)}
 
 
 def _proposal_ids(name: str, p: DecisionParams) -> tuple[str, ...]:
@@ -149,23 +166,23 @@ def _proposal_ids(name: str, p: DecisionParams) -> tuple[str, ...]:
 async def accept(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
     ws, ids = svc.workspace(p.workspace), _proposal_ids(CMD_ACCEPT, p)
     await svc.documents.check_live_buffers(ws, ids)
-    return await foreground(svc, ws, "accept", {"ids": list(ids)})
+    return await foreground(svc, ws, "accept", DecideArgs(ids=ids))
 
 
 async def reject(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
     ws, ids = svc.workspace(p.workspace), _proposal_ids(CMD_REJECT, p)
-    return await foreground(svc, ws, "reject", {"ids": list(ids)})
+    return await foreground(svc, ws, "reject", DecideArgs(ids=ids))
 
 
 async def accept_edited(svc: CairnService, p: AcceptEditedParams) -> dict[str, Any]:
     """Edit before accept: a new proposal from the edited text (the reviewed before-state), accepted."""
     ws = svc.workspace(p.workspace)
     await svc.documents.check_live_buffers(ws, (p.id,))
-    return await foreground(svc, ws, "accept-edited", {"id": p.id, "text": p.text})
+    return await foreground(svc, ws, "accept-edited", AcceptEditedArgs(id=p.id, text=p.text))
 
 
 async def undo(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
-    return await foreground(svc, svc.workspace(p.workspace), "undo", {"id": p.id})
+    return await foreground(svc, svc.workspace(p.workspace), "undo", ProposalArgs(id=p.id))
 
 
 async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:
@@ -174,7 +191,7 @@ async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:
 
     ws = svc.workspace(p.workspace)
     text, note_type, source = check_request(p.text, p.type, p.source or "lsp")
-    return await foreground(svc, ws, "remember", {"text": text, "type": note_type, "source": source})
+    return await foreground(svc, ws, "remember", RememberArgs(text=text, type=note_type, source=source))
 
 
 async def show_proposal(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
@@ -185,7 +202,7 @@ async def _capture_action(svc: CairnService, name: str, kind: str, p: JobActionP
     if p.capture is None:
         raise CairnError(ErrorCode.USAGE, f"{name}: jobId or capture is required")
     ws = svc.workspace(p.workspace)
-    result = await foreground(svc, ws, kind, {"capture": p.capture})
+    result = await foreground(svc, ws, kind, CaptureArgs(capture=p.capture))
     svc.turns.reported.discard(p.capture)
     if kind == "retry":
         svc.submit(Notify(ws, ("process",)))
@@ -240,9 +257,10 @@ def drain_worker_finished(svc: CairnService, start: StartWorker, result: RunResu
         return
     run = state.drain
     run.jobs += 1
-    if result.status is WorkerStatus.OK:
-        run.published += int(result.result.get("published", 0) or 0)
-        run.proposals += int(result.result.get("proposals", 0) or 0)
+    if start.kind == "process" and (counts := finished(svc.client, start, result, ProcessResult)) is not None:
+        run.published += counts.published
+    if start.kind == "drain" and (drained := finished(svc.client, start, result, DrainResult)) is not None:
+        run.proposals += drained.proposals
 
 
 def drain_progress(svc: CairnService, start: StartWorker, result: RunResult) -> None:
@@ -250,12 +268,12 @@ def drain_progress(svc: CairnService, start: StartWorker, result: RunResult) -> 
     ws = start.workspace
     state = svc.workspaces[ws]
     if state.drain is not None and start.kind in DRAIN_KINDS and state.drain.token:
-        remaining = result.result.get("remaining")
+        counts = finished(svc.client, start, result, ProcessResult) if start.kind == "process" else None
         pending = state.journal.get("pending", 0)
         msg = f"{start.kind}: published {state.drain.published}, {pending} pending"
         pct = None
-        if isinstance(remaining, int) and state.drain.published + remaining > 0:
-            pct = int(100 * state.drain.published / (state.drain.published + remaining))
+        if counts is not None and state.drain.published + counts.remaining > 0:
+            pct = int(100 * state.drain.published / (state.drain.published + counts.remaining))
         svc.client.progress_report(state.drain.token, msg, pct)
     check_drain_done(svc, ws)
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
-from cairn.protocol.errors import CairnError
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.results import read
 from cairn.protocol.settings import Settings
+from cairn.protocol.worker import WorkerStatus
+from cairn.server.scheduler.events import StartWorker
+from cairn.server.scheduler.runner import RunResult
 
 LOG_ERROR, LOG_WARNING, LOG_INFO, LOG_LOG = 1, 2, 3, 4
+T = TypeVar("T")
 
 
 class Client(Protocol):
@@ -35,6 +40,22 @@ class Client(Protocol):
     def progress_end(self, token: str, message: str) -> None: ...
 
     def document_text(self, uri: str) -> str | None: ...
+
+
+def finished(client: Client, start: StartWorker, result: RunResult, record: type[T]) -> T | None:
+    """The result record (:mod:`protocol.results`) of a worker that finished ok; None otherwise.
+
+    A result that does not decode (never from a worker of this installation) is
+    logged with ``E_WORKER_BAD_RESPONSE`` and read as none: a listener never fails on it.
+    """
+    if result.status is not WorkerStatus.OK:
+        return None
+    try:
+        return read(record, result.result, job=start.kind)
+    except CairnError as exc:
+        client.log(LOG_WARNING, f"cairn: {start.job_id} {start.kind}: {ErrorCode.WORKER_BAD_RESPONSE} "
+                                f"({exc.code}: {exc.message})"[:300])
+        return None
 
 
 @attrs.frozen

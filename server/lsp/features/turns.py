@@ -30,9 +30,10 @@ from cairn.protocol import codec
 from cairn.protocol.errors import ErrorCode
 from cairn.protocol.jobs import HELD_STATES, Job, JobState, JobStore
 from cairn.protocol.lsp import IdleParams, SessionEventParams, TurnCompletedParams
+from cairn.protocol.results import ProcessResult, SealArgs, SealIdleArgs, SealIdleResult, SealResult
 from cairn.protocol.settings import Settings
 from cairn.protocol.worker import WorkerStatus
-from cairn.server.lsp.features.context import LOG_WARNING, SessionInfo
+from cairn.server.lsp.features.context import LOG_WARNING, SessionInfo, finished
 from cairn.server.scheduler.events import Enqueue, Idle, Notify, StartWorker, TurnActive
 from cairn.server.scheduler.runner import RunResult
 
@@ -170,9 +171,11 @@ class Turns:
             return {"session_id": start.args.get("session", ""), "source": "lsp",
                     "turns": list(payload.turns) if payload else []}
         if start.kind == "seal":
-            return {"session_id": start.args.get("session"), "trigger": start.args.get("trigger", "session-end")}
+            return codec.to_body(SealArgs(session_id=start.args.get("session"),
+                                          trigger=start.args.get("trigger", "session-end")))
         if start.kind == "seal-idle":
-            return {"quiet_seconds": float(start.args.get("quiet_seconds", settings.sealIdleMinutes * 60.0))}
+            quiet = float(start.args.get("quiet_seconds", settings.sealIdleMinutes * 60.0))
+            return codec.to_body(SealIdleArgs(quiet_seconds=quiet))
         return None
 
     def worker_finished(self, start: StartWorker, result: RunResult) -> None:
@@ -184,10 +187,14 @@ class Turns:
             self.settled(ws)
         if result.status is not WorkerStatus.OK:
             return
-        if start.kind in ("seal", "seal-idle") and result.result.get("sealed"):
+        sealed = (finished(svc.client, start, result, SealResult) if start.kind == "seal"
+                  else finished(svc.client, start, result, SealIdleResult) if start.kind == "seal-idle" else None)
+        if sealed is not None and sealed.sealed:
             svc.submit(Notify(ws, ("process",)))
-        exhausted = [c for c in result.result.get("exhausted") or [] if isinstance(c, str)]
-        fresh = [c for c in exhausted if c not in self.reported]
+        counts = finished(svc.client, start, result, ProcessResult) if start.kind == "process" else None
+        if counts is None:
+            return
+        fresh = [c for c in counts.exhausted if c not in self.reported]
         if fresh:
             self.reported.update(fresh)
             svc.client.show(LOG_WARNING, f"cairn: {len(fresh)} capture(s) used all their attempts "

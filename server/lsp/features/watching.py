@@ -27,8 +27,9 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
-from cairn.protocol.worker import WorkerStatus
-from cairn.server.lsp.features.context import LOG_INFO, LOG_WARNING
+from cairn.protocol import codec
+from cairn.protocol.results import ImportArgs, ImportResult
+from cairn.server.lsp.features.context import LOG_INFO, LOG_WARNING, finished
 from cairn.server.scheduler.events import Enqueue, StartWorker
 from cairn.server.scheduler.runner import RunResult
 from cairn.server.watch.core import (
@@ -148,7 +149,8 @@ class Watching:
     def worker_args(start: StartWorker) -> dict[str, Any] | None:
         """The worker args of a watch import; None for other jobs."""
         if start.kind == "import" and start.args.get("source") == SOURCE:
-            return {"paths": [p for p in start.args.get("paths", "").split("\n") if p], "format": "auto", "each": True}
+            paths = tuple(p for p in start.args.get("paths", "").split("\n") if p)
+            return codec.to_body(ImportArgs(paths=paths, each=True))
         return None
 
     def worker_finished(self, start: StartWorker, result: RunResult) -> None:
@@ -157,11 +159,12 @@ class Watching:
             return
         ws, paths = entry
         counts = self.counts.setdefault(ws, {"batches": 0, "captured": 0})
-        if result.status is WorkerStatus.OK:
+        imported = finished(self.service.client, start, result, ImportResult)
+        if imported is not None:
             counts["batches"] += 1
-            counts["captured"] += int(result.result.get("captured", 0) or 0)
-        ended = tuple(s for s in result.result.get("ended") or () if isinstance(s, str))
-        self._act(self.core.handle(Imported(ws, paths, ended), self.service.clock.now()))
+            counts["captured"] += imported.captured
+        # no importer reports a session as ended yet: the core's session-end seal waits for one
+        self._act(self.core.handle(Imported(ws, paths), self.service.clock.now()))
 
     def summary(self, ws: str) -> dict[str, Any]:
         counts = self.counts.get(ws, {"batches": 0, "captured": 0})

@@ -1,0 +1,373 @@
+"""Worker job arguments and results: one closed record per job.
+
+A worker request's ``args`` and a response's ``result`` are JSON objects
+(:mod:`.worker`) whose schema the job kind names: :data:`ARGS` and
+:data:`RESULTS` map a kind to its records. Jobs build and return these
+records; the envelope writes their *bodies* (:func:`.codec.to_body`: the
+fields, no ``record``/``v`` keys), so the JSON a worker writes, the CLI's
+``--json`` and an editor's LSP answer (``docs/lsp.md``) keep the keys they
+always had; readers structure a body back with :func:`read` (the codec's
+:func:`~.codec.from_body`: an unknown or missing field, a wrong type, is
+refused with its fixed ``E_RECORD_...`` code, nothing is coerced). A field
+declared ``optional_key()`` is absent, not ``null``, while unset: a
+result shape with or without it (a review that was skipped has no digest
+count, an ``each`` import no ``repaired``) is one record.
+
+Server and worker are one installation, so these schemas change together
+(a kind is registered once, at version 1, so no two records share one).
+Results hold ids, counts and fixed codes, never evidence or memory bodies
+(see :mod:`.worker`). Jobs not listed here (the views: ``journal``, ``jobs``,
+``proposals``, ``proposal``, ``memory``, ``cockpit``, ``status``, ``usage``;
+and ``cleanup``) still answer with plain objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import attrs
+from cairn.protocol import codec
+from cairn.protocol.codec import optional_key, record
+from cairn.protocol.memory import ProposalKind, ProposalState
+
+T = TypeVar("T")
+
+# -- import ---------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class MalformedLine:
+    """A line an importer left out (the rest of its file was imported): its file name, line, code, message."""
+
+    file: str
+    line: int | None
+    code: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class FileFailure:
+    """A file of an import that could not be imported: its place in the list given, its code and message."""
+
+    index: int
+    code: str
+    message: str  # without transcript text
+
+
+@record("import-tally", version=1)
+class ImportTally:
+    """What an import of several files did, summed file by file (and over both processes of a split
+    import, whose helper sends its own tally: :mod:`worker.journal.import_split`)."""
+
+    files: int = 0  # files imported (a failed one counts in no total)
+    sessions: int = 0  # sessions with a turn seen (or interrupted)
+    captured: int = 0  # turns captured now
+    skipped: int = 0  # turns captured before
+    repaired: int = 0  # torn segments rebuilt
+    session_ids: tuple[str, ...] = ()  # in the order the files were given
+    interrupted: bool = False  # stopped at a batch boundary
+    malformed: tuple[MalformedLine, ...] = ()
+    failed: tuple[FileFailure, ...] = ()  # only when failures are tolerated (``import --all``, ``each``)
+
+    def add(self, other: ImportTally, *, offset: int = 0) -> ImportTally:
+        """This tally and ``other``'s, whose file indexes start at ``offset`` in the list given."""
+        return ImportTally(
+            files=self.files + other.files,
+            sessions=self.sessions + other.sessions,
+            captured=self.captured + other.captured,
+            skipped=self.skipped + other.skipped,
+            repaired=self.repaired + other.repaired,
+            session_ids=self.session_ids + other.session_ids,
+            interrupted=self.interrupted or other.interrupted,
+            malformed=self.malformed + other.malformed,
+            failed=self.failed + tuple(codec.evolve(f, index=f.index + offset) for f in other.failed),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class FailedFile:
+    """A file an ``each`` import (live watching) could not import: its name and fixed code."""
+
+    file: str
+    code: str
+
+
+@record("import-args", version=1)
+class ImportArgs:
+    paths: tuple[str, ...] = ()  # absolute, or relative to the workspace
+    format: str = "auto"
+    each: bool = False  # file by file: a file's own failure is listed, the others go on
+
+
+@record("import-result", version=1)
+class ImportResult:
+    files: int
+    sessions: int
+    captured: int
+    skipped: int
+    session_ids: tuple[str, ...]
+    malformed: tuple[MalformedLine, ...]
+    repaired: int | None = optional_key()  # absent with ``each``
+    interrupted: bool | None = optional_key()  # absent with ``each``
+    failed: tuple[FailedFile, ...] | None = optional_key()  # only with ``each``
+
+
+@attrs.frozen(kw_only=True)
+class SourceFailure:
+    """A session store or source that could not be read or imported (code, path, message without text)."""
+
+    format: str
+    path: str
+    code: str
+    message: str
+
+
+@record("sources-import", version=1)
+class SourcesImport:
+    """An import of the discovered session stores: ``cairn import --all`` and a ``cairn watch`` tick.
+
+    Not a worker job: the command runs it in its own process; ``--json`` prints these fields.
+    """
+
+    sources: int  # sources imported (a failed one counts in no total)
+    sessions: int
+    captured: int
+    skipped: int
+    session_ids: tuple[str, ...]
+    malformed: tuple[MalformedLine, ...]
+    interrupted: bool
+    failed: tuple[SourceFailure, ...]  # stores that could not be read first, then sources in order
+    selected: int | None = optional_key()  # ``import --all``: sessions selected
+    changed: int | None = optional_key()  # a watch tick: sessions that moved
+    sealed: tuple[str, ...] | None = optional_key()  # a watch tick: idle seals
+
+
+# -- capture and seal -----------------------------------------------------------------------------
+
+
+@record("capture-result", version=1)
+class CaptureResult:
+    """One session's capture (:func:`worker.journal.capture.capture_session`)."""
+
+    captured: int
+    skipped: int
+    capture: str | None  # the capture written to (None: nothing was read)
+    repaired: int
+    unrepaired: int
+    interrupted: bool
+    turns: int  # completed turns seen
+
+
+@record("seal-args", version=1)
+class SealArgs:
+    session_id: str | None = None  # None: every open session
+    trigger: str = "session-end"  # a Trigger value (checked by the job: E_USAGE names them)
+
+
+@record("seal-result", version=1)
+class SealResult:
+    sealed: tuple[str, ...]  # the captures sealed
+
+
+@record("seal-idle-args", version=1)
+class SealIdleArgs:
+    quiet_seconds: float = 20 * 60.0
+
+
+@record("seal-idle-result", version=1)
+class SealIdleResult:
+    sealed: int
+    captures: tuple[str, ...]
+
+
+# -- digests --------------------------------------------------------------------------------------
+
+
+@record("recover-result", version=1)
+class RecoverResult:
+    recovered: int
+
+
+@attrs.frozen(kw_only=True)
+class DigestFailure:
+    """A failed digest attempt: ids, code, message (never content), attempt n of N."""
+
+    capture: str
+    code: str
+    message: str
+    attempt: int
+    of: int
+    exhausted: bool
+
+
+@record("process-args", version=1)
+class ProcessArgs:
+    max: int | None = None  # captures digested at most (None: as many as the deadline allows)
+
+
+@record("process-result", version=1)
+class ProcessResult:
+    recovered: int = 0
+    published: int = 0
+    all_none: int = 0
+    failed: int = 0
+    busy: int = 0
+    exhausted: tuple[str, ...] = ()  # captures that used their last attempt in this pass
+    failures: tuple[DigestFailure, ...] = ()
+    remaining: int = 0
+
+
+@record("capture-args", version=1)
+class CaptureArgs:
+    capture: str = ""  # a capture id or an unambiguous prefix
+
+
+@record("capture-decision-result", version=1)
+class CaptureDecision:
+    """``retry`` or ``discard`` of a capture."""
+
+    capture: str
+    state: str
+    changed: bool
+    published: str | None = optional_key()  # a discard that published instead
+
+
+# -- memory ---------------------------------------------------------------------------------------
+
+
+@record("review-args", version=1)
+class ReviewArgs:
+    automatic: bool = False  # offered when idle: capped per day, skipped in manual mode
+
+
+@record("review-job-result", version=1)
+class ReviewJobResult:
+    """A general review (:func:`worker.memory.review.general_review`; the job adds ``writes`` and ``focused``).
+
+    ``review`` is None when none was published: then ``skipped`` says why
+    (``manual-mode``, ``cap``), or the counts say there was nothing to review.
+    """
+
+    review: str | None
+    recovered: bool  # a killed review's accepted result was published first
+    skipped: str | None = optional_key()
+    digests: int | None = optional_key()
+    proposals: int | None = optional_key()
+    applied: tuple[str, ...] | None = optional_key()  # in ``auto`` mode
+    notes: int | None = optional_key()  # working notes read
+    notesProblems: tuple[str, ...] | None = optional_key()
+    writes: dict[str, int] | None = optional_key()  # the recovery's counts
+    focused: int | None = optional_key()  # focused reviews of remembered texts
+
+
+@record("drain-result", version=1)
+class DrainResult:
+    reviews: int
+    proposals: int
+
+
+@record("decide-args", version=1)
+class DecideArgs:
+    ids: tuple[str, ...]  # proposal ids (at least one)
+
+
+@record("proposal-args", version=1)
+class ProposalArgs:
+    id: str
+
+
+@record("accept-edited-args", version=1)
+class AcceptEditedArgs:
+    id: str
+    text: str
+
+
+@record("decision-result", version=1)
+class Decision:
+    """One decision on a proposal: ``accept``, ``reject``, ``undo``, ``accept-edited``."""
+
+    id: str
+    state: ProposalState = attrs.field(converter=ProposalState)
+    changed: bool  # False: it was in that state already
+    written: tuple[str, ...] | None = optional_key()  # files an apply/undo wrote
+    supersedes: str | None = optional_key()  # accept-edited: the edited proposal
+
+
+@record("decisions-result", version=1)
+class Decisions:
+    decisions: tuple[Decision, ...]
+
+
+@record("remember-args", version=1)
+class RememberArgs:
+    text: str
+    type: str = ""  # a note type, "" to classify
+    source: str = ""  # the caller ("cli", "lsp", "mcp", an editor…), "" for the default
+
+
+@attrs.frozen(kw_only=True)
+class ProposalRow:
+    id: str
+    kind: ProposalKind = attrs.field(converter=ProposalKind)
+    target: str
+    title: str
+    state: ProposalState = attrs.field(converter=ProposalState)
+
+
+@record("remember-result", version=1)
+class RememberResult:
+    remember: str  # the request id
+    capture: str
+    reviews: int  # focused reviews run
+    busy: bool  # another process held the focused review at the end
+    reviewed: bool  # this text was reviewed (else its proposal follows)
+    proposals: tuple[ProposalRow, ...]
+    applied: tuple[str, ...]  # proposals applied (``auto`` mode)
+
+
+# -- the tables -----------------------------------------------------------------------------------
+
+#: job kind -> its argument record (jobs not named take no arguments, or still plain ones)
+ARGS: dict[str, type] = {
+    "import": ImportArgs,
+    "seal": SealArgs,
+    "seal-idle": SealIdleArgs,
+    "process": ProcessArgs,
+    "retry": CaptureArgs,
+    "discard": CaptureArgs,
+    "review": ReviewArgs,
+    "accept": DecideArgs,
+    "reject": DecideArgs,
+    "undo": ProposalArgs,
+    "accept-edited": AcceptEditedArgs,
+    "remember": RememberArgs,
+}
+
+#: job kind -> its result record
+RESULTS: dict[str, type] = {
+    "capture": CaptureResult,
+    "import": ImportResult,
+    "seal": SealResult,
+    "seal-idle": SealIdleResult,
+    "recover": RecoverResult,
+    "process": ProcessResult,
+    "retry": CaptureDecision,
+    "discard": CaptureDecision,
+    "review": ReviewJobResult,
+    "drain": DrainResult,
+    "accept": Decisions,
+    "reject": Decisions,
+    "undo": Decision,
+    "accept-edited": Decision,
+    "remember": RememberResult,
+}
+
+
+def read(cls: type[T], body: Any, *, job: str) -> T:
+    """The ``cls`` record of a job's result (or arguments) body; refused with the codec's fixed codes."""
+    return codec.from_body(body, cls, where=f"{job} {'args' if cls in ARGS.values() else 'result'}")
+
+
+def body(rec: Any) -> dict[str, Any]:
+    """The JSON object of a job's result or arguments (:func:`.codec.to_body`)."""
+    return codec.to_body(rec)
