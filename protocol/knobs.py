@@ -18,9 +18,16 @@ import sys
 from cairn.protocol.errors import ErrorCode
 
 _warned: set[str] = set()
+_readers: set[str] = set()
+
+
+def readers() -> frozenset[str]:
+    """The modules that have read a knob (a process forked from this one keeps their values)."""
+    return frozenset(_readers)
 
 
 def env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    _readers.add(sys._getframe(1).f_globals.get("__name__", "?"))
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default

@@ -28,13 +28,14 @@ import os
 import signal
 import sys
 
+#: imported once, before any request; never a module that reads a tuning knob when imported
+#: (:func:`cairn.protocol.knobs.readers`: capture, imports, digest, import_run…), since a child
+#: must read the knobs of its own environment
 PRELOAD = (
     "cairn.server.cli.app", "cairn.server.cli.journal", "cairn.server.cli.memory", "cairn.server.cli.run",
-    "cairn.server.cli.sources", "cairn.server.cli.import_run", "cairn.worker.entry", "cairn.worker.journal.capture",
-    "cairn.worker.journal.digest", "cairn.worker.journal.imports", "cairn.worker.journal.views",
-    "cairn.worker.memory.review", "cairn.worker.memory.apply", "cairn.worker.memory.jobs",
-    "cairn.worker.providers.extractive", "cairn.worker.redaction", "cairn.worker.ingest.importers",
-    "cairn.worker.settings.config", "trio",
+    "cairn.server.cli.sources", "cairn.worker.entry", "cairn.worker.journal.views", "cairn.worker.memory.review",
+    "cairn.worker.memory.apply", "cairn.worker.memory.jobs", "cairn.worker.providers.extractive",
+    "cairn.worker.redaction", "cairn.worker.ingest.importers", "cairn.worker.settings.config", "trio",
 )
 
 
@@ -109,6 +110,10 @@ def serve() -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    from cairn.protocol import knobs
+
+    if knobs.readers():  # their knobs would be this process's, not each child's
+        sys.exit(f"tests/support/zygote.py: the preload imported knob readers {sorted(knobs.readers())}")
     out = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
