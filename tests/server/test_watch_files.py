@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.server.watch import files as watch
 from cairn.server.cli.watch import Headless
+from cairn.server.watch import files as watch
 from cairn.server.watch.core import Refused, Seen
 from cairn.server.watch.files import FileWatcher
 

@@ -15,10 +15,10 @@ import pathlib
 
 import pytest
 from cairn.protocol.digest import ModelPolicy
-from cairn.worker.journal.store import Journal
 from cairn.worker.ingest.sources import discover, walk
 from cairn.worker.jobs.importing import import_all, select
 from cairn.worker.jobs.watch import Watcher
+from cairn.worker.journal.store import Journal
 
 from tests.journal.helpers import cairn
 
