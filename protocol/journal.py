@@ -32,7 +32,7 @@ class TurnEvidence:
     source: str  # "lsp" | "import:<format>"
     title: str | None
     oversized: bool  # true: text exceeded TURN_SNAPSHOT_LIMIT and is not kept (unknown)
-    size: int  # UTF-8 bytes of user + assistant as received
+    size: int  # UTF-8 bytes of user + assistant as received (control characters cleaned)
     policy: ModelPolicy
 
 

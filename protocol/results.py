@@ -258,12 +258,14 @@ class ReviewJobResult:
     notesProblems: tuple[str, ...] | None = optional_key()
     writes: dict[str, int] | None = optional_key()  # the recovery's counts
     focused: int | None = optional_key()  # focused reviews of remembered texts
+    skippedNotes: dict[str, int] | None = optional_key()  # notes left out (cannot be written), by code
 
 
 @record("drain-result", version=1)
 class DrainResult:
     reviews: int
     proposals: int
+    skippedNotes: dict[str, int] | None = optional_key()  # notes left out (cannot be written), by code
 
 
 @record("decide-args", version=1)
@@ -323,6 +325,7 @@ class RememberResult:
     reviewed: bool  # this text was reviewed (else its proposal follows)
     proposals: tuple[ProposalRow, ...]
     applied: tuple[str, ...]  # proposals applied (``auto`` mode)
+    skippedNotes: dict[str, int] | None = optional_key()  # notes left out (cannot be written), by code
 
 
 # -- the tables -----------------------------------------------------------------------------------

@@ -17,8 +17,15 @@ Violations (each with a fixed code and the path it concerns, never content):
   record (``V_DECISION_UNPUBLISHED``: a crash between the two; the next
   recovery publishes it);
 * a state folder git tracks (``V_STATE_TRACKED``; one bounded ``git
-  ls-files``). A state folder that is not this user's (``E_STATE_FOREIGN``,
-  :mod:`state.stateroot`) is the only finding: nothing in it is read.
+  ls-files``);
+* a scope whose newest outcome says that :data:`FAILING_REVIEWS` or more of
+  its runs failed in a row (``V_REVIEWS_FAILING``, with the last error code:
+  a review fails the same way each time, so memory stops growing until the
+  cause is dealt with; a review records the count in its outcome's payload,
+  ``failures``).
+
+A state folder that is not this user's (``E_STATE_FOREIGN``,
+:mod:`state.stateroot`) is the only finding: nothing in it is read.
 
 Stray temps and outcome files left without their claim by an interrupted
 prune are reported as notes, not violations: both are collected by cleanup.
@@ -33,13 +40,16 @@ import attrs
 from cairn.protocol import codec
 from cairn.protocol.claims import ClaimRecord, OutcomeRecord
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.vocab import OpStatus
+from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import layout, stateroot
 from cairn.state import program as P
 from cairn.state.bundles import BundleStore
 from cairn.state.claims import scope_dirname
 from cairn.state.fsdir import TEMP_PREFIX, PinnedDir
 from cairn.state.prune import _gens
+
+#: failed runs in a row of one scope (a review) that ``cairn doctor`` reports
+FAILING_REVIEWS = 3
 
 
 @attrs.frozen
@@ -104,6 +114,7 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
                 newest = max(claims_g) if claims_g else 0
                 gens += len(claims_g)
                 claim_recs: dict[int, ClaimRecord] = {}
+                last: OutcomeRecord | None = None  # the newest outcome that decodes
                 for g in sorted(claims_g):
                     fp = f"{path}/{g}.claim"
                     try:
@@ -130,6 +141,7 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
                         violations.append(Finding(str(ErrorCode.CLAIM_CORRUPT), fp,
                                                   "outcome content disagrees with its name or scope"))
                         continue
+                    last = out
                     if g not in claims_g:
                         notes.append(Finding("N_ORPHAN_OUTCOME", fp, "outcome without claim (interrupted prune)"))
                     elif g in claim_recs and claim_recs[g].nonce != out.claim_nonce:
@@ -140,6 +152,9 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
                             bstore.get(out.bundle)
                         except CairnError as exc:
                             violations.append(Finding(str(exc.code), fp, f"referenced bundle: {exc.message}"))
+                failing = _failing(path, last)
+                if failing is not None:
+                    violations.append(failing)
             finally:
                 d.close()
         for sha in bstore.iter_shas():
@@ -154,6 +169,18 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
     violations += check_segments(root)
     notes += _memory_temps(root, temp_dirs)
     return Report(tuple(violations), tuple(notes), scopes, gens, nbundles)
+
+
+def _failing(path: str, last: OutcomeRecord | None) -> Finding | None:
+    """``V_REVIEWS_FAILING`` when the scope's newest outcome counts :data:`FAILING_REVIEWS` failures in a row."""
+    if last is None or last.kind is not OutcomeKind.FAILED:
+        return None
+    n = (last.payload or {}).get("failures")
+    if not isinstance(n, int) or n < FAILING_REVIEWS:
+        return None
+    return Finding("V_REVIEWS_FAILING", f"{path}/{last.generation}.outcome",
+                   f"the last {n} runs of {last.scope} failed, the newest with {last.error}: `cairn review` "
+                   "shows the error (see docs/errors.md for the code)")
 
 
 def _names(root: PinnedDir, rel: str) -> list[str]:

@@ -38,7 +38,9 @@ class _Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"cairn: {ErrorCode.USAGE}: {message} (see `{self.prog} --help`)\n")
+        from cairn.protocol.text import printable
+
+        sys.stderr.write(f"cairn: {ErrorCode.USAGE}: {printable(message)} (see `{self.prog} --help`)\n")
         raise SystemExit(EXIT_ERROR)
 
 
@@ -55,9 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(code: ErrorCode | str, message: str) -> None:
+    from cairn.protocol.text import printable
     from cairn.worker.redaction.redact import redact_text
 
-    sys.stderr.write(f"cairn: {code}: {redact_text(message)}\n")
+    # a message may name a file: its control characters are shown escaped, never sent to the terminal
+    sys.stderr.write(f"cairn: {code}: {printable(redact_text(message))}\n")
 
 
 def _broken_pipe() -> int:

@@ -105,5 +105,7 @@ def resume_hint(args: list[str], captured: int) -> str:
     """What to run to resume: ``cairn import`` with ``args`` (files, or ``--all`` and its flags)."""
     import shlex
 
+    from cairn.protocol.text import printable
+
     return (f"cairn: interrupted at a batch boundary; {captured} new turn(s) kept. "
-            f"Resume with: cairn import {' '.join(shlex.quote(a) for a in args)}")
+            f"Resume with: cairn import {printable(' '.join(shlex.quote(a) for a in args))}")

@@ -25,6 +25,7 @@ from cairn.server.cli.support import (
     json_flag,
     listing,
     load_config,
+    printable,
     report_malformed,
     run_result,
     workspace_path,
@@ -140,7 +141,7 @@ def failure_lines(c: ProcessResult) -> list[str]:
     """One line per failed attempt: code and reason, attempt n/N, and when the next one may run."""
     out = []
     for f in c.failures:
-        head = f"capture {f.capture}: {f.code}: {redact_text(f.message)}; attempt {f.attempt}/{f.of} failed"
+        head = f"capture {f.capture}: {f.code}: {printable(redact_text(f.message))}; attempt {f.attempt}/{f.of} failed"
         if f.exhausted:
             out.append(f"{head}, the capture is exhausted: `cairn retry {f.capture}` gives it "
                        f"{f.of} more attempts, `cairn discard {f.capture}` accepts the omission")
@@ -177,9 +178,9 @@ def print_journal(digests: list[Any]) -> None:
         print("(no digests yet)")
     for d in digests:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(d.created))
-        print(f"## {when}  {d.title or d.session_id}  [{d.trigger}]  {d.id}")
+        print(f"## {when}  {printable(d.title or d.session_id)}  [{d.trigger}]  {d.id}")
         for n in d.notes:
-            print(f"- ({n.type}) {n.title}  <- {', '.join(t[:12] for t in n.turn_ids)}")
+            print(f"- ({n.type}) {printable(n.title)}  <- {', '.join(printable(t[:12]) for t in n.turn_ids)}")
         print()
 
 
@@ -188,7 +189,7 @@ def cmd_journal(ns: argparse.Namespace) -> int:
 
     digests, bad = public_digests(workspace_path(ns), fresh=ns.fresh)
     for b in bad:
-        sys.stderr.write(f"cairn: invalid public entry {b}\n")
+        sys.stderr.write(f"cairn: invalid public entry {printable(b)}\n")
     if ns.json:
         emit_json([digest_json(d) for d in digests])
     else:

@@ -13,7 +13,16 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, listing, run_job, run_result
+from cairn.server.cli.support import (
+    EXIT_OK,
+    emit_json,
+    json_flag,
+    listing,
+    printable,
+    run_job,
+    run_result,
+    warn_skipped,
+)
 
 if TYPE_CHECKING:
     from cairn.protocol.results import ReviewJobResult
@@ -43,7 +52,8 @@ def cmd_review(ns: argparse.Namespace) -> int:
     r = read(ReviewJobResult, resp.result, job="review")
     emit_json(review_json(r, resp.more)) if ns.json else print(review_line(r, resp.more))
     for problem in r.notesProblems or ():  # a notes folder not read (a symlink, not a folder…)
-        sys.stderr.write(f"cairn: {problem}\n")
+        sys.stderr.write(f"cairn: {printable(problem)}\n")
+    warn_skipped(r.skippedNotes)
     return EXIT_OK
 
 
@@ -51,19 +61,23 @@ def cmd_drain(ns: argparse.Namespace) -> int:
     from cairn.protocol.results import DrainResult, read
 
     reviews = proposals = 0
+    skipped: dict[str, int] = {}
     while True:
         resp = run_job(ns, "drain")
         r = read(DrainResult, resp.result, job="drain")
         reviews += r.reviews
         proposals += r.proposals
+        for code, n in (r.skippedNotes or {}).items():
+            skipped[code] = skipped.get(code, 0) + n
         if not ns.json and sys.stderr.isatty():
             sys.stderr.write(f"\rreviews {reviews}, proposals {proposals}")
         if not resp.more:
             break
     if not ns.json and sys.stderr.isatty():
         sys.stderr.write("\n")
-    totals = {"reviews": reviews, "proposals": proposals}
+    totals: dict[str, Any] = {"reviews": reviews, "proposals": proposals, **({"skippedNotes": skipped} if skipped else {})}
     emit_json(totals) if ns.json else print(f"drained: {reviews} review(s), {proposals} proposal(s)")
+    warn_skipped(skipped)
     return EXIT_OK
 
 
@@ -77,7 +91,7 @@ def print_proposals(rows: list[dict[str, Any]], *, only_open: bool = False) -> N
     if not shown:
         print("(no proposals)")
     for r in shown:
-        print(f"{r['id']}  {r['state']:<8} {r['kind']:<11} {r['target']}  {r['title']}")
+        print(f"{r['id']}  {r['state']:<8} {r['kind']:<11} {printable(r['target'])}  {printable(r['title'])}")
 
 
 def cmd_proposals(ns: argparse.Namespace) -> int:
@@ -96,10 +110,11 @@ def cmd_show(ns: argparse.Namespace) -> int:
     if ns.json:
         emit_json(r)
     else:
-        print(f"# {r['id']} {r['kind']} {r['target']} [{r['state']}] {r['title']}")
+        print(f"# {r['id']} {r['kind']} {printable(r['target'])} [{r['state']}] {printable(r['title'])}")
         if r.get("reason"):
-            print(f"# {r['reason']}")
-        sys.stdout.write(r["diff"])
+            print(f"# {printable(r['reason'])}")
+        # lines keep their endings (a CRLF file's diff too); any other control character is shown escaped
+        sys.stdout.write("\r\n".join(printable(part, keep="\n\t") for part in r["diff"].split("\r\n")))
     return EXIT_OK
 
 
@@ -138,4 +153,4 @@ def cmd_undo(ns: argparse.Namespace) -> int:
 
 def cmd_memory(ns: argparse.Namespace) -> int:
     rows = run_job(ns, "memory").result["topics"]
-    return listing(ns, rows, "(no memory topics)", lambda r: f"{r['file']}  ({r['type']})  {r['description']}")
+    return listing(ns, rows, "(no memory topics)", lambda r: printable(f"{r['file']}  ({r['type']})  {r['description']}"))

@@ -18,7 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, run_result
+from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, printable, run_result, warn_skipped
 
 if TYPE_CHECKING:
     from cairn.protocol.results import RememberResult
@@ -70,7 +70,7 @@ def result_lines(r: RememberResult) -> list[str]:
     elif not r.proposals:
         lines.append("no proposal: memory already holds it, or the same proposal was rejected or is pending")
     for p in r.proposals:
-        lines.append(f"{p.id}  {p.state:<8} {p.kind:<11} {p.target}  {p.title}")
+        lines.append(f"{p.id}  {p.state:<8} {p.kind:<11} {printable(p.target)}  {printable(p.title)}")
     if any(p.state == "pending" for p in r.proposals):
         lines.append("review it with `cairn show ID`, then `cairn accept ID` or `cairn reject ID`")
     return lines
@@ -83,4 +83,5 @@ def cmd_remember(ns: argparse.Namespace) -> int:
     text, note_type, _ = check_request(request_text(ns), ns.type)
     r = run_result(ns, "remember", RememberResult, RememberArgs(text=text, type=note_type, source="cli"))
     emit_json(r) if ns.json else print("\n".join(result_lines(r)))
+    warn_skipped(r.skippedNotes)
     return EXIT_OK

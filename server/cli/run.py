@@ -37,8 +37,10 @@ from cairn.server.cli.support import (
     call,
     emit_json,
     json_flag,
+    printable,
     report_malformed,
     run_result,
+    warn_skipped,
     workspace_path,
 )
 
@@ -90,9 +92,9 @@ def _review(ns: argparse.Namespace) -> ReviewStage:
 def _review_report(r: ReviewStage) -> str:
     if r.skipped == "busy":
         return ("review: left to another process, which holds the review claim "
-                f"({r.error}: {r.message}); digests it does not take wait for the next `cairn review`")
+                f"({r.error}: {printable(r.message)}); digests it does not take wait for the next `cairn review`")
     if r.result is None:
-        return f"review: failed: {r.error}: {r.message}"
+        return f"review: failed: {r.error}: {printable(r.message)}"
     line = review_line(r.result, r.more)
     return line if r.result.review else f"review: {line}"
 
@@ -136,6 +138,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         print(f"sealed {len(sealed)} capture(s)")
         print_process(counts, prefix="digests: ")
         print(_review_report(review))
+        warn_skipped(review.result.skippedNotes if review.result else None)
         print()
         print_journal(mine)
         print("Pending proposals (`cairn show ID`, `cairn accept ID`, `cairn reject ID`):")

@@ -24,6 +24,7 @@ from cairn.server.cli.support import (
     EXIT_PROBLEMS,
     emit_json,
     load_config,
+    printable,
     report_malformed,
     workspace_path,
 )
@@ -70,18 +71,19 @@ def cmd_discover(ns: argparse.Namespace) -> int:
         data = st.to_json(with_sessions=False)
         here = sum(1 for s in st.sessions if mine(s, ws, real))
         print(f"{st.format:<12} {len(st.sessions):>8} {here:>5} {_size(st.size):>9}  {data['first'] or '-':<10}  "
-              f"{data['last'] or '-':<10}  {st.path}")
+              f"{data['last'] or '-':<10}  {printable(st.path)}")
         if st.error:
-            print(f"    {st.error}: {st.message}")
+            print(f"    {st.error}: {printable(st.message)}")
         for s in st.refused:
-            print(f"    {s.error}: {s.message}{' (this workspace)' if mine(s, ws, real) else ''}")
+            print(f"    {s.error}: {printable(s.message)}{' (this workspace)' if mine(s, ws, real) else ''}")
         if ns.sessions:
             for s in sorted(st.sessions, key=lambda s: -s.mtime):
                 when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(s.mtime))
-                print(f"    {when}  {s.workspace or '(no workspace)'}  {s.key or os.path.basename(s.path)}")
+                print(f"    {when}  {printable(s.workspace or '(no workspace)')}  "
+                      f"{printable(s.key or os.path.basename(s.path))}")
         else:
             for where, count in list(workspace_counts(st.sessions).items())[:5]:
-                print(f"    {count:>6}  {where or '(no workspace recorded)'}")
+                print(f"    {count:>6}  {printable(where or '(no workspace recorded)')}")
     print("HERE counts the sessions of this workspace; `cairn import --all` imports them.")
     return EXIT_OK
 
@@ -134,7 +136,7 @@ def report_failures(r: SourcesImport) -> None:
     """One stderr line per store or source that failed (code, path, message without transcript text),
     and one per line an import left out."""
     for f in r.failed:
-        sys.stderr.write(f"cairn: {f.code}: {f.path}: {f.message}\n")
+        sys.stderr.write(f"cairn: {f.code}: {printable(f.path)}: {printable(f.message)}\n")
     report_malformed(r.malformed)
 
 

@@ -14,6 +14,12 @@ Exit codes (the README's command table documents them):
   line (the traceback only with ``CAIRN_DEBUG=1``);
 * 130 interrupted.
 
+Untrusted text (journal notes and titles, proposal titles and diffs, file
+and session names, error messages) is printed through :func:`printable`
+(:func:`protocol.text.printable`): a control character shows as ``\x1b``,
+it never reaches the terminal. JSON output escapes DEL and C1 controls too
+(``json`` escapes the C0 ones).
+
 Commands run their jobs in this process (:mod:`server.scheduler.inprocess`)
 through the job functions the workers run, under the same claims: a CLI
 command and a background worker can never both own one piece of work.
@@ -29,13 +35,14 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from cairn.protocol.text import printable
 from cairn.server.scheduler import inprocess
 from cairn.server.scheduler.inprocess import load_config, response_error
 
 if TYPE_CHECKING:
     from cairn.protocol.results import MalformedLine
 
-__all__ = ["load_config", "response_error"]  # re-exported for the command modules
+__all__ = ["load_config", "printable", "response_error"]  # re-exported for the command modules
 
 T = TypeVar("T")
 
@@ -61,13 +68,18 @@ class Command(NamedTuple):
     handler: Handler
 
 
+#: DEL and C1 controls, which ``json.dumps(ensure_ascii=False)`` leaves raw, as JSON escapes
+_JSON_CONTROLS = {n: f"\\u{n:04x}" for n in range(0x7F, 0xA0)}
+
+
 def emit_json(obj: object) -> None:
     """``obj`` as indented JSON on stdout; a record (:mod:`protocol.results`) as its fields."""
     if hasattr(type(obj), "RECORD_KIND"):
         from cairn.protocol.codec import to_body
 
         obj = to_body(obj)
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False).translate(_JSON_CONTROLS)
+    sys.stdout.write(text + "\n")
 
 
 def workspace_path(ns: argparse.Namespace) -> str:
@@ -94,7 +106,14 @@ def listing(ns: argparse.Namespace, rows: list[dict[str, Any]], empty: str,
 def report_malformed(malformed: tuple[MalformedLine, ...]) -> None:
     """Lines an import left out (the rest of each file was imported): one stderr line each."""
     for bad in malformed:
-        sys.stderr.write(f"cairn: {bad.file}: {bad.code} {bad.message}\n")
+        sys.stderr.write(f"cairn: {printable(bad.file)}: {bad.code} {printable(bad.message)}\n")
+
+
+def warn_skipped(skipped: dict[str, int] | None) -> None:
+    """A review's notes left out because they cannot be written to a memory file: one stderr line per code."""
+    for code, n in sorted((skipped or {}).items()):
+        sys.stderr.write(f"cairn: warning: {n} note(s) left out of the review ({code}): they cannot be written "
+                         "to a memory file; the other notes were reviewed\n")
 
 
 def call(ns: argparse.Namespace, job: str, job_args: Any = None) -> Any:

@@ -42,6 +42,7 @@ from cairn.server.cli.support import (
     EXIT_PROBLEMS,
     emit_json,
     load_config,
+    printable,
     response_error,
     workspace_path,
 )
@@ -127,7 +128,7 @@ def _once(ns: argparse.Namespace, ws: str, config: dict[str, Any]) -> int:
         if counts is not None:
             print_process(counts, prefix=f"{stamp} digests: ")
     for code, path, message in failures:  # as `import --all` says them, with --json too
-        sys.stderr.write(f"cairn: {code}: {path}: {message}\n")
+        sys.stderr.write(f"cairn: {code}: {printable(path)}: {printable(message)}\n")
     return EXIT_PROBLEMS if failures else EXIT_OK
 
 
@@ -216,7 +217,7 @@ class Headless:
         while True:
             action = await self._actions.get()
             if isinstance(action, Ignored):
-                sys.stderr.write(f"cairn: {action.code}: {os.path.basename(action.path)} ignored\n")
+                sys.stderr.write(f"cairn: {action.code}: {printable(os.path.basename(action.path))} ignored\n")
                 self.observe("ignored", action)
             elif isinstance(action, Import):
                 imported = await self._job("import", ImportArgs(paths=tuple(action.paths), each=True), ImportResult)
@@ -253,9 +254,9 @@ class Headless:
 
     def _report(self, r: ImportResult, files: int) -> None:
         for bad in r.failed or ():
-            sys.stderr.write(f"cairn: {bad.code}: {bad.file} not imported\n")
+            sys.stderr.write(f"cairn: {bad.code}: {printable(bad.file)} not imported\n")
         for line in r.malformed:
-            sys.stderr.write(f"cairn: {line.code}: {line.file} line {line.line} left out\n")
+            sys.stderr.write(f"cairn: {line.code}: {printable(line.file)} line {line.line} left out\n")
         captured = r.captured
         if captured:
             self.totals["batches"] += 1

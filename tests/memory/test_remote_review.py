@@ -232,7 +232,7 @@ BAD = [
     json.dumps({"proposals": [{**CREATE, "title": "x" * 121}]}),
     json.dumps({"proposals": [{**CREATE, "title": ""}]}),
     json.dumps({"proposals": [{**CREATE, "title": 7}]}),
-    json.dumps({"proposals": [{**CREATE, "title": "bad\u0000title"}]}),
+    json.dumps({"proposals": [{**CREATE, "title": "\u001b[31m\u0007\u0000"}]}),  # nothing left once cleaned
     json.dumps({"proposals": [{**CREATE, "description": "d" * 201}]}),
     json.dumps({"proposals": [{**CREATE, "bullets": []}]}),
     json.dumps({"proposals": [{**CREATE, "bullets": ["b"] * 21}]}),
@@ -247,6 +247,20 @@ BAD = [
     json.dumps({"proposals": [{**INSTRUCTION, "file": "CLAUDE.md"}]}),
     json.dumps({"proposals": [{**INSTRUCTION, "file": "money.md"}]}),
 ]
+
+
+def test_control_characters_of_a_reply_are_removed_not_written(endpoint: Endpoint, root: MemorySnapshot) -> None:
+    answer(endpoint, {**CREATE, "title": "CI runs on \u001b[1mForgejo\u001b[0m Actions\u0007",
+                      "description": "Where CI runs\u001b]52;c;SGVsbG8=\u0007 and where its workflow lives",
+                      "bullets": ["CI runs on Forgejo\u009b31m Actions\u007f."]},
+           {**UPDATE, "bullets": ["Amounts are \u001b[31minteger\u001b[0m cents.\r"]})
+    update, create = review(endpoint, root)
+    assert create.target == ".agents/memory/ci-runs-on-forgejo-actions.md"
+    assert create.files[create.target] == (None, (
+        b"---\nname: CI runs on Forgejo Actions\ndescription: Where CI runs and where its workflow lives\n"
+        b"type: project\n---\n\n- CI runs on Forgejo Actions. (noted 2025-01-02)\n"))
+    assert update.files[".agents/memory/money.md"] == (
+        MONEY, MONEY + b"- Amounts are integer cents. (noted 2025-01-05)\n")
 
 
 @pytest.mark.parametrize("content", BAD)

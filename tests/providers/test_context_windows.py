@@ -23,6 +23,7 @@ from cairn.worker.memory import remote
 from cairn.worker.memory.model import empty_snapshot
 from cairn.worker.providers import openai_compat, window
 from cairn.worker.providers.route import Route
+from cairn.worker.redaction import redact as gate
 
 from tests.journal.helpers import cairn, cairn_json
 from tests.providers.endpoint import Endpoint
@@ -119,18 +120,18 @@ async def test_each_turn_is_redacted_once_however_many_windows(endpoint: Endpoin
                   for i in range(12))
     inp = DigestInput(session_id="s", title="t", turns=turns)
     seen: list[str] = []
-    real = openai_compat.redact
+    real = gate.redact_collect  # the one redaction of each text of the session
 
-    def counted(text: str) -> str:
+    def counted(text: str, known: gate.KnownSecrets) -> str:
         seen.append(text)
-        return real(text)
+        return real(text, known)
 
-    monkeypatch.setattr(openai_compat, "redact", counted)
+    monkeypatch.setattr(gate, "redact_collect", counted)
     pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
     out = await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
     assert len(endpoint.requests) > 1 and endpoint.refused == 0
     assert all(secret.encode() not in r.body for r in endpoint.requests)
-    assert sorted(x for x in seen if x != "t") == sorted(x for t in turns for x in (t.user, t.assistant))
+    assert sorted(x for x in seen if x not in ("t", "")) == sorted(x for t in turns for x in (t.user, t.assistant))
     assert {n.title for n in out.notes if n.type is NoteType.USER} == {f"Prefers option-{i}" for i in range(12)}
     # the worker's lease counts the same requests without redacting anything
     seen.clear()

@@ -131,6 +131,18 @@ async def test_reply_is_redacted(endpoint: Endpoint) -> None:
 
 
 @pytest.mark.trio
+async def test_control_characters_of_a_reply_never_reach_a_note(endpoint: Endpoint) -> None:
+    osc52 = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g="
+    endpoint.answer_notes([
+        {"type": "feedback", "title": "Never \x1b[1;31mfloats\x1b[0m for money\x07",
+         "body": f"Use integer cents{osc52}\x07 always.\r\nThe user said so.\x9b2J\x00", "turn_ids": ["turn-a"]},
+        {"type": "project", "title": "\x1b[0m", "body": "Nothing but an escape for a title.", "turn_ids": ["turn-c"]},
+    ])
+    (note,) = (await run(endpoint)).notes  # a title of nothing but controls leaves no note
+    assert (note.title, note.body) == ("Never floats for money", "Use integer cents always. The user said so.")
+
+
+@pytest.mark.trio
 async def test_duplicate_notes_merge(endpoint: Endpoint) -> None:
     note = {"type": "user", "title": "Floats", "body": "Never floats for money.", "turn_ids": ["turn-a"]}
     endpoint.answer_notes([note, {**note, "turn_ids": ["turn-c", "turn-a"]}])

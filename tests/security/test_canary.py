@@ -7,7 +7,10 @@ against a loopback server that plays a *leaky* model: its digest notes and
 its review proposals quote every credential verbatim (as a model that saw
 them elsewhere would; a credential recognisable only by its context, such as
 an AWS secret key in prose or a URL's password, is quoted with its
-context). Every proposal is shown and accepted. Then the
+context). A credential known only by its context is also echoed bare:
+the assistant's reply repeats it ("Done: I exported … for this shell") and
+a later turn of the same session asks to reuse it, which the leaky model
+quotes verbatim in a note. Every proposal is shown and accepted. Then the
 journal, every ``cairn show``, every command's output and stderr, the
 memory files, AGENTS.md and every request body the server received are
 searched: no credential (nor a 16-character piece of one) may appear.
@@ -37,6 +40,17 @@ def _self_named(s: Sample) -> bool:
     """Whether the credential is recognisable without the words around it."""
     return redact_text(_one_line(s.secret)) != _one_line(s.secret)
 
+
+def _echo(s: Sample) -> str:
+    """A later turn repeating the bare value of a credential known only by its context."""
+    return f"From now on always reuse {s.secret} for the smoke tests."
+
+
+def _done(s: Sample) -> str:
+    """The assistant's reply repeating the bare value."""
+    return f"Done: I exported {s.secret} for this shell."
+
+
 KEY_ENV = "CAIRN_CANARY_KEY"
 PROVIDER_KEY = "sk-canary-" + "Ab1" * 10  # sent in the Authorization header only
 
@@ -45,12 +59,21 @@ def _one_line(s: str) -> str:
     return " ".join(s.split())
 
 
+ECHOED = tuple(s for s in SAMPLES if not _self_named(s))  # known only by their context: each echoed bare
+
+
 def transcript(path: Path) -> Path:
-    """An aider chat: one user turn per sample, each answered briefly."""
+    """An aider chat: one user turn per sample, each answered briefly; then one turn per echoed sample.
+
+    A sample known only by its context is answered with its bare value
+    (:func:`_done`) and asked for again, bare, in a later turn (:func:`_echo`).
+    """
     lines = ["# aider chat started at 2026-11-30 10:00:00", ""]
     for s in SAMPLES:
         lines += [f"#### {line}" if line else "####" for line in s.sentence.split("\n")]
-        lines += ["", "Understood, I will do that from now on.", ""]
+        lines += ["", _done(s) if s in ECHOED else "Understood, I will do that from now on.", ""]
+    for s in ECHOED:
+        lines += [f"#### {_echo(s)}", "", "Understood.", ""]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -86,12 +109,17 @@ class LeakyModel:
     @staticmethod
     def _notes(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
         notes = []
-        assert len(turns) == len(SAMPLES)  # one capture: turn i states sample i
-        for i, (t, s) in enumerate(zip(turns, SAMPLES, strict=True)):
+        assert len(turns) == len(SAMPLES) + len(ECHOED)  # one capture: turn i states sample i, then the echoes
+        for i, (t, s) in enumerate(zip(turns, SAMPLES, strict=False)):
             # a credential that names itself is quoted bare; one known only by its context, with it
             title = f"Rule {i}: {_one_line(s.secret) if _self_named(s) else _one_line(s.sentence)}"
             notes.append({"type": "feedback", "title": title if len(title) <= 120 else f"Rule {i}",
                           "body": s.sentence[:2000], "turn_ids": [t["turn_id"]]})
+        for j, (t, s) in enumerate(zip(turns[len(SAMPLES):], ECHOED, strict=True)):
+            # the echo quoted bare, as a model that saw the value elsewhere in the session would
+            title = f"Echo {j}: {_echo(s)}"
+            notes.append({"type": "feedback", "title": title if len(title) <= 120 else f"Echo {j}",
+                          "body": _echo(s), "turn_ids": [t["turn_id"]]})
         return notes
 
     @staticmethod
@@ -188,7 +216,8 @@ def test_no_canary_leaves_through_the_openai_provider(workspace: Path, leaky: Le
     (workspace / "AGENTS.md").write_text(AGENTS)
     (workspace / ".cairn").mkdir()
     (workspace / ".cairn/config.toml").write_text(
-        f'provider = "openai"\nmodel = "canary"\nendpoint = "{leaky.url}"\napi_key_env = "{KEY_ENV}"\n')
+        f'provider = "openai"\nmodel = "canary"\nendpoint = "{leaky.url}"\napi_key_env = "{KEY_ENV}"\n'
+        "context_tokens = 32768\n")  # one digest request: the leaky model reads turn i as sample i
     cairn(workspace, "trust")  # a workspace file may name an endpoint only when the user trusts the workspace
     seen = _run_everything(workspace, {KEY_ENV: PROVIDER_KEY})
 
@@ -203,6 +232,10 @@ def test_no_canary_leaves_through_the_openai_provider(workspace: Path, leaky: Le
         assert f"[REDACTED:{s.kind}]" in memory, s.kind
         assert f"[REDACTED:{s.kind}]" in requests, s.kind
     assert "[REDACTED:" in journal
+    for s in ECHOED:  # a bare repeat is hidden as the kind its labelled statement was recognised as
+        assert f"Done: I exported [REDACTED:{s.kind}] for this shell." in requests, s.kind
+        assert f"reuse [REDACTED:{s.kind}] for the smoke tests" in requests, s.kind
+        assert f"reuse [REDACTED:{s.kind}] for the smoke tests" in journal, s.kind
 
 
 def test_no_canary_leaves_through_the_embedded_engine(workspace: Path) -> None:
@@ -211,3 +244,5 @@ def test_no_canary_leaves_through_the_embedded_engine(workspace: Path) -> None:
     assert _leaks(seen) == []
     journal = "".join(v for k, v in seen.items() if k.startswith(".cairn/journal"))
     assert "[REDACTED:" in journal
+    for s in ECHOED:  # the later turn is a note of its own, its bare value hidden
+        assert f"reuse [REDACTED:{s.kind}] for the smoke tests" in journal, s.kind

@@ -37,3 +37,17 @@ async def test_remember_answers_with_the_proposal_and_refuses_bad_input(workspac
     assert len(list((workspace / ".cairn/state/memory/remember").iterdir())) == 1
     for msg in client.log_messages:  # logs carry ids and codes, never the remembered text
         assert "force-push" not in msg.message
+
+
+@pytest.mark.lsp_options({"mode": "propose"})
+async def test_a_remembered_text_with_escapes_is_cleaned_and_never_wedges(workspace: Path,
+                                                                          client: LanguageClient) -> None:
+    out = plain(await command(client, "cairn.remember", {"workspace": str(workspace), "type": "project",
+                                                         "text": "Use \x1b[31mpnpm\x1b[0m, not npm\x07"}))
+    [p] = out["result"]["proposals"]
+    assert out["status"] == "ok" and p["title"] == "New project memory: Use pnpm, not npm"
+    detail = plain(await request(client, "cairn/proposal", {"id": p["id"]}))
+    assert "Use pnpm, not npm" in detail["diff"] and "\x1b" not in detail["diff"] and "\x07" not in detail["diff"]
+    out = plain(await command(client, "cairn.remember", {"workspace": str(workspace),
+                                                         "text": "Releases are tagged on Mondays"}))
+    assert out["status"] == "ok" and out["result"]["proposals"]

@@ -159,3 +159,20 @@ async def test_bad_arguments_and_unreadable_topics_answer_a_code_and_log_no_trac
     lines = log.splitlines()
     assert len(lines) <= failures and all(re.search(r"\(E_[A-Z_]+", line) for line in lines), log
     assert SECRET not in log
+
+
+async def test_a_remembered_text_with_escapes_is_cleaned_and_reviews_go_on(workspace: Path) -> None:
+    """An agent's text with a colour escape and a BEL: a clean proposal, and every later review still runs."""
+    async with stdio_client(_params(workspace)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        out = _structured(await session.call_tool("remember", {"text": "Run \x1b[1mmake migrate\x1b[0m first\x07",
+                                                              "type": "project"}))
+        [p] = out["proposals"]
+        assert p["title"] == "New project memory: Run make migrate first"
+        again = _structured(await session.call_tool("remember", {"text": "Releases are tagged on Mondays"}))
+        assert again["reviewed"] and again["proposals"]
+    cairn(workspace, "process")
+    assert cairn(workspace, "review").returncode == 0
+    cairn(workspace, "accept", p["id"])
+    for topic in (workspace / ".agents/memory").glob("*.md"):
+        assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", topic.read_bytes()), topic

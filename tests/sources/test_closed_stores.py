@@ -68,7 +68,7 @@ def test_discovery_never_reads_a_head_through_a_folder_swapped_for_a_link(tmp_pa
     assert ref in select(stores, ws)  # its project folder still names this workspace: reported, not dropped
     with Journal(ws) as j:
         r = import_all(j, stores, ws, POLICY)
-    assert [(f["path"], f["code"]) for f in r["failed"]] == [(str(session), "E_PATH_SYMLINK")]
+    assert [(f.path, f.code) for f in r.failed] == [(str(session), "E_PATH_SYMLINK")]
 
 
 def test_watch_once_never_imports_through_a_folder_swapped_for_a_link(tmp_path, monkeypatch):
@@ -87,8 +87,8 @@ def test_watch_once_never_imports_through_a_folder_swapped_for_a_link(tmp_path, 
     monkeypatch.setattr(w, "changed", look_then_swap)
     with Journal(ws) as j:
         r = w.tick(j)
-    assert [(f["path"], f["code"]) for f in r["failed"]] == [(str(session), "E_PATH_SYMLINK")]
-    assert r["captured"] > 0  # the other sessions of the workspace were imported
+    assert [(f.path, f.code) for f in r.failed] == [(str(session), "E_PATH_SYMLINK")]
+    assert r.captured > 0  # the other sessions of the workspace were imported
 
 
 def _session_id(path: pathlib.Path) -> str:
@@ -128,7 +128,7 @@ def test_unreadable_sessions_of_the_workspace_are_reported(tmp_path, argv):
     r = cairn(tmp_path / "work" / "proj", *argv, "--json", env=_cli_env(home), check=False)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     out = json.loads(r.stdout)
-    assert {(f["path"], f["code"]) for f in out["failed"]} == expected
+    assert {(f.path, f.code) for f in out["failed"]} == expected
     lines = r.stderr.splitlines()
     assert len(lines) == len(expected)
     for path, code in expected:

@@ -25,6 +25,7 @@ from cairn.protocol.journal import (
     SegmentTurn,
     TurnEvidence,
 )
+from cairn.protocol.text import clean_text
 from cairn.protocol.transcript import Turn
 from cairn.worker.journal.store import CAPTURES, Journal
 
@@ -59,8 +60,11 @@ def build_segment(session_id: str, turns: list[Turn], *, source: str, title: str
                   policy: ModelPolicy) -> tuple[EvidenceSegment, bytes]:
     """The segment of ``turns`` and its canonical bytes (a function of the inputs only).
 
-    A turn whose text exceeds :data:`TURN_SNAPSHOT_LIMIT` is kept as unknown
-    (empty texts, ``oversized``), never truncated.
+    Texts and the title are kept as :func:`protocol.text.clean_text` gives
+    them: transcript text enters cairn here, so no control character (a
+    colour escape, an OSC sequence, a BEL) reaches the evidence. A turn whose
+    text exceeds :data:`TURN_SNAPSHOT_LIMIT` is kept as unknown (empty texts,
+    ``oversized``), never truncated.
     """
     texts: list[str] = []
     index: dict[str, int] = {}
@@ -74,12 +78,14 @@ def build_segment(session_id: str, turns: list[Turn], *, source: str, title: str
 
     out = []
     for t in turns:
-        size = len(t.user.encode("utf-8")) + len(t.assistant.encode("utf-8"))
+        user, assistant = clean_text(t.user), clean_text(t.assistant)
+        size = len(user.encode("utf-8")) + len(assistant.encode("utf-8"))
         oversized = size > TURN_SNAPSHOT_LIMIT
         out.append(SegmentTurn(turn_id=t.turn_id, parent_turn_id=t.parent_turn_id,
-                               user=intern("" if oversized else t.user),
-                               assistant=intern("" if oversized else t.assistant),
+                               user=intern("" if oversized else user),
+                               assistant=intern("" if oversized else assistant),
                                completed_at=t.completed_at, oversized=oversized, size=size))
+    title = None if title is None else clean_text(title)
     seg = EvidenceSegment(session_id=session_id, source=source, title=title, policy=policy, texts=tuple(texts),
                           turns=tuple(out))
     return seg, codec.encode(seg)

@@ -67,6 +67,7 @@ from cairn.protocol.results import (
     read,
 )
 from cairn.protocol.settings import Settings
+from cairn.protocol.text import clean_text
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.protocol.worker import WorkerRequest
@@ -131,12 +132,21 @@ def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureSta
     return out
 
 
+def _cleaned(e: TurnEvidence) -> TurnEvidence:
+    """Evidence captured before capture cleaned its text: cleaned as it is read (:mod:`protocol.text`)."""
+    title = None if e.title is None else clean_text(e.title)
+    user, assistant = clean_text(e.user), clean_text(e.assistant)
+    if (user, assistant, title) == (e.user, e.assistant, e.title):
+        return e
+    return codec.evolve(e, user=user, assistant=assistant, title=title)
+
+
 def load_evidence(j: Journal, cid: str) -> tuple[list[TurnEvidence], Seal]:
     names = j.names(f"{CAPTURES}/{cid}")
     seal_raw = j.read_many([f"{CAPTURES}/{cid}/seal"])[f"{CAPTURES}/{cid}/seal"] if "seal" in names else None
     if seal_raw is None:
         raise CairnError(ErrorCode.CAPTURE_STATE, f"capture {cid} is not sealed")
-    return capture_evidence(j, cid, names), codec.decode(seal_raw, Seal)
+    return [_cleaned(e) for e in capture_evidence(j, cid, names)], codec.decode(seal_raw, Seal)
 
 
 def _policy(evidence: list[TurnEvidence], settings: Settings | None = None) -> ModelPolicy:

@@ -213,6 +213,22 @@ def summary(items: Iterable[str]) -> str:
     return "; ".join(clip(t, SUMMARY_ITEM_MAX) for t in items)
 
 
+def unwritable(kind: NoteType, title: str, body: str) -> ErrorCode | None:
+    """The code a note would fail with as a topic (name, description, index entry, bullet); None if it can be written.
+
+    A review leaves such a note out and counts it (:func:`worker.memory.review.readable`)
+    rather than let one note stop the proposals of every other.
+    """
+    name = clip(title, NAME_MAX)
+    description = clip(body, DESCRIPTION_MAX)
+    try:
+        render_topic(name, description, kind, f"\n- {one_line(body)}\n")
+        format_entry(name, "topic.md", description)
+    except CairnError as exc:
+        return exc.code
+    return None
+
+
 def admit_entry(index: bytes | None, name: str, file: str, description: str) -> tuple[bytes, str] | None:
     """The index (``None``: none yet) with an entry for ``file`` added, and that entry; None when it is full.
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from typing import Any
 
 from cairn.protocol import codec
@@ -48,6 +49,7 @@ from cairn.worker.memory.review import (
     publish_review,
     published_reviews,
     review_provider,
+    skipped_keys,
 )
 from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 from cairn.worker.redaction.redact import redact_record
@@ -141,34 +143,38 @@ def focused_review(ms: MemoryStore) -> tuple[dict[str, Any], bool]:
         now = ms.now()
         review_id = "r" + hashlib.sha256(("\0".join(r.id for r in batch) + f"\0{now}").encode()).hexdigest()[:12]
         digests = [as_digest(ms, r) for r in batch]
-        drafts = draft_review(ms, [d for d in digests if d.notes], review_id=review_id, now=now, housekeeping=False)
+        skipped: Counter[str] = Counter()
+        drafts = draft_review(ms, [d for d in digests if d.notes], review_id=review_id, now=now, housekeeping=False,
+                              skipped=skipped)
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=(), proposals=tuple(proposals), provider=review_provider(ms),
                               automatic=False, remembered=tuple(r.id for r in batch))
         decided = accept_review(ms, claim, result, ops)
-    except BaseException:
-        fail_unsettled(ms, claim)
+    except BaseException as exc:
+        fail_unsettled(ms, claim, exc)
         raise
     publish_review(ms, result, decided)
     applied = apply_in_auto_mode(ms, review_id)
     return ({"review": review_id, "remembered": len(batch), "proposals": len(proposals), "applied": applied,
-             "recovered": recovered}, len(todo) > len(batch))
+             "recovered": recovered, **skipped_keys(skipped)}, len(todo) > len(batch))
 
 
 def run_focused(ms: MemoryStore) -> dict[str, Any]:
     """Focused reviews until no request is pending or another holder has the scope (it covers the rest)."""
     reviews = 0
     applied: list[str] = []
+    skipped: Counter[str] = Counter()
     while True:
         r, _ = focused_review(ms)
         if r.get("skipped") == "busy":
-            return {"reviews": reviews, "busy": True, "applied": applied}
+            return {"reviews": reviews, "busy": True, "applied": applied, **skipped_keys(skipped)}
         if r.get("review"):
             reviews += 1
             applied += r["applied"]
+            skipped.update(r.get("skippedNotes", {}))
         # looked at again after the claim is settled: a request linked meanwhile is never left behind
         if not pending(ms):
-            return {"reviews": reviews, "busy": False, "applied": applied}
+            return {"reviews": reviews, "busy": False, "applied": applied, **skipped_keys(skipped)}
 
 
 def proposals_for(ms: MemoryStore, rid: str) -> dict[str, Any]:

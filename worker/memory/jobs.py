@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from cairn.protocol import codec
@@ -35,7 +36,7 @@ def _store(req: WorkerRequest) -> MemoryStore:
 def job_review(req: WorkerRequest) -> tuple[ReviewJobResult, bool]:
     from cairn.worker.memory.apply import recover
     from cairn.worker.memory.focused import pending, recover_focused, run_focused
-    from cairn.worker.memory.review import general_review
+    from cairn.worker.memory.review import general_review, skipped_report
 
     automatic = read(ReviewArgs, req.args, job=req.job).automatic
     with _store(req) as ms:
@@ -43,8 +44,10 @@ def job_review(req: WorkerRequest) -> tuple[ReviewJobResult, bool]:
         result, more = general_review(ms, automatic=automatic)
         # a remembered text whose focused review was interrupted is reviewed here (never capped)
         recover_focused(ms)
-        focused = run_focused(ms)["reviews"] if pending(ms) else 0
-        return codec.evolve(result, writes=recovered, focused=focused), more
+        focused: dict[str, Any] = run_focused(ms) if pending(ms) else {"reviews": 0}
+        skipped = Counter(result.skippedNotes or {}) + Counter(focused.get("skippedNotes", {}))
+        return codec.evolve(result, writes=recovered, focused=focused["reviews"],
+                            skippedNotes=skipped_report(skipped)), more
 
 
 def job_drain(req: WorkerRequest) -> tuple[DrainResult, bool]:
@@ -55,7 +58,8 @@ def job_drain(req: WorkerRequest) -> tuple[DrainResult, bool]:
     with _store(req) as ms:
         recover(ms)  # like every review: a killed one's promised applications are kept first
         result, more = general_review(ms, automatic=False)
-        return DrainResult(reviews=1 if result.review else 0, proposals=result.proposals or 0), more
+        return DrainResult(reviews=1 if result.review else 0, proposals=result.proposals or 0,
+                           skippedNotes=result.skippedNotes), more
 
 
 def _decide(req: WorkerRequest, fn_name: str) -> Decisions:

@@ -9,7 +9,9 @@ MCP endpoint all call it):
    its whitespace is folded, is ``E_RECORD_TOO_LARGE`` (a remembered text
    becomes one memory note, whose body holds at most 2000 characters:
    refusing is better than clipping what the user asked to keep); an unknown
-   type is ``E_USAGE`` naming the types.
+   type is ``E_USAGE`` naming the types. The text returned, and remembered,
+   is cleaned of control characters (:func:`protocol.text.clean_text`: a
+   colour escape goes, its words stay); a text of nothing else is empty.
 2. **Capture**: the text is the one turn of its own ``remember`` session
    (private evidence like any turn), sealed at once; its frozen policy is the
    ``remember`` provider's (:mod:`worker.providers.remember`), so the journal
@@ -38,12 +40,14 @@ import datetime as _dt
 import hashlib
 import re
 import time
+from collections import Counter
 
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import RememberRequest
 from cairn.protocol.results import ProposalRow, RememberArgs, RememberResult, read
+from cairn.protocol.text import clean_text
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.protocol.worker import WorkerRequest
@@ -69,6 +73,7 @@ def check_request(text: object, note_type: object = None, source: object = None)
     if size > MAX_BYTES:
         raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"remember: the text is {size} bytes; at most {MAX_BYTES} "
                          f"are accepted (a remembered text becomes one note of at most {MAX_CHARS} characters)")
+    text = clean_text(text)
     folded = _WS.sub(" ", text).strip()
     if not folded:
         raise CairnError(ErrorCode.USAGE, "remember: the text is empty")
@@ -131,6 +136,7 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
     """Record the request and run the focused review; report this text's proposals."""
     from cairn.worker.memory.apply import recover
     from cairn.worker.memory.focused import covered, proposals_for, run_focused
+    from cairn.worker.memory.review import skipped_report
 
     checked = check_request(text, note_type, source)
     recover(ms)  # an application a killed run left marked or only promised is completed first
@@ -138,6 +144,7 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
     review = run_focused(ms)
     applied = list(review["applied"])
     reviews = review["reviews"]
+    skipped = Counter(review.get("skippedNotes", {}))
     deadline = time.monotonic() + BUSY_WAIT
     while review["busy"] and req.id not in covered(ms) and time.monotonic() < deadline:
         # another process holds the focused review: it covers this request too, or frees the scope for us
@@ -145,10 +152,11 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
         review = run_focused(ms)
         applied += review["applied"]
         reviews += review["reviews"]
+        skipped.update(review.get("skippedNotes", {}))
     mine = proposals_for(ms, req.id)
     return RememberResult(remember=req.id, capture=req.capture, reviews=reviews, busy=review["busy"],
                           reviewed=mine["reviewed"], proposals=tuple(ProposalRow(**p) for p in mine["proposals"]),
-                          applied=tuple(applied))
+                          applied=tuple(applied), skippedNotes=skipped_report(skipped))
 
 
 def job_remember(req: WorkerRequest) -> RememberResult:

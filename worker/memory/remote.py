@@ -27,7 +27,9 @@ Reply: exactly ``{"proposals": [...]}`` (empty: No action), each item one of
 
 with a known type, a one-line title of 1..120 characters, a description of
 1..200, 1..20 bullets of 1..500 characters (a leading list marker is
-dropped) and a non-empty list of digest ids of the request. Anything else
+dropped; control characters are removed first, as
+:func:`protocol.text.clean_text` says, so an ANSI sequence never reaches a
+memory file) and a non-empty list of digest ids of the request. Anything else
 (unknown keys or actions, unknown files or ids, bad types, over-long text)
 is ``E_PROVIDER_INVALID_REPLY``; the message names the item's position,
 never the reply's text.
@@ -55,7 +57,6 @@ from __future__ import annotations
 import math
 import re
 import time
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,6 +66,7 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.settings import Settings
+from cairn.protocol.text import clean_text
 from cairn.protocol.vocab import NoteType
 from cairn.worker.memory import review_request
 from cairn.worker.memory.drafts import (
@@ -195,11 +197,9 @@ def prepare_payload(
 def _text(value: object, limit: int, what: str, index: int) -> str:
     if not isinstance(value, str):
         raise http.invalid(f"proposal {index}: {what} is not text", proposal=index)
-    text = one_line(value)
+    text = one_line(clean_text(value))
     if not 0 < len(text) <= limit:
         raise http.invalid(f"proposal {index}: {what} must be 1 to {limit} characters", proposal=index)
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in text):
-        raise http.invalid(f"proposal {index}: {what} holds control characters", proposal=index)
     return text
 
 

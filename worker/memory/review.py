@@ -12,6 +12,15 @@ record). Only a published general review advances coverage: a digest is
 reviewed when a public review record lists it *and* that record's accepted
 result exists.
 
+Notes are read as :func:`readable` gives them: cleaned of control characters
+(:func:`protocol.text.clean_text`; a digest published before notes were
+cleaned may hold them), and a note that still could not be written to a topic
+file is left out and counted by its code (``skippedNotes`` in the result),
+never stopping the proposals of the others. A review that fails settles its
+claim ``failed`` with the error's code and the number of reviews of its scope
+failed in a row (``failures`` in the outcome's payload), which ``cairn
+doctor`` reports once it reaches :data:`state.doctor.FAILING_REVIEWS`.
+
 Automatic reviews are capped at 8 successful ones per rolling 24 hours
 (``cap_exceeded``); explicit reviews and the backlog drain bypass the cap.
 In ``auto`` mode each new proposal is then applied through the same checked
@@ -23,11 +32,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from cairn.protocol import codec
+from cairn.protocol.claims import OutcomeRecord
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import (
@@ -39,11 +50,12 @@ from cairn.protocol.memory import (
     ReviewResult,
 )
 from cairn.protocol.results import DrainResult, ReviewJobResult
-from cairn.protocol.vocab import NoteType, OutcomeKind
+from cairn.protocol.text import clean_text
+from cairn.protocol.vocab import NoteType, OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.worker.journal.views import public_digests
-from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected
+from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected, unwritable
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read_notes
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
@@ -155,11 +167,40 @@ def accept_review(ms: MemoryStore, claim: Claim, result: ReviewResult, ops: list
     return ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put, *promise]).decided
 
 
-def fail_unsettled(ms: MemoryStore, claim: Claim) -> None:
-    """A review that raised: settle its claim as failed unless an outcome exists (never masks the error)."""
+def _failed_before(ms: MemoryStore, claim: Claim) -> int:
+    """Reviews of the claim's scope failed in a row just before it (its predecessor's count, or 1 for an
+    older record without one); 0 when the predecessor did not fail or is gone."""
+    prev = claim.generation - 1
+    if prev < 1:
+        return 0
+    try:  # a predecessor that cannot be read never stops this outcome (the doctor reports it)
+        r = ms.mclaims.run([P.Read(f"{claim.scope_dir}/{prev}.outcome", optional=True)])[0]
+        if r.status is not OpStatus.OK:
+            return 0
+        o = codec.decode(r.value, OutcomeRecord)
+    except CairnError:
+        return 0
+    if o.kind is not OutcomeKind.FAILED or o.error == str(ErrorCode.CANCELLED):
+        return 0
+    n = (o.payload or {}).get("failures", 1)
+    return n if isinstance(n, int) and n > 0 else 1
+
+
+def fail_unsettled(ms: MemoryStore, claim: Claim, exc: BaseException | None = None) -> None:
+    """A review that raised: settle its claim as failed unless an outcome exists (never masks the error).
+
+    The outcome carries the error's code (``E_CANCELLED`` for an interrupt,
+    ``E_INTERNAL`` for an unexpected error) and, unless interrupted, how many
+    reviews of the scope failed in a row, this one included (``failures``).
+    """
     try:
         if ms.mclaims.outcome(claim) is None:
-            ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
+            if isinstance(exc, CairnError):
+                code = exc.code
+            else:
+                code = ErrorCode.INTERNAL if exc is None or isinstance(exc, Exception) else ErrorCode.CANCELLED
+            payload = None if code is ErrorCode.CANCELLED else {"failures": _failed_before(ms, claim) + 1}
+            ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(code), payload=payload)
     except CairnError:
         pass
 
@@ -216,8 +257,37 @@ def review_provider(ms: MemoryStore) -> str:
     return ms.settings.provider if ms.settings.provider in ("openai", "command") else "extractive"
 
 
+def readable(digests: Sequence[PublicDigest], skipped: Counter[str]) -> list[PublicDigest]:
+    """The digests as a review reads them: notes cleaned of control characters, those that still could not
+    be written to a topic file left out and counted in ``skipped`` by their error code."""
+    out = []
+    for d in digests:
+        notes = []
+        for n in d.notes:
+            title, body = clean_text(n.title), clean_text(n.body)
+            code = unwritable(n.type, title, body)
+            if code is not None:
+                skipped[str(code)] += 1
+                continue
+            notes.append(n if (title, body) == (n.title, n.body) else codec.evolve(n, title=title, body=body))
+        out.append(d if tuple(notes) == d.notes else codec.evolve(d, notes=tuple(notes)))
+    return out
+
+
+def skipped_report(skipped: Counter[str]) -> dict[str, int] | None:
+    """``{code: count}`` of the notes left out, or None when none was (the result's key is then absent)."""
+    return dict(sorted(skipped.items())) if skipped else None
+
+
+def skipped_keys(skipped: Counter[str]) -> dict[str, Any]:
+    """:func:`skipped_report` for a result that is still a plain object: ``{"skippedNotes": …}`` or nothing."""
+    report = skipped_report(skipped)
+    return {"skippedNotes": report} if report else {}
+
+
 def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, now: float,
-                 housekeeping: bool, working: Sequence[WorkingNote] = ()) -> list[ProposalDraft]:
+                 housekeeping: bool, working: Sequence[WorkingNote] = (),
+                 skipped: Counter[str] | None = None) -> list[ProposalDraft]:
     """Drafts of one review of ``batch`` against each memory root (general and focused reviews alike).
 
     Each root gets the batch's notes meant for it; with ``housekeeping`` a
@@ -225,7 +295,8 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
     orphan topics). A focused review passes False: it is about its notes alone.
     ``working`` notes (shared working notes of a general review) are reviewed
     like digests, and each one fully carried by memory or by this review's
-    drafts gets a disposition draft.
+    drafts gets a disposition draft. Notes are read as :func:`readable` gives
+    them; those left out are counted in ``skipped``.
     """
     from cairn.worker.memory import engine, model
 
@@ -234,9 +305,9 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
     drafts: list[ProposalDraft] = []
     known: list[str] = []
     cited: dict[str, bytes] = {}
+    notes = readable([*batch, *(as_digest(n) for n in working)], Counter() if skipped is None else skipped)
     for root_rel, keep, instructions in _review_roots(ms):
-        sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n)))
-               for d in [*batch, *(as_digest(n) for n in working)]]
+        sub = [codec.evolve(d, notes=tuple(n for n in d.notes if keep(n))) for d in notes]
         sub = [d for d in sub if d.notes]
         root_dir = Path(root_rel) if os.path.isabs(root_rel) else Path(ms.workspace) / root_rel
         if not sub and (not housekeeping or not root_dir.is_dir()):
@@ -302,22 +373,25 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[ReviewJobResult
             return ReviewJobResult(review=None, digests=0, proposals=0, recovered=recovered), False
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
         provider = review_provider(ms)
-        drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True, working=working)
+        skipped: Counter[str] = Counter()
+        drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True, working=working,
+                              skipped=skipped)
         if not batch and not drafts:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return ReviewJobResult(review=None, digests=0, proposals=0, recovered=recovered, notes=len(working),
-                                   notesProblems=tuple(notes_problems)), False
+                                   notesProblems=tuple(notes_problems), skippedNotes=skipped_report(skipped)), False
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)
         decided = accept_review(ms, claim, result, ops)
-    except BaseException:
-        fail_unsettled(ms, claim)
+    except BaseException as exc:
+        fail_unsettled(ms, claim, exc)
         raise
     publish_review(ms, result, decided)
     applied = apply_in_auto_mode(ms, review_id)
     return (ReviewJobResult(review=review_id, digests=len(batch), proposals=len(proposals), applied=tuple(applied),
-                            recovered=recovered, notes=len(working), notesProblems=tuple(notes_problems)),
+                            recovered=recovered, notes=len(working), notesProblems=tuple(notes_problems),
+                            skippedNotes=skipped_report(skipped)),
             len(todo) > len(batch))
 
 

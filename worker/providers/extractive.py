@@ -56,7 +56,9 @@ A sentence that directly follows a kept one and starts with a reason
 ("because", "since", "otherwise", "that's why" …) is kept in its body.
 Titles are the first clause of the sentence without its lead-in; bodies are
 the sentence(s). Final cleaning, redaction, merging and ordering are those
-of :mod:`worker.providers.notes`.
+of :mod:`worker.providers.notes`; a secret value recognised anywhere in the
+session (an ``export KEY=…`` in another turn, or an assistant's reply) is
+hidden in a note that repeats it bare (:func:`session_secrets`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from cairn.protocol.digest import DigestInput, DigestOutput
 from cairn.protocol.vocab import NoteType
 from cairn.worker.providers import blocks, cues
 from cairn.worker.providers.notes import Draft, finalize, one_line
+from cairn.worker.redaction.redact import KnownSecrets, known_secrets
 
 MAX_SENTENCE = 1000
 
@@ -463,4 +466,17 @@ def digest(inp: DigestInput) -> DigestOutput:
                         statement=statement,
                     )
                 )
-    return DigestOutput(notes=finalize(drafts, turn_order))
+    return DigestOutput(notes=finalize(drafts, turn_order, session_secrets(inp, drafts)))
+
+
+def session_secrets(inp: DigestInput, drafts: list[Draft]) -> KnownSecrets:
+    """The secret values of the session that the drafts may quote (:func:`worker.redaction.redact.known_secrets`).
+
+    Every text of the session is a place where a value may have been
+    recognised (an assistant's ``export KEY=…`` too); only the texts sharing
+    a cue with the drafts are redacted to find out, so notes free of random
+    words cost nothing.
+    """
+    among = "\n".join(x for d in drafts for x in (d.title, d.body))
+    texts = [inp.title or "", *(x for t in inp.turns for x in (t.user, t.assistant))]
+    return known_secrets(texts, among=among)

@@ -3,9 +3,13 @@
 Every provider's output goes through :func:`finalize`, so whichever engine
 ran, a digest obeys the same contract:
 
+* control characters are removed (:func:`protocol.text.clean_text`: an ANSI
+  sequence whole, its words kept), whatever the provider sent;
 * whitespace is normalised (titles are one line, bodies keep no runs of spaces);
 * secrets are redacted *before* clipping, so a clip can never cut a secret
-  into a piece the redactor no longer recognises;
+  into a piece the redactor no longer recognises; with the values known in
+  the session (:class:`worker.redaction.redact.KnownSecrets`), a value recognised in
+  one turn is hidden in a note that quotes it bare;
 * titles are at most 120 characters, bodies at most 2000;
 * identical notes (same type and same statement, ignoring case, spacing and
   final punctuation) are merged: the merged note cites the union of their
@@ -23,8 +27,10 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 from cairn.protocol.digest import Note
+from cairn.protocol.text import clean_text
 from cairn.protocol.vocab import NoteType
-from cairn.worker.redaction.redact import redact
+from cairn.worker.redaction.redact import KnownSecrets, redact_known
+from cairn.worker.redaction.redact import redact as gate
 
 TITLE_MAX = 120
 BODY_MAX = 2000
@@ -74,21 +80,27 @@ def _key(note_type: NoteType, statement: str) -> tuple[NoteType, str]:
     return note_type, one_line(statement).casefold().rstrip(" .!")
 
 
-def finalize(drafts: Iterable[Draft], turn_order: Mapping[str, int]) -> tuple[Note, ...]:
+def finalize(drafts: Iterable[Draft], turn_order: Mapping[str, int],
+             known: KnownSecrets | None = None) -> tuple[Note, ...]:
     """Clean, redact, clip, merge and order drafts; see the module docstring.
 
     ``turn_order`` maps every turn id of the evidence to its index; drafts
-    citing ids outside it must have been refused by the caller.
+    citing ids outside it must have been refused by the caller. ``known``:
+    the secret values of the session, hidden wherever a note quotes them.
     """
+
+    def redact(text: str) -> str:
+        return gate(text) if known is None else redact_known(text, known)
+
     merged: dict[tuple[NoteType, str], tuple[str, str, list[str], tuple[int, int]]] = {}
     for draft in drafts:
-        title = clip(one_line(redact(draft.title)), TITLE_MAX)
-        body = clip(one_line(redact(draft.body)), BODY_MAX)
+        title = clip(one_line(redact(clean_text(draft.title))), TITLE_MAX)
+        body = clip(one_line(redact(clean_text(draft.body))), BODY_MAX)
         if not title or not body or not draft.turn_ids:
             continue
         first = min(turn_order[t] for t in draft.turn_ids)
         rank = (first, draft.position)
-        key = _key(draft.type, redact(draft.statement) if draft.statement else body)
+        key = _key(draft.type, redact(clean_text(draft.statement)) if draft.statement else body)
         if key in merged:
             old_title, old_body, ids, old_rank = merged[key]
             ids.extend(t for t in draft.turn_ids if t not in ids)

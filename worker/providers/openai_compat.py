@@ -20,7 +20,10 @@ Contract:
 * The API key travels only in the ``Authorization`` header, never in the
   body, and is never stored: the caller reads it from the environment.
 * Evidence is redacted before it is sent: a model cannot leak a secret it
-  never saw, and no digest needs one.
+  never saw, and no digest needs one. The session is redacted in one pass
+  (:func:`worker.redaction.redact.redact_session`): a value recognised by its shape or
+  label in one turn is hidden wherever else it stands, bare ("Done: I
+  exported … for this shell"), and the notes are hidden the same way.
 * Only a terminal reply is accepted: ``finish_reason`` must be ``stop``
   (``length`` → ``E_PROVIDER_TRUNCATED``). The message content must be a
   JSON object ``{"notes": [{"type", "title", "body", "turn_ids"}]}`` with no
@@ -64,7 +67,7 @@ from cairn.worker.providers.http import MAX_REPLY_BYTES as MAX_REPLY_BYTES
 from cairn.worker.providers.notes import BODY_MAX, TITLE_MAX, Draft, finalize, one_line
 from cairn.worker.providers.route import Route, ask
 from cairn.worker.providers.route import check as check_route
-from cairn.worker.redaction.redact import redact
+from cairn.worker.redaction.redact import KnownSecrets, redact_session
 
 _NOTE_KEYS = frozenset({"type", "title", "body", "turn_ids"})
 _TYPES = {t.value: t for t in NoteType}
@@ -96,24 +99,32 @@ def chat_url(endpoint: str) -> str:
     return http.chat_url(endpoint)
 
 
-Sent = dict[Turn, dict[str, str]]  # a turn -> the turn as it is sent (redacted), kept for one digest
+@attrs.frozen
+class Sent:
+    """The session as it is sent, kept for one digest: its title and each turn (redacted), and the values hidden.
+
+    Redaction is the costly part of sizing and sending: :func:`sent` does it
+    once per text, for every window.
+    """
+
+    title: str | None
+    turns: dict[Turn, dict[str, str]]
+    known: KnownSecrets
 
 
-def _turn(t: Turn, sent: Sent | None = None) -> dict[str, str]:
-    """The turn as sent. Redaction is the costly part of sizing and sending; ``sent`` does it once per turn."""
-    if sent is not None and t in sent:
-        return sent[t]
-    doc = {"turn_id": t.turn_id, "user": redact(t.user), "assistant": redact(t.assistant)}
-    if sent is not None:
-        sent[t] = doc
-    return doc
+def sent(inp: DigestInput) -> Sent:
+    """``inp`` redacted in one pass: a value recognised in any text is hidden in all (and in the notes)."""
+    known = KnownSecrets()
+    texts = redact_session([inp.title or "", *(x for t in inp.turns for x in (t.user, t.assistant))], known)
+    turns = {t: {"turn_id": t.turn_id, "user": texts[1 + 2 * i], "assistant": texts[2 + 2 * i]}
+             for i, t in enumerate(inp.turns)}
+    return Sent(title=texts[0] if inp.title else None, turns=turns, known=known)
 
 
-def _evidence(inp: DigestInput, sent: Sent | None = None) -> str:
-    doc = {
-        "session_title": redact(inp.title) if inp.title else None,
-        "turns": [_turn(t, sent) for t in inp.turns],
-    }
+def _evidence(inp: DigestInput, done: Sent | None = None) -> str:
+    """The request text of ``inp`` (a window of the session ``done`` redacted, else all of ``inp``)."""
+    done = sent(inp) if done is None else done
+    doc = {"session_title": done.title, "turns": [done.turns[t] for t in inp.turns]}
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=None)
 
 
@@ -164,14 +175,15 @@ def parse_reply(raw: bytes, inp: DigestInput) -> DigestOutput:
     return DigestOutput(notes=finalize(drafts, known))
 
 
-def windows(inp: DigestInput, route: Route, sent: Sent | None = None) -> tuple[list[DigestInput], list[str]]:
+def windows(inp: DigestInput, route: Route, done: Sent | None = None) -> tuple[list[DigestInput], list[str]]:
     """The evidence split at turn boundaries into requests that fit ``route.context_tokens``.
 
     Returns the inputs of the windows, in transcript order, and the ids of
     turns too large for any window: those are not sent, like any oversized turn.
+    ``done`` is the session already redacted (:func:`sent`), else it is redacted here.
     """
-    title = redact(inp.title) if inp.title else None
-    groups, too_large = _pack(route, title, [_turn(t, sent) for t in inp.turns])
+    done = sent(inp) if done is None else done
+    groups, too_large = _pack(route, done.title, [done.turns[t] for t in inp.turns])
     parts = [attrs.evolve(inp, turns=tuple(inp.turns[i] for i in group)) for group in groups]
     return parts, [inp.turns[i].turn_id for i in too_large]
 
@@ -217,18 +229,18 @@ def _across(per_window: list[list[Draft]]) -> list[Draft]:
 async def digest_route(inp: DigestInput, route: Route) -> DigestOutput:
     """Digest ``inp`` in as many requests as its context window needs; notes merged across them."""
     check_route(route)
-    sent: Sent = {}
-    parts, _ = windows(inp, route, sent)
+    done = sent(inp)
+    parts, _ = windows(inp, route, done)
     known = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
     per_window: list[list[Draft]] = []
     position = 0
     for part in parts:
-        items = await ask(route, SYSTEM_PROMPT, _evidence(part, sent), key="notes")
+        items = await ask(route, SYSTEM_PROMPT, _evidence(part, done), key="notes")
         in_window = {turn.turn_id: index for index, turn in enumerate(part.turns)}
         # positions continue across windows: notes are told apart, and ordered, as in one reply
         per_window.append([_note(item, position + index, in_window) for index, item in enumerate(items)])
         position += len(items)
-    return DigestOutput(notes=finalize(_across(per_window), known))
+    return DigestOutput(notes=finalize(_across(per_window), known, done.known))
 
 
 async def digest(

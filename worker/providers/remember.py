@@ -34,8 +34,12 @@ def note_type(text: str, requested: str) -> tuple[NoteType, str]:
 
 
 def digest(inp: DigestInput, requested: str) -> DigestOutput:
+    from cairn.worker.providers.extractive import session_secrets
+
     drafts = []
     for i, t in enumerate(inp.turns):
         ntype, title = note_type(t.user, requested)
         drafts.append(Draft(type=ntype, title=title, body=t.user, turn_ids=(t.turn_id,), position=i))
-    return DigestOutput(notes=finalize(drafts, {t.turn_id: i for i, t in enumerate(inp.turns)}))
+    # a value recognised by its label anywhere in the text is hidden where the text repeats it bare
+    return DigestOutput(notes=finalize(drafts, {t.turn_id: i for i, t in enumerate(inp.turns)},
+                                       session_secrets(inp, drafts)))

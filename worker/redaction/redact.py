@@ -23,6 +23,20 @@ vendor-labelled values and the high-entropy fallback of
 word just after "secret", "key", "token", "password", …). Names, users,
 hosts and schemes around a secret are kept so the text still reads.
 
+Values followed through a session: a value known only by its label
+(``AWS_SECRET_ACCESS_KEY=…``, ``Authorization: Basic …``, "the signing
+secret is …") is redacted where the label stands, and nowhere else by the
+rules; a turn that repeats it bare ("Done: I exported … for this shell")
+would send it in clear. So text made from one session's evidence (every
+provider request of a digest, the notes of every digest engine) is
+redacted with :func:`redact_session` (each text once, collecting the
+values replaced: :func:`redact_collect`; then every value hidden in every
+text) or with the values of :func:`known_secrets` (:func:`redact_known`).
+A value is followed when it has :data:`FOLLOW_MIN` characters or more,
+a letter and a digit, and is not a path: ``password=changeme`` is redacted
+where it is assigned, but "changeme" elsewhere stays a word. Values live in
+a :class:`KnownSecrets` in memory only, never logged, stored or shown.
+
 Why it is linear: Python's ``re`` backtracks, so every pattern is built so
 that one attempt is cheap and attempts cannot pile up. A token pattern
 starts with a literal (which the engine skips to quickly), checks with a
@@ -35,21 +49,26 @@ without an END). The labelled pass splits the text into words once.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import json
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import attrs
 from cairn.worker.redaction.secret_labels import VENDOR_KINDS, VENDOR_PARTS, is_path, redact_labelled
 from cairn.worker.redaction.secret_rules import RULES, Rule
 
-__all__ = ["RedactingFilter", "kinds", "redact", "redact_bytes", "redact_obj", "redact_record", "redact_text"]
+__all__ = [
+    "FOLLOW_MIN", "KnownSecrets", "RedactingFilter", "kinds", "known_secrets", "redact", "redact_bytes", "redact_collect",
+    "redact_known", "redact_obj", "redact_record", "redact_session", "redact_text",
+]
 
 R = TypeVar("R")
+_Found = list[tuple[str, str]] | None  # (value, kind) of each secret a redaction replaced, when collected
 
 _BEGIN_PRIVATE = re.compile(r"-----BEGIN ([A-Z0-9]{1,20} ){0,3}PRIVATE KEY( BLOCK)?-----")
 _END_MARK = "-----END "
@@ -205,7 +224,7 @@ def _columns(text: str) -> int:
 _JOIN_MAX = 8192  # characters of a split word read joined at each end; longer than any credential seen
 
 
-def _joined(m: re.Match[str]) -> str:
+def _joined(m: re.Match[str], found: _Found = None) -> str:
     """A split word, its secrets cut over lines redacted (:func:`_join`).
 
     A word longer than ``2 * _JOIN_MAX`` is data (an encoded file, a list of
@@ -218,19 +237,19 @@ def _joined(m: re.Match[str]) -> str:
     before = m.string[max(0, m.start() - _CONTEXT) : m.start()]
     prefix = _columns(m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.start()])  # the first line's before it
     if len(raw) <= 2 * _JOIN_MAX:
-        return _join(raw, before, prefix)
+        return _join(raw, before, prefix, found)
     cuts = list(_BREAK.finditer(raw))
     head_end = max((c.start() for c in cuts if c.start() <= _JOIN_MAX), default=cuts[0].start())
     tail_start = min((c.end() for c in cuts if c.end() >= len(raw) - _JOIN_MAX), default=cuts[-1].end())
     if tail_start <= head_end:
-        return _join(raw, before, prefix)
+        return _join(raw, before, prefix, found)
     tail_before = raw[max(0, tail_start - _CONTEXT) : tail_start]
     tail_prefix = tail_start - (raw.rfind("\n", 0, tail_start) + 1)
-    return (_join(raw[:head_end], before, prefix) + raw[head_end:tail_start]
-            + _join(raw[tail_start:], tail_before, tail_prefix))
+    return (_join(raw[:head_end], before, prefix, found) + raw[head_end:tail_start]
+            + _join(raw[tail_start:], tail_before, tail_prefix, found))
 
 
-def _join(raw: str, lines: str, prefix: int = 0) -> str:
+def _join(raw: str, lines: str, prefix: int = 0, found: _Found = None) -> str:
     """The word with each secret that crosses one of its line breaks redacted; else the text as it was.
 
     ``lines`` is the text before the word (its label context) and ``prefix``
@@ -257,16 +276,16 @@ def _join(raw: str, lines: str, prefix: int = 0) -> str:
         at = at_i if width < prev else widths[i - 1][0]
         brk = _BREAK.match(raw, at)
         assert brk is not None
-        out.append(_join_part(raw[pos:at], lines, prefix))
+        out.append(_join_part(raw[pos:at], lines, prefix, found))
         out.append(raw[at : brk.end()])
         lines = (lines + out[-2] + out[-1])[-_CONTEXT:]  # as it will stand: its secrets redacted
         prefix = brk.end() - raw.rfind("\n", 0, brk.end()) - 1
         pos, first, prev = brk.end(), i + 1 if at == at_i else i, -1
-    out.append(_join_part(raw[pos:], lines, prefix))
+    out.append(_join_part(raw[pos:], lines, prefix, found))
     return "".join(out)
 
 
-def _join_part(raw: str, lines: str, prefix: int) -> str:
+def _join_part(raw: str, lines: str, prefix: int, found: _Found = None) -> str:
     """One part of a split word, its secrets that cross a break redacted.
 
     A break is a cut inside the word (a terminal's width) or, at either end,
@@ -279,11 +298,13 @@ def _join_part(raw: str, lines: str, prefix: int) -> str:
     """
     out: list[str] = []
     while True:
-        found = _first_secret(raw, lines, prefix)
-        if found is None:
+        change = _first_secret(raw, lines, prefix)
+        if change is None:
             out.append(raw)
             return "".join(out)
-        head, stop, replacement = found
+        head, stop, replacement = change
+        if found is not None:
+            _record(found, raw[head:stop], replacement)
         out.append(raw[:head] + replacement)
         rest = raw[stop:]
         if "\n" not in rest or len(_BREAK.sub("", rest)) < 16:
@@ -503,15 +524,47 @@ def _redact_labels_only(text: str) -> str:
     return redact_labelled(text, _marker)
 
 
-def _redact_lines(text: str) -> str:
-    """Every recognised secret of ``text`` as it stands, line by line."""
+def _redact_lines(text: str, found: _Found = None) -> str:
+    """Every recognised secret of ``text`` as it stands, line by line (each replaced value into ``found``)."""
     text = _redact_private_keys(text)
+    if found is None:
+        for rx, sub in _SUBS:
+            text = rx.sub(sub, text)
+        for kind, rx in _KEEPERS:
+            text = rx.sub(_keep_first(_marker(kind)), text)
+        text = _ASSIGNMENT.sub(_assignment, text)
+        return redact_labelled(text, _marker)
     for rx, sub in _SUBS:
-        text = rx.sub(sub, text)
+        text = rx.sub(_recording(sub, found), text)
     for kind, rx in _KEEPERS:
-        text = rx.sub(_keep_first(_marker(kind)), text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    return redact_labelled(text, _marker)
+        text = rx.sub(_recording(_keep_first(_marker(kind)), found), text)
+    text = _ASSIGNMENT.sub(_recording(_assignment, found), text)
+    return redact_labelled(text, _marker, found)
+
+
+def _recording(replace: Callable[[re.Match[str]], str], found: list[tuple[str, str]]) -> Callable[[re.Match[str]], str]:
+    """``replace``, noting in ``found`` the value each replacement hides."""
+
+    def recorded(m: re.Match[str]) -> str:
+        out = replace(m)
+        if out != m.group(0):
+            _record(found, m.group(0), out)
+        return out
+
+    return recorded
+
+
+_ONE_MARKER = re.compile(r"\[REDACTED:([a-z0-9_]{1,40})\]")
+
+
+def _record(found: list[tuple[str, str]], before: str, after: str) -> None:
+    """Note the value that ``after`` hides of ``before`` behind one marker (a kept label or user is no value)."""
+    change = _changed(before, after)
+    if change is not None:
+        head, end, replacement = change
+        marker = _ONE_MARKER.fullmatch(replacement)
+        if marker is not None:
+            found.append((before[head:end], marker.group(1)))
 
 
 def redact_text(text: str) -> str:
@@ -522,12 +575,174 @@ def redact_text(text: str) -> str:
     when the rejoined word holds a secret across a break, that stretch is
     redacted whole.
     """
+    return _redact(text)
+
+
+def _redact(text: str, found: _Found = None) -> str:
     if "\n" not in text:
-        return _redact_lines(text)
-    return _redact_lines(_SPLIT_WORD.sub(_joined, text))
+        return _redact_lines(text, found)
+    if found is None:
+        return _redact_lines(_SPLIT_WORD.sub(_joined, text))
+    return _redact_lines(_SPLIT_WORD.sub(lambda m: _joined(m, found), text), found)
 
 
 redact = redact_text
+
+
+# --- Values followed through a session ---------------------------------------------------------------------------
+
+#: characters a value needs, at least, to be followed through a session (with a letter and a digit in it)
+FOLLOW_MIN = 8
+_CUE = re.compile(rf"[A-Za-z0-9]{{{FOLLOW_MIN},}}")  # a run of letters and digits a followed value may show
+
+
+def _followed(value: str) -> bool:
+    """Whether a replaced value is followed elsewhere: 8 characters or more, a letter and a digit, not a path.
+
+    A labelled value that is a plain word (``password=changeme``,
+    ``token=required``) or short (``pwd=abc1``) is redacted where its label
+    stands but not followed: redacting every "changeme" of a session would
+    hide ordinary words. A value with a letter and a digit is a word no one
+    writes by chance.
+    """
+    return len(value) >= FOLLOW_MIN and _looks_random(value) and "[REDACTED:" not in value and not is_path(value)
+
+
+class KnownSecrets:
+    """The secret values recognised in one session's texts, each with its kind: the values a redaction follows.
+
+    Filled by :func:`redact_collect` (or :func:`known_secrets`) and applied by
+    :meth:`hide` (or :func:`redact_known`). Values stay in memory only: the
+    object is never serialised, and its ``repr`` gives their number, never
+    them. Only values :func:`_followed` accepts are kept (see
+    :data:`FOLLOW_MIN`); a value cut over lines where it was recognised is
+    kept rejoined.
+    """
+
+    __slots__ = ("_kinds",)
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, str] = {}  # value -> kind of the marker that replaced it first
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __repr__(self) -> str:
+        return f"<KnownSecrets: {len(self._kinds)} value(s)>"
+
+    def add(self, value: str, kind: str) -> None:
+        """Keep ``value``, replaced as ``[REDACTED:<kind>]``, if it is followed.
+
+        A value cut over lines is kept rejoined, and each of its lines as
+        well: a word wrapped with it ("is" / the value) may be part of the
+        stretch that was replaced, and a piece of a secret is secret too.
+        """
+        values = [value]
+        if "\n" in value:
+            values = [_BREAK.sub("", value), *_BREAK.split(value)]
+        for v in values:
+            if _followed(v):
+                self._kinds.setdefault(v, kind)
+
+    def hide(self, text: str) -> str:
+        """``text`` with every occurrence of a known value replaced by its marker; no other rule is applied.
+
+        An occurrence is replaced wherever it stands, inside a longer word
+        too, and also when it is cut over lines (the breaks of
+        :func:`redact_text`'s split words: a line end and up to 8 spaces or
+        tabs of indent); the replaced stretch then loses its line breaks.
+        Linear in ``text`` for a fixed set of values; a no-op without values.
+        """
+        if not self._kinds or not text:
+            return text
+        joined = _BREAK.sub("", text) if "\n" in text else text  # holds every value the text holds, cut or not
+        if not any(v in joined for v in self._kinds):
+            return text
+        present = [v for v in self._kinds if v in text]
+        if present:
+            text = self._pattern(present).sub(lambda m: _marker(self._kinds[m.group(0)]), text)
+        return self._hide_cut(text) if "\n" in text else text
+
+    def _pattern(self, values: list[str]) -> re.Pattern[str]:
+        return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+
+    def _hide_cut(self, text: str) -> str:
+        """Known values cut over lines: found in the text read without its breaks, replaced in the text."""
+        joined = _BREAK.sub("", text)
+        present = [v for v in self._kinds if v in joined]
+        if not present:
+            return text
+        breaks = list(_BREAK.finditer(text))
+        at: list[int] = []  # for each break, where it stands in ``joined``
+        removed: list[int] = []  # characters removed up to and including that break
+        total = 0
+        for b in breaks:
+            at.append(b.start() - total)
+            total += b.end() - b.start()
+            removed.append(total)
+
+        def place(j: int) -> int:  # the index in ``text`` of character ``j`` of ``joined``
+            k = bisect.bisect_right(at, j)
+            return j + (removed[k - 1] if k else 0)
+
+        out: list[str] = []
+        pos = 0
+        for m in self._pattern(present).finditer(joined):
+            start, end = place(m.start()), place(m.end() - 1) + 1
+            out.append(text[pos:start])
+            out.append(_marker(self._kinds[m.group(0)]))
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+
+def redact_collect(text: str, known: KnownSecrets) -> str:
+    """:func:`redact_text` of ``text``, adding to ``known`` each value it replaced (at the cost of one redaction)."""
+    found: list[tuple[str, str]] = []
+    out = _redact(text, found)
+    for value, kind in found:
+        known.add(value, kind)
+    return out
+
+
+def known_secrets(texts: Iterable[str], *, among: str | None = None) -> KnownSecrets:
+    """The followed secret values of ``texts`` (one redaction of each text read).
+
+    With ``among`` (the text about to be published, such as a digest's
+    notes), only the texts that share a cue with it are read: a run of
+    :data:`FOLLOW_MIN` letters and digits, mixed, that ``among`` holds. A
+    value that ``among`` does not show needs no hiding there, so a session
+    whose notes hold no such run costs no redaction at all. (A followed value
+    whose every run of letters and digits is shorter, ``ab1-cd2-ef3``, is
+    then not seen.)
+    """
+    known = KnownSecrets()
+    cues = None if among is None else {c for c in _CUE.findall(among) if _looks_random(c)}
+    if cues is not None and not cues:
+        return known
+    for text in texts:
+        if text and (cues is None or any(c in text for c in cues)):
+            redact_collect(text, known)
+    return known
+
+
+def redact_known(text: str, known: KnownSecrets) -> str:
+    """:func:`redact_text` of ``text``, then every value of ``known`` hidden (:meth:`KnownSecrets.hide`)."""
+    return known.hide(redact_text(text))
+
+
+def redact_session(texts: Sequence[str], known: KnownSecrets | None = None) -> list[str]:
+    """Each text redacted once, with every value recognised in any of them hidden in all: one pass.
+
+    The texts are the evidence of one session (a title, each turn's user
+    and assistant text): a value recognised by its shape or label in one
+    place is replaced wherever else it stands, bare. ``known``, when given,
+    collects the values, for notes made from the same session
+    (:func:`worker.providers.notes.finalize`).
+    """
+    known = KnownSecrets() if known is None else known
+    first = [redact_collect(t, known) for t in texts]
+    return [known.hide(t) for t in first]
 
 
 def redact_bytes(data: bytes) -> bytes:

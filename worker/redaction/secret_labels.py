@@ -142,8 +142,13 @@ def _marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-def redact_labelled(text: str, marker: Callable[[str], str] = _marker) -> str:
-    """Replace value words that follow a secret or vendor label; see the module docstring."""
+def redact_labelled(text: str, marker: Callable[[str], str] = _marker,
+                    found: list[tuple[str, str]] | None = None) -> str:
+    """Replace value words that follow a secret or vendor label; see the module docstring.
+
+    ``found``, when given, receives each replaced value with its kind (for
+    :class:`worker.redaction.redact.KnownSecrets`; kept in memory only).
+    """
     replace: list[tuple[int, int, str]] = []
     armed = 0  # words left in the current label's window
     secret_label = False
@@ -182,6 +187,8 @@ def redact_labelled(text: str, marker: Callable[[str], str] = _marker) -> str:
     out: list[str] = []
     pos = 0
     for start, end, kind in replace:
+        if found is not None:
+            found.append((text[start:end], kind))
         out.append(text[pos:start])
         out.append(marker(kind))
         pos = end
