@@ -60,7 +60,7 @@ def run_setup(p: argparse.ArgumentParser) -> None:
 
 
 def example_session() -> str:
-    return str(Path(__file__).resolve().parent / "examples" / "demo-session.jsonl")
+    return str(Path(__file__).resolve().parent.parent / "examples" / "demo-session.jsonl")
 
 
 class ReviewStage(NamedTuple):

@@ -164,9 +164,9 @@ def test_an_unexpected_error_of_the_provider_call_is_a_counted_failed_attempt(
 
     monkeypatch.setattr(openai_compat, "digest", broken)
     for attempt in (1, 2):
-        (failure,) = process_workspace(str(workspace))["failures"]
-        assert failure["code"] == "E_PROVIDER_FAILED" and failure["attempt"] == attempt, failure
-        assert "KeyError" in failure["message"] and "prompt text" not in failure["message"]
+        (failure,) = process_workspace(str(workspace)).failures
+        assert failure.code == "E_PROVIDER_FAILED" and failure.attempt == attempt, failure
+        assert "KeyError" in failure.message and "prompt text" not in failure.message
 
 
 def test_a_provider_error_in_an_exception_group_is_itself() -> None:

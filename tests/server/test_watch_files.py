@@ -126,7 +126,7 @@ async def test_a_symlinked_folder_inside_a_watched_folder_is_not_entered(
 
     run.watch.watcher.rescan = counted  # type: ignore[method-assign]
     try:
-        assert (await run.next("import"))["captured"] == FIXTURE_TURNS
+        assert (await run.next("import")).captured == FIXTURE_TURNS
         await asyncio.wait_for(armed.wait(), WAIT)
         await asyncio.wait_for(gap_done.wait(), WAIT)
         append(elsewhere, turn_lines(1))  # reported by the native watcher as project/linked/session.jsonl
@@ -166,7 +166,7 @@ async def test_a_session_swapped_for_a_link_after_the_watcher_looked_is_not_read
     try:
         first = await run.next("import")
         assert swapped == [swap]
-        assert first["captured"] == 0 and first["failed"] == [{"file": "session.jsonl", "code": "E_PATH_SYMLINK"}]
+        assert first.captured == 0 and [(f.file, f.code) for f in first.failed or ()] == [("session.jsonl", "E_PATH_SYMLINK")]
         assert run.watch.totals["captured"] == 0
     finally:
         await run.stop()

@@ -128,7 +128,7 @@ def test_unreadable_sessions_of_the_workspace_are_reported(tmp_path, argv):
     r = cairn(tmp_path / "work" / "proj", *argv, "--json", env=_cli_env(home), check=False)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     out = json.loads(r.stdout)
-    assert {(f.path, f.code) for f in out["failed"]} == expected
+    assert {(f["path"], f["code"]) for f in out["failed"]} == expected
     lines = r.stderr.splitlines()
     assert len(lines) == len(expected)
     for path, code in expected:
