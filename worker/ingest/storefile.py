@@ -86,16 +86,7 @@ def open_file(path: str) -> tuple[int, os.stat_result]:
     """A read-only, non-blocking descriptor of ``path`` and its ``fstat`` (the caller owns it and
     checks that it is a regular file). ``E_PATH_SYMLINK`` when ``path`` or a folder on its way is
     a symlink; an ``OSError`` when it cannot be opened otherwise."""
-    parent, name = _parent(path)
-    try:
-        try:
-            fd = os.open(name, FILE_FLAGS, dir_fd=parent)
-        except OSError:
-            if _is_link(name, parent):
-                raise symlink_refused(path) from None
-            raise
-    finally:
-        os.close(parent)
+    fd = _open_last(path, FILE_FLAGS)
     try:
         return fd, os.fstat(fd)
     except BaseException:
@@ -117,10 +108,15 @@ def open_dir(path: str) -> int:
     """A descriptor of the folder ``path``, reached without following a link (``E_PATH_SYMLINK``)."""
     if not [p for p in os.path.abspath(path).split(os.sep) if p]:
         return os.open(os.sep, DIR_FLAGS)
+    return _open_last(path, DIR_FLAGS)
+
+
+def _open_last(path: str, flags: int) -> int:
+    """The last part of ``path`` opened with ``flags`` in its parent, reached without a link on the way."""
     parent, name = _parent(path)
     try:
         try:
-            return os.open(name, DIR_FLAGS, dir_fd=parent)
+            return os.open(name, flags, dir_fd=parent)
         except OSError:
             if _is_link(name, parent):
                 raise symlink_refused(path) from None
