@@ -1,8 +1,11 @@
-"""cairn's long-lived side: the CLI, the language server and the maintenance scheduler.
+"""cairn's front ends: the CLI, the language server, the MCP endpoint, and the scheduler behind them.
 
-Nothing here writes cairn's records itself: every durable change runs in a
-short-lived worker subprocess (:mod:`server.scheduler.runner`) under fenced claims,
-so this layer schedules, answers from memory and reads cheap snapshots.
+Every durable change is a worker job (:mod:`worker`) run under fenced
+claims: the language server runs them in short-lived worker subprocesses
+(:mod:`server.scheduler.runner`), the CLI and the MCP endpoint in their own
+process (:mod:`server.scheduler.inprocess`), so a command and a background
+worker never both own one piece of work. Beyond that this layer schedules,
+answers from memory and reads cheap snapshots.
 :mod:`server.scheduler.coordinator` is the pure scheduling policy (events in, actions
 out, no I/O) and :mod:`server.scheduler.adapter` carries its actions out on asyncio,
 persisting through :mod:`server.scheduler.jobstore`. The language server is

@@ -1,7 +1,9 @@
-"""Keep up with live sessions without an editor: poll the stores, import what changed, seal what went idle.
+"""One discovery pass over every session store: import what changed, seal what went idle.
 
-A :class:`Watcher` is driven by its caller (``cairn watch`` sleeps between
-ticks; tests call :meth:`Watcher.tick` with a fake clock). Each tick:
+A :class:`Watcher` is driven by its caller: ``cairn watch --once`` runs one
+tick (databases included), tests and ``bench/discover.py`` call
+:meth:`Watcher.tick` with a fake clock. (``cairn watch`` and ``cairn serve``
+follow live files woken by the file system: :mod:`server.watch`.) Each tick:
 
 1. discovers the stores again (cheap: a file's workspace probe is cached by
    ``(path, size, mtime_ns)``, so unchanged files cost one ``stat``);
