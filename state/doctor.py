@@ -40,13 +40,15 @@ import attrs
 from cairn.protocol import codec
 from cairn.protocol.claims import ClaimRecord, OutcomeRecord
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.journal import CaptureBatch
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import layout, stateroot
 from cairn.state import program as P
 from cairn.state.bundles import BundleStore
 from cairn.state.claims import scope_dirname
-from cairn.state.fsdir import TEMP_PREFIX, PinnedDir
+from cairn.state.fsdir import TEMP_PREFIX, PinnedDir, refusal
 from cairn.state.prune import _gens
+from cairn.state.segments import SegmentStore
 
 #: failed runs in a row of one scope (a review) that ``cairn doctor`` reports
 FAILING_REVIEWS = 3
@@ -83,7 +85,7 @@ def check_workspace(root: PinnedDir, roots: tuple[tuple[str, str], ...] = layout
     """Check the workspace; ``temp_dirs``: folders of memory, working-note and instruction files to look for temps in."""
     violations: list[Finding] = []
     notes: list[Finding] = []
-    foreign = stateroot.refusal(root)
+    foreign = refusal(root)
     if foreign is not None:  # nothing in a foreign state folder is read: one finding that says why and what to do
         return Report((Finding(str(foreign.code), layout.STATE, foreign.message),), (), 0, 0, 0)
     if stateroot.git_tracked(str(root.path)):
@@ -217,9 +219,6 @@ def _memory_temps(root: PinnedDir, dirs: tuple[str, ...]) -> list[Finding]:
 
 def check_segments(root: PinnedDir) -> list[Finding]:
     """Every ready batch of an unretired capture has its pinned, intact segment."""
-    from cairn.protocol.journal import CaptureBatch
-    from cairn.state.segments import SegmentStore
-
     captures = f"{layout.JOURNAL_STATE}/captures"
     segments = SegmentStore(root, f"{layout.JOURNAL_STATE}/segments")
     out: list[Finding] = []

@@ -428,3 +428,21 @@ class PinnedDir:
         if removed:
             os.fsync(self.fd)
         return removed
+
+
+def refusal(base: PinnedDir | str) -> CairnError | None:
+    """The refusal of ``base``'s ``.cairn/state`` (``base`` holds ``.cairn``), or None if it is ours or absent.
+
+    Opens it the ordinary way (:mod:`state.stateroot` checks it), so an earlier version's folder is adopted
+    here too. Long-running entry points (the language server, ``cairn watch``) ask once at their start, to say
+    it once rather than per job.
+    """
+    try:
+        if isinstance(base, str):
+            with PinnedDir.open_root(base) as root:
+                root.descend(f"{stateroot.CAIRN_NAME}/{stateroot.STATE_NAME}").close()
+        else:
+            base.descend(f"{stateroot.CAIRN_NAME}/{stateroot.STATE_NAME}").close()
+    except CairnError as exc:
+        return exc if exc.code is ErrorCode.STATE_FOREIGN else None  # anything else: each use says it
+    return None

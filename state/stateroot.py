@@ -21,8 +21,8 @@ earlier version, or copied by the user -- is *adopted* (the marker written)
 unless git tracks files under it (a shipped folder: one bounded
 ``git ls-files``, only at adoption). Anything else is refused with
 ``E_STATE_FOREIGN``: nothing in it is read, nothing is deleted; the message
-says to move it aside. :func:`refusal` asks the same question without
-raising, for ``cairn doctor`` and the language server.
+says to move it aside. :func:`state.fsdir.refusal` asks the same question
+without raising, for ``cairn doctor`` and the language server.
 """
 
 from __future__ import annotations
@@ -131,22 +131,3 @@ def verify(d: PinnedDir, *, created: bool) -> None:
             raise foreign(d.path, "its files are tracked by git, so they came with the repository")
         _write_marker(d, st, replace=d.exists(MARKER))  # adopt: an earlier version's folder, or a copy
     _verified.add(key)
-
-
-def refusal(base: PinnedDir | str) -> CairnError | None:
-    """The refusal of ``base``'s ``.cairn/state`` (``base`` holds ``.cairn``), or None if it is ours or absent.
-
-    Opens it the ordinary way, so an earlier version's folder is adopted here too. Long-running entry points
-    (the language server, ``cairn watch``) ask once at their start, to say it once rather than per job.
-    """
-    from cairn.state.fsdir import PinnedDir
-
-    try:
-        if isinstance(base, str):
-            with PinnedDir.open_root(base) as root:
-                root.descend(f"{CAIRN_NAME}/{STATE_NAME}").close()
-        else:
-            base.descend(f"{CAIRN_NAME}/{STATE_NAME}").close()
-    except CairnError as exc:
-        return exc if exc.code is ErrorCode.STATE_FOREIGN else None  # anything else: each use says it
-    return None

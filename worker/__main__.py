@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 
+from cairn.worker.entry import run_stdio
+
 
 def main() -> int:
-    from cairn.worker.entry import run_stdio
-
     return run_stdio(sys.argv[1:], sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
 
 

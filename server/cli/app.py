@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.protocol.text import printable
 from cairn.server import __version__
 from cairn.server.cli.commands import COMMANDS
 from cairn.server.cli.support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED
+from cairn.worker.redaction.redact import redact_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,8 +40,6 @@ class _Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        from cairn.protocol.text import printable
-
         sys.stderr.write(f"cairn: {ErrorCode.USAGE}: {printable(message)} (see `{self.prog} --help`)\n")
         raise SystemExit(EXIT_ERROR)
 
@@ -57,9 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(code: ErrorCode | str, message: str) -> None:
-    from cairn.protocol.text import printable
-    from cairn.worker.redaction.redact import redact_text
-
     # a message may name a file: its control characters are shown escaped, never sent to the terminal
     sys.stderr.write(f"cairn: {code}: {printable(redact_text(message))}\n")
 

@@ -9,10 +9,14 @@ run of the same command resumes (captured turns are skipped). A second
 Ctrl-C interrupts at once (with several files captured side by side, once
 the batch each is writing ends), which is still safe (a batch cut short is discarded whole by
 the next capture).
+
+Imports inside functions: rich loads only when a bar is drawn (a terminal):
+26 ms, measured with ``python -X importtime``.
 """
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from collections.abc import Iterator
@@ -20,6 +24,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.knobs import env_int
+from cairn.protocol.text import printable
+from cairn.worker.journal.capture import policy_from_config
+from cairn.worker.journal.imports import import_paths
+from cairn.worker.journal.store import Journal
 
 if TYPE_CHECKING:
     from cairn.protocol.results import ImportTally
@@ -57,7 +65,7 @@ def _bar(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from rich.console import Console
+    from rich.console import Console  # a bar only on a terminal: module docstring
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -93,19 +101,11 @@ def foreground(show_bar: bool) -> Iterator[tuple[Any, _Stop]]:
 
 
 def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> ImportTally:
-    from cairn.worker.journal.capture import policy_from_config
-    from cairn.worker.journal.imports import import_paths
-    from cairn.worker.journal.store import Journal
-
     with foreground(show_bar) as (bar, stop), Journal(ws) as j:
         return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES)
 
 
 def resume_hint(args: list[str], captured: int) -> str:
     """What to run to resume: ``cairn import`` with ``args`` (files, or ``--all`` and its flags)."""
-    import shlex
-
-    from cairn.protocol.text import printable
-
     return (f"cairn: interrupted at a batch boundary; {captured} new turn(s) kept. "
             f"Resume with: cairn import {printable(' '.join(shlex.quote(a) for a in args))}")

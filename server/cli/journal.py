@@ -4,8 +4,10 @@ Contract: handlers take the parsed namespace and return an exit code
 (:mod:`server.cli.support`); fixed errors propagate as ``CairnError`` to
 ``cli.main``. A failed digest attempt is never reported as a bare count:
 each gets a line with its capture, ``E_…`` code, reason, attempt ``n/3``
-and what follows (eligible again now, or exhausted). Depends only on
-:mod:`server.cli.support`.
+and what follows (eligible again now, or exhausted). Depends on
+:mod:`server.cli.support` and :mod:`server.cli.sources` (``--all``).
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli.sources import add_import_all_flags, import_all, report_import_all
 from cairn.server.cli.support import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -30,6 +33,7 @@ from cairn.server.cli.support import (
     run_result,
     workspace_path,
 )
+from cairn.worker.ingest.importers import FORMATS
 from cairn.worker.redaction.redact import redact_text
 
 if TYPE_CHECKING:
@@ -41,9 +45,6 @@ TRIGGERS = ("compaction", "clear", "session-end", "idle")
 # -- import / seal ------------------------------------------------------------
 
 def import_setup(p: argparse.ArgumentParser) -> None:
-    from cairn.server.cli.sources import add_import_all_flags
-    from cairn.worker.ingest.importers import FORMATS
-
     p.add_argument("paths", nargs="*", metavar="PATH", help="transcript files (or --all)")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
     add_import_all_flags(p)
@@ -52,8 +53,6 @@ def import_setup(p: argparse.ArgumentParser) -> None:
 
 def cmd_import(ns: argparse.Namespace) -> int:
     if ns.all:
-        from cairn.server.cli.sources import import_all, report_import_all
-
         return report_import_all(ns, import_all(ns, show_bar=not ns.json and sys.stderr.isatty()))
     if not ns.paths:
         raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")

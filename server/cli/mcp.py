@@ -13,12 +13,12 @@ def cmd_mcp(ns: argparse.Namespace) -> int:
     if not os.path.isdir(ns.workspace):
         raise CairnError(ErrorCode.WORKSPACE_INVALID, f"{str(ns.workspace)[:120]} is not a directory")
     try:
-        import mcp  # noqa: F401
+        import mcp  # noqa: F401  (the optional extra, looked for only by `cairn mcp`)
     except ImportError:
         # the SDK (and what it pulls: pydantic, starlette, uvicorn, a second HTTP stack) is the `mcp` extra
         raise CairnError(ErrorCode.EXTRA_MISSING, "`cairn mcp` needs the Model Context Protocol SDK: "
                                                   "pip install 'cairn-journal[mcp]'") from None
-    from cairn.server.mcp.server import build, plain_logs
+    from cairn.server.mcp.server import build, plain_logs  # the SDK, for `cairn mcp` only (see server.cli)
 
     plain_logs()
     build(ns).run("stdio")

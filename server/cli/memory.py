@@ -5,6 +5,8 @@ Contract: handlers take the parsed namespace and return an exit code
 proposal, ...) propagate as ``CairnError`` to ``cli.main``. Proposals change
 memory only through the checked worker jobs. Depends only on
 :mod:`server.cli.support`.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations

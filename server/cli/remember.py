@@ -9,6 +9,8 @@ at once, and the proposals made for it are printed (applied already in
 no text, an empty or oversized text (``E_RECORD_TOO_LARGE``), an unknown
 type, an unreadable file. Depends only on :mod:`server.cli.support` (and the
 worker's checks).
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import NoteType
 from cairn.server.cli.support import EXIT_OK, emit_json, json_flag, printable, run_result, warn_skipped
 
 if TYPE_CHECKING:
@@ -25,8 +28,6 @@ if TYPE_CHECKING:
 
 
 def remember_setup(p: argparse.ArgumentParser) -> None:
-    from cairn.protocol.vocab import NoteType  # not the job's module: every command builds this parser
-
     p.add_argument("text", nargs="*", metavar="TEXT", help="what to remember (words are joined by spaces)")
     p.add_argument("--type", metavar="|".join(t.value for t in NoteType),
                    help="the kind of note (default: classified from the text, else project)")

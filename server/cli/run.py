@@ -15,8 +15,11 @@ for scripts that care. A distinct exit code was not chosen: hooks that call
 ``cairn run`` at every session end would each have to learn to treat it as
 success. A review that *fails* (any other code) exits 1 after the report.
 
-Depends on :mod:`server.cli.support` and the journal and memory command
-modules (for their printers), never on ``cli`` or the table.
+Depends on :mod:`server.cli.support`, the journal and memory command
+modules (for their printers) and :mod:`server.cli.sources` (``--all``),
+never on ``cli`` or the table.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cairn.protocol.errors import ErrorCode
 from cairn.server.cli.journal import print_journal, print_process, process_failed, process_workspace
 from cairn.server.cli.memory import print_proposals, proposal_rows, review_json, review_line
+from cairn.server.cli.sources import add_import_all_flags, all_args, import_all, report_failures
 from cairn.server.cli.support import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -43,15 +47,13 @@ from cairn.server.cli.support import (
     warn_skipped,
     workspace_path,
 )
+from cairn.worker.ingest.importers import FORMATS
 
 if TYPE_CHECKING:
     from cairn.protocol.results import ImportResult, ReviewJobResult, SourcesImport
 
 
 def run_setup(p: argparse.ArgumentParser) -> None:
-    from cairn.server.cli.sources import add_import_all_flags
-    from cairn.worker.ingest.importers import FORMATS
-
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="transcript files (default: the shipped example session; --all: the sessions found)")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
@@ -107,13 +109,10 @@ def cmd_run(ns: argparse.Namespace) -> int:
     ws = workspace_path(ns)
     imp: ImportResult | SourcesImport
     if ns.all:
-        from cairn.server.cli.sources import import_all, report_failures
-
         imp = import_all(ns, show_bar=not ns.json and sys.stderr.isatty())
         report_failures(imp)
         if imp.interrupted:  # Ctrl-C: what was captured is kept; nothing is digested on the way out
-            from cairn.server.cli.import_run import resume_hint
-            from cairn.server.cli.sources import all_args
+            from cairn.server.cli.import_run import resume_hint  # cold start: module docstring
 
             sys.stderr.write(resume_hint(all_args(ns), imp.captured) + "\n")
             return EXIT_INTERRUPTED

@@ -6,6 +6,8 @@ workspace), with a progress bar on a terminal; a store, source or session
 that fails or is refused (a link, a FIFO) is reported with its fixed code on
 stderr, one line each, and the others go on (the caller exits 1 when any
 failed). Depends only on :mod:`server.cli.support`.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ it never reaches the terminal. JSON output escapes DEL and C1 controls too
 Commands run their jobs in this process (:mod:`server.scheduler.inprocess`)
 through the job functions the workers run, under the same claims: a CLI
 command and a background worker can never both own one piece of work.
-Heavy imports stay inside functions so ``cairn --help`` starts fast.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ data off the machine or run a program (provider, endpoint, API key variable,
 command); an untrusted one's are ignored (:mod:`worker.settings.config`). The list is the user's, in
 ``$XDG_CONFIG_HOME/cairn/`` (:mod:`worker.settings.trust`). Depends only on
 :mod:`server.cli.support`; the rows are in :mod:`server.cli.commands`.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations

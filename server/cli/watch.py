@@ -21,6 +21,8 @@ Each store, source or session of the workspace it could not read (a link,
 a FIFO, a malformed file) is one ``cairn: E_…: path: reason`` line on
 stderr, with ``--json`` too, and the exit status is 1.
 Depends on :mod:`server.cli.support` and the journal command module.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def watch_setup(p: argparse.ArgumentParser) -> None:
 def cmd_watch(ns: argparse.Namespace) -> int:
     if ns.interval <= 0 or (ns.idle is not None and ns.idle < 0):
         raise CairnError(ErrorCode.USAGE, "--interval must be positive and --idle not negative")
-    from cairn.state.stateroot import refusal
+    from cairn.state.fsdir import refusal
 
     ws = workspace_path(ns)
     foreign = refusal(ws)  # said once, not at every change

@@ -3,6 +3,8 @@
 Contract: handlers take the parsed namespace and return an exit code
 (:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations.
 Depends only on :mod:`server.cli.support`.
+
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 """
 
 from __future__ import annotations

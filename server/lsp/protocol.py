@@ -40,6 +40,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import attrs
+import pygls.io_  # noqa: F401  (creates the logger quiet_pygls_logs quiets)
 from cairn.protocol.errors import CairnError, ErrorCode
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcMethodNotFound
@@ -85,8 +86,6 @@ class _Quiet(logging.Filter):
 
 def quiet_pygls_logs() -> None:
     """pygls' loggers at WARNING (they log every message at INFO) and without arguments."""
-    import pygls.io_  # noqa: F401  (creates its logger)
-
     names = [n for n in logging.root.manager.loggerDict if n == "pygls" or n.startswith("pygls.")]
     for name in names:
         logger = logging.getLogger(name)

@@ -15,6 +15,7 @@ import os
 import sys
 
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.lsp.server import build_server
 from cairn.worker.redaction.redact import RedactingFilter
 
 
@@ -42,8 +43,6 @@ def serve(tcp: str | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cairn: %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())  # every log line passes the redaction gate
-    from cairn.server.lsp.server import build_server
-
     address = parse_tcp(tcp) if tcp else None
     # snapshot reads run in threads; a short switch interval hands the interpreter lock back to
     # the event loop within half a millisecond when an editor request arrives

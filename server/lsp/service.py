@@ -75,6 +75,7 @@ from cairn.server.scheduler.coordinator import Coordinator
 from cairn.server.scheduler.events import CoordinatorConfig, Enqueue, Report, StartWorker
 from cairn.server.scheduler.jobstore import JobStoreFiles, merge_stores, read_store
 from cairn.server.scheduler.runner import RunResult, WorkerProcess, worker_env
+from cairn.state.fsdir import refusal
 from cairn.worker.redaction.redact import redact_text
 from cairn.worker.settings import config as settings_file
 
@@ -277,8 +278,6 @@ class CairnService:
         A refused workspace gets no recovery pass, no job store and no jobs; every request naming it
         answers the refusal (:meth:`workspace`). The check is made once per workspace and server.
         """
-        from cairn.state.stateroot import refusal
-
         exc = await asyncio.to_thread(refusal, ws)
         if exc is not None:
             self.workspaces[ws].foreign = exc

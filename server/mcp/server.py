@@ -32,7 +32,8 @@ resource URI: E_CODE: message`` (a symlinked topic ``E_PATH_SYMLINK``, a FIFO
 ``E_NOT_FOUND``). The server logs to stderr at WARNING, one plain line per
 failure with its code and the tool or resource name, never a tool's
 arguments and never a traceback (:class:`_Server`). ``mcp`` is imported only
-by this module, so no other command pays for it.
+by this module, which only ``cairn mcp`` imports (:mod:`server.cli.mcp`,
+once it found the extra), so no other command pays for it.
 """
 
 from __future__ import annotations
@@ -46,8 +47,23 @@ import re
 import sys
 from typing import Any, TypeVar
 
+from cairn.protocol.codec import to_body
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.protocol.results import RememberArgs, RememberResult, read
 from cairn.server.scheduler.inprocess import call, response_error
+from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory.remember import TYPES, check_request
+from cairn.worker.memory.store import DEFAULT_ROOT
+from cairn.worker.redaction.redact import RedactingFilter
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedResourceError,
+    UnexpectedToolError,
+)
+from pydantic import ValidationError
 
 log = logging.getLogger("cairn.server.mcp")
 _CODE = re.compile(r"\b(E_[A-Z_]+): ")
@@ -73,8 +89,6 @@ def _run(ns: argparse.Namespace, job: str, args: Any = None) -> dict[str, Any]:
 
 def _job(ns: argparse.Namespace, job: str, args: Any = None) -> dict[str, Any]:
     """The result of ``job`` (``args``: its argument record, or none) as the worker answered it."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
     try:
         return _run(ns, job, args)
     except CairnError as exc:
@@ -100,16 +114,6 @@ def _cause(exc: BaseException) -> BaseException:
 
 def _server_class() -> Any:
     """:class:`MCPServer` whose every tool and resource failure carries a fixed code (see the module docstring)."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import (
-        ResourceError,
-        ResourceNotFoundError,
-        ToolError,
-        UnexpectedResourceError,
-        UnexpectedToolError,
-    )
-    from pydantic import ValidationError
-
     class _Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             try:
@@ -157,9 +161,6 @@ def _server_class() -> Any:
 
 def _typed(ns: argparse.Namespace, job: str, args: Any, record: type[T]) -> T:
     """:func:`_job`, structured as its result ``record`` (:mod:`protocol.results`)."""
-    from cairn.protocol.results import read
-    from mcp.server.mcpserver.exceptions import ToolError
-
     try:
         return read(record, _job(ns, job, args), job=job)
     except CairnError as exc:
@@ -180,8 +181,6 @@ def _day(value: str | None, name: str, *, end: bool) -> float | None:
 def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type: str | None = None,
                    since: str | None = None, until: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
     """Digests (newest first) with the notes that match every given filter; a digest without one is left out."""
-    from cairn.worker.memory.remember import TYPES
-
     if note_type not in (None, "") and note_type not in TYPES:
         raise CairnError(ErrorCode.USAGE, f"type: unknown type {str(note_type)[:40]!r}; expected one of "
                          + ", ".join(TYPES))
@@ -206,9 +205,6 @@ def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type:
 
 def build(ns: argparse.Namespace) -> Any:
     """The server for ``ns.workspace`` (tools and resources registered; not running)."""
-    from cairn.worker.memory.store import DEFAULT_ROOT
-    from mcp.server.mcpserver.exceptions import ToolError
-
     server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
 
@@ -217,10 +213,6 @@ def build(ns: argparse.Namespace) -> Any:
         """Remember TEXT in this project's memory, as the user asked: it becomes a proposal for the user to
         accept or reject (applied at once in auto mode). TYPE is user, feedback, project or reference
         (omit it to classify the text). Answers with the proposals made for it."""
-        from cairn.protocol.codec import to_body
-        from cairn.protocol.results import RememberArgs, RememberResult
-        from cairn.worker.memory.remember import check_request
-
         try:
             text, note_type, source = check_request(text, type, "mcp")
         except CairnError as exc:
@@ -282,8 +274,6 @@ def _memory_text(workspace: str, root_rel: str, name: str) -> str | None:
     served to the agent), the open never blocks and only a regular file of
     bounded size is read (``E_PATH_NOT_REGULAR``, ``E_RECORD_TOO_LARGE``).
     """
-    from cairn.state.fsdir import PinnedDir
-
     opened: list[PinnedDir] = []
     try:
         d = PinnedDir.open_root(workspace)
@@ -310,8 +300,6 @@ def _memory_text(workspace: str, root_rel: str, name: str) -> str | None:
 def plain_logs() -> None:
     """stderr at WARNING, one plain line per record, redacted (the SDK's own setup is then a no-op:
     its rich handler wraps long lines and prints multi-line tracebacks)."""
-    from cairn.worker.redaction.redact import RedactingFilter
-
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="cairn: %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())

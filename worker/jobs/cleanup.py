@@ -23,25 +23,23 @@ from cairn.state import program as P
 from cairn.state.claims import ClaimStore
 from cairn.state.prune import MAX_GROUPS, prune
 from cairn.state.temps import collect_tree
+from cairn.worker.jobs.expiry import expire
 from cairn.worker.journal.batches import is_entry, read_batches
 from cairn.worker.journal.store import CAPTURES, Journal
+from cairn.worker.memory.store import MemoryStore
+from cairn.worker.settings import config
 
 HISTORY_DAYS = 14.0
 
 
 def _expire(j: Journal, claim: Any, settings: Settings, history_days: float) -> tuple[int, bool]:
     """Expiry of fully reviewed public digests (only where consolidation has reviewed them)."""
-    from cairn.worker.jobs.expiry import expire
-    from cairn.worker.memory.store import MemoryStore
-
     with MemoryStore(j.workspace, settings) as ms:
         return expire(j, claim, ms, history_days=history_days)
 
 
 def _collect_target_temps(j: Journal, settings: Settings) -> int:
     """Temps a killed memory writer left beside the files it was replacing (never recursive)."""
-    from cairn.worker.memory.store import MemoryStore
-
     with MemoryStore(j.workspace, settings) as ms:
         return ms.collect_target_temps()
 
@@ -121,8 +119,6 @@ def cleanup(j: Journal, *, history_days: float = HISTORY_DAYS, max_groups: int =
 
 def job_cleanup(req: WorkerRequest) -> tuple[dict[str, Any], bool]:
     with Journal(req.workspace) as j:
-        from cairn.worker.settings import config
-
         settings, _ = config.merge(Settings(), {k: v for k, v in req.config.items() if k != "historyDays"},
                                    source="request")
         return cleanup(j, history_days=float(req.config.get("historyDays", HISTORY_DAYS)), settings=settings)

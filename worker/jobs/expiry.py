@@ -28,6 +28,7 @@ from cairn.protocol.vocab import OpStatus
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.worker.journal.store import PUBLIC, Journal
+from cairn.worker.memory.apply import decisions, published_reviews
 
 EXPIRY = ".cairn/state/journal/expiry"
 MAX_GROUPS = 50
@@ -52,9 +53,6 @@ def _finish(j: Journal, claim: Claim, m: ExpiryManifest) -> int:
 
 def candidates(ms: Any, now: float, history_days: float) -> list[str]:
     """Public digest ids whose every covering review is terminal and past the history window."""
-    from cairn.worker.memory.apply import decisions
-    from cairn.worker.memory.review import published_reviews
-
     latest: dict[str, float] = {}
     blocked: set[str] = set()
     for r in published_reviews(ms):

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from cairn.protocol.worker import WorkerRequest
+from cairn.worker.journal.batches import capture_states
 from cairn.worker.journal.store import Journal
 from cairn.worker.journal.views import public_digests
 from cairn.worker.memory.views import pending_count
@@ -17,8 +18,6 @@ from cairn.worker.memory.views import pending_count
 
 def read_status(workspace: str) -> dict[str, int]:
     """Capture-level counts for ``cairn/status`` (the server adds its own job counts)."""
-    from cairn.worker.journal.digest import capture_states
-
     if not os.path.isdir(os.path.join(workspace, ".cairn")):
         return {"pending": 0, "retryWaiting": 0, "exhausted": 0, "open": 0, "digests": 0, "proposals": 0}
     with Journal(workspace) as j:

@@ -7,13 +7,16 @@ stored in :attr:`Journal.segments`). The count is in the name so that
 status views count a capture's turns from one listing, without reads.
 Captures made before segments existed list one ``t-<h>`` entry
 (:class:`CaptureTurn`) per turn, each naming a per-turn bundle; both kinds are
-read here, so such captures still digest (see docs/adr/0009).
+read here, so such captures still digest (see docs/adr/0009). A capture's
+state (:func:`capture_states`: open, sealed, failed attempts, retired) is
+read from the same listings, by the digest and by the status views.
 """
 
 from __future__ import annotations
 
 import re
 
+import attrs
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -22,14 +25,17 @@ from cairn.protocol.journal import (
     CaptureBatch,
     CaptureTurn,
     EvidenceSegment,
+    Seal,
     SegmentTurn,
     TurnEvidence,
+    TurnIndex,
 )
 from cairn.protocol.text import clean_text
 from cairn.protocol.transcript import Turn
-from cairn.worker.journal.store import CAPTURES, Journal
+from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, capture_id, h, session_dir
 
 _BATCH = re.compile(r"^b-(\d{7})-(\d{4})$")
+MAX_ATTEMPTS = 3  # digest attempts of a capture before it is exhausted (until a retry)
 
 
 def batch_name(seq: int, n: int) -> str:
@@ -54,6 +60,56 @@ def turn_count(names: list[str]) -> int:
         parsed = parse_batch_name(name)
         n += parsed[1] if parsed else int(name.startswith("t-"))
     return n
+
+
+@attrs.frozen
+class CaptureState:
+    cid: str
+    sealed: bool
+    retired: bool
+    failures: int
+    retries: int
+    turns: int
+    sealed_at: float
+
+    @property
+    def attempts_left(self) -> int:
+        return MAX_ATTEMPTS - (self.failures - MAX_ATTEMPTS * self.retries)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.sealed and not self.retired and self.attempts_left <= 0
+
+    @property
+    def state(self) -> str:
+        if self.retired:
+            return "retired"
+        if not self.sealed:
+            return "open"
+        if self.exhausted:
+            return "exhausted"
+        if self.failures - MAX_ATTEMPTS * self.retries > 0:
+            return "retry-waiting"
+        return "pending"
+
+
+def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureState]:
+    """Observe captures' markers in batched listings (an observation, never authority)."""
+    cids = sorted(j.names(CAPTURES)) if cids is None else cids
+    listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
+    seals = j.read_many(f"{CAPTURES}/{c}/seal" for c in cids if "seal" in listings[f"{CAPTURES}/{c}"])
+    out = []
+    for c in cids:
+        names = listings[f"{CAPTURES}/{c}"]
+        raw = seals.get(f"{CAPTURES}/{c}/seal")
+        sealed_at = codec.decode(raw, Seal).sealed_at if raw else 0.0
+        out.append(CaptureState(
+            cid=c, sealed="seal" in names, retired="retired" in names,
+            failures=sum(1 for n in names if n.startswith("fail-")),
+            retries=sum(1 for n in names if n.startswith("retry-")),
+            turns=turn_count(names), sealed_at=sealed_at,
+        ))
+    return out
 
 
 def build_segment(session_id: str, turns: list[Turn], *, source: str, title: str | None,
@@ -138,9 +194,6 @@ def capture_evidence(j: Journal, cid: str, names: list[str]) -> list[TurnEvidenc
 def find_turn(j: Journal, session_id: str, turn_id: str) -> tuple[str, str] | None:
     """(capture, evidence name) of a captured turn: its segment, or a per-turn bundle of an earlier
     capture ("" once that capture's entries were cleaned up); None when the turn was never captured."""
-    from cairn.protocol.journal import TurnIndex
-    from cairn.worker.journal.store import SESSIONS, TURNS, capture_id, h, session_dir
-
     ks = sorted(int(n[2:]) for n in j.names(f"{SESSIONS}/{session_dir(session_id)}")
                 if n.startswith("c-") and n[2:].isdigit())
     cids = [capture_id(session_id, k) for k in ks]

@@ -42,7 +42,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import attrs
 from cairn.protocol import codec
 from cairn.protocol.claims import OutcomeRecord
 from cairn.protocol.digest import DigestInput, ModelPolicy
@@ -73,63 +72,16 @@ from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
 from cairn.state.claims import Claim
-from cairn.worker.journal.batches import capture_evidence, turn_count
+from cairn.worker.journal.batches import MAX_ATTEMPTS, CaptureState, capture_evidence, capture_states
 from cairn.worker.journal.digest_group import GROUP, elect_group, process_group, recover_group
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal, h
+from cairn.worker.providers import embedded_digest, run_digest
+from cairn.worker.providers.access import effective_policy, route
+from cairn.worker.providers.route import provider_error
 from cairn.worker.redaction.redact import redact_record
+from cairn.worker.settings import config
 
-MAX_ATTEMPTS = 3
 DIGEST_TTL_MARGIN = 30.0
-
-
-@attrs.frozen
-class CaptureState:
-    cid: str
-    sealed: bool
-    retired: bool
-    failures: int
-    retries: int
-    turns: int
-    sealed_at: float
-
-    @property
-    def attempts_left(self) -> int:
-        return MAX_ATTEMPTS - (self.failures - MAX_ATTEMPTS * self.retries)
-
-    @property
-    def exhausted(self) -> bool:
-        return self.sealed and not self.retired and self.attempts_left <= 0
-
-    @property
-    def state(self) -> str:
-        if self.retired:
-            return "retired"
-        if not self.sealed:
-            return "open"
-        if self.exhausted:
-            return "exhausted"
-        if self.failures - MAX_ATTEMPTS * self.retries > 0:
-            return "retry-waiting"
-        return "pending"
-
-
-def capture_states(j: Journal, cids: list[str] | None = None) -> list[CaptureState]:
-    """Observe captures' markers in batched listings (an observation, never authority)."""
-    cids = sorted(j.names(CAPTURES)) if cids is None else cids
-    listings = j.list_many([f"{CAPTURES}/{c}" for c in cids])
-    seals = j.read_many(f"{CAPTURES}/{c}/seal" for c in cids if "seal" in listings[f"{CAPTURES}/{c}"])
-    out = []
-    for c in cids:
-        names = listings[f"{CAPTURES}/{c}"]
-        raw = seals.get(f"{CAPTURES}/{c}/seal")
-        sealed_at = codec.decode(raw, Seal).sealed_at if raw else 0.0
-        out.append(CaptureState(
-            cid=c, sealed="seal" in names, retired="retired" in names,
-            failures=sum(1 for n in names if n.startswith("fail-")),
-            retries=sum(1 for n in names if n.startswith("retry-")),
-            turns=turn_count(names), sealed_at=sealed_at,
-        ))
-    return out
 
 
 def _cleaned(e: TurnEvidence) -> TurnEvidence:
@@ -151,8 +103,6 @@ def load_evidence(j: Journal, cid: str) -> tuple[list[TurnEvidence], Seal]:
 
 def _policy(evidence: list[TurnEvidence], settings: Settings | None = None) -> ModelPolicy:
     """The frozen policy, when the settings still allow it; else the embedded engine's."""
-    from cairn.worker.providers.access import effective_policy
-
     frozen = evidence[0].policy if evidence else ModelPolicy(provider="extractive")
     return effective_policy(frozen, settings or Settings())
 
@@ -170,8 +120,7 @@ def _lease(evidence: list[TurnEvidence], policy: ModelPolicy, settings: Settings
     """Seconds the digest may take: the policy timeout for each request its context windows need."""
     if policy.provider == "extractive" or not evidence:
         return 60.0
-    from cairn.worker.providers.access import route
-    from cairn.worker.providers.openai_compat import request_count
+    from cairn.worker.providers.openai_compat import request_count  # the HTTP stack: remote providers only
 
     try:
         requests = request_count(_input(evidence), route(policy, settings or Settings()))
@@ -187,17 +136,13 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
     An embedded engine (extractive, remember) is a plain function of its
     input: it runs directly, with no event loop to start per capture.
     """
-    from cairn.worker.providers import embedded_digest, run_digest
-    from cairn.worker.providers.access import route
-    from cairn.worker.providers.route import provider_error
-
     inp = _input(evidence)
     settings = settings or Settings()
     r = route(_policy(evidence, settings), settings, env)
     local = embedded_digest(inp, r.policy)
     if local is not None:
         return local
-    import trio
+    import trio  # the event loop only for a remote provider (the embedded engines run without one)
 
     async def go() -> Any:
         with trio.fail_after(max(0.1, deadline - time.time())):
@@ -467,8 +412,6 @@ def job_recover(req: WorkerRequest) -> RecoverResult:
 
 
 def job_process(req: WorkerRequest) -> tuple[ProcessResult, bool]:
-    from cairn.worker.settings import config
-
     limit = read(ProcessArgs, req.args, job=req.job).max
     with Journal(req.workspace) as j:
         return process(j, limit=limit,

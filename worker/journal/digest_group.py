@@ -39,6 +39,7 @@ from cairn.protocol.journal import (
     CoveredCapture,
     DigestGroup,
     DigestResult,
+    Failure,
     GroupCoverage,
     PublicDigest,
     Retired,
@@ -49,6 +50,7 @@ from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
+from cairn.worker.journal.batches import capture_states
 from cairn.worker.journal.store import CAPTURES, COVERAGE, PUBLIC, Journal
 from cairn.worker.redaction.redact import redact_record
 
@@ -62,7 +64,7 @@ BUDGET = GROUP_TTL / 3
 
 def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
     """Publish an accepted group; idempotent. Returns capture -> published | all-none."""
-    from cairn.worker.journal.digest import digest_id
+    from cairn.worker.journal.digest import digest_id  # digest imports this module (a cycle)
 
     group = codec.decode(j.bundles.get(sha), DigestGroup, where=f"accepted group {sha[:16]}")
     names = j.list_many([f"{CAPTURES}/{r.capture}" for r in group.results])
@@ -142,8 +144,6 @@ def elect_group(j: Journal, purpose: str, cids: list[str]) -> Claim:
 
 
 def _fail(j: Journal, claim: Claim, cids: list[str], gen: int, code: str) -> None:
-    from cairn.protocol.journal import Failure
-
     present = set(j.names(CAPTURES))
     ops: list[P.Op] = []
     for c in cids:
@@ -168,7 +168,7 @@ def _clear_of_single_claims(j: Journal, claim: Claim, cid: str) -> bool:
     A live one defers the capture; an expired one is taken over and counts as
     an attempt (``fail-<gen>``); an accepted one is published, not re-inferred.
     """
-    from cairn.worker.journal.digest import recover_capture
+    from cairn.worker.journal.digest import recover_capture  # digest imports this module (a cycle)
 
     newest = j.claims.newest(f"digest/{cid}")
     if newest.claim is None:
@@ -179,8 +179,6 @@ def _clear_of_single_claims(j: Journal, claim: Claim, cid: str) -> bool:
         # take it over as any election would (the expired outcome is not the old owner's), then hand back
         took = j.claims.elect(f"digest/{cid}", purpose="takeover", ttl=GROUP_TTL, authority=j.authority)
         j.claims.settle(took, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
-        from cairn.protocol.journal import Failure
-
         fail = Failure(capture=cid, generation=newest.generation, error=str(ErrorCode.WORKER_CRASHED),
                        at=claim.record.created)
         j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{newest.generation}",
@@ -199,7 +197,7 @@ def process_group(j: Journal, cids: list[str], *, env: dict[str, str] | None = N
     claim of an earlier release still holds the capture). A failed inference
     appends its report to ``failures`` (as :func:`digest.failure_report`).
     """
-    from cairn.worker.journal.digest import _policy, capture_states, failure_report, infer, load_evidence
+    from cairn.worker.journal.digest import _policy, failure_report, infer, load_evidence  # a cycle, as above
 
     try:
         claim = elect_group(j, "digest-group", cids)

@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -54,6 +55,8 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.protocol.knobs import env_int
 from cairn.protocol.results import ImportTally
+from cairn.worker.journal.store import Journal
+from cairn.worker.redaction.redact import redact_text
 
 #: files below which an import stays in one process (a helper costs its start-up)
 MIN_FILES = env_int("CAIRN_IMPORT_SPLIT_MIN", 32, minimum=2)
@@ -222,9 +225,7 @@ def read_request(fd: int) -> tuple[bytes, bool]:
 
 def _helper_main() -> int:
     """The helper's side: read the request, import, report; never a traceback."""
-    from cairn.worker.journal.imports import import_items
-    from cairn.worker.journal.store import Journal
-    from cairn.worker.redaction.redact import redact_text
+    from cairn.worker.journal.imports import import_items  # imports imports this module (a cycle)
 
     out = sys.stdout.buffer
     lock = threading.Lock()
@@ -277,8 +278,6 @@ def _helper_main() -> int:
               "detail": {k: v for k, v in err.detail.items() if isinstance(v, (str, int, float, bool))}})
     except BaseException as exc:  # noqa: BLE001 -- reported as a fixed code; a traceback only with CAIRN_DEBUG=1
         if os.environ.get("CAIRN_DEBUG") == "1":
-            import traceback
-
             traceback.print_exc()
         send({"error": str(ErrorCode.INTERNAL), "message": f"import process failed ({type(exc).__name__})",
               "detail": {}})

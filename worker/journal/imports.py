@@ -61,6 +61,7 @@ from cairn.protocol.results import (
     read,
 )
 from cairn.protocol.worker import WorkerRequest
+from cairn.worker.ingest import importers
 from cairn.worker.ingest.importers._jsonl import StreamedSession
 from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
 from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share
@@ -267,12 +268,10 @@ class _Import:
     def open(self, index: int, item: Item) -> _File | None:
         """Open the file of ``item``, or list it failed (None); a file it cannot open is raised when not
         tolerated, once the files given before it are settled (an error of theirs comes first)."""
-        from cairn.worker.ingest.importers import open_report
-
         p, fmt, only = item
         ctx = contextlib.ExitStack()
         try:
-            loaded = ctx.enter_context(open_report(Path(p), fmt, follow_symlinks=self.follow_symlinks))
+            loaded = ctx.enter_context(importers.open_report(Path(p), fmt, follow_symlinks=self.follow_symlinks))
         except TOLERATED as exc:
             ctx.close()
             if self.failed is not None:

@@ -15,9 +15,10 @@ from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError
-from cairn.protocol.journal import PublicDigest
+from cairn.protocol.journal import PublicDigest, Retired
 from cairn.protocol.worker import WorkerRequest
-from cairn.worker.journal.store import PUBLIC, Journal
+from cairn.worker.journal.batches import capture_states
+from cairn.worker.journal.store import CAPTURES, PUBLIC, Journal
 
 _INDEX: dict[str, tuple[tuple[int, int, int, int], list[PublicDigest], list[str]]] = {}
 
@@ -62,10 +63,6 @@ def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicD
 def capture_rows(workspace: str) -> list[dict[str, Any]]:
     """One row per capture: open, pending, running (a live digest claim), retry-waiting,
     exhausted, or retired as published / all-none / discarded."""
-    from cairn.protocol.journal import Retired
-    from cairn.worker.journal.digest import capture_states
-    from cairn.worker.journal.store import CAPTURES
-
     rows = []
     with Journal(workspace) as j:
         states = capture_states(j)

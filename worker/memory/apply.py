@@ -50,13 +50,24 @@ claim) before its public record is published.
 Recovery also publishes the public record of any private decision that has
 none (a crash between the two; the record is a function of the decision, so
 republishing is idempotent) and removes temps that dead writers left beside
-memory and instruction files (users commit those folders).
+memory and instruction files (users commit those folders). The public record
+of an accepted review (:func:`publish_review`) is published and read
+(:func:`published_reviews`) here too: the review, its ``auto``-mode
+application, recovery and expiry all go through them.
 
 Size: about 600 lines, kept in one module on purpose: accept, undo and
 recovery are three readings of one write protocol (intent, marker, locked
 program, decision, marker retirement) and share its claim and freshness
 helpers; split apart, each would have to restate the order in which they
 may die.
+
+Imports inside functions: the topic files' model (yaml) loads only where a
+file is checked or written (:func:`check_fresh`, :func:`accept`,
+:func:`undo`), so the proposal listings and status counts, which read the
+decisions here, start without it; measured with ``python -X importtime``:
+16 ms more for them with it at the top. :func:`recover` imports
+:mod:`.autoapply`, which imports this module (completing a promise is an
+accept).
 """
 
 from __future__ import annotations
@@ -76,6 +87,8 @@ from cairn.protocol.memory import (
     Proposal,
     ProposalKind,
     ProposalState,
+    ReviewRecord,
+    ReviewResult,
     WriteIntent,
     WriteMarker,
 )
@@ -90,6 +103,7 @@ from cairn.worker.memory.store import (
     INTENTS,
     MARKERS,
     PROPOSALS,
+    REVIEWS_PUBLIC,
     WRITE,
     MemoryStore,
     Target,
@@ -164,7 +178,7 @@ def _resolve(ms: MemoryStore, p: Proposal) -> tuple[Target, dict[str, str]]:
 
 def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str]) -> tuple[bool, str]:
     """(fresh?, reason): every file at its recorded before-state, every affected index entry unchanged."""
-    from cairn.worker.memory import model
+    from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
 
     current = _read_current(base, sorted(set(rels.values())))
     for f in p.files:
@@ -226,6 +240,33 @@ def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
     h = sha(codec.encode(dec))
     rec = DecisionRecord(proposal=dec.proposal, action=dec.action, state=dec.state, decided=dec.decided, accepted=h)
     ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(redact_record(rec))))
+
+
+def publish_review(ms: MemoryStore, result: ReviewResult, created: float) -> None:
+    """Link an accepted review's proposals and publish its record (redacted); idempotent."""
+    ops: list[P.Op] = [P.EnsureDir(PROPOSALS)]
+    for p in result.proposals:
+        ops.append(P.Link(f"{PROPOSALS}/{p.id}", codec.encode(p), optional=True))
+    rec = ReviewRecord(id=result.id, created=created, digests=result.digests,
+                       proposals=tuple(p.id for p in result.proposals), provider=result.provider,
+                       automatic=result.automatic, remembered=result.remembered)
+    ops += ms.public_ops(f"{REVIEWS_PUBLIC}/{result.id}.json", codec.encode(redact_record(rec)))
+    res = ms.run(ops)
+    for r in res.results:
+        if r.status.value == "failed":
+            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
+
+
+def published_reviews(ms: MemoryStore) -> list[ReviewRecord]:
+    """The public review records, oldest first."""
+    names = [n for n in ms.names(REVIEWS_PUBLIC) if n.endswith(".json")]
+    raws = ms.read_many(f"{REVIEWS_PUBLIC}/{n}" for n in names)
+    out = []
+    for n in names:
+        raw = raws[f"{REVIEWS_PUBLIC}/{n}"]
+        if raw is not None:
+            out.append(codec.decode(raw, ReviewRecord, where=n))
+    return sorted(out, key=lambda r: (r.created, r.id))
 
 
 def _missing_dirs(base: PinnedDir, plan: list[tuple[str, str, bytes | None, bytes | None]]) -> tuple[str, ...]:
@@ -343,7 +384,7 @@ def _with_claims(
 
 def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> Decision:
     """Apply a proposal. ``undecided``: only one nobody has decided on, proven under its claim (``auto`` mode)."""
-    from cairn.worker.memory import model
+    from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
 
     p = load_proposal(ms, pid)
     if done := _already(ms, pid, ProposalState.APPLIED, ProposalState.REJECTED, "was rejected; it cannot be applied"):
@@ -486,7 +527,7 @@ def load_intent(ms: MemoryStore, write: str) -> WriteIntent:
 
 
 def undo(ms: MemoryStore, pid: str) -> Decision:
-    from cairn.worker.memory import model
+    from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
 
     p = load_proposal(ms, pid)
     history = decisions(ms, pid)
@@ -545,7 +586,7 @@ def recover(ms: MemoryStore, *, deciding: Collection[str] = ()) -> dict[str, int
     runs next. ``deciding``: proposals the caller is about to decide; the
     user's decision goes first, so no promised application takes them now.
     """
-    from cairn.worker.memory.autoapply import complete
+    from cairn.worker.memory.autoapply import complete  # autoapply imports this module (a cycle)
 
     counts = _reconcile_marked(ms)
     counts["published"] = publish_missing(ms)

@@ -53,6 +53,7 @@ from cairn.protocol.memory import AutoApply, ReviewResult
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
+from cairn.worker.memory.apply import accept, decisions, publish_review
 from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, M, MemoryStore
 
 AUTO = f"{M}/auto"
@@ -83,8 +84,6 @@ def taken_over_ops(review: str, pid: str) -> list[P.Op]:
 
 def _accepted(ms: MemoryStore, rec: AutoApply) -> ReviewResult | None | bool:
     """The published result the record promises; None: void (never accepted); False: not decidable yet."""
-    from cairn.worker.memory.review import publish_review
-
     try:
         result = codec.decode(ms.mbundles.get(rec.bundle), ReviewResult)
     except CairnError:
@@ -114,8 +113,6 @@ def _accepted(ms: MemoryStore, rec: AutoApply) -> ReviewResult | None | bool:
 
 def complete(ms: MemoryStore, *, only: str | None = None, skip: Collection[str] = ()) -> list[str]:
     """Keep every pending promise (or review ``only``'s); the ids of the proposals applied now."""
-    from cairn.worker.memory.apply import accept, decisions
-
     listed = ms.names(AUTO)
     taken: dict[str, set[str]] = {}
     for n in listed:

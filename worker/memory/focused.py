@@ -36,22 +36,27 @@ from collections import Counter
 from typing import Any
 
 from cairn.protocol import codec
+from cairn.protocol.digest import DigestInput
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import RememberRequest, ReviewResult
+from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import OutcomeKind, Trigger
+from cairn.worker.journal.batches import turn_evidence
+from cairn.worker.memory.apply import publish_review, published_reviews
 from cairn.worker.memory.review import (
     REVIEW_TTL,
+    _to_proposals,
     accept_review,
     apply_in_auto_mode,
     draft_review,
     fail_unsettled,
-    publish_review,
-    published_reviews,
     review_provider,
     skipped_keys,
 )
-from cairn.worker.memory.store import PROPOSALS, REVIEWS_PUBLIC, MemoryStore
+from cairn.worker.memory.store import PROPOSALS, REMEMBERED, REVIEWS_PUBLIC, MemoryStore
+from cairn.worker.memory.views import proposal_rows
+from cairn.worker.providers import remember
 from cairn.worker.redaction.redact import redact_record
 
 SCOPE = "review/focused"
@@ -60,8 +65,6 @@ MAX_BATCH = 20  # requests per focused review: one review's bounded scope, like 
 
 
 def _requests(ms: MemoryStore) -> list[RememberRequest]:
-    from cairn.worker.memory.remember import REMEMBERED
-
     names = [n for n in ms.names(REMEMBERED) if _ID.fullmatch(n)]  # never a killed writer's temp
     raws = ms.read_many(f"{REMEMBERED}/{n}" for n in names)
     out = [codec.decode(raw, RememberRequest, where=p) for p, raw in raws.items() if raw is not None]
@@ -91,11 +94,6 @@ def pending(ms: MemoryStore) -> list[RememberRequest]:
 
 def as_digest(ms: MemoryStore, req: RememberRequest) -> PublicDigest:
     """The one-note digest a focused review reads for ``req`` (no note when its evidence is gone)."""
-    from cairn.protocol.digest import DigestInput
-    from cairn.protocol.transcript import Turn
-    from cairn.worker.journal.batches import turn_evidence
-    from cairn.worker.providers import remember
-
     notes: tuple[Any, ...] = ()
     try:
         ev = turn_evidence(ms, req.bundle, req.turn_id) if req.bundle else None
@@ -125,8 +123,6 @@ def recover_focused(ms: MemoryStore) -> bool:
 
 def focused_review(ms: MemoryStore) -> tuple[dict[str, Any], bool]:
     """One bounded focused review. Returns (result, more: requests still pending); see the module docstring."""
-    from cairn.worker.memory.review import _to_proposals
-
     recovered = recover_focused(ms)
     try:
         claim = ms.mclaims.elect(SCOPE, purpose="focused-review", ttl=REVIEW_TTL, authority=ms.mauthority)
@@ -179,8 +175,6 @@ def run_focused(ms: MemoryStore) -> dict[str, Any]:
 
 def proposals_for(ms: MemoryStore, rid: str) -> dict[str, Any]:
     """Whether ``rid`` was reviewed, and the proposals (id, kind, target, title, state) that cite it."""
-    from cairn.worker.memory.views import proposal_rows
-
     done = covered(ms)
     if rid not in done:
         return {"reviewed": False, "proposals": []}

@@ -48,10 +48,11 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType, Trigger
-from cairn.state.fsdir import PinnedDir, split_rel
+from cairn.state.fsdir import PinnedDir
 from cairn.worker.memory.drafts import ProposalDraft, ReviewScope, clip, draft, plural
 from cairn.worker.memory.fingerprints import fingerprint
 from cairn.worker.memory.similarity import normalise
+from cairn.worker.memory.store import notes_dirs
 
 QUIET_SECONDS = 300.0
 MAX_NOTES = 10
@@ -109,19 +110,6 @@ def items(text: str) -> tuple[str, ...]:
             para.append(line)
     flush()
     return tuple(t for t in out if normalise(t))
-
-
-def notes_dirs(dirs: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(usable workspace-relative folders, one problem line per refused entry)."""
-    good, problems = [], []
-    for d in dirs:
-        try:
-            if d.startswith("/"):
-                raise CairnError(ErrorCode.CONFIG_INVALID, "an absolute notes folder")
-            good.append("/".join(split_rel(d)))
-        except CairnError:
-            problems.append(f"{ErrorCode.CONFIG_INVALID}: notes folder {d[:80]!r} is not a plain relative path")
-    return good, problems
 
 
 def read_notes(root: PinnedDir, dirs: Iterable[str], now: float) -> tuple[list[WorkingNote], list[str]]:

@@ -32,6 +32,12 @@ MCP endpoint all call it):
 
 Every step is idempotent, so a process killed at any point converges when
 the same request runs again (or the next review pass picks the request up).
+
+Imports inside functions: the language server, the CLI and the MCP endpoint
+import this module for :func:`check_request` before a job runs, the server
+in its event loop; the capture (the importers, sqlite3) and the review
+machinery (yaml) load with the job. Measured with ``python -X importtime``
+after the language server's own imports: 34 ms, 107 ms with them at the top.
 """
 
 from __future__ import annotations
@@ -52,9 +58,10 @@ from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.state import program as P
-from cairn.worker.memory.store import M, MemoryStore
+from cairn.worker.journal.batches import find_turn
+from cairn.worker.memory.store import REMEMBERED, MemoryStore
+from cairn.worker.settings import config
 
-REMEMBERED = f"{M}/remember"
 MAX_CHARS = 2000  # one note's body (worker.providers.notes.BODY_MAX)
 MAX_BYTES = 16 * 1024  # raw text, before whitespace is folded: what a caller may send at all
 TYPES = tuple(t.value for t in NoteType)
@@ -96,8 +103,6 @@ def remember_id(text: str, note_type: str) -> str:
 
 def _evidence_bundle(ms: MemoryStore, session_id: str, turn_id: str) -> tuple[str, str]:
     """(capture, evidence segment or bundle) of a captured turn; "" once its evidence was cleaned up."""
-    from cairn.worker.journal.batches import find_turn
-
     found = find_turn(ms, session_id, turn_id)
     if found is None:
         raise CairnError(ErrorCode.CAPTURE_STATE, "the remembered turn was not captured")
@@ -106,7 +111,7 @@ def _evidence_bundle(ms: MemoryStore, session_id: str, turn_id: str) -> tuple[st
 
 def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> RememberRequest:
     """Steps 2 and 3 of the module docstring: capture, seal, link the request (idempotent)."""
-    from cairn.worker.journal.capture import capture_session, seal_session
+    from cairn.worker.journal.capture import capture_session, seal_session  # cold start: module docstring
 
     rid = remember_id(text, note_type)
     path = f"{REMEMBERED}/{rid}"
@@ -134,7 +139,7 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
 
 def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> RememberResult:
     """Record the request and run the focused review; report this text's proposals."""
-    from cairn.worker.memory.apply import recover
+    from cairn.worker.memory.apply import recover  # cold start: module docstring
     from cairn.worker.memory.focused import covered, proposals_for, run_focused
     from cairn.worker.memory.review import skipped_report
 
@@ -160,8 +165,6 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
 
 
 def job_remember(req: WorkerRequest) -> RememberResult:
-    from cairn.worker.settings import config
-
     args = read(RememberArgs, req.args, job=req.job)
     with MemoryStore(req.workspace, config.from_request(req.config)) as ms:
         return remember(ms, args.text, args.type, args.source)

@@ -65,7 +65,7 @@ import trio
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest
-from cairn.protocol.settings import Settings
+from cairn.protocol.settings import Settings, context_window
 from cairn.protocol.text import clean_text
 from cairn.protocol.vocab import NoteType
 from cairn.worker.memory import review_request
@@ -86,7 +86,7 @@ from cairn.worker.memory.drafts import (
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.model import MemorySnapshot, one_line
 from cairn.worker.memory.similarity import normalise
-from cairn.worker.providers import http, window
+from cairn.worker.providers import http
 from cairn.worker.providers.route import REMOTE, Route, ask, provider_error
 from cairn.worker.providers.route import check as check_route
 from cairn.worker.redaction.redact import redact
@@ -145,14 +145,16 @@ def review_policy(settings: Settings, *, timeout_seconds: float) -> ModelPolicy:
 
     ``timeout_seconds`` bounds the whole review; one request gets at most
     the settings' ``timeoutSeconds`` of it. The reply budget is a quarter of
-    the context window (``contextTokens``), at most :data:`MAX_OUTPUT_TOKENS`.
+    the context window (``contextTokens``, else the provider's default), at
+    most :data:`MAX_OUTPUT_TOKENS`.
     """
+    provider = settings.provider if settings.provider in REMOTE else "openai"
     return ModelPolicy(
-        provider=settings.provider if settings.provider in REMOTE else "openai",
+        provider=provider,
         model=settings.model,
         endpoint=settings.endpoint,
         # the reply budget shares the context window: a quarter of it, up to the review maximum
-        max_output_tokens=min(MAX_OUTPUT_TOKENS, max(256, settings.contextTokens // 4)),
+        max_output_tokens=min(MAX_OUTPUT_TOKENS, max(256, context_window(provider, settings.contextTokens) // 4)),
         timeout_seconds=min(timeout_seconds, settings.timeoutSeconds) if settings.timeoutSeconds > 0
         else timeout_seconds,
     )
@@ -369,10 +371,14 @@ async def request_proposals(
     policy: ModelPolicy,
     api_key: str | None,
     command: tuple[str, ...] = (),
-    context_tokens: int = window.DEFAULT_CONTEXT_TOKENS,
+    context_tokens: int | None = None,
 ) -> list[Proposed]:
-    """Send the review requests (one per context window) and return the validated proposals (cancellable)."""
-    route = Route(policy=policy, api_key=api_key, command=command, context_tokens=context_tokens)
+    """Send the review requests (one per context window) and return the validated proposals (cancellable).
+
+    ``context_tokens`` None: the default window of the policy's provider.
+    """
+    route = Route(policy=policy, api_key=api_key, command=command,
+                  context_tokens=context_window(policy.provider, context_tokens))
     check_route(route, what="review")
     proposed: list[Proposed] = []
     for n, part in enumerate(windows(digests, snapshot, instruction_files, route)):
@@ -390,7 +396,7 @@ def review_remote(
     policy: ModelPolicy,
     api_key: str | None,
     command: tuple[str, ...] = (),
-    context_tokens: int = window.DEFAULT_CONTEXT_TOKENS,
+    context_tokens: int | None = None,
     total_seconds: float | None = None,
     **fields: Any,
 ) -> list[ProposalDraft]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +47,6 @@ from cairn.protocol.memory import (
     Proposal,
     ProposalKind,
     ProposalState,
-    ReviewRecord,
     ReviewResult,
 )
 from cairn.protocol.results import DrainResult, ReviewJobResult
@@ -55,26 +55,26 @@ from cairn.protocol.vocab import NoteType, OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.worker.journal.views import public_digests
+from cairn.worker.memory import engine, model
+from cairn.worker.memory.apply import (
+    decisions,
+    load_proposal,
+    proposal_ids,
+    publish_review,
+    published_reviews,
+    state_of,
+)
+from cairn.worker.memory.autoapply import complete, promise_ops
 from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected, unwritable
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read_notes
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
-from cairn.worker.redaction.redact import redact_bytes, redact_record, redact_text
+from cairn.worker.providers.access import route
+from cairn.worker.redaction.redact import redact_bytes, redact_text
 
 AUTO_CAP = 8
 WINDOW = 24 * 3600.0
 REVIEW_TTL = 120.0
-
-
-def published_reviews(ms: MemoryStore) -> list[ReviewRecord]:
-    names = [n for n in ms.names(REVIEWS_PUBLIC) if n.endswith(".json")]
-    raws = ms.read_many(f"{REVIEWS_PUBLIC}/{n}" for n in names)
-    out = []
-    for n in names:
-        raw = raws[f"{REVIEWS_PUBLIC}/{n}"]
-        if raw is not None:
-            out.append(codec.decode(raw, ReviewRecord, where=n))
-    return sorted(out, key=lambda r: (r.created, r.id))
 
 
 def reviewed_digests(ms: MemoryStore) -> set[str]:
@@ -99,8 +99,6 @@ def _suppressed(ms: MemoryStore) -> set[str]:
     be applied, so it does not hold its fingerprint: the same change may be
     proposed afresh against the files as they are now.
     """
-    from cairn.worker.memory.apply import decisions, load_proposal, proposal_ids, state_of
-
     out: set[str] = set()
     for pid in proposal_ids(ms):
         ds = decisions(ms, pid)
@@ -160,8 +158,6 @@ def accept_review(ms: MemoryStore, claim: Claim, result: ReviewResult, ops: list
 
     Returns the decision time (the outcome's), which the public record carries.
     """
-    from cairn.worker.memory.autoapply import promise_ops
-
     sha, put = ms.mbundles.put_ops(codec.encode(result))
     promise = promise_ops(ms, claim, result, sha)  # in ``auto`` mode: applying them is part of the acceptance
     return ms.mclaims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=[*ops, *put, *promise]).decided
@@ -203,20 +199,6 @@ def fail_unsettled(ms: MemoryStore, claim: Claim, exc: BaseException | None = No
             ms.mclaims.settle(claim, OutcomeKind.FAILED, error=str(code), payload=payload)
     except CairnError:
         pass
-
-
-def publish_review(ms: MemoryStore, result: ReviewResult, created: float) -> None:
-    ops: list[P.Op] = [P.EnsureDir(PROPOSALS)]
-    for p in result.proposals:
-        ops.append(P.Link(f"{PROPOSALS}/{p.id}", codec.encode(p), optional=True))
-    rec = ReviewRecord(id=result.id, created=created, digests=result.digests,
-                       proposals=tuple(p.id for p in result.proposals), provider=result.provider,
-                       automatic=result.automatic, remembered=result.remembered)
-    ops += ms.public_ops(f"{REVIEWS_PUBLIC}/{result.id}.json", codec.encode(redact_record(rec)))
-    res = ms.run(ops)
-    for r in res.results:
-        if r.status.value == "failed":
-            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
 
 
 def recover_review(ms: MemoryStore) -> bool:
@@ -298,8 +280,6 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
     drafts gets a disposition draft. Notes are read as :func:`readable` gives
     them; those left out are counted in ``skipped``.
     """
-    from cairn.worker.memory import engine, model
-
     suppressed = _suppressed(ms)
     provider = review_provider(ms)
     drafts: list[ProposalDraft] = []
@@ -321,8 +301,8 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
             drafts += index_maintenance(snapshot, [], scope)
             continue
         if provider != "extractive":
+            # the HTTP stack (httpx, trio) loads only for a remote review
             from cairn.worker.memory import remote
-            from cairn.worker.providers.access import route
 
             # the model's whole exchange ends well inside the review claim's lease
             policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
@@ -342,8 +322,6 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
 def apply_in_auto_mode(ms: MemoryStore, review_id: str) -> list[str]:
     """In ``auto`` mode, keep the review's promise now: apply each of its proposals through the
     checked path of a manual accept (see :mod:`worker.memory.autoapply`; a crash leaves it to recovery)."""
-    from cairn.worker.memory.autoapply import complete
-
     return complete(ms, only=review_id)
 
 
@@ -397,8 +375,6 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[ReviewJobResult
 
 def drain(ms: MemoryStore, *, deadline: float | None = None) -> tuple[DrainResult, bool]:
     """Successive bounded reviews until nothing is left (or the deadline: then ``more``)."""
-    import time
-
     reviews = proposals = 0
     while True:
         r, more = general_review(ms, automatic=False)

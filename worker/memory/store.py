@@ -22,6 +22,7 @@ Public records: ``.cairn/journal/reviews/<id>.json`` and
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -40,6 +41,7 @@ M = ".cairn/state/memory"
 PROPOSALS = f"{M}/proposals"
 DECISIONS = layout.MEMORY_DECISIONS
 INTENTS = f"{M}/intents"
+REMEMBERED = f"{M}/remember"  # remember requests (worker.memory.remember), read by the focused review
 REVIEWS_PUBLIC = ".cairn/journal/reviews"
 DECISIONS_PUBLIC = layout.PUBLIC_DECISIONS
 DEFAULT_ROOT = layout.MEMORY_ROOT
@@ -53,6 +55,19 @@ class Target:
 
     base: str  # absolute directory
     local: bool  # the base is the workspace itself
+
+
+def notes_dirs(dirs: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(usable workspace-relative folders, one problem line per refused entry)."""
+    good, problems = [], []
+    for d in dirs:
+        try:
+            if d.startswith("/"):
+                raise CairnError(ErrorCode.CONFIG_INVALID, "an absolute notes folder")
+            good.append("/".join(split_rel(d)))
+        except CairnError:
+            problems.append(f"{ErrorCode.CONFIG_INVALID}: notes folder {d[:80]!r} is not a plain relative path")
+    return good, problems
 
 
 class MemoryStore(Journal):
@@ -131,8 +146,6 @@ class MemoryStore(Journal):
         Working-note folders are among them: a disposition removes a note and
         its undo writes it back (through a temp, like any memory file).
         """
-        from cairn.worker.memory.notes import notes_dirs
-
         rel = {DEFAULT_ROOT, *(f.rsplit("/", 1)[0] if "/" in f else "" for f in self.settings.instructionFiles)}
         rel.update(notes_dirs(self.settings.notesDirs)[0])
         absolute = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from cairn.protocol.digest import DigestInput, DigestOutput
 from cairn.protocol.vocab import NoteType
+from cairn.worker.providers.extractive import classify, session_secrets
 from cairn.worker.providers.notes import Draft, finalize, one_line
 
 NAME = "remember"
@@ -22,8 +23,6 @@ NAME = "remember"
 
 def note_type(text: str, requested: str) -> tuple[NoteType, str]:
     """(type, title) of a remembered text: the requested type, else the embedded classifier's, else project."""
-    from cairn.worker.providers.extractive import classify
-
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = one_line(lines[0]) if lines else ""
     guess = classify(first)
@@ -34,8 +33,6 @@ def note_type(text: str, requested: str) -> tuple[NoteType, str]:
 
 
 def digest(inp: DigestInput, requested: str) -> DigestOutput:
-    from cairn.worker.providers.extractive import session_secrets
-
     drafts = []
     for i, t in enumerate(inp.turns):
         ntype, title = note_type(t.user, requested)

@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from typing import Any
 
 import attrs
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.settings import context_window
 from cairn.worker.providers.usage import record_usage
-from cairn.worker.providers.window import DEFAULT_CONTEXT_TOKENS
+from cairn.worker.redaction.redact import redact_text
 
 REMOTE = ("openai", "command")
 
@@ -45,15 +47,18 @@ class Route:
     policy: ModelPolicy
     api_key: str | None = attrs.field(default=None, repr=False)
     command: tuple[str, ...] = ()
-    context_tokens: int = DEFAULT_CONTEXT_TOKENS
+    #: the model's context window; not given, the default of the policy's provider (``command``: 32768)
+    context_tokens: int = attrs.field(
+        default=attrs.Factory(lambda route: context_window(route.policy.provider), takes_self=True))
 
 
 def check(route: Route, *, what: str = "digest") -> None:
     """``E_CONFIG_INVALID`` for a route that cannot send anything."""
-    from cairn.worker.providers import http  # the HTTP stack loads only when a remote route is used
+    # the HTTP stack (httpx, trio) loads only when a remote route is used
+    from cairn.worker.providers import http
 
     if route.policy.provider == "command":
-        from cairn.worker.providers import command
+        from cairn.worker.providers import command  # so does the command runner (trio, subprocess)
 
         command.check(route.command, route.policy)
     elif route.policy.provider == "openai":
@@ -64,11 +69,11 @@ def check(route: Route, *, what: str = "digest") -> None:
 
 async def ask(route: Route, system: str, user: str, *, key: str, what: str = "digest") -> list[Any]:
     """One request; the validated top-level list of the answer (see the module docstring)."""
-    from cairn.worker.providers import http
+    from cairn.worker.providers import http  # the HTTP stack loads only when a remote route is used
 
     check(route, what=what)
     if route.policy.provider == "command":
-        from cairn.worker.providers import command
+        from cairn.worker.providers import command  # the command runner too
 
         stdin = command.prompt_bytes(system, user)
         http.check_payload(stdin, route.policy)  # a request refused before it starts is not a request
@@ -96,10 +101,6 @@ def provider_error(exc: Exception) -> CairnError:
         if isinstance(leaf, CairnError):
             return leaf
     if os.environ.get("CAIRN_DEBUG") == "1":
-        import traceback
-
-        from cairn.worker.redaction.redact import redact_text
-
         sys.stderr.write(redact_text("".join(traceback.format_exception(exc))))
     names = ", ".join(sorted({type(leaf).__name__ for leaf in leaves}))[:200]
     return CairnError(ErrorCode.PROVIDER_FAILED, f"the provider call failed unexpectedly ({names})")

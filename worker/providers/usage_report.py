@@ -34,7 +34,9 @@ from typing import Any
 
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.state.fsdir import PinnedDir
 from cairn.worker.providers.usage import OUTCOMES, USAGE, alive, day_of, estimate
+from cairn.worker.settings import config
 
 KEEP_DAYS = 7
 COUNTS = (*OUTCOMES, "interrupted", "running")
@@ -105,8 +107,6 @@ def _is_day(name: str) -> bool:
 
 def _root(workspace: str) -> Any:
     """The pinned usage folder, or None when nothing was ever recorded (a symlink fails closed)."""
-    from cairn.state.fsdir import PinnedDir
-
     with PinnedDir.open_root(workspace) as root:
         try:
             return root.descend(USAGE)
@@ -251,8 +251,6 @@ def parse_since(text: str | None, *, now: float | None = None) -> str | None:
 
 def job_usage(req: Any) -> dict[str, Any]:
     """The ``usage`` job: :func:`report` from ``args.since`` with the request's price table."""
-    from cairn.worker.settings import config
-
     since = req.args.get("since")
     if since is not None and not isinstance(since, str):
         raise CairnError(ErrorCode.USAGE, "since must be a string")

@@ -45,6 +45,7 @@ import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.settings import Settings
 from cairn.state import layout
+from cairn.state.fsdir import PinnedDir
 from cairn.worker.settings import trust
 
 _FIELDS = {f.name: f for f in attrs.fields(Settings)}
@@ -92,6 +93,8 @@ def _shape(name: str, value: Any) -> Any:
     if name == "prices":
         return _prices(value)
     default = getattr(Settings(), name)
+    if default is None:
+        default = 0  # an optional number (``contextTokens``; unset, the provider's default applies)
     if isinstance(default, tuple):
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a list of strings")
@@ -128,6 +131,8 @@ def merge(base: Settings, options: dict[str, Any] | None, *, source: str,
         if name not in _FIELDS:
             warnings.append(_warning(ErrorCode.CONFIG_INVALID, f"{source}: unknown option {key!r} ignored"))
             continue
+        if value is None and _FIELDS[name].default is None:
+            continue  # an optional option left unset (null) here: the layer below decides
         try:
             settings = attrs.evolve(settings, **{name: _shape(name, value)})
         except (TypeError, ValueError) as exc:
@@ -147,8 +152,6 @@ def _toml(raw: bytes | None, label: str) -> tuple[dict[str, Any], list[CairnErro
 
 def _workspace_file(workspace: str) -> bytes | None:
     """``.cairn/config.toml`` read without following a symlink (neither ``.cairn`` nor the file)."""
-    from cairn.state.fsdir import PinnedDir
-
     try:
         ws_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:

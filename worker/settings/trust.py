@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
-
-if TYPE_CHECKING:
-    from cairn.state.fsdir import PinnedDir
+from cairn.state.fsdir import PinnedDir
+from cairn.state.locks import TargetLock
 
 CONTROL_FILE_LIMIT = 64 << 10
 USER_CONFIG = "config.toml"
@@ -66,8 +64,6 @@ def read_control_file(d: PinnedDir, name: str, *, label: str, follow: bool = Fal
 
 def open_config_dir() -> PinnedDir | None:
     """The user's cairn folder (:func:`config_dir`), or None when there is none (or it is not a folder)."""
-    from cairn.state.fsdir import PinnedDir
-
     try:
         return PinnedDir.open_root(config_dir())
     except CairnError as exc:
@@ -130,9 +126,6 @@ def is_trusted(workspace: str) -> bool:
 
 
 def _update(workspace: str, add: bool) -> tuple[str, bool]:
-    from cairn.state.fsdir import PinnedDir
-    from cairn.state.locks import TargetLock
-
     path = real(workspace)
     with PinnedDir.open_root(config_dir(), create=True) as d, TargetLock(d):
         raw = read_control_file(d, TRUST_FILE, label=TRUST_FILE)

@@ -187,7 +187,7 @@ async def undo(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
 
 async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:
     """Remember a text now: checked here (a bad one never starts a worker), captured and reviewed by one."""
-    from cairn.worker.memory.remember import check_request
+    from cairn.worker.memory.remember import check_request  # server start: features/status.py docstring
 
     ws = svc.workspace(p.workspace)
     text, note_type, source = check_request(p.text, p.type, p.source or "lsp")

@@ -134,7 +134,7 @@ class Documents:
 
     async def _pending_for_files(self, ws: str, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
         """Pending proposals per path, read in a thread in one pass; none when they are unreadable."""
-        from cairn.worker.memory.views import pending_for_files
+        from cairn.worker.memory.views import pending_for_files  # server start: features/status.py docstring
 
         try:
             return dict(await asyncio.to_thread(pending_for_files, ws, paths, self.service.workspaces[ws].settings))

@@ -27,7 +27,7 @@ from typing import Any
 
 from cairn.protocol.transcript import Session
 
-from ._common import TurnBuilder, derived_session_id, join_texts, json_document, malformed
+from ._common import TurnBuilder, derived_session_id, iso_from_millis, join_texts, json_document, malformed
 
 _ENV = re.compile(r"<environment_details>.*?(?:</environment_details>|\Z)", re.S)
 _WRAPPED = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.S)
@@ -125,8 +125,6 @@ def parse_task(text: str, fmt: str) -> list[Session]:
     def close(t: dict[str, Any] | None) -> None:
         if t is not None and t["texts"]:
             builder.add(t["user"], join_texts(t["texts"]), turn_id=t["id"], completed_at=t["at"])
-
-    from ._common import iso_from_millis
 
     for m in messages:
         if m.get("type") == "reasoning" or m.get("isSummary"):

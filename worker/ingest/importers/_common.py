@@ -8,6 +8,7 @@ Errors carry line numbers and counts only, never transcript text.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session, Turn
+from cairn.worker.ingest.storefile import open_file
 
 ID_HEX = 24
 
@@ -224,8 +226,6 @@ def part_texts(parts: Any, *, text_key: str = "text", skip: tuple[str, ...] = ()
 
 def iso_from_millis(value: Any) -> str | None:
     """An epoch time in milliseconds (or seconds, when small) as ISO 8601 UTC, else ``None``."""
-    import datetime as _dt
-
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     seconds = value / 1000.0 if value > 10**11 else float(value)
@@ -251,8 +251,6 @@ def open_source(path: Path, *, follow_symlinks: bool = True) -> tuple[int, os.st
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
             info = os.fstat(fd)
         else:
-            from cairn.worker.ingest.storefile import open_file
-
             fd, info = open_file(str(path))
     except OSError as exc:
         raise CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot open ({exc.strerror})",

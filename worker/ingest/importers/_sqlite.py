@@ -31,6 +31,7 @@ from typing import Any
 
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.ingest.storefile import lstat
 
 MAGIC = b"SQLite format 3\x00"
 
@@ -41,8 +42,6 @@ def _uri(path: Path, immutable: bool) -> str:
 
 
 def _check_file(path: Path) -> os.stat_result:
-    from cairn.worker.ingest.storefile import lstat
-
     try:
         info = lstat(str(path))
     except OSError as exc:

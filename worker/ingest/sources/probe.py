@@ -15,6 +15,7 @@ cannot be read is ``None``.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import re
@@ -104,8 +105,6 @@ def _stamp(value: object, fallback: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return fallback
     if isinstance(value, str):
-        import datetime as dt
-
         try:
             parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T"))
         except ValueError:
