@@ -21,7 +21,9 @@ The extractive provider needs nothing; ``openai`` reads its key from
 (``--command 'claude -p'``, split into an argv as a shell would but run with
 no shell; the corpus is public, and naming the command is the operator's
 consent to send it there). ``--context-tokens`` is the model's context for
-both (evidence is cut into windows that fit). A session whose digest fails
+both (evidence is cut into windows that fit), as the ``context_tokens``
+setting: left out, the provider's default (8192 for an endpoint, 32768 for
+a command). A session whose digest fails
 is counted with its error code and scores no notes; the table is printed
 and the exit status is 1. ``--only`` scores the named corpus files. Tune
 only on the dev split: the test split is for the figures reported in
@@ -59,7 +61,7 @@ class Provider:
 
     policy: ModelPolicy
     command: tuple[str, ...] = ()
-    context_tokens: int = 8192
+    context_tokens: int | None = None  # None: the provider's default, as when the setting is left out
     failures: Counter[str] = field(default_factory=Counter)  # error code -> sessions
 
 
@@ -175,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", default="")
     parser.add_argument("--model", default="")
     parser.add_argument("--command", default="", help="the command provider's program and arguments (no shell)")
-    parser.add_argument("--context-tokens", type=int, default=8192)
+    parser.add_argument("--context-tokens", type=int, default=None,
+                        help="the model's context window (default: the provider's, as the context_tokens setting)")
     parser.add_argument("--only", default="", help="comma-separated corpus file ids to score")
     parser.add_argument("--png", type=pathlib.Path)
     parser.add_argument("--unmatched", action="store_true", help="list notes that match no label")

@@ -25,6 +25,19 @@ import attrs
 MODES = ("manual", "propose", "auto")
 #: digest providers: the embedded engine, any OpenAI-compatible endpoint, a local program
 PROVIDERS = ("extractive", "openai", "command")
+#: the context window assumed when ``contextTokens`` is not set, by provider: an endpoint may serve any model
+#: (local ones often run with 4-8k tokens), a ``command`` is an assistant's CLI, which takes far more
+CONTEXT_TOKENS = {"openai": 8192, "command": 32768}
+
+
+def context_window(provider: str, setting: int | None = None) -> int:
+    """The context window of a request to ``provider``: ``setting`` (``contextTokens``) when set, else the default.
+
+    Unset is not the default: ``context_tokens = 8192`` set for a ``command``
+    provider stays 8192. A provider without a default of its own (the
+    embedded engine sends no request) gets the ``openai`` one.
+    """
+    return setting if setting is not None else CONTEXT_TOKENS.get(provider, CONTEXT_TOKENS["openai"])
 
 
 def _one_of(choices: tuple[str, ...]) -> Any:
@@ -58,8 +71,9 @@ class Settings:
     apiKeyEnv: str = "CAIRN_OPENAI_API_KEY"
     #: argv of the "command" provider (no shell), e.g. ("llm", "-m", "MODEL")
     command: tuple[str, ...] = ()
-    #: the model's context window: longer evidence is split into windows that fit
-    contextTokens: int = attrs.field(default=8192, validator=_count)
+    #: the model's context window: longer evidence is split into windows that fit; None (unset): the
+    #: provider's default (:data:`CONTEXT_TOKENS`, resolved by :func:`context_window` where a request is routed)
+    contextTokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(_count))
     #: one model request (HTTP exchange or command run), frozen at capture
     timeoutSeconds: float = attrs.field(default=120.0, validator=_time)
     #: maintenance opportunity after this much editor idleness

@@ -21,7 +21,7 @@ from cairn.protocol.settings import Settings
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.worker.memory import remote
 from cairn.worker.memory.model import empty_snapshot
-from cairn.worker.providers import openai_compat, window
+from cairn.worker.providers import access, openai_compat, window
 from cairn.worker.providers.route import Route
 from cairn.worker.redaction import redact as gate
 
@@ -181,3 +181,39 @@ def test_review_notes_are_split_over_windows_and_one_topic_results(endpoint: End
     assert set(topic.evidence) == {d.id for d in digests}
     text = (topic.files[topic.target][1] or b"").decode()
     assert all(f"Fact {i}.{k}" in text for i in range(6) for k in range(3))
+
+
+# The window follows the provider unless set: an endpoint's model is unknown (8192), a command is an assistant's
+# CLI (32768); a value the user set, 8192 included, is used as is.
+_COMMAND = ModelPolicy(provider="command")
+_OPENAI = ModelPolicy(provider="openai", model="m", endpoint="http://127.0.0.1:9/v1")
+_WINDOWS = [
+    ("command, unset", Settings(provider="command", command=("llm",)), _COMMAND, 32768),
+    ("command, set to 8192", Settings(provider="command", command=("llm",), contextTokens=8192), _COMMAND, 8192),
+    ("openai, unset", Settings(provider="openai", model="m", endpoint=_OPENAI.endpoint), _OPENAI, 8192),
+    ("openai, set", Settings(provider="openai", model="m", endpoint=_OPENAI.endpoint, contextTokens=32768),
+     _OPENAI, 32768),
+]
+
+
+@pytest.mark.parametrize(("settings", "policy", "tokens"), [w[1:] for w in _WINDOWS], ids=[w[0] for w in _WINDOWS])
+def test_the_context_window_is_the_providers_unless_set(settings: Settings, policy: ModelPolicy, tokens: int) -> None:
+    route = access.route(policy, settings)
+    assert route.context_tokens == tokens
+    inp = DigestInput(session_id="s", title=None,
+                      turns=tuple(turn(f"t{i}", f"I prefer option-{i}. " + "Context. " * 400) for i in range(60)))
+    packed = len(openai_compat.windows(inp, route)[0])
+    assert packed == len(openai_compat.windows(inp, Route(policy=policy, context_tokens=tokens))[0])
+    other = 8192 if tokens == 32768 else 32768
+    assert packed != len(openai_compat.windows(inp, Route(policy=policy, context_tokens=other))[0])
+    # a Route built without a window takes its provider's, and so does a digest called without one
+    assert Route(policy=policy).context_tokens == (32768 if policy.provider == "command" else 8192)
+
+
+def test_the_review_reply_budget_follows_the_providers_window() -> None:
+    def budget(settings: Settings) -> int:
+        return remote.review_policy(settings, timeout_seconds=30.0).max_output_tokens
+
+    assert budget(Settings(provider="openai", model="m", endpoint=_OPENAI.endpoint)) == 8192 // 4
+    assert budget(Settings(provider="command", command=("llm",))) == remote.MAX_OUTPUT_TOKENS  # 32768 // 4 is more
+    assert budget(Settings(provider="command", command=("llm",), contextTokens=8192)) == 8192 // 4

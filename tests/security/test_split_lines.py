@@ -238,3 +238,66 @@ def test_credentials_cut_over_lines_in_real_transcripts_are_redacted(file_id: st
     flat = re.sub(r"\s", "", redact_text(text))
     kept = [s for s in split if _leaks(s, flat)]
     assert not kept, f"{len(kept)} of {len(split)} credentials keep a 16-character piece"
+
+
+# A value that ends its line keeps that line break and the next line's words. A value its rule does not take
+# alone (short, or a plain word under its label) was read joined with the next line's first word, which made it
+# long enough: "API_KEY=…\nexport OWNER=acme" came out as "API_KEY=[REDACTED:api_key] OWNER=acme".
+def _secret(kind: str, start: str = "") -> str:
+    return next(s.secret for s in SAMPLES if s.kind == kind and s.secret.startswith(start))
+
+
+# label, value, whether the value must be redacted (else it may stay, as the line-by-line pass leaves it)
+SECRET_LINES = {
+    "github token": ("export GITHUB_TOKEN=", _TOKEN, True),
+    "aws secret key": ("AWS_SECRET_ACCESS_KEY=", _secret("aws_secret_access_key"), True),
+    "api key": ("API_KEY=", _secret("api_key"), True),
+    "password": ("DB_PASSWORD=", _secret("password"), True),
+    "bearer token": ("Authorization: Bearer ", _secret("bearer_token"), True),
+    "slack token in prose": ("the bot posts with ", _SLACK, True),
+    "plain value under a label": ("API_KEY=", "FOalAoOKcfjXUOIqRvA", False),
+    "short token": ("GITHUB_TOKEN=", "v6mUa", False),
+    "short password": ("export DB_PASSWORD=", "JwaFi", False),
+    "short bearer value": ("Authorization: Bearer ", "jp2gmdFmNq", False),
+    "short value after a label word": ("the secret is ", "1c7a0cc9aef7a0d5b3", False),
+}
+NEXT_LINES = ["export OWNER=acme", "deploy", "npm run build", "  indented line", "\techo done"]
+_ANY_MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+
+
+def _layouts(secret_line: str, other: str) -> list[str]:
+    """The secret's line before another line (LF or CRLF, the text ending or not in a break), or ending the text."""
+    out = []
+    for brk in ("\n", "\r\n"):
+        out += [secret_line + brk + other, secret_line + brk + other + brk]
+        out += [other + brk + secret_line, other + brk + secret_line + brk]
+    return out
+
+
+@pytest.mark.parametrize("other", NEXT_LINES)
+@pytest.mark.parametrize("name", sorted(SECRET_LINES))
+def test_every_line_break_and_word_around_a_secret_survives(name: str, other: str) -> None:
+    label, value, secret = SECRET_LINES[name]
+    for text in _layouts(label + value, other):
+        out = redact_text(text)
+        lines, kept = text.splitlines(keepends=True), out.splitlines(keepends=True)
+        assert len(kept) == len(lines), (text, out)
+        for line, got in zip(lines, kept, strict=True):
+            if not line.startswith(label):
+                assert got == line, (text, out)  # every other line whole, with its own line end
+                continue
+            end = line[len(label + value) :]
+            assert got.startswith(label) and got.endswith(end), (text, out)
+            rest = got[len(label) : len(got) - len(end)]
+            assert _ANY_MARKER.fullmatch(rest) or (rest == value and not secret), (text, out)
+
+
+@pytest.mark.parametrize("other", NEXT_LINES)
+@pytest.mark.parametrize("brk", ["\n", "\r\n"])
+def test_a_token_cut_over_lines_does_not_take_the_next_line_s_words(brk: str, other: str) -> None:
+    # a rule of open length ("ghp_" and 30 or more) read the token rejoined with the next line's first word; cut
+    # where the lines are of one width (a terminal's) or after a hyphen (wrapped text), the pieces are read joined
+    for secret, cut, kind in ((_TOKEN, 19, "github_token"), (_ANT, 13, "anthropic_key"),
+                              (_SLACK, 18, "slack_bot_token"), (_AKIA, 12, "aws_access_key_id")):
+        out = redact_text(f"use {secret[:cut]}{brk}{secret[cut:]}{brk}{other}")
+        assert out == f"use [REDACTED:{kind}]{brk}{other}", out

@@ -6,7 +6,7 @@ import re
 
 import attrs
 import pytest
-from cairn.protocol.settings import MODES, PROVIDERS, Settings
+from cairn.protocol.settings import MODES, PROVIDERS, Settings, context_window
 from cairn.worker.settings import config
 
 from tests.support import REPO
@@ -49,3 +49,25 @@ def test_the_record_refuses_values_outside_its_vocabulary_and_the_merge_keeps_th
     merged, warnings = config.merge(Settings(), {field: bad}, source="test")
     assert merged == Settings()
     assert [w.code for w in warnings] == ["E_CONFIG_INVALID"] and field in warnings[0].message
+
+
+def test_context_tokens_unset_is_not_the_default_and_null_keeps_the_layer_below() -> None:
+    # unset: the provider decides (protocol.settings.context_window); a value set is kept, 8192 included
+    assert Settings().contextTokens is None
+    assert context_window("command") == 32768 and context_window("openai") == 8192
+    assert context_window("command", 8192) == 8192
+    toml, warnings = config.merge(Settings(), {"provider": "command", "context_tokens": 8192}, source="t", snake=True)
+    assert toml.contextTokens == 8192 and warnings == []
+    editor, warnings = config.merge(toml, {"contextTokens": None}, source="editor settings")
+    assert editor.contextTokens == 8192 and warnings == []
+    # a worker receives the resolved record: unset stays unset, set stays set
+    assert config.from_request(config.to_dict(Settings(provider="command"))).contextTokens is None
+    assert config.from_request(config.to_dict(toml)).contextTokens == 8192
+
+
+def test_the_editors_leave_context_tokens_to_the_provider_by_default() -> None:
+    body = EMACS[EMACS.index("(defun cairn--settings ()"):EMACS.index("(defun cairn--settings-object")]
+    assert "contextTokens" not in body
+    block = NVIM[NVIM.index("M.defaults = {"):]
+    settings = re.search(r"\bsettings = \{(.*?)\}", block, re.S)
+    assert settings is not None and "contextTokens" not in settings.group(1)

@@ -11,7 +11,9 @@ the ones the user allowed. Two rules follow, in this one place:
   provider and endpoint the same settings name, never to another one. The
   ``command`` provider gets no key; it runs the argv the settings name now
   (``command``). The context window (``contextTokens``) describes the
-  model that answers now, so it is read at call time too.
+  model that answers now, so it is read at call time too; unset, it is the
+  default of the policy's provider (:func:`protocol.settings.context_window`:
+  8192 for an endpoint, 32768 for a ``command``).
 * **A frozen policy runs only while it is allowed.** A capture freezes its
   model policy; at digest time a remote policy whose provider and endpoint
   the current settings no longer name (the workspace was untrusted, the
@@ -26,7 +28,7 @@ import os
 from collections.abc import Mapping
 
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.settings import Settings
+from cairn.protocol.settings import Settings, context_window
 from cairn.worker.providers.route import Route
 
 EMBEDDED = "extractive"
@@ -66,4 +68,4 @@ def route(policy: ModelPolicy, settings: Settings, env: Mapping[str, str] | None
     ok = allowed(policy, settings)
     return Route(policy=policy, api_key=api_key(policy, settings, env),
                  command=settings.command if ok and policy.provider == "command" else (),
-                 context_tokens=settings.contextTokens)
+                 context_tokens=context_window(policy.provider, settings.contextTokens))

@@ -60,6 +60,7 @@ from typing import Any
 
 import attrs
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
+from cairn.protocol.settings import context_window
 from cairn.protocol.transcript import Turn
 from cairn.protocol.vocab import NoteType
 from cairn.worker.providers import http, window
@@ -249,8 +250,12 @@ async def digest(
     *,
     api_key: str | None,
     command: tuple[str, ...] = (),
-    context_tokens: int = window.DEFAULT_CONTEXT_TOKENS,
+    context_tokens: int | None = None,
 ) -> DigestOutput:
-    """Run the digest requests of ``inp``; see the module docstring for every outcome."""
-    route = Route(policy=policy, api_key=api_key, command=command, context_tokens=context_tokens)
+    """Run the digest requests of ``inp``; see the module docstring for every outcome.
+
+    ``context_tokens`` None: the default window of the policy's provider.
+    """
+    route = Route(policy=policy, api_key=api_key, command=command,
+                  context_tokens=context_window(policy.provider, context_tokens))
     return await digest_route(inp, route)

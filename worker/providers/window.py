@@ -3,7 +3,9 @@
 Many local models run with 4–8k tokens of context, and a server that gets a
 longer prompt either refuses it (HTTP 400) or silently drops its start. So
 every model request is sized against ``context_tokens`` (the setting
-``context_tokens`` / ``contextTokens``, default :data:`DEFAULT_CONTEXT_TOKENS`)
+``context_tokens`` / ``contextTokens``; unset, the provider's default:
+:data:`DEFAULT_CONTEXT_TOKENS` for an ``openai`` endpoint, more for a
+``command``, see :func:`protocol.settings.context_window`)
 and longer material is split into several requests at item boundaries
 (turns for a digest, notes for a review).
 
@@ -29,8 +31,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.settings import CONTEXT_TOKENS
 
-DEFAULT_CONTEXT_TOKENS = 8192
+DEFAULT_CONTEXT_TOKENS = CONTEXT_TOKENS["openai"]  # an endpoint's model, unknown: what small local models run with
 BYTES_PER_TOKEN = 3
 SAFETY_MARGIN = 0.10
 REQUEST_OVERHEAD = 64

@@ -203,7 +203,9 @@ _RUN = r"[A-Za-z0-9_\-+/=.:;~%?&#@]"
 # a line that starts something of its own starts anew:
 _NEXT = (
     r"\r?\n[ \t]{0,8}(?!"
-    r"[-+]?[A-Za-z_][A-Za-z0-9_]*=(?!=|\s|$)"  # NAME=value, also a diff's -NAME=/+NAME= (not base64 padding)
+    r"[-+]?(?:(?:export|set|local|readonly)[ \t]{1,8})?"  # NAME=value, also a diff's -NAME=/+NAME=, a shell's
+    r"[A-Za-z_][A-Za-z0-9_]*=(?!=|\s|$)"  # export NAME=value (not base64 padding)
+    r"|(?:#{1,6}|//)(?:\s|$)"  # a comment or a heading
     r"|\d{4}-\d\d-\d\d"  # a log time stamp
     r"|[A-Za-z0-9_.\-/]*:(?:\s|$)"  # a key or a label: "remote:", "volumes:", "L334:", "6767:"
     r"|[-+*>](?:\s|$)|\d{1,6}(?:[.)]\s|\t)|HTTP/\d"  # a list item, a diff or quote line, a numbered line, a status
@@ -332,8 +334,8 @@ def _first_secret(raw: str, lines: str, prefix: int) -> tuple[int, int, str] | N
     plain: str | None = None  # the line-by-line pass of raw after its context, once
     for lead in (False, True):
         for trail in (False, True):
-            if len(cuts) - lead - trail < (0 if lead and not trail else 1):
-                continue
+            if len(cuts) - lead - trail < (0 if lead else 1):
+                continue  # without its first piece, the word may be one line (a value between label and text)
             start = cuts[0][1] if lead else 0
             end = cuts[-1][0] if trail else len(raw)
             span = _Span(raw[start:end])
@@ -352,6 +354,8 @@ def _first_secret(raw: str, lines: str, prefix: int) -> tuple[int, int, str] | N
             change = _changed(raw, result)
             if change is None or (by_label and not _random_pieces(raw[change[0] : change[1]])):
                 continue
+            if _takes_a_word(raw, change):
+                continue
             if plain is None:
                 plain = _redact_lines(priors[0] + raw)
                 plain = plain[len(priors[0]) :] if plain.startswith(priors[0]) else _redact_lines(raw)
@@ -369,6 +373,48 @@ def _random_pieces(stretch: str) -> bool:
     """
     pieces = [p for p in _BREAK.split(stretch) if len(p) >= 8]
     return not pieces or any(_looks_cut(p) and not _pathlike(p) for p in pieces)
+
+
+# a run that is words: lower case, capitalised or in capitals, joined by - _ . / (a command, an option, a file name)
+_WORDLIKE = re.compile(r"(?:--?|\.{1,2}/|/)?(?:[A-Z]?[a-z]+|[A-Z]+)(?:[-_./](?:[A-Z]?[a-z]+|[A-Z]+))*[.,:;!?]*")
+
+
+def _takes_a_word(raw: str, change: tuple[int, int, str]) -> bool:
+    """Whether a stretch ends with the first word of its last line, which the secret it replaces does not need.
+
+    A value its label's rule does not take alone (``API_KEY=`` and five
+    characters, a value of letters shorter than the rule's length, "the
+    secret is" and a short hex string) reaches the rule's length with the
+    word that starts the next line: "API_KEY=…" / "export OWNER=acme" read
+    as one value lost "export" and the line break. When the stretch takes
+    that line's whole run (punctuation after it aside) and the run is words
+    (:data:`_WORDLIKE`: "export", "npm", "--force", "main.py"; not
+    "HsbwekbgjOGH", the rest of a cut token), the value's line is read as
+    it stands, as the line-by-line pass reads it. A token known by its shape
+    (a prefix, a fixed length) takes the word only when it is not known
+    without it: cut at a width, a token may end in a few lowercase letters;
+    known without it, the token is read without that line (a rule's open
+    length would take "sk-ant-…" / "deploy now" for one longer key).
+    """
+    head, end, _ = change
+    breaks = list(_BREAK.finditer(raw, head, end))
+    if not breaks:
+        return False
+    last = breaks[-1]
+    line_end = raw.find("\n", last.end())
+    run = raw[last.end() : len(raw) if line_end < 0 else line_end].rstrip("\r")
+    if end - last.end() < len(run.rstrip(".,:;!?")) or not _WORDLIKE.fullmatch(run):
+        return False  # the stretch ends inside the run, or the run may be the rest of a token
+    joined, shorter = _BREAK.sub("", raw[head:end]), _BREAK.sub("", raw[head : last.start()])
+    return _redact_shapes(joined) == joined or _redact_shapes(shorter) != shorter
+
+
+def _redact_shapes(text: str) -> str:
+    """``text`` with the secrets known by their shape alone redacted (no label read)."""
+    text = _redact_private_keys(text)
+    for rx, sub in _SUBS:
+        text = rx.sub(sub, text)
+    return text
 
 
 def _pathlike(piece: str) -> bool:
