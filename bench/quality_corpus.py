@@ -8,18 +8,12 @@ sessions the provider digests, with turn ids of the form ``<session>.<turn>``
 (positions are fine here: the corpus is frozen, and labels name turns the
 same way).
 
-Formats the importers read go through :func:`cairn.worker.ingest.importers.load`,
-so the bench scores what the product imports: the manifest's
-``claude-export-text`` (Claude Code's ``/export`` text) is the importer
-``claude-code-export``, whose turns are the completed ones (a prompt left
-unanswered at the end of a scrollback is no turn). One export has no importer
-and is read by a minimal parser kept here, so it is scored without being
-supported by the product:
-
-``cctrace-md``          the ``# Claude Code Session Export`` Markdown of
-                        cctrace: ``### 👤 User`` / ``### 🤖 Assistant``
-                        sections; user sections holding only tool results or
-                        an interruption notice are not prompts.
+Every format goes through :func:`cairn.worker.ingest.importers.load`, so the
+bench scores what the product imports: the manifest's ``claude-export-text``
+(Claude Code's ``/export`` text) is the importer ``claude-code-export``, whose
+turns are the completed ones (a prompt left unanswered at the end of a
+scrollback is no turn), and ``cctrace-md`` (cctrace's ``# Claude Code Session
+Export`` Markdown) is the importer ``cctrace``.
 """
 
 from __future__ import annotations
@@ -27,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,37 +60,14 @@ class Corpus:
     altered: list[str]  # present, but not the recorded bytes
 
 
-# ---------------------------------------------------------------- minimal parsers
+# ---------------------------------------------------------------- reading
 
-_CCTRACE_ROLE = re.compile(r"^### (?:👤 User|🤖 Assistant.*)$", re.M)
-
-
-def _parse_cctrace(text: str) -> list[list[str]]:
-    prompts: list[str] = []
-    marks = list(_CCTRACE_ROLE.finditer(text))
-    for i, m in enumerate(marks):
-        if "User" not in m.group(0):
-            continue
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        body = text[m.end() : end]
-        body = re.sub(r"\n---\s*\n\s*\*\*\[[^\]]*\]\*\*\s*$", "", body.rstrip()).strip()
-        body = re.sub(r"\n?---\s*$", "", body).strip()
-        if not body or body.startswith(("📊 **Tool Result:**", "[Request interrupted")):
-            continue
-        prompts.append(body)
-    return [prompts]
-
-
-_MINIMAL = {"cctrace-md": _parse_cctrace}
-_IMPORTER = {"claude-export-text": "claude-code-export"}  # manifest format -> importer format
-MINIMAL_FORMATS = tuple(_MINIMAL)
+_IMPORTER = {"claude-export-text": "claude-code-export", "cctrace-md": "cctrace"}  # manifest format -> importer format
+MINIMAL_FORMATS: tuple[str, ...] = ()  # formats read by a parser of the bench's own: none any more
 
 
 def sessions_of(path: pathlib.Path, fmt: str) -> list[list[tuple[str, str, str]]]:
     """``[[(turn id, user text, assistant text), ...] per session]`` of a corpus file."""
-    if fmt in _MINIMAL:
-        text = path.read_text(encoding="utf-8")
-        return [[(f"{s}.{t}", u, "") for t, u in enumerate(prompts)] for s, prompts in enumerate(_MINIMAL[fmt](text))]
     sessions = load(path, _IMPORTER.get(fmt, fmt))
     return [
         [(f"{s}.{t}", turn.user, turn.assistant) for t, turn in enumerate(session.turns)]

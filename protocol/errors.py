@@ -55,6 +55,8 @@ class ErrorCode(enum.StrEnum):
     IMPORT_UNREADABLE = "E_IMPORT_UNREADABLE"
     IMPORT_TOO_LARGE = "E_IMPORT_TOO_LARGE"
     IMPORT_LOCKED = "E_IMPORT_LOCKED"  # a tool's database locked even for an immutable read
+    IMPORT_WRONG_FORMAT = "E_IMPORT_WRONG_FORMAT"  # `--format X` on a file that is not X: nothing in it read as X
+    IMPORT_PROMPTS_ONLY = "E_IMPORT_PROMPTS_ONLY"  # a log of the prompts typed, with no replies (Gemini CLI logs.json)
     # capture and digest pipeline
     CAPTURE_OVERSIZED = "E_CAPTURE_OVERSIZED"
     CAPTURE_EXHAUSTED = "E_CAPTURE_EXHAUSTED"
@@ -64,6 +66,7 @@ class ErrorCode(enum.StrEnum):
     PROVIDER_TIMEOUT = "E_PROVIDER_TIMEOUT"
     PROVIDER_INVALID_REPLY = "E_PROVIDER_INVALID_REPLY"
     PROVIDER_TRUNCATED = "E_PROVIDER_TRUNCATED"
+    PROVIDER_UNAVAILABLE = "E_PROVIDER_UNAVAILABLE"  # `cairn setup --use NAME`: no such provider here, or not usable
     CANCELLED = "E_CANCELLED"
     # memory and proposals
     PROPOSAL_STALE = "E_PROPOSAL_STALE"
@@ -75,6 +78,7 @@ class ErrorCode(enum.StrEnum):
     INDEX_FULL = "E_INDEX_FULL"  # more than 200 entries, or an entry past the 200 lines agents load
     TOPIC_FRONT_MATTER = "E_TOPIC_FRONT_MATTER"  # missing or invalid YAML front matter of a topic
     MEMORY_NOT_TEXT = "E_MEMORY_NOT_TEXT"  # a memory or instruction file that is not UTF-8 text
+    AGENT_NOT_IN_USE = "E_AGENT_NOT_IN_USE"  # `cairn agents wire AGENT`: no session of it here, none of its files
     # workers
     WORKER_CRASHED = "E_WORKER_CRASHED"
     WORKER_TIMEOUT = "E_WORKER_TIMEOUT"

@@ -68,6 +68,12 @@ class ImportTally:
     interrupted: bool = False  # stopped at a batch boundary
     malformed: tuple[MalformedLine, ...] = ()
     failed: tuple[FileFailure, ...] = ()  # only when failures are tolerated (``import --all``, ``each``)
+    #: last turns not admitted: answered, but no completion signal yet and the file not sealed (Session.tail)
+    pending: int = 0
+    empty: int = 0  # files read with no turn complete yet (nor a pending one)
+    formats: tuple[str, ...] = ()  # the format each file imported was read as, in the order given
+    #: sessions of the files read as sealed (quiet for the idle period, or ended), whatever they captured
+    sealed_ids: tuple[str, ...] = ()
 
     def add(self, other: ImportTally, *, offset: int = 0) -> ImportTally:
         """This tally and ``other``'s, whose file indexes start at ``offset`` in the list given."""
@@ -80,6 +86,10 @@ class ImportTally:
             session_ids=self.session_ids + other.session_ids,
             interrupted=self.interrupted or other.interrupted,
             malformed=self.malformed + other.malformed,
+            pending=self.pending + other.pending,
+            empty=self.empty + other.empty,
+            formats=self.formats + other.formats,
+            sealed_ids=self.sealed_ids + other.sealed_ids,
             failed=self.failed + tuple(codec.evolve(f, index=f.index + offset) for f in other.failed),
         )
 
@@ -97,6 +107,9 @@ class ImportArgs:
     paths: tuple[str, ...] = ()  # absolute, or relative to the workspace
     format: str = "auto"
     each: bool = False  # file by file: a file's own failure is listed, the others go on
+    #: the sessions are over (``cairn run``): a last turn with no completion signal is admitted now; else once
+    #: its file has been quiet for ``seal_idle_minutes``
+    ended: bool = False
 
 
 @record("import-result", version=1)
@@ -110,6 +123,9 @@ class ImportResult:
     repaired: int | None = optional_key()  # absent with ``each``
     interrupted: bool | None = optional_key()  # absent with ``each``
     failed: tuple[FailedFile, ...] | None = optional_key()  # only with ``each``
+    formats: tuple[str, ...] | None = optional_key()  # the format each file was read as (absent with ``each``)
+    pending: int | None = optional_key()  # last turns not complete yet (ImportTally.pending); absent when none
+    empty: int | None = optional_key()  # files with no turn complete yet; absent when none
 
 
 @attrs.frozen(kw_only=True)
@@ -140,6 +156,12 @@ class SourcesImport:
     selected: int | None = optional_key()  # ``import --all``: sessions selected
     changed: int | None = optional_key()  # a watch tick: sessions that moved
     sealed: tuple[str, ...] | None = optional_key()  # a watch tick: idle seals
+    pending: int | None = optional_key()  # last turns not complete yet (ImportTally.pending); absent when none
+    empty: int | None = optional_key()  # sources with no turn complete yet; absent when none
+    formats: tuple[str, ...] | None = optional_key()  # the format each source imported was read as
+    #: ``import --all``: sessions found but not imported, by reason ("other-workspace", "no-workspace",
+    #: "before-since"); absent when none
+    left_out: dict[str, int] | None = optional_key()
 
 
 # -- capture and seal -----------------------------------------------------------------------------
@@ -172,6 +194,9 @@ class SealResult:
 @record("seal-idle-args", version=1)
 class SealIdleArgs:
     quiet_seconds: float = 20 * 60.0
+    #: session files to read again first (those of the quiet period): read as sealed when quiet that long,
+    #: so a last turn with no completion signal is captured and its session sealed
+    paths: tuple[str, ...] = ()
 
 
 @record("seal-idle-result", version=1)
@@ -190,7 +215,12 @@ class RecoverResult:
 
 @attrs.frozen(kw_only=True)
 class DigestFailure:
-    """A failed digest attempt: ids, code, message (never content), attempt n of N."""
+    """A failed digest attempt: ids, code, message (never content), attempt n of N.
+
+    ``kept``: windows of a model digest this attempt answered and kept; an
+    attempt that kept one is not counted (``attempt`` is then the number of
+    attempts used so far, not one more).
+    """
 
     capture: str
     code: str
@@ -198,6 +228,7 @@ class DigestFailure:
     attempt: int
     of: int
     exhausted: bool
+    kept: int | None = optional_key()
 
 
 @record("process-args", version=1)
@@ -215,6 +246,8 @@ class ProcessResult:
     exhausted: tuple[str, ...] = ()  # captures that used their last attempt in this pass
     failures: tuple[DigestFailure, ...] = ()
     remaining: int = 0
+    #: notes of model replies dropped as invalid, in the digests published by this pass (absent: none)
+    notes_dropped: int | None = optional_key()
 
 
 @record("capture-args", version=1)
@@ -259,6 +292,9 @@ class ReviewJobResult:
     writes: dict[str, int] | None = optional_key()  # the recovery's counts
     focused: int | None = optional_key()  # focused reviews of remembered texts
     skippedNotes: dict[str, int] | None = optional_key()  # notes left out (cannot be written), by code
+    # a remote review's replies taken in good part: {"proposals": invalid ones left out,
+    # "references": unknown digest ids left out of their proposals} (counts only; absent when none)
+    droppedProposals: dict[str, int] | None = optional_key()
 
 
 @record("drain-result", version=1)

@@ -27,7 +27,7 @@ REGISTRY: dict[str, str] = {
     "capture": "cairn.worker.journal.capture:job_capture",
     "import": "cairn.worker.journal.imports:job_import",
     "seal": "cairn.worker.journal.capture:job_seal",
-    "seal-idle": "cairn.worker.journal.capture:job_seal_idle",
+    "seal-idle": "cairn.worker.journal.imports:job_seal_idle",
     "recover": "cairn.worker.journal.digest:job_recover",
     "process": "cairn.worker.journal.digest:job_process",
     "retry": "cairn.worker.journal.digest:job_retry",
@@ -47,6 +47,8 @@ REGISTRY: dict[str, str] = {
     "proposal": "cairn.worker.memory.jobs:job_proposal",
     "memory": "cairn.worker.memory.jobs:job_memory",
     "cockpit": "cairn.worker.memory.jobs:job_cockpit",
+    "agents": "cairn.worker.jobs.agents:job_agents",
+    "agents-wire": "cairn.worker.jobs.agents:job_wire",
     "usage": "cairn.worker.providers.usage_report:job_usage",
 }
 

@@ -16,6 +16,7 @@ Imports inside functions: rich loads only when a bar is drawn (a terminal):
 
 from __future__ import annotations
 
+import math
 import shlex
 import signal
 import sys
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.protocol.knobs import env_int
 from cairn.protocol.text import printable
 from cairn.worker.journal.capture import policy_from_config
-from cairn.worker.journal.imports import import_paths
+from cairn.worker.journal.imports import idle_seconds, import_paths
 from cairn.worker.journal.store import Journal
 
 if TYPE_CHECKING:
@@ -100,9 +101,14 @@ def foreground(show_bar: bool) -> Iterator[tuple[Any, _Stop]]:
         yield bar, stop
 
 
-def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool) -> ImportTally:
+def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, show_bar: bool,
+               ended: bool = False) -> ImportTally:
+    """Import ``paths`` in the foreground. A file quiet for the workspace's idle period is sealed (the last
+    turn of each of its sessions is captured even with no end signal); with ``ended``, every file is."""
     with foreground(show_bar) as (bar, stop), Journal(ws) as j:
-        return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES)
+        sealed_before = math.inf if ended else j.now() - idle_seconds(config)
+        return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES,
+                            sealed_before=sealed_before)
 
 
 def resume_hint(args: list[str], captured: int) -> str:

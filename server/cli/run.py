@@ -103,13 +103,13 @@ def _review_report(r: ReviewStage) -> str:
 
 def cmd_run(ns: argparse.Namespace) -> int:
     from cairn.protocol.codec import to_body
-    from cairn.protocol.results import ImportArgs, ImportResult, SealArgs, SealResult
+    from cairn.protocol.results import ImportArgs, ImportResult, SealArgs, SealResult, SourcesImport
     from cairn.worker.journal.views import digest_json, public_digests
 
     ws = workspace_path(ns)
     imp: ImportResult | SourcesImport
     if ns.all:
-        imp = import_all(ns, show_bar=not ns.json and sys.stderr.isatty())
+        imp = import_all(ns, show_bar=not ns.json and sys.stderr.isatty(), ended=True)  # run seals: session end
         report_failures(imp)
         if imp.interrupted:  # Ctrl-C: what was captured is kept; nothing is digested on the way out
             from cairn.server.cli.import_run import resume_hint  # cold start: module docstring
@@ -118,7 +118,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
             return EXIT_INTERRUPTED
     else:
         paths = [os.path.abspath(p) for p in ns.paths] or [example_session()]
-        imp = run_result(ns, "import", ImportResult, ImportArgs(paths=tuple(paths), format=ns.format))
+        imp = run_result(ns, "import", ImportResult, ImportArgs(paths=tuple(paths), format=ns.format, ended=True))
         report_malformed(imp.malformed)
     sealed: list[str] = []
     for sid in imp.session_ids:
@@ -132,8 +132,15 @@ def cmd_run(ns: argparse.Namespace) -> int:
         emit_json({"import": to_body(imp), "sealed": sealed, "process": to_body(counts),
                    "digests": [digest_json(d) for d in mine], "review": review.to_json(), "proposals": rows})
     else:
-        print(f"imported {imp.captured} new turn(s) from {imp.sessions} session(s), "
+        from cairn.server.cli.import_report import formats_said, left_out_line
+
+        print(f"imported {imp.captured} new turn(s) from {imp.sessions} session(s){formats_said(imp.formats or ())}, "
               f"{imp.skipped} already captured")
+        if imp.empty:
+            print(f"{imp.empty} file(s) with nothing complete yet (no prompt answered)")
+        left = left_out_line(imp.left_out) if isinstance(imp, SourcesImport) else None
+        if left:
+            print(left)
         print(f"sealed {len(sealed)} capture(s)")
         print_process(counts, prefix="digests: ")
         print(_review_report(review))

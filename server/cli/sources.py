@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 import sys
 import time
@@ -110,12 +111,15 @@ def _since(value: str | None) -> float | None:
     return day.timestamp()
 
 
-def import_all(ns: argparse.Namespace, *, show_bar: bool) -> SourcesImport:
+def import_all(ns: argparse.Namespace, *, show_bar: bool, ended: bool = False) -> SourcesImport:
     """Discover, select and import in the foreground (the bar on a terminal, Ctrl-C at a batch
-    boundary, a helper process for many sources); ``failed`` lists the stores and sources that failed."""
+    boundary, a helper process for many sources); ``failed`` lists the stores and sources that failed.
+    A session file quiet for the idle period is sealed (its last turn captured even with no end signal);
+    with ``ended``, every one is."""
     from cairn.server.cli.import_run import PROCESSES, foreground
     from cairn.worker.jobs.importing import import_all as run
     from cairn.worker.journal.capture import policy_from_config
+    from cairn.worker.journal.imports import idle_seconds
     from cairn.worker.journal.store import Journal
 
     if ns.paths:
@@ -123,9 +127,11 @@ def import_all(ns: argparse.Namespace, *, show_bar: bool) -> SourcesImport:
     ws = workspace_path(ns)
     since = _since(ns.since)
     stores = _discover(ns)
+    config = load_config(ws)
     with foreground(show_bar) as (bar, stop), Journal(ws) as j:
-        return run(j, stores, ws, policy_from_config(load_config(ws)), everywhere=ns.every_workspace, since=since,
-                   progress=bar, stop=stop, processes=PROCESSES)
+        sealed_before = math.inf if ended else j.now() - idle_seconds(config)
+        return run(j, stores, ws, policy_from_config(config), everywhere=ns.every_workspace, since=since,
+                   progress=bar, stop=stop, processes=PROCESSES, sealed_before=sealed_before)
 
 
 def all_args(ns: argparse.Namespace) -> list[str]:
@@ -142,12 +148,28 @@ def report_failures(r: SourcesImport) -> None:
     report_malformed(r.malformed)
 
 
+def import_all_lines(r: SourcesImport, ws: str) -> list[str]:
+    """What an ``--all`` import adds to its summary: turns not complete yet, sources with nothing
+    complete, the sessions left out by reason."""
+    from cairn.server.cli.import_report import left_out_line, waiting_lines
+    from cairn.worker.journal.imports import idle_seconds
+
+    out = waiting_lines(turns=r.captured + r.skipped, pending=r.pending or 0, empty=r.empty or 0,
+                        idle_minutes=idle_seconds(load_config(ws)) / 60, ended_flag="--all --ended")
+    left = left_out_line(r.left_out)
+    return [*out, left] if left else out
+
+
 def report_import_all(ns: argparse.Namespace, r: SourcesImport) -> int:
     if ns.json:
         emit_json(r)
     else:
-        print(f"imported {r.sessions} session(s) from {r.sources} source(s): "
+        from cairn.server.cli.import_report import formats_said
+
+        print(f"imported {r.sessions} session(s) from {r.sources} source(s){formats_said(r.formats or ())}: "
               f"{r.captured} new turn(s), {r.skipped} already captured")
+        for line in import_all_lines(r, workspace_path(ns)):
+            print(line)
         if not r.selected:
             print("no sessions of this workspace found; see `cairn discover` (or use --every-workspace)")
         elif r.captured:

@@ -2,7 +2,8 @@
 
 Contract: the paths given (files or folders; default: the workspace's
 ``watch_paths`` setting plus the session stores discovery attributes to the
-workspace, :func:`server.watch.files.stores_for`) are followed by the same
+workspace, :func:`server.watch.files.plan`, and the sessions begun later in
+those stores) are followed by the same
 :class:`server.watch.files.FileWatcher` and :class:`server.watch.core.WatchCore` as
 in ``cairn serve``: woken by the file system, not by a timer. Each batch of
 changed files is one ``import`` job, run in this process through the
@@ -33,7 +34,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -59,7 +60,7 @@ from cairn.server.watch.core import (
     Tick,
     WatchCore,
 )
-from cairn.server.watch.files import FileWatcher, stores_for, watch_roots
+from cairn.server.watch.files import FileWatcher, Plan, plan, watch_roots
 
 if TYPE_CHECKING:
     from cairn.protocol.results import ImportResult
@@ -96,11 +97,18 @@ def cmd_watch(ns: argparse.Namespace) -> int:
     if ns.once:
         return _once(ns, ws, config)
     given = [os.path.abspath(p) for p in ns.paths] if ns.paths else config.get("watchPaths") or []
-    roots = watch_roots(ws, given, stores=[] if ns.paths else stores_for(ws, everywhere=ns.every_workspace))
+    probes: dict[Any, Any] = {}  # kept between discoveries: an unchanged file is not read again
+
+    def replan() -> Plan:  # the stores again, when a session file appears in one (server.watch.files)
+        return plan({ws: given}, everywhere=ns.every_workspace, probes=probes)
+
+    found = Plan(roots={ws: watch_roots(ws, given)}) if ns.paths else replan()
+    roots = found.roots[ws]
     if not roots:
         raise CairnError(ErrorCode.USAGE, "nothing to watch: name files or folders, set watch_paths "
                          "in .cairn/config.toml, or start a session of a supported tool here")
-    watch = Headless(ws, roots, config, polling=True if ns.poll else None, poll_max=ns.interval)
+    watch = Headless(ws, roots, config, polling=True if ns.poll else None, poll_max=ns.interval,
+                     stores=found.stores, foreign=found.foreign, replan=None if ns.paths else replan)
     asyncio.run(watch.run())
     print(watch.summary(), flush=True)
     return EXIT_INTERRUPTED
@@ -140,13 +148,17 @@ class Headless:
     def __init__(self, ws: str, roots: list[str], config: dict[str, Any], *, polling: bool | None = None,
                  poll_max: float | None = None,
                  say: Callable[[str], None] | None = None,
-                 observe: Callable[[str, Any], None] | None = None) -> None:
+                 observe: Callable[[str, Any], None] | None = None,
+                 stores: tuple[str, ...] = (), foreign: Mapping[str, int] | None = None,
+                 replan: Callable[[], Plan] | None = None) -> None:
         """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
         (``"import"``: its :class:`~protocol.results.ImportResult`, None when it failed) and ignored path
-        (``"ignored"``), for tests and benchmarks."""
+        (``"ignored"``), for tests and benchmarks. ``stores``, ``foreign``, ``replan``: a session begun
+        later in a store is followed too (:class:`server.watch.files.FileWatcher`)."""
         self.ws, self.config = ws, config
         self.core = WatchCore(seal_idle=float(config.get("sealIdleMinutes", 20.0)) * 60.0)
-        self.watcher = FileWatcher({ws: roots}, self.deliver, polling=polling, poll_max=poll_max)
+        self.watcher = FileWatcher({ws: roots}, self.deliver, polling=polling, poll_max=poll_max,
+                                   stores=stores, foreign=foreign, replan=replan)
         self.say = say or (lambda line: print(line, flush=True))
         self.observe = observe or (lambda kind, detail: None)
         self.totals = {"batches": 0, "captured": 0, "sealed": 0}
@@ -229,7 +241,8 @@ class Headless:
                     self._report(imported, len(action.paths))
                 self.observe("import", imported)
             elif isinstance(action, SealIdle):
-                idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds), SealIdleResult)
+                idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds,
+                                                                 paths=action.paths), SealIdleResult)
                 self._sealed(len(idle.captures) if idle else 0, "idle")
                 await self._digest_pass()
             elif isinstance(action, Seal):

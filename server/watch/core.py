@@ -24,9 +24,11 @@ Rules, and why:
    unterminated last line that does not parse, so a file caught mid-write is
    imported again when it grows (rule 1) and the completed turn arrives then.
 4. Idle sealing: ``seal_idle`` seconds after a group's last change, with no
-   import pending or running, one :class:`SealIdle` (the ``seal-idle`` job
-   seals the captures whose newest turn is that quiet). Once per quiet
-   period: the next change re-arms it.
+   import pending or running, one :class:`SealIdle` naming the files that
+   changed since the last one (the ``seal-idle`` job reads them again as
+   sealed, so the last turn of a session that no completion signal closed
+   is captured, then seals their sessions and the captures whose newest
+   turn is that quiet). Once per quiet period: the next change re-arms it.
 5. The format's own session end: an :class:`Imported` report naming
    ``ended`` sessions gives one :class:`Seal` (trigger ``session-end``) each.
 6. A path that is not a regular file (a symlink, a directory, a FIFO) is
@@ -109,6 +111,7 @@ class Import:
 class SealIdle:
     group: str
     quiet_seconds: float
+    paths: tuple[str, ...] = ()  # the group's files changed in the quiet period: read again as sealed
 
 
 @attrs.frozen
@@ -134,6 +137,7 @@ class _Group:
     last_import: float | None = None  # when the last import finished
     last_change: float | None = None
     idle_sealed: bool = True  # nothing to seal until something changed
+    changed: set[str] = attrs.field(factory=set)  # files changed since the last idle seal
 
 
 class WatchCore:
@@ -162,6 +166,7 @@ class WatchCore:
                     self._files[path] = stamp
                     g = self._group(group)
                     g.pending.add(path)
+                    g.changed.add(path)
                     g.last_change = now
                     g.idle_sealed = False
             case Vanished(path=path):
@@ -169,6 +174,7 @@ class WatchCore:
                 self._refused.discard(path)
                 for g in self._groups.values():
                     g.pending.discard(path)
+                    g.changed.discard(path)
             case Refused(group=group, path=path, code=code):
                 self._files.pop(path, None)
                 self._group(group).pending.discard(path)
@@ -208,7 +214,8 @@ class WatchCore:
         if (not g.idle_sealed and g.running is None and not g.pending and g.last_change is not None
                 and now >= g.last_change + quiet):
             g.idle_sealed = True
-            out.append(SealIdle(name, quiet))
+            out.append(SealIdle(name, quiet, tuple(sorted(g.changed))))
+            g.changed.clear()
         return out
 
     def _quiet(self, group: str) -> float:

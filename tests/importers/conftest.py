@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
+import time
 
 import pytest
 
@@ -21,3 +22,13 @@ def fixture_copy(tmp_path: pathlib.Path):
         return dst
 
     return copy
+
+
+@pytest.fixture
+def utc_minus_5(monkeypatch):
+    """The reading machine's local zone: UTC-5 with no summer time (formats that write local times)."""
+    monkeypatch.setenv("TZ", "EST+5")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -173,3 +173,73 @@ def test_no_corpus_file_has_a_prompt_repeating_the_reply_before_it():
             for before, after in zip(s.turns, s.turns[1:], strict=False):
                 assert after.user.split() != before.assistant.split()[: len(after.user.split())], fid
     assert seen >= 1
+
+
+# ---- replies cut short, the assistant's own blockquotes, thinking, refusals, times
+# (fixture sources: tests/fixtures/transcripts/aider/SOURCES.md)
+
+
+def test_a_prompt_after_a_reply_cut_inside_a_code_fence_is_the_users(fixture_copy):
+    """Real bytes: Ctrl-C stopped a reply inside a code fence; the user's next prompts are theirs, not the reply's."""
+    (session,) = load(fixture_copy("aider/aider-interrupted-fence.md"), "aider")  # a slice without its header
+    assert [t.user for t in session.turns] == [
+        "don't use `IgnorantTemporaryDirectory` use GitTemporaryDirectory",
+        "make `test_subtree_only` use GitTemporaryDirectory",
+    ]
+    cut, answered = session.turns
+    assert cut.assistant.endswith("with IgnorantTemporaryDirectory() as temp_dir:\n=======")  # the reply as far as it went
+    assert "test_subtree_only" not in cut.assistant and "/clear" not in cut.assistant
+    assert answered.assistant.startswith("Certainly! I'll modify the `test_subtree_only` test")
+
+
+def test_refusals_are_the_users_word_and_turns_carry_the_start_time(fixture_copy, utc_minus_5):
+    """Real bytes: the user declined to add a file the reply named, and to share a command's output."""
+    (session,) = load(fixture_copy("aider/afi-core-refusals.md"))
+    first, second = session.turns
+    assert first.user.startswith("Please show me the current Git diff for:\n- schemas/universal_signal_schema.ts")
+    assert first.user.endswith("whether we need to restore or ignore it.\n\n"
+                               "> Add file to the chat? schemas/universal_signal_schema.mjs\nNo")
+    assert second.user.endswith("update scoring/tests accordingly\"\n\n> Add command output to the chat?\nNo")
+    # accepted questions add nothing; the command aider showed over two lines is not the reply's
+    assert "Run shell commands?" not in second.user
+    assert second.assistant.endswith("This will stage the changes and create a commit with the specified message.")
+    # "# aider chat started at 2025-07-22 17:49:27", local time of the machine that reads it
+    assert [t.completed_at for t in session.turns] == ["2025-07-22T22:49:27Z"] * 2
+
+
+def test_thinking_is_not_the_reply(fixture_copy):
+    """Real bytes: aider logs the model's reasoning inside the reply, between ``<thinking-content-…>`` tags."""
+    (session,) = load(fixture_copy("aider/mozgoslav-add-all.md"))
+    reply = session.turns[0].assistant
+    assert "thinking process" not in reply and "thinking-content" not in reply
+    assert reply.startswith("Исходя из предоставленных файлов-типов")
+    text = "# aider chat started at 2025-03-01 09:00:00\n\n#### hi  \n\n<think>\nThe user greets me.\n</think>\n\nHello!\n"
+    assert [t.assistant for t in aider.parse(text, source_name=FIXTURE)[0].turns] == ["Hello!"]
+
+
+QUOTING = (
+    "# aider chat started at 2025-05-20 14:03:11\n\n"
+    "#### what does the style guide say about commits?  \n\n"
+    "It asks for one change per commit:\n\n"
+    "> Keep each commit to one logical change.\n"
+    ">\n"
+    "> Write the subject in the imperative.\n\n"
+    "So split the refactor from the fix.\n\n"
+    "> Tokens: 3.1k sent, 120 received. Cost: $0.01 message, $0.01 session.  \n"
+)
+
+
+def test_the_assistants_blockquote_is_kept_and_aiders_output_is_not():
+    """aider ends every line it writes with two spaces; the reply is written as the model wrote it."""
+    (session,) = aider.parse(QUOTING, source_name=FIXTURE)
+    assert session.turns[0].assistant == (
+        "It asks for one change per commit:\n\n> Keep each commit to one logical change.\n>\n"
+        "> Write the subject in the imperative.\n\nSo split the refactor from the fix."
+    )
+
+
+def test_in_a_trimmed_history_every_quoted_line_is_aiders():
+    """An editor trimmed the trailing spaces: aider's output can no longer be told apart, so none is kept."""
+    trimmed = "\n".join(line.rstrip() for line in QUOTING.split("\n"))
+    (session,) = aider.parse(trimmed, source_name=FIXTURE)
+    assert session.turns[0].assistant == "It asks for one change per commit:\n\n\nSo split the refactor from the fix."

@@ -159,3 +159,48 @@ def test_sidechain_only_file_has_no_sessions():
          "message": {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}},
     ]
     assert claude_code.parse("".join(json.dumps(r) + "\n" for r in recs), source_name="agent-1.jsonl") == []
+
+
+# ---- a plan approved with a fresh context (shape: tests/fixtures/transcripts/claude-code/SOURCES.md)
+
+PLAN = (
+    "# Fix: gutter line numbers wrap per digit\n\n"
+    "## Context\nLine numbers wider than one digit wrap character by character.\n\n"
+    "## Changes\n1. Give the gutter `min-width: 4ch` in `diff.css`.\n2. Add a snapshot test for a 3-digit line.\n\n"
+    "## Verification\n`npm test` passes."
+)
+NOTES = (
+    "\n\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error messages, "
+    "or content you generated), read the full transcript at: /home/dana/.claude/projects/-home-dana-src-viewer/"
+    "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9.jsonl\n\n"
+    "If this plan can be broken down into multiple independent tasks, consider using the TeamCreate tool to "
+    "create a team and parallelize the work."
+)
+
+
+def _approval_session(*, keep_plan_content: bool) -> str:
+    sid = "7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b"
+    common = {"isSidechain": False, "userType": "external", "entrypoint": "cli", "cwd": "/home/dana/src/viewer",
+              "sessionId": sid, "version": "2.1.113", "gitBranch": "main"}
+    approval = {"parentUuid": None, **common, "type": "user",
+                "message": {"role": "user", "content": "Implement the following plan:\n\n" + PLAN + NOTES},
+                "uuid": "a0000000-0000-4000-8000-000000000001", "timestamp": "2026-04-30T16:00:00.000Z",
+                "permissionMode": "acceptEdits"}
+    if keep_plan_content:
+        approval["planContent"] = PLAN
+    reply = {"parentUuid": approval["uuid"], **common, "type": "assistant",
+             "message": {"role": "assistant", "model": "claude-sonnet-4-6", "stop_reason": "end_turn",
+                         "content": [{"type": "text", "text": "Done: the gutter keeps its digits together."}]},
+             "uuid": "a0000000-0000-4000-8000-000000000002", "timestamp": "2026-04-30T16:03:00.000Z"}
+    return "".join(json.dumps(r) + "\n" for r in (approval, reply))
+
+
+@pytest.mark.parametrize("keep_plan_content", [True, False])
+def test_an_approved_plan_is_the_assistants_and_the_approval_the_users(keep_plan_content):
+    """Claude Code writes "Implement the following plan:", the plan and its own notes as the user's message."""
+    (session,) = claude_code.parse(_approval_session(keep_plan_content=keep_plan_content), source_name="s.jsonl")
+    (turn,) = session.turns
+    assert turn.user == "> Plan: Fix: gutter line numbers wrap per digit\nApproved"
+    assert turn.assistant == PLAN + "\n\nDone: the gutter keeps its digits together."
+    assert "transcript at" not in turn.assistant and "TeamCreate" not in turn.assistant
+    assert turn.completed_at == "2026-04-30T16:03:00.000Z"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import pathlib
 
 import pytest
@@ -161,3 +163,93 @@ def test_a_column_0_line_after_an_unwrapped_prompt_is_not_the_prompt(tmp_path):
     path = tmp_path / "export.txt"
     path.write_text(text, encoding="utf-8")
     assert [t.user for t in load(path, "claude-code-export")[0].turns] == ["fix the bug"]
+
+
+# ---- scrollback printed twice, command statuses, words cut at the terminal's edge
+# (shapes: tests/fixtures/transcripts/claude-code-export/SOURCES.md)
+
+WELCOME = (
+    "╭───────────────────────────────────────────────────╮\n"
+    "│ ✻ Welcome to Claude Code!                         │\n"
+    "│                                                   │\n"
+    "│   cwd: /Users/dana/src/dice                       │\n"
+    "╰───────────────────────────────────────────────────╯\n\n\n"
+)
+FIRST_PASS = (
+    "> /init is analyzing your codebase… \n\n"
+    "⏺ I'll analyze your codebase to create a CLAUDE.md file.\n\n"
+    "⏺ Task(Analyze codebase structure)\n  ⎿  Done (14 tool uses · 26.0k tokens · 1m 37.7s)\n\n"
+    "⏺ I've created CLAUDE.md with the build commands.\n\n"
+    "> Keep the dice logic in a MobX store, never in components.\n\n"
+    "⏺ Understood: the store owns the state.\n\n"
+    "> Yes please!\n\n"
+    "⏺ Done: the store is in src/stores/D20Store.ts.\n\n"
+)
+
+
+def test_scrollback_printed_again_is_kept_once(tmp_path):
+    """The terminal printed its history again (welcome box and all): the repeated turns are one set."""
+    text = WELCOME + FIRST_PASS + WELCOME + FIRST_PASS + "> Now add a roll button.\n\n⏺ Added the button.\n"
+    path = tmp_path / "CLAUDE-FULL-TRANSCRIPT.md"
+    path.write_text(text, encoding="utf-8")
+    (s,) = load(path)
+    assert [t.user for t in s.turns] == ["/init", "Keep the dice logic in a MobX store, never in components.",
+                                        "Yes please!", "Now add a roll button."]
+    assert s.turns[-1].parent_turn_id == s.turns[-2].turn_id
+
+
+def test_a_command_status_stands_for_what_the_user_typed():
+    text = ("> /coordinate is running… research the plan and revise it \n  ⎿  Allowed 4 tools for this command\n\n"
+            "● I'll coordinate a workflow to revise the plan.\n")
+    (s,) = claude_code_export.parse(text, source_name="x.txt")
+    assert [t.user for t in s.turns] == ["/coordinate research the plan and revise it"]
+
+
+def test_a_word_cut_at_the_terminals_edge_is_joined():
+    """The terminal's own cut (the rest at column 0) and a path cut at the edge (the rest indented): the
+    cut lines are the widest of the text (60 columns here)."""
+    text = (
+        "> /coordinate is running… the plan \n"
+        "/home/dana/.config/.claude/specs/547_coordinat\n"
+        "  e_agent_invocation_fix/plans/001_fix_coordinate_agent_invo\n"
+        "cations.md\n"
+        "  appears to have fixed it. Now look hard at the slow code/p\n"
+        "  y/compute_embedding.py too. \n"
+        "  ⎿  Allowed 4 tools for this command\n\n"
+        "● I'll look at both.\n"
+    )
+    (s,) = claude_code_export.parse(text, source_name="x.txt")
+    user = s.turns[0].user
+    assert user.startswith("/coordinate the plan\n/home/dana/.config/.claude/specs/")
+    assert "/plans/001_fix_coordinate_agent_invocations.md\nappears to have fixed it." in user
+    assert user.endswith("Now look hard at the slow code/py/compute_embedding.py too.")
+
+
+def test_prose_ending_at_the_edge_keeps_its_words_apart():
+    text = (
+        "> why is the page white on white?\n\n"
+        "● Since the about section is white on white, max-width + margin: 0 auto is all\n"
+        "  the layout needs. The colours come from the theme.\n"
+    )
+    (s,) = claude_code_export.parse(text, source_name="x.txt")
+    assert "is all\nthe layout needs" in s.turns[0].assistant
+
+
+def _dev_exports():
+    """Every dev-split ``/export`` corpus file present (restored by tests/corpus/fetch.py)."""
+    corpus = pathlib.Path(__file__).resolve().parents[1] / "corpus"
+    manifest = json.loads((corpus / "manifest.json").read_text(encoding="utf-8"))
+    for entry in manifest["files"]:
+        path = corpus / "cache" / entry["file"]
+        if (entry["format"] == "claude-export-text" and entry["split"] == "dev" and path.is_file()
+                and hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"]):
+            yield entry["id"], path
+
+
+def test_no_dev_export_keeps_a_repeat_or_a_status():
+    for fid, path in _dev_exports():
+        turns = [(t.user, t.assistant) for s in load(path, "claude-code-export") for t in s.turns]
+        assert not [u for u, _ in turns if " is analyzing " in u or " is running… " in u], fid
+        repeats = [j for j in range(1, len(turns)) for i in range(j - 1)
+                   if turns[i:i + 2] == turns[j:j + 2] and len(turns[j:j + 2]) == 2]
+        assert not repeats, fid

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.worker.ingest.importers import load
+from cairn.worker.ingest.importers import claude_export, load
 
 from tests.support.transcripts import assert_absent, grow
 
@@ -34,3 +34,24 @@ def test_ids_stable_and_growth_completes_the_last_turn(fixture_copy):
     assert after.turns[:2] == before[0].turns
     assert len(after.turns) == 3
     assert (after.turns[2].user, after.turns[2].assistant) == ("Now run the linter on the package.", "The linter reports no problems.")
+
+
+def test_an_approved_plan_is_the_assistants_and_the_approval_the_users():
+    text = (
+        "# Claude Session Export\n\n## Session Information\n\n- **Session ID**: `0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9`\n\n"
+        "---\n\n## Conversation\n\n### User\n> 4/30/2026, 6:00:00 PM\n\n"
+        "Implement the following plan:\n\n# Cache the price feed\n\n1. Keep quotes for 30 s.\n\n\n"
+        "If you need specific details from before exiting plan mode (like exact code snippets, error messages, or "
+        "content you generated), read the full transcript at: /home/dana/.claude/projects/x/1.jsonl\n\n---\n\n"
+        "### Assistant\n> 4/30/2026, 6:02:00 PM\n\nDone: quotes are cached for 30 s.\n\n---\n"
+    )
+    (session,) = claude_export.parse(text, source_name="export.md")
+    (turn,) = session.turns
+    assert turn.user == "> Plan: Cache the price feed\nApproved"
+    assert turn.assistant == "# Cache the price feed\n\n1. Keep quotes for 30 s.\n\nDone: quotes are cached for 30 s."
+
+
+def test_turns_keep_the_time_of_their_last_reply(fixture_copy, utc_minus_5):
+    """The export writes local times without a zone ("6/3/2025, 10:02:15 AM"): read in the local zone."""
+    (s,) = load(fixture_copy(FIXTURE))
+    assert [t.completed_at for t in s.turns] == ["2025-06-03T15:02:15Z", "2025-06-03T15:05:20Z"]

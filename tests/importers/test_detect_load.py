@@ -17,6 +17,7 @@ CASES = [
     ("aider/.aider.chat.history.md", "aider"),
     ("specstory/.specstory/history/2025-06-10_08-12Z-dark-mode-toggle.md", "specstory"),
     ("claude-export/session-export.md", "claude-export"),
+    ("cctrace/conversation_full.md", "cctrace"),
     ("gptel/chat.org", "gptel-org"),
     ("gptel/old-bounds.org", "gptel-org"),
     ("gptel/chat.md", "gptel-md"),
@@ -31,6 +32,13 @@ CASES = [
     ("cline/sessions/success.messages.json", "cline"),
     ("roo-code/tasks/0b8c6f2e-3d4a-4b5c-8d6e-7f8091a2b3c4/api_conversation_history.json", "roo-code"),
     ("goose/20250611_143022.jsonl", "goose"),
+    ("cline/tasks/1767312000000/ui_messages.json", "cline"),
+    ("roo-code/tasks/4d1e2f30-5a6b-4c7d-8e9f-a0b1c2d3e4f5/ui_messages.json", "roo-code"),
+    ("cursor-transcript/agent-transcripts/6a1f0c3e-8b2d-4e5f-9a7c-1d2e3f4a5b6c/6a1f0c3e-8b2d-4e5f-9a7c-1d2e3f4a5b6c.jsonl",
+     "cursor-transcript"),
+    ("cursor-export/cursor_chat-voice-assistant.md", "cursor-export"),
+    ("opencode-export/session-ses_3a9f.md", "opencode-export"),
+    ("vscode-copilot/chat.json", "vscode-copilot"),
 ]
 
 
@@ -39,8 +47,9 @@ DB_FORMATS = {"cursor", "opencode"}  # SQLite stores: detected in test_matrix.py
 
 def test_formats_constant():
     assert FORMATS == (
-        "aider", "claude-code", "claude-code-export", "claude-export", "cline", "codex", "continue", "copilot-cli",
-        "cursor", "gemini-cli", "goose", "gptel-md", "gptel-org", "opencode", "qwen-code", "roo-code", "specstory",
+        "aider", "cctrace", "claude-code", "claude-code-export", "claude-export", "cline", "codex", "continue", "copilot-cli",
+        "cursor", "cursor-export", "cursor-transcript", "gemini-cli", "goose", "gptel-md", "gptel-org", "opencode",
+        "opencode-export", "qwen-code", "roo-code", "specstory", "vscode-copilot",
     )
     assert {fmt for _, fmt in CASES} | DB_FORMATS == set(FORMATS)
 

@@ -26,6 +26,7 @@ FILES = {
     "qwen-code": next((FIXTURES / "qwen-code").glob("*.jsonl")),
     "goose": next((FIXTURES / "goose").glob("*.jsonl")),
     "copilot-cli": next((FIXTURES / "copilot-cli").rglob("*.jsonl")),
+    "cursor-transcript": next((FIXTURES / "cursor-transcript").rglob("*.jsonl")),
 }
 
 

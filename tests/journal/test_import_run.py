@@ -52,7 +52,7 @@ def test_sigint_stops_at_a_batch_boundary_keeps_the_turns_and_a_rerun_resumes(wo
 def test_piped_import_prints_a_summary_and_no_bar(workspace: Path, tmp_path: Path) -> None:
     src = write_session(tmp_path / "s.jsonl", 2, 30)
     r = cairn(workspace, "import", str(src))
-    assert r.stdout == "imported 1 file(s), 1 session(s): 30 new turn(s), 0 already captured\n"
+    assert r.stdout == "imported 1 file(s) (claude-code), 1 session(s): 30 new turn(s), 0 already captured\n"
     assert r.stderr == ""
 
 
@@ -62,7 +62,7 @@ def test_a_tuning_knob_that_is_not_a_number_is_reported_and_the_import_runs(work
     knobs = {"CAIRN_IMPORT_WORKERS": "eight", "CAIRN_IMPORT_PROCESSES": "two", "CAIRN_IMPORT_SPLIT_MIN": "1e3",
              "CAIRN_CAPTURE_BATCH_TURNS": "lots", "CAIRN_DIGEST_GROUP": "x"}
     r = cairn(workspace, "import", str(src), env=knobs)
-    assert r.stdout == "imported 1 file(s), 1 session(s): 30 new turn(s), 0 already captured\n"
+    assert r.stdout == "imported 1 file(s) (claude-code), 1 session(s): 30 new turn(s), 0 already captured\n"
     assert "Traceback" not in r.stderr and "E_INTERNAL" not in r.stderr
     for name in ("CAIRN_IMPORT_WORKERS", "CAIRN_IMPORT_PROCESSES", "CAIRN_IMPORT_SPLIT_MIN", "CAIRN_CAPTURE_BATCH_TURNS"):
         assert f"E_CONFIG_INVALID: {name} is not a whole number; the default" in r.stderr, r.stderr
@@ -94,7 +94,7 @@ def test_on_a_terminal_the_import_draws_a_progress_bar(workspace: Path, tmp_path
         os.close(master)
     assert r.returncode == 0
     assert b"turns/s" in drawn and b"ETA" in drawn and b"/400" in drawn
-    assert r.stdout.startswith("imported 1 file(s), 1 session(s): 400 new turn(s)")
+    assert r.stdout.startswith("imported 1 file(s) (claude-code), 1 session(s): 400 new turn(s)")
 
 
 def test_a_file_that_grows_during_the_import_loses_and_repeats_nothing(workspace: Path, tmp_path: Path) -> None:

@@ -212,7 +212,7 @@ def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path) ->
 
     one, two = run(tmp_path / "one", "1"), run(tmp_path / "two", "2")
     assert (two.returncode, two.stdout, two.stderr) == (one.returncode, one.stdout, one.stderr) == (
-        0, "imported 8 file(s), 8 session(s): 24 new turn(s), 0 already captured\n", "")
+        0, "imported 8 file(s) (claude-code), 8 session(s): 24 new turn(s), 0 already captured\n", "")
     from cairn.worker.journal.import_split import _cores
 
     if _cores() >= 2:

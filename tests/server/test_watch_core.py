@@ -60,11 +60,11 @@ def test_idle_seal_once_per_quiet_period_with_a_fake_clock() -> None:
     core.handle(Imported(WS, ("/a.jsonl",)), 100.5)
     assert core.next_wakeup() == 700.0
     assert core.handle(Tick(), 699.0) == []
-    assert core.handle(Tick(), 700.0) == [SealIdle(WS, 600.0)]
+    assert core.handle(Tick(), 700.0) == [SealIdle(WS, 600.0, ("/a.jsonl",))]  # read again as sealed
     assert core.next_wakeup() is None and core.handle(Tick(), 5000.0) == []  # quiet: sealed once
-    core.handle(seen("/a.jsonl", 30), 6000.0)
-    core.handle(Imported(WS, ("/a.jsonl",)), 6000.1)
-    assert core.handle(Tick(), 6600.0) == [SealIdle(WS, 600.0)]  # a new quiet period
+    core.handle(seen("/b.jsonl", 30), 6000.0)
+    core.handle(Imported(WS, ("/b.jsonl",)), 6000.1)
+    assert core.handle(Tick(), 6600.0) == [SealIdle(WS, 600.0, ("/b.jsonl",))]  # a new quiet period, its files
 
 
 def test_seal_idle_is_per_group() -> None:
@@ -72,7 +72,7 @@ def test_seal_idle_is_per_group() -> None:
     core.configure(WS, seal_idle=60.0)
     core.handle(seen("/a.jsonl", 10), 0.0)
     core.handle(Imported(WS, ("/a.jsonl",)), 0.0)
-    assert core.handle(Tick(), 60.0) == [SealIdle(WS, 60.0)]
+    assert core.handle(Tick(), 60.0) == [SealIdle(WS, 60.0, ("/a.jsonl",))]
 
 
 def test_the_formats_own_session_end_seals_that_session() -> None:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import sqlite3
 
@@ -59,6 +60,13 @@ def make_home(root: pathlib.Path, ws: str, other: str) -> pathlib.Path:
     build_db("cursor/state.sql", _mk(cursor / "globalStorage" / "state.vscdb"))
     wsdb = build_db("cursor/workspace.sql", _mk(cursor / "workspaceStorage" / "abc" / "state.vscdb"))
     (wsdb.parent / "workspace.json").write_text(json.dumps({"folder": "file://" + ws}))
+    transcript = "cursor-transcript/agent-transcripts/6a1f0c3e-8b2d-4e5f-9a7c-1d2e3f4a5b6c/6a1f0c3e-8b2d-4e5f-9a7c-1d2e3f4a5b6c.jsonl"
+    cursor_projects = home / ".cursor" / "projects"
+    mine, theirs = "6a1f0c3e-8b2d-4e5f-9a7c-1d2e3f4a5b6c", "7b2e1d4f-9c3e-4f60-8b8d-2e3f4a5b6c7d"
+    _put(cursor_projects / cursor_folder(ws) / "agent-transcripts" / mine / f"{mine}.jsonl", transcript, ws)
+    _put(cursor_projects / cursor_folder(other) / "agent-transcripts" / f"{theirs}.jsonl", transcript, other)
+    # the conversation of the Cursor database fixture: read from the database only
+    _put(cursor_projects / cursor_folder(ws) / "agent-transcripts" / f"{CURSOR_COMPOSER}.jsonl", transcript, ws)
     project = pathlib.Path(ws)
     project.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(FIXTURES / "aider" / ".aider.chat.history.md", project / ".aider.chat.history.md")
@@ -66,6 +74,14 @@ def make_home(root: pathlib.Path, ws: str, other: str) -> pathlib.Path:
     spec.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(FIXTURES / "specstory" / ".specstory" / "history" / "2025-06-10_08-12Z-dark-mode-toggle.md", spec / "s.md")
     return home
+
+
+CURSOR_COMPOSER = "5b0e1c2d-3f4a-4b5c-9d6e-7f8a9b0c1d2e"  # the composer of cursor/state.sql
+
+
+def cursor_folder(directory: str) -> str:
+    """The project folder Cursor names after ``directory`` (written here as Cursor does, not imported)."""
+    return "-".join(part for part in re.split(r"[^A-Za-z0-9]+", directory) if part)
 
 
 def _mk(path: pathlib.Path) -> pathlib.Path:

@@ -31,6 +31,10 @@ def test_finds_every_store_and_each_sessions_workspace(tmp_path):
     for fmt in ("codex", "qwen-code", "continue", "cline", "opencode", "aider", "specstory"):
         assert where[fmt] == [ws], fmt
     assert where["copilot-cli"] == [other] and where["roo-code"] == [other]
+    # Cursor agent transcripts: the workspace whose path names the project folder; the one of a conversation
+    # the Cursor database holds is left to the database
+    assert where["cursor-transcript"] == sorted([ws, other])
+    assert sorted(os.path.basename(r.path)[:4] for r in found["cursor-transcript"]) == ["6a1f", "7b2e"]
     assert sorted(where["goose"], key=str) == sorted([ws, other])  # a JSONL session here, a database session there
     # Cursor: the composer listed by this workspace's storage is ws's; the generating one is unowned
     assert sorted(str(r.workspace) for r in found["cursor"]) == sorted(map(str, [ws, None, ws]))
@@ -48,7 +52,8 @@ def test_relocation_variables_and_xdg(tmp_path):
     shutil.move(home / ".local" / "share", moved / "data")
     shutil.move(home / ".config", moved / "config")
     assert set(by_format(discover(str(home), env_for(home), workspace=ws))) == {"gemini-cli", "qwen-code", "copilot-cli",
-                                                                               "aider", "specstory"}
+                                                                               "aider", "specstory",
+                                                                               "cursor-transcript"}
     env = env_for(home, CLAUDE_CONFIG_DIR=str(moved / "claude"), CODEX_HOME=str(moved / "codex"),
                   CONTINUE_GLOBAL_DIR=str(moved / "continue"), XDG_DATA_HOME=str(moved / "data"),
                   XDG_CONFIG_HOME=str(moved / "config"))

@@ -41,7 +41,7 @@ from cairn.protocol.journal import (
     SessionInfo,
 )
 from cairn.protocol.knobs import env_int
-from cairn.protocol.results import CaptureResult, SealArgs, SealIdleArgs, SealIdleResult, SealResult, read
+from cairn.protocol.results import CaptureResult, SealArgs, SealResult, read
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
 from cairn.protocol.worker import WorkerRequest
@@ -457,11 +457,3 @@ def job_seal(req: WorkerRequest) -> SealResult:
         targets = [args.session_id] if args.session_id else open_sessions(j)
         sealed = [c for c in (seal_session(j, s, trigger) for s in targets) if c]
     return SealResult(sealed=tuple(sealed))
-
-
-def job_seal_idle(req: WorkerRequest) -> SealIdleResult:
-    quiet = read(SealIdleArgs, req.args, job=req.job).quiet_seconds
-    with Journal(req.workspace) as j:
-        cutoff = j.now() - quiet
-        sealed = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=cutoff) for s in open_sessions(j)) if c]
-    return SealIdleResult(sealed=len(sealed), captures=tuple(sealed))

@@ -95,7 +95,8 @@ class Helper:
     """The helper process importing ``paths``; its progress, stop and result."""
 
     def __init__(self, workspace: str, items: list[tuple[str, str, frozenset[str] | None]], policy: ModelPolicy, *,
-                 follow_symlinks: bool, tolerant: bool = False, on_progress: Callable[[], None] | None = None) -> None:
+                 follow_symlinks: bool, tolerant: bool = False, on_progress: Callable[[], None] | None = None,
+                 sealed_before: float | None = None) -> None:
         self.done = self.total = 0
         self._reply: dict[str, Any] | None = None
         self._failed: Exception | None = None  # raised by the progress callback
@@ -103,7 +104,7 @@ class Helper:
         env = dict(os.environ)
         env.pop("CAIRN_CRASH_LOG", None)
         request = {"workspace": workspace, "policy": codec.to_obj(policy), "follow_symlinks": follow_symlinks,
-                   "tolerant": tolerant,
+                   "tolerant": tolerant, "sealed_before": sealed_before,
                    "items": [[p, fmt, sorted(only) if only is not None else None] for p, fmt, only in items]}
         self.proc = subprocess.Popen(COMMAND,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=_stderr(),
@@ -223,6 +224,11 @@ def read_request(fd: int) -> tuple[bytes, bool]:
             return b"".join(chunks), bool(rest)
 
 
+def _seconds(value: Any) -> float | None:
+    """``sealed_before`` as the request carries it (JSON keeps an infinite time as ``Infinity``)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _helper_main() -> int:
     """The helper's side: read the request, import, report; never a traceback."""
     from cairn.worker.journal.imports import import_items  # imports imports this module (a cycle)
@@ -269,7 +275,8 @@ def _helper_main() -> int:
 
         with Journal(str(req["workspace"])) as j:
             result = import_items(j, items, policy, follow_symlinks=bool(req["follow_symlinks"]), progress=tick,
-                                  stop=stopping.is_set, sibling=True, tolerant=bool(req.get("tolerant")))
+                                  stop=stopping.is_set, sibling=True, tolerant=bool(req.get("tolerant")),
+                                  sealed_before=_seconds(req.get("sealed_before")))
         send({"progress": counts})
         send({"result": codec.to_obj(result)})
     except (CairnError, OSError) as exc:  # an OSError gets the code the command gives its own (a full disk)

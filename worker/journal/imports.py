@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
@@ -58,12 +59,22 @@ from cairn.protocol.results import (
     ImportResult,
     ImportTally,
     MalformedLine,
+    SealIdleArgs,
+    SealIdleResult,
     read,
 )
+from cairn.protocol.vocab import Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.ingest import importers
 from cairn.worker.ingest.importers._jsonl import StreamedSession
-from cairn.worker.journal.capture import AnySession, Stop, capture_session, policy_from_config
+from cairn.worker.journal.capture import (
+    AnySession,
+    Stop,
+    capture_session,
+    open_sessions,
+    policy_from_config,
+    seal_session,
+)
 from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share
 from cairn.worker.journal.store import Journal
 
@@ -95,9 +106,11 @@ class _File:
     """One opened file in flight: its sessions, its open context, its task."""
 
     def __init__(self, index: int, name: str, ctx: contextlib.ExitStack, sessions: list[AnySession],
-                 hint: int, malformed: tuple[MalformedLine, ...]) -> None:
+                 hint: int, malformed: tuple[MalformedLine, ...], *, fmt: str = "", pending: int = 0,
+                 sealed: bool = False) -> None:
         self.index, self.name, self.ctx, self.sessions, self.hint = index, name, ctx, sessions, hint
         self.malformed = malformed
+        self.fmt, self.pending, self.sealed = fmt, pending, sealed
         self.ids = {s.session_id for s in sessions}
         self.future: Future[list[CaptureResult]] | None = None
         self.abort = threading.Event()  # an error in a file given before it: stop at a batch boundary
@@ -108,17 +121,41 @@ class _File:
         return ImportTally(files=1, sessions=len(seen), session_ids=tuple(s.session_id for s, _ in seen),
                            captured=sum(r.captured for r in results), skipped=sum(r.skipped for r in results),
                            repaired=sum(r.repaired for r in results),
-                           interrupted=any(r.interrupted for r in results), malformed=self.malformed)
+                           interrupted=any(r.interrupted for r in results), malformed=self.malformed,
+                           pending=self.pending, empty=int(not seen and not self.pending),
+                           formats=(self.fmt,) if self.fmt else (),
+                           sealed_ids=tuple(s.session_id for s, _ in seen) if self.sealed else ())
+
+
+def _is_sealed(path: str, sealed_before: float | None) -> bool:
+    """Whether the file at ``path`` is sealed: last modified at or before ``sealed_before`` (the journal's
+    clock; ``math.inf``: the sessions ended)."""
+    if sealed_before is None:
+        return False
+    if math.isinf(sealed_before):
+        return sealed_before > 0
+    try:
+        return os.stat(path).st_mtime <= sealed_before
+    except OSError:
+        return False  # the reader says why
 
 
 def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                  follow_symlinks: bool = True, only: frozenset[str] | None = None,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
-                 workers: int | None = None, processes: int = 1, sibling: bool = False) -> ImportTally:
+                 workers: int | None = None, processes: int = 1, sibling: bool = False,
+                 sealed_before: float | None = None) -> ImportTally:
     """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
 
     ``only`` keeps the sessions with those ids (one workspace's sessions of a
     database shared by many); ``follow_symlinks=False`` refuses links.
+
+    ``sealed_before`` (the journal's clock, :meth:`Journal.now`): a file last
+    modified at or before it is sealed, and the last turn of each of its
+    sessions that no completion signal closed (``Session.tail``) is captured
+    with the others; ``math.inf`` seals every file (the sessions ended), None
+    none. A tail left out is counted in ``pending``: a later import captures it
+    once the signal comes, a next prompt closes it or its file is sealed.
 
     With ``stop``, the import ends at the next batch boundary once it answers
     true (``interrupted`` in the result); a later import of the same paths
@@ -130,13 +167,14 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     by the other process instead of failing with ``E_CLAIM_BUSY``.
     """
     return import_items(j, [(p, fmt, only) for p in paths], policy, follow_symlinks=follow_symlinks,
-                        progress=progress, stop=stop, workers=workers, processes=processes, sibling=sibling)
+                        progress=progress, stop=stop, workers=workers, processes=processes, sibling=sibling,
+                        sealed_before=sealed_before)
 
 
 def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool = True,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
                  workers: int | None = None, processes: int = 1, sibling: bool = False,
-                 tolerant: bool = False) -> ImportTally:
+                 tolerant: bool = False, sealed_before: float | None = None) -> ImportTally:
     """:func:`import_paths` of ``(path, format, only)`` items, each with its own format and session ids.
 
     ``tolerant``: a file that cannot be imported -- unreadable, malformed,
@@ -146,12 +184,18 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     others hostage); it counts in no total, and what it captured before
     failing stays captured. Otherwise the first error is raised as described
     in the module docstring.
+
+    A file read with a format given (not ``"auto"``) that yields no session
+    and carries none of that format's marks fails with
+    ``E_IMPORT_WRONG_FORMAT`` (:func:`importers.wrong_format`): nothing of it
+    was understood. Any other file with no turn complete yet counts in
+    ``empty``; nothing is left out without a count.
     """
     k = helper_share(len(items), processes)
     busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
     if not k:
         return _Import(j, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
-                       workers=workers, busy_wait=busy_wait, tolerant=tolerant).run(items)
+                       workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before).run(items)
     lock = threading.Lock()
     own = [0, 0]
     helper: list[Helper] = []
@@ -173,10 +217,10 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
 
     mine, theirs = items[:-k], items[-k:]
     helper.append(Helper(j.workspace, theirs, policy, follow_symlinks=follow_symlinks, tolerant=tolerant,
-                         on_progress=report))
+                         on_progress=report, sealed_before=sealed_before))
     try:
         out = _Import(j, policy, follow_symlinks=follow_symlinks, progress=own_progress, stop=halted,
-                      workers=workers, busy_wait=busy_wait, tolerant=tolerant).run(mine)
+                      workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before).run(mine)
     except BaseException:
         helper[0].stop()  # files given after a failed one stop at their batch boundary
         with contextlib.suppress(BaseException):
@@ -200,8 +244,9 @@ class _Import:
 
     def __init__(self, j: Journal, policy: ModelPolicy, *, follow_symlinks: bool,
                  progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
-                 busy_wait: float, tolerant: bool) -> None:
+                 busy_wait: float, tolerant: bool, sealed_before: float | None = None) -> None:
         self.j, self.policy, self.follow_symlinks = j, policy, follow_symlinks
+        self.sealed_before = sealed_before
         self.progress, self.stop, self.workers, self.busy_wait = progress, stop, workers, busy_wait
         self.failed: list[FileFailure] | None = [] if tolerant else None
         self.tally = ImportTally()
@@ -267,11 +312,30 @@ class _Import:
 
     def open(self, index: int, item: Item) -> _File | None:
         """Open the file of ``item``, or list it failed (None); a file it cannot open is raised when not
-        tolerated, once the files given before it are settled (an error of theirs comes first)."""
+        tolerated, once the files given before it are settled (an error of theirs comes first).
+
+        A session's tail is admitted when the file is sealed (``sealed_before``), else counted pending;
+        a session left with no turn is not captured."""
         p, fmt, only = item
         ctx = contextlib.ExitStack()
+        sealed = _is_sealed(p, self.sealed_before)  # looked at first: a write after it is no seal
         try:
             loaded = ctx.enter_context(importers.open_report(Path(p), fmt, follow_symlinks=self.follow_symlinks))
+            wanted: list[AnySession] = []
+            pending = 0
+            for s in loaded.sessions:
+                if only is not None and s.session_id not in only:
+                    continue
+                if s.tail is not None and sealed:
+                    s = s.sealed()
+                elif s.tail is not None:
+                    pending += 1
+                if isinstance(s, StreamedSession) or s.turns:
+                    wanted.append(s)
+            if not wanted and not pending and fmt != "auto":  # nothing read: was it this format at all?
+                wrong = importers.wrong_format(Path(p), fmt, follow_symlinks=self.follow_symlinks)
+                if wrong is not None:
+                    raise wrong
         except TOLERATED as exc:
             ctx.close()
             if self.failed is not None:
@@ -283,10 +347,10 @@ class _Import:
         except BaseException:
             ctx.close()
             raise
-        wanted = [s for s in loaded.sessions if only is None or s.session_id in only]
         return _File(index, Path(p).name, ctx, wanted,
                      sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted),
-                     tuple(malformed_line(Path(p).name, e) for e in loaded.skipped))
+                     tuple(malformed_line(Path(p).name, e) for e in loaded.skipped), fmt=loaded.format,
+                     pending=pending, sealed=sealed)
 
     def run(self, items: list[Item]) -> ImportTally:
         n_workers = max(1, min(self.workers or WORKERS, len(items)))  # one file: no thread to start
@@ -350,38 +414,79 @@ def _wait(f: _File) -> BaseException | None:
 
 #: a file's own failures, which ``import_each`` lists and goes on from; any other failure is the journal's
 FILE_FAILURES = frozenset({ErrorCode.IMPORT_UNREADABLE, ErrorCode.IMPORT_TOO_LARGE, ErrorCode.IMPORT_UNKNOWN_FORMAT,
-                           ErrorCode.IMPORT_MALFORMED, ErrorCode.PATH_SYMLINK})
+                           ErrorCode.IMPORT_MALFORMED, ErrorCode.PATH_SYMLINK, ErrorCode.IMPORT_WRONG_FORMAT,
+                           ErrorCode.IMPORT_PROMPTS_ONLY})
+
+IDLE_MINUTES = 20.0  # ``seal_idle_minutes`` when the configuration says none
 
 
-def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy) -> ImportResult:
+def idle_seconds(config: Mapping[str, Any]) -> float:
+    """The idle period of a workspace's configuration (``sealIdleMinutes``), in seconds: a session file quiet
+    that long is sealed."""
+    minutes = config.get("sealIdleMinutes", IDLE_MINUTES)
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes < 0:
+        minutes = IDLE_MINUTES
+    return float(minutes) * 60.0
+
+
+def import_each(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
+                sealed_before: float | None = None) -> ImportResult:
     """:func:`import_items`, tolerant: a file that cannot be imported is listed in ``failed``
     (name and fixed code) and the others are imported (a batch of live files is not held
     hostage by one that vanished or is being rewritten). The files are watched session files: each
     is opened without following a link on its whole path (one swapped for a link since the watcher
     looked is ``E_PATH_SYMLINK``, never read through it). The journal's own failures (no space, a
     claim held elsewhere …) fail the job once the others are done, so it is retried."""
-    r = import_items(j, [(p, fmt, None) for p in paths], policy, follow_symlinks=False, tolerant=True)
+    r = _tolerant(j, paths, fmt, policy, sealed_before)
+    return ImportResult(files=r.files, sessions=r.sessions, captured=r.captured, skipped=r.skipped,
+                        session_ids=r.session_ids, malformed=r.malformed,
+                        failed=tuple(FailedFile(file=os.path.basename(paths[f.index]), code=f.code) for f in r.failed),
+                        pending=r.pending or None, empty=r.empty or None)
+
+
+def _tolerant(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, sealed_before: float | None) -> ImportTally:
+    """:func:`import_items` of watched files (see :func:`import_each`): a file's own failure is listed,
+    the journal's is raised once the other files are done."""
+    r = import_items(j, [(p, fmt, None) for p in paths], policy, follow_symlinks=False, tolerant=True,
+                     sealed_before=sealed_before)
     for f in r.failed:
         if ErrorCode(f.code) not in FILE_FAILURES:
             raise CairnError(ErrorCode(f.code), f.message)
-    return ImportResult(files=r.files, sessions=r.sessions, captured=r.captured, skipped=r.skipped,
-                        session_ids=r.session_ids, malformed=r.malformed,
-                        failed=tuple(FailedFile(file=os.path.basename(paths[f.index]), code=f.code) for f in r.failed))
+    return r
 
 
 def import_result(r: ImportTally) -> ImportResult:
     """The ``import`` job's result of an import of paths (:func:`import_paths`)."""
     return ImportResult(files=r.files, sessions=r.sessions, captured=r.captured, skipped=r.skipped,
                         repaired=r.repaired, session_ids=r.session_ids, interrupted=r.interrupted,
-                        malformed=r.malformed)
+                        malformed=r.malformed, formats=r.formats, pending=r.pending or None, empty=r.empty or None)
 
 
 def job_import(req: WorkerRequest) -> ImportResult:
-    """Import transcript files; with ``each`` (live watching), file by file (:func:`import_each`)."""
+    """Import transcript files; with ``each`` (live watching), file by file (:func:`import_each`).
+
+    A file quiet for the workspace's idle period is sealed (its sessions' last turns are admitted
+    even with no completion signal); with ``ended`` (``cairn run``), every file is."""
     args = read(ImportArgs, req.args, job=req.job)
     paths = [p if os.path.isabs(p) else os.path.join(req.workspace, p) for p in args.paths]
     policy = policy_from_config(req.config)
     with Journal(req.workspace) as j:
+        sealed_before = math.inf if args.ended else j.now() - idle_seconds(req.config)
         if args.each:
-            return import_each(j, paths, args.format, policy)
-        return import_result(import_paths(j, paths, args.format, policy))
+            return import_each(j, paths, args.format, policy, sealed_before=sealed_before)
+        return import_result(import_paths(j, paths, args.format, policy, sealed_before=sealed_before))
+
+
+def job_seal_idle(req: WorkerRequest) -> SealIdleResult:
+    """Seal the captures that went idle: those whose newest turn is ``quiet_seconds`` old, and the sessions of
+    the ``paths`` quiet that long, read again first as sealed (their last turns admitted even with no
+    completion signal; a file's own failure is left for the next change to report)."""
+    args = read(SealIdleArgs, req.args, job=req.job)
+    with Journal(req.workspace) as j:
+        cutoff = j.now() - args.quiet_seconds
+        paths = [p if os.path.isabs(p) else os.path.join(req.workspace, p) for p in args.paths]
+        quiet = [p for p in paths if _is_sealed(p, cutoff)]
+        ended = set(_tolerant(j, quiet, "auto", policy_from_config(req.config), cutoff).sealed_ids) if quiet else set()
+        sealed = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=None if s in ended else cutoff)
+                              for s in sorted(set(open_sessions(j)))) if c]
+    return SealIdleResult(sealed=len(sealed), captures=tuple(sealed))

@@ -175,7 +175,8 @@ class Turns:
                                           trigger=start.args.get("trigger", "session-end")))
         if start.kind == "seal-idle":
             quiet = float(start.args.get("quiet_seconds", settings.sealIdleMinutes * 60.0))
-            return codec.to_body(SealIdleArgs(quiet_seconds=quiet))
+            paths = tuple(p for p in start.args.get("paths", "").split("\n") if p)  # watched files, to read again
+            return codec.to_body(SealIdleArgs(quiet_seconds=quiet, paths=paths))
         return None
 
     def worker_finished(self, start: StartWorker, result: RunResult) -> None:

@@ -2,8 +2,9 @@
 
 Each workspace's ``watchPaths`` setting (TOML ``watch_paths``; relative to
 the workspace) plus what store discovery finds for it
-(:func:`server.watch.files.stores_by_workspace`: one discovery per arming serves
-every workspace; it runs in a thread) are followed by one
+(:func:`server.watch.files.plan`: one discovery per arming serves every
+workspace; it runs in a thread, and again when a session file appears in a
+store, so a session begun later is followed too) are followed by one
 :class:`server.watch.files.FileWatcher`; its events go into one
 :class:`server.watch.core.WatchCore` (group = workspace), whose actions
 become coordinator jobs, never work on the event loop:
@@ -43,7 +44,7 @@ from cairn.server.watch.core import (
     Tick,
     WatchCore,
 )
-from cairn.server.watch.files import FileWatcher, stores_by_workspace, watch_roots
+from cairn.server.watch.files import FileWatcher, Plan, plan, watch_roots
 
 if TYPE_CHECKING:
     from cairn.server.lsp.service import CairnService
@@ -79,19 +80,25 @@ class Watching:
     async def _arm_watchers(self, generation: int) -> None:
         svc = self.service
         roots: dict[str, list[str]] = {}
-        order = list(svc.order)
-        stores = await asyncio.to_thread(stores_by_workspace, order) if self.discover and order else {}
-        for ws in order:
+        given = {ws: list(svc.workspaces[ws].settings.watchPaths) for ws in svc.order if ws in svc.workspaces}
+        probes: dict[Any, Any] = {}  # kept between discoveries: an unchanged file is not read again
+
+        def replan() -> Plan:  # the stores again, when a session file appears in one (server.watch.files)
+            return plan(given, probes=probes)
+
+        discover = self.discover and bool(given)
+        found = await asyncio.to_thread(replan) if discover else Plan(
+            roots={ws: watch_roots(ws, paths) for ws, paths in given.items()})
+        for ws in given:
             if ws not in svc.workspaces:  # removed while discovery ran (a re-arm follows)
                 continue
-            settings = svc.workspaces[ws].settings
-            self.core.configure(ws, seal_idle=settings.sealIdleMinutes * 60.0)
-            found = watch_roots(ws, settings.watchPaths, stores=stores.get(ws, ()))
-            if found:
-                roots[ws] = found
+            self.core.configure(ws, seal_idle=svc.workspaces[ws].settings.sealIdleMinutes * 60.0)
+            if found.roots.get(ws):
+                roots[ws] = found.roots[ws]
         if not roots or generation != self._generation:  # nothing to follow, or re-armed meanwhile
             return
-        self.watcher = FileWatcher(roots, self.deliver)
+        self.watcher = FileWatcher(roots, self.deliver, stores=found.stores, foreign=found.foreign,
+                                   replan=replan if discover else None)
         svc.spawn_task(self.watcher.run())
         svc.client.log(LOG_INFO, f"cairn: watching {sum(len(r) for r in roots.values())} path(s) "
                        f"in {len(roots)} workspace(s)")
@@ -127,7 +134,8 @@ class Watching:
                 if job is not None:
                     self._jobs[job.id] = (action.group, action.paths)
             elif isinstance(action, SealIdle):
-                svc.submit(Enqueue(action.group, "seal-idle", {"quiet_seconds": f"{action.quiet_seconds:g}"}))
+                svc.submit(Enqueue(action.group, "seal-idle", {"quiet_seconds": f"{action.quiet_seconds:g}",
+                                                               "paths": "\n".join(action.paths)}))
             elif isinstance(action, Seal):
                 svc.submit(Enqueue(action.group, "seal", {"session": action.session, "trigger": action.trigger}))
             elif isinstance(action, Ignored):

@@ -12,8 +12,19 @@ Contract shared by all importers:
 
 - Only completed root turns are returned: an answer still streaming, a tool
   call still pending, a prompt not yet answered are left out and appear once
-  the file has grown to complete them. Sessions with no completed turn are
-  left out.
+  the file has grown to complete them. A turn closes on the format's
+  completion signal, else on the next prompt, else when the file is sealed
+  (the session ended, or the file has been quiet for the idle period): the
+  last prompt of a finished session is never lost. A format whose last turn
+  can lack the first two (Codex rollouts written before ``task_complete``
+  events, any session killed before its signal) gives that turn as
+  ``Session.tail`` once its reply's text is in the file with nothing pending
+  after it; the import admits it when the file is sealed
+  (``worker.journal.imports``). A tail has the id the same turn gets once a
+  signal or a next prompt closes it, so a session resumed after its tail was
+  admitted captures it once (a reply that went on growing after the seal is
+  a new turn beside the first, as after an edit). Sessions with neither a
+  completed turn nor a tail are left out.
 - Turn ids are stable fork-point ids: taken from the source when it has them
   (Claude Code message uuids), otherwise a sha256 over (session id, parent
   turn id, user, assistant) truncated to 24 hex chars; never positions. Two
@@ -37,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import re
 import stat
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,6 +62,7 @@ from . import (
     _jsonl,
     _sqlite,
     aider,
+    cctrace,
     claude_code,
     claude_code_export,
     claude_export,
@@ -58,14 +71,18 @@ from . import (
     continue_dev,
     copilot_cli,
     cursor,
+    cursor_export,
+    cursor_transcript,
     gemini_cli,
     goose,
     gptel_md,
     gptel_org,
     opencode,
+    opencode_export,
     qwen_code,
     roo_code,
     specstory,
+    vscode_copilot,
 )
 from ._common import drop_deep_lines, malformed, open_source
 from ._format import Format, Kind
@@ -88,6 +105,7 @@ DETECTION_ORDER: tuple[tuple[Format, Kind], ...] = (
     (cline.FORMAT, "array"),  # before roo-code: for a path naming both extensions' folders, Cline's wins
     (roo_code.FORMAT, "array"),
     # A JSON object, by its first record (a JSON-lines record, or a whole document on one line).
+    (vscode_copilot.FORMAT, "record"),  # a whole chat on one line: its requests list (a session file has a sessionId)
     (copilot_cli.FORMAT, "record"),
     (gemini_cli.FORMAT, "record"),  # before claude-code: a chat's metadata line has a sessionId
     # before claude-code: its records have Claude Code's keys (a chat whose first record has no
@@ -96,10 +114,12 @@ DETECTION_ORDER: tuple[tuple[Format, Kind], ...] = (
     (goose.FORMAT, "record"),
     (codex.FORMAT, "record"),
     (continue_dev.FORMAT, "record"),
+    (cursor_transcript.FORMAT, "record"),  # a message {role, message} with none of Claude Code's keys, or a turn marker
     (claude_code.FORMAT, "record"),  # last: any record with a sessionId or parentUuid, or a user/assistant/system type
     # A JSON object whose first record told nothing (a document over several lines, a first line cut
     # short by the head): keys in the head.
     # the whole documents first: their messages carry what the fallbacks below look for ("type": "user", sessionId)
+    (vscode_copilot.FORMAT, "json"),  # its requests' results carry a sessionId further on
     (continue_dev.FORMAT, "json"),
     (gemini_cli.FORMAT, "json"),
     (cline.FORMAT, "json"),
@@ -107,9 +127,14 @@ DETECTION_ORDER: tuple[tuple[Format, Kind], ...] = (
     # Claude Code's keys, which Copilot's events carry (sessionId)
     (copilot_cli.FORMAT, "json"),
     (codex.FORMAT, "json"),
+    (cursor_transcript.FORMAT, "json"),  # its first line opens with {"role": …, "message": {"content":
     (claude_code.FORMAT, "json"),
     # Any other file: the marks a tool writes, and the shape of the text.
     (claude_export.FORMAT, "mark"),  # its title opens the file
+    (cctrace.FORMAT, "mark"),  # its title opens the file
+    # before the formats found by a marker anywhere: their header opens the file, and a chat may quote the others
+    (cursor_export.FORMAT, "mark"),  # "Exported on … from Cursor (…)" under the title
+    (opencode_export.FORMAT, "mark"),  # title, then "**Session ID:**" and "**Created:**"
     (claude_code_export.FORMAT, "text"),  # before the formats found by a marker anywhere: a session may quote them
     (specstory.FORMAT, "mark"),  # SpecStory's comment, before aider's header, which a SpecStory session may quote
     (aider.FORMAT, "mark"),  # before SpecStory's role lines, which an aider chat may quote
@@ -139,6 +164,9 @@ DB_PARSERS: dict[str, Callable[[pathlib.Path], list[Session]]] = {
 }
 
 JSONL_FORMATS = frozenset(f.name for f in _SORTED if f.jsonl)  # one JSON record per line
+
+#: formats whose ``.jsonl`` session files the live watchers follow in their home stores (``Format.follows``)
+LIVE_FORMATS = frozenset(f.name for f in _SORTED if f.follows)
 
 #: formats read record by record (no whole-file read, no file-size limit; a single line is bounded)
 STREAMED: tuple[str, ...] = tuple(f.name for f in _SORTED if f.stream is not None)
@@ -181,7 +209,90 @@ def _sniff(path: pathlib.Path, head: bytes, *, follow_symlinks: bool = True) -> 
             hit = test(text, path.name)
         if hit:
             return _path_hint(path, name)
+    if _PROMPT_LOG.match(lead):
+        raise _prompts_only(path)
     raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a transcript format cairn knows", path=str(path))
+
+
+#: Gemini CLI's ``logs.json``: a JSON array of the prompts typed, ``{sessionId, messageId, type: "user", message,
+#: timestamp}`` each (in that order), and no reply
+_PROMPT_LOG = re.compile(r'\[\s*\{\s*"sessionId"\s*:\s*"[^"\\]*"\s*,\s*"messageId"\s*:\s*\d+\s*,'
+                         r'\s*"type"\s*:\s*"user"\s*,\s*"message"\s*:')
+
+
+def _prompts_only(path: pathlib.Path) -> CairnError:
+    return CairnError(ErrorCode.IMPORT_PROMPTS_ONLY,
+                      f"{path.name}: a Gemini CLI prompt log: it holds the prompts typed and no replies, so no turn "
+                      "can be made of it (the conversations are in the chats folder beside it)", path=str(path))
+
+
+def _lead(head: bytes) -> str:
+    """A head as text from its first character that is not a byte-order mark or white space."""
+    return head.decode("utf-8", "replace").lstrip("\ufeff").lstrip()
+
+
+def _one_document(lead: str) -> bool:
+    """Whether a head opens one JSON document rather than JSON lines: an array, or an object written over
+    several lines (its first line is no JSON value and the next one is indented)."""
+    if lead.startswith("["):
+        return True
+    _, _, rest = lead.partition("\n")
+    return lead.startswith("{") and _first_record(lead) is None and rest[:1] in (" ", "\t", '"', "}")
+
+
+def _holds(fmt: str, path: pathlib.Path, head: bytes) -> bool:
+    """Whether a detection step of ``fmt`` holds on ``head`` (the file carries that format's marks)."""
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    lead = text.lstrip()
+    record = _first_record(lead) if lead.startswith("{") else None
+    for name, kind, test in _STEPS:
+        if name != fmt or kind == "db":
+            continue
+        if kind == "array":
+            hit = lead.startswith("[") and test(lead)
+        elif kind == "record":
+            hit = record is not None and test(record, lead)
+        elif kind == "json":
+            hit = lead.startswith("{") and test(lead)
+        elif kind == "tail":
+            hit = test(_read_tail(path).decode("utf-8", "replace"))
+        else:
+            hit = test(text, path.name)
+        if hit:
+            return True
+    return False
+
+
+def wrong_format(path: pathlib.Path, fmt: str, *, follow_symlinks: bool = True,
+                 known_only: bool = False) -> CairnError | None:
+    """``E_IMPORT_WRONG_FORMAT`` (or ``E_IMPORT_PROMPTS_ONLY``) for a file read as ``fmt`` that carries
+    none of ``fmt``'s marks, saying what it is instead; None when it carries them (or cannot be read:
+    the reader says why). For a file ``--format`` named wrongly, which ``fmt``'s reader did not
+    understand: nothing of it was read, or the reader failed on it. With ``known_only``, None as well
+    when the file is nothing cairn can name (its reader's own error is then the accurate one)."""
+    try:
+        head = _head(path, follow_symlinks=follow_symlinks)
+    except CairnError:
+        return None
+    if fmt in DB_PARSERS and fmt not in PARSERS or _holds(fmt, path, head):
+        return None
+    lead = _lead(head)
+    if _PROMPT_LOG.match(lead):
+        return _prompts_only(path)
+    try:
+        found: str | None = _sniff(path, head, follow_symlinks=follow_symlinks)
+    except CairnError:
+        found = None
+    if found is not None and found != fmt:
+        why = f"it reads as {found}"
+    elif fmt in JSONL_FORMATS and _one_document(lead):
+        why = f"it is one JSON document, not the JSON lines {fmt} writes (one record per line)"
+    elif known_only:
+        return None
+    else:
+        why = "nothing in it reads as that format, nor as another format cairn knows"
+    return CairnError(ErrorCode.IMPORT_WRONG_FORMAT, f"{path.name} is no {fmt} transcript: {why}",
+                      path=str(path), format=fmt, detected=found or "")
 
 
 def _first_record(lead: str) -> dict[str, Any] | None:
@@ -245,7 +356,8 @@ def detect(path: pathlib.Path, head: bytes) -> str:
     """The format of ``path`` judged from its name and first bytes (Markdown gptel files also need
     their tail, which is read from ``path`` when it exists).
 
-    Raises ``CairnError(IMPORT_UNKNOWN_FORMAT)`` when no format matches.
+    Raises ``CairnError(IMPORT_UNKNOWN_FORMAT)`` when no format matches, ``IMPORT_PROMPTS_ONLY`` for a
+    log of prompts with no replies (Gemini CLI's ``logs.json``), which no format reads.
     """
     return _sniff(path, head)
 
@@ -290,6 +402,7 @@ class Loaded:
 
     sessions: list[Session]
     skipped: tuple[CairnError, ...] = ()
+    format: str = ""  # the format the file was read as (detected, or given)
 
 
 def _is_db(path: pathlib.Path, *, follow_symlinks: bool) -> bool:
@@ -315,6 +428,7 @@ class Opened:
 
     sessions: list[Session | StreamedSession]
     skipped: tuple[CairnError, ...] = ()
+    format: str = ""  # the format the file was read as (detected, or given)
 
 
 def _head(path: pathlib.Path, *, follow_symlinks: bool) -> bytes:
@@ -340,7 +454,12 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     is left out and reported in :attr:`Opened.skipped`; the rest of the file
     is imported. Raises ``CairnError`` with ``IMPORT_UNREADABLE``,
     ``IMPORT_TOO_LARGE``, ``IMPORT_UNKNOWN_FORMAT``, ``IMPORT_LOCKED``,
-    ``PATH_SYMLINK`` or ``IMPORT_MALFORMED`` (with ``line=N``).
+    ``PATH_SYMLINK``, ``IMPORT_MALFORMED`` (with ``line=N``),
+    ``IMPORT_PROMPTS_ONLY`` (a log of prompts with no replies) or, for a
+    format given that the file is not (its reader failed on it),
+    ``IMPORT_WRONG_FORMAT`` naming what the file is (:func:`wrong_format`).
+    Sessions keep their :attr:`Session.tail`; :attr:`Opened.format` is the
+    format the file was read as.
     """
     path = pathlib.Path(path)
     if fmt != "auto" and fmt not in PARSERS and fmt not in DB_PARSERS:
@@ -354,27 +473,36 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
         found = _sniff_db(db)
         if fmt not in ("auto", found):
             raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
-        yield Opened(list(DB_PARSERS[found](db)))
+        yield Opened(list(DB_PARSERS[found](db)), (), found)
         return
     if fmt in DB_PARSERS and fmt not in PARSERS:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
-    if fmt == "auto":
+    given = fmt != "auto"
+    if not given:
         fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), follow_symlinks=follow_symlinks)
+    elif _PROMPT_LOG.match(_lead(_head(path, follow_symlinks=follow_symlinks))):
+        raise _prompts_only(path)
     stream = RECORDS[fmt].stream
-    if fmt not in STREAMED or stream is None:
-        data = _read(path, follow_symlinks=follow_symlinks)
-        text = _decode(data)
-        skipped: tuple[CairnError, ...] = ()
-        if fmt in JSONL_FORMATS:
-            text, skipped = drop_deep_lines(text)
-        yield Opened(list(PARSERS[fmt](text, source_name=path.name)), skipped)
-        return
-    src = _jsonl.JsonlFile(path, follow_symlinks=follow_symlinks)
+    src = _jsonl.JsonlFile(path, follow_symlinks=follow_symlinks) if fmt in STREAMED and stream is not None else None
     try:
-        sessions: list[Session | StreamedSession] = list(stream(src))
-        yield Opened(sessions, tuple(src.skipped))
+        try:
+            if src is not None and stream is not None:
+                opened = Opened(list(stream(src)), tuple(src.skipped), fmt)
+            else:
+                text = _decode(_read(path, follow_symlinks=follow_symlinks))
+                skipped: tuple[CairnError, ...] = ()
+                if fmt in JSONL_FORMATS:
+                    text, skipped = drop_deep_lines(text)
+                opened = Opened(list(PARSERS[fmt](text, source_name=path.name)), skipped, fmt)
+        except CairnError as exc:
+            # a format given for a file that is not of it (its reader stopped): say what the file is
+            if given and exc.code == ErrorCode.IMPORT_MALFORMED:
+                raise wrong_format(path, fmt, follow_symlinks=follow_symlinks, known_only=True) or exc from None
+            raise
+        yield opened
     finally:
-        src.close()
+        if src is not None:
+            src.close()
 
 
 def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> Loaded:
@@ -382,7 +510,8 @@ def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     with open_report(path, fmt, follow_symlinks=follow_symlinks) as opened:
         return Loaded([s if isinstance(s, Session) else
                        Session(session_id=s.session_id, source_format=s.source_format, title=s.title,
-                               turns=tuple(s.turns())) for s in opened.sessions], opened.skipped)
+                               turns=tuple(s.turns()), tail=s.tail) for s in opened.sessions],
+                      opened.skipped, opened.format)
 
 
 def load(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True) -> list[Session]:
@@ -390,5 +519,5 @@ def load(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool = True)
     return load_report(path, fmt, follow_symlinks=follow_symlinks).sessions
 
 
-__all__ = ["DB_PARSERS", "DETECTION_ORDER", "FORMATS", "JSONL_FORMATS", "MAX_BYTES", "PARSERS", "RECORDS", "STREAMED",
+__all__ = ["DB_PARSERS", "DETECTION_ORDER", "FORMATS", "JSONL_FORMATS", "LIVE_FORMATS", "MAX_BYTES", "PARSERS", "RECORDS", "STREAMED",
            "Format", "Loaded", "Opened", "StreamedSession", "detect", "load", "load_report", "open_report"]

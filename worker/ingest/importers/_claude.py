@@ -11,6 +11,16 @@ message whose content is only ``tool_result`` blocks is the tool loop
 talking, not the user. Only ``text`` blocks carry words; ``thinking``,
 ``tool_use``, ``tool_result`` and images are noise for the journal.
 
+Approving a plan with a fresh context (plan mode's "clear context" choice)
+starts the next session with a user message Claude Code writes itself:
+``Implement the following plan:``, the plan the assistant wrote, and Claude
+Code's notes (``If you need specific details from before exiting plan mode …
+read the full transcript at: <path>``, ``If this plan can be broken down
+…``); the record keeps the plan in ``planContent``. The user's word there is
+the approval: :func:`plan_approval` gives the user side as the plan's title
+quoted above ``Approved`` (as an answer under its question), and the plan as
+assistant text, its author's; the notes are neither.
+
 A message the user typed while the assistant was working is written as an
 ``attachment`` record of type ``queued_command`` (``commandMode`` ``prompt``),
 not as a user record: :func:`queued_prompt` reads it.
@@ -137,6 +147,29 @@ def tool_reply(content: str | list[dict[str, Any]], result: Any = None) -> str:
             if pairs:
                 return "\n\n".join(f"> {one_line_quote(q)}\n{a}" for q, a in pairs)
     return ""
+
+
+_PLAN_LEAD = "Implement the following plan:"
+_PLAN_NOTES = ("If you need specific details from before exiting plan mode",
+               "If this plan can be broken down into multiple independent tasks")
+
+
+def plan_approval(text: str, plan: Any = None) -> tuple[str, str] | None:
+    """``(user, plan)`` for the message Claude Code writes when the user approves a plan, else ``None``.
+
+    ``text`` is the message's text; ``plan`` the record's ``planContent``, when the format keeps it.
+    """
+    body = text.strip()
+    if not body.startswith(_PLAN_LEAD):
+        return None
+    if not isinstance(plan, str) or not plan.strip():
+        paragraphs = re.split(r"\n[ \t]*\n", body[len(_PLAN_LEAD):].strip())
+        while paragraphs and paragraphs[-1].lstrip().startswith(_PLAN_NOTES):
+            paragraphs.pop()
+        plan = "\n\n".join(paragraphs)
+    plan = plan.strip()
+    title = next((line.strip().lstrip("#").strip() for line in plan.splitlines() if line.strip()), "")
+    return (f"> {one_line_quote('Plan: ' + title) if title else 'Plan'}\nApproved", plan)
 
 
 def one_line_quote(text: str) -> str:

@@ -18,6 +18,23 @@ in the legacy XML tool style, the tool-call elements; ``attempt_completion``'s
 
 A turn is complete when a new prompt follows it, or when its last assistant
 message completes the task or ends on text without calling a tool.
+
+Beside the history, each task folder holds ``ui_messages.json``: what the
+extension showed, a JSON array of ``{ts, type: "say" | "ask", say | ask, text,
+partial?, images?, …}``. Exported and committed task folders often keep only
+that file; it is read (:func:`parse_ui`) when the array holds no ``role``
+messages. The user's words are ``say: "task"`` (the first prompt; Roo Code
+says it as the first ``say: "text"``, before any model request) and ``say:
+"user_feedback"`` (each later message). The assistant's are ``say: "text"``
+(an identical text said twice in a row counts once), ``say:
+"completion_result"`` and the questions it waits on (``ask: "followup"``'s
+``question``, ``ask: "plan_mode_respond"``'s ``response``). Everything else
+is tool traffic or bookkeeping (``api_req_started``, ``reasoning``, ``tool``,
+``command``, ``command_output``, ``checkpoint_created``, ``task_progress``,
+``mcp_*``, errors). There a turn is complete when a new prompt follows it, or
+when the task completed (``completion_result``) or waits on the user's answer
+after the turn's last text; a ``partial`` message is still streaming. An
+answered last turn that is not complete is the session's tail.
 """
 
 from __future__ import annotations
@@ -25,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cairn.protocol import boundedjson
 from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, iso_from_millis, join_texts, json_document, malformed
@@ -116,8 +134,11 @@ def answer_of(content: Any) -> tuple[list[str], bool, bool]:
 
 
 def parse_task(text: str, fmt: str) -> list[Session]:
-    """Parse one task history into at most one session of completed turns labelled ``fmt``."""
+    """Parse one task history (or a task's ``ui_messages.json``) into at most one session of completed
+    turns labelled ``fmt``."""
     sid, messages = messages_of(text)
+    if sid is None and is_ui(messages):
+        return parse_ui(messages, fmt)
     builder = TurnBuilder()
     turn: dict[str, Any] | None = None
     first_raw: str | None = None
@@ -153,10 +174,102 @@ def parse_task(text: str, fmt: str) -> list[Session]:
     return [builder.finish(session_id=sid, source_format=fmt, title=None)]
 
 
-#: the head of a legacy task history: an array of messages
-TASK_ARRAY = re.compile(r'^\[\s*\{\s*"(?:role|content|ts)"\s*:')
-#: what Roo Code adds to a task history (see :mod:`.roo_code`)
-ROO_MARKERS = re.compile(r"<slug>[\w-]+</slug>|<user_message>|\"condenseId\"|\"isSummary\"|\"reasoning_details\"")
+_UI_TYPES = ("say", "ask")
+#: what the extension shows that the user wrote
+_USER_SAYS = ("task", "user_feedback")
+#: asks that wait on the user after the assistant said something: their text is its words
+_QUESTIONS = {"followup": "question", "plan_mode_respond": "response"}
+
+
+def is_ui(messages: list[dict[str, Any]]) -> bool:
+    """Whether a task file's array is ``ui_messages.json`` (say/ask messages, no API messages).
+
+    Raises ``E_IMPORT_MALFORMED`` for a non-empty array holding neither.
+    """
+    if any("role" in m for m in messages):
+        return False
+    if any(m.get("type") in _UI_TYPES for m in messages):
+        return True
+    if messages:
+        raise malformed(1, "task file holds neither API messages nor UI messages")
+    return False
+
+
+def _question(kind: str, text: str) -> str:
+    """The words of a ``followup`` or ``plan_mode_respond`` ask: JSON ``{question | response, options…}``
+    (older versions: the plain text)."""
+    try:
+        doc = boundedjson.loads(text)
+    except ValueError:
+        return text
+    if isinstance(doc, dict):
+        value = doc.get(_QUESTIONS[kind])
+        return value if isinstance(value, str) else ""
+    return doc if isinstance(doc, str) else text
+
+
+def parse_ui(messages: list[dict[str, Any]], fmt: str) -> list[Session]:
+    """The turns of a task's ``ui_messages.json`` (see the module docstring)."""
+    builder = TurnBuilder()
+    turn: dict[str, Any] | None = None
+    first_ts: Any = None
+    asked_model = False  # a model request was made (Roo Code's first ``say: text`` is the task before it)
+
+    def close(t: dict[str, Any] | None) -> None:
+        if t is not None and t["texts"]:
+            builder.add(t["user"], join_texts(t["texts"]), completed_at=t["at"])
+
+    for m in messages:
+        kind = m.get("type")
+        which = m.get(kind) if kind in _UI_TYPES else None
+        if not isinstance(which, str):
+            continue
+        raw = m.get("text")
+        text = raw.strip() if isinstance(raw, str) else ""
+        if first_ts is None:
+            first_ts = m.get("ts")
+        if kind == "say" and (which in _USER_SAYS or (which == "text" and turn is None and not asked_model)):
+            if text:
+                close(turn)
+                turn = {"user": text, "texts": [], "at": None, "done": False}
+            continue
+        if which == "api_req_started":
+            asked_model = True
+        if turn is None:
+            continue
+        said: str | None = None
+        if kind == "say" and which in ("text", "completion_result"):
+            said = text
+        elif kind == "ask" and which in _QUESTIONS:
+            said = _question(which, text).strip() if text else ""
+        elif kind == "ask" and which == "completion_result":
+            said = text
+        if said is None:
+            if which == "api_req_started":
+                turn["done"] = False  # the model is asked again: the turn goes on
+            continue
+        if m.get("partial") is True:
+            turn["done"] = False  # still streaming
+            continue
+        if said and (not turn["texts"] or turn["texts"][-1] != said):
+            turn["texts"].append(said)
+            turn["at"] = iso_from_millis(m.get("ts")) or turn["at"]
+        turn["done"] = which != "text" and bool(turn["texts"])
+    if turn is not None and turn["done"]:
+        close(turn)
+    elif turn is not None and turn["texts"]:  # answered, not complete yet: the session's tail
+        builder.set_tail(turn["user"], join_texts(turn["texts"]), completed_at=turn["at"])
+    if not len(builder) and not builder.has_tail:
+        return []
+    sid = derived_session_id(fmt, f"ui:{first_ts}", builder.first_user or "")
+    return [builder.finish(session_id=sid, source_format=fmt, title=None)]
+
+
+#: the head of a legacy task history: an array of messages (or of the UI messages beside it)
+TASK_ARRAY = re.compile(r'^\[\s*\{\s*"(?:role|content|ts)"\s*:|^\[\s*\{\s*"type"\s*:\s*"(?:say|ask)"')
+#: what Roo Code adds to a task history (see :mod:`.roo_code`), and the keys of its UI messages' asks
+ROO_MARKERS = re.compile(r"<slug>[\w-]+</slug>|<user_message>|\"condenseId\"|\"isSummary\"|\"reasoning_details\""
+                         r"|\"autoApprovalDecision\"|\"isProtected\"")
 #: Cline 4's session document: ``{version, sessionId, agent, messages}``
 _AGENT = re.compile(r'"agent"\s*:\s*"(?:lead|subagent|teammate)"')
 _MESSAGES = re.compile(r'"messages"\s*:')

@@ -114,17 +114,30 @@ class TurnBuilder:
 
     ``add`` takes the source id when the format has one; otherwise the id is
     derived from content once the session id is known (``finish``).
+    ``set_tail`` gives the last turn when nothing has closed it yet (see
+    :attr:`Session.tail`): its id is the one ``add`` would have given it.
     """
 
     def __init__(self) -> None:
         self._pending: list[tuple[str | None, str, str, str | None]] = []
+        self._tail: tuple[str | None, str, str, str | None] | None = None
 
     def add(self, user: str, assistant: str, *, turn_id: str | None = None, completed_at: str | None = None) -> None:
         self._pending.append((turn_id, user, assistant, completed_at))
 
+    def set_tail(self, user: str, assistant: str, *, turn_id: str | None = None,
+                 completed_at: str | None = None) -> None:
+        self._tail = (turn_id, user, assistant, completed_at)
+
     @property
     def first_user(self) -> str | None:
-        return self._pending[0][1] if self._pending else None
+        """The first prompt (the tail's when no turn is complete yet): it does not change as the file grows."""
+        first = self._pending[0] if self._pending else self._tail
+        return first[1] if first else None
+
+    @property
+    def has_tail(self) -> bool:
+        return self._tail is not None
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -132,11 +145,12 @@ class TurnBuilder:
     def finish(self, *, session_id: str, source_format: str, title: str | None) -> Session:
         turns: list[Turn] = []
         parent: str | None = None
-        for source_id, user, assistant, completed_at in self._pending:
+        for source_id, user, assistant, completed_at in [*self._pending, *([self._tail] if self._tail else [])]:
             tid = source_id or derived_turn_id(session_id, parent, user, assistant)
             turns.append(Turn(turn_id=tid, parent_turn_id=parent, user=user, assistant=assistant, completed_at=completed_at))
             parent = tid
-        return Session(session_id=session_id, source_format=source_format, title=title, turns=tuple(turns))
+        tail = turns.pop() if self._tail else None
+        return Session(session_id=session_id, source_format=source_format, title=title, turns=tuple(turns), tail=tail)
 
 
 def join_texts(parts: list[str]) -> str:

@@ -65,6 +65,11 @@ class Format:
     (its stores under the home directory, :func:`..sources.roots.specs`), ``"project"`` (inside
     known projects, :func:`..sources.roots.project_specs`) or ``None`` (files a user saves anywhere:
     exports, editor buffers; never discovered).
+
+    Following: the ``.jsonl`` session files of a ``jsonl`` format, or of one that says ``live`` (it
+    also keeps whole ``.json`` documents), are read while the tool writes them (an unterminated last
+    line is left out), so ``cairn watch`` and ``cairn serve`` follow them in their home stores
+    (:attr:`follows`).
     """
 
     name: str
@@ -81,6 +86,7 @@ class Format:
     sniff_tail: Callable[[str], bool] | None = None
     path_hint: PathHint | None = None
     stores: Literal["home", "project"] | None = None
+    live: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.parse is None and self.parse_path is None:
@@ -91,6 +97,11 @@ class Format:
             raise ValueError(f"format {self.name!r}: a database format has both sniff_db and parse_path")
         if not any(self.sniff(kind) for kind in KINDS):
             raise ValueError(f"format {self.name!r}: no sniff_* test")
+
+    @property
+    def follows(self) -> bool:
+        """Whether the live watchers follow this format's ``.jsonl`` files in its home stores."""
+        return self.stores == "home" and (self.jsonl or self.live)
 
     def sniff(self, kind: Kind) -> Callable[..., bool] | None:
         """The test of ``kind`` (``None`` when this format gives no evidence of that kind)."""

@@ -164,13 +164,27 @@ class StreamedSession:
 
     ``turn_hint`` is an upper bound on the number of turns (for progress);
     ``turns()`` yields the completed root turns exactly as the importer's
-    ``parse`` would list them.
+    ``parse`` would list them; ``tail`` is :attr:`Session.tail`.
     """
 
     def __init__(self, *, session_id: str, source_format: str, title: str | None, turn_hint: int,
-                 turns: Callable[[], Iterator[Turn]]) -> None:
+                 turns: Callable[[], Iterator[Turn]], tail: Turn | None = None) -> None:
         self.session_id = session_id
         self.source_format = source_format
         self.title = title
         self.turn_hint = turn_hint
         self.turns = turns
+        self.tail = tail
+
+    def sealed(self) -> StreamedSession:
+        """This session as read from a sealed file: its tail (if any) is yielded after its turns."""
+        tail, turns = self.tail, self.turns
+        if tail is None:
+            return self
+
+        def all_turns() -> Iterator[Turn]:
+            yield from turns()
+            yield tail
+
+        return StreamedSession(session_id=self.session_id, source_format=self.source_format, title=self.title,
+                               turn_hint=self.turn_hint + 1, turns=all_turns)

@@ -12,7 +12,9 @@ typed while the assistant was working is a ``queued_command`` attachment
 record on the branch; it starts a turn the same way (the assistant's later
 output answers it), and so does a tool result that carries the user's words
 (a rejected tool call's reason, answers to the assistant's questions:
-``_claude.tool_reply``). Other tool results, meta messages, records whose
+``_claude.tool_reply``). The message Claude Code writes when the user
+approves a plan with a fresh context starts a turn whose user side is the
+approval and whose assistant text opens with the plan (``_claude.plan_approval``). Other tool results, meta messages, records whose
 ``origin`` is not the user (background-task notifications) and injected
 boilerplate never start a turn. The turn's
 assistant text is the concatenation of the text blocks of its assistant
@@ -180,6 +182,12 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> It
                     current.ended_on_tool = True
                 continue
             raw = "\n\n".join(_claude.block_texts(content))
+            approval = _claude.plan_approval(raw, rec.get("planContent"))
+            if approval is not None:  # the user approved the plan; the plan is the assistant's
+                yield from close(current)
+                current, pending_command = _Open(rec["uuid"], approval[0]), None
+                current.texts.append(approval[1])
+                continue
             prompt = _claude.clean_prompt(raw)
             if prompt:
                 yield from close(current)

@@ -1,28 +1,49 @@
 """Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
 
-Each line is ``{timestamp, type, payload}``. ``session_meta`` names the
-session (``payload.id``). The conversation is recorded twice: as model items
+Two layouts. The current one (Codex CLI from September 2025): each line is
+``{timestamp, type, payload}``; ``session_meta`` names the session
+(``payload.id``). The conversation is recorded twice: as model items
 (``response_item``: messages, function calls and their output, reasoning)
 and as UI events (``event_msg``: ``user_message``, ``agent_message``,
-``task_started``, ``task_complete``, ``token_count`` ...). To avoid double
-counting, prompts come from ``event_msg``/``user_message`` when the file has
-any (those hold exactly what the user typed), else from user
-``response_item`` messages with Codex's injected context removed
-(``<environment_context>``, ``<user_instructions>``, AGENTS.md instructions);
-assistant text comes from assistant ``response_item`` messages
+``task_started``, ``task_complete``, ``token_count`` ...). The older one
+(Codex CLI until August 2025): a first line ``{id, timestamp, instructions,
+git}`` names the session and its start, then bare model items (``{"type":
+"message", ...}`` without the wrapper, no time of their own) and
+``{"record_type": "state"}`` lines (skipped; they also occur in some files
+of the current layout). A file is read in the older layout when its first
+record is that header.
+
+To avoid double counting, prompts come from ``event_msg``/``user_message``
+when the file has any (those hold exactly what the user typed), else from
+user messages with Codex's injected context removed
+(``<environment_context>``, ``<user_instructions>``, AGENTS.md
+instructions); assistant text comes from assistant messages
 (``output_text``), else from ``agent_message`` events.
 
-A turn is complete when ``task_complete`` or the next prompt follows it; an
-unfinished trailing turn is skipped. Codex's own turn ids are per-process
-submission counters that repeat across resumes, so turn ids are derived from
-content, chained through the parent turn id.
+A turn closes on ``task_complete`` (written by Codex CLI versions after
+0.60), else on the next prompt. The last prompt of a file with neither (Codex CLI up to
+about 0.60 wrote no ``task_complete`` event; any session ended or killed
+before it) is the session's :attr:`~cairn.protocol.transcript.Session.tail`
+when its reply's text is the last thing the file holds (no tool call after
+it, none pending): the import admits it once the file is sealed. Codex's own
+turn ids are per-process submission counters that repeat across resumes, so
+turn ids are derived from content, chained through the parent turn id; a
+tail's id is the one the same turn gets once a next prompt closes it.
+
+Times: a turn's ``completed_at`` is the time of the record that ended it
+(its last reply, or ``task_complete``). The older layout records no time per
+line: its turns carry the header's ``timestamp``, the session's start, the
+only time the file holds.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
+from collections.abc import Iterator
 from typing import Any
 
+from cairn.protocol import boundedjson
 from cairn.protocol.transcript import Session
 
 from ._common import TurnBuilder, derived_session_id, join_texts, malformed
@@ -31,7 +52,8 @@ from ._jsonl import JsonlText, Records
 
 NAME = "codex"
 _RECORD_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
-_RECORD_TYPE = re.compile(r'"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"')
+_RECORD_TYPE = re.compile(r'"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context|compacted)"'
+                          r'|"record_type"\s*:\s*"state"')
 
 _INJECTED = re.compile(
     r"<(environment_context|user_instructions|user_shell_command|turn_aborted)>.*?</\1>"
@@ -42,6 +64,12 @@ _ACTIVITY = frozenset(
     {"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
      "local_shell_call", "web_search_call", "reasoning"}
 )
+#: the keys of the older layout's first line (``instructions`` and ``git`` may be absent)
+_HEADER_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
+#: model items the older layout writes bare (its state lines are ``{"record_type": "state"}``)
+_BARE_ITEMS = frozenset({"message", *_ACTIVITY})
+
+Record = tuple[int, str, dict[str, Any], str | None]  # line, kind, payload, time
 
 
 def _texts(content: Any, kinds: tuple[str, ...]) -> list[str]:
@@ -55,17 +83,47 @@ def clean_prompt(text: str) -> str:
     return _INJECTED.sub("", text).strip()
 
 
-def parse(text: str, *, source_name: str) -> list[Session]:
-    """Parse one rollout file into at most one session of completed turns."""
-    return parse_records(JsonlText(text))
+_UTC_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
-def parse_records(src: Records) -> list[Session]:
-    """The session of a rollout read record by record; tool activity is kept as its type only,
-    so memory follows the conversation's text, not the size of tool output."""
-    records: list[tuple[int, str, dict[str, Any], str | None]] = []
+def utc(value: Any) -> str | None:
+    """A record's time as ISO 8601 UTC with milliseconds and ``Z``; None when it is no time with a zone."""
+    if not isinstance(value, str) or not 10 < len(value) <= 64:
+        return None
+    if _UTC_MS.fullmatch(value):
+        return value  # how Codex writes it: already the form kept
+    try:
+        stamp = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        return None
+    stamp = stamp.astimezone(_dt.UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+def _is_header(rec: dict[str, Any]) -> bool:
+    """The first line of the older layout: a string ``id`` and ``timestamp``, no record type."""
+    return (isinstance(rec.get("id"), str) and isinstance(rec.get("timestamp"), str)
+            and "type" not in rec and "payload" not in rec)
+
+
+def _records(src: Records) -> Iterator[Record]:
+    """``(line, kind, payload, time)`` of each record read, in either layout (the older one's
+    first line as ``header``, its bare items as ``response_item``); tool activity is kept as its
+    type only, so memory follows the conversation's text, not the size of tool output."""
+    legacy: bool | None = None
     for number, _, rec in src.scan():
+        if legacy is None:
+            legacy = _is_header(rec)
+            if legacy:
+                yield number, "header", {"id": rec["id"]}, utc(rec["timestamp"])
+                continue
+        if "record_type" in rec and "payload" not in rec:
+            continue  # a state snapshot: nothing of the conversation
         kind, payload = rec.get("type"), rec.get("payload")
+        if legacy and payload is None and isinstance(kind, str):
+            kind, payload = "response_item", rec
         if not isinstance(kind, str) or not isinstance(payload, dict):
             raise malformed(number, "record lacks a string 'type' and an object 'payload'")
         if kind in ("response_item", "event_msg") and not isinstance(payload.get("type"), str):
@@ -74,15 +132,27 @@ def parse_records(src: Records) -> list[Session]:
             payload = {"type": payload["type"]}
         elif kind not in ("response_item", "event_msg", "session_meta"):
             continue  # turn_context, compacted: never read below
-        stamp = rec.get("timestamp")
-        records.append((number, kind, payload, stamp if isinstance(stamp, str) else None))
+        yield number, kind, payload, utc(rec.get("timestamp"))
+
+
+def parse(text: str, *, source_name: str) -> list[Session]:
+    """Parse one rollout file into at most one session of completed turns (and its tail)."""
+    return parse_records(JsonlText(text))
+
+
+def parse_records(src: Records) -> list[Session]:
+    """The session of a rollout read record by record (see the module docstring)."""
+    records = list(_records(src))
 
     session_id: str | None = None
+    started: str | None = None  # the older layout's only time
     events_have_prompts = events_have_replies = False
     items_have_replies = False
-    for _, kind, payload, _ in records:
+    for _, kind, payload, stamp in records:
         ptype = payload.get("type")
-        if kind == "session_meta" and session_id is None and isinstance(payload.get("id"), str):
+        if kind == "header":
+            session_id, started = payload["id"], stamp
+        elif kind == "session_meta" and session_id is None and isinstance(payload.get("id"), str):
             session_id = payload["id"]
         elif kind == "event_msg" and ptype == "user_message":
             events_have_prompts = True
@@ -96,11 +166,12 @@ def parse_records(src: Records) -> list[Session]:
     user: str | None = None
     texts: list[str] = []
     answered = False
+    on_text = False  # the reply's text is the last thing read (no tool call after it)
     completed_at: str | None = None
 
     def close() -> None:
         if user is not None and answered:
-            builder.add(user, join_texts(texts), completed_at=completed_at)
+            builder.add(user, join_texts(texts), completed_at=completed_at or started)
 
     for number, kind, payload, stamp in records:
         ptype = payload.get("type")
@@ -118,16 +189,19 @@ def parse_records(src: Records) -> list[Session]:
             continue
         elif kind == "response_item" and ptype == "message" and payload.get("role") == "assistant":
             if not replies_from_events:
-                texts.extend(_texts(payload.get("content"), ("output_text", "text")))
+                said = _texts(payload.get("content"), ("output_text", "text"))
+                texts.extend(said)
                 answered, completed_at = True, stamp or completed_at
+                on_text = on_text or any(t.strip() for t in said)
             continue
         elif kind == "event_msg" and ptype == "agent_message" and replies_from_events:
             if isinstance(payload.get("message"), str):
                 texts.append(payload["message"])
+                on_text = on_text or bool(payload["message"].strip())
             answered, completed_at = True, stamp or completed_at
             continue
         elif kind == "response_item" and ptype in _ACTIVITY:
-            answered = True
+            answered, on_text = True, False
             continue
         elif kind == "event_msg" and ptype == "task_complete":
             if answered:
@@ -139,17 +213,32 @@ def parse_records(src: Records) -> list[Session]:
             continue
         if prompt:
             close()
-            user, texts, answered, completed_at = prompt, [], False, None
+            user, texts, answered, on_text, completed_at = prompt, [], False, False, None
 
-    if not len(builder):
+    if user is not None and answered and on_text:
+        builder.set_tail(user, join_texts(texts), completed_at=completed_at or started)
+    if not len(builder) and not builder.has_tail:
         return []
     sid = session_id or derived_session_id(NAME, None, builder.first_user or "")
     return [builder.finish(session_id=sid, source_format=NAME, title=None)]
 
 
 def _sniff_record(rec: dict[str, Any], head: str) -> bool:
-    """``{timestamp, type, payload}`` with a rollout record type."""
-    return isinstance(rec.get("payload"), dict) and rec.get("type") in _RECORD_TYPES
+    """``{timestamp, type, payload}`` with a rollout record type, or the older layout's header line
+    followed (in the head) by its state lines or bare model items."""
+    if isinstance(rec.get("payload"), dict) and rec.get("type") in _RECORD_TYPES:
+        return True
+    if not _is_header(rec) or not set(rec) <= _HEADER_KEYS:
+        return False
+    for line in head.split("\n")[1:6]:
+        try:
+            nxt = boundedjson.loads(line)
+        except ValueError:
+            continue
+        if isinstance(nxt, dict) and "payload" not in nxt and (
+                nxt.get("record_type") == "state" or nxt.get("type") in _BARE_ITEMS):
+            return True
+    return "instructions" in rec or "git" in rec  # a header alone: a session just started
 
 
 FORMAT = Format(

@@ -5,7 +5,11 @@ Each line is an event ``{type, data, id, timestamp, parentId, ephemeral?}``.
 ``session.start`` names the session (``data.sessionId``) and its directory
 (``data.context.cwd``). ``user.message`` carries what the user typed in
 ``data.content`` (``data.transformedContent`` adds injected context and is not
-read). ``assistant.message`` carries the reply text in ``data.content`` and the
+read). Some releases write the context into ``content`` too: blocks such as
+``<reminder>``, ``<attachments>``, ``<context>`` around the prompt, and the
+prompt again inside ``<userRequest>``. The user's words are then the
+``<userRequest>`` block's text, once; without one, ``content`` less the
+injected blocks. ``assistant.message`` carries the reply text in ``data.content`` and the
 tool calls it makes in ``data.toolRequests``; ``assistant.turn_end`` closes one
 model turn. Streaming deltas, reasoning, ``tool.*`` and other ``session.*``
 events are left out.
@@ -28,6 +32,20 @@ from ._format import Format
 
 NAME = "copilot-cli"
 _EVENT_TYPE = re.compile(r'"type"\s*:\s*"(?:session\.[a-z_]+|user\.message|assistant\.[a-z_]+)"')
+# Context the tool adds around the user's words (never typed by the user), and the block repeating the prompt.
+_INJECTED = re.compile(
+    r"<(reminder|attachments|context|editorContext|current_datetime|environment_info|workspace_info)>.*?</\1>", re.S)
+_REQUEST = re.compile(r"<userRequest>(.*?)</userRequest>", re.S)
+
+
+def _prompt(content: object) -> str:
+    """The user's words in a ``user.message`` content (see the module docstring)."""
+    if not isinstance(content, str):
+        return ""
+    asked = [found.strip() for found in _REQUEST.findall(content) if found.strip()]
+    if asked:
+        return asked[-1]
+    return _INJECTED.sub("", content).strip()
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
@@ -51,8 +69,7 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         if kind == "session.start" and session_id is None and isinstance(data.get("sessionId"), str):
             session_id = data["sessionId"]
         elif kind == "user.message":
-            content = data.get("content")
-            prompt = content.strip() if isinstance(content, str) else ""
+            prompt = _prompt(data.get("content"))
             if prompt:
                 close(turn)
                 turn = {"id": ev.get("id") if isinstance(ev.get("id"), str) else None, "user": prompt,

@@ -21,6 +21,8 @@ text, no tool calls (the model continues after tools), and usage ``tokens``
 (written once the stream ended; legacy ``.json`` files are complete as saved).
 A prompt that got no answer (``/chat save``, a cancelled request) is no turn.
 A chat whose metadata says ``kind: "subagent"`` is a sidechain and is skipped.
+A turn's time is the ``timestamp`` of its last ``gemini`` message with text,
+as UTC (a time without a zone is none).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import re
 from typing import Any
 
 from cairn.protocol import boundedjson
-from cairn.protocol.transcript import Session
+from cairn.protocol.transcript import Session, utc_stamp
 
 from ._common import (
     TurnBuilder,
@@ -144,7 +146,7 @@ def build(meta: dict[str, Any], messages: list[dict[str, Any]], legacy: bool, fm
         said = text_of(m.get("content"))
         if said:
             turn["texts"].append(said)
-            turn["at"] = m.get("timestamp") if isinstance(m.get("timestamp"), str) else turn["at"]
+            turn["at"] = utc_stamp(m.get("timestamp")) or turn["at"]
         turn["last"] = m
     if turn is not None and turn["last"] is not None:
         last = turn["last"]
@@ -174,7 +176,7 @@ def _sniff_record(rec: dict[str, Any], head: str) -> bool:
 
 
 FORMAT = Format(
-    name=NAME, parse=parse, stores="home",  # not ``jsonl``: a ``.json`` chat is one document
+    name=NAME, parse=parse, stores="home", live=True,  # not ``jsonl``: a ``.json`` chat is one document
     sniff_record=_sniff_record,
     sniff_json=lambda head: _PROJECT_HASH.search(head) is not None and _MESSAGES.search(head) is not None,
 )

@@ -15,7 +15,8 @@ the agent's own bookkeeping and is skipped; sub-agent and hidden sessions
 A turn starts at a user message with text (one of tool responses only
 continues the tool loop). Its answer is the text of the assistant messages
 that follow. It is complete when a new prompt follows it, or when its last
-assistant message has text and requests no tool.
+assistant message has text and requests no tool. Its time is that of its last
+assistant message with text (``created`` / ``created_timestamp``, epoch seconds).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cairn.protocol.transcript import Session
+from cairn.protocol.transcript import Session, utc_stamp
 
 from . import _sqlite
 from ._common import TurnBuilder, derived_session_id, iso_from_millis, iter_jsonl, join_texts, malformed
@@ -35,6 +36,14 @@ _SKIPPED_TYPES = frozenset({"SubAgent", "subagent", "Hidden", "hidden"})
 
 def _items(content: Any) -> list[dict[str, Any]]:
     return [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+
+
+def _time(value: Any) -> str | None:
+    """A message's time: epoch seconds (``created``, ``created_timestamp``) or SQLite's UTC text
+    ``YYYY-MM-DD HH:MM:SS`` (a ``created_at`` column), as a UTC ``Z`` stamp."""
+    if isinstance(value, str):
+        return utc_stamp(value) or utc_stamp(value.strip() + "Z")
+    return iso_from_millis(value)
 
 
 def build(messages: list[dict[str, Any]], sid: str | None, header: str | None, title: str | None) -> list[Session]:
@@ -58,7 +67,7 @@ def build(messages: list[dict[str, Any]], sid: str | None, header: str | None, t
         elif m.get("role") == "assistant" and turn is not None:
             if said:
                 turn["texts"].append(said)
-                turn["at"] = iso_from_millis(m.get("created")) or turn["at"]
+                turn["at"] = _time(m.get("created")) or turn["at"]
             turn["open"] = not said or any(c.get("type") in ("toolRequest", "frontendToolRequest") for c in items)
     if turn is not None and not turn["open"]:
         close(turn)

@@ -16,7 +16,8 @@ is that record's ``uuid``. Its answer is the non-thought text of the
 ``assistant`` records that follow; ``tool_result`` records, function calls and
 thoughts are left out. A turn is complete when a new prompt follows it or when
 its last assistant record has text and no function call; a custom title
-(``system``/``custom_title``) names the session.
+(``system``/``custom_title``) names the session. A turn's time is the
+``timestamp`` of its last assistant record with text, as UTC.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cairn.protocol.transcript import Session
+from cairn.protocol.transcript import Session, utc_stamp
 
 from . import claude_code, gemini_cli
 from ._common import TurnBuilder, derived_session_id, iter_jsonl, join_texts, malformed, part_texts
@@ -101,7 +102,7 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         said = join_texts(part_texts(parts))
         if said:
             turn["texts"].append(said)
-            turn["at"] = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else turn["at"]
+            turn["at"] = utc_stamp(rec.get("timestamp")) or turn["at"]
         turn["calls"] = _has_call(parts)
         turn["ended_on_text"] = bool(said)
     if turn is not None and turn.get("ended_on_text") and not turn["calls"]:

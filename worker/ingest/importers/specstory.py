@@ -11,13 +11,20 @@ A user message starts a turn; consecutive assistant messages answer it. The
 last turn counts only when its last assistant message has text of its own
 (an export saved while the agent is still in its tool loop ends on a tool
 block); earlier turns are complete because a new prompt followed them.
+
+Times: newer exports date each prompt in its header (``2025-10-14 22:25Z``,
+``2025-12-05T01:08:24.197Z``, or with an offset, ``2026-03-31 19:32:39-0400``)
+and some date answers too (``_**Agent (claude-opus-4-8 2026-07-13
+13:40:56Z)**_``). A turn's time is that of its last dated answer, else of its
+prompt. Older exports (bare ``_**User**_`` headers, a heading dated in the
+writer's locale without a zone) give no turn a time.
 """
 
 from __future__ import annotations
 
 import re
 
-from cairn.protocol.transcript import Session
+from cairn.protocol.transcript import Session, utc_stamp
 
 from ._common import TurnBuilder, derived_session_id, headers_outside_fences
 from ._format import Format
@@ -28,6 +35,8 @@ _ROLE_START = re.compile(r"^_\*\*(?:User|Assistant|Agent)\b", re.M)
 
 _ROLE = re.compile(r"^_\*\*(User|Assistant|Agent)\b([^\n]*)\*\*_[ \t]*$", re.M)
 _TITLE = re.compile(r"^# (.+)$", re.M)
+# a header's date-time: "2025-10-14 22:25Z", "2025-12-05T01:08:24.197Z", "2026-03-31 19:32:39-0400"
+_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?) ?(Z|[+-]\d{2}:?\d{2})(?![\d:])")
 _SESSION_ID = re.compile(r"(?:\*\*Session ID:\*\*\s*|<!--.*?\bSession\s+)([0-9A-Za-z][0-9A-Za-z-]{7,})")
 _NOISE = re.compile(
     r"<!--.*?-->"
@@ -53,6 +62,15 @@ def _clean(body: str) -> str:
     return "\n".join(out).strip()
 
 
+def _header_time(rest: str) -> str | None:
+    """The time a message header carries after its role (the last one written), as a UTC ``Z`` stamp."""
+    found = _STAMP.findall(rest)
+    if not found:
+        return None
+    day, clock, zone = found[-1]
+    return utc_stamp(f"{day}T{clock}{zone}")
+
+
 def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse one SpecStory export into at most one session of completed turns."""
     text = text.replace("\r\n", "\n")
@@ -62,18 +80,19 @@ def parse(text: str, *, source_name: str) -> list[Session]:
     title = found_title.group(1).strip() if found_title else None
     found_sid = _SESSION_ID.search(preamble)
     source_sid = found_sid.group(1) if found_sid else None
-    sections: list[tuple[str, bool, str]] = []  # (role, sidechain, body)
+    sections: list[tuple[str, bool, str, str | None]] = []  # (role, sidechain, body, time)
     for index, match in enumerate(headers):
         end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
         role = "user" if match.group(1) == "User" else "assistant"
-        sections.append((role, "(sidechain)" in match.group(2), text[match.end() : end]))
+        sections.append((role, "(sidechain)" in match.group(2), text[match.end() : end], _header_time(match.group(2))))
 
     builder = TurnBuilder()
     user: str | None = None
     replies: list[str] = []
     answered = False
     last_has_text = False
-    for role, sidechain, raw_body in sections:
+    at: str | None = None
+    for role, sidechain, raw_body, stamp in sections:
         if sidechain:
             continue
         body = _clean(raw_body)
@@ -81,15 +100,16 @@ def parse(text: str, *, source_name: str) -> list[Session]:
             if not body:
                 continue
             if user is not None and answered:
-                builder.add(user, "\n\n".join(replies))
-            user, replies, answered, last_has_text = body, [], False, False
+                builder.add(user, "\n\n".join(replies), completed_at=at)
+            user, replies, answered, last_has_text, at = body, [], False, False, stamp
         elif user is not None:
             answered = True
             last_has_text = bool(body)
+            at = stamp or at
             if body:
                 replies.append(body)
     if user is not None and answered and last_has_text:
-        builder.add(user, "\n\n".join(replies))
+        builder.add(user, "\n\n".join(replies), completed_at=at)
 
     if not len(builder):
         return []

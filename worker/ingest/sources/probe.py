@@ -66,6 +66,23 @@ def claude_folder(directory: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", directory)
 
 
+def cursor_folder(directory: str) -> str:
+    """The project folder name Cursor gives ``directory`` under ``~/.cursor/projects``: each run of
+    characters but letters and digits becomes one ``-``, with none at either end (a Windows drive letter
+    is written in lower case, so names are compared without case)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", directory).strip("-")
+
+
+def cursor_project(folder: str, known: Iterable[str]) -> str | None:
+    """The directory among ``known`` whose Cursor project folder is named ``folder`` (exact case first)."""
+    candidates = list(known)
+    for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
+        for directory in candidates:
+            if same(cursor_folder(directory), folder):
+                return directory
+    return None
+
+
 def file_workspace(fmt: str, path: str) -> str | None:
     """The directory a session file records, from its head."""
     key = _KEYS.get(fmt)

@@ -12,9 +12,10 @@ fixed depth, each kept by a name rule) or a ``db`` (one SQLite file).
 | gemini-cli | ``$GEMINI_CLI_HOME/.gemini/tmp`` (default ``~/.gemini/tmp``): ``<project>/chats/session-*`` |
 | qwen-code | ``~/.qwen/{projects,tmp}/<project>/chats/*`` |
 | opencode | ``$OPENCODE_DB``; ``$XDG_DATA_HOME/opencode/opencode*.db`` (default ``~/.local/share``) |
-| cline, roo-code | ``<editor config>/User/globalStorage/<extension>/tasks/<id>/api_conversation_history.json`` for VS Code, Insiders, VSCodium, Cursor, Windsurf; Cline also ``$CLINE_DIR/data/{sessions,tasks}`` (default ``~/.cline``) |
+| cline, roo-code | ``<editor config>/User/globalStorage/<extension>/tasks/<id>/api_conversation_history.json`` (else the task's ``ui_messages.json``) for VS Code, Insiders, VSCodium, Cursor, Windsurf; Cline also ``$CLINE_DIR/data/{sessions,tasks}`` (default ``~/.cline``) |
 | copilot-cli | ``$COPILOT_HOME``, ``$XDG_CONFIG_HOME/.copilot``, ``~/.copilot``: ``session-state/*.jsonl``, ``session-state/<id>/events.jsonl`` |
 | cursor | ``<editor config>/Cursor/User/globalStorage/state.vscdb`` and ``workspaceStorage/*/state.vscdb`` |
+| cursor-transcript | ``~/.cursor/projects/<project>/agent-transcripts/<id>.jsonl`` and ``…/<id>/<id>.jsonl`` |
 | goose | ``$GOOSE_PATH_ROOT/data/sessions``; ``$XDG_DATA_HOME/goose/sessions``: ``sessions.db``, ``*.jsonl`` |
 | continue | ``$CONTINUE_GLOBAL_DIR/sessions`` (default ``~/.continue/sessions``) |
 | aider, specstory | in known projects: ``.aider.chat.history.md``, ``.specstory/history/*.md`` |
@@ -89,7 +90,17 @@ def _qwen(parent: str, name: str) -> bool:
 
 
 def _task(parent: str, name: str) -> bool:
+    if name == "ui_messages.json":  # what the extension showed: read when the history itself is not there
+        return not os.path.lexists(os.path.join(parent, "api_conversation_history.json"))
     return name == "api_conversation_history.json" or name.endswith(".messages.json")
+
+
+def _cursor_transcript(parent: str, name: str) -> bool:
+    if not name.endswith(".jsonl"):
+        return False
+    if os.path.basename(parent) == "agent-transcripts":
+        return True
+    return os.path.basename(os.path.dirname(parent)) == "agent-transcripts" and name == os.path.basename(parent) + ".jsonl"
 
 
 def _copilot(parent: str, name: str) -> bool:
@@ -129,6 +140,8 @@ def specs(home: str, env: Mapping[str, str]) -> list[Spec]:
         cursor = os.path.join(config, "Cursor", "User")
         out.append(Spec(format="cursor", path=os.path.join(cursor, "globalStorage", "state.vscdb"), kind="db"))
         out.append(Spec(format="cursor", path=os.path.join(cursor, "workspaceStorage"), kind="cursor-workspaces"))
+    out.append(Spec(format="cursor-transcript", path=os.path.join(home, ".cursor", "projects"), depth=3,
+                    keep=_cursor_transcript))
     cline = _env(env, "CLINE_DIR") or os.path.join(home, ".cline")
     for sub in ("sessions", "tasks"):
         out.append(Spec(format="cline", path=os.path.join(cline, "data", sub), depth=1, keep=_task))

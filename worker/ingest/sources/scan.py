@@ -55,6 +55,7 @@ def discover(home: str, env: Mapping[str, str], *, workspace: str | None = None,
         for spec in project_specs(project):
             stores += _scan(spec, seen, stores, cache)
     _gemini_hashes(stores, known)
+    _cursor_projects(stores, known)
     return [s for s in stores if s.sessions or s.error or s.refused]
 
 
@@ -177,6 +178,32 @@ def _gemini_hashes(stores: list[Store], known: list[str]) -> None:
             continue
         projects = probe.GeminiProjects(os.path.dirname(st.path), known)
         stores[i] = attrs.evolve(st, sessions=_placed(st.sessions, projects), refused=_placed(st.refused, projects))
+
+
+def _cursor_projects(stores: list[Store], known: list[str]) -> None:
+    """Cursor agent transcripts: the workspace their project folder is named after (among the directories
+    known); a conversation a Cursor database also holds (its composer id is the transcript's name) is left
+    to the database, whose messages carry ids and times, so it is not captured twice."""
+    in_db = {r.key[len("cursor:"):] for st in stores if st.format == "cursor" for r in st.sessions if r.key}
+    folders: dict[str, str | None] = {}
+    for i, st in enumerate(stores):
+        if st.format != "cursor-transcript" or st.error:
+            continue
+        kept = tuple(_in_project(r, st.path, known, folders) for r in st.sessions
+                     if os.path.basename(r.path)[: -len(".jsonl")] not in in_db)
+        stores[i] = attrs.evolve(st, sessions=kept, refused=tuple(_in_project(r, st.path, known, folders)
+                                                                  for r in st.refused))
+
+
+def _in_project(ref: SessionRef, root: str, known: list[str], folders: dict[str, str | None]) -> SessionRef:
+    """``ref`` with the workspace its project folder (the first folder below ``root``) is named after."""
+    rel = os.path.relpath(ref.path, root).split(os.sep)
+    if ref.workspace or len(rel) < 3:
+        return ref
+    key = os.path.join(root, rel[0])
+    if key not in folders:
+        folders[key] = probe.cursor_project(rel[0], known)
+    return attrs.evolve(ref, workspace=folders[key])
 
 
 def _placed(refs: tuple[SessionRef, ...], projects: probe.GeminiProjects) -> tuple[SessionRef, ...]:

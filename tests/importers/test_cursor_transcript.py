@@ -1,0 +1,107 @@
+"""Cursor agent transcripts: the user's words inside ``<user_query>``, the assistant's text without tool calls
+or the ``[REDACTED]`` stand-in, turns completed by the next prompt or a ``turn_ended`` marker, each dated by
+its prompt's ``<timestamp>``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from cairn.worker.ingest.importers import detect, load
+from cairn.worker.ingest.importers.cursor_transcript import stamp
+
+from tests.support.transcripts import FIXTURES, assert_absent, grow
+
+ID = "6a1f0c3e-8b2d-4e5f-9a7c-1d2e3f4a5b6c"
+FIXTURE = FIXTURES / "cursor-transcript" / "agent-transcripts" / ID / f"{ID}.jsonl"
+NOISE = ("NOISE", "[REDACTED]", "<user_query>", "<timestamp>", "attached_files", "Adding an audit entry")
+
+
+@pytest.fixture
+def transcript(tmp_path):
+    path = tmp_path / ".cursor" / "projects" / "Users-dev-shop" / "agent-transcripts" / ID / f"{ID}.jsonl"
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(FIXTURE, path)
+    return path
+
+
+def test_the_users_query_and_the_assistants_text_make_the_turns(transcript):
+    assert detect(transcript, transcript.read_bytes()[:65536]) == "cursor-transcript"
+    (session,) = load(transcript)
+    assert (session.session_id, session.source_format) == (f"cursor-transcript:{ID}", "cursor-transcript")
+    assert [(t.user, t.assistant, t.completed_at) for t in session.turns] == [
+        ("Orders over 500 EUR need a second approval. Add that check to the checkout service.",
+         "Reading the checkout service first.\n\nCheckout now asks for a second approval when an order is over "
+         "500 EUR; the limit is `APPROVAL_LIMIT_CENTS`.",
+         "2026-06-01T10:04:00.000Z"),  # 12:04 PM at UTC+2
+        ("The limit is set per shop, not globally.",
+         "Moved the limit to `Shop.approval_limit_cents`, 50000 by default, and the checkout reads it from the "
+         "order's shop.",
+         "2026-06-01T10:31:00.000Z"),
+    ]  # the third prompt's answer is still calling tools: not complete, the session's tail
+    assert_absent([session], NOISE)
+    assert session.tail is not None
+    assert (session.tail.user, session.tail.assistant) == ("Also write each approval to the audit log.",
+                                                           "Adding an audit entry for each approval.")
+    assert load(transcript) == [session]
+    with transcript.open("a") as f:  # the marker alone closes it: the same turn, under the tail's id
+        f.write(json.dumps({"type": "turn_ended", "status": "success"}) + "\n")
+    (closed,) = load(transcript)
+    assert closed.turns == (*session.turns, session.tail) and closed.tail is None
+
+
+def test_a_turn_ended_marker_completes_the_last_turn_and_the_next_prompt_replaces_it(transcript):
+    before, after = grow(transcript, json.dumps({"role": "assistant", "message": {"content": [
+        {"type": "text", "text": "Each approval now writes an audit entry with the approver and the amount."}]}})
+        + "\n" + json.dumps({"type": "turn_ended", "status": "success"}) + "\n")
+    (old,), (new,) = before, after
+    assert new.turns[:2] == old.turns  # the turns it had keep their ids
+    assert [(t.user, t.assistant, t.completed_at) for t in new.turns[2:]] == [
+        ("Also write each approval to the audit log.",
+         "Adding an audit entry for each approval.\n\nEach approval now writes an audit entry with the approver "
+         "and the amount.", None)]  # that prompt carried no timestamp
+    # Cursor goes on by writing the next prompt where the marker was: the same turns, ids unchanged
+    lines = transcript.read_text().splitlines()
+    lines[-1] = json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": "Thanks."}]}})
+    transcript.write_text("\n".join(lines) + "\n")
+    assert load(transcript)[0].turns == new.turns
+
+
+def test_an_aborted_turn_with_text_is_complete_and_one_without_text_is_not_a_turn(tmp_path):
+    path = tmp_path / "t.jsonl"
+    user = {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nrun it\n</user_query>"}]}}
+    tool = {"role": "assistant", "message": {"content": [{"type": "tool_use", "name": "Shell", "input": {}}]}}
+    path.write_text("\n".join(json.dumps(r) for r in (user, tool, {"type": "turn_ended", "status": "aborted"})) + "\n")
+    assert load(path) == []
+    said = {"role": "assistant", "message": {"content": [{"type": "text", "text": "Stopped before the build."}]}}
+    path.write_text("\n".join(json.dumps(r) for r in (user, said, {"type": "turn_ended", "status": "error",
+                                                                      "error": "limit"})) + "\n")
+    (session,) = load(path)
+    assert [(t.user, t.assistant) for t in session.turns] == [("run it", "Stopped before the build.")]
+    assert session.session_id != "cursor-transcript:t"  # a name that is not a Cursor id: content-derived
+
+
+@pytest.mark.parametrize("written, utc", [
+    ("Tuesday, Sep 29, 2026, 2:29 AM (UTC-4)", "2026-09-29T06:29:00.000Z"),
+    ("Thursday, Sep 24, 2026, 11:08 AM (UTC+8)", "2026-09-24T03:08:00.000Z"),
+    ("Friday, Jul 31, 2026, 5:10 PM (UTC-5)", "2026-07-31T22:10:00.000Z"),
+    ("Monday, Jan 5, 2026, 12:15 AM (UTC+5:30)", "2026-01-04T18:45:00.000Z"),
+    ("2026-07-17T07:08:09.123456-06:00", "2026-07-17T13:08:09.123Z"),
+    ("Sat", None),  # no date
+    ("2026-07-17T07:08:09", None),  # no zone: the time is not known
+])
+def test_prompt_timestamps_become_utc(written, utc):
+    assert stamp(f"<timestamp>{written}</timestamp>\n<user_query>\nx\n</user_query>") == utc
+
+
+def test_a_first_line_longer_than_the_head_is_still_recognised(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    query = "Summarise this log:\n" + "line of log text\n" * 6000  # about 100 KiB, past the 64 KiB head
+    records = [{"role": "user", "message": {"content": [{"type": "text", "text": f"<user_query>\n{query}</user_query>"}]}},
+               {"role": "assistant", "message": {"content": [{"type": "text", "text": "It repeats one line."}]}},
+               {"type": "turn_ended", "status": "success"}]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    assert detect(path, path.read_bytes()[:65536]) == "cursor-transcript"
+    (session,) = load(path)
+    assert session.turns[0].assistant == "It repeats one line."
