@@ -1,11 +1,20 @@
-"""What a digest provider receives and returns, and the frozen model policy.
+"""What a digest provider receives and returns, the frozen model policy, and the kept window replies.
 
 A digest holds only reusable knowledge of four types (user, feedback,
 enduring project facts, references); every note cites the turn ids it came
 from. An empty ``notes`` tuple is a valid "all-none" digest.
+
+A model digest of a long session is sent in several requests (context
+windows, :mod:`worker.providers.openai_compat`). Each window's validated
+reply is a :class:`WindowReply`, kept by the caller through a
+:class:`WindowMemo` (the journal keeps it under the capture's digest claim),
+so a later attempt sends only the windows still unanswered
+(docs/adr/0018-durable-windows.md).
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import attrs
 from cairn.protocol.codec import record
@@ -40,8 +49,43 @@ class DigestInput:
     session_id: str
     title: str | None
     turns: tuple[Turn, ...]
+    #: the tool the session was held in (an importer's format, or ``editor``); "" when unknown
+    source: str = ""
 
 
 @attrs.frozen(kw_only=True)
 class DigestOutput:
     notes: tuple[Note, ...]
+    #: notes of the model's replies dropped as invalid, and turn ids dropped from kept notes (counts only)
+    dropped_notes: int = 0
+    dropped_ids: int = 0
+
+
+@record("window-reply", version=1)
+class WindowReply:
+    """The validated reply to one context window of a model digest, kept until the capture is published.
+
+    ``key`` names the window: a hash of the model and the exact evidence the
+    window carries (never the text itself). ``notes`` cite only turns of that
+    window, in the order the model gave them; ``dropped_notes`` and
+    ``dropped_ids`` count what validation left out. ``generation`` is the
+    digest claim generation that kept it (0 until kept).
+    """
+
+    key: str
+    notes: tuple[Note, ...]
+    dropped_notes: int = 0
+    dropped_ids: int = 0
+    generation: int = 0
+
+
+class WindowMemo(Protocol):
+    """Where a model digest finds and keeps its answered windows (the journal's, fenced by the claim)."""
+
+    def kept(self, key: str) -> WindowReply | None:
+        """The reply kept for window ``key``, if any."""
+        ...
+
+    def keep(self, reply: WindowReply) -> None:
+        """Keep ``reply`` durably before it is used; raises the claim's code when the claim is lost."""
+        ...

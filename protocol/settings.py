@@ -60,6 +60,16 @@ def _count(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
         raise ValueError("must not be negative")
 
 
+#: how many context windows of one capture are sent at once, by default and at most
+WINDOW_CONCURRENCY = 4
+WINDOW_CONCURRENCY_MAX = 16
+
+
+def _window_concurrency(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if not 1 <= value <= WINDOW_CONCURRENCY_MAX:
+        raise ValueError(f"must be 1 to {WINDOW_CONCURRENCY_MAX}")
+
+
 @attrs.frozen(kw_only=True)
 class Settings:
     """Configuration from initializationOptions / didChangeConfiguration / the config files."""
@@ -74,6 +84,8 @@ class Settings:
     #: the model's context window: longer evidence is split into windows that fit; None (unset): the
     #: provider's default (:data:`CONTEXT_TOKENS`, resolved by :func:`context_window` where a request is routed)
     contextTokens: int | None = attrs.field(default=None, validator=attrs.validators.optional(_count))
+    #: context windows of one capture's model digest sent at once (the first window always goes alone first)
+    windowConcurrency: int = attrs.field(default=WINDOW_CONCURRENCY, validator=_window_concurrency)
     #: one model request (HTTP exchange or command run), frozen at capture
     timeoutSeconds: float = attrs.field(default=120.0, validator=_time)
     #: maintenance opportunity after this much editor idleness

@@ -9,7 +9,11 @@ HTTP 400 and an OpenAI-style ``context_length_exceeded`` error. With ``hold`` se
 until :attr:`release` is set (or a long safety delay passes), so timeout
 and cancellation tests have a server that is really slow; the fixture
 releases and stops it afterwards and joins every handler thread, so no
-thread outlives the test.
+thread outlives the test. With ``refuse_once`` set (an HTTP status such as
+503 or 429) it plays a flaky provider: the first time it sees a request
+body it refuses it with that status, and answers the same bytes sent again.
+With ``count_usage`` it reports ``usage.prompt_tokens`` (the body's length
+/ 4) in every answer, as hosted providers do.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import attrs
 import pytest
 
 HOLD_SECONDS = 30.0
+_LOCK = threading.Lock()
 
 
 @attrs.define
@@ -43,6 +48,9 @@ class Endpoint:
     context_tokens: int | None = None
     respond: Callable[[dict[str, Any]], str] | None = None  # request -> message content
     refused: int = 0
+    refuse_once: int | None = None  # a status: the first sending of each distinct body is refused with it
+    count_usage: bool = False
+    seen: set[bytes] = attrs.Factory(set)
     arrived: threading.Event = attrs.Factory(threading.Event)
     release: threading.Event = attrs.Factory(threading.Event)
 
@@ -86,14 +94,22 @@ def _handler(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
             if endpoint.hold:
                 endpoint.release.wait(HOLD_SECONDS)
             status, reply = endpoint.status, endpoint.reply
-            if endpoint.context_tokens is not None or endpoint.respond is not None:
+            with _LOCK:
+                first = body not in endpoint.seen
+                endpoint.seen.add(body)
+            if endpoint.refuse_once is not None and first:
+                status, reply = endpoint.refuse_once, b'{"error": {"message": "try again"}}'
+            elif endpoint.context_tokens is not None or endpoint.respond is not None:
                 request = json.loads(body)
                 asked = prompt_tokens(request) + int(request.get("max_tokens") or 0)
                 if endpoint.context_tokens is not None and asked > endpoint.context_tokens:
                     endpoint.refused += 1
                     status, reply = 400, context_error(endpoint.context_tokens, asked)
                 elif endpoint.respond is not None:
-                    status, reply = 200, completion(endpoint.respond(request))
+                    extra: dict[str, Any] = {}
+                    if endpoint.count_usage:
+                        extra["usage"] = {"prompt_tokens": len(body) // 4, "completion_tokens": 1}
+                    status, reply = 200, completion(endpoint.respond(request), **extra)
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

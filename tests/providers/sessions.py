@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cairn.protocol.digest import DigestInput
 from cairn.protocol.transcript import Turn
 
@@ -69,3 +71,14 @@ MIXED_TURNS: tuple[Turn, ...] = (
 )
 
 MIXED = DigestInput(session_id="session-1", title="Upload retries", turns=MIXED_TURNS)
+
+
+def long_transcript(path: Path, turns: int = 30) -> Path:
+    """An aider chat of ``turns`` long turns, each stating one preference, and a closing turn."""
+    lines = ["", "# aider chat started at 2025-05-20 14:03:11", ""]
+    for i in range(turns):
+        lines += [f"#### I prefer option-{i} for module {i}. " + "Some context about the module. " * 25 + " ", "",
+                  f"Noted: option-{i}. " + "The reply goes on about it. " * 20, ""]
+    lines += ["#### thanks  ", "", "You're welcome.", ""]
+    path.write_text("\n".join(lines))
+    return path

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from cairn.protocol.digest import DigestInput, ModelPolicy, Note
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -24,25 +25,15 @@ from cairn.worker.memory.model import empty_snapshot
 from cairn.worker.providers import access, openai_compat, window
 from cairn.worker.providers.route import Route
 from cairn.worker.redaction import redact as gate
+from cairn.worker.settings import config
 
 from tests.journal.helpers import cairn, cairn_json
 from tests.providers.endpoint import Endpoint
-from tests.providers.sessions import turn
+from tests.providers.sessions import long_transcript, turn
 
 CONTEXT = 4096
 TURNS = 30
 _OPTION = re.compile(r"I prefer option-(\d+)")
-
-
-def long_transcript(path: Path, turns: int = TURNS) -> Path:
-    """An aider chat of ``turns`` long turns, each stating one preference, and a closing turn."""
-    lines = ["", "# aider chat started at 2025-05-20 14:03:11", ""]
-    for i in range(turns):
-        lines += [f"#### I prefer option-{i} for module {i}. " + "Some context about the module. " * 25 + " ", "",
-                  f"Noted: option-{i}. " + "The reply goes on about it. " * 20, ""]
-    lines += ["#### thanks  ", "", "You're welcome.", ""]
-    path.write_text("\n".join(lines))
-    return path
 
 
 def notes_per_window(request: dict[str, Any]) -> str:
@@ -96,18 +87,105 @@ def test_a_long_capture_is_digested_in_windows_that_fit(endpoint: Endpoint, work
     assert fact["turn_ids"] == digest["turn_ids"]
 
 
+def _context_of(request: Any) -> dict[str, Any]:
+    content: dict[str, Any] = json.loads(json.loads(request.body)["messages"][1]["content"])
+    return content
+
+
+def _window_number(request: Any) -> int:
+    return int(_context_of(request)["window"].split(" of ")[0])
+
+
+def _turn_docs(requests: list[Any]) -> list[dict[str, Any]]:
+    """Every turn as the requests carried it, in window order (windows after the first go out concurrently)."""
+    return [t for r in sorted(requests, key=_window_number) for t in _context_of(r)["turns"]]
+
+
 @pytest.mark.trio
-async def test_a_turn_too_large_for_any_window_is_not_sent(endpoint: Endpoint) -> None:
+async def test_a_turn_larger_than_a_window_keeps_the_users_words_and_cuts_the_reply(endpoint: Endpoint) -> None:
     endpoint.context_tokens = CONTEXT
     endpoint.respond = notes_per_window
-    huge = turn("t-huge", "I prefer option-99. " + "x" * 40_000)
+    reply = "".join(f"Step {i}: the long answer goes on. " for i in range(2000))  # ~70 kB: no window holds it
+    big = turn("t-big", "I prefer option-99 for module 99, and keep it that way.", reply)
     small = [turn(f"t{i}", f"I prefer option-{i} here.") for i in range(3)]
-    inp = DigestInput(session_id="s", title="t", turns=(small[0], huge, *small[1:]))
+    inp = DigestInput(session_id="s", title="t", turns=(small[0], big, *small[1:]))
     pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
     out = await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
-    assert endpoint.refused == 0 and len(endpoint.requests) == 1
-    assert b"t-huge" not in endpoint.requests[0].body
-    assert [n.title for n in out.notes if n.type is NoteType.USER] == [f"Prefers option-{i}" for i in range(3)]
+    assert endpoint.refused == 0  # every request fit the server's window
+    (sent,) = [t for t in _turn_docs(endpoint.requests) if t["turn_id"] == "t-big"]
+    assert sent["user"] == big.user and "part" not in sent  # the user's words whole, in one piece
+    head, marker, tail = sent["assistant"].split("\n")
+    assert reply.startswith(head) and reply.endswith(tail) and head and tail  # head and tail of the reply
+    assert marker == window.CUT_MARKER.format(n=len(reply) - len(head) - len(tail))  # says how much was cut
+    assert [n.title for n in out.notes if n.type is NoteType.USER] == [
+        "Prefers option-0", "Prefers option-99", "Prefers option-1", "Prefers option-2"]
+
+
+@pytest.mark.trio
+async def test_a_user_message_larger_than_a_window_is_split_in_order_and_marked(endpoint: Endpoint) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = notes_per_window
+    spec = "".join(f"Requirement {i}: the service answers within a second. " for i in range(600))  # ~33 kB
+    words = f"I prefer option-7 for module 7. {spec}\nAnd last: I prefer option-8 for module 8."
+    big = turn("t-spec", words, "I read the whole specification.")
+    inp = DigestInput(session_id="s", title="t", turns=(turn("t0", "I prefer option-0 here."), big))
+    pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
+    out = await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
+    assert endpoint.refused == 0
+    parts = [t for t in _turn_docs(endpoint.requests) if t["turn_id"] == "t-spec"]
+    assert len(parts) > 2 and [p["part"] for p in parts] == [f"{k} of {len(parts)}" for k in range(1, len(parts) + 1)]
+    assert "".join(p["user"] for p in parts) == words  # every word, in order, nothing repeated
+    assert [p["assistant"] for p in parts] == [""] * (len(parts) - 1) + [big.assistant]  # the reply with the last part
+    noted = {n.title: n.turn_ids for n in out.notes if n.type is NoteType.USER}
+    assert noted == {"Prefers option-0": ("t0",), "Prefers option-7": ("t-spec",), "Prefers option-8": ("t-spec",)}
+
+
+@pytest.mark.trio
+async def test_each_window_says_where_it_stands_and_what_the_first_one_found(endpoint: Endpoint) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = notes_per_window
+    turns = tuple(attrs.evolve(turn(f"t{i}", f"I prefer option-{i} for module {i}. " + "Context. " * 120),
+                               completed_at=f"2025-05-{20 + i % 3:02d}T10:00:00Z") for i in range(1, 13))
+    inp = DigestInput(session_id="s", title="Payments \x1b[1mrework", turns=turns, source="codex")
+    pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
+    await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
+    contexts = [_context_of(r) for r in endpoint.requests]
+    n = len(contexts)
+    assert n > 2
+    first, rest = contexts[0], contexts[1:]
+    assert first["window"] == f"1 of {n}" and first["earlier_notes"] == []  # the first window goes alone, first
+    assert sorted(c["window"] for c in rest) == sorted(f"{k} of {n}" for k in range(2, n + 1))
+    assert all(c["session"] == {"title": "Payments rework", "tool": "codex", "date": "2025-05-20"} for c in contexts)
+    found = [f"user: Prefers option-{t['turn_id'][1:]}" for t in first["turns"]] + ["project: Modules are numbered"]
+    assert all(c["earlier_notes"] == found for c in rest)  # what the first window produced, to refine, not repeat
+
+
+def correcting_model(request: dict[str, Any]) -> str:
+    """Notes the test runner in the first and the last window; the last one corrects the first."""
+    evidence = json.loads(request["messages"][1]["content"])
+    k, n = (int(x) for x in evidence["window"].split(" of "))
+    ids = [evidence["turns"][0]["turn_id"]]
+    if k == 1:
+        body = "Tests run with unittest through the custom runner in scripts/run_tests.py, with coverage on."
+    elif k == n:
+        body = "Tests run with pytest now."
+    else:
+        return json.dumps({"notes": []})
+    return json.dumps({"notes": [{"type": "project", "title": "Test runner", "body": body, "turn_ids": ids}]})
+
+
+@pytest.mark.trio
+async def test_a_later_window_correcting_an_earlier_note_wins_and_cites_both(endpoint: Endpoint) -> None:
+    endpoint.context_tokens = CONTEXT
+    endpoint.respond = correcting_model
+    turns = tuple(turn(f"t{i}", f"Turn {i}. " + "Context. " * 120) for i in range(12))
+    inp = DigestInput(session_id="s", title="t", turns=turns)
+    pol = ModelPolicy(provider="openai", model="m", endpoint=endpoint.base_url)
+    out = await openai_compat.digest(inp, pol, api_key=None, context_tokens=CONTEXT)
+    last = _context_of(max(endpoint.requests, key=_window_number))
+    (note,) = out.notes
+    assert note.body == "Tests run with pytest now."  # the latest statement, not the longest
+    assert note.turn_ids == ("t0", last["turns"][0]["turn_id"])
 
 
 @pytest.mark.trio
@@ -217,3 +295,12 @@ def test_the_review_reply_budget_follows_the_providers_window() -> None:
     assert budget(Settings(provider="openai", model="m", endpoint=_OPENAI.endpoint)) == 8192 // 4
     assert budget(Settings(provider="command", command=("llm",))) == remote.MAX_OUTPUT_TOKENS  # 32768 // 4 is more
     assert budget(Settings(provider="command", command=("llm",), contextTokens=8192)) == 8192 // 4
+
+
+def test_window_concurrency_is_a_setting_of_one_to_sixteen() -> None:
+    assert Settings().windowConcurrency == 4
+    assert access.route(_OPENAI, Settings(provider="openai", model="m", endpoint=_OPENAI.endpoint,
+                                          windowConcurrency=2)).concurrency == 2
+    for bad in (0, 17):
+        merged, warnings = config.merge(Settings(), {"window_concurrency": bad}, source="t", snake=True)
+        assert merged.windowConcurrency == 4 and [w.code for w in warnings] == ["E_CONFIG_INVALID"]

@@ -178,12 +178,38 @@ async def test_wrong_shape_is_an_invalid_reply(endpoint: Endpoint, content: str)
 
 
 @pytest.mark.trio
-async def test_unknown_turn_id_is_refused_without_echoing_it(endpoint: Endpoint) -> None:
-    endpoint.answer_notes(
-        [{"type": "user", "title": "t", "body": "b", "turn_ids": ["turn-a", "invented-id-42"]}]
-    )
+async def test_an_unknown_turn_id_is_dropped_not_the_note(endpoint: Endpoint) -> None:
+    endpoint.answer_notes([
+        {"type": "user", "title": "Floats", "body": "Never floats for money.", "turn_ids": ["turn-a", "invented-id-42"]},
+        {"type": "user", "title": "Invented", "body": "Only made-up evidence.", "turn_ids": ["invented-id-43"]},
+    ])
+    out = await run(endpoint)
+    assert [(n.title, n.turn_ids) for n in out.notes] == [("Floats", ("turn-a",))]
+    assert (out.dropped_notes, out.dropped_ids) == (1, 2)
+
+
+@pytest.mark.trio
+async def test_invalid_notes_are_dropped_and_counted_and_the_valid_ones_kept(endpoint: Endpoint) -> None:
+    notes: list[Any] = [
+        {"type": "task", "title": "Fix the build", "body": "A task is no note.", "turn_ids": ["turn-a"]},
+        GOOD_NOTES[0],
+        {"type": "user", "title": "t", "body": "b", "turn_ids": ["turn-a"], "why": "an extra key"},
+        "just a string",
+        {**GOOD_NOTES[1], "title": "x" * 121},
+    ]
+    endpoint.answer(json.dumps({"notes": notes}))
+    out = await run(endpoint)
+    assert [n.title for n in out.notes] == ["Tracker"] and out.dropped_notes == 4 and out.dropped_ids == 0
+
+
+@pytest.mark.trio
+async def test_a_reply_with_no_valid_note_fails_without_echoing_it(endpoint: Endpoint) -> None:
+    endpoint.answer_notes([
+        {"type": "user", "title": "t", "body": "b", "turn_ids": ["invented-id-42"]},
+        {"type": "chore", "title": "t", "body": "b", "turn_ids": ["turn-a"]},
+    ])
     err = await expect_error(endpoint, ErrorCode.PROVIDER_INVALID_REPLY)
-    assert "invented-id-42" not in str(err)
+    assert "invented-id-42" not in str(err) and "chore" not in str(err) and err.detail == {"dropped": 2}
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,16 @@
   Whatever escapes the provider call leaves it with a fixed code
   (:func:`worker.providers.route.provider_error`, never ``E_INTERNAL``), so
   it is a counted failed attempt, not a crash retried (and paid) every pass.
+* **Kept windows** (a model digest in several requests, docs/adr/0018):
+  each window's validated reply is kept at once as
+  ``captures/<cid>/w-<key>`` (:class:`KeptWindows`), linked exclusively in a
+  program that proves the digest claim, so a writer whose claim was taken
+  over is refused and a kept reply is never replaced. The next attempt reads
+  them and sends only the windows still unanswered. An attempt that kept at
+  least one new window made progress: it fails without a ``fail-<gen>``
+  marker (reported with ``kept``), and a generation taken over after keeping
+  one is not counted either. A capture has finitely many windows, so this
+  still ends. Publication removes the kept replies with the pins.
 * **Acceptance** puts the :class:`DigestResult` bundle and elects
   ``completed`` naming its hash, both fenced by the claim.
 * **Publication** (idempotent, any process may finish it): public digest
@@ -44,7 +54,7 @@ from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.claims import OutcomeRecord
-from cairn.protocol.digest import DigestInput, ModelPolicy
+from cairn.protocol.digest import DigestInput, ModelPolicy, WindowReply
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import (
     PUBLIC_ENTRY_LIMIT,
@@ -55,6 +65,7 @@ from cairn.protocol.journal import (
     Retired,
     Seal,
     TurnEvidence,
+    session_fields,
 )
 from cairn.protocol.results import (
     CaptureArgs,
@@ -82,6 +93,9 @@ from cairn.worker.redaction.redact import redact_record
 from cairn.worker.settings import config
 
 DIGEST_TTL_MARGIN = 30.0
+#: a kept window reply of a capture: ``w-<key>`` (:class:`KeptWindows`)
+WINDOW_PREFIX = "w-"
+REMOTE = ("openai", "command")
 
 
 def _cleaned(e: TurnEvidence) -> TurnEvidence:
@@ -107,13 +121,60 @@ def _policy(evidence: list[TurnEvidence], settings: Settings | None = None) -> M
     return effective_policy(frozen, settings or Settings())
 
 
+def tool_name(source: str) -> str:
+    """The tool a session was held in, from its evidence's source: ``import:codex`` is ``codex``, ``lsp`` ``editor``."""
+    if source.startswith("import:"):
+        return source[len("import:"):]
+    return "editor" if source == "lsp" else source
+
+
 def _input(evidence: list[TurnEvidence]) -> DigestInput:
     usable = tuple(
         Turn(turn_id=e.turn_id, parent_turn_id=e.parent_turn_id, user=e.user, assistant=e.assistant,
              completed_at=e.completed_at)
         for e in evidence if not e.oversized
     )
-    return DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable)
+    return DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable,
+                       source=tool_name(evidence[0].source))
+
+
+class KeptWindows:
+    """The answered windows of one capture's model digest: read once, each new one kept under the digest claim.
+
+    Implements :class:`protocol.digest.WindowMemo` (module docstring: "Kept
+    windows"). ``added`` counts the replies this attempt kept.
+    """
+
+    def __init__(self, j: Journal, cid: str, claim: Claim) -> None:
+        self.j, self.cid, self.claim = j, cid, claim
+        self.added = 0
+        self.replies: dict[str, WindowReply] = {}
+        names = [n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith(WINDOW_PREFIX)]
+        for path, raw in j.read_many(f"{CAPTURES}/{cid}/{n}" for n in names).items():
+            if raw is None:
+                continue
+            try:
+                reply = codec.decode(raw, WindowReply, where=path)
+            except CairnError:
+                continue  # unreadable: that window is asked again (its reply cannot replace the file)
+            if path.endswith(f"/{WINDOW_PREFIX}{reply.key}"):
+                self.replies[reply.key] = reply
+
+    def kept(self, key: str) -> WindowReply | None:
+        return self.replies.get(key)
+
+    def keep(self, reply: WindowReply) -> None:
+        """Link the reply as ``w-<key>`` in a program that proves the claim (a late writer is refused)."""
+        reply = codec.evolve(reply, generation=self.claim.generation)
+        res = self.j.claims.guarded_all(self.claim, [
+            P.Link(f"{CAPTURES}/{self.cid}/{WINDOW_PREFIX}{reply.key}", codec.encode(reply), optional=True)])
+        if res[1].status is OpStatus.OK:
+            self.added += 1
+        self.replies.setdefault(reply.key, reply)
+
+    def kept_by(self, generation: int) -> int:
+        """Replies kept by claim generation ``generation``."""
+        return sum(1 for r in self.replies.values() if r.generation == generation)
 
 
 def _lease(evidence: list[TurnEvidence], policy: ModelPolicy, settings: Settings | None) -> float:
@@ -130,11 +191,12 @@ def _lease(evidence: list[TurnEvidence], policy: ModelPolicy, settings: Settings
 
 
 def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] | None = None,
-          settings: Settings | None = None) -> Any:
+          settings: Settings | None = None, memo: KeptWindows | None = None) -> Any:
     """Run the allowed policy's provider over the usable turns (sessionless, no tools).
 
     An embedded engine (extractive, remember) is a plain function of its
     input: it runs directly, with no event loop to start per capture.
+    ``memo``: the capture's kept windows (a remote provider's digest).
     """
     inp = _input(evidence)
     settings = settings or Settings()
@@ -147,7 +209,7 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
     async def go() -> Any:
         with trio.fail_after(max(0.1, deadline - time.time())):
             return await run_digest(inp, r.policy, api_key=r.api_key, command=r.command,
-                                    context_tokens=r.context_tokens)
+                                    context_tokens=r.context_tokens, concurrency=r.concurrency, memo=memo)
 
     try:
         return trio.run(go)
@@ -171,7 +233,8 @@ def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, 
     if did is not None:
         entry = redact_record(PublicDigest(id=did, capture=cid, session_id=result.session_id, title=result.title,
                                            trigger=result.trigger, created=decided, provider=result.provider,
-                                           turn_ids=result.turn_ids, notes=result.notes))
+                                           turn_ids=result.turn_ids, notes=result.notes,
+                                           session_started=result.session_started, session_ended=result.session_ended))
         data = codec.encode(entry)
         if len(data) > PUBLIC_ENTRY_LIMIT:
             raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"digest of {cid} exceeds the public entry bound")
@@ -189,8 +252,8 @@ def publish(j: Journal, cid: str, bundle_sha: str, decided: float) -> dict[str, 
             check = j.run([P.Verify(f"{PUBLIC}/{did}.json", data=data)])
             if check[0].status is not OpStatus.OK:
                 raise CairnError(ErrorCode.TARGET_CHANGED, f"public digest {did} differs from its accepted result")
-    # pins are released only after coverage exists; then retire
-    pins = [n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith("pin-")]
+    # pins (and kept window replies) are released only after coverage exists; then retire
+    pins = [n for n in j.names(f"{CAPTURES}/{cid}") if n.startswith(("pin-", WINDOW_PREFIX))]
     reason = "discarded" if result.discarded else ("published" if did else "all-none")
     retired = Retired(capture=cid, at=decided, digest=did, reason=reason)
     res = j.run([*(P.Remove(f"{CAPTURES}/{cid}/{n}", optional=True, sync=False) for n in pins),
@@ -218,18 +281,24 @@ def _record_failure(j: Journal, claim: Claim, cid: str, gen: int, code: str) -> 
     j.claims.guarded(claim, [P.Link(f"{CAPTURES}/{cid}/fail-{gen}", codec.encode(fail), optional=True)])
 
 
-def failure_report(st: CaptureState, exc: CairnError) -> DigestFailure:
-    """A failed attempt as callers report it: ids, code, message (never content), attempt n of N."""
+def failure_report(st: CaptureState, exc: CairnError, *, kept: int = 0) -> DigestFailure:
+    """A failed attempt as callers report it: ids, code, message (never content), attempt n of N.
+
+    ``kept``: windows the attempt kept (then it was not counted).
+    """
     return DigestFailure(capture=st.cid, code=str(exc.code), message=exc.message,
                          attempt=min(MAX_ATTEMPTS, MAX_ATTEMPTS - st.attempts_left), of=MAX_ATTEMPTS,
-                         exhausted=st.exhausted)
+                         exhausted=st.exhausted, kept=kept or None)
 
 
 def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None = None,
-                    settings: Settings | None = None, failures: list[DigestFailure] | None = None) -> str:
-    """Digest one runnable capture. Returns published | all-none | failed | exhausted | busy | recovered.
+                    settings: Settings | None = None, failures: list[DigestFailure] | None = None,
+                    tally: dict[str, int] | None = None) -> str:
+    """Digest one runnable capture. Returns published | all-none | failed | partial | exhausted | busy | recovered.
 
-    A failed inference appends its :func:`failure_report` to ``failures``.
+    A failed inference appends its :func:`failure_report` to ``failures``;
+    ``partial`` is one that kept new windows (not counted as an attempt).
+    ``tally["notes_dropped"]`` adds the notes the model's replies lost to validation.
     """
     if recover_capture(j, st.cid) is not None:
         return "recovered"
@@ -244,7 +313,8 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
         raise
     gen = claim.generation
     try:
-        # a predecessor that was taken over or failed is an attempt
+        memo = KeptWindows(j, st.cid, claim) if policy.provider in REMOTE else None
+        # a predecessor that was taken over or failed is an attempt (unless it kept windows: progress)
         if gen > 1:
             prev = j.claims.run([P.Read(f"{claim.scope_dir}/{gen - 1}.outcome", optional=True)])[0]
             if prev.status is OpStatus.OK:
@@ -254,7 +324,7 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
                     j.claims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
                     publish(j, st.cid, po.bundle, po.decided)
                     return "recovered"
-                if po.kind is OutcomeKind.EXPIRED:
+                if po.kind is OutcomeKind.EXPIRED and not (memo is not None and memo.kept_by(gen - 1)):
                     _record_failure(j, claim, st.cid, gen - 1, str(ErrorCode.WORKER_CRASHED))
         fresh = capture_states(j, [st.cid])[0]
         if fresh.retired:
@@ -265,17 +335,21 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
             return "exhausted"
         try:
             out = infer(evidence, deadline=claim.deadline - DIGEST_TTL_MARGIN / 2 + (time.time() - j.now()), env=env,
-                        settings=settings)
+                        settings=settings, memo=memo)
         except CairnError as exc:
-            _record_failure(j, claim, st.cid, gen, str(exc.code))
+            kept = memo.added if memo is not None else 0
+            if not kept:  # an attempt that kept a window made progress: not counted
+                _record_failure(j, claim, st.cid, gen, str(exc.code))
             j.claims.settle(claim, OutcomeKind.FAILED, error=str(exc.code))
             again = capture_states(j, [st.cid])[0]
             if failures is not None:
-                failures.append(failure_report(again, exc))
-            return "exhausted" if again.exhausted else "failed"
+                failures.append(failure_report(again, exc, kept=kept))
+            return "partial" if kept else "exhausted" if again.exhausted else "failed"
+        if tally is not None:
+            tally["notes_dropped"] = tally.get("notes_dropped", 0) + out.dropped_notes
         result = DigestResult(capture=st.cid, session_id=seal.session_id, title=evidence[0].title if evidence else None,
                               trigger=seal.trigger, turn_ids=tuple(e.turn_id for e in evidence), notes=out.notes,
-                              provider=policy.provider)
+                              provider=policy.provider, **session_fields(evidence))
         sha, put = j.bundles.put_ops(codec.encode(result))
         outcome = j.claims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=put)
     except BaseException:
@@ -322,11 +396,13 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
     done = 0
     more = False
 
+    tally: dict[str, int] = {}
+
     def count(cid: str, outcome: str) -> None:
         if outcome == "exhausted":
             exhausted.append(cid)
-        else:  # published | all-none | failed | busy | recovered
-            counts[outcome.replace("-", "_")] += 1
+        else:  # published | all-none | failed | partial (a failure that kept windows) | busy | recovered
+            counts["failed" if outcome == "partial" else outcome.replace("-", "_")] += 1
 
     i = 0
     while i < len(runnable):
@@ -348,13 +424,13 @@ def process(j: Journal, *, limit: int | None = None, deadline: float | None = No
             done += len(group) - len(deferred)
             more = more or len(single) < len(deferred)  # left for a later group
         for st in single:  # a remote provider's capture
-            count(st.cid, process_capture(j, st, env=env, settings=settings, failures=failures))
+            count(st.cid, process_capture(j, st, env=env, settings=settings, failures=failures, tally=tally))
             done += 1
     if progress:
         progress(len(runnable), len(runnable), "")
     remaining = len([s for s in capture_states(j) if s.sealed and not s.retired and not s.exhausted])
-    return ProcessResult(**counts, exhausted=tuple(exhausted), failures=tuple(failures), remaining=remaining), (
-        more and remaining > 0)
+    return ProcessResult(**counts, exhausted=tuple(exhausted), failures=tuple(failures), remaining=remaining,
+                         notes_dropped=tally.get("notes_dropped") or None), (more and remaining > 0)
 
 
 # -- explicit decisions -----------------------------------------------------

@@ -21,7 +21,7 @@ Per group, in order (each step recoverable, the same rules as per capture):
   outcome naming it, in one fenced program.
 * **Publication** (idempotent, any process may finish it): every public
   entry (through the redaction gate; their fsyncs waited on together) → one :class:`GroupCoverage` record
-  for the group → per capture, pins released and ``retired`` linked.
+  for the group → per capture, pins (and kept window replies, ``w-``) released and ``retired`` linked.
 
 Explicit ``discard`` holds the same scope, so it never races a group.
 """
@@ -43,6 +43,7 @@ from cairn.protocol.journal import (
     GroupCoverage,
     PublicDigest,
     Retired,
+    session_fields,
 )
 from cairn.protocol.knobs import env_int
 from cairn.protocol.results import DigestFailure
@@ -80,7 +81,9 @@ def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
         if did is not None and r in todo:
             data = codec.encode(redact_record(PublicDigest(id=did, capture=r.capture, session_id=r.session_id,
                                                            title=r.title, trigger=r.trigger, created=decided,
-                                                           provider=r.provider, turn_ids=r.turn_ids, notes=r.notes)))
+                                                           provider=r.provider, turn_ids=r.turn_ids, notes=r.notes,
+                                                           session_started=r.session_started,
+                                                           session_ended=r.session_ended)))
             if len(data) > PUBLIC_ENTRY_LIMIT:
                 raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"digest of {r.capture} exceeds the public entry bound")
             entries.append((f"{PUBLIC}/{did}.json", data))
@@ -102,7 +105,8 @@ def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
         cdir = f"{CAPTURES}/{r.capture}"
         did = digest_id(r.capture, sha) if r.notes else None
         retired = Retired(capture=r.capture, at=decided, digest=did, reason="published" if did else "all-none")
-        ops += [P.Remove(f"{cdir}/{n}", optional=True, sync=False) for n in names[cdir] if n.startswith("pin-")]
+        # pins, and window replies a model digest kept before the settings turned to the embedded engine
+        ops += [P.Remove(f"{cdir}/{n}", optional=True, sync=False) for n in names[cdir] if n.startswith(("pin-", "w-"))]
         retire.append((f"{cdir}/retired", codec.encode(retired)))
     ops.append(P.LinkAll(tuple(retire), optional=True))
     j.run(ops).raise_failed()
@@ -214,11 +218,13 @@ def process_group(j: Journal, cids: list[str], *, env: dict[str, str] | None = N
         for st in capture_states(j, cids):
             if not st.sealed or st.retired or st.exhausted:
                 continue
-            if time.monotonic() - started > BUDGET or not _clear_of_single_claims(j, claim, st.cid):
+            if time.monotonic() - started > BUDGET:
                 deferred.append(st.cid)
                 continue
             evidence, seal = load_evidence(j, st.cid)
-            if _policy(evidence, settings).provider != "extractive":
+            # a remote provider's capture is the per-capture path's, its claims too (a taken-over
+            # generation that kept windows is no failed attempt there)
+            if _policy(evidence, settings).provider != "extractive" or not _clear_of_single_claims(j, claim, st.cid):
                 deferred.append(st.cid)
                 continue
             try:
@@ -229,7 +235,7 @@ def process_group(j: Journal, cids: list[str], *, env: dict[str, str] | None = N
             results.append(DigestResult(capture=st.cid, session_id=seal.session_id,
                                         title=evidence[0].title if evidence else None, trigger=seal.trigger,
                                         turn_ids=tuple(e.turn_id for e in evidence), notes=out.notes,
-                                        provider="extractive"))
+                                        provider="extractive", **session_fields(evidence)))
         for cid, err in failed:
             _fail(j, claim, [cid], claim.generation, str(err.code))
         if not results:

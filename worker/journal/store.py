@@ -8,7 +8,8 @@ Layout under ``.cairn/state/journal/``::
     bundles/aa/<sha>      accepted DigestResult bundles (named by completed outcomes)
     sessions/<sdir>/c-NNNN    one marker per capture of a session (the newest is current)
     captures/<cid>/       b-<seq>-<n> (CaptureBatch), pin-<sha>, seal, fail-<gen>, retry-<k>, retired,
-                          purged; t-<h> (CaptureTurn) of earlier captures
+                          purged; w-<key> (WindowReply: a model digest's answered window, until
+                          publication); t-<h> (CaptureTurn) of earlier captures
     turns/<h>             TurnIndex of earlier captures (read only)
     coverage/<h>          Coverage: a turn was digested
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from cairn.protocol.errors import CairnError, ErrorCode
 
 if TYPE_CHECKING:
-    from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy
+    from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy, WindowMemo
 
 DEFAULT_API_KEY_ENV = "CAIRN_OPENAI_API_KEY"
 PROVIDERS = ("extractive", "openai", "command", "remember")
@@ -66,6 +66,8 @@ async def run_digest(
     api_key: str | None = None,
     command: tuple[str, ...] = (),
     context_tokens: int | None = None,
+    concurrency: int | None = None,
+    memo: WindowMemo | None = None,
 ) -> DigestOutput:
     """Digest ``inp`` with the provider named by ``policy``.
 
@@ -73,18 +75,23 @@ async def run_digest(
     variable the settings name, read at call time); it is never part of the
     policy, so it is never persisted. None sends no ``Authorization`` header
     (local servers need none). ``command`` (the argv of the ``command``
-    provider) and ``context_tokens`` come from the settings too (None: the
-    default window of the policy's provider). An unknown provider is
+    provider), ``context_tokens`` and ``concurrency`` (windows in flight at
+    once) come from the settings too (None: the default window of the
+    policy's provider, the default concurrency). ``memo`` keeps each answered
+    window of a remote digest (:class:`protocol.digest.WindowMemo`), so a
+    later attempt sends only the others. An unknown provider is
     ``E_CONFIG_INVALID``.
     """
     local = embedded_digest(inp, policy)
     if local is not None:
         return local
     if policy.provider in ("openai", "command"):
+        from cairn.protocol.settings import WINDOW_CONCURRENCY  # worker cold start: module docstring
         from cairn.worker.providers import openai_compat  # the HTTP stack loads only for a remote provider
 
         return await openai_compat.digest(inp, policy, api_key=api_key, command=command,
-                                          context_tokens=context_tokens)
+                                          context_tokens=context_tokens, memo=memo,
+                                          concurrency=concurrency or WINDOW_CONCURRENCY)
     raise CairnError(
         ErrorCode.CONFIG_INVALID,
         f"unknown digest provider {policy.provider[:40]!r} (known: {', '.join(PROVIDERS)})",

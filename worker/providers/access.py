@@ -61,11 +61,12 @@ def api_key(policy: ModelPolicy, settings: Settings, env: Mapping[str, str] | No
 
 
 def route(policy: ModelPolicy, settings: Settings, env: Mapping[str, str] | None = None) -> Route:
-    """Everything a request under ``policy`` needs from the settings: key, program, context window.
+    """Everything a request under ``policy`` needs from the settings: key, program, context window, concurrency.
 
     The program is the settings' ``command`` only while ``policy`` is allowed (else none runs).
     """
     ok = allowed(policy, settings)
     return Route(policy=policy, api_key=api_key(policy, settings, env),
                  command=settings.command if ok and policy.provider == "command" else (),
-                 context_tokens=context_window(policy.provider, settings.contextTokens))
+                 context_tokens=context_window(policy.provider, settings.contextTokens),
+                 concurrency=settings.windowConcurrency)

@@ -23,7 +23,9 @@ Contract (the digest provider and the remote review rely on all of it):
   Cancelling the surrounding trio cancel scope abandons the request at once.
   Every request it sends is accounted by
   :func:`worker.providers.usage.record_usage` (tokens, duration, outcome;
-  a start record made durable before sending).
+  a start record made durable before sending); one the endpoint refused
+  with a status counts no token, so input sent again after a refusal is
+  counted once.
 * :func:`reply_content` accepts only a terminal reply: ``finish_reason``
   ``stop`` (``length`` → ``E_PROVIDER_TRUNCATED``) with string content;
   anything else is ``E_PROVIDER_INVALID_REPLY``. :func:`json_object` parses
@@ -133,7 +135,12 @@ async def post_chat(payload: bytes, policy: ModelPolicy, *, api_key: str | None,
         headers["Authorization"] = f"Bearer {api_key}"
     url = chat_url(policy.endpoint, what=what)
     with record_usage(provider=policy.provider, model=policy.model, purpose=what, request=payload) as meter:
-        raw = await _exchange(url, payload, headers, policy)
+        try:
+            raw = await _exchange(url, payload, headers, policy)
+        except CairnError as exc:
+            if "status" in exc.detail:
+                meter.tokens(0, 0)  # refused with an HTTP status: no model read it, no token was spent
+            raise
         meter.reply(raw)
         return raw
 

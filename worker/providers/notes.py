@@ -13,8 +13,11 @@ ran, a digest obeys the same contract:
 * titles are at most 120 characters, bodies at most 2000;
 * identical notes (same type and same statement, ignoring case, spacing and
   final punctuation) are merged: the merged note cites the union of their
-  turn ids in transcript order and keeps the longest body (the one that
-  also gave a reason), ties going to the earliest;
+  turn ids in transcript order. The embedded engine's merge keeps the
+  longest body (the one that also gave a reason), ties going to the
+  earliest; a model digest's (``prefer="latest"``) keeps the latest
+  statement, the one with the highest ``position`` (a later window's note
+  under an earlier note's title restates or corrects it);
 * notes are ordered by type (user, feedback, project, reference), then by
   where their evidence first appears, then by title: a pure function of the
   input, so the same input always serialises to the same bytes.
@@ -81,18 +84,22 @@ def _key(note_type: NoteType, statement: str) -> tuple[NoteType, str]:
 
 
 def finalize(drafts: Iterable[Draft], turn_order: Mapping[str, int],
-             known: KnownSecrets | None = None) -> tuple[Note, ...]:
+             known: KnownSecrets | None = None, *, prefer: str = "longest") -> tuple[Note, ...]:
     """Clean, redact, clip, merge and order drafts; see the module docstring.
 
     ``turn_order`` maps every turn id of the evidence to its index; drafts
     citing ids outside it must have been refused by the caller. ``known``:
     the secret values of the session, hidden wherever a note quotes them.
+    ``prefer``: which of merged notes gives the title and body, ``longest``
+    or ``latest`` (the highest position).
     """
 
     def redact(text: str) -> str:
         return gate(text) if known is None else redact_known(text, known)
 
+    latest = prefer == "latest"
     merged: dict[tuple[NoteType, str], tuple[str, str, list[str], tuple[int, int]]] = {}
+    spoke: dict[tuple[NoteType, str], int] = {}  # the position of the statement kept (``latest``)
     for draft in drafts:
         title = clip(one_line(redact(clean_text(draft.title))), TITLE_MAX)
         body = clip(one_line(redact(clean_text(draft.body))), BODY_MAX)
@@ -104,11 +111,15 @@ def finalize(drafts: Iterable[Draft], turn_order: Mapping[str, int],
         if key in merged:
             old_title, old_body, ids, old_rank = merged[key]
             ids.extend(t for t in draft.turn_ids if t not in ids)
-            if (len(body), -rank[0], -rank[1]) > (len(old_body), -old_rank[0], -old_rank[1]):
+            if latest:
+                if draft.position > spoke[key]:
+                    old_title, old_body, spoke[key] = title, body, draft.position
+            elif (len(body), -rank[0], -rank[1]) > (len(old_body), -old_rank[0], -old_rank[1]):
                 old_title, old_body = title, body
             merged[key] = (old_title, old_body, ids, min(rank, old_rank))
         else:
             merged[key] = (title, body, list(dict.fromkeys(draft.turn_ids)), rank)
+            spoke[key] = draft.position
     ordered = sorted(
         merged.items(),
         key=lambda item: (TYPE_ORDER[item[0][0]], item[1][3], item[1][0], item[1][1]),

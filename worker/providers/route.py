@@ -2,7 +2,7 @@
 
 A :class:`Route` is the frozen (or review) policy plus what the current
 settings add at call time and what is never persisted: the API key, the
-argv of the ``command`` provider and the context window
+argv of the ``command`` provider, how many windows go out at once and the context window
 (:mod:`worker.providers.access` builds it, in the one place that decides).
 :func:`ask` sends one request — a system prompt and an already redacted
 request text — through the policy's provider and returns the list under
@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.settings import context_window
+from cairn.protocol.settings import WINDOW_CONCURRENCY, context_window
 from cairn.worker.providers.usage import record_usage
 from cairn.worker.redaction.redact import redact_text
 
@@ -50,6 +50,8 @@ class Route:
     #: the model's context window; not given, the default of the policy's provider (``command``: 32768)
     context_tokens: int = attrs.field(
         default=attrs.Factory(lambda route: context_window(route.policy.provider), takes_self=True))
+    #: context windows of one digest in flight at once (``windowConcurrency``)
+    concurrency: int = WINDOW_CONCURRENCY
 
 
 def check(route: Route, *, what: str = "digest") -> None:

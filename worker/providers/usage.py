@@ -24,7 +24,10 @@ Contract:
 * **Tokens.** The provider's own count when the reply reports one
   (``usage.prompt_tokens`` / ``completion_tokens``); otherwise an estimate
   of characters / 4 for the request and the reply, and the record says
-  ``estimated``. A request that got no reply has 0 output tokens.
+  ``estimated``. A request that got no reply has 0 output tokens; one the
+  endpoint refused with an HTTP status (429, 5xx, …) has 0 input tokens as
+  well (no model read it), so a window sent again after a refusal counts
+  its input once. A digest window answered from a kept reply is no request.
 * **Private, content-free.** Records live under ``.cairn/state/usage/``
   (0700 folders, 0600 files), one pair per request, in a folder per UTC day
   (the day the request started). They hold counts, names, times and codes:
