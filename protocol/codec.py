@@ -12,6 +12,15 @@ a wrong type. Nothing is coerced or guessed
 Encoding is canonical (sorted keys, no whitespace, UTF-8) so that the bytes
 of a record, and therefore its hash, are a function of its value.
 
+A kind's schema changes by a new version, never in place. A version that
+only adds fields (each with a default) names the class of the version before
+it (``record(kind, version=2, upgrades=Old)``): a record of the old version is
+read exactly as before (the old class, strictly) and then given as the new
+class, its fields kept and the added ones at their defaults, so every reader
+holds the newest shape while entries written before the change still read
+(and are written again, if ever, as the newest version). The old class stays
+registered only to read; nothing constructs it to write.
+
 A record can also travel as its *body*, its fields without ``record`` and
 ``v`` (:func:`to_body`, :func:`from_body`), where the context already names
 its schema: a worker job's arguments and result (:mod:`.results`), whose
@@ -46,11 +55,20 @@ def optional_key() -> Any:
     return attrs.field(default=None, metadata=OPTIONAL_KEY)
 
 _REGISTRY: dict[str, dict[int, type]] = {}
+#: (kind, version) -> the class of the next version, which reads a record of that version (see the docstring)
+_UPGRADES: dict[tuple[str, int], type] = {}
+#: (kind, version) -> the fields that version added: defaulted to construct, but required in its JSON
+_ADDED: dict[tuple[str, int], frozenset[str]] = {}
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(attrs.field,))
-def record(kind: str, version: int = 1) -> Callable[[type[T]], type[T]]:
-    """Class decorator: make an attrs frozen class a registered closed record."""
+def record(kind: str, version: int = 1, *, upgrades: type | None = None) -> Callable[[type[T]], type[T]]:
+    """Class decorator: make an attrs frozen class a registered closed record.
+
+    ``upgrades``: the class of version ``version - 1`` of the same kind, whose
+    records then read as this class (every old field kept, each field this
+    version adds at its default; a field may not be dropped or lack a default).
+    """
 
     def wrap(cls: type[T]) -> type[T]:
         cls = attrs.frozen(kw_only=True)(cls)
@@ -59,10 +77,28 @@ def record(kind: str, version: int = 1) -> Callable[[type[T]], type[T]]:
         versions = _REGISTRY.setdefault(kind, {})
         if version in versions:
             raise RuntimeError(f"record {kind} v{version} registered twice")
+        if upgrades is not None:
+            old: Any = upgrades
+            if (getattr(old, "RECORD_KIND", None), getattr(old, "RECORD_VERSION", None)) != (kind, version - 1):
+                raise RuntimeError(f"record {kind} v{version} can only upgrade {kind} v{version - 1}")
+            kept = {f.name for f in attrs.fields(old)}
+            added = [f for f in attrs.fields(cast(Any, cls)) if f.name not in kept]
+            if not kept <= {f.name for f in attrs.fields(cast(Any, cls))} or any(
+                    f.default is attrs.NOTHING for f in added):
+                raise RuntimeError(f"record {kind} v{version} must keep every field and default the new ones")
+            _UPGRADES[(kind, version - 1)] = cls
+            _ADDED[(kind, version)] = frozenset(f.name for f in added)
         versions[version] = cls
         return cls
 
     return wrap
+
+
+def _upgraded(rec: Any) -> Any:
+    """``rec`` as the newest version of its kind (itself when it is the newest)."""
+    while (nxt := _UPGRADES.get((rec.RECORD_KIND, rec.RECORD_VERSION))) is not None:
+        rec = nxt(**{f.name: getattr(rec, f.name) for f in attrs.fields(type(rec))})
+    return rec
 
 
 class Record:
@@ -200,7 +236,11 @@ def from_obj(obj: Any, expect: type[T] | None = None, *, where: str = "record") 
         )
     cls = _REGISTRY[kind][version]
     body = {k: v for k, v in obj.items() if k not in ("record", "v")}
-    return _structure(body, cls, where, f"{kind} v{version}")
+    missing = _ADDED.get((kind, version), frozenset()) - set(body)
+    if missing:  # a field a version added has a default to construct with, never to read with
+        raise CairnError(ErrorCode.RECORD_INVALID_FIELD,
+                         f"{where}: invalid {kind} v{version}: missing field(s) {','.join(sorted(missing))}"[:300])
+    return cast(T, _upgraded(_structure(body, cls, where, f"{kind} v{version}")))
 
 
 def from_body(obj: Any, cls: type[T], *, where: str = "record") -> T:

@@ -4,13 +4,25 @@ Private records (under ``.cairn/state/journal/``) hold evidence and the
 bookkeeping that makes every step recoverable. The public digest entry
 (under ``.cairn/journal/``) holds only reusable notes, already redacted,
 with the turn ids they cite; it is never proof of acceptance by itself.
+
+Times: ``created`` is when an entry was published (the import's time, the
+machine's clock); ``session_started`` / ``session_ended`` are when the
+session was held: the earliest and latest source time of its turns
+(:attr:`protocol.transcript.Turn.completed_at`), None when the source has
+none. What a person reads as the session's date is
+:attr:`PublicDigest.session_time`: the session's start, else ``created``.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
+from typing import TypedDict
+
 import attrs
-from cairn.protocol.codec import record
+from cairn.protocol.codec import optional_key, record
 from cairn.protocol.digest import ModelPolicy, Note
+from cairn.protocol.transcript import utc_instant, utc_stamp
 from cairn.protocol.vocab import Trigger
 
 #: a turn whose text exceeds this is captured as unknown/oversized, never truncated
@@ -135,6 +147,9 @@ class DigestResult:
     notes: tuple[Note, ...]
     provider: str
     discarded: bool = False
+    # when the session was held (:func:`session_span` of the turns); absent for a result without times
+    session_started: str | None = optional_key()
+    session_ended: str | None = optional_key()
 
 
 @record("digest-group", version=1)
@@ -160,8 +175,30 @@ class GroupCoverage:
     captures: tuple[CoveredCapture, ...]
 
 
+def session_span(times: Iterable[str | None]) -> tuple[str | None, str | None]:
+    """The earliest and latest of ``times`` (turn times, ISO 8601 with a zone) as UTC ``Z`` stamps.
+
+    Texts that are no such time are left out; (None, None) when none is.
+    """
+    stamps = sorted({s for s in (utc_stamp(t) for t in times) if s is not None})  # one width: text order is time order
+    return (stamps[0], stamps[-1]) if stamps else (None, None)
+
+
+class SessionFields(TypedDict):
+    session_started: str | None
+    session_ended: str | None
+
+
+def session_fields(evidence: Iterable[TurnEvidence]) -> SessionFields:
+    """``session_started`` / ``session_ended`` of a :class:`DigestResult` over ``evidence`` (its keywords)."""
+    started, ended = session_span(e.completed_at for e in evidence)
+    return {"session_started": started, "session_ended": ended}
+
+
 @record("digest", version=1)
-class PublicDigest:
+class PublicDigestV1:
+    """The public digest entry as first written (no session times); it reads as :class:`PublicDigest`."""
+
     id: str
     capture: str
     session_id: str
@@ -171,6 +208,39 @@ class PublicDigest:
     provider: str
     turn_ids: tuple[str, ...]
     notes: tuple[Note, ...]
+
+
+@record("digest", version=2, upgrades=PublicDigestV1)
+class PublicDigest:
+    """A public digest entry. Version 2 adds when the session was held (see the module docstring)."""
+
+    id: str
+    capture: str
+    session_id: str
+    title: str | None
+    trigger: Trigger = attrs.field(converter=Trigger)
+    created: float  # published (import time)
+    provider: str
+    turn_ids: tuple[str, ...]
+    notes: tuple[Note, ...]
+    session_started: str | None = None  # the earliest turn time of the session (UTC ``Z``), if the source has one
+    session_ended: str | None = None  # the latest
+
+    @property
+    def session_time(self) -> float:
+        """When the session was held, in epoch seconds: its start, else the entry's ``created``."""
+        start = utc_instant(self.session_started)
+        return start.timestamp() if start is not None else self.created
+
+    @property
+    def session_day(self) -> str:
+        """The day the session was held, ``YYYY-MM-DD`` (UTC) of :attr:`session_time`: what memory notes are dated by."""
+        return time.strftime("%Y-%m-%d", time.gmtime(self.session_time))
+
+
+def by_session(digests: Iterable[PublicDigest]) -> list[PublicDigest]:
+    """``digests`` in the order their sessions were held (:attr:`PublicDigest.session_time`), then published."""
+    return sorted(digests, key=lambda d: (d.session_time, d.created, d.id))
 
 
 @record("coverage", version=1)

@@ -47,28 +47,37 @@ TRIGGERS = ("compaction", "clear", "session-end", "idle")
 def import_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="transcript files (or --all)")
     p.add_argument("--format", default="auto", choices=("auto", *FORMATS))
+    p.add_argument("--ended", action="store_true",
+                   help="the sessions are over: capture each one's last turn even if its tool wrote no end signal "
+                        "for it (otherwise that waits until the file has been quiet for seal_idle_minutes)")
     add_import_all_flags(p)
     json_flag(p)
 
 
 def cmd_import(ns: argparse.Namespace) -> int:
     if ns.all:
-        return report_import_all(ns, import_all(ns, show_bar=not ns.json and sys.stderr.isatty()))
+        return report_import_all(ns, import_all(ns, show_bar=not ns.json and sys.stderr.isatty(), ended=ns.ended))
     if not ns.paths:
         raise CairnError(ErrorCode.USAGE, "give transcript files to import, or --all")
+    from cairn.server.cli.import_report import formats_said, waiting_lines
     from cairn.server.cli.import_run import resume_hint, run_import
-    from cairn.worker.journal.imports import import_result
+    from cairn.worker.journal.imports import idle_seconds, import_result
 
     ws = workspace_path(ns)
     paths = [os.path.abspath(p) for p in ns.paths]
-    r = import_result(run_import(ws, paths, ns.format, load_config(ws), show_bar=not ns.json and sys.stderr.isatty()))
+    config = load_config(ws)
+    r = import_result(run_import(ws, paths, ns.format, config, show_bar=not ns.json and sys.stderr.isatty(),
+                                 ended=ns.ended))
     report_malformed(r.malformed)
     if ns.json:
         emit_json(r)
     else:
-        print(f"imported {r.files} file(s), {r.sessions} session(s): "
+        print(f"imported {r.files} file(s){formats_said(r.formats or ())}, {r.sessions} session(s): "
               f"{r.captured} new turn(s), {r.skipped} already captured"
               + (f", {r.repaired} torn segment(s) rebuilt" if r.repaired else ""))
+        for line in waiting_lines(turns=r.captured + r.skipped, pending=r.pending or 0, empty=r.empty or 0,
+                                  idle_minutes=idle_seconds(config) / 60, ended_flag="--ended"):
+            print(line)
     if r.interrupted:
         sys.stderr.write(resume_hint(paths, r.captured) + "\n")
         return EXIT_INTERRUPTED
@@ -140,6 +149,11 @@ def failure_lines(c: ProcessResult) -> list[str]:
     """One line per failed attempt: code and reason, attempt n/N, and when the next one may run."""
     out = []
     for f in c.failures:
+        if f.kept:  # a model digest that kept new windows: progress, no attempt used
+            out.append(f"capture {f.capture}: {f.code}: {printable(redact_text(f.message))}; {f.kept} more "
+                       f"window(s) answered and kept, so no attempt was used ({f.attempt}/{f.of} so far); "
+                       "`cairn process` sends the rest (the language server on its next pass)")
+            continue
         head = f"capture {f.capture}: {f.code}: {printable(redact_text(f.message))}; attempt {f.attempt}/{f.of} failed"
         if f.exhausted:
             out.append(f"{head}, the capture is exhausted: `cairn retry {f.capture}` gives it "
@@ -173,10 +187,12 @@ def journal_setup(p: argparse.ArgumentParser) -> None:
 
 
 def print_journal(digests: list[Any]) -> None:
+    """One header per digest, dated when its session was held (local time; the import time when the
+    session has no times), then its notes."""
     if not digests:
         print("(no digests yet)")
     for d in digests:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(d.created))
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(d.session_time))
         print(f"## {when}  {printable(d.title or d.session_id)}  [{d.trigger}]  {d.id}")
         for n in d.notes:
             print(f"- ({n.type}) {printable(n.title)}  <- {', '.join(printable(t[:12]) for t in n.turn_ids)}")

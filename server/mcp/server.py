@@ -13,8 +13,9 @@ and a trusted workspace's file):
   record a memory on the user's request, never write memory behind the
   user's back.
 * ``journal_search(query?, type?, since?, until?, limit?)``: public digests
-  (the journal: already redacted) whose notes match, newest first, each with
-  its turn ids.
+  (the journal: already redacted) whose notes match, newest session first
+  (``since``/``until`` bound the day the session was held, else the day it
+  was imported), each with its turn ids and session times.
 * ``memory_list()``: the memory topics (file, name, type, description).
 
 Resources: ``cairn://memory/index`` (the workspace's ``MEMORY.md``),
@@ -50,6 +51,7 @@ from typing import Any, TypeVar
 from cairn.protocol.codec import to_body
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.protocol.results import RememberArgs, RememberResult, read
+from cairn.protocol.transcript import utc_instant
 from cairn.server.scheduler.inprocess import call, response_error
 from cairn.state.fsdir import PinnedDir
 from cairn.worker.memory.remember import TYPES, check_request
@@ -178,9 +180,16 @@ def _day(value: str | None, name: str, *, end: bool) -> float | None:
     return (day + _dt.timedelta(days=1 if end else 0)).timestamp()
 
 
+def _held(d: dict[str, Any]) -> float:
+    """When a digest's session was held (its ``session_started``), else when it was published (``created``)."""
+    start = utc_instant(d.get("session_started"))
+    return start.timestamp() if start is not None else float(d["created"])
+
+
 def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type: str | None = None,
                    since: str | None = None, until: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
-    """Digests (newest first) with the notes that match every given filter; a digest without one is left out."""
+    """Digests (newest session first) with the notes that match every given filter; a digest without one is
+    left out. ``since``/``until`` bound the day the session was held (:func:`_held`)."""
     if note_type not in (None, "") and note_type not in TYPES:
         raise CairnError(ErrorCode.USAGE, f"type: unknown type {str(note_type)[:40]!r}; expected one of "
                          + ", ".join(TYPES))
@@ -189,14 +198,15 @@ def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type:
     lo, hi = _day(since, "since", end=False), _day(until, "until", end=True)
     words = query.casefold().split()
     out = []
-    for d in sorted(digests, key=lambda d: (d["created"], d["id"]), reverse=True):
-        if (lo is not None and d["created"] < lo) or (hi is not None and d["created"] >= hi):
+    for d in sorted(digests, key=lambda d: (_held(d), d["created"], d["id"]), reverse=True):
+        if (lo is not None and _held(d) < lo) or (hi is not None and _held(d) >= hi):
             continue
         notes = [n for n in d["notes"] if (not note_type or n["type"] == note_type)
                  and all(w in f"{n['title']} {n['body']} {d.get('title') or ''}".casefold() for w in words)]
         if notes:
             created = _dt.datetime.fromtimestamp(d["created"], _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             out.append({"id": d["id"], "created": created, "title": d.get("title"), "session_id": d["session_id"],
+                        "session_started": d.get("session_started"), "session_ended": d.get("session_ended"),
                         "turn_ids": d["turn_ids"], "notes": notes})
             if len(out) >= limit:
                 break
@@ -224,8 +234,9 @@ def build(ns: argparse.Namespace) -> Any:
     def journal_search(query: str = "", type: str | None = None, since: str | None = None,
                        until: str | None = None, limit: int = 20) -> dict[str, Any]:
         """Search the public journal (what past coding sessions taught): digests whose notes contain every
-        word of QUERY, of TYPE (user, feedback, project, reference), created from SINCE to UNTIL (YYYY-MM-DD,
-        both included), newest first, at most LIMIT (1-50). Each digest names its turn ids."""
+        word of QUERY, of TYPE (user, feedback, project, reference), of sessions held from SINCE to UNTIL
+        (YYYY-MM-DD, both included), newest first, at most LIMIT (1-50). Each digest names its turn ids and
+        when its session started and ended."""
         digests = _job(ns, "journal")["digests"]
         try:
             found = search_digests(digests, query=query, note_type=type, since=since, until=until, limit=limit)

@@ -15,7 +15,7 @@ from typing import Any
 
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError
-from cairn.protocol.journal import PublicDigest, Retired
+from cairn.protocol.journal import PublicDigest, Retired, by_session
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.journal.batches import capture_states
 from cairn.worker.journal.store import CAPTURES, PUBLIC, Journal
@@ -32,7 +32,11 @@ def _dir_key(path: str) -> tuple[int, int, int, int] | None:
 
 
 def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicDigest], list[str]]:
-    """All valid public digests (oldest first) and the names of invalid entries."""
+    """All valid public digests, oldest session first (:func:`by_session`), and the names of invalid entries.
+
+    An entry of an older version reads as the newest (:mod:`protocol.codec`):
+    one written before session times were kept has none, and dates by ``created``.
+    """
     path = os.path.join(workspace, PUBLIC)
     key = _dir_key(path)
     if key is None:
@@ -53,7 +57,7 @@ def public_digests(workspace: str, *, fresh: bool = False) -> tuple[list[PublicD
             digests.append(codec.decode(raw, PublicDigest, where=n))
         except CairnError as exc:
             bad.append(f"{n}: {exc.code}")
-    digests.sort(key=lambda d: (d.created, d.id))
+    digests = by_session(digests)
     # a second observation: if the directory changed during the read, do not cache
     if _dir_key(path) == key:
         _INDEX[path] = (key, digests, bad)

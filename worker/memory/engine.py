@@ -9,8 +9,10 @@ action). The same input always gives the same drafts in the same order.
 draft's bytes are built and how drafts are ordered is
 :mod:`worker.memory.drafts`, shared with the remote review.
 
-1. **Notes** (:func:`fresh_notes`). Digests are taken oldest first
-   (``created``, then id), notes in digest order. The same note (type +
+1. **Notes** (:func:`fresh_notes`). Digests are taken in the order their
+   sessions were held (:attr:`~protocol.journal.PublicDigest.session_time`:
+   the session's start, else the digest's ``created``; then ``created``,
+   then id), notes in digest order. The same note (type +
    normalised body) from several digests is one note with all their
    evidence. A note whose normalised body already appears verbatim in any
    topic body or instruction file is dropped: memory already says it.
@@ -35,7 +37,8 @@ draft's bytes are built and how drafts are ordered is
    proposed as updates instead.
 5. **Update** (:func:`route_notes`, :func:`update_drafts`). A note similar
    to an existing topic of its type is appended to it as a bullet ``- body
-   (noted YYYY-MM-DD)``. Several notes for one topic make one UPDATE; notes
+   (noted YYYY-MM-DD)``, the date (UTC) of the session of the first digest
+   that carried the note. Several notes for one topic make one UPDATE; notes
    for a merged topic join that MERGE.
 6. **Create** (:func:`create_drafts`). Remaining notes of one type are
    clustered (a note joins the first cluster holding a similar note); each
@@ -58,13 +61,12 @@ draft's bytes are built and how drafts are ordered is
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 from cairn.protocol.digest import Note
-from cairn.protocol.journal import PublicDigest
+from cairn.protocol.journal import PublicDigest, by_session
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType
 from cairn.worker.memory.drafts import (
@@ -123,14 +125,13 @@ class _Item:
     note: Note
     key: str  # normalised body
     digests: list[str]
-    created: float  # of the first digest that carried it
+    day: str  # the day the session of the first digest that carried it was held (``session_day``)
     order: int
     words: frozenset[str] = frozenset()
 
     @property
     def bullet(self) -> str:
-        day = time.strftime("%Y-%m-%d", time.gmtime(self.created))
-        return f"- {one_line(self.note.body)} (noted {day})"
+        return f"- {one_line(self.note.body)} (noted {self.day})"
 
     @property
     def strength(self) -> tuple[int, int, int]:
@@ -154,7 +155,7 @@ def _additions(items: list[_Item]) -> Additions:
 def fresh_notes(digests: list[PublicDigest], known: list[str]) -> list[_Item]:
     """Rule 1: the distinct notes of ``digests``, oldest first, without those memory already says."""
     items: dict[tuple[NoteType, str], _Item] = {}
-    for digest in sorted(digests, key=lambda d: (d.created, d.id)):
+    for digest in by_session(digests):
         for note in digest.notes:
             key = normalise(note.body)
             if not key:
@@ -165,7 +166,7 @@ def fresh_notes(digests: list[PublicDigest], known: list[str]) -> list[_Item]:
                     note=note,
                     key=key,
                     digests=[digest.id],
-                    created=digest.created,
+                    day=digest.session_day,
                     order=len(items),
                     words=tokens(f"{note.title} {note.body}"),
                 )

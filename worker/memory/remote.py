@@ -8,10 +8,15 @@ fingerprints and applies exactly like an embedded one.
 
 Request (a chat-completions call with the exchange rules of
 :mod:`worker.providers.http`, or a run of the ``command`` provider; no
-tools): the digests' notes (digest id, type, title, body), the parsed topics
-of the root (file, name, type, description, body clipped to
-:data:`~worker.memory.review_request.TOPIC_BODY_MAX` characters) and the names of the instruction files
-present, all redacted. Past rejections are not sent: they filter the result
+tools): the digests in the order their sessions were held, each with the
+session's date and its notes (type, title, body), the existing topics of the
+root (file, title, type, description, the dates their bullets were noted,
+body clipped to :data:`~worker.memory.review_request.TOPIC_BODY_MAX`
+characters) and the names of the instruction files present, all redacted
+(:func:`worker.memory.review_request.scope`). The instructions
+(:func:`system_prompt`) fit the workspace: the ``instruction`` action is
+offered only when an instruction file is present, and they ask for one
+proposal per topic. Past rejections are not sent: they filter the result
 afterwards. The prepared bytes are measured against
 ``policy.max_payload_bytes`` before anything is sent. Notes that do not fit
 the model's context window (``context_tokens``) with the topics go in
@@ -29,17 +34,24 @@ with a known type, a one-line title of 1..120 characters, a description of
 1..200, 1..20 bullets of 1..500 characters (a leading list marker is
 dropped; control characters are removed first, as
 :func:`protocol.text.clean_text` says, so an ANSI sequence never reaches a
-memory file) and a non-empty list of digest ids of the request. Anything else
-(unknown keys or actions, unknown files or ids, bad types, over-long text)
-is ``E_PROVIDER_INVALID_REPLY``; the message names the item's position,
-never the reply's text.
+memory file) and a list of digest ids of the request. A reply is taken in
+good part: an evidence id the request did not hold is left out of its
+proposal (a proposal left with none is invalid); an invalid proposal
+(unknown keys or actions, an unknown file, no evidence, bad types,
+over-long text) is left out. Both are counted (:class:`Dropped`: counts
+only, never the reply's text, in the review's result and the log). The
+review fails with ``E_PROVIDER_INVALID_REPLY`` only when the replies
+proposed something and none of it was valid, or when a reply is not
+``{"proposals": [...]}`` at all; the message names positions, never the
+reply's text.
 
 Construction (engine rules): text is redacted and collapsed to one line; a
 bullet whose text memory already holds verbatim (any topic body or
 instruction file) is dropped, as are repeats; topic bullets read
-``- text (noted YYYY-MM-DD)`` with the date of the earliest cited digest,
-instruction bullets ``- text``. Updates of one file (and instruction edits
-of one file) are one proposal. A create's name is its title, its description
+``- text (noted YYYY-MM-DD)`` with the date (UTC) of the session of the
+earliest cited digest (:attr:`~protocol.journal.PublicDigest.session_day`),
+instruction bullets ``- text``. One proposal per topic: updates of one file,
+instruction edits of one file, and creates of one title are each one proposal. A create's name is its title, its description
 and index hook the description clipped to the engine's 150 characters (no
 hook when it repeats the name), its file
 :func:`~worker.memory.model.topic_filename` made unique in the root; a
@@ -54,9 +66,9 @@ the engine orders them.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,23 +119,66 @@ _TYPES = {t.value: t for t in NoteType}
 #: a list marker the model put in front of a bullet (a marker alone is an empty bullet)
 _MARKER = re.compile(r"^(?:[-*+]|\d+[.)])(?:\s+|$)")
 
-SYSTEM_PROMPT = """\
+log = logging.getLogger("cairn.worker.memory.review")
+
+_PROMPT_HEAD = """\
 You maintain the long-term memory of an AI coding assistant for one project.
-You receive new journal notes (grouped by digest id), the existing memory topics, and the names of the \
-instruction files. Decide where each note that is worth keeping belongs:
-- "update": it adds to an existing topic of the same subject; name the topic's "file" exactly.
+You receive new journal notes grouped by digest: each digest is one coding session, with the "date" it was \
+held; digests come in the order their sessions were held, so a later note may correct an earlier one. You \
+also receive the existing memory topics, each with its "file", "title", "type", "description", the dates \
+its bullets were noted ("first_noted", "last_noted") and the start of its "body"{files}. \
+Decide where each note that is worth keeping belongs:
+- "update": it adds to an existing topic of the same subject; name the topic's "file" exactly. Prefer this \
+to "create" whenever a topic already covers the subject.
 - "create": it starts a new topic; give its "type" (user|feedback|project|reference), a short "title" \
 (at most 120 characters) and a one-line "description" (at most 200 characters) saying what the topic covers.
+"""
+_PROMPT_INSTRUCTION = """\
 - "instruction": it is a standing rule for the assistant ("always ...", "never ...", "don't ..."); \
 name one of the instruction files exactly as "file".
-Group related notes into one proposal; never propose what a topic already says; skip notes that are not \
+"""
+_PROMPT_TAIL = """\
+Make one proposal per topic: all notes about one subject go into a single proposal ({one}), never \
+several proposals for the same topic. Never propose what a topic already says; skip notes that are not \
 lasting knowledge. Each proposal has "bullets" (1 to 20 items, each one self-contained sentence of at most \
 500 characters, without a leading dash) and "evidence" (the digest ids its bullets come from, copied exactly).
-Reply with one JSON object and nothing else: {"proposals": [{"action": "create", "type": "...", \
-"title": "...", "description": "...", "bullets": ["..."], "evidence": ["..."]}, {"action": "update", \
-"file": "...", "bullets": ["..."], "evidence": ["..."]}, {"action": "instruction", "file": "...", \
-"bullets": ["..."], "evidence": ["..."]}]}. If nothing should change, reply {"proposals": []}.
+Reply with one JSON object and nothing else: {{"proposals": [{{"action": "create", "type": "...", \
+"title": "...", "description": "...", "bullets": ["..."], "evidence": ["..."]}}, {{"action": "update", \
+"file": "...", "bullets": ["..."], "evidence": ["..."]}}{example}]}}. If nothing should change, reply \
+{{"proposals": []}}.
 """
+
+
+def system_prompt(instructions: bool) -> str:
+    """The review's instructions; ``instructions``: an instruction file is present (only then is the
+    ``instruction`` action offered: a model that followed an offer the workspace cannot take would lose
+    its proposals)."""
+    if instructions:
+        return (_PROMPT_HEAD.format(files=", and the names of the instruction files") + _PROMPT_INSTRUCTION
+                + _PROMPT_TAIL.format(
+                    one='one "update" per topic file, one "create" per new topic, one "instruction" per '
+                        "instruction file",
+                    example=', {"action": "instruction", "file": "...", "bullets": ["..."], "evidence": ["..."]}'))
+    return _PROMPT_HEAD.format(files="") + _PROMPT_TAIL.format(
+        one='one "update" per topic file, one "create" per new topic', example="")
+
+
+def _system(instruction_files: Mapping[str, bytes | None]) -> str:
+    return system_prompt(bool(present_instructions(instruction_files)))
+
+
+@attrs.define
+class Dropped:
+    """What the review took in good part from the model's replies: counts only, never text."""
+
+    proposals: int = 0  # invalid proposals left out
+    references: int = 0  # evidence ids the request did not hold, left out of their proposals
+    offered: int = 0  # proposals the replies held in all
+
+    def report(self) -> dict[str, int] | None:
+        """``{"proposals": n, "references": m}`` without the zero counts; None when nothing was dropped."""
+        out = {k: v for k, v in (("proposals", self.proposals), ("references", self.references)) if v}
+        return out or None
 
 
 @attrs.frozen(kw_only=True)
@@ -168,7 +223,7 @@ def windows(
     route: Route,
 ) -> list[review_request.Window]:
     """The review's requests: :func:`worker.memory.review_request.windows` with this module's instructions."""
-    return review_request.windows(digests, snapshot, instruction_files, route, system=SYSTEM_PROMPT)
+    return review_request.windows(digests, snapshot, instruction_files, route, system=_system(instruction_files))
 
 
 def build_request(
@@ -179,7 +234,8 @@ def build_request(
     policy: ModelPolicy,
 ) -> dict[str, Any]:
     """The request object; :func:`prepare_payload` gives its exact bytes."""
-    return http.base_request(policy, SYSTEM_PROMPT, review_request.scope(digests, snapshot, instruction_files), what="review")
+    return http.base_request(policy, _system(instruction_files), review_request.scope(digests, snapshot, instruction_files),
+                             what="review")
 
 
 def prepare_payload(
@@ -205,7 +261,8 @@ def _text(value: object, limit: int, what: str, index: int) -> str:
     return text
 
 
-def _proposed(item: object, index: int, *, digest_ids: set[str], topics: set[str], instructions: set[str]) -> Proposed:
+def _proposed(item: object, index: int, *, digest_ids: set[str], topics: set[str], instructions: set[str],
+              dropped: Dropped) -> Proposed:
     if not isinstance(item, dict):
         raise http.invalid(f"proposal {index} is not an object", proposal=index)
     action = item.get("action")
@@ -231,8 +288,10 @@ def _proposed(item: object, index: int, *, digest_ids: set[str], topics: set[str
     if not isinstance(evidence, list) or not evidence or not all(isinstance(e, str) for e in evidence):
         raise http.invalid(f"proposal {index} needs a non-empty list of digest ids", proposal=index)
     unknown = sum(1 for e in evidence if e not in digest_ids)
-    if unknown:
-        raise http.invalid(f"proposal {index} cites {unknown} digest id(s) that are not in the request", proposal=index)
+    evidence = [e for e in evidence if e in digest_ids]
+    if not evidence:
+        raise http.invalid(f"proposal {index} cites {unknown} digest id(s), none of them in the request",
+                           proposal=index)
     kind: NoteType | None = None
     title = description = file = ""
     if action == "create":
@@ -247,6 +306,7 @@ def _proposed(item: object, index: int, *, digest_ids: set[str], topics: set[str
         if not isinstance(file, str) or file not in allowed:
             what = "an existing topic" if action == "update" else "an instruction file of the request"
             raise http.invalid(f"proposal {index} names a file that is not {what}", proposal=index)
+    dropped.references += unknown  # the proposal stands: only the ids it could not cite are left out
     return Proposed(
         action=action,
         type=kind,
@@ -264,10 +324,13 @@ def parse_reply(
     snapshot: MemorySnapshot,
     *,
     instruction_files: Mapping[str, bytes | None],
+    dropped: Dropped | None = None,
 ) -> list[Proposed]:
-    """Validate a chat-completions response body strictly; see the module docstring."""
+    """The valid proposals of a chat-completions response body; see the module docstring (what is dropped
+    is counted in ``dropped``; a reply that proposed something and none of it valid is invalid)."""
     items = http.json_object(http.reply_content(raw), key="proposals")
-    return _validate(items, digests, snapshot, instruction_files)
+    dropped = Dropped() if dropped is None else dropped
+    return _settled(_validate(items, digests, snapshot, instruction_files, dropped), dropped)
 
 
 # -- drafts ----------------------------------------------------------------------------
@@ -282,26 +345,20 @@ class _Group:
     evidence: set[str] = attrs.Factory(set)
 
 
-def _where(p: Proposed, order: int, windows_of: dict[str, set[int]]) -> tuple[str, str]:
-    """What a proposal edits: its file, or for a create, itself alone — unless creates of the same
-    title came from several requests (context windows): those saw different notes of one subject."""
-    if p.action != "create":
-        return p.action, p.file
-    title = normalise(p.title)
-    return ("create", "title:" + title) if len(windows_of.get(title, ())) > 1 else ("create", str(order))
+def _where(p: Proposed) -> tuple[str, str]:
+    """What a proposal edits: its file, or for a create, its topic (title): one proposal per topic, whether
+    a reply repeated a create or several requests (context windows) saw notes of one subject."""
+    return (p.action, p.file) if p.action != "create" else ("create", "title:" + normalise(p.title))
 
 
 def _groups(proposed: list[Proposed], digests: list[PublicDigest], known: list[str]) -> list[_Group]:
-    """Proposals grouped by what they edit (each create alone), bullets redacted and deduplicated."""
-    created_of = {d.id: d.created for d in digests}
-    windows_of: dict[str, set[int]] = {}
-    for p in proposed:
-        if p.action == "create":
-            windows_of.setdefault(normalise(p.title), set()).add(p.window)
+    """Proposals grouped by what they edit (one group per topic), bullets redacted and deduplicated."""
+    by_id = {d.id: d for d in digests}
     groups: dict[tuple[str, str], _Group] = {}
-    for order, p in enumerate(proposed):
-        group = groups.setdefault(_where(p, order, windows_of), _Group(first=p))
-        day = time.strftime("%Y-%m-%d", time.gmtime(min(created_of[e] for e in p.evidence)))
+    for p in proposed:
+        group = groups.setdefault(_where(p), _Group(first=p))
+        first = min((by_id[e] for e in p.evidence), key=lambda d: (d.session_time, d.created, d.id))
+        day = first.session_day
         added = False
         for raw_text in p.bullets:
             text = one_line(redact(raw_text))
@@ -353,14 +410,29 @@ def build_drafts(
 
 
 def _validate(items: list[Any], digests: list[PublicDigest], snapshot: MemorySnapshot,
-              instruction_files: Mapping[str, bytes | None]) -> list[Proposed]:
+              instruction_files: Mapping[str, bytes | None], dropped: Dropped) -> list[Proposed]:
+    """The valid proposals of one reply's ``items``; each invalid one is left out and counted."""
     digest_ids = {d.id for d in digests}
     topics = {name for name, tf in snapshot.topics.items() if tf.topic is not None}
     instructions = set(present_instructions(instruction_files))
-    return [
-        _proposed(item, i, digest_ids=digest_ids, topics=topics, instructions=instructions)
-        for i, item in enumerate(items)
-    ]
+    out = []
+    for i, item in enumerate(items):
+        dropped.offered += 1
+        try:
+            out.append(_proposed(item, i, digest_ids=digest_ids, topics=topics, instructions=instructions,
+                                 dropped=dropped))
+        except CairnError as exc:
+            if exc.code is not ErrorCode.PROVIDER_INVALID_REPLY:
+                raise
+            dropped.proposals += 1
+    return out
+
+
+def _settled(proposed: list[Proposed], dropped: Dropped) -> list[Proposed]:
+    """``proposed``, unless the replies proposed something and none of it was valid (then the review fails)."""
+    if dropped.offered and not proposed:
+        raise http.invalid(f"none of the {dropped.offered} proposal(s) of the model is valid")
+    return proposed
 
 
 async def request_proposals(
@@ -372,20 +444,26 @@ async def request_proposals(
     api_key: str | None,
     command: tuple[str, ...] = (),
     context_tokens: int | None = None,
+    dropped: Dropped | None = None,
 ) -> list[Proposed]:
-    """Send the review requests (one per context window) and return the validated proposals (cancellable).
+    """Send the review requests (one per context window) and return the valid proposals (cancellable).
 
     ``context_tokens`` None: the default window of the policy's provider.
+    What the replies lost is counted in ``dropped``; the review fails only
+    when they proposed something and none of it was valid.
     """
     route = Route(policy=policy, api_key=api_key, command=command,
                   context_tokens=context_window(policy.provider, context_tokens))
     check_route(route, what="review")
+    dropped = Dropped() if dropped is None else dropped
+    system = _system(instruction_files)
     proposed: list[Proposed] = []
     for n, part in enumerate(windows(digests, snapshot, instruction_files, route)):
         user = review_request.scope(part.digests, snapshot, instruction_files, bodies=part.bodies)
-        items = await ask(route, SYSTEM_PROMPT, user, key="proposals", what="review")
-        proposed += [attrs.evolve(p, window=n) for p in _validate(items, part.digests, snapshot, instruction_files)]
-    return proposed
+        items = await ask(route, system, user, key="proposals", what="review")
+        valid = _validate(items, part.digests, snapshot, instruction_files, dropped)
+        proposed += [attrs.evolve(p, window=n) for p in valid]
+    return _settled(proposed, dropped)
 
 
 def review_remote(
@@ -398,6 +476,7 @@ def review_remote(
     command: tuple[str, ...] = (),
     context_tokens: int | None = None,
     total_seconds: float | None = None,
+    dropped: Dropped | None = None,
     **fields: Any,
 ) -> list[ProposalDraft]:
     """Review ``digests`` with the policy's model (same scope and result as ``engine.review``).
@@ -405,8 +484,10 @@ def review_remote(
     Runs its own trio loop: call it from synchronous code only. An index
     that cannot be read raises its code before anything is sent. All
     requests together end within ``total_seconds`` (when given; each one
-    within the policy timeout), else ``E_PROVIDER_TIMEOUT``.
+    within the policy timeout), else ``E_PROVIDER_TIMEOUT``. What the
+    replies lost is counted in ``dropped`` and logged as counts.
     """
+    dropped = Dropped() if dropped is None else dropped
     scope = ReviewScope.of(scope, fields)
     assert len(digests) <= MAX_DIGESTS, f"a review takes at most {MAX_DIGESTS} digests"
     snapshot.parsed_index()
@@ -415,7 +496,8 @@ def review_remote(
     async def go() -> list[Proposed]:
         with trio.fail_after(total_seconds if total_seconds is not None else math.inf):
             return await request_proposals(digests, snapshot, instruction_files=files, policy=policy,
-                                           api_key=api_key, command=command, context_tokens=context_tokens)
+                                           api_key=api_key, command=command, context_tokens=context_tokens,
+                                           dropped=dropped)
 
     try:
         proposed = trio.run(go)
@@ -424,4 +506,7 @@ def review_remote(
                          f"the review requests took longer than {total_seconds:g} s together") from None
     except Exception as exc:  # a fixed code, never E_INTERNAL (worker.providers.route.provider_error)
         raise provider_error(exc) from None
+    if dropped.proposals or dropped.references:  # counts only: never the reply's text
+        log.warning("review %s: %d of %d proposal(s) of the model left out as invalid, %d unknown digest "
+                    "reference(s) left out", scope.review_id, dropped.proposals, dropped.offered, dropped.references)
     return build_drafts(proposed, digests, snapshot, scope)

@@ -2,7 +2,7 @@
 
 A review elects ``review/general`` in the workspace memory store, then:
 recovery first (a completed-but-unpublished review is published, never
-re-run); scope capture (up to 20 unreviewed public digests oldest first,
+re-run); scope capture (up to 20 unreviewed public digests, oldest session first,
 the memory root snapshot, the instruction files, the fingerprints of
 rejected and of still applicable pending proposals, so nothing already
 decided or waiting is proposed again, while a stale one may be); the embedded engine; acceptance (the
@@ -269,7 +269,7 @@ def skipped_keys(skipped: Counter[str]) -> dict[str, Any]:
 
 def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, now: float,
                  housekeeping: bool, working: Sequence[WorkingNote] = (),
-                 skipped: Counter[str] | None = None) -> list[ProposalDraft]:
+                 skipped: Counter[str] | None = None, dropped: Counter[str] | None = None) -> list[ProposalDraft]:
     """Drafts of one review of ``batch`` against each memory root (general and focused reviews alike).
 
     Each root gets the batch's notes meant for it; with ``housekeeping`` a
@@ -278,7 +278,9 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
     ``working`` notes (shared working notes of a general review) are reviewed
     like digests, and each one fully carried by memory or by this review's
     drafts gets a disposition draft. Notes are read as :func:`readable` gives
-    them; those left out are counted in ``skipped``.
+    them; those left out are counted in ``skipped``. A remote review's
+    replies are taken in good part: what they lost is counted in ``dropped``
+    (``proposals``, ``references``; see :mod:`worker.memory.remote`).
     """
     suppressed = _suppressed(ms)
     provider = review_provider(ms)
@@ -307,9 +309,12 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
             # the model's whole exchange ends well inside the review claim's lease
             policy = remote.review_policy(ms.settings, timeout_seconds=REVIEW_TTL - 30.0)
             r = route(policy, ms.settings)
+            lost = remote.Dropped()
             drafts += remote.review_remote(sub, snapshot, scope, policy=policy, api_key=r.api_key,
                                            command=r.command, context_tokens=r.context_tokens,
-                                           total_seconds=REVIEW_TTL - 30.0)
+                                           total_seconds=REVIEW_TTL - 30.0, dropped=lost)
+            if dropped is not None:
+                dropped.update(lost.report() or {})
         else:
             drafts += engine.review(sub, snapshot, scope)
     if working:
@@ -352,12 +357,14 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[ReviewJobResult
         review_id = "r" + hashlib.sha256(("\0".join(d.id for d in batch) + f"\0{now}").encode()).hexdigest()[:12]
         provider = review_provider(ms)
         skipped: Counter[str] = Counter()
+        dropped: Counter[str] = Counter()
         drafts = draft_review(ms, batch, review_id=review_id, now=now, housekeeping=True, working=working,
-                              skipped=skipped)
+                              skipped=skipped, dropped=dropped)
         if not batch and not drafts:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return ReviewJobResult(review=None, digests=0, proposals=0, recovered=recovered, notes=len(working),
-                                   notesProblems=tuple(notes_problems), skippedNotes=skipped_report(skipped)), False
+                                   notesProblems=tuple(notes_problems), skippedNotes=skipped_report(skipped),
+                                   droppedProposals=dict(sorted(dropped.items())) or None), False
         proposals, ops = _to_proposals(ms, drafts, review_id, now)
         result = ReviewResult(id=review_id, digests=tuple(d.id for d in batch), proposals=tuple(proposals),
                               provider=provider, automatic=automatic)
@@ -369,7 +376,7 @@ def general_review(ms: MemoryStore, *, automatic: bool) -> tuple[ReviewJobResult
     applied = apply_in_auto_mode(ms, review_id)
     return (ReviewJobResult(review=review_id, digests=len(batch), proposals=len(proposals), applied=tuple(applied),
                             recovered=recovered, notes=len(working), notesProblems=tuple(notes_problems),
-                            skippedNotes=skipped_report(skipped)),
+                            skippedNotes=skipped_report(skipped), droppedProposals=dict(sorted(dropped.items())) or None),
             len(todo) > len(batch))
 
 
