@@ -10,11 +10,13 @@ setup) in a command module plus one row here. Command modules import only
 
 from __future__ import annotations
 
+from cairn.server.cli import agents as AG
 from cairn.server.cli import journal as J
 from cairn.server.cli import mcp as MCP
 from cairn.server.cli import memory as M
 from cairn.server.cli import remember as RM
 from cairn.server.cli import run as R
+from cairn.server.cli import setup as SU
 from cairn.server.cli import sources as S
 from cairn.server.cli import trust as T
 from cairn.server.cli import usage as U
@@ -25,6 +27,9 @@ from cairn.server.cli.support import Command, json_flag, no_setup
 COMMANDS: dict[str, Command] = {
     "doctor": Command("check the workspace's control state; exit 1 with the list of violations",
                       W.doctor_setup, W.cmd_doctor),
+    "setup": Command("find the digest providers already on this machine (assistant CLIs, local model servers) "
+                     "and, with your consent, use one (--detect: list only; --use NAME: choose)",
+                     SU.setup_setup, SU.cmd_setup),
     "discover": Command("find the coding-agent session stores on this machine and each session's workspace "
                         "(read-only)", S.discover_setup, S.cmd_discover),
     "import": Command("capture the completed turns of transcript files, or of every session found (--all); "
@@ -55,6 +60,9 @@ COMMANDS: dict[str, Command] = {
                       M.many_ids_setup, M.cmd_reject),
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
+    "agents": Command("the coding agents this workspace is used with: whether each reads the memory and runs "
+                      "cairn's hooks; `agents wire [AGENT...]` proposes the edits that make them read it",
+                      AG.agents_setup, AG.cmd_agents),
     "usage": Command("provider requests per day, provider and model: tokens, time, outcomes (and cost with prices)",
                      U.usage_setup, U.cmd_usage),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),

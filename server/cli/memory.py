@@ -40,6 +40,14 @@ def review_line(r: ReviewJobResult, more: bool) -> str:
     return "nothing to review" if not r.skipped else f"skipped: {r.skipped}"
 
 
+def warn_dropped(dropped: dict[str, int] | None) -> None:
+    """What a remote review left out of the model's replies: one stderr line of counts (never the reply's text)."""
+    if dropped:
+        sys.stderr.write(f"cairn: warning: the review model's reply was taken in good part: "
+                         f"{dropped.get('proposals', 0)} invalid proposal(s) and {dropped.get('references', 0)} "
+                         "unknown digest reference(s) left out; the rest was reviewed\n")
+
+
 def review_json(r: ReviewJobResult, more: bool) -> dict[str, Any]:
     """A review job's result as ``--json`` prints it: its fields and ``more``."""
     from cairn.protocol.codec import to_body
@@ -56,6 +64,7 @@ def cmd_review(ns: argparse.Namespace) -> int:
     for problem in r.notesProblems or ():  # a notes folder not read (a symlink, not a folder…)
         sys.stderr.write(f"cairn: {printable(problem)}\n")
     warn_skipped(r.skippedNotes)
+    warn_dropped(r.droppedProposals)
     return EXIT_OK
 
 

@@ -1,7 +1,10 @@
 """CLI commands about the workspace as a whole: doctor, cleanup, serve.
 
 Contract: handlers take the parsed namespace and return an exit code
-(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations.
+(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations,
+and shows the provider in effect and whether it answers
+(:func:`worker.settings.detect.check`: no session text is sent; a
+provider that does not answer is said, not counted as a violation).
 Depends only on :mod:`server.cli.support`.
 
 Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
@@ -11,7 +14,15 @@ from __future__ import annotations
 
 import argparse
 
-from cairn.server.cli.support import EXIT_OK, EXIT_PROBLEMS, emit_json, run_job, workspace_path
+from cairn.server.cli.support import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    emit_json,
+    load_config,
+    printable,
+    run_job,
+    workspace_path,
+)
 
 
 def doctor_setup(p: argparse.ArgumentParser) -> None:
@@ -21,16 +32,19 @@ def doctor_setup(p: argparse.ArgumentParser) -> None:
 def cmd_doctor(ns: argparse.Namespace) -> int:
     from cairn.state.doctor import check_workspace
     from cairn.state.fsdir import PinnedDir
+    from cairn.worker.settings import config, detect
     from cairn.worker.settings.trust import trust_line
 
     with PinnedDir.open_root(workspace_path(ns)) as root:
         report = check_workspace(root)
     trust = trust_line(workspace_path(ns))
+    provider = detect.check(config.from_request(load_config(workspace_path(ns))))
     if ns.json:
-        emit_json({**report.to_json(), "trust": trust})
+        emit_json({**report.to_json(), "trust": trust, "provider": provider.to_json()})
     else:
         print(f"scopes {report.scopes}, generations {report.generations}, bundles {report.bundles}")
         print(f"trust {trust}")
+        print(f"provider {printable(provider.line())}")
         for v in report.violations:
             print(f"VIOLATION {v.code} {v.path}: {v.message}")
         for n in report.notes:

@@ -9,7 +9,8 @@ is remembered by, how each kind of proposal is built); :mod:`.engine`
 OpenAI-compatible model chooses, :mod:`.drafts` builds) turn digests into
 drafts, and :mod:`.housekeeping` adds the index repairs either way;
 :mod:`.diff` renders a change. Stateful parts: :mod:`.store` (records and
-the files a proposal may touch), :mod:`.review` (claimed, bounded general
+the files a proposal may touch), :mod:`.agents` (which coding agents read
+the memory; the proposals that wire them), :mod:`.review` (claimed, bounded general
 reviews, published), :mod:`.apply` (checked accept, reject, undo,
 recovery), :mod:`.views` (read-only rows) and :mod:`.jobs` (the worker job
 entry points). May import :mod:`protocol`, :mod:`state`,

@@ -47,6 +47,10 @@ DECISIONS_PUBLIC = layout.PUBLIC_DECISIONS
 DEFAULT_ROOT = layout.MEMORY_ROOT
 WRITE = ".cairn/state/memory-write"
 MARKERS = f"{WRITE}/markers"
+#: the instruction files of coding agents that ``cairn agents wire`` may edit or create (worker.memory.agents),
+#: whatever ``instructionFiles`` says: each one a fixed workspace-relative path
+AGENT_FILES = ("CLAUDE.md", "GEMINI.md", "QWEN.md", "AGENTS.md", "AGENTS.override.md",
+               ".github/copilot-instructions.md", ".cursor/rules/cairn-memory.mdc")
 
 
 @attrs.frozen
@@ -96,7 +100,8 @@ class MemoryStore(Journal):
         """Resolve a proposal path to (target base, base-relative path) or refuse it.
 
         Only files directly inside a configured memory root or notes folder,
-        or a configured instruction file, may be touched. Traversal, absolute paths outside a
+        a configured instruction file, or one of the agents' instruction files
+        (:data:`AGENT_FILES`, for ``cairn agents wire``), may be touched. Traversal, absolute paths outside a
         root and odd names are refused with ``E_TARGET_OUTSIDE_ROOTS``;
         symlinked or non-directory parents fail closed when opened.
         """
@@ -114,7 +119,7 @@ class MemoryStore(Journal):
         rel = "/".join(parts)
         if layout.reserved(rel):  # git's and cairn's own files, whatever the settings say
             raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"{path[:120]} is in a folder memory never touches")
-        if rel in self.settings.instructionFiles:
+        if rel in self.settings.instructionFiles or rel in AGENT_FILES:
             return Target(self.workspace, True), rel
         if "/".join(parts[:-1]) in self.settings.notesDirs and parts[-1].endswith(".md"):
             return Target(self.workspace, True), rel  # a working note (removed by a disposition)
@@ -146,7 +151,8 @@ class MemoryStore(Journal):
         Working-note folders are among them: a disposition removes a note and
         its undo writes it back (through a temp, like any memory file).
         """
-        rel = {DEFAULT_ROOT, *(f.rsplit("/", 1)[0] if "/" in f else "" for f in self.settings.instructionFiles)}
+        rel = {DEFAULT_ROOT, *(f.rsplit("/", 1)[0] if "/" in f else ""
+                               for f in (*self.settings.instructionFiles, *AGENT_FILES))}
         rel.update(notes_dirs(self.settings.notesDirs)[0])
         absolute = []
         for r in self.roots():

@@ -4,8 +4,10 @@ Both live in ``$XDG_CONFIG_HOME/cairn/`` (``~/.config/cairn/`` when the
 variable is unset or not absolute):
 
 * ``config.toml`` — the user's settings, same keys as a workspace's
-  ``.cairn/config.toml``. cairn only reads it: the user edits it, so its
-  comments and order are never rewritten.
+  ``.cairn/config.toml``. The user edits it; cairn writes it only when the
+  user chooses a digest provider with ``cairn setup``, and then only those
+  keys, in place (:mod:`worker.settings.userconfig`): its comments and order
+  are never rewritten.
 * ``trusted-workspaces.json`` — ``{"version": 1, "workspaces": [...]}``,
   the resolved real paths of the workspaces the user trusts (``cairn
   trust`` / ``cairn untrust``). It is machine-owned, so it is a separate

@@ -204,7 +204,8 @@ class Snapshots:
         assert tuple(out) == STATUS_KEYS
         out.update(workspace=ws, turnsWaiting=turns, journal=dict(journal), jobs=jobs,
                    refreshed=state.refreshed, draining=state.drain is not None, mode=state.settings.mode,
-                   usage=dict(state.usage), watch=svc.watching.summary(ws))
+                   usage=dict(state.usage), watch=svc.watching.summary(ws),
+                   unwiredAgents=journal.get("unwiredAgents", 0))
         return out
 
     def jobs(self) -> dict[str, Any]:
@@ -221,13 +222,12 @@ class Snapshots:
         return list(await asyncio.to_thread(cockpit, ws, params.view, self.service.workspaces[ws].settings))
 
     async def journal(self, params: JournalParams) -> list[dict[str, Any]]:
-        """The public digests (what ``cairn journal --json`` lists), newest first."""
+        """The public digests (what ``cairn journal --json`` lists), newest session first."""
         from cairn.worker.journal.views import digest_json, public_digests  # server start: module docstring
 
         ws = self.service.workspace(params.workspace)
         digests, _bad = await asyncio.to_thread(public_digests, ws)
-        rows = [digest_json(d) for d in digests]
-        return sorted(rows, key=lambda r: r.get("created") or 0, reverse=True)
+        return [digest_json(d) for d in reversed(digests)]  # listed oldest session first
 
     async def proposal(self, params: ProposalParams) -> dict[str, Any]:
         from cairn.worker.memory.views import proposal  # server start: module docstring

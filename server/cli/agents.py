@@ -1,0 +1,91 @@
+"""CLI command ``cairn agents``: which coding agents read the memory, and ``wire`` to propose that they do.
+
+``cairn agents [--json]`` lists the agents this workspace is used with
+(sessions discovery found for it, or their instruction files here): for each
+whether it reads ``.agents/memory/MEMORY.md`` (``wired``, ``via`` which file
+and mechanism), whether its settings run ``cairn hook`` (``hooks``), and the
+file that would wire it. ``cairn agents wire [AGENT...] [--json]`` makes one
+proposal per file to edit (every agent in use, or the ones named), decided
+with ``cairn accept`` / ``reject`` / ``undo`` like every memory edit; a file
+that cannot be read (a link, a FIFO, too large) is reported with its code on
+stderr and nothing is proposed for it (exit 1). Depends only on
+:mod:`server.cli.support`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli.support import EXIT_OK, EXIT_PROBLEMS, emit_json, printable, run_job
+
+WIRE = "wire"
+
+
+def agents_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=[WIRE], help="wire: propose the edits that make the agents read "
+                   "the memory")
+    p.add_argument("agents", nargs="*", metavar="AGENT",
+                   help="with wire: claude-code, codex, gemini-cli, copilot, cursor, cline, opencode, qwen-code "
+                        "(default: every agent in use that does not read the memory)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _via(row: dict[str, Any]) -> str:
+    via = row.get("via")
+    if not via:
+        return "-"
+    through = "".join(f" > {t}" for t in via.get("through") or ())
+    return f"{via['file']}{through} ({via['mechanism']})"
+
+
+def _listing(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no coding agent found for this workspace (no session of one recorded here, none of their "
+              "instruction files)")
+        return
+    print(f"{'AGENT':<12} {'SESSIONS':>8}  {'WIRED':<5}  {'HOOKS':<5}  VIA / WOULD EDIT")
+    for r in rows:
+        where = _via(r) if r["wired"] else f"would edit {r['target']}"
+        print(f"{r['agent']:<12} {r['sessions']:>8}  {'yes' if r['wired'] else 'no':<5}  "
+              f"{'yes' if r['hooks'] else 'no':<5}  {printable(where)}")
+        for p in r["problems"]:
+            print(f"    {p['code']}: {printable(p['message'])}")
+    missing = sum(1 for r in rows if not r["wired"])
+    if missing:
+        print(f"{missing} agent(s) do not read the memory: `cairn agents wire` proposes the edits")
+
+
+def _wired(ns: argparse.Namespace) -> int:
+    r = run_job(ns, "agents-wire", {"agents": list(ns.agents)}).result
+    if ns.json:
+        emit_json(r)
+    else:
+        for p in r["proposals"]:
+            print(f"{p['id']}  {printable(p['target'])} ({p['mechanism']}): {', '.join(p['agents'])}"
+                  + ("" if p["new"] else "  (already proposed)"))
+        if r["wired"]:
+            print(f"already reading the memory: {', '.join(r['wired'])}")
+        if r["proposals"]:
+            print("see each with `cairn show ID`; `cairn accept ID...` applies them (`cairn undo ID` reverts)")
+        elif not r["refused"] and not r["wired"]:
+            print("nothing to wire: no coding agent found for this workspace")
+    for f in r["refused"]:
+        sys.stderr.write(f"cairn: {f['code']}: {printable(f['message'])} ({', '.join(f['agents'])} not wired; "
+                         "nothing proposed for it)\n")
+    if r["proposals"] and not r["indexExists"]:
+        sys.stderr.write(f"cairn: note: {r['index']} does not exist yet; the agents find it once the first "
+                         "memory topic is accepted\n")
+    return EXIT_PROBLEMS if r["refused"] else EXIT_OK
+
+
+def cmd_agents(ns: argparse.Namespace) -> int:
+    if ns.action == WIRE:
+        return _wired(ns)
+    if ns.agents:  # argparse takes a lone name as the action and refuses it; this is the safety net
+        raise CairnError(ErrorCode.USAGE, "agent names go after `wire`")
+    rows: list[dict[str, Any]] = run_job(ns, "agents").result["agents"]
+    emit_json(rows) if ns.json else _listing(rows)
+    return EXIT_OK

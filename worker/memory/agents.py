@@ -1,0 +1,510 @@
+"""Which coding agents read the memory, and the proposals that make them read it (``cairn agents``).
+
+Each agent reads its own instruction files (docs/agents.md records each
+rule and the documentation page it comes from). An agent is *wired* when a
+file it reads brings it to the memory index ``.agents/memory/MEMORY.md``:
+
+* ``import``: an ``@path`` line that resolves to the index, in a file the
+  agent expands imports of (Claude Code's ``CLAUDE.md``, Gemini CLI's
+  ``GEMINI.md``, Qwen Code's ``QWEN.md``), directly or through files it
+  imports (five hops at most). As both tools document it, an ``@`` is an
+  import only at the start of the text or after whitespace and never inside
+  a code span or block (backtick pairs, ``~~~`` fences and lines indented by
+  four spaces are taken as code here: a doubtful import never counts);
+  relative paths resolve against the importing file's folder;
+* ``pointer``: the text the agent reads names ``.agents/memory/MEMORY.md``
+  (an ``AGENTS.md`` section, a Copilot instructions file, an always-applied
+  Cursor rule): agents without imports (Codex, opencode) read it when told to.
+
+A wiring a person wrote by hand counts the same as one cairn proposed.
+
+:func:`plan` picks, for each agent not wired, the one file that wires it
+(an existing file first; a file is created only for an agent in use), one
+proposal per file whatever the number of agents it serves; :func:`propose`
+stores it as an ``instruction`` proposal with its exact before-state, so it
+is shown, accepted, rejected and undone like every other memory edit
+(:mod:`.apply`). The id is a function of the file, its before and after
+hashes: wiring again before a decision gives the same pending proposal.
+
+Imports inside functions: the memory model's line layer and the
+fingerprints (their package loads yaml) only where a proposal is built
+(:func:`_append`, :func:`propose`), so the
+status counts, which read the wiring of every agent through here, start
+without it; measured with ``python -X importtime``: yaml alone is about
+15 ms of the ``status`` job.
+
+Instruction files are read without following a link and without blocking:
+a symlink (``E_PATH_SYMLINK``), a FIFO or folder (``E_PATH_NOT_REGULAR``),
+a file over :data:`MAX_FILE` (``E_RECORD_TOO_LARGE``) or not UTF-8
+(``E_MEMORY_NOT_TEXT``) is reported with its code and never proposed for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.memory import Proposal, ProposalKind
+from cairn.state import layout
+from cairn.state import program as P
+from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory.apply import decisions
+from cairn.worker.memory.store import AGENT_FILES, PROPOSALS, MemoryStore
+from cairn.worker.redaction.redact import redact_bytes
+
+#: the memory index every agent is brought to
+INDEX = f"{layout.MEMORY_ROOT}/MEMORY.md"
+#: largest instruction file read (bytes); Codex itself reads 32 KiB of them by default
+MAX_FILE = 1 << 20
+#: most ``@`` hops followed from a file (Claude Code and Gemini CLI stop at 5)
+MAX_HOPS = 5
+#: most entries of a rules folder looked at
+MAX_RULES = 200
+#: the proposal's ``review`` field: no review made it
+REVIEW = "agents-wire"
+
+AGENTS = ("claude-code", "codex", "gemini-cli", "copilot", "cursor", "cline", "opencode", "qwen-code")
+#: session formats (``cairn discover``) -> the agent that writes them
+FORMAT_AGENT = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini-cli", "qwen-code": "qwen-code",
+                "opencode": "opencode", "cline": "cline", "copilot-cli": "copilot", "cursor": "cursor",
+                "cursor-transcript": "cursor"}
+#: a file (or folder) in the workspace that says the agent is used here
+MARKS = {"CLAUDE.md": "claude-code", ".claude/CLAUDE.md": "claude-code", "AGENTS.md": "codex",
+         "GEMINI.md": "gemini-cli", "QWEN.md": "qwen-code", ".github/copilot-instructions.md": "copilot",
+         ".cursor/rules": "cursor", ".clinerules": "cline"}
+#: files whose ``@`` lines their agents expand
+IMPORTING = ("CLAUDE.md", "GEMINI.md", "QWEN.md")
+CURSOR_RULES = ".cursor/rules"
+CURSOR_FILE = f"{CURSOR_RULES}/cairn-memory.mdc"
+COPILOT_FILE = ".github/copilot-instructions.md"
+
+_POINTER = [
+    "Curated project memory, kept by cairn, is in `.agents/memory/`. At the start of a task read",
+    "`.agents/memory/MEMORY.md`: it is the index, one line per topic file (`- [Title](file.md) - hook`).",
+    "Each topic file has YAML front matter (`name`, `description`, `type`: user, feedback, project or",
+    "reference) and its notes as bullets; open the topic files whose line is relevant to the task.",
+    "To add to the memory, use cairn (`cairn remember TEXT`, or the `remember` tool of `cairn mcp`).",
+]
+#: appended to an instruction file an agent reads as text
+POINTER_BLOCK = ["## Project memory", "", *_POINTER]
+#: appended to a file whose agent expands ``@`` imports (no backtick: a stray one above cannot swallow the import)
+IMPORT_BLOCK = [
+    "## Project memory",
+    "",
+    "Curated project memory, kept by cairn, is in .agents/memory/: its index, imported below, has one line",
+    "per topic file; open a topic file when its line is relevant to the task.",
+    "",
+    f"@{INDEX}",
+]
+#: the Cursor rule cairn creates: always applied, the same pointer as AGENTS.md
+CURSOR_RULE = ["---", "description: Project memory kept by cairn (.agents/memory)", "alwaysApply: true", "---", "",
+               *_POINTER]
+
+
+@attrs.frozen
+class Via:
+    """How an agent reaches the index: from ``file`` (through ``through``, the files it imports) by ``mechanism``."""
+
+    file: str
+    mechanism: str  # import | pointer
+    through: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "mechanism": self.mechanism, "through": list(self.through)}
+
+
+@attrs.frozen
+class Problem:
+    """A file that could not be read (a link, a FIFO, too large, not text): its fixed code."""
+
+    file: str
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "code": self.code, "message": self.message}
+
+
+class Files:
+    """The workspace's instruction files, read once each, never through a link, never blocking.
+
+    :meth:`text` gives the text, or None when the file is absent or refused;
+    a refused file is remembered in :attr:`problems` with its code.
+    """
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = os.path.abspath(workspace)
+        self._texts: dict[str, str | None] = {}
+        self._dirs: dict[str, list[str] | None] = {}
+        self.problems: dict[str, Problem] = {}
+        self._root = PinnedDir.open_root(self.workspace)
+
+    def close(self) -> None:
+        self._root.close()
+
+    def __enter__(self) -> Files:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _refuse(self, rel: str, exc: CairnError) -> None:
+        self.problems.setdefault(rel, Problem(rel, str(exc.code), exc.message if rel in exc.message else f"{rel}: {exc.message}"))
+
+    def raw(self, rel: str) -> bytes | None:
+        """The bytes of ``rel`` (bounded by :data:`MAX_FILE`); None when absent. Raises the refusal."""
+        folder, name = posixpath.split(rel)
+        try:
+            d = self._root.descend(folder) if folder else None
+        except CairnError as exc:
+            if exc.code is ErrorCode.NOT_FOUND:
+                return None
+            raise
+        try:
+            return (d or self._root).read(name, limit=MAX_FILE)
+        finally:
+            if d is not None:
+                d.close()
+
+    def text(self, rel: str) -> str | None:
+        if rel not in self._texts:
+            value: str | None = None
+            try:
+                data = self.raw(rel)
+                if data is not None:
+                    try:
+                        value = data.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise CairnError(ErrorCode.MEMORY_NOT_TEXT, "not UTF-8 text") from None
+            except CairnError as exc:
+                self._refuse(rel, exc)
+            self._texts[rel] = value
+        return self._texts[rel]
+
+    def exists(self, rel: str) -> bool:
+        """Whether ``rel`` is there in any form (a refused file counts: it is the agent's, just unreadable)."""
+        return self.text(rel) is not None or rel in self.problems
+
+    def listing(self, rel: str) -> list[str] | None:
+        """Names in folder ``rel`` (at most :data:`MAX_RULES`, sorted); None when absent, not a folder or refused."""
+        if rel not in self._dirs:
+            names: list[str] | None = None
+            try:
+                with self._root.descend(rel) as d:
+                    names = sorted(d.listdir())[:MAX_RULES]
+            except CairnError as exc:
+                if exc.code not in (ErrorCode.NOT_FOUND, ErrorCode.PATH_NOT_DIRECTORY):
+                    self._refuse(rel, exc)
+            self._dirs[rel] = names
+        return self._dirs[rel]
+
+    def is_dir(self, rel: str) -> bool:
+        return self.listing(rel) is not None
+
+
+# -- reading an agent's files -----------------------------------------------------------
+
+_TICKS = re.compile(r"(`+)[\s\S]*?\1")
+_TILDE_FENCE = re.compile(r"^ {0,3}~~~")
+_AT = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+
+
+def _code_regions(text: str) -> list[tuple[int, int]]:
+    """Spans taken as code: backtick pairs (as Gemini CLI finds them: fences too), ``~~~`` fences, indented lines."""
+    regions = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+    pos, start = 0, None
+    for line in text.splitlines(keepends=True):
+        if _TILDE_FENCE.match(line):
+            if start is None:
+                start = pos
+            else:
+                regions.append((start, pos + len(line)))
+                start = None
+        elif line.startswith(("    ", "\t")):
+            regions.append((pos, pos + len(line)))
+        pos += len(line)
+    if start is not None:
+        regions.append((start, len(text)))
+    return regions
+
+
+def import_paths(text: str) -> list[str]:
+    """The ``@path`` imports of ``text``, in order, leaving out any in code."""
+    regions = _code_regions(text)
+    out = []
+    for m in _AT.finditer(text):
+        path = m.group(1)
+        if path[0] not in "./~" and not path[0].isalnum():
+            continue
+        if any(s <= m.start() < e for s, e in regions):
+            continue
+        out.append(path)
+    return out
+
+
+def resolve(workspace: str, importer: str, path: str) -> str | None:
+    """The workspace-relative file an import in ``importer`` names; None when it leaves the workspace."""
+    if path.startswith("~"):
+        return None
+    if path.startswith("/"):
+        for base in {os.path.normpath(workspace), os.path.realpath(workspace)}:
+            if path.startswith(base.rstrip("/") + "/"):
+                return posixpath.normpath(path[len(base.rstrip("/")) + 1:])
+        return None
+    rel = posixpath.normpath(posixpath.join(posixpath.dirname(importer), path))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _reach(files: Files, rel: str, imports: bool, hops: int, seen: frozenset[str]) -> Via | None:
+    text = files.text(rel)
+    if text is None:
+        return None
+    found = [resolve(files.workspace, rel, p) for p in import_paths(text)] if imports else []
+    if INDEX in found:
+        return Via(rel, "import")
+    nested: Via | None = None
+    if hops < MAX_HOPS:
+        for sub in found:
+            if sub is None or sub in seen:
+                continue
+            via = _reach(files, sub, True, hops + 1, seen | {sub})
+            if via is not None and (via.mechanism == "import" or nested is None):
+                nested = Via(rel, via.mechanism, (sub, *via.through))
+                if via.mechanism == "import":
+                    break
+    if nested is not None and nested.mechanism == "import":
+        return nested
+    if INDEX in text:
+        return Via(rel, "pointer")
+    return nested
+
+
+def _always_applied(text: str) -> bool:
+    """Whether a Cursor rule's front matter says ``alwaysApply: true`` (a boolean, not the string)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return False
+    for line in lines[1:]:
+        if line.strip() == "---":
+            return False
+        if re.fullmatch(r"alwaysApply:\s*(true|True|TRUE)\s*(#.*)?", line.strip()):
+            return True
+    return False
+
+
+def reads(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> list[tuple[str, bool]]:
+    """The workspace files ``agent`` reads, in its order, each with whether it expands ``@`` imports there."""
+    if agent == "claude-code":
+        return [("CLAUDE.md", True), (".claude/CLAUDE.md", True), ("CLAUDE.local.md", True)]
+    if agent == "gemini-cli":
+        return [(n, True) for n in gemini_names]
+    if agent == "qwen-code":
+        return [("QWEN.md", True), ("AGENTS.md", True)]
+    if agent == "codex":  # one file per folder: the override when it is there and not empty
+        override = files.text("AGENTS.override.md")
+        return [("AGENTS.override.md" if override and override.strip() else "AGENTS.md", False)]
+    if agent == "opencode":  # CLAUDE.md only in a folder without AGENTS.md
+        return [("AGENTS.md" if files.exists("AGENTS.md") else "CLAUDE.md", False)]
+    if agent == "cline":
+        rules = files.listing(".clinerules")
+        own = ([f".clinerules/{n}" for n in rules if n.endswith(".md")] if rules is not None else [".clinerules"])
+        return [(r, False) for r in own] + [("AGENTS.md", False)]
+    if agent == "copilot":
+        return [(COPILOT_FILE, False), ("AGENTS.md", False)]
+    if agent == "cursor":
+        names = files.listing(CURSOR_RULES) or []
+        rules = [f"{CURSOR_RULES}/{n}" for n in names if n.endswith(".mdc")]
+        return [(r, False) for r in rules if _always_applied(files.text(r) or "")] + [("AGENTS.md", False)]
+    raise CairnError(ErrorCode.USAGE, f"unknown agent {agent[:40]!r}")
+
+
+def wired(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> Via | None:
+    """How ``agent`` reaches the index, by its documented rule; None when it does not."""
+    best: Via | None = None
+    for rel, imports in reads(agent, files, gemini_names):
+        via = _reach(files, rel, imports, 0, frozenset({rel}))
+        if via is not None and via.mechanism == "import" and not via.through:
+            return via
+        if via is not None and (best is None or (best.mechanism == "pointer" and via.mechanism == "import")):
+            best = via
+    return best
+
+
+def in_use_by_files(files: Files) -> dict[str, list[str]]:
+    """Agents the workspace's own files name (``CLAUDE.md``, ``.cursor/rules/``…) -> those files.
+
+    A file that is there but refused (a link, a FIFO) still names its agent.
+    """
+    out: dict[str, list[str]] = {}
+    for rel, agent in MARKS.items():
+        if rel in (CURSOR_RULES, ".clinerules"):  # folders (``.clinerules`` may also be one file)
+            there = files.is_dir(rel) or rel in files.problems or (rel == ".clinerules" and files.exists(rel))
+        else:
+            there = files.exists(rel)
+        if there:
+            out.setdefault(agent, []).append(rel)
+    return out
+
+
+def related(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> list[str]:
+    """Every workspace path whose state decides ``agent``'s wiring (its files, its target, their folders)."""
+    paths = [rel for rel, _ in reads(agent, files, gemini_names)] + [target(agent, files, gemini_names)]
+    extra = {"codex": ["AGENTS.override.md"], "cursor": [CURSOR_RULES], "cline": [".clinerules"],
+             "copilot": [".github"]}
+    return list(dict.fromkeys(paths + extra.get(agent, [])))
+
+
+def claude_folder(directory: str) -> str:
+    """Claude Code's project folder name for ``directory`` (the rule of ``ingest.sources.probe.claude_folder``)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", directory)
+
+
+def quick_sessions(workspace: str, home: str, env: Mapping[str, str]) -> set[str]:
+    """Agents with a session folder of this very workspace, found without a scan (a few ``stat`` calls).
+
+    Claude Code keeps a folder per project (``projects/<folder>``), Gemini CLI
+    one per project hash or slug (``tmp/<sha256>``, ``projects.json``); the
+    other stores are found by discovery (``cairn agents``).
+    """
+    out: set[str] = set()
+    ws = os.path.abspath(workspace)
+    claude = [env.get("CLAUDE_CONFIG_DIR", "").strip(), os.path.join(home, ".claude"),
+              os.path.join(env.get("XDG_CONFIG_HOME", "").strip() or os.path.join(home, ".config"), "claude")]
+    for base in filter(None, claude):
+        if any(os.path.isdir(os.path.join(os.path.expanduser(base), "projects", claude_folder(w)))
+               for w in {ws, os.path.realpath(ws)}):
+            out.add("claude-code")
+    gemini = os.path.join(env.get("GEMINI_CLI_HOME", "").strip() or home, ".gemini", "tmp")
+    if any(os.path.isdir(os.path.join(gemini, hashlib.sha256(w.encode()).hexdigest()))
+           for w in {ws, os.path.realpath(ws)}):
+        out.add("gemini-cli")
+    return out
+
+
+# -- the edits ---------------------------------------------------------------------------
+
+def target(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> str:
+    """The one file that wires ``agent``: the one it already reads when there is a choice."""
+    if agent == "claude-code":
+        return "CLAUDE.md"
+    if agent == "gemini-cli":
+        names = [n for n in gemini_names if n in AGENT_FILES]
+        return "GEMINI.md" if "GEMINI.md" in names or not names else names[0]
+    if agent == "qwen-code":
+        return "QWEN.md"
+    if agent == "codex":
+        return reads("codex", files)[0][0]
+    if agent == "opencode":  # a new AGENTS.md would hide CLAUDE.md from it: wire the file it reads now
+        return "CLAUDE.md" if not files.exists("AGENTS.md") and files.exists("CLAUDE.md") else "AGENTS.md"
+    if agent == "cline":
+        return "AGENTS.md"
+    if agent == "copilot":
+        return COPILOT_FILE
+    if agent == "cursor":
+        return CURSOR_FILE
+    raise CairnError(ErrorCode.USAGE, f"unknown agent {agent[:40]!r}")
+
+
+def mechanism_of(path: str) -> str:
+    return "import" if path in IMPORTING else "pointer"
+
+
+def _append(data: bytes, block: list[str]) -> bytes:
+    """``data`` with ``block`` appended after a blank line; its line endings followed, every byte kept."""
+    # the memory model's package loads yaml: only a wiring needs it (module docstring)
+    from cairn.worker.memory.model.lines import is_blank, join_lines, newline_of, split_lines
+
+    nl = newline_of(data)
+    lines = split_lines(data)
+    final = not lines or bool(lines[-1][1])
+    out = list(lines)
+    if out and not is_blank(out[-1][0]):
+        out.append((b"", b""))
+    out.extend((line.encode("utf-8"), b"") for line in block)
+    return join_lines(out, final, nl)
+
+
+def wire_bytes(path: str, before: bytes | None) -> bytes:
+    """The bytes of ``path`` once it wires its agents (``before``: its bytes now, None when absent).
+
+    Raises ``E_MEMORY_NOT_TEXT`` for a file that is not UTF-8, and ``E_USAGE``
+    for a Cursor rule of cairn's name that someone made not always-applied.
+    """
+    if before is not None:
+        try:
+            text = before.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CairnError(ErrorCode.MEMORY_NOT_TEXT, f"{path}: not UTF-8 text") from None
+    if path == CURSOR_FILE:
+        if before is None:
+            return "".join(line + "\n" for line in CURSOR_RULE).encode("utf-8")
+        if not _always_applied(text):
+            raise CairnError(ErrorCode.USAGE, f"{path} exists and is not an always-applied rule: edit it (or remove "
+                             "it) and wire cursor again; nothing was proposed for it")
+        return _append(before, _POINTER)
+    return _append(before or b"", IMPORT_BLOCK if mechanism_of(path) == "import" else POINTER_BLOCK)
+
+
+def _sha(data: str) -> str:
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def read_before(ms: MemoryStore, path: str) -> bytes | None:
+    """``path``'s bytes exactly as accept will compare them (no link, no FIFO, at most :data:`MAX_FILE`)."""
+    ms.check_target(path)
+    r = ms.run([P.Read(path, limit=MAX_FILE, optional=True)])[0]
+    if r.status.value == "failed":
+        raise CairnError(r.code or ErrorCode.IO_FAILED, r.message if path in r.message else f"{path}: {r.message}")
+    return r.value if r.status.value == "ok" else None
+
+
+def propose(ms: MemoryStore, path: str, agents: list[str]) -> tuple[Proposal, bool]:
+    """The proposal that makes ``agents`` read the index through ``path``; (proposal, newly made?).
+
+    Wiring again while it waits gives the same proposal; after it was
+    rejected or undone, a new one (the user asked again).
+    """
+    # fingerprints import the memory model (yaml): only a wiring needs them (module docstring)
+    from cairn.worker.memory.fingerprints import fingerprint
+
+    before = read_before(ms, path)
+    after = redact_bytes(wire_bytes(path, before))  # the gate every memory file's after-state passes
+    edit, ops = ms.edit_ops(path, before, after)
+    seed = _sha(f"{REVIEW}\0{path}\0{edit.before}\0{edit.after}")
+    for n in range(1, 1000):
+        pid = "p" + _sha(f"{seed}\0{n}")[:12]
+        known = ms.read_record(f"{PROPOSALS}/{pid}", Proposal)
+        if known is None:
+            break
+        if not decisions(ms, pid):
+            return known, False
+    else:  # pragma: no cover - a thousand decided wirings of one file state
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"{path}: too many decided wirings of this file state")
+    mechanism = mechanism_of(path)
+    names = ", ".join(agents)
+    p = Proposal(id=pid, review=REVIEW, kind=ProposalKind.INSTRUCTION,
+                 title=f"Wire {path} to the memory for {names}",
+                 summary=f"{names} will read {INDEX} ({mechanism} in {path})", target=path, files=(edit,),
+                 index=(), evidence=(), fingerprint=fingerprint(ProposalKind.INSTRUCTION, path, [REVIEW, mechanism]),
+                 created=time.time())
+    res = ms.run([*ops, P.EnsureDir(PROPOSALS), P.Link(f"{PROPOSALS}/{pid}", codec.encode(p), optional=True)])
+    for r in res.results:
+        if r.status.value == "failed":
+            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
+    return p, True
+
+
+def plan(agents: Iterable[str], files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> dict[str, list[str]]:
+    """Target file -> the agents it wires, for ``agents`` (none of them wired yet), in a stable order."""
+    out: dict[str, list[str]] = {}
+    for agent in agents:
+        out.setdefault(target(agent, files, gemini_names), []).append(agent)
+    return dict(sorted(out.items()))
