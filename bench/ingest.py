@@ -16,7 +16,17 @@ peak RSS) on generated Claude Code sessions (tests/support/generated.py):
 * ``batch``: a 20,000-turn import per batch size (``CAIRN_CAPTURE_BATCH_TURNS``),
   written as a PNG chart of throughput against batch size (needs matplotlib);
 * ``compression``: zlib levels and zstandard (when installed) on segments
-  built from the fixture transcripts and from generated sessions.
+  built from the fixture transcripts and from generated sessions;
+* ``incremental``: ``cairn import --all`` over histories in a scratch home
+  (the real Claude Code and Codex sessions committed in tests/, 200 x 10,
+  one 100,000-turn session, all of them together, an empty home), cold, then
+  re-run with nothing new (and the files it wrote counted), then with 10
+  turns appended to the long session; beside a peer (``--peer 'deja-vu
+  ARGS'``, run with the same ``HOME`` when its program is on ``PATH``) and two
+  floors measured in the same run: ``cat`` of every file, and a
+  parse-and-write script (:data:`FLOOR`: every JSON line decoded, the
+  messages' text appended to one file, fsynced; incremental by inode, size,
+  mtime and offset like the manifest), written as a chart with ``--chart-incremental``.
 
 Throughputs are printed beside a durable-publication floor measured in the
 same run (temp write + fsync + link + fsync dir of a small file, as every
@@ -37,6 +47,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,12 +57,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cairn.state.fsdir import PinnedDir  # noqa: E402
 
-from tests.support.generated import write_session  # noqa: E402
+from tests.support.generated import session_lines, write_session  # noqa: E402
 
 
 def floor(tmp: Path, n: int = 300) -> float:
@@ -251,18 +265,305 @@ def compression(tmp: Path) -> None:
                   f"| {len(raw) / td / 1e6:.0f} |")
 
 
+#: the parse-and-write floor: what a minimal incremental reader costs in the same interpreter (no claims,
+#: no evidence, no ids): ``python FLOOR STATE OUT FILE...`` (STATE absent: a cold run)
+FLOOR = r"""
+import json, os, sys
+state_path, out_path, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+try:
+    state = json.load(open(state_path))
+except OSError:
+    state = {}
+new = {}
+with open(out_path, "ab") as out:
+    for p in paths:
+        st = os.stat(p)
+        mark = [st.st_ino, st.st_size, st.st_mtime_ns]
+        old = state.get(p)
+        if old and old[0] == mark:
+            new[p] = old
+            continue
+        start = old[1] if old and old[0][0] == mark[0] and mark[1] >= old[0][1] else 0
+        off = start
+        with open(p, "rb") as f:
+            f.seek(start)
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break
+                off += len(line)
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                msg = rec.get("message") or rec.get("payload") or {}
+                content = msg.get("content") if isinstance(msg, dict) else None
+                if isinstance(content, str):
+                    out.write(content.encode() + b"\n")
+                elif isinstance(content, list):
+                    for b in content:
+                        if isinstance(b, dict) and isinstance(b.get("text"), str):
+                            out.write(b["text"].encode() + b"\n")
+        new[p] = [mark, off]
+    out.flush()
+    os.fsync(out.fileno())
+tmp = state_path + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(new, f)
+    f.flush()
+    os.fsync(f.fileno())
+os.replace(tmp, state_path)
+"""
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one command."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[:3])} failed: {err.decode()[-400:]}")
+    return dt, usage.ru_utime + usage.ru_stime
+
+
+def _child_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed cairn has its bytecode cached; so does the bench's
+    return env
+
+
+class History:
+    """A scratch home holding session files where discovery finds them, and what to run over it."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.home = root / f"home-{name}"
+        self.store = self.home / ".claude" / "projects" / "-bench"
+        self.store.mkdir(parents=True)
+        self.files: list[Path] = []
+        self.name = name
+
+    def add(self, path: Path) -> Path:
+        self.files.append(path)
+        return path
+
+    def codex(self, src: Path) -> None:
+        d = self.home / ".codex" / "sessions" / "2025" / "01" / "01"
+        d.mkdir(parents=True, exist_ok=True)
+        self.add(d / f"rollout-2025-01-01T00-00-00-{len(self.files):04d}.jsonl").write_bytes(src.read_bytes())
+
+    def size(self) -> int:
+        return sum(p.stat().st_size for p in self.files)
+
+    def cairn(self, ws: Path, view: str | None = None) -> tuple[float, float]:
+        env = _child_env(self.home)
+        if view:
+            env["PYTHONPATH"] = view + os.pathsep + env.get("PYTHONPATH", "")
+        return timed([sys.executable, "-m", "cairn.server", "import", "--all", "--every-workspace", "-w", str(ws)], env)
+
+    def floor(self, state: Path) -> tuple[float, float]:
+        script = state.parent / "floor.py"
+        if not script.exists():
+            script.write_text(FLOOR)
+        return timed([sys.executable, str(script), str(state), str(state) + ".out", *map(str, self.files)],
+                     _child_env(self.home))
+
+    def cat(self) -> tuple[float, float]:
+        return timed(["cat", *map(str, self.files)], _child_env(self.home)) if self.files else timed(["true"], {})
+
+    def peer(self, command: list[str] | None) -> tuple[float, float] | None:
+        return timed(command, _child_env(self.home)) if command else None
+
+
+def _files_under(ws: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_size for p in (ws / ".cairn").rglob("*") if p.is_file()}
+
+
+def _med(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+@attrs.define
+class Row:
+    label: str
+    cairn: tuple[float, float]
+    floor: tuple[float, float]
+    cat: float | None = None
+    peer: tuple[float, float] | None = None
+    baseline: tuple[float, float] | None = None
+    note: str = ""
+
+
+def incremental(tmp: Path, repeat: int, peer: list[str] | None, chart: Path | None, scale: int,
+                baseline: Path | None = None) -> None:
+    """Cold, warm and append imports of whole histories beside the peer and the floors (module docstring).
+
+    ``baseline``: a folder holding a ``cairn/`` view of another tree (its four layer folders), put first on
+    ``PYTHONPATH`` for a second run of every cairn command (the same bench, the other commit's package)."""
+    root = tmp / "incremental"
+    root.mkdir()
+    real_files = sorted([*(REPO / "tests" / "corpus" / "files").glob("claude-code-*.jsonl"),
+                         *(REPO / "tests" / "fixtures" / "transcripts" / "claude-code").glob("*.jsonl")])
+    codex_files = sorted((REPO / "tests" / "fixtures" / "transcripts" / "codex").rglob("rollout-*.jsonl"))
+    long_turns = 100_000 // scale
+    histories: dict[str, History] = {}
+
+    def real(h: History) -> None:
+        for p in real_files:
+            h.add(h.store / f"real-{p.name}").write_bytes(p.read_bytes())
+        for p in codex_files:
+            h.codex(p)
+
+    def many(h: History) -> None:
+        for s in range(200 // scale):
+            write_session(h.add(h.store / f"s{s:04d}.jsonl"), 20_000 + s, 10, words=40)
+
+    def long(h: History) -> None:
+        write_session(h.add(h.store / "long.jsonl"), 1, long_turns, words=12, tools=False)
+
+    for name, builders in (("real", [real]), ("200x10", [many]), ("long", [long]), ("all", [real, many, long]),
+                           ("append", [long]), ("empty", [])):
+        h = histories[name] = History(root, name)
+        for b in builders:
+            b(h)
+    rows: list[Row] = []
+    base = str(baseline) if baseline else None
+
+    def both(h: History, ws: Path, runs: list[tuple[float, float]], old: list[tuple[float, float]]) -> None:
+        runs.append(h.cairn(ws))
+        if base:
+            old.append(h.cairn(Path(f"{ws}-baseline"), base))
+
+    def cold(name: str) -> Path:
+        h = histories[name]
+        runs: list[tuple[float, float]] = []
+        old: list[tuple[float, float]] = []
+        floors, cats, peers = [], [], []
+        ws = root / f"ws-{name}-0"
+        for r in range(repeat):
+            ws = root / f"ws-{name}-{r}"
+            ws.mkdir()
+            Path(f"{ws}-baseline").mkdir()
+            both(h, ws, runs, old)
+            floors.append(h.floor(root / f"floor-{name}-{r}.json"))
+            cats.append(h.cat())
+            got = h.peer(peer)
+            if got is not None:
+                peers.append(got)
+        label = f"{name}, cold ({len(h.files)} files, {h.size() / 1e6:.1f} MB)" if h.files else "empty home (fixed cost)"
+        rows.append(Row(label, _med(runs), _med(floors), _med(cats)[0], _med(peers) if peers else None,
+                        _med(old) if old else None))
+        return ws
+
+    # a first run of each kind outside the measurements: bytecode written, page cache warm
+    for where in (None, base) if base else (None,):
+        warm_up = root / f"ws-warm-up-{bool(where)}"
+        warm_up.mkdir()
+        histories["real"].cairn(warm_up, where)
+    for name in ("empty", "real", "200x10", "long", "all"):
+        ws = cold(name)
+    # nothing new: the last "all" workspace again
+    h = histories["all"]
+    state = root / f"floor-all-{repeat - 1}.json"
+    def written(before: dict[str, int], after: dict[str, int]) -> int:
+        return len(set(after) - set(before)) + sum(1 for k in before if k in after and after[k] != before[k])
+
+    before, before_old = _files_under(ws), _files_under(Path(f"{ws}-baseline"))
+    runs: list[tuple[float, float]] = []
+    old: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        both(h, ws, runs, old)
+    n_written = written(before, _files_under(ws))
+    note = f"baseline: {written(before_old, _files_under(Path(f'{ws}-baseline')))} files written" if base else ""
+    peers = [p for p in (h.peer(peer) for _ in range(repeat)) if p is not None]
+    rows.append(Row(f"all, re-run with nothing new ({n_written} files written in {repeat} runs)", _med(runs),
+                    _med([h.floor(state) for _ in range(repeat)]), None, _med(peers) if peers else None,
+                    _med(old) if old else None, "; ".join(x for x in ("floor: a stat per file", note) if x)))
+    # ten turns appended to the long session, each round
+    h = histories["append"]
+    ws = root / "ws-append"
+    ws.mkdir()
+    Path(f"{ws}-baseline").mkdir()
+    h.cairn(ws)
+    if base:
+        h.cairn(Path(f"{ws}-baseline"), base)
+    state = root / "floor-append.json"
+    h.floor(state)
+    lines = list(session_lines(1, long_turns + 10 * repeat, words=12, tools=False))
+    runs, old, floors = [], [], []
+    have = long_turns
+    for _ in range(repeat):
+        with h.files[0].open("a") as fh:
+            fh.write("".join(line + "\n" for line in lines[1 + 2 * have:1 + 2 * (have + 10)]))
+        have += 10
+        both(h, ws, runs, old)
+        floors.append(h.floor(state))
+    peers = [p for p in (h.peer(peer) for _ in range(repeat)) if p is not None]
+    rows.append(Row("long session, 10 turns appended", _med(runs), _med(floors), None, _med(peers) if peers else None,
+                    _med(old) if old else None, "floor: reads from its offset"))
+
+    print(f"| workload | cairn wall (CPU) |{' baseline wall (CPU) |' if base else ''} "
+          f"peer{'' if peer else ' (not on PATH)'} | ratio | parse-and-write floor | ratio | cat |")
+    print(f"|---|---|{'---|' if base else ''}---|---|---|---|---|")
+    for r in rows:
+        ps = f"{r.peer[0]:.3f} s" if r.peer else "-"
+        pr = f"{r.cairn[0] / r.peer[0]:.2f}" if r.peer and r.peer[0] else "-"
+        bs = f" {r.baseline[0]:.3f} s ({r.baseline[1]:.2f}) |" if r.baseline else (" - |" if base else "")
+        print(f"| {r.label} | {r.cairn[0]:.3f} s ({r.cairn[1]:.2f}) |{bs} {ps} | {pr} | {r.floor[0]:.3f} s"
+              f"{'; ' + r.note if r.note else ''} | {r.cairn[0] / r.floor[0]:.1f} | "
+              f"{f'{r.cat:.3f} s' if r.cat is not None else '-'} |")
+    if chart is None:
+        return
+    try:  # optional: not a dependency of cairn
+        matplotlib: Any = importlib.import_module("matplotlib")
+        matplotlib.use("Agg")
+        plt: Any = importlib.import_module("matplotlib.pyplot")
+    except ImportError:
+        print("(matplotlib is not installed: no chart)")
+        return
+    series = [("cairn import --all", [r.cairn[0] for r in rows])]
+    if base:
+        series.append(("the same, before (baseline)", [r.baseline[0] if r.baseline else 0.0 for r in rows]))
+    if any(r.peer for r in rows):
+        series.append(("peer", [r.peer[0] if r.peer else 0.0 for r in rows]))
+    series.append(("parse-and-write floor", [r.floor[0] for r in rows]))
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=100)
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series):
+        ax.bar([x - 0.4 + width * (i + 0.5) for x in range(len(rows))], values, width, label=name)
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds (wall, median)")
+    ax.set_xticks(list(range(len(rows))))
+    names = ["empty home", "real, cold", "200 x 10, cold", "100k turns, cold", "all, cold", "all, nothing new",
+             "100k + 10 turns"]
+    ax.set_xticklabels(names[:len(rows)], fontsize=8)
+    ax.set_title("cairn import --all over whole histories")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(chart)
+    print(f"(chart written to {chart})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a tenth of each size (a smoke run)")
     ap.add_argument("--chart", type=Path, default=None, help="write the batch-size chart to this PNG")
     ap.add_argument("--only", nargs="*", default=None,
-                    choices=("many", "all", "thousand", "long", "huge", "batch", "compression"))
+                    choices=("many", "all", "thousand", "long", "huge", "batch", "compression", "incremental"))
+    ap.add_argument("--peer", default=None,
+                    help="the peer's command, run with the workload's HOME (default: 'deja-vu index' when on PATH)")
+    ap.add_argument("--chart-incremental", type=Path, default=None, help="write the incremental chart to this PNG")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="incremental: a folder holding a cairn/ view of another tree, measured beside this one")
     ap.add_argument("--repeat", type=int, default=1, help="run the 200 x 10 imports N times (the median is shown)")
     ns = ap.parse_args()
     global REPEAT
     REPEAT = max(1, ns.repeat)
     scale = 10 if ns.quick else 1
-    want = set(ns.only or ("many", "all", "thousand", "long", "huge", "batch", "compression"))
+    want = set(ns.only or ("many", "all", "thousand", "long", "huge", "batch", "compression", "incremental"))
+    peer = shlex.split(ns.peer) if ns.peer else (["deja-vu", "index"] if shutil.which("deja-vu") else None)
     with tempfile.TemporaryDirectory(prefix="cairn-ingest-", dir=os.environ.get("CAIRN_BENCH_DIR")) as t:
         tmp = Path(t)
         pubs = floor(tmp)
@@ -288,6 +589,9 @@ def main() -> None:
         if "compression" in want:
             print()
             compression(tmp)
+        if "incremental" in want:
+            print()
+            incremental(tmp, max(REPEAT, 3), peer, ns.chart_incremental, scale, ns.baseline)
 
 
 if __name__ == "__main__":

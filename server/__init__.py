@@ -17,11 +17,27 @@ the feature modules in :mod:`server.lsp.features`, none of which import pygls.
 doubles that production code never imports.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    #: the installed distribution's version: pyproject.toml is its one source
-    #: (the elisp package headers repeat it; tests/packaging checks they agree)
-    __version__ = version("cairn-journal")
-except PackageNotFoundError:  # run from a tree that was never installed
-    __version__ = "0+unknown"
+import functools
+from typing import Any
+
+
+@functools.cache
+def version() -> str:
+    """The installed distribution's version: pyproject.toml is its one source (the elisp package headers
+    repeat it; tests/packaging checks they agree). Looked up when asked: importlib.metadata costs a
+    command 28-48 ms of start-up (``python -X importtime``)."""
+    from importlib.metadata import PackageNotFoundError  # cold start: the docstring
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("cairn-journal")
+    except PackageNotFoundError:  # run from a tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return version()
+    raise AttributeError(name)

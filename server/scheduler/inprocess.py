@@ -20,7 +20,6 @@ import sys
 from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.redaction import redact_text
 
 
 def load_config(ws: str) -> dict[str, Any]:
@@ -29,6 +28,8 @@ def load_config(ws: str) -> dict[str, Any]:
 
     settings, warnings = config.load(ws)
     for w in config.unreported(warnings):
+        from cairn.worker.redaction import redact_text  # cold start: its rules compile only for a warning
+
         sys.stderr.write(f"cairn: {redact_text(w)}\n")
     return config.to_dict(settings)
 

@@ -105,16 +105,22 @@ def test_a_capture_waits_for_a_live_claim_of_the_other_process(workspace: Path, 
         r = capture_session(j, session, source="import:claude-code", policy=POLICY, stop=stop, busy_wait=30)
         assert (r.captured, r.interrupted, len(asked) >= 1) == (3, False, True)
 
+        # the session grows by a turn: there is something to capture again, so the claim is needed
+        write_session(Path(path), 70, 4, words=8)
+        grown = load(Path(path))[0]
         held = other.claims.elect(f"session/{session_dir(session.session_id)}", purpose="capture", ttl=60,
                                   authority=other.authority)
-        r = capture_session(j, session, source="import:claude-code", policy=POLICY, stop=lambda: True,
+        r = capture_session(j, grown, source="import:claude-code", policy=POLICY, stop=lambda: True,
                             busy_wait=30)
-        assert (r.captured, r.interrupted) == (0, True)  # Ctrl-C while waiting: nothing read, nothing lost
+        assert (r.captured, r.interrupted) == (0, True)  # Ctrl-C while waiting: nothing captured, nothing lost
         from cairn.protocol.errors import CairnError, ErrorCode
 
         with pytest.raises(CairnError) as err:  # without the wait (one process): busy at once, as before
-            capture_session(j, session, source="import:claude-code", policy=POLICY)
+            capture_session(j, grown, source="import:claude-code", policy=POLICY)
         assert err.value.code is ErrorCode.CLAIM_BUSY
+        # with nothing new to capture, no claim is needed: the holder does not stand in the way
+        r = capture_session(j, session, source="import:claude-code", policy=POLICY)
+        assert (r.captured, r.skipped, r.interrupted) == (0, 3, False)
 
 
 def test_an_error_in_the_helpers_files_comes_after_the_first_files_finish(tmp_path: Path, split: None) -> None:
@@ -360,8 +366,9 @@ def test_a_sibling_still_capturing_is_waited_for_past_the_wait(workspace: Path, 
         assert (r.captured, r.interrupted) == (3, False)
 
         polls[0], step[0] = 0, 1000  # a sibling stuck on one batch is given up on after the wait
+        write_session(Path(path), 70, 4, words=8)  # a turn more: something to capture, so the claim is needed
         with pytest.raises(CairnError) as err:
-            C.capture_session(j, session, source="import:claude-code", policy=POLICY, busy_wait=1.0)
+            C.capture_session(j, load(Path(path))[0], source="import:claude-code", policy=POLICY, busy_wait=1.0)
         assert err.value.code is ErrorCode.CLAIM_BUSY
 
 

@@ -112,7 +112,17 @@ class _Observed:
     setup: list[P.Op]  # to run with the first write (session record, orphan discards)
 
 
-def _observe(j: Journal, session: AnySession) -> _Observed:
+@attrs.define
+class _Known:
+    """What one capture's observations already read: batch entries (they never change once linked) and
+    the segments found whole, so that a second observation reads only what was written since."""
+
+    batches: dict[str, CaptureBatch] = attrs.Factory(dict)
+    intact: set[str] = attrs.Factory(set)
+
+
+def _observe(j: Journal, session: AnySession, known: _Known | None = None) -> _Observed:
+    """What the session's captures hold now (``known``: see :class:`_Known`)."""
     sid = session.session_id
     sdir = session_dir(sid)
     ks = _capture_numbers(j.names(f"{SESSIONS}/{sdir}"))
@@ -123,19 +133,25 @@ def _observe(j: Journal, session: AnySession) -> _Observed:
     # a listed session (an editor's turn, a small file) can only repair batches holding its own turns:
     # only those segments are verified, so capturing one turn never reads a whole session's evidence
     mine = None if isinstance(session, StreamedSession) else {t.turn_id for t in session.turns}
+    batches: list[CaptureBatch] = []
     for c in cids:
         names = listings[f"{CAPTURES}/{c}"]
-        batches = read_batches(j, c, names)
+        batches = read_batches(j, c, names) if known is None else _read_batches(j, c, names, known)
         retired = "retired" in names
         for b in batches:
             captured.update(b.turn_ids)
             if not retired and (mine is None or not mine.isdisjoint(b.turn_ids)):
+                if known is not None and b.segment in known.intact:
+                    continue
                 try:
                     j.segments.get(b.segment)
                 except CairnError as exc:
                     if exc.code not in (ErrorCode.BUNDLE_MISSING, ErrorCode.BUNDLE_HASH_MISMATCH):
                         raise
                     torn.append(b)
+                    continue
+                if known is not None:
+                    known.intact.add(b.segment)
     setup: list[P.Op] = [P.EnsureDir(f"{SESSIONS}/{sdir}")]
     # a session with no capture yet has nothing to read: its record is linked (optional) with the first batch
     if not ks or j.read_many([_session_record_path(sid)])[_session_record_path(sid)] is None:
@@ -147,13 +163,24 @@ def _observe(j: Journal, session: AnySession) -> _Observed:
         sealed = "seal" in names
         seq = turn_count(names)
         if not sealed:
-            setup += _orphan_ops(j, cid, names)
+            setup += _orphan_ops(j, cid, names, batches)  # the current capture's batches, read just above
     return _Observed(captured, torn, cid, k, sealed, seq, setup)
 
 
-def _orphan_ops(j: Journal, cid: str, names: list[str]) -> list[P.Op]:
-    """Discard batches cut short before their entry: each orphan segment, then its pin."""
-    named = {b.segment for b in read_batches(j, cid, names)}
+def _read_batches(j: Journal, cid: str, names: list[str], known: _Known) -> list[CaptureBatch]:
+    """:func:`read_batches`, reading only the entries ``known`` does not hold yet (and keeping them there)."""
+    paths = [f"{CAPTURES}/{cid}/{n}" for n in names if parse_batch_name(n)]
+    have = known.batches
+    fresh = [p for p in paths if p not in have]
+    if fresh:
+        have.update({p: codec.decode(r, CaptureBatch, where=p) for p, r in j.read_many(fresh).items() if r is not None})
+    return sorted((have[p] for p in paths if p in have), key=lambda b: b.seq)
+
+
+def _orphan_ops(j: Journal, cid: str, names: list[str], batches: list[CaptureBatch] | None = None) -> list[P.Op]:
+    """Discard batches cut short before their entry: each orphan segment, then its pin (``batches``: the
+    capture's batch entries when already read)."""
+    named = {b.segment for b in (read_batches(j, cid, names) if batches is None else batches)}
     ops: list[P.Op] = []
     for n in names:
         if n.startswith("pin-") and n[4:] not in named:
@@ -174,6 +201,7 @@ class _Pending:
     def __init__(self, j: Journal, session: AnySession, wanted: set[str]) -> None:
         self.it = iter(session.turns()) if callable(session.turns) else iter(session.turns)
         self.peeked: Turn | None = None
+        self.ahead: list[Turn] = []  # turns given back (:meth:`give_back`), before ``peeked``
         self.legacy = j.has_legacy_turns()
         self.j, self.sid = j, session.session_id
         self.seen = self.skipped = 0
@@ -184,8 +212,11 @@ class _Pending:
         out: list[Turn] = []
         size = 0
         while len(out) < BATCH_TURNS:
-            t = self.peeked if self.peeked is not None else next(self.it, None)
-            self.peeked = None
+            if self.ahead:
+                t: Turn | None = self.ahead.pop()
+            else:
+                t = self.peeked if self.peeked is not None else next(self.it, None)
+                self.peeked = None
             if t is None:
                 break
             self.seen += 1
@@ -207,7 +238,14 @@ class _Pending:
             out = [t for t in out if t.turn_id not in old]
         return out
 
+    def give_back(self, turns: list[Turn]) -> None:
+        """Turns a :meth:`batch` returned, to be read again first (and counted once)."""
+        self.ahead = self.ahead + turns[::-1]
+        self.seen -= len(turns)
+
     def at_end(self) -> bool:
+        if self.ahead:
+            return False
         if self.peeked is None:
             self.peeked = next(self.it, None)
         return self.peeked is None
@@ -304,10 +342,23 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
     half of a split import) before ``E_CLAIM_BUSY``.
     """
     sid = session.session_id
+    # Look before electing: a session with nothing to capture, repair or discard elects no claim and writes
+    # nothing (a re-import of a file that grew by no complete turn). The look is an observation, never
+    # authority: the first generation observes again, reading only the batch entries written since.
+    known = _Known()
+    look = _observe(j, session, known)
+    pending: _Pending | None = _Pending(j, session, {t for b in look.torn for t in b.turn_ids})
+    assert pending is not None
+    first = pending.batch(look.captured)
+    if not first and not look.torn and not any(isinstance(op, P.Remove) for op in look.setup):
+        if progress and pending.skipped:
+            progress(pending.skipped)
+        return CaptureResult(captured=0, skipped=pending.skipped, capture=look.cid, repaired=0, unrepaired=0,
+                             interrupted=False, turns=pending.seen)
+    pending.give_back(first)
     obs: _Observed | None = None
-    pending: _Pending | None = None
     prev_gen = -1
-    captured = repaired = unrepaired = 0
+    captured = repaired = unrepaired = reported = 0
     interrupted = done = False
     while not done:
         elected = _elect(j, sid, busy_wait, stop)
@@ -315,14 +366,13 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
             interrupted = True
             break
         claim = elected
-        n = skipped_before = 0
+        n = 0
         try:
-            if obs is None or claim.generation != prev_gen + 1:
-                obs = _observe(j, session)
-                if pending is None:
-                    pending = _Pending(j, session, {t for b in obs.torn for t in b.turn_ids})
-            assert pending is not None
-            skipped_before = pending.skipped
+            if obs is None and claim.generation == 1:
+                obs = look  # the session's first generation: nothing was ever written for it since the look
+            elif obs is None or claim.generation != prev_gen + 1:
+                obs = _observe(j, session, known)
+                pending.wanted |= {t for b in obs.torn for t in b.turn_ids}
             batch = pending.batch(obs.captured)
             if batch:
                 _write_batch(j, claim, session, obs, batch, source=source, policy=policy)
@@ -347,13 +397,15 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
         j.claims.finish(claim, payload={"captured": n})
         prev_gen = claim.generation
         captured += n
-        if progress and (n or pending.skipped > skipped_before):
-            progress(n + pending.skipped - skipped_before)
+        if progress and (n or pending.skipped > reported):
+            progress(n + pending.skipped - reported)
+        reported = pending.skipped
         if not done and stop is not None and stop():
             interrupted = True
             break
-    if pending is None or obs is None:  # stopped while waiting for another process's claim: nothing read
-        return CaptureResult(captured=0, skipped=0, capture=None, repaired=0, unrepaired=0, interrupted=True, turns=0)
+    if obs is None:  # stopped while waiting for another process's claim: nothing captured
+        return CaptureResult(captured=0, skipped=pending.skipped, capture=look.cid, repaired=0, unrepaired=0,
+                             interrupted=True, turns=pending.seen)
     return CaptureResult(captured=captured, skipped=pending.skipped, capture=obs.cid, repaired=repaired,
                          unrepaired=unrepaired, interrupted=interrupted, turns=pending.seen)
 

@@ -56,7 +56,6 @@ from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.protocol.knobs import env_int
 from cairn.protocol.results import ImportTally
 from cairn.worker.journal.store import Journal
-from cairn.worker.redaction.redact import redact_text
 
 #: files below which an import stays in one process (a helper costs its start-up)
 MIN_FILES = env_int("CAIRN_IMPORT_SPLIT_MIN", 32, minimum=2)
@@ -281,6 +280,8 @@ def _helper_main() -> int:
         send({"result": codec.to_obj(result)})
     except (CairnError, OSError) as exc:  # an OSError gets the code the command gives its own (a full disk)
         err = os_error(exc) if isinstance(exc, OSError) else exc
+        from cairn.worker.redaction.redact import redact_text  # cold start: every import loads this module
+
         send({"error": str(err.code), "message": redact_text(err.message),
               "detail": {k: v for k, v in err.detail.items() if isinstance(v, (str, int, float, bool))}})
     except BaseException as exc:  # noqa: BLE001 -- reported as a fixed code; a traceback only with CAIRN_DEBUG=1

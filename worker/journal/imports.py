@@ -76,6 +76,7 @@ from cairn.worker.journal.capture import (
     seal_session,
 )
 from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share
+from cairn.worker.journal.sources import Manifest, helper_tail
 from cairn.worker.journal.store import Journal
 
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
@@ -191,11 +192,14 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     was understood. Any other file with no turn complete yet counts in
     ``empty``; nothing is left out without a count.
     """
-    k = helper_share(len(items), processes)
+    manifest = Manifest(j, follow_symlinks=follow_symlinks)  # what earlier imports saw: docs/adr/0022
+    changed = manifest.survey(items, sealed_before)  # unchanged files are neither read nor split off
+    k = helper_tail(changed, helper_share(sum(changed), processes))
     busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
     if not k:
         return _Import(j, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
-                       workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before).run(items)
+                       workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before,
+                       manifest=manifest).run(items)
     lock = threading.Lock()
     own = [0, 0]
     helper: list[Helper] = []
@@ -220,7 +224,8 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
                          on_progress=report, sealed_before=sealed_before))
     try:
         out = _Import(j, policy, follow_symlinks=follow_symlinks, progress=own_progress, stop=halted,
-                      workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before).run(mine)
+                      workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before,
+                      manifest=manifest).run(mine)
     except BaseException:
         helper[0].stop()  # files given after a failed one stop at their batch boundary
         with contextlib.suppress(BaseException):
@@ -244,8 +249,10 @@ class _Import:
 
     def __init__(self, j: Journal, policy: ModelPolicy, *, follow_symlinks: bool,
                  progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
-                 busy_wait: float, tolerant: bool, sealed_before: float | None = None) -> None:
+                 busy_wait: float, tolerant: bool, sealed_before: float | None = None,
+                 manifest: Manifest | None = None) -> None:
         self.j, self.policy, self.follow_symlinks = j, policy, follow_symlinks
+        self.manifest = manifest or Manifest(j, follow_symlinks=follow_symlinks)
         self.sealed_before = sealed_before
         self.progress, self.stop, self.workers, self.busy_wait = progress, stop, workers, busy_wait
         self.failed: list[FileFailure] | None = [] if tolerant else None
@@ -305,7 +312,7 @@ class _Import:
         f.ctx.close()
         streamed = sum(s.turn_hint - r.turns for s, r in zip(f.sessions, results, strict=False)
                        if isinstance(s, StreamedSession) and not r.interrupted)  # the hint was an upper bound
-        self.tally = self.tally.add(f.tally(results))
+        self.tally = self.tally.add(self.manifest.settled(f.index, f.name, f.sessions, results, f.tally(results)))
         if streamed:
             with self.lock:
                 self.total -= streamed
@@ -319,8 +326,10 @@ class _Import:
         p, fmt, only = item
         ctx = contextlib.ExitStack()
         sealed = _is_sealed(p, self.sealed_before)  # looked at first: a write after it is no seal
+        if self.manifest.unchanged(index):  # counted as read, not read (docs/adr/0022)
+            return _File(index, Path(p).name, ctx, [], 0, (), sealed=sealed)
         try:
-            loaded = ctx.enter_context(importers.open_report(Path(p), fmt, follow_symlinks=self.follow_symlinks))
+            loaded = ctx.enter_context(self.manifest.open_report(index, item))
             wanted: list[AnySession] = []
             pending = 0
             for s in loaded.sessions:
@@ -399,6 +408,7 @@ class _Import:
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
+        self.manifest.flush()  # the entries of the files read whole, in one fenced program
         if self.failed is not None:
             return codec.evolve(self.tally, failed=tuple(sorted(self.failed, key=lambda f: f.index)))
         return self.tally

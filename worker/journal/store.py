@@ -12,6 +12,7 @@ Layout under ``.cairn/state/journal/``::
                           publication); t-<h> (CaptureTurn) of earlier captures
     turns/<h>             TurnIndex of earlier captures (read only)
     coverage/<h>          Coverage: a turn was digested
+    sources/<key>-<h>     SourceEntry: what an import last read of a source (worker/journal/sources.py)
 
 Public digests live in ``.cairn/journal/<id>.json``. Every read of a record
 is strict (closed schema), every bundle read re-verifies its hash.
