@@ -132,6 +132,7 @@ def report(split_name: str, s: Summary, missing: int, seconds: float) -> str:
         "",
         table("note type", [(t, s.by_note_type[t]) for t in TYPES if t in s.by_note_type], recall=False),
         "",
+        f"task requests kept: {s.tasks_kept} of {s.tasks}",
         f"tempting items kept: {s.tempting_kept} of {s.tempting}; unmatched notes not yet reviewed: {s.unreviewed}; "
         f"type agreement on recalled items: {s.total.type_agree} of {s.total.recalled}",
     ]

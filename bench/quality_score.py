@@ -28,7 +28,9 @@ so it can be reviewed: precision can only go up by review, never by default.
 
 A *tempting* item is kept when a note cites its turn and contains its
 evidence (containment ≥ 0.5); the count is reported, since keeping none of
-them is the point.
+them is the point. Items of kind ``task`` (a request for work: "add …",
+"initialize …", a feature to build) are also counted on their own, as the
+"task requests kept" row.
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ class FileResult:
     unmatched: list[tuple[str, Note, str | None]]  # key, note, verdict (None: not reviewed)
     missed: list[Label]
     tempting_kept: int
+    tasks: int = 0  # tempting items of kind "task": requests for work
+    tasks_kept: int = 0
 
 
 def score_file(f: CorpusFile, notes: Sequence[Note], reviewed: Mapping[str, str]) -> FileResult:
@@ -166,12 +170,16 @@ def score_file(f: CorpusFile, notes: Sequence[Note], reviewed: Mapping[str, str]
         if verdict == "durable":
             tally.correct += 1
             kind.correct += 1
-    kept = 0
+    kept = tasks = tasks_kept = 0
     for item in f.tempting:
         ev = set(tokens(item["evidence"]))
+        is_task = item.get("kind") == "task"
+        tasks += is_task
         if any(item["turn"] in n.turn_ids and _share(ev, set(tokens(f"{n.title} {n.body}"))) >= MATCH_THRESHOLD for n in notes):
             kept += 1
-    return FileResult(f, list(notes), tally, dict(by_label_type), dict(by_note_type), unmatched, missed, kept)
+            tasks_kept += is_task
+    return FileResult(f, list(notes), tally, dict(by_label_type), dict(by_note_type), unmatched, missed, kept,
+                      tasks, tasks_kept)
 
 
 @dataclass
@@ -183,6 +191,8 @@ class Summary:
     files: int = 0
     tempting: int = 0
     tempting_kept: int = 0
+    tasks: int = 0
+    tasks_kept: int = 0
     unreviewed: int = 0
 
 
@@ -198,5 +208,7 @@ def summarize(results: Iterable[FileResult]) -> Summary:
             s.by_note_type[k].add(t)
         s.tempting += len(r.file.tempting)
         s.tempting_kept += r.tempting_kept
+        s.tasks += r.tasks
+        s.tasks_kept += r.tasks_kept
         s.unreviewed += sum(1 for _, _, v in r.unmatched if v is None)
     return s

@@ -75,10 +75,12 @@ class ErrorCode(enum.StrEnum):
     TARGET_CHANGED = "E_TARGET_CHANGED"
     INDEX_ENTRY_CHANGED = "E_INDEX_ENTRY_CHANGED"  # an affected MEMORY.md entry differs from its before-state
     INDEX_ENTRY_INVALID = "E_INDEX_ENTRY_INVALID"  # an index edit that is not one well-formed entry line
-    INDEX_FULL = "E_INDEX_FULL"  # more than 200 entries, or an entry past the 200 lines agents load
+    INDEX_FULL = "E_INDEX_FULL"  # the index would cross its budget (indexMaxLines / indexMaxBytes: what agents load)
     TOPIC_FRONT_MATTER = "E_TOPIC_FRONT_MATTER"  # missing or invalid YAML front matter of a topic
     MEMORY_NOT_TEXT = "E_MEMORY_NOT_TEXT"  # a memory or instruction file that is not UTF-8 text
     AGENT_NOT_IN_USE = "E_AGENT_NOT_IN_USE"  # `cairn agents wire AGENT`: no session of it here, none of its files
+    HOOK_PAYLOAD_INVALID = "E_HOOK_PAYLOAD_INVALID"  # `cairn hook AGENT`: stdin is not that agent's hook payload
+    HOOK_TRANSCRIPT_OUTSIDE = "E_HOOK_TRANSCRIPT_OUTSIDE"  # `cairn hook`: transcript outside the agent's store and the workspace
     # workers
     WORKER_CRASHED = "E_WORKER_CRASHED"
     WORKER_TIMEOUT = "E_WORKER_TIMEOUT"

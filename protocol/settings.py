@@ -60,6 +60,11 @@ def _count(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
         raise ValueError("must not be negative")
 
 
+def _positive(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if value < 1:
+        raise ValueError("must be at least 1")
+
+
 #: how many context windows of one capture are sent at once, by default and at most
 WINDOW_CONCURRENCY = 4
 WINDOW_CONCURRENCY_MAX = 16
@@ -100,5 +105,12 @@ class Settings:
     notesDirs: tuple[str, ...] = (".agents/notes",)
     #: usage pricing, local: (model or "provider/model", price of 1M input tokens, of 1M output tokens)
     prices: tuple[tuple[str, float, float], ...] = ()
+    #: the memory index budget: agents load the first 200 lines / 25 KB of a ``MEMORY.md`` and drop the rest, so a
+    #: proposal that would cross it is refused (``E_INDEX_FULL``) and a review consolidates instead
+    indexMaxLines: int = attrs.field(default=200, validator=_positive)
+    indexMaxBytes: int = attrs.field(default=25 * 1024, validator=_positive)
     #: session files or folders followed live (relative: to the workspace)
     watchPaths: tuple[str, ...] = ()
+    #: a memory topic no session or verification confirmed for this many days gets a "revalidate or retire"
+    #: proposal from ``cairn verify`` (0: never)
+    revalidateDays: int = attrs.field(default=90, validator=_count)

@@ -46,9 +46,12 @@ REGISTRY: dict[str, str] = {
     "proposals": "cairn.worker.memory.jobs:job_proposals",
     "proposal": "cairn.worker.memory.jobs:job_proposal",
     "memory": "cairn.worker.memory.jobs:job_memory",
+    "verify": "cairn.worker.memory.jobs:job_verify",
+    "verify-idle": "cairn.worker.memory.jobs:job_verify_idle",
     "cockpit": "cairn.worker.memory.jobs:job_cockpit",
     "agents": "cairn.worker.jobs.agents:job_agents",
     "agents-wire": "cairn.worker.jobs.agents:job_wire",
+    "agents-hooks": "cairn.worker.jobs.agents:job_hooks",
     "usage": "cairn.worker.providers.usage_report:job_usage",
 }
 

@@ -180,6 +180,8 @@ knowledge again."
                                    ("exhausted" . :exhausted) ("digests" . :digests))))))
       (concat (format "%d proposal%s" n (if (eql n 1) "" "s"))
               (if (plist-get st :mode) (format " · %s mode" (plist-get st :mode)) "")
+              (if (equal (plist-get st :provider) "extractive")
+                  " · embedded engine (cairn setup for better recall)" "")
               (if others (concat " · " (string-join others " ")) "")
               (let ((usage (cairn-cockpit--usage st))) (if usage (concat " · " usage) ""))))))
 
@@ -205,7 +207,9 @@ cost when the `prices' setting prices the models used."
           (t (format "%.1fM" (/ n 1000000.0))))))
 
 (defun cairn-cockpit--header ()
-  "Header line: proposals and mode, view, other counts, state, identity."
+  "Header line: views and state first (never cut), then counts, identity.
+A narrow window cuts the end of the line: the counts, today's usage and
+the server's identity, never the view or the state."
   (let* ((st cairn-cockpit--status)
          (scope (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
                                            (propertize (format "[%s]" (cairn-cockpit--view-label v))
@@ -223,8 +227,8 @@ cost when the `prices' setting prices the models used."
                        (concat cairn-cockpit--state ", needs attention: ? j for the jobs"))
                       (t cairn-cockpit--state))))
     (string-replace "%" "%%"
-                    (format " %s | %s%s | %s | %s @ %s"
-                            (cairn-cockpit--counts st) scope marks state
+                    (format " %s%s | %s | %s | %s @ %s"
+                            scope marks state (cairn-cockpit--counts st)
                             cairn-cockpit--server-name
                             (if cairn-cockpit--workspace
                                 (abbreviate-file-name cairn-cockpit--workspace) "?")))))

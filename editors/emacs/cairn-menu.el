@@ -93,12 +93,14 @@ Candidates show the target and title next to the id."
   (let ((ws (cairn-read-workspace current-prefix-arg)))
     (list ws (cairn-read-proposal-id ws prompt))))
 
+;;;###autoload
 (defun cairn-accept-proposal (workspace id)
   "Accept proposal ID of WORKSPACE (read with completion)."
   (interactive (cairn--read-workspace-and-id "Accept proposal: "))
   (cairn-command-async workspace "cairn.accept" (list :workspace workspace :ids (vector id))
                        (lambda (_result) (message "cairn: accepted %s" id))))
 
+;;;###autoload
 (defun cairn-show-proposal (workspace id)
   "Show proposal ID of WORKSPACE (read with completion): details and diff."
   (interactive (cairn--read-workspace-and-id "Show proposal: "))
@@ -106,6 +108,7 @@ Candidates show the target and title next to the id."
     (cairn--show-proposal (cairn--proposal server (cairn--workspace server) id) nil
                           (cairn--workspace server))))
 
+;;;###autoload
 (defun cairn-review (workspace)
   "Queue a general review of WORKSPACE now (`cairn.review')."
   (interactive (list (cairn-read-workspace current-prefix-arg)))
@@ -124,6 +127,7 @@ Candidates show the target and title next to the id."
     map)
   "Keys of a buffer editing a proposal's text (a buffer-local map).")
 
+;;;###autoload
 (defun cairn-edit-proposal (workspace id)
   "Edit the proposed text of proposal ID in WORKSPACE before accepting it.
 The buffer holds the text the proposal would write; \\<cairn-edit-keys>\\[cairn-edit-accept] accepts
@@ -243,6 +247,7 @@ with the edited text and the echo area says why."
                   rows))
     (tabulated-list-print t)))
 
+;;;###autoload
 (defun cairn-jobs (workspace)
   "List the maintenance jobs of WORKSPACE's server.  Return the buffer."
   (interactive (list (cairn-read-workspace current-prefix-arg)))
@@ -318,6 +323,7 @@ with the edited text and the echo area says why."
                   rows))
     (tabulated-list-print t)))
 
+;;;###autoload
 (defun cairn-journal (workspace)
   "List the public journal's digests of WORKSPACE.  Return the buffer."
   (interactive (list (cairn-read-workspace current-prefix-arg)))
@@ -404,6 +410,7 @@ transient until the menu is first used."
               ("g" "refresh" revert-buffer)])
           t)))
 
+;;;###autoload
 (defun cairn-dispatch ()
   "The cairn menu: the cockpit's keys and the global commands.
 A transient menu when transient is available and `cairn-use-transient'

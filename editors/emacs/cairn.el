@@ -96,6 +96,11 @@
 ;; The menu, the jobs and journal buffers and proposal editing live in cairn-menu.el.
 (autoload 'cairn-dispatch "cairn-menu" "The cairn menu of global commands." t)
 (autoload 'cairn-edit-proposal "cairn-menu" "Edit a proposal's text before accepting it." t)
+(autoload 'cairn-accept-proposal "cairn-menu" "Accept a proposal (read with completion)." t)
+(autoload 'cairn-show-proposal "cairn-menu" "Show a proposal: details and diff." t)
+(autoload 'cairn-review "cairn-menu" "Queue a general review now." t)
+(autoload 'cairn-jobs "cairn-menu" "List the maintenance jobs of a workspace's server." t)
+(autoload 'cairn-journal "cairn-menu" "List the public journal's digests of a workspace." t)
 
 (declare-function cairn-gptel-setup "cairn-gptel" ())
 (declare-function cairn-gptel-teardown "cairn-gptel" ())
@@ -210,10 +215,12 @@ The adapter lives in cairn-gptel.el and is loaded once gptel is."
   "Cairn servers started in this Emacs, newest first.
 Dead ones are dropped whenever the list is read, see `cairn--servers'.")
 
-(defun cairn--settings ()
+(defun cairn--settings (&optional unset)
   "The server settings (protocol `Settings' names) the user set.
 Options left at nil (or an empty string or list) are not sent, so the
-workspace's .cairn/config.toml and the user's cairn config apply."
+workspace's .cairn/config.toml and the user's cairn config apply.
+With UNSET non-nil they are sent as JSON null instead: a server that
+got a value earlier drops it and the config files' value applies again."
   (let (out)
     (dolist (entry `((:mode . ,cairn-mode-setting)
                      (:provider . ,cairn-provider)
@@ -225,8 +232,9 @@ workspace's .cairn/config.toml and the user's cairn config apply."
                      (:instructionFiles . ,(and cairn-instruction-files
                                                 (vconcat cairn-instruction-files)))))
       (let ((v (cdr entry)))
-        (unless (or (null v) (equal v ""))
-          (setq out (plist-put out (car entry) v)))))
+        (cond ((not (or (null v) (equal v "")))
+               (setq out (plist-put out (car entry) v)))
+              (unset (setq out (plist-put out (car entry) nil))))))
     out))
 
 (defun cairn--settings-object ()
@@ -263,10 +271,11 @@ Eglot computes the initialize request from the project root, which is
 (defun cairn--send-configuration (server)
   "Send the current settings to SERVER as workspace/didChangeConfiguration.
 Runs after eglot's own (empty) configuration signal on connect, so the
-server keeps the cairn defcustoms."
+server keeps the cairn defcustoms.  Options set back to nil are sent
+as null (jsonrpc writes nil as null), so their earlier value is dropped."
   (when (cairn--server-p server)
     (jsonrpc-notify server :workspace/didChangeConfiguration
-                    (list :settings (list :cairn (cairn--settings-object))))))
+                    (list :settings (list :cairn (cairn--settings t))))))
 
 (defun cairn--options-changed (_symbol)
   "Tell every running cairn server about changed options."

@@ -4,7 +4,8 @@
 (sessions discovery found for it, or their instruction files here): for each
 whether it reads ``.agents/memory/MEMORY.md`` (``wired``, ``via`` which file
 and mechanism), whether its settings run ``cairn hook`` (``hooks``), and the
-file that would wire it. ``cairn agents wire [AGENT...] [--json]`` makes one
+file that would wire it. ``cairn agents hooks AGENT [--file PATH]`` proposes
+the settings edit that makes the agent run ``cairn hook`` on its session events. ``cairn agents wire [AGENT...] [--json]`` makes one
 proposal per file to edit (every agent in use, or the ones named), decided
 with ``cairn accept`` / ``reject`` / ``undo`` like every memory edit; a file
 that cannot be read (a link, a FIFO, too large) is reported with its code on
@@ -22,14 +23,18 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli.support import EXIT_OK, EXIT_PROBLEMS, emit_json, printable, run_job
 
 WIRE = "wire"
+HOOKS = "hooks"
 
 
 def agents_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=[WIRE], help="wire: propose the edits that make the agents read "
-                   "the memory")
+    p.add_argument("action", nargs="?", choices=[WIRE, HOOKS], help="wire: propose the edits that make the agents "
+                   "read the memory; hooks AGENT: propose the settings edit that runs `cairn hook` on its session "
+                   "events")
     p.add_argument("agents", nargs="*", metavar="AGENT",
                    help="with wire: claude-code, codex, gemini-cli, copilot, cursor, cline, opencode, qwen-code "
                         "(default: every agent in use that does not read the memory)")
+    p.add_argument("--file", metavar="PATH", help="with hooks: the workspace settings file to edit (claude-code: "
+                   ".claude/settings.local.json, the default, or .claude/settings.json)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -81,9 +86,28 @@ def _wired(ns: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if r["refused"] else EXIT_OK
 
 
+def _hooks(ns: argparse.Namespace) -> int:
+    if len(ns.agents) != 1:
+        raise CairnError(ErrorCode.USAGE, "name one agent after `hooks` (claude-code, gemini-cli)")
+    r = run_job(ns, "agents-hooks", {"agent": ns.agents[0], "file": ns.file}).result
+    if ns.json:
+        emit_json(r)
+    elif r["proposal"] is None:
+        print(f"{printable(r['target'])} already runs `{r['command']}`: nothing to propose")
+    else:
+        p = r["proposal"]
+        print(f"{p['id']}  {printable(r['target'])}: runs `{r['command']}`" + ("" if p["new"] else "  (already proposed)"))
+        print("see it with `cairn show ID`; `cairn accept ID` applies it (`cairn undo ID` reverts)")
+    return EXIT_OK
+
+
 def cmd_agents(ns: argparse.Namespace) -> int:
     if ns.action == WIRE:
         return _wired(ns)
+    if ns.action == HOOKS:
+        return _hooks(ns)
+    if ns.file:
+        raise CairnError(ErrorCode.USAGE, "--file goes with `hooks`")
     if ns.agents:  # argparse takes a lone name as the action and refuses it; this is the safety net
         raise CairnError(ErrorCode.USAGE, "agent names go after `wire`")
     rows: list[dict[str, Any]] = run_job(ns, "agents").result["agents"]

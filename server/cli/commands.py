@@ -11,6 +11,7 @@ setup) in a command module plus one row here. Command modules import only
 from __future__ import annotations
 
 from cairn.server.cli import agents as AG
+from cairn.server.cli import hook as HK
 from cairn.server.cli import journal as J
 from cairn.server.cli import mcp as MCP
 from cairn.server.cli import memory as M
@@ -20,6 +21,7 @@ from cairn.server.cli import setup as SU
 from cairn.server.cli import sources as S
 from cairn.server.cli import trust as T
 from cairn.server.cli import usage as U
+from cairn.server.cli import verify as VF
 from cairn.server.cli import watch as V
 from cairn.server.cli import workspace as W
 from cairn.server.cli.support import Command, json_flag, no_setup
@@ -60,9 +62,14 @@ COMMANDS: dict[str, Command] = {
                       M.many_ids_setup, M.cmd_reject),
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
+    "verify": Command("recheck what memory topics cite (paths, lines, Make/npm/just targets) against the working "
+                      "tree; mark stale entries and propose their update or retirement", VF.verify_setup, VF.cmd_verify),
     "agents": Command("the coding agents this workspace is used with: whether each reads the memory and runs "
                       "cairn's hooks; `agents wire [AGENT...]` proposes the edits that make them read it",
                       AG.agents_setup, AG.cmd_agents),
+    "hook": Command("what a coding agent's session hook runs: read its JSON payload on stdin, import the "
+                    "transcript's new turns and seal the session (clear, compaction, session-end); always exits 0",
+                    HK.hook_setup, HK.cmd_hook),
     "usage": Command("provider requests per day, provider and model: tokens, time, outcomes (and cost with prices)",
                      U.usage_setup, U.cmd_usage),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),

@@ -34,7 +34,6 @@ from cairn.server.cli.support import (
     workspace_path,
 )
 from cairn.worker.ingest.importers import FORMATS
-from cairn.worker.redaction.redact import redact_text
 
 if TYPE_CHECKING:
     from cairn.protocol.results import ProcessResult
@@ -147,6 +146,8 @@ def summary(c: ProcessResult) -> str:
 
 def failure_lines(c: ProcessResult) -> list[str]:
     """One line per failed attempt: code and reason, attempt n/N, and when the next one may run."""
+    from cairn.worker.redaction.redact import redact_text  # cold start: its rules compile only for a failure
+
     out = []
     for f in c.failures:
         if f.kept:  # a model digest that kept new windows: progress, no attempt used

@@ -3,7 +3,8 @@
 Contract: the report names each stage's result, one line each: turns
 imported, captures sealed, the digest pass (with a line per failed attempt:
 code, reason, attempt n/3, when the next may run), and the review: done,
-nothing to review, left to another process, or failed.
+nothing to review, left to another process, or failed. When the embedded
+engine wrote this run's digests, one line says so and points to ``cairn setup``.
 
 Another process holding the review claim (``E_CLAIM_BUSY``: a language
 server or a second ``cairn run`` reviewing right now) is not a failure of
@@ -51,6 +52,11 @@ from cairn.worker.ingest.importers import FORMATS
 
 if TYPE_CHECKING:
     from cairn.protocol.results import ImportResult, ReviewJobResult, SourcesImport
+
+
+# said once per run, only when the embedded engine wrote this run's digests (no model configured)
+EMBEDDED_LINE = ("digests written by the embedded engine, which keeps only what it is sure of; "
+                 "`cairn setup` connects a model for better recall")
 
 
 def run_setup(p: argparse.ArgumentParser) -> None:
@@ -145,6 +151,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
         print_process(counts, prefix="digests: ")
         print(_review_report(review))
         warn_skipped(review.result.skippedNotes if review.result else None)
+        if (counts.published or counts.all_none) and any(d.provider == "extractive" for d in mine):
+            print(EMBEDDED_LINE)
         print()
         print_journal(mine)
         print("Pending proposals (`cairn show ID`, `cairn accept ID`, `cairn reject ID`):")

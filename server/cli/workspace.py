@@ -1,8 +1,8 @@
 """CLI commands about the workspace as a whole: doctor, cleanup, serve.
 
 Contract: handlers take the parsed namespace and return an exit code
-(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations,
-and shows the provider in effect and whether it answers
+(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations
+or a memory topic file whose front matter does not parse, and shows the provider in effect and whether it answers
 (:func:`worker.settings.detect.check`: no session text is sent; a
 provider that does not answer is said, not counted as a violation).
 Depends only on :mod:`server.cli.support`.
@@ -13,6 +13,8 @@ Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from cairn.server.cli.support import (
     EXIT_OK,
@@ -39,8 +41,9 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
         report = check_workspace(root)
     trust = trust_line(workspace_path(ns))
     provider = detect.check(config.from_request(load_config(workspace_path(ns))))
+    broken = _broken_topics(workspace_path(ns))
     if ns.json:
-        emit_json({**report.to_json(), "trust": trust, "provider": provider.to_json()})
+        emit_json({**report.to_json(), "trust": trust, "provider": provider.to_json(), "memory": broken})
     else:
         print(f"scopes {report.scopes}, generations {report.generations}, bundles {report.bundles}")
         print(f"trust {trust}")
@@ -49,8 +52,27 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
             print(f"VIOLATION {v.code} {v.path}: {v.message}")
         for n in report.notes:
             print(f"note {n.code} {n.path}: {n.message}")
-        print("ok" if not report.violations else f"{len(report.violations)} violation(s)")
-    return EXIT_PROBLEMS if report.violations else EXIT_OK
+        for b in broken:
+            print(f"memory {b['code']} {printable(b['path'])}: its front matter is missing or invalid "
+                  "(agents read no name, description or type from it)")
+        problems = len(report.violations) + len(broken)
+        print("ok" if not problems else f"{problems} problem(s)" if broken
+              else f"{len(report.violations)} violation(s)")
+    return EXIT_PROBLEMS if report.violations or broken else EXIT_OK
+
+
+def _broken_topics(ws: str) -> list[dict[str, str]]:
+    """Topic files of the workspace's memory whose front matter does not parse: ``{code, path}``."""
+    from cairn.protocol.errors import CairnError  # cold start: see the module docstring
+    from cairn.worker.memory import model  # cold start: yaml loads only for `cairn doctor`
+
+    rel = os.path.join(".agents", "memory")
+    try:
+        snap = model.read_root(Path(ws, rel), workspace=ws)
+    except CairnError as exc:
+        return [{"code": str(exc.code), "path": rel}]
+    return [{"code": str(t.error), "path": os.path.join(rel, name)}
+            for name, t in snap.topics.items() if t.error is not None]
 
 
 def cmd_cleanup(ns: argparse.Namespace) -> int:

@@ -203,7 +203,9 @@ class CairnService:
             if stored is not None:
                 stores.append(stored)
         first = self.workspaces[self.order[0]].settings if self.order else Settings()
-        config = CoordinatorConfig(max_workers=max(1, int(first.maxWorkers)))
+        # idle maintenance also rechecks memory citations (cheap unless a checkout/pull or a new day: verify-idle)
+        config = CoordinatorConfig(max_workers=max(1, int(first.maxWorkers)),
+                                   idle_kinds=(*CoordinatorConfig().idle_kinds, "verify-idle"))
         self.adapter = Adapter(Coordinator(config), clock=self.clock, listener=self,
                                build_request=self._build_request, spawn=self._spawn, persist=self.store.save)
         self.adapter.restart(self.turns.drop_lost_captures(merge_stores(stores)))
@@ -297,13 +299,16 @@ class CairnService:
 
         Editors send ``{"settings": {}}`` right after connecting (eglot, Neovim);
         replacing the options with that would silently drop every
-        initializationOption. Changes apply in arrival order (one at a time).
+        initializationOption. A key sent as null is unset: the config files'
+        value applies again (editors send null for an option set back to
+        nothing). Changes apply in arrival order (one at a time).
         """
         opts = settings if isinstance(settings, dict) else {}
         if isinstance(opts.get("cairn"), dict):
             opts = opts["cairn"]
         async with self._config_lock:
-            self._editor_options = {**self._editor_options, **opts}
+            merged = {**self._editor_options, **opts}
+            self._editor_options = {k: v for k, v in merged.items() if v is not None}
             for ws in list(self.order):
                 await self._load_settings(ws)
             self.turns.arm_seal_timer()

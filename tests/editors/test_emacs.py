@@ -99,3 +99,24 @@ def test_ert(name: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, output[-8000:]
     # a skipped test does not count as expected: it fails here
     assert re.search(r"Ran 1 tests?, 1 results? as expected, 0 unexpected", output), output[-8000:]
+
+
+GLOBAL_COMMANDS = ["cairn-mode", "cairn-cockpit", "cairn-dispatch", "cairn-jobs", "cairn-journal", "cairn-review",
+                   "cairn-accept-proposal", "cairn-show-proposal", "cairn-edit-proposal", "cairn-remember",
+                   "cairn-drain-backlog"]
+
+
+def test_global_commands_are_commands_after_require_and_from_generated_autoloads(tmp_path: Path) -> None:
+    """`M-x cairn-jobs` (as the README says) works after `(require 'cairn)` and from the package's autoloads."""
+    names = " ".join(GLOBAL_COMMANDS)
+    check = f"(let ((missing (cl-remove-if #'commandp '({names})))) (when missing (error \"not commands: %S\" missing)))"
+    proc = _run(["--eval", "(require 'cl-lib)", "--eval", "(require 'cairn)", "--eval", check], tmp_path, 120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    loaddefs = tmp_path / "cairn-autoloads.el"
+    generate = "".join(f"(update-file-autoloads \"{EMACS_DIR / f}\" t \"{loaddefs}\")" for f in PACKAGE_FILES)
+    proc = _run(["--eval", "(require 'autoload)", "--eval", f"(progn {generate})"], tmp_path, 120)
+    assert proc.returncode == 0 and loaddefs.exists(), proc.stdout + proc.stderr
+    # a fresh Emacs that only loads the generated autoloads (what package.el does at startup)
+    proc = _run(["--eval", "(require 'cl-lib)", "-l", str(loaddefs), "--eval", check,
+                 "--eval", "(when (featurep 'cairn) (error \"the autoloads loaded cairn\"))"], tmp_path, 120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

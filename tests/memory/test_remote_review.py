@@ -358,9 +358,13 @@ def test_cairn_review_with_the_openai_provider(endpoint: Endpoint, workspace: Pa
     # dated by the session (the demo session was held on 2025-06-12), not by the day it was imported
     assert digest.session_started is not None and digest.session_started.startswith("2025-06-12T")
     day = "2025-06-12"
-    assert (workspace / ".agents/memory/continuous-integration.md").read_bytes() == (
-        b"---\nname: Continuous integration\ndescription: CI runs on Forgejo Actions\ntype: project\n---\n\n"
-        b"- CI runs on Forgejo Actions with a Python 3.11 and 3.12 matrix. (noted " + day.encode() + b")\n")
+    written = (workspace / ".agents/memory/continuous-integration.md").read_bytes()
+    # the front matter also records the topic's provenance (sources, confirmed: ADR 0020) after ``type``
+    assert written.startswith(
+        b"---\nname: Continuous integration\ndescription: CI runs on Forgejo Actions\ntype: project\nsources:\n")
+    assert written.endswith(
+        b"\n---\n\n- CI runs on Forgejo Actions with a Python 3.11 and 3.12 matrix. (noted " + day.encode() + b")\n")
+    assert b"\nconfirmed: '" + day.encode() + b"'\n" in written
     assert (workspace / ".agents/memory/MEMORY.md").read_bytes() == (
         b"# Memory\n\n- [Continuous integration](continuous-integration.md) - CI runs on Forgejo Actions\n")
     assert (workspace / "AGENTS.md").read_bytes() == AGENTS  # not accepted: untouched
@@ -369,3 +373,27 @@ def test_cairn_review_with_the_openai_provider(endpoint: Endpoint, workspace: Pa
     # nothing left to review: the model is not asked again
     assert json.loads(cairn(workspace, "review", "--json").stdout)["review"] is None
     assert len(endpoint.requests) == 1
+
+
+TOOLING = b"---\nname: Tooling\ndescription: Tools of this project\ntype: project\n---\n\n- Use npm to install dependencies (noted 2025-01-02)\n"
+
+
+@pytest.mark.parametrize("action", ["create", "update"])
+def test_a_reply_that_changes_a_statement_replaces_it(endpoint: Endpoint, tmp_path: Path, action: str) -> None:
+    r = tmp_path / "memory"
+    r.mkdir()
+    (r / "MEMORY.md").write_bytes(b"# Memory\n\n- [Tooling](tooling.md) - Tools of this project\n")
+    (r / "tooling.md").write_bytes(TOOLING)
+    bullets = ["Use pnpm, not npm, to install dependencies"]
+    if action == "create":  # the model missed the topic: its create still becomes the replacement
+        answer(endpoint, {"action": "create", "type": "project", "title": "pnpm", "description": "Package manager",
+                          "bullets": bullets, "evidence": [D2.id]})
+    else:
+        answer(endpoint, {"action": "update", "file": "tooling.md", "bullets": bullets, "evidence": [D2.id]})
+    [d] = review(endpoint, read_root(r))
+    assert d.kind is ProposalKind.UPDATE and d.target == ".agents/memory/tooling.md"
+    assert d.title == ("Replace 1 statement in Tooling: \u201cUse npm to install dependencies\u201d \u2192 "
+                       "\u201cUse pnpm, not npm, to install dependencies\u201d")
+    assert d.files[".agents/memory/tooling.md"] == (TOOLING, TOOLING.replace(
+        b"- Use npm to install dependencies (noted 2025-01-02)",
+        b"- Use pnpm, not npm, to install dependencies (noted 2025-01-05)"))

@@ -76,3 +76,32 @@ async def test_an_edit_of_a_changed_target_is_refused(workspace: Path) -> None:
         assert (workspace / "AGENTS.md").read_bytes() == b"# Agents\n\nRewritten by hand.\n"
     finally:
         await service.shutdown(0.0)
+
+
+async def test_an_edited_topic_with_broken_front_matter_is_refused_and_nothing_written(workspace: Path) -> None:
+    _instruction_proposal(workspace)
+    memory = workspace / ".agents" / "memory"
+    service = await _service(workspace)
+    try:
+        topics = []
+        for row in cairn_json(workspace, "proposals"):
+            if row["state"] == "pending":
+                shown = await service.request(PROPOSAL, {"id": row["id"]})
+                edit = shown.get("edit")
+                if edit and edit["path"].endswith(".md") and edit["text"].startswith("---\n"):
+                    topics.append((row["id"], edit))
+        assert topics, "the demo review proposes a topic file"
+        pid, edit = topics[0]
+        lines = edit["text"].split("\n")
+        colon = "\n".join("description: use: the release script" if x.startswith("description:") else x
+                          for x in lines)
+        no_front_matter = edit["text"].split("---\n", 2)[2]
+        for broken in (colon, no_front_matter):
+            with pytest.raises(CairnError) as info:
+                await service.execute(CMD_ACCEPT_EDITED, [{"id": pid, "text": broken}])
+            assert info.value.code == "E_TOPIC_FRONT_MATTER", info.value
+            assert "nothing was written" in info.value.message
+            assert not (memory / edit["path"]).exists()
+            assert {r["id"]: r["state"] for r in cairn_json(workspace, "proposals")}[pid] == "pending"
+    finally:
+        await service.shutdown(0.0)

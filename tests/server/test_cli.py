@@ -135,3 +135,15 @@ def test_cairn_mcp_without_the_mcp_extra_names_the_install_command(tmp_path: Pat
     assert r.returncode == 2, r.stderr
     assert r.stderr == ("cairn: E_EXTRA_MISSING: `cairn mcp` needs the Model Context Protocol SDK: "
                         "pip install 'cairn-journal[mcp]'\n")
+
+
+def test_doctor_reports_a_topic_with_broken_front_matter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    memory = tmp_path / ".agents" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory\n\n- [Release](release.md) - how releases are cut\n")
+    (memory / "release.md").write_text("---\nname: Release\ndescription: use: the script\ntype: project\n---\nTag.\n")
+    (memory / "good.md").write_text("---\nname: Good\ndescription: fine\ntype: project\n---\nBody.\n")
+    assert cli.main(["doctor", "-w", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "memory E_TOPIC_FRONT_MATTER .agents/memory/release.md" in out and "good.md" not in out
+    assert "\nok\n" not in out and "1 problem(s)" in out

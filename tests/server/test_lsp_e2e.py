@@ -203,3 +203,45 @@ def _code_action(item: lsp.Command | lsp.CodeAction) -> dict[str, Any]:
         return {"title": item.title, "command": ast.literal_eval(command)}
     assert command is not None, "a code action without a command"
     return {"title": item.title, "command": {"command": command.command, "arguments": command.arguments}}
+
+
+@pytest.mark.lsp_options({"mode": "propose"})
+async def test_an_unmodified_buffer_older_than_its_file_does_not_block_accept(
+        memory: Path, client: LanguageClient, workspace: Path) -> None:
+    """MEMORY.md open and unmodified, changed on disk elsewhere: accept writes, no "unsaved changes"."""
+    index = memory / "MEMORY.md"
+    send_turns(client, workspace, "s1")
+    client.protocol.notify("cairn/sessionEvent", {"workspace": str(workspace), "sessionId": "s1",
+                                                  "kind": "session-end"})
+
+    async def digested() -> int:
+        st = plain(await request(client, "cairn/status"))
+        return st["digests"] if st["pending"] == 0 and st["running"] == 0 else 0
+
+    await until(client, digested)
+    await command(client, "cairn.review", {"workspace": str(workspace)})
+
+    async def proposed() -> int:
+        st = plain(await request(client, "cairn/status"))
+        return st["proposals"] if st["running"] == 0 else 0
+
+    await until(client, proposed)
+    opened = index.read_text(encoding="utf-8")
+    uri = index.as_uri()
+    diags = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+        uri=uri, language_id="markdown", version=1, text=opened)))
+    await asyncio.wait_for(diags, 30)
+    received = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
+        context=lsp.CodeActionContext(diagnostics=[])))
+    assert received
+    accept = next(a for a in map(_code_action, received) if a["command"]["command"] == "cairn.accept")
+
+    # the CLI (or the other editor) adds an unrelated entry; the buffer stays as opened, unmodified
+    index.write_text(opened + "- [Other](other.md) - written elsewhere\n", encoding="utf-8")
+    pending = await proposed()
+    await command(client, "cairn.accept", accept["command"]["arguments"][0])
+    assert "written elsewhere" in index.read_text(encoding="utf-8"), "the change made elsewhere is kept"
+    assert await proposed() == pending - 1, "the proposal was applied"

@@ -31,3 +31,20 @@ async def test_editor_settings_need_no_trust_and_untrusted_files_are_reported_on
         assert sum("E_WORKSPACE_UNTRUSTED" in m for m in editor.logs) == 1
     finally:
         await service.shutdown(0.0)
+
+
+async def test_an_editor_option_set_back_to_null_returns_to_the_config_file(workspace: Path) -> None:
+    (workspace / ".cairn").mkdir()
+    (workspace / ".cairn/config.toml").write_text('mode = "manual"\n')
+    service, _editor, _clock = await started(workspace, {})
+    try:
+        await service.change_configuration({"cairn": {"provider": "openai", "model": "em", "mode": "auto",
+                                                      "endpoint": "http://127.0.0.1:8/v1"}})
+        s = service.workspaces[str(workspace)].settings
+        assert (s.provider, s.model, s.mode) == ("openai", "em", "auto")
+        await service.change_configuration({"cairn": {"provider": None, "model": None, "endpoint": None,
+                                                      "mode": None}})
+        s = service.workspaces[str(workspace)].settings
+        assert (s.provider, s.model, s.endpoint, s.mode) == ("extractive", "", "", "manual")
+    finally:
+        await service.shutdown(0.0)

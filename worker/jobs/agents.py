@@ -15,7 +15,8 @@ Qwen Code's ``settings.json`` (the workspace's and the user's), Codex's
 no hook cairn knows of (``false``).
 
 Jobs: ``agents`` (the rows ``cairn agents --json`` prints) and
-``agents-wire`` (the proposals of ``cairn agents wire``); the status
+``agents-wire`` (the proposals of ``cairn agents wire``), ``agents-hooks``
+(the settings proposal of ``cairn agents hooks``: :mod:`worker.memory.agent_hooks`); the status
 counts take :func:`unwired` (no scan: files and session folders only).
 Settings files are read-only here, bounded (1 MiB), never blocking on a
 FIFO, and may be links (dotfiles often are); one that cannot be read or
@@ -34,7 +35,6 @@ at the top, about 20 ms with the settings layer and TOML.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -42,11 +42,10 @@ from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.worker import WorkerRequest
 from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory import agent_hooks as H
 from cairn.worker.memory import agents as A
 from cairn.worker.memory.store import MemoryStore
 
-#: a command that runs ``cairn hook`` (the program by name or by path, or ``python -m cairn.server hook``)
-HOOK = re.compile(r"(?:^|[\s/\"'=])cairn(?:\.server)?\s+hook(?:\s|$)")
 MAX_SETTINGS = 1 << 20
 
 
@@ -97,11 +96,11 @@ def _strings(obj: Any) -> Iterator[str]:
 def _calls_cairn(agent: str, data: Any) -> bool:
     if not isinstance(data, dict):
         return False
-    found = any(HOOK.search(s) for s in _strings(data.get("hooks")))
+    found = any(H.HOOK.search(s) for s in _strings(data.get("hooks")))
     notify = data.get("notify") if agent == "codex" else None
     if isinstance(notify, list) and all(isinstance(a, str) for a in notify) and notify:
         found = found or (os.path.basename(notify[0]) == "cairn" and notify[1:2] == ["hook"]) \
-            or bool(HOOK.search(" ".join(notify)))
+            or bool(H.HOOK.search(" ".join(notify)))
     return found
 
 
@@ -262,3 +261,17 @@ def job_wire(req: WorkerRequest) -> dict[str, Any]:
                               "title": p.title, "new": new})
     return {"proposals": proposals, "wired": [n for n in wanted if rows[n]["wired"]], "refused": refused,
             "index": A.INDEX, "indexExists": index}
+
+
+def job_hooks(req: WorkerRequest) -> dict[str, Any]:
+    """Propose the edit that installs the session hooks of the agent asked for (``agent``, ``file``)."""
+    from cairn.worker.settings import config  # only a proposal needs the settings: module docstring
+
+    agent, file = req.args.get("agent"), req.args.get("file")
+    if not isinstance(agent, str) or not (file is None or isinstance(file, str)):
+        raise CairnError(ErrorCode.USAGE, "agents hooks: an agent name (and a settings file) is expected")
+    path = H.settings_file(agent, file)
+    with MemoryStore(os.path.abspath(req.workspace), config.from_request(req.config)) as ms:
+        p, new = H.propose(ms, agent, path)
+    return {"agent": agent, "target": path, "command": H.command(agent),
+            "proposal": None if p is None else {"id": p.id, "title": p.title, "new": new}}

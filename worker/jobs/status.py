@@ -14,6 +14,7 @@ from cairn.worker.jobs.agents import unwired
 from cairn.worker.journal.batches import capture_states
 from cairn.worker.journal.store import Journal
 from cairn.worker.journal.views import public_digests
+from cairn.worker.memory.marks import stale_count
 from cairn.worker.memory.views import pending_count
 
 
@@ -39,6 +40,7 @@ def read_status(workspace: str) -> dict[str, int]:
     counts["proposals"] = _pending_proposals(workspace)
     # agents in use that do not read the memory, without a scan (worker.jobs.agents.unwired)
     counts["unwiredAgents"] = unwired(workspace)
+    counts["staleMemories"] = stale_count(workspace)  # topics the last `cairn verify` marked stale
     return counts
 
 

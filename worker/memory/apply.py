@@ -419,7 +419,8 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> Decision:
             by_index.setdefault(e.index, []).append((e.file, e.before, e.after))
         for index, edits in by_index.items():
             before = current[rels[index]]
-            out.append((index, rels[index], before, redact_bytes(model.apply_index_edits(before or b"", edits))))
+            after = model.apply_index_edits(before or b"", edits, model.IndexBudget.of(ms.settings))
+            out.append((index, rels[index], before, redact_bytes(after)))
         return out
 
     written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
@@ -555,7 +556,7 @@ def undo(ms: MemoryStore, pid: str) -> Decision:
                     continue
                 edits = [(e.file, e.after, e.before) for e in p.index if e.index == path]
                 try:
-                    after = model.apply_index_edits(now or b"", edits)
+                    after = model.apply_index_edits(now or b"", edits, model.IndexBudget.of(ms.settings))
                 except CairnError as exc:
                     raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied "
                                      f"({exc.code}); nothing was changed") from None

@@ -34,6 +34,7 @@ fingerprints.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -44,8 +45,10 @@ from cairn.protocol.vocab import NoteType
 from cairn.worker.memory.fingerprints import fingerprint
 from cairn.worker.memory.model import (
     FILENAME_MAX,
+    INDEX_BUDGET,
     INDEX_NAME,
     Index,
+    IndexBudget,
     IndexEditTuple,
     MemorySnapshot,
     add_working_agreements,
@@ -54,10 +57,13 @@ from cairn.worker.memory.model import (
     entry_line,
     format_entry,
     one_line,
+    parse_topic,
     render_topic,
+    replace_line,
     topic_filename,
 )
-from cairn.worker.memory.similarity import normalise
+from cairn.worker.memory.similarity import BULLET_MARK, normalise
+from cairn.worker.memory.supersede import supersedes
 
 #: most digests one review may take (the caller bounds the scope)
 MAX_DIGESTS = 20
@@ -105,6 +111,7 @@ class ReviewScope:
     rejected: set[str]  # fingerprints never to propose again
     now: float  # stamped on each draft
     review_id: str  # stamped on each draft
+    budget: IndexBudget = INDEX_BUDGET  # what agents load of the index (settings ``indexMaxLines``/``Bytes``)
 
     @classmethod
     def of(cls, scope: ReviewScope | None, fields: Mapping[str, Any]) -> ReviewScope:
@@ -229,15 +236,17 @@ def unwritable(kind: NoteType, title: str, body: str) -> ErrorCode | None:
     return None
 
 
-def admit_entry(index: bytes | None, name: str, file: str, description: str) -> tuple[bytes, str] | None:
-    """The index (``None``: none yet) with an entry for ``file`` added, and that entry; None when it is full.
+def admit_entry(
+    index: bytes | None, name: str, file: str, description: str, budget: IndexBudget = INDEX_BUDGET
+) -> tuple[bytes, str] | None:
+    """The index (``None``: none yet) with an entry for ``file`` added, and that entry; None past ``budget``.
 
     The hook is the description, or nothing when it only repeats the name.
     """
     hook = description if normalise(description) != normalise(name) else ""
     line = format_entry(name, file, hook)
     try:
-        return apply_index_edits(index, [(file, None, line)]), line
+        return apply_index_edits(index, [(file, None, line)], budget), line
     except CairnError as exc:
         if exc.code == ErrorCode.INDEX_FULL:
             return None
@@ -303,18 +312,55 @@ def instruction_draft(scope: ReviewScope, path: str, before: bytes | None, adds:
 def update_draft(
     scope: ReviewScope, index: Index, file: str, name: str, data: bytes, adds: Additions
 ) -> ProposalDraft:
-    """UPDATE: the bullets appended to the topic ``file`` (named ``name``, bytes ``data``); its entry is guarded."""
+    """UPDATE: the bullets appended to the topic ``file`` (named ``name``, bytes ``data``); its entry is guarded.
+
+    A bullet that supersedes a line of the topic (:mod:`worker.memory.supersede`)
+    replaces that line instead of standing beside it; the title then says so.
+    """
     path = scope.path(file)
     current = entry_line(index, file)
+    after, rest, replaced = replace_superseded(data, adds.bullets)
+    title = f"Add {plural(len(adds.bullets), 'note')} to {name}"
+    if replaced:
+        title = f"Replace {plural(len(replaced), 'statement')} in {name}: " + "; ".join(
+            f"\u201c{clip(old, 60)}\u201d \u2192 \u201c{clip(new, 60)}\u201d" for old, new in replaced
+        )
     return _content_draft(
         scope,
         ProposalKind.UPDATE,
         path,
         adds,
-        title=f"Add {plural(len(adds.bullets), 'note')} to {name}",
-        files={path: (data, append_all(data, adds.bullets))},
+        title=title,
+        files={path: (data, append_all(after, rest))},
         index_edits=((file, current, current),),
     )
+
+
+_NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
+
+
+def _statement(line: str) -> str:
+    return _NOTED.sub("", BULLET_MARK.sub("", line)).strip()
+
+
+def replace_superseded(data: bytes, bullets: Iterable[str]) -> tuple[bytes, list[str], list[tuple[str, str]]]:
+    """(``data`` with each line a bullet supersedes replaced by it, the other bullets, (old, new) statements)."""
+    try:
+        body = parse_topic(data).body
+    except CairnError:
+        return data, list(bullets), []
+    lines = [ln.rstrip("\r") for ln in body.split("\n") if BULLET_MARK.match(ln)]
+    rest: list[str] = []
+    replaced: list[tuple[str, str]] = []
+    for bullet in bullets:
+        old = next((ln for ln in lines if supersedes(_statement(bullet), ln)), None)
+        if old is None:
+            rest.append(bullet)
+            continue
+        data = replace_line(data, old, bullet)
+        lines.remove(old)
+        replaced.append((_statement(old), _statement(bullet)))
+    return data, rest, replaced
 
 
 class NewTopics:
@@ -345,7 +391,7 @@ class NewTopics:
         """
         file = self._free_file(name)
         data = render_topic(name, description, kind, "\n" + "".join(b + "\n" for b in adds.bullets))
-        admitted = admit_entry(self._index, name, file, description)
+        admitted = admit_entry(self._index, name, file, description, scope.budget)
         if admitted is None:
             return None
         self._index, line = admitted

@@ -56,6 +56,30 @@ def editable(ms: MemoryStore, p: Proposal) -> dict[str, str] | None:
     return {"path": f.path, "text": ms.mbundles.get(f.after_bundle).decode("utf-8", "replace")}
 
 
+def _check_topic(ms: MemoryStore, pid: str, f: FileEdit, data: bytes) -> None:
+    """A proposed topic file stays one: edited front matter that does not parse is ``E_TOPIC_FRONT_MATTER``.
+
+    Nothing is written then; the message says what is wrong (and on which
+    line), never the edited text.
+    """
+    from cairn.worker.memory.model import parse_topic  # yaml loads only to check or write files: apply.py
+
+    if not f.after_bundle:
+        return
+    try:
+        parse_topic(ms.mbundles.get(f.after_bundle))
+    except CairnError:
+        return  # not a topic file (an index or instruction file): no front matter to keep
+    try:
+        parse_topic(data)
+    except CairnError as exc:
+        line = exc.detail.get("line")
+        where = f" (line {line})" if line else ""
+        raise CairnError(ErrorCode.TOPIC_FRONT_MATTER,
+                         f"{pid}: {exc.message}{where}; nothing was written",
+                         **({"line": line} if line else {})) from None
+
+
 def propose_edited(ms: MemoryStore, pid: str, text: str) -> Proposal:
     """Publish the edited version of pending proposal ``pid`` as a new proposal; return it."""
     p = apply.load_proposal(ms, pid)
@@ -67,6 +91,7 @@ def propose_edited(ms: MemoryStore, pid: str, text: str) -> Proposal:
     if len(data) > MAX_TEXT:
         raise CairnError(ErrorCode.USAGE, f"edited text of {pid} is over {MAX_TEXT} bytes")
     f = _the_file(p)
+    _check_topic(ms, pid, f, data)
     before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
     edit, ops = ms.edit_ops(f.path, before, redact_bytes(data))
     if f.before is not None and edit.before != f.before:

@@ -35,6 +35,14 @@ draft's bytes are built and how drafts are ordered is
    merge itself (survivor, deleted topic, lines carried over), not the notes
    that join it, so a rejected merge stays rejected and its notes are
    proposed as updates instead.
+4a. **Supersession** (:func:`supersession_drafts`, :mod:`worker.memory.supersede`).
+   A note that changes what a topic says ("use pnpm, not npm", "we moved
+   from npm to pnpm", "npm is no longer used" …) on the same subject
+   replaces the old line in that topic (any type) by its dated bullet: one
+   UPDATE titled old → new, its summary citing the old line's date and the
+   new note's evidence. The topic's name, description and index entry follow
+   when they only repeated the old statement. A second topic that disagrees
+   with the first is never proposed.
 5. **Update** (:func:`route_notes`, :func:`update_drafts`). A note similar
    to an existing topic of its type is appended to it as a bullet ``- body
    (noted YYYY-MM-DD)``, the date (UTC) of the session of the first digest
@@ -47,8 +55,10 @@ draft's bytes are built and how drafts are ordered is
    that note's body on one line (clipped; no hook when it only repeats the
    title), type = the note type, body = one bullet per note. The file is
    :func:`~worker.memory.model.topic_filename` of the name, made unique in
-   the root. A create the index cannot take (over 200 entries or past line
-   200) is not proposed.
+   the root. A create the index cannot take (over 200 entries, past line
+   200, or past 25 KB: what agents load) is not proposed; 6a.
+   **Consolidation** (:func:`consolidation_drafts`): its notes move into the
+   closest existing topic of their type instead, so nothing is dropped.
 7. **Dangling entry** and 8. **Orphan topic**: index housekeeping of the
    snapshot alone, computed whichever provider drafted the other proposals,
    see :mod:`worker.memory.housekeeping`.
@@ -66,6 +76,7 @@ from typing import Any
 
 import attrs
 from cairn.protocol.digest import Note
+from cairn.protocol.errors import CairnError
 from cairn.protocol.journal import PublicDigest, by_session
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType
@@ -88,7 +99,15 @@ from cairn.worker.memory.drafts import (
 )
 from cairn.worker.memory.fingerprints import fingerprint
 from cairn.worker.memory.housekeeping import index_maintenance
-from cairn.worker.memory.model import Index, MemorySnapshot, entry_line, one_line
+from cairn.worker.memory.model import (
+    Index,
+    MemorySnapshot,
+    entry_line,
+    format_entry,
+    one_line,
+    replace_line,
+    set_front_matter,
+)
 from cairn.worker.memory.similarity import (
     BULLET_MARK,
     HEADING,
@@ -101,6 +120,7 @@ from cairn.worker.memory.similarity import (
     tokens,
     topic_view,
 )
+from cairn.worker.memory.supersede import supersedes
 
 _INSTRUCTION = re.compile(
     r"^(?:(?:please|kindly)[ ,]+|you\s+should\s+|from\s+now\s+on[ ,]+)*(?:never|always|don'?t|do\s+not|avoid|stop)\b",
@@ -270,6 +290,106 @@ def merge_drafts(
     return out
 
 
+# -- rule 4a: supersession ------------------------------------------------------------------
+
+_NOTED = re.compile(r"\s*\(noted (?P<day>[^()]*)\)\s*$")
+
+
+def _statement(line: str) -> tuple[str, str]:
+    """(the statement of a body line without its list mark and date, the day it was noted or "")."""
+    text = BULLET_MARK.sub("", line).strip()
+    m = _NOTED.search(text)
+    return (text[: m.start()].strip(), m.group("day")) if m else (text, "")
+
+
+def _quoted(text: str) -> str:
+    return "\u201c" + clip(text, 60) + "\u201d"
+
+
+def supersession_drafts(
+    items: list[_Item], views: list[TopicView], index: Index, scope: ReviewScope
+) -> tuple[list[ProposalDraft], list[_Item]]:
+    """Rule 4a: (one UPDATE per topic whose statement a note changes, the notes it took).
+
+    The first line (topics in file order) the note supersedes (see
+    :mod:`worker.memory.supersede`) is replaced by the note's dated bullet,
+    any further line of that topic it supersedes is removed; the topic's
+    name, description and index entry follow when they only repeated the
+    replaced statement. One supersession per topic per review; a topic
+    holding fenced code is left alone.
+    """
+    out: list[ProposalDraft] = []
+    taken: list[_Item] = []
+    done: set[str] = set()
+    for it in items:
+        for v in views:
+            if v.file in done or v.has_code:
+                continue
+            lines = [ln for ln in body_lines(v.topic.body) if not HEADING.match(ln)]
+            old = [ln for ln in lines if supersedes(it.note.body, ln)]
+            if not old:
+                continue
+            made = _supersession(it, v, old, index, scope)
+            if made is None:
+                continue
+            out.append(made)
+            taken.append(it)
+            done.add(v.file)
+            break
+    return out, taken
+
+
+def _supersession(
+    it: _Item, v: TopicView, old: list[str], index: Index, scope: ReviewScope
+) -> ProposalDraft | None:
+    data = v.data
+    try:
+        data = replace_line(data, old[0].rstrip("\r"), it.bullet)
+        for line in old[1:]:
+            data = replace_line(data, line.rstrip("\r"), None)
+    except CairnError:
+        return None
+    statement, day = _statement(old[0])
+    name, description = v.topic.name, v.topic.description
+    new_name = clip(it.note.title, NAME_MAX) if normalise(name) == normalise(statement) else name
+    new_body = one_line(it.note.body)
+    new_description = (
+        clip(new_body, DESCRIPTION_MAX) if normalise(description) == normalise(statement) else description
+    )
+    try:
+        if new_name != name:
+            data = set_front_matter(data, "name", new_name)
+        if new_description != description:
+            data = set_front_matter(data, "description", new_description)
+    except CairnError:
+        new_name, new_description, data = name, description, replace_line(v.data, old[0].rstrip("\r"), it.bullet)
+        for line in old[1:]:
+            data = replace_line(data, line.rstrip("\r"), None)
+    entry = index.entry(v.file)
+    current = entry.raw if entry else None
+    after = current
+    if entry is not None and (entry.title, entry.hook) != (new_name, new_description):
+        title = new_name if entry.title == name else entry.title
+        hook = new_description if entry.hook == description else entry.hook
+        if normalise(hook) == normalise(title):
+            hook = ""
+        after = format_entry(title, v.file, hook) if (title, hook) != (entry.title, entry.hook) else current
+    was = f"{_quoted(statement)} (noted {day})" if day else _quoted(statement)
+    removed = f"; {plural(len(old) - 1, 'more line')} saying the same removed" if len(old) > 1 else ""
+    return draft(
+        scope,
+        ProposalKind.UPDATE,
+        title=f"Replace in {v.topic.name}: {_quoted(statement)} \u2192 {_quoted(new_body)}",
+        summary=f"{v.file}: {was} \u2192 {_quoted(new_body)} (noted {it.day}, from "
+        f"{', '.join(it.digests)}){removed}",
+        target=v.path,
+        files={v.path: (v.data, data)},
+        index_edits=((v.file, current, after),),
+        evidence=_evidence([it]),
+        fingerprint=fingerprint(ProposalKind.UPDATE, v.path, ["replace", *(_statement(ln)[0] for ln in old), it.key]),
+    )
+
+
 # -- rule 5: updates ------------------------------------------------------------------------
 
 
@@ -324,9 +444,9 @@ def _clusters(items: list[_Item]) -> list[list[_Item]]:
 
 
 def create_drafts(
-    items: list[_Item], snapshot: MemorySnapshot, index: Index, scope: ReviewScope
+    items: list[_Item], snapshot: MemorySnapshot, index: Index, scope: ReviewScope, full: list[_Item] | None = None
 ) -> list[ProposalDraft]:
-    """Rule 6: one CREATE per cluster of similar notes no topic takes."""
+    """Rule 6: one CREATE per cluster of similar notes no topic takes (those the index cannot take: ``full``)."""
     new = NewTopics(snapshot, index)
     out: list[ProposalDraft] = []
     for cluster in _clusters(items):
@@ -337,7 +457,31 @@ def create_drafts(
         created = new.draft(scope, strongest.note.type, name, description, _additions(cluster))
         if created is not None:
             out.append(created)
+        elif full is not None:
+            full.extend(cluster)
     return out
+
+
+def consolidation_drafts(
+    items: list[_Item], views: list[TopicView], updates: Mapping[str, list[_Item]], index: Index, scope: ReviewScope
+) -> list[ProposalDraft]:
+    """Rule 6a: notes a full index cannot take as new topics move into the closest topic of their type.
+
+    The index gains no line: each note is appended to the existing topic of
+    its type it shares most words with (ties: file name), one UPDATE per
+    topic, so nothing is dropped. A topic already updated or merged by this
+    review is passed over (one proposal per topic); a note with no such topic
+    is left for a later review, after the index was consolidated.
+    """
+    busy = set(updates)
+    home: dict[str, list[_Item]] = {}
+    for it in items:
+        ranked = sorted(
+            (-v.similarity(it.words), v.file) for v in views if v.topic.type == it.note.type and v.file not in busy
+        )
+        if ranked:
+            home.setdefault(ranked[0][1], []).append(it)
+    return update_drafts(home, views, index, scope)
 
 
 # -- the review -------------------------------------------------------------------------------
@@ -367,10 +511,17 @@ def review(
     edit = instruction_edit(instructed, scope)
     if edit is not None:
         drafts.append(edit)
+    superseding, taken = supersession_drafts([it for it in items if it not in instructed], views, index, scope)
+    drafts += superseding
+    replaced = {d.target for d in superseding}
+    views = [v for v in views if v.path not in replaced]  # one proposal per topic: its merge waits
     merged = plan_merges(views, index, scope)
-    updates, pending = route_notes([it for it in items if it not in instructed], views, merged)
+    updates, pending = route_notes([it for it in items if it not in instructed and it not in taken], views, merged)
+    merged_files = set(merged)
     drafts += merge_drafts(merged, updates, index, scope)
     drafts += update_drafts(updates, views, index, scope)
-    drafts += create_drafts(pending, snapshot, index, scope)
+    full: list[_Item] = []
+    drafts += create_drafts(pending, snapshot, index, scope, full)
+    drafts += consolidation_drafts(full, views, {**dict.fromkeys(merged_files, []), **updates}, index, scope)
     drafts = unrejected(drafts, scope)
     return ordered(drafts + index_maintenance(snapshot, drafts, scope))

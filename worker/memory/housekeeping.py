@@ -118,7 +118,7 @@ def orphan_topics(
     for d in drafts:
         added = [e for e in d.index_edits if e[1] is None and e[2] is not None]
         if d.index_path == scope.index_rel and added:
-            simulated = apply_index_edits(simulated, added)
+            simulated = apply_index_edits(simulated, added, scope.budget)
     linked = {_linked_name(e.file) for e in snapshot.parsed_index().entries}
     out: list[ProposalDraft] = []
     for file, tf in sorted(snapshot.topics.items()):
@@ -127,7 +127,9 @@ def orphan_topics(
         fingerprint = repair_fingerprint("orphan-topic", scope.index_rel, file)
         if fingerprint in scope.rejected:
             continue
-        admitted = admit_entry(simulated, clip(tf.topic.name, NAME_MAX), file, clip(tf.topic.description, DESCRIPTION_MAX))
+        admitted = admit_entry(
+            simulated, clip(tf.topic.name, NAME_MAX), file, clip(tf.topic.description, DESCRIPTION_MAX), scope.budget
+        )
         if admitted is None:
             continue
         simulated, line = admitted

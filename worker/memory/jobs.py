@@ -120,5 +120,21 @@ def job_memory(req: WorkerRequest) -> dict[str, Any]:
     return {"topics": memory_rows(req.workspace, _settings(req))}
 
 
+def job_verify(req: WorkerRequest) -> dict[str, Any]:
+    # cold start: the citation checks load with this job only
+    from cairn.worker.memory.verify import verify_workspace
+
+    with _store(req) as ms:
+        return verify_workspace(ms, propose=not req.args.get("dryRun", False))
+
+
+def job_verify_idle(req: WorkerRequest) -> dict[str, Any]:
+    # cold start: the citation checks load with this job only
+    from cairn.worker.memory.verify import idle_verify
+
+    with _store(req) as ms:
+        return idle_verify(ms)
+
+
 def job_cockpit(req: WorkerRequest) -> dict[str, Any]:
     return {"rows": cockpit(req.workspace, str(req.args.get("view", "candidates")), _settings(req))}

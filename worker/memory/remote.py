@@ -92,6 +92,7 @@ from cairn.worker.memory.drafts import (
     instruction_draft,
     ordered,
     present_instructions,
+    replace_superseded,
     unrejected,
     update_draft,
 )
@@ -129,7 +130,9 @@ also receive the existing memory topics, each with its "file", "title", "type", 
 its bullets were noted ("first_noted", "last_noted") and the start of its "body"{files}. \
 Decide where each note that is worth keeping belongs:
 - "update": it adds to an existing topic of the same subject; name the topic's "file" exactly. Prefer this \
-to "create" whenever a topic already covers the subject.
+to "create" whenever a topic already covers the subject. When a note changes what a topic says (another tool, \
+command, path, setting or preference for the same purpose: "use pnpm, not npm"), update that topic with the new \
+statement: the old one is replaced; never create a second topic that disagrees with the first.
 - "create": it starts a new topic; give its "type" (user|feedback|project|reference), a short "title" \
 (at most 120 characters) and a one-line "description" (at most 200 characters) saying what the topic covers.
 """
@@ -396,6 +399,10 @@ def build_drafts(
             tf = snapshot.topics[p.file]
             assert tf.topic is not None
             made = update_draft(scope, index, p.file, tf.topic.name, tf.data, adds)
+        elif (home := _superseded_topic(snapshot, g.bullets)) is not None:  # a create that contradicts a topic
+            tf = snapshot.topics[home]
+            assert tf.topic is not None
+            made = update_draft(scope, index, home, tf.topic.name, tf.data, adds)
         else:
             assert p.type is not None
             name = clip(redact(p.title), TITLE_MAX)
@@ -404,6 +411,14 @@ def build_drafts(
             drafts.append(made)
     drafts = unrejected(drafts, scope)
     return ordered(drafts + index_maintenance(snapshot, drafts, scope))
+
+
+def _superseded_topic(snapshot: MemorySnapshot, bullets: list[str]) -> str | None:
+    """The first topic (file order) a line of which one of ``bullets`` supersedes: it is replaced there."""
+    for file, tf in sorted(snapshot.topics.items()):
+        if tf.topic is not None and replace_superseded(tf.data, bullets)[2]:
+            return file
+    return None
 
 
 # -- the review ------------------------------------------------------------------------

@@ -68,6 +68,7 @@ from cairn.worker.memory.autoapply import complete, promise_ops
 from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected, unwritable
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read_notes
+from cairn.worker.memory.provenance import stamp_created
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 from cairn.worker.providers.access import route
 from cairn.worker.redaction.redact import redact_bytes, redact_text
@@ -296,7 +297,8 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
             continue
         snapshot = model.read_root(root_dir, workspace=ms.workspace) if root_dir.is_dir() else model.empty_snapshot()
         scope = ReviewScope(root_rel=root_rel, index_rel=f"{root_rel}/MEMORY.md",
-                            instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id)
+                            instruction_files=instructions, rejected=suppressed, now=now, review_id=review_id,
+                            budget=model.IndexBudget.of(ms.settings))
         known += scope.known_texts(snapshot)
         cited.update({**{f"{root_rel}/{k}": tf.data for k, tf in snapshot.topics.items()}, **instructions})
         if not sub:  # no notes for this root: its index housekeeping only
@@ -321,7 +323,7 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
         workspace_scope = ReviewScope(root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
                                       instruction_files={}, rejected=suppressed, now=now, review_id=review_id)
         drafts += unrejected(dispositions(list(working), drafts, known, cited, workspace_scope), workspace_scope)
-    return drafts
+    return stamp_created(ms.workspace, drafts, batch)  # sources and citations of new topics (ADR 0020)
 
 
 def apply_in_auto_mode(ms: MemoryStore, review_id: str) -> list[str]:

@@ -51,6 +51,8 @@ MARKERS = f"{WRITE}/markers"
 #: whatever ``instructionFiles`` says: each one a fixed workspace-relative path
 AGENT_FILES = ("CLAUDE.md", "GEMINI.md", "QWEN.md", "AGENTS.md", "AGENTS.override.md",
                ".github/copilot-instructions.md", ".cursor/rules/cairn-memory.mdc")
+#: the agents' workspace settings files ``cairn agents hooks`` proposes hooks in
+HOOK_FILES = (".claude/settings.local.json", ".claude/settings.json", ".gemini/settings.json")
 
 
 @attrs.frozen
@@ -119,7 +121,7 @@ class MemoryStore(Journal):
         rel = "/".join(parts)
         if layout.reserved(rel):  # git's and cairn's own files, whatever the settings say
             raise CairnError(ErrorCode.TARGET_OUTSIDE_ROOTS, f"{path[:120]} is in a folder memory never touches")
-        if rel in self.settings.instructionFiles or rel in AGENT_FILES:
+        if rel in self.settings.instructionFiles or rel in AGENT_FILES or rel in HOOK_FILES:
             return Target(self.workspace, True), rel
         if "/".join(parts[:-1]) in self.settings.notesDirs and parts[-1].endswith(".md"):
             return Target(self.workspace, True), rel  # a working note (removed by a disposition)
@@ -152,7 +154,7 @@ class MemoryStore(Journal):
         its undo writes it back (through a temp, like any memory file).
         """
         rel = {DEFAULT_ROOT, *(f.rsplit("/", 1)[0] if "/" in f else ""
-                               for f in (*self.settings.instructionFiles, *AGENT_FILES))}
+                               for f in (*self.settings.instructionFiles, *AGENT_FILES, *HOOK_FILES))}
         rel.update(notes_dirs(self.settings.notesDirs)[0])
         absolute = []
         for r in self.roots():

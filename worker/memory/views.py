@@ -34,6 +34,7 @@ from cairn.worker.memory.apply import (
     state_of,
 )
 from cairn.worker.memory.edited import editable
+from cairn.worker.memory.marks import load_marks, mark_of
 from cairn.worker.memory.store import DEFAULT_ROOT, MemoryStore
 
 
@@ -69,6 +70,7 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
 
     settings = settings or Settings()
     rows = []
+    marks = load_marks(workspace)
     roots = [DEFAULT_ROOT, *settings.memoryRoots]
     for root in roots:
         path = root if os.path.isabs(root) else os.path.join(workspace, root)
@@ -76,9 +78,37 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
             continue
         snap = model.read_root(Path(path), workspace=workspace)
         for name, topic in sorted(snap.topics.items()):
-            rows.append({"file": os.path.join(root, name), "name": topic.name, "type": topic.type,
-                         "description": topic.description, "root": root})
+            file = os.path.join(root, name)
+            rows.append({"file": file, "name": topic.name, "type": topic.type, "description": topic.description,
+                         "root": root, **provenance_row(file, topic.topic, marks)})
     return rows
+
+
+def provenance_row(file: str, topic: Any, marks: dict[str, Any]) -> dict[str, Any]:
+    """A topic's ``sources``, ``citations`` (as recorded), ``confirmed``, and its last verification's
+    ``verified`` date, ``stale`` flag and reasons (``why``), ``unverifiable`` codes (private marks)."""
+    from cairn.worker.memory.verify import last_confirmed  # yaml: module docstring
+
+    mark = mark_of(marks, file)
+    if topic is None:
+        return {"sources": None, "citations": [], "confirmed": None, "verified": None, "stale": False, "why": []}
+    cites = topic.citations if isinstance(topic.citations, list) else ([] if topic.citations is None
+                                                                          else [topic.citations])
+    return {"sources": _plain(topic.sources), "citations": _plain(cites),
+            "confirmed": last_confirmed(topic, mark), "verified": mark.get("verified"),
+            "stale": bool(mark.get("stale")), "why": list(mark.get("stale") or []),
+            "unverifiable": list(mark.get("unverifiable") or [])}
+
+
+def _plain(value: Any) -> Any:
+    """YAML values as JSON can carry them (a date becomes its ISO text)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 def cockpit(workspace: str, view: str, settings: Settings | None = None) -> list[dict[str, Any]]:

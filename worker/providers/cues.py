@@ -11,8 +11,9 @@ they can only add notes. Each returns the note type or ``None``:
                 mind …", "for context, …", "note that …", "it's important …".
 ``identity``    what the project is: "this is (really just) a/my/our <thing>",
                 "I'm building a …", "I'm building X — a …", "I want to build a
-                <thing> that …", "set up a … for a … called …", "the goal is
-                …" (a thing noun: "a feature that …", "my app.js file" are not).
+                <thing> that …" (a thing noun: "a feature that …", "my app.js
+                file" are not). "Set up/initialize a … for a … called …" is a
+                request for work and "the goal is …" a plan: neither is kept.
 ``stack``       what it is built with: "we will be using X", "I want to use X",
                 "we're using X" (X a named tool, not "the same" or a pronoun).
 ``layout``      where things are: "X is/should be (located) in <file or
@@ -47,7 +48,8 @@ closing colon that introduces what follows) is a task, whatever its form;
 so is one that reports a problem or hides a request ("nothing happens",
 "doesn't load", "broken", "why", "can you …", "…, put it back"), and a
 *layout* sentence about where a problem, a pronoun or "the new" thing is
-("the bug is in app.js", "it is in src/").
+("the bug is in app.js", "it is in src/"). A description of the feature being
+built ("each feature should …", "users can …") is the work, not a fact.
 
 Type: a sentence about the user's own setup or taste ("I", "my") is
 ``user``; one that tells the assistant how to work (imperative, "you") is
@@ -80,8 +82,7 @@ IDENTITY = re.compile(
         (?:a|an|my|our|the)\ (?:[\w-]+\ ){{0,4}}?{_THING}\b
       |(?:i'?m|i\ am|we'?re|we\ are)\ (?:building|making|writing|developing|creating|working\ on)\ (?:(?:a|an|my|our)\ \S|[\w-]+\ (?:—|–|-|,)\ (?:a|an)\ )
       |(?:i|we)\ (?:want|need|would\ like|'d\ like)\ to\ (?:make|build|create|write|develop)\ (?:a|an)\ (?:[\w-]+\ ){{0,3}}{_THING}\ (?:that|which|where|for|with|called|named)\b
-      |(?:set\ up|create|scaffold|bootstrap|start|init(?:ialize)?|build)\ (?:a|an|the)\ [\w\ -]{{1,40}}?\ for\ (?:a|an|my|our)\ [\w\ .+-]{{1,40}}?(?:{_THING}\b|\ (?:called|named)\ \S)
-      |the\ (?:goal|idea|purpose|point)\ (?:of\ (?:this|the)\ \w+\ )?is\ (?:to\ )?\w)
+      )
     (?!\.\w|[\ -](?:files?|responses?|requests?|calls?|keys?|errors?|code|pages?|routes?|folders?|director(?:y|ies)
       |components?|functions?|methods?|class(?:es)?|tests?|outputs?|logs?)\b)""",
     _X,
@@ -208,6 +209,15 @@ _TASKISH = re.compile(
 )
 
 
+# a description of the feature being built (what it shows, what a user can do) is the work, not a fact that
+# outlives it: "Each feature should have its own section", "the user can upload a video and …"
+_FEATURE = re.compile(
+    r"""\b(?:each|every|this|that|the|a|new)\ feature\b|\busers?\ (?:can|should|will|must|clicks?|sees?|gets?)\b
+    |\bi\ need\ to\b""",
+    _X,
+)
+
+
 def _person(s: str, default: NoteType) -> NoteType:
     if _YOU.search(s):
         return NoteType.FEEDBACK
@@ -285,6 +295,6 @@ def broad(s: str, original: str) -> NoteType | None:
     s = s.lower()
     kind = _kind(s, original.lower())
     # the task and question guard runs last: few sentences get this far
-    if kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s) or _REPORT.search(s):
+    if kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s) or _REPORT.search(s) or _FEATURE.search(s):
         return None
     return kind

@@ -11,7 +11,14 @@ dropped. What remains is split into sentences; bullets and leading filler
 ("ok,", "btw", "also", "remember that" …) are ignored. A sentence is then
 classified by the first rule that matches; anything else is dropped.
 
+The engine writes every digest until a model is configured, so it is built
+for precision: it publishes only on strong evidence of durable knowledge and
+keeps nothing where it is unsure (recall is the model path's job).
+
 Rules that drop a sentence whatever it says:
+  requests for work addressed to the assistant ("add/create/initialize/
+  implement/fix/refactor …", "let's …", "can you …", "I want you to …"),
+  unless said "always/never …" or "from now on …";
   questions (ends with ``?``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
   now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
@@ -23,12 +30,14 @@ Rules that drop a sentence whatever it says:
   always/never …", "make sure to always/never …", "please always/never/
   don't …", "don't <verb> …" except "don't forget/worry/bother" and
   the edit verbs ("don't change/modify/remove …" fences the edit of the
-  moment) and scope limits ("… anything else", "…, just explain"), "stop
+  moment), fences of the work at hand ("don't add new …", "… again",
+  "… endlessly") and scope limits ("… anything else", "…, just explain"), "stop
   <verb>ing …"), a correction ("no, use X instead (of Y)", "use X, not Y"),
   a first-person preference that mentions the assistant or its output
   ("you", "your", answers, responses, replies, summaries, explanations,
   confirmation), or any other statement introduced by "from now on / going
-  forward / in future" that is not a project fact or a request.
+  forward / in future" that is not a project fact ("generally …" and "as a
+  rule of thumb …" introduce advice, not a rule, and keep nothing).
 ``user`` — the user's own taste: a first-person preference ("I prefer …",
   "I'd rather (not) …", "I like/hate it when …", "I always/never …",
   "my preference is …") that does not address the assistant.
@@ -38,9 +47,10 @@ Rules that drop a sentence whatever it says:
   "this project/repo/codebase uses|is written in|runs on|deploys …", "our
   CI/pipeline/tests/docs … runs|uses|lives …", "the X service/module/config
   lives|is in …", "the/our convention (here) is …", and "we" statements
-  ("we always/never/usually …", "we deploy/use/release/squash … with …"),
-  because a team's habit is a fact about the project, not one person's
-  taste. Status words ("currently", "now", "still", "broken", "failing",
+  ("we always/never/usually …", "we deploy/release/squash … with …", "we use
+  X, not Y / for Y"), because a team's habit is a fact about the project,
+  not one person's taste; a "we" remark of the conversation ("we don't just
+  …", "… here", "we want …") is not. Status words ("currently", "now", "still", "broken", "failing",
   "flaky", "red" …) drop a project sentence: that is progress, not a fact.
 ``reference`` — a labelled pointer: a URL the user introduces with a label
   (tracker, dashboard(s), docs, wiki, runbook, status page, Sentry,
@@ -198,7 +208,25 @@ _DURABLE = re.compile(
     r"|from\ here\ on(?:\ out)?|as\ a\ rule|in\ general|generally)\b[\s,:;\-—]*",
     re.I | re.X,
 )
+_STANDING = re.compile(
+    r"(?:from\ now\ on|going\ forward|moving\ forward|in\ (?:the\ )?future|henceforth|from\ here\ on)", re.I | re.X
+)
 _PLEASE = re.compile(r"^please\s+", re.I)
+# a correction of how the assistant works, said as an imperative: "Run it yourself rather than pasting me commands"
+_HOW_TO_WORK = re.compile(r"\b(?:yourself|you|me)\b.*\b(?:rather\ than|instead\ of)\b", re.I | re.X)
+# a request for work addressed to the assistant is a task, however it is worded: "Initialize a bun project
+# for a CLI tool called …", "Add a `session start` command that …", "let's refactor …", "I want you to …"
+_WORK_REQUEST = re.compile(
+    r"""^(?:(?:now|then|next|first|and\ then|so)[\s,]+)?(?:please\s+)?
+    (?!make\ sure\b|i\ want\ you\ to\ (?:keep\ in\ mind|remember|always|never)\b)
+    (?:(?:add|create|initiali[sz]e|init|implement|fix|refactor|build|make|write|generate|set\ up|setup|scaffold
+      |bootstrap|update|change|modify|rename|move|remove|delete|integrate|install|convert|migrate|improve|optimi[sz]e
+      |rewrite|replace|extend|enable|disable|configure|wire|hook\ up|introduce|design|develop|finish|complete
+      |continue|start|run|test|deploy|commit|push|merge|review|check|investigate|debug|analy[sz]e|look\ at|go\ ahead
+      |help\ me|show\ me|tell\ me|explain|summari[sz]e|list|find|read|open|try)\b
+    |let'?s\b|let\ us\b|i\ (?:want|need|would\ like|'d\ like)\ you\ to\b|(?:can|could|would|will)\ you\b)""",
+    re.I | re.X,
+)
 
 _ONE_OFF = re.compile(
     r"\b(?:for\ now|this\ time|right\ now|at\ the\ moment|today|tonight|tomorrow|yesterday|yet|asap"
@@ -235,6 +263,9 @@ _SCOPE = re.compile(
 # fence around a task, not a rule ("Do not change Supabase or other cards", "Don't edit anything, I want …");
 # a lasting one is said with "never" ("never modify the migrations"), which this does not touch
 _EDIT_VERBS = frozenset("change modify touch remove edit alter break delete rename rewrite refactor move".split())
+# "don't add new features", "do not create them again", "don't polish endlessly": the scope of the work at
+# hand, not a rule that outlives it
+_MOMENT_FENCE = re.compile(r"\b(?:new|again|endlessly|anymore|any\ more|extra)\b", re.I)
 _STOP = re.compile(r"^stop\s+(?P<rest>[a-z]+ing\b.*)$", re.I | re.S)
 _INSTEAD = re.compile(
     r"^(?:use|prefer|pick|choose|go\ with|write|run)\s+(?P<rest>.+?)\s+instead\b", re.I | re.S | re.X
@@ -252,11 +283,14 @@ _ADDRESSES_ASSISTANT = re.compile(
     re.I,
 )
 _WE = re.compile(
-    r"^we\s+(?:always|never|usually|generally|normally|typically|don'?t|do\ not|prefer|only|use|deploy|build"
+    r"^we\s+(?:always|never|usually|generally|normally|typically|prefer|deploy|build"
     r"|release|ship|host|run|test|store|keep|follow|target|support|publish|package|version|lint|format"
-    r"|squash|rebase|merge|write|name|pin|vendor|require|track|manage|document|tag|review|sign)\b",
+    r"|squash|rebase|merge|write|name|pin|vendor|require|track|manage|document|tag|review|sign"
+    r"|use\s+[^,;]{1,60}?,?\s+(?:not|instead\ of|rather\ than|for)\s)\b",
     re.I | re.X,
 )
+# "we don't just run events", "we use AI heavily here": a remark of the conversation, not a standing habit
+_WE_REMARK = re.compile(r"\b(?:just|here|heavily|want|wanted|will|'ll|going\ to)\b", re.I)
 _PROJECT_SUBJECT = re.compile(
     r"^(?:this|the|our)\s+(?:project|repo|repository|codebase|code\ base|app|application|package|library"
     r"|monorepo|service|workspace|team)\s+(?:uses|is\ built\ (?:with|on)|is\ written\ in|runs\ on|targets"
@@ -345,7 +379,7 @@ def _directive(s: str) -> bool:
     if m:
         verb = m.group("verb").lower()
         rest = m.group("rest")
-        if verb in _EDIT_VERBS:
+        if verb in _EDIT_VERBS or _MOMENT_FENCE.search(rest):
             return False
         return verb not in _DONT_EXCLUDED and not _vague(verb + rest) and not _SCOPE.search(rest)
     m = _STOP.match(s)
@@ -366,7 +400,7 @@ def _project(s: str, plain: str) -> bool:
     if _STATUS.search(plain):
         return False
     if _WE.match(s):
-        return not _vague(" ".join(s.split()[2:]))
+        return not _vague(" ".join(s.split()[2:])) and not _WE_REMARK.search(s)
     return bool(
         _PROJECT_SUBJECT.match(s) or _POSSESSIVE_FACT.match(s) or _OUR_THING.match(s) or _LIVES_IN.match(s)
         or _CONVENTION.match(s)
@@ -403,6 +437,10 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     if _ONE_OFF.search(plain) or len(s.split()) < 2:
         return None
     s = _PLEASE.sub("", s)
+    # "from now on, add type hints" is a standing rule; "generally, …" / "as a rule of thumb, …" is advice
+    standing = durable is not None and _STANDING.match(durable.group(0)) is not None
+    if _WORK_REQUEST.match(s) and not _ALWAYS_NEVER.match(s) and not standing and not _HOW_TO_WORK.search(s):
+        return None
     body = lead[:1].upper() + lead[1:]
     if _directive(s):
         return NoteType.FEEDBACK, s, body
@@ -418,7 +456,7 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     broad = cues.broad(s, sentence)
     if broad is not None and not _vague(s):
         return broad, s, body
-    if durable and not _vague(s) and not re.match(r"(?:can|could|would|will|let'?s)\b", s, re.I):
+    if standing and not _vague(s) and not re.match(r"(?:can|could|would|will|let'?s)\b", s, re.I):
         return NoteType.FEEDBACK, s, body
     return None
 

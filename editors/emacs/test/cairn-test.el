@@ -542,9 +542,10 @@ An accepted edit's buffer must not stay read-only, waiting forever."
           (should (string-match-p (regexp-quote (abbreviate-file-name cairn-test--ws)) header))
           (should (string-match-p "\\[Candidates\\]" header))
           (should (string-match-p "| cairn [0-9.]+ @ " header))
-          (should (string-match-p (format "\\` %d proposals · propose mode · " (plist-get status :proposals))
+          (should (string-match-p (format "| %d proposals · propose mode · " (plist-get status :proposals))
                                   header))
           (should (string-match-p "digests [1-9]" header))
+          (should (string-match-p "· embedded engine (cairn setup for better recall)" header))
           (should-not (string-match-p "exhausted\\|attention" header)))
         (let* ((rows (cairn-test--rows))
                (id (plist-get (car rows) :id)))
@@ -749,7 +750,7 @@ An accepted edit's buffer must not stay read-only, waiting forever."
       (should (cairn--finish-line-p "cairn: j-12 review ok proposals=2"))
       (should-not (cairn--finish-line-p "cairn: j-12 review started (pid 42)"))
       (with-current-buffer (cairn-cockpit cairn-test--ws)
-        (should (string-match-p (format "\\` %d proposals" n) (cairn-cockpit--header)))
+        (should (string-match-p (format "| %d proposals" n) (cairn-cockpit--header)))
         (let ((cairn--status-cache (list (cons cairn-test--ws cairn-cockpit--status))))
           (should (string-match-p (format "\\` cairn:%d" n) (cairn--lighter)))
           (should (eq (lookup-key (get-text-property 1 'local-map (cairn--lighter)) [mode-line mouse-1])
@@ -758,7 +759,7 @@ An accepted edit's buffer must not stay read-only, waiting forever."
           (should (= 0 (cairn-test--cli "reject" id)))
           (cairn-cockpit-poll)
           (cairn-test--until "the cockpit to show the CLI's decision"
-                             (lambda () (string-match-p (format "\\` %d proposals" (1- n)) (cairn-cockpit--header))))
+                             (lambda () (string-match-p (format "| %d proposals" (1- n)) (cairn-cockpit--header))))
           (should-not (member id (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows)))))))))
 
 (ert-deftest cairn-cockpit-follows-the-servers-notifications ()
@@ -770,7 +771,7 @@ diagnostics update does (and shows a decision made with the CLI)."
       (cairn-test--memory-files)
       (with-current-buffer (cairn-cockpit cairn-test--ws)
         (should-not cairn-cockpit--poll-timer)
-        (should (string-match-p "\\` 0 proposals · propose mode" (cairn-cockpit--header)))
+        (should (string-match-p "| 0 proposals · propose mode" (cairn-cockpit--header)))
         (should-not (cairn-test--rows))
         ;; turns and the session's end are notifications; the digest job's finish line refreshes
         (cairn-test--feed "s1")
@@ -781,7 +782,7 @@ diagnostics update does (and shows a decision made with the CLI)."
         (cairn-review cairn-test--ws)
         (cairn-test--until "the review's proposals in the cockpit"
                            (lambda () (let ((n (length (cairn-test--rows))))
-                                        (and (> n 0) (string-match-p (format "\\` %d proposals" n)
+                                        (and (> n 0) (string-match-p (format "| %d proposals" n)
                                                                      (cairn-cockpit--header))))))
         ;; finish lines ignored: the diagnostics updates of an open memory file
         ;; refresh (the review's end republishes them after its fresh snapshot)
@@ -795,7 +796,7 @@ diagnostics update does (and shows a decision made with the CLI)."
             (cairn-review cairn-test--ws)
             (cairn-test--until "the command line's decision in the cockpit"
                                (lambda () (and (not (member (car ids) (cairn-test--ids)))
-                                               (string-match-p (format "\\` %d proposals" (1- n))
+                                               (string-match-p (format "| %d proposals" (1- n))
                                                                (cairn-cockpit--header)))))))))))
 
 (ert-deftest cairn-missing-server-program-is-reported-once ()
@@ -830,6 +831,27 @@ diagnostics update does (and shows a decision made with the CLI)."
       (cairn--send-configuration (cairn-server cairn-test--ws))
       (cairn-test--until "the editor's mode" (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode)
                                                                "manual"))))))
+
+;; an option set back to nil unsets it on the server: the config files' value returns
+(ert-deftest cairn-option-set-back-to-nil-returns-to-the-config-file ()
+  "Customizing an option, then setting it back to nil, leaves the config file's value in force."
+  (cairn-test--with-workspace
+    (cairn-test--write ".cairn/config.toml" "mode = \"auto\"\n")
+    (should (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto"))
+    (unwind-protect
+        (progn
+          (customize-set-variable 'cairn-mode-setting "manual")
+          (customize-set-variable 'cairn-provider "openai")
+          (cairn-test--until "the editor's mode"
+                             (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode) "manual")))
+          (customize-set-variable 'cairn-mode-setting nil)
+          (customize-set-variable 'cairn-provider nil)
+          (should (string-match-p "\"provider\":null"
+                                  (json-serialize (cairn--settings t) :null-object nil :false-object :json-false)))
+          (cairn-test--until "the config file's mode again"
+                             (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto"))))
+      (set-default 'cairn-mode-setting nil)
+      (set-default 'cairn-provider nil))))
 
 (ert-deftest cairn-cockpit-outside-a-project-asks-first ()
   "M-x cairn-cockpit in a folder of no project asks; no answer starts nothing; C-u chooses."
@@ -1136,6 +1158,27 @@ Each workspace has its own cockpit buffer, *cairn: NAME*."
           (dolist (id (list (car ids) (nth 1 ids) third))
             (cairn-test--goto-row id)
             (should (equal (plist-get (tabulated-list-get-id) :state) "applied"))))))))
+
+;; at 80 columns the header still shows the views and the state (errors included)
+(ert-deftest cairn-cockpit-header-keeps-views-and-state-at-80-columns ()
+  "The first 80 columns of the header hold every view name, the state and an error's code."
+  (with-temp-buffer
+    (setq cairn-cockpit--workspace "/home/someone/projects/a-rather-long-workspace-name"
+          cairn-cockpit--server-name "cairn 0.9.0")
+    (dolist (attention '(0 2))
+      (setq cairn-cockpit--status
+            (list :refreshed 1.0 :proposals 12 :mode "propose" :attention attention :digests 40
+                  :usage (list :day "2026-12-01" :requests 31 :tokensIn 1234567 :tokensOut 67890
+                               :estimated 1 :cost 12.0421)))
+      (dolist (state '("ready" "error: E_PROVIDER_UNREACHABLE: the endpoint did not answer"))
+        (setq cairn-cockpit--state state)
+        (let* ((header (cairn-cockpit--header))
+               (shown (substring header 0 (min 80 (length header)))))
+          (dolist (v cairn-cockpit-views)
+            (should (string-match-p (regexp-quote (cairn-cockpit--view-label v)) shown)))
+          (should (string-match-p (regexp-quote (substring state 0 (min 29 (length state)))) shown))
+          (when (and (> attention 0) (equal state "ready"))
+            (should (string-match-p "ready, needs attention" shown))))))))
 
 (ert-deftest cairn-cockpit-header-shows-todays-usage ()
   "The header adds today's provider usage (requests, tokens, cost) and hides it when there was none."

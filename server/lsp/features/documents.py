@@ -6,7 +6,11 @@ proposals touching it are published as Information diagnostics;
 ``textDocument/codeAction`` offers Accept, Reject and Show diff for them.
 :meth:`Documents.check_live_buffers` keeps the rule that live buffers win: a
 proposal is never applied under an open document with unsaved changes
-(``E_PROPOSAL_STALE``).
+(``E_PROPOSAL_STALE``). LSP carries no "modified" flag, so the server keeps
+each document's text as of its last ``didOpen`` (when it matched the file)
+or ``didSave``: a buffer still holding that text is unmodified, even when
+the file changed on disk since (the CLI or another editor wrote it); such a
+buffer never blocks an accept, and the editors reload it afterwards.
 """
 
 from __future__ import annotations
@@ -55,14 +59,22 @@ class Documents:
     def __init__(self, service: CairnService) -> None:
         self.service = service
         self.open: dict[str, tuple[str, list[dict[str, Any]]]] = {}  # uri -> (workspace, proposals)
+        #: uri -> the text as last opened from or saved to disk; None: modified since it was opened
+        self.saved: dict[str, str | None] = {}
 
     async def did_open(self, uri: str) -> None:
+        text = self.service.client.document_text(uri)
+        path = memory_docs.uri_to_path(uri)
+        on_disk = await asyncio.to_thread(_read_text, path) if path is not None else None
+        self.saved[uri] = text if text is not None and text == on_disk else None
         await self._changed(uri)
 
     async def did_save(self, uri: str) -> None:
+        self.saved[uri] = self.service.client.document_text(uri)
         await self._changed(uri)
 
     def did_close(self, uri: str) -> None:
+        self.saved.pop(uri, None)
         if self.open.pop(uri, None) is not None:
             self.service.client.publish_diagnostics(uri, [])
 
@@ -99,8 +111,8 @@ class Documents:
                 continue
             text = client.document_text(uri)
             path = memory_docs.uri_to_path(uri)
-            if text is None or path is None:
-                continue
+            if text is None or path is None or text == self.saved.get(uri):
+                continue  # unmodified (perhaps older than its file): nothing of the user's to lose
             on_disk = await asyncio.to_thread(_read_text, path)
             if on_disk is not None and text != on_disk:
                 raise CairnError(ErrorCode.PROPOSAL_STALE,

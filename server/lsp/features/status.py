@@ -204,6 +204,7 @@ class Snapshots:
         assert tuple(out) == STATUS_KEYS
         out.update(workspace=ws, turnsWaiting=turns, journal=dict(journal), jobs=jobs,
                    refreshed=state.refreshed, draining=state.drain is not None, mode=state.settings.mode,
+                   provider=state.settings.provider,
                    usage=dict(state.usage), watch=svc.watching.summary(ws),
                    unwiredAgents=journal.get("unwiredAgents", 0))
         return out

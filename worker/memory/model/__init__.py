@@ -15,9 +15,12 @@ the names below from this package, not from its modules.
 """
 
 from cairn.worker.memory.model.index import (
+    INDEX_BUDGET,
+    INDEX_MAX_BYTES,
     INDEX_MAX_LINES,
     INDEX_NAME,
     Index,
+    IndexBudget,
     IndexEditTuple,
     IndexEntry,
     apply_index_edits,
@@ -27,6 +30,7 @@ from cairn.worker.memory.model.index import (
     parse_index,
 )
 from cairn.worker.memory.model.lines import one_line
+from cairn.worker.memory.model.rewrite import replace_line, set_front_matter
 from cairn.worker.memory.model.root import (
     FILE_MAX_BYTES,
     MemorySnapshot,
@@ -47,9 +51,12 @@ from cairn.worker.memory.model.topics import (
 __all__ = [
     "FILENAME_MAX",
     "FILE_MAX_BYTES",
+    "INDEX_BUDGET",
+    "INDEX_MAX_BYTES",
     "INDEX_MAX_LINES",
     "INDEX_NAME",
     "Index",
+    "IndexBudget",
     "IndexEditTuple",
     "IndexEntry",
     "MemorySnapshot",
@@ -67,5 +74,7 @@ __all__ = [
     "parse_topic",
     "read_root",
     "render_topic",
+    "replace_line",
+    "set_front_matter",
     "topic_filename",
 ]

@@ -16,11 +16,14 @@ from collections.abc import Iterable
 
 import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.settings import Settings
 from cairn.worker.memory.model.lines import BOM, decode_text, join_lines, newline_of, one_line, split_lines
 
 INDEX_NAME = "MEMORY.md"
 #: agents load this many lines of the index; it is also the bound on entries
 INDEX_MAX_LINES = 200
+#: agents load at most this many bytes of the index: a change that grows it past them is refused
+INDEX_MAX_BYTES = 25 * 1024
 #: one index edit: (topic file name, exact entry line expected now or None, new entry line or None)
 IndexEditTuple = tuple[str, str | None, str | None]
 
@@ -29,6 +32,25 @@ _ENTRY = re.compile(
 )
 _HOOK_SEP = re.compile(r"^[ \t]*(?:[-\u2013\u2014:](?:[ \t]+|$))?")
 _TOPIC_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.md$")
+
+
+@attrs.frozen
+class IndexBudget:
+    """How much of the index agents load: its first ``lines`` lines, at most ``bytes`` bytes.
+
+    The ``indexMaxLines`` / ``indexMaxBytes`` settings (:meth:`of`); defaults 200 lines, 25 KB.
+    """
+
+    lines: int = INDEX_MAX_LINES
+    bytes: int = INDEX_MAX_BYTES
+
+    @classmethod
+    def of(cls, settings: Settings) -> IndexBudget:
+        return cls(settings.indexMaxLines, settings.indexMaxBytes)
+
+
+#: the default budget: 200 lines, 25 KB
+INDEX_BUDGET = IndexBudget()
 
 
 @attrs.frozen(kw_only=True)
@@ -114,7 +136,9 @@ def _check_after(file: str, after: str) -> None:
         )
 
 
-def apply_index_edits(data: bytes | None, edits: Iterable[IndexEditTuple]) -> bytes:
+def apply_index_edits(
+    data: bytes | None, edits: Iterable[IndexEditTuple], budget: IndexBudget = INDEX_BUDGET
+) -> bytes:
     """Apply entry-level edits to index bytes (``None``: no index yet), changing only affected lines.
 
     Each edit is ``(file, before, after)``: ``before`` is the exact entry line
@@ -127,14 +151,27 @@ def apply_index_edits(data: bytes | None, edits: Iterable[IndexEditTuple]) -> by
     last existing entry (or at the end); an empty index becomes
     ``# Memory\\n\\n`` + the entries. Line endings follow the file; a
     missing final newline stays missing (the former last line then gains the
-    file's newline). More than 200 entries (when the edit adds entries), or a
-    new entry below line 200 where agents stop reading: ``E_INDEX_FULL``.
+    file's newline). Against the ``budget`` (default 200 lines, 25 KB: what
+    agents load): more entries than its lines (when the edit adds entries), a
+    new entry below its last line, or an index that grows past its bytes is
+    ``E_INDEX_FULL``; nothing is written.
     """
+    original = data or b""
+    after = _apply_index_edits(original, edits, budget.lines)
+    if len(after) > budget.bytes and len(after) > len(original):
+        raise CairnError(
+            ErrorCode.INDEX_FULL,
+            f"the index would be {len(after)} bytes, past the {budget.bytes} agents load: "
+            "merge or delete topics, or shorten entries",
+        )
+    return after
+
+
+def _apply_index_edits(original: bytes, edits: Iterable[IndexEditTuple], max_lines: int) -> bytes:
     edits = list(edits)
     files = [e[0] for e in edits]
     if len(set(files)) != len(files):
         raise CairnError(ErrorCode.INDEX_ENTRY_INVALID, "two edits for the same index entry")
-    original = data or b""
     index = parse_index(original)
     replace: dict[int, str] = {}
     remove: set[int] = set()
@@ -162,14 +199,14 @@ def apply_index_edits(data: bytes | None, edits: Iterable[IndexEditTuple]) -> by
     if not replace and not remove and not insert:
         return original
     new_count = len(index.entries) + len(insert) - len(remove)
-    if insert and new_count > INDEX_MAX_LINES:
+    if insert and new_count > max_lines:
         raise CairnError(
-            ErrorCode.INDEX_FULL, f"the index would hold {new_count} entries (at most {INDEX_MAX_LINES})"
+            ErrorCode.INDEX_FULL, f"the index would hold {new_count} entries (at most {max_lines})"
         )
     if not index.lines:
         head = b"# Memory\n\n"
         result = head + b"".join(line.encode("utf-8") + b"\n" for line in insert)
-        _check_positions(2, len(insert))
+        _check_positions(2, len(insert), max_lines)
         return result
     anchor = index.entries[-1].line if index.entries else len(index.lines) - 1
     out: list[tuple[bytes, bytes]] = []
@@ -185,15 +222,15 @@ def apply_index_edits(data: bytes | None, edits: Iterable[IndexEditTuple]) -> by
             first_inserted = len(out)
             out.extend((line.encode("utf-8"), b"") for line in insert)
     if insert:
-        _check_positions(first_inserted, len(insert))
+        _check_positions(first_inserted, len(insert), max_lines)
     return join_lines(out, index.final_newline, index.newline)
 
 
-def _check_positions(first: int, count: int) -> None:
+def _check_positions(first: int, count: int, max_lines: int) -> None:
     last = first + count - 1
-    if count and last >= INDEX_MAX_LINES:
+    if count and last >= max_lines:
         raise CairnError(
             ErrorCode.INDEX_FULL,
-            f"a new entry would be on line {last + 1}, past the {INDEX_MAX_LINES} lines agents load",
+            f"a new entry would be on line {last + 1}, past the {max_lines} lines agents load",
             line=last + 1,
         )

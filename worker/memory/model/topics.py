@@ -34,6 +34,10 @@ class Topic:
     type: NoteType
     body: str  # everything after the closing ``---`` line, exactly
     raw: bytes  # the file's bytes
+    # provenance (optional; older and hand-written topics have none): as the YAML gave them, checked where used
+    sources: object = None  # {digests: [...], turns: [...], sessions: [...]}
+    citations: object = None  # [{path, target?, lines?, sha256?, commit?}, ...] (worker.memory.citations)
+    confirmed: str | None = None  # date of the last confirmation when written (YYYY-MM-DD)
 
 
 def _front_matter_error(message: str, **detail: object) -> CairnError:
@@ -74,7 +78,10 @@ def parse_topic(data: bytes) -> Topic:
     if not isinstance(kind, str) or kind not in set(NoteType):
         raise _front_matter_error("topic 'type' must be user, feedback, project or reference", field="type")
     body = "\n".join(lines[close + 1 :])
-    return Topic(name=name, description=description, type=NoteType(kind), body=body, raw=data)
+    confirmed = meta.get("confirmed")
+    return Topic(name=name, description=description, type=NoteType(kind), body=body, raw=data,
+                 sources=meta.get("sources"), citations=meta.get("citations"),
+                 confirmed=str(confirmed) if confirmed is not None else None)
 
 
 def _check_scalar(field: str, value: str) -> None:
@@ -84,13 +91,16 @@ def _check_scalar(field: str, value: str) -> None:
             raise _front_matter_error(f"topic {field} must be one line of text", field=field)
 
 
-def render_topic(name: str, description: str, type: NoteType | str, body: str) -> bytes:
+def render_topic(name: str, description: str, type: NoteType | str, body: str,
+                 provenance: dict[str, object] | None = None) -> bytes:
     """Bytes of a new topic file; :func:`parse_topic` gives every argument back exactly.
 
     Values are written by PyYAML's safe dumper, which quotes whatever would
     otherwise be read differently (colons, quotes, leading dashes, ``yes``,
     ``null`` …). Name and description must be one line; the body follows the
     closing ``---`` line verbatim (start it with ``\\n`` for a blank line).
+    ``provenance`` (``sources``, ``citations``, ``confirmed``: see
+    :mod:`worker.memory.citations`) follows ``type`` in the front matter.
     """
     _check_scalar("name", name)
     _check_scalar("description", description)
@@ -99,7 +109,8 @@ def render_topic(name: str, description: str, type: NoteType | str, body: str) -
     if type not in set(NoteType):
         raise _front_matter_error("unknown topic type", field="type")
     meta = yaml.safe_dump(
-        {"name": name, "description": description, "type": str(NoteType(type))},
+        {"name": name, "description": description, "type": str(NoteType(type)),
+         **{k: v for k, v in (provenance or {}).items() if k in ("sources", "citations", "confirmed") and v}},
         sort_keys=False,
         allow_unicode=True,
         width=1 << 30,

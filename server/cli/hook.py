@@ -1,0 +1,64 @@
+"""CLI command ``cairn hook AGENT``: what a coding agent's session hook runs (docs/agents.md, *Hooks*).
+
+Reads the hook's JSON payload on stdin (bounded, at most a few seconds of
+waiting), imports what is new in the transcript it names and seals the
+session with the trigger its event maps to (:mod:`worker.journal.hook`).
+It never fails the agent: the exit status is 0 whatever happens; a problem
+is one ``cairn: hook: E_…: …`` line on stderr (ids and codes, never
+transcript text). Depends only on :mod:`server.cli.support`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import sys
+import time
+
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.server.cli.support import EXIT_OK, emit_json, load_config, printable, workspace_path
+
+#: agents ``cairn hook`` takes (``worker.journal.hook.AGENTS``, named here so parsing needs no worker import)
+HOOK_AGENTS = ("claude-code", "gemini-cli")
+#: longest wait for the payload on stdin (seconds): an agent that never closes it does not hold the hook
+STDIN_WAIT = 3.0
+
+
+def hook_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("agent", choices=HOOK_AGENTS, help="the agent whose hook payload comes on stdin")
+    p.add_argument("--json", action="store_true", help="print what was done as JSON on stdout")
+
+
+def _stdin(limit: int) -> bytes:
+    """Up to ``limit`` + 1 bytes of stdin, until its end or :data:`STDIN_WAIT` seconds."""
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + STDIN_WAIT
+    while size <= limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise CairnError(ErrorCode.HOOK_PAYLOAD_INVALID, "no complete payload on stdin")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def cmd_hook(ns: argparse.Namespace) -> int:
+    try:
+        from cairn.worker.journal import hook as H  # cold start: loaded when the hook runs, not for --help
+
+        payload = H.parse(ns.agent, _stdin(H.MAX_PAYLOAD))
+        ws = workspace_path(ns)
+        path = H.check_transcript(payload, ws, os.path.expanduser("~"), os.environ)
+        done = H.run(payload, path, ws, load_config(ws))
+        if ns.json:
+            emit_json(done)
+    except CairnError as exc:
+        sys.stderr.write(f"cairn: hook: {exc.code}: {printable(exc.message)}\n")
+    except Exception as exc:  # never fail the agent: a fixed code, no traceback
+        sys.stderr.write(f"cairn: hook: {ErrorCode.INTERNAL}: unexpected {type(exc).__name__}\n")
+    return EXIT_OK

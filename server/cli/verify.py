@@ -1,0 +1,52 @@
+"""CLI command ``verify``: recheck every memory citation against the working tree.
+
+Contract: the handler takes the parsed namespace and returns an exit code
+(:mod:`server.cli.support`): 0 when nothing is stale, 1 when an entry is
+stale, unverifiable or has a broken front matter (each listed on its own
+line). Marks go to private state and stale entries get proposals through
+the worker's ``verify`` job; no topic is rewritten. Depends only on
+:mod:`server.cli.support`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cairn.server.cli.support import EXIT_OK, EXIT_PROBLEMS, emit_json, json_flag, printable, run_job
+
+
+def verify_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="check and mark only; propose nothing")
+    json_flag(p)
+
+
+def _lines(r: dict[str, Any]) -> list[str]:
+    out = []
+    for t in r["topics"]:
+        if "error" in t:
+            out.append(f"{t['file']}: front matter not read ({t['error']}); left as it is")
+            continue
+        for c in t["citations"]:
+            where = c["path"] + (f" target {c['target']}" if c.get("target") else "")
+            if c["verdict"] == "stale":
+                out.append(f"{t['file']}: stale: {c.get('reason', '')}")
+            elif c["verdict"] == "unverifiable":
+                out.append(f"{t['file']}: unverifiable {c.get('code')}: {where}")
+        if t.get("aged"):
+            out.append(f"{t['file']}: not confirmed since {t.get('confirmed')}")
+    return [printable(line) for line in out]
+
+
+def cmd_verify(ns: argparse.Namespace) -> int:
+    r: dict[str, Any] = run_job(ns, "verify", {"dryRun": bool(ns.dry_run)}).result
+    problems = r["stale"] or r["unverifiable"] or r["broken"] or any(t.get("aged") for t in r["topics"])
+    if ns.json:
+        emit_json(r)
+    else:
+        for line in _lines(r):
+            print(line)
+        print(f"verified {r['checked']} topic(s): {r['stale']} stale, {r['unverifiable']} unverifiable "
+              f"citation(s), {len(r['proposals'])} proposal(s)"
+              + (f" (review {r['review']}: `cairn proposals`)" if r.get("review") else ""))
+    return EXIT_PROBLEMS if problems else EXIT_OK

@@ -1,0 +1,167 @@
+"""Supersession: a note that changes what memory says replaces the old statement (CLI end to end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cairn.worker.memory.supersede import supersedes
+
+from tests.journal.helpers import cairn, cairn_json
+
+ROOT = ".agents/memory"
+
+
+def _remember(ws: Path, text: str) -> dict:
+    out = cairn_json(ws, "remember", text)
+    [p] = out["proposals"]
+    return p | {"remember": out["remember"]}
+
+
+def _files(ws: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((ws / ROOT).glob("*.md"))}
+
+
+def _topics(ws: Path) -> dict[str, str]:
+    return {k: v.decode() for k, v in _files(ws).items() if k != "MEMORY.md"}
+
+
+def test_npm_then_pnpm_replaces_the_statement_in_the_existing_topic(workspace: Path) -> None:
+    first = _remember(workspace, "Use npm to install dependencies")
+    cairn(workspace, "accept", first["id"])
+    [topic] = _topics(workspace)
+    second = _remember(workspace, "Use pnpm, not npm, to install dependencies")
+    # a replacement of the existing topic, not a second topic beside it
+    assert second["kind"] == "update" and second["target"] == f"{ROOT}/{topic}"
+    assert "\u201cUse npm to install dependencies\u201d \u2192 \u201cUse pnpm, not npm" in second["title"]
+    shown = cairn(workspace, "show", second["id"]).stdout
+    assert "-- Use npm to install dependencies (noted" in shown
+    assert "+- Use pnpm, not npm, to install dependencies (noted" in shown
+    [row] = [r for r in cairn_json(workspace, "proposals") if r["id"] == second["id"]]
+    # both sources: the old statement with the day it was noted, the new one with its evidence
+    assert "Use npm to install dependencies\u201d (noted 20" in row["summary"]
+    assert second["remember"] in row["summary"] and row["evidence"] == [second["remember"]]
+    before = _files(workspace)
+    cairn(workspace, "accept", second["id"])
+    [(name, text)] = _topics(workspace).items()
+    assert name == topic and "pnpm" in text and "Use npm to install" not in text
+    index = (workspace / ROOT / "MEMORY.md").read_text()
+    assert index.count("](") == 1 and "Use pnpm, not npm" in index
+    cairn(workspace, "undo", second["id"])
+    assert _files(workspace) == before  # undo restores every byte
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Install dependencies with pnpm instead of npm",
+        "We moved from npm to pnpm",
+        "We no longer use npm; dependencies are installed with pnpm",
+    ],
+)
+def test_change_shapes_supersede(workspace: Path, text: str) -> None:
+    cairn(workspace, "accept", _remember(workspace, "Use npm to install dependencies")["id"])
+    [topic] = _topics(workspace)
+    p = _remember(workspace, text)
+    assert p["kind"] == "update" and p["title"].startswith("Replace in ") and p["target"].endswith(topic)
+    cairn(workspace, "accept", p["id"])
+    [body] = _topics(workspace).values()
+    assert "Use npm to install dependencies" not in body and text in body
+
+
+def test_compatible_facts_about_one_tool_do_not_supersede(workspace: Path) -> None:
+    cairn(workspace, "accept", _remember(workspace, "Use pnpm to install dependencies")["id"])
+    p = _remember(workspace, "The pnpm store is in ~/.pnpm-store")
+    assert not p["title"].startswith("Replace")
+    cairn(workspace, "accept", p["id"])
+    text = "\n".join(_topics(workspace).values())
+    assert "Use pnpm to install dependencies" in text and "~/.pnpm-store" in text
+
+
+@pytest.mark.parametrize(
+    ("note", "line"),
+    [
+        ("Use pnpm, not npm, to install dependencies", "- Don't use npm"),  # already agrees
+        ("Use pnpm, not npm, to install dependencies", "- Use npm to publish packages"),  # another subject
+        ("Use npm ci in CI", "- Use npm to install dependencies"),  # the same choice
+        ("Use pnpm workspaces for the monorepo", "- Use npm to install dependencies"),
+        ("Prefer tabs over spaces in Makefiles", "- Use spaces in Python files"),
+    ],
+)
+def test_precision_of_subjects(note: str, line: str) -> None:
+    assert not supersedes(note, line)
+
+
+@pytest.mark.parametrize(
+    ("note", "line"),
+    [
+        ("Run `just build` instead of `make build`", "- Run `make build` to build the site"),
+        ("Use ruff instead of flake8 for linting", "- Lint with flake8 (noted 2026-01-02)"),
+        ("From now on, use pnpm to install dependencies", "- Use npm to install dependencies"),
+    ],
+)
+def test_subject_keys_beyond_package_managers(note: str, line: str) -> None:
+    assert supersedes(note, line)
+
+
+# -- the index budget -----------------------------------------------------------------
+
+
+def _near_full_index(ws: Path) -> str:
+    """An index of project topics 40 bytes short of the 25 KB agents load; the text of the first topic."""
+    root = ws / ROOT
+    root.mkdir(parents=True)
+    lines = ["# Memory", ""]
+    for i in range(60):
+        name = f"Area{i} kappa{i}"  # no two topics alike: nothing to merge
+        body = f"- Area{i} runs on host alpha{i}"
+        (root / f"area-{i}.md").write_text(
+            f"---\nname: {name}\ndescription: {name}\ntype: project\n---\n\n{body}\n"
+        )
+        lines.append(f"- [{name}](area-{i}.md) - " + f"detail {i} " * 37)
+    text = "\n".join(lines) + "\n"
+    text += "\n" + "x" * (25 * 1024 - 40 - len(text)) + "\n"  # 40 bytes short: no room for one more entry
+    (root / "MEMORY.md").write_text(text)
+    return (root / "area-0.md").read_text()
+
+
+def test_a_review_near_the_budget_moves_the_note_into_a_topic_and_drops_nothing(workspace: Path) -> None:
+    _near_full_index(workspace)
+    index = (workspace / ROOT / "MEMORY.md").read_bytes()
+    p = _remember(workspace, "The billing service is written in Rust")
+    # a new topic would push the index past 25 KB: the note goes into an existing topic instead
+    assert p["kind"] == "update" and p["target"].startswith(f"{ROOT}/area-")
+    cairn(workspace, "accept", p["id"])
+    assert (workspace / ROOT / "MEMORY.md").read_bytes() == index  # every entry kept, nothing added
+    assert "The billing service is written in Rust" in "\n".join(_topics(workspace).values())
+
+
+def test_an_accept_past_the_budget_is_refused_with_its_code(workspace: Path) -> None:
+    p = _remember(workspace, "The billing service is written in Rust")
+    assert p["kind"] == "create"
+    index = workspace / ROOT / "MEMORY.md"
+    index.parent.mkdir(parents=True)
+    big = "# Memory\n\n" + "x" * (25 * 1024 - 40) + "\n"  # grown by hand since: one entry more crosses 25 KB
+    index.write_text(big)
+    r = cairn(workspace, "accept", p["id"], check=False)
+    assert r.returncode != 0 and "E_INDEX_FULL" in r.stdout + r.stderr and "25600" in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and index.read_text() == big
+    assert sorted(_files(workspace)) == ["MEMORY.md"]
+
+
+def test_the_budget_is_a_setting(workspace: Path) -> None:
+    root = workspace / ROOT
+    root.mkdir(parents=True)
+    for name in ("alpha", "beta"):
+        (root / f"{name}.md").write_text(
+            f"---\nname: {name}\ndescription: {name}\ntype: project\n---\n\n- {name}\n"
+        )
+    index = "# Memory\n\n- [alpha](alpha.md)\n- [beta](beta.md)\n"
+    (root / "MEMORY.md").write_text(index)
+    (workspace / ".cairn").mkdir()
+    (workspace / ".cairn/config.toml").write_text("index_max_lines = 4\n")
+    p = _remember(workspace, "The billing service is written in Rust")
+    assert p["kind"] == "update" and p["target"] in (f"{ROOT}/alpha.md", f"{ROOT}/beta.md")
+    (workspace / ".cairn/config.toml").write_text("index_max_lines = 5\n")
+    assert _remember(workspace, "Staging deploys happen every Tuesday morning")["kind"] == "create"
+    assert (root / "MEMORY.md").read_text() == index

@@ -1,0 +1,220 @@
+"""Memory that stays true: citations in topic front matter, `cairn verify`, staleness marks and their proposals."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from cairn.server import cli
+from cairn.worker.memory import citations as C
+from cairn.worker.memory.model import parse_topic, render_topic
+
+MAKEFILE = "all: build\n\nbuild:\n\tcc -o app main.c\n\ncheck:\n\t./run-tests.sh\n"
+INDEX = "- [Running the tests](tests.md) - how to run them\n"
+
+
+def _cairn(capsys: pytest.CaptureFixture[str], ws: Path, *argv: str) -> tuple[int, str]:
+    code = cli.main([*argv, "-w", str(ws)])
+    return code, capsys.readouterr().out
+
+
+def _workspace(tmp_path: Path, body: str, provenance: dict[str, object] | None = None) -> Path:
+    ws = tmp_path / "ws"
+    mem = ws / ".agents" / "memory"
+    mem.mkdir(parents=True)
+    (ws / "Makefile").write_text(MAKEFILE)
+    if provenance is None:
+        provenance = {"sources": {"digests": ["d0123456789ab"], "turns": ["t1"],
+                                  "sessions": ["2026-11-30T10:00:00Z/2026-11-30T11:00:00Z"]},
+                      "citations": [c.as_front_matter() for c in C.find_citations(str(ws), body)]}
+    (mem / "tests.md").write_bytes(render_topic("Running the tests", "how to run them", "project", body, provenance))
+    (mem / "MEMORY.md").write_text(INDEX)
+    return ws
+
+
+def test_a_renamed_make_target_is_flagged_and_an_update_proposed_accept_and_undo(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _workspace(tmp_path, "\n- Run the tests with `make check` before pushing.\n")
+    topic = ws / ".agents" / "memory" / "tests.md"
+    meta = parse_topic(topic.read_bytes())
+    assert meta.citations == [{"path": "Makefile", "target": "check", "lines": "6-6",
+                               "sha256": C.lines_sha(["check:"])}]
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    assert code == 0 and json.loads(out)["stale"] == 0 and json.loads(out)["proposals"] == []
+
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+    before = topic.read_bytes()
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    r = json.loads(out)
+    assert code == 1 and r["stale"] == 1
+    [row] = r["topics"]
+    assert row["citations"][0]["verdict"] == "stale" and "no target 'check'" in row["citations"][0]["reason"]
+    assert "test:" in row["citations"][0]["evidence"]
+    [pid] = r["proposals"]
+    assert topic.read_bytes() == before  # marked, never rewritten
+
+    # the mark is private state, shown by `cairn memory --json`
+    code, out = _cairn(capsys, ws, "memory", "--json")
+    [mem] = json.loads(out)
+    assert mem["stale"] is True and "no target 'check'" in mem["why"][0]
+    assert mem["citations"][0]["target"] == "check" and mem["sources"]["digests"] == ["d0123456789ab"]
+
+    # a second verification proposes nothing new
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    assert json.loads(out)["proposals"] == []
+
+    code, out = _cairn(capsys, ws, "show", pid)
+    assert "+- Run the tests with `make test` before pushing." in out and "renamed check \u2192 test" in out
+    shown = json.loads(_cairn(capsys, ws, "show", "--json", pid)[1])
+    assert "no target 'check'" in shown["summary"] and "test:" in shown["summary"]  # the changed lines as evidence
+    assert _cairn(capsys, ws, "accept", pid)[0] == 0
+    after = parse_topic(topic.read_bytes())
+    assert after.body == "\n- Run the tests with `make test` before pushing.\n"
+    assert after.citations == [{"path": "Makefile", "target": "test", "lines": "6-6", "sha256": C.lines_sha(["test:"])}]
+    assert after.sources == meta.sources
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    assert code == 0 and json.loads(out)["stale"] == 0
+    assert _cairn(capsys, ws, "undo", pid)[0] == 0
+    assert topic.read_bytes() == before
+
+
+def test_a_removed_make_target_gets_a_retirement_accept_and_undo(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _workspace(tmp_path, "\n- Run the tests with `make check` before pushing.\n")
+    topic = ws / ".agents" / "memory" / "tests.md"
+    before = topic.read_bytes()
+    (ws / "Makefile").write_text("all: build\n\nbuild:\n\tcc -o app main.c\n")
+    code, out = _cairn(capsys, ws, "verify")
+    assert code == 1 and "tests.md: stale: Makefile has no target 'check' any more" in out
+    [p] = [p for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["state"] == "pending"]
+    assert p["kind"] == "delete" and p["title"].startswith("Retire tests.md")
+    assert _cairn(capsys, ws, "accept", p["id"])[0] == 0
+    assert not topic.exists() and "tests.md" not in (ws / ".agents" / "memory" / "MEMORY.md").read_text()
+    assert _cairn(capsys, ws, "undo", p["id"])[0] == 0
+    assert topic.read_bytes() == before
+    assert (ws / ".agents" / "memory" / "MEMORY.md").read_text() == INDEX
+
+
+def test_memory_json_shows_sources_citations_verified_and_stale(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _workspace(tmp_path, "\n- The build recipe is in `Makefile`, see `make build`.\n")
+    code, out = _cairn(capsys, ws, "memory", "--json")
+    [row] = json.loads(out)
+    assert row["verified"] is None and row["stale"] is False
+    assert {c.get("target") for c in row["citations"]} == {"build", None}
+    assert row["sources"]["sessions"] == ["2026-11-30T10:00:00Z/2026-11-30T11:00:00Z"]
+    assert row["confirmed"] == "2026-11-30"
+    _cairn(capsys, ws, "verify")
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert row["verified"] is not None and row["stale"] is False
+
+
+def test_moved_lines_are_not_stale_but_changed_lines_are(tmp_path: Path) -> None:
+    ws = tmp_path
+    (ws / "src").mkdir()
+    (ws / "src" / "conf.py").write_text("A = 1\nTIMEOUT = 30\nB = 2\n")
+    [cite] = C.find_citations(str(ws), "the timeout is set in `src/conf.py:2`")
+    assert cite.lines == (2, 2)
+    (ws / "src" / "conf.py").write_text("# header\n# more\nA = 1\nTIMEOUT = 30\nB = 2\n")
+    [check] = C.verify_entry(str(ws), "", [cite])
+    assert check.verdict == "ok" and check.lines == (4, 4)
+    (ws / "src" / "conf.py").write_text("A = 1\nTIMEOUT = 60\nB = 2\n")
+    [check] = C.verify_entry(str(ws), "", [cite])
+    assert check.verdict == "stale" and check.evidence == ("TIMEOUT = 60",)
+
+
+def test_outside_symlinked_fifo_and_huge_paths_are_unverifiable_with_a_code(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "secret.txt").write_text("x\n")
+    os.symlink(tmp_path / "secret.txt", ws / "link.txt")
+    os.mkfifo(ws / "pipe.txt")
+    (ws / "huge.txt").write_bytes(b"a" * (C.FILE_MAX + 1))
+    text = "see `../secret.txt`, `/etc/passwd`, `link.txt`, `pipe.txt` and `huge.txt`"
+    codes = {c.citation.path: (c.verdict, c.code) for c in C.verify_entry(str(ws), text)}
+    assert codes == {"../secret.txt": ("unverifiable", "E_PATH_OUTSIDE_ROOT"),
+                     "/etc/passwd": ("unverifiable", "E_PATH_OUTSIDE_ROOT"),
+                     "link.txt": ("unverifiable", "E_PATH_SYMLINK"),
+                     "pipe.txt": ("unverifiable", "E_PATH_NOT_REGULAR"),
+                     "huge.txt": ("unverifiable", "E_RECORD_TOO_LARGE")}
+    recorded = [{"path": "../secret.txt", "lines": "1-1", "sha256": "0" * 64}, {"path": "link.txt"}]
+    assert [(c.verdict, c.code) for c in C.verify_entry(str(ws), "", recorded)] == [
+        ("unverifiable", "E_PATH_OUTSIDE_ROOT"), ("unverifiable", "E_PATH_SYMLINK")]
+
+
+def test_a_broken_front_matter_is_reported_not_rewritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _workspace(tmp_path, "\n- Run `make check`.\n")
+    topic = ws / ".agents" / "memory" / "tests.md"
+    topic.write_bytes(b"---\nname: [unclosed\n---\n- Run `make check`.\n")
+    (ws / "Makefile").write_text("other:\n")
+    code, out = _cairn(capsys, ws, "verify")
+    assert code == 1 and "front matter not read (E_TOPIC_FRONT_MATTER)" in out
+    assert topic.read_bytes() == b"---\nname: [unclosed\n---\n- Run `make check`.\n"
+
+
+def test_an_entry_unconfirmed_for_revalidate_days_gets_a_revalidate_or_retire_proposal(tmp_path: Path) -> None:
+    from cairn.protocol.settings import Settings
+    from cairn.worker.memory.store import MemoryStore
+    from cairn.worker.memory.verify import verify_workspace
+
+    ws = _workspace(tmp_path, "\n- We prefer small commits.\n",
+                    {"confirmed": "2026-01-01"})
+    day = 86400.0
+    jan1 = 1767225600.0  # 2026-01-01T00:00:00Z
+    with MemoryStore(str(ws), Settings(revalidateDays=90)) as ms:
+        assert verify_workspace(ms, now=jan1 + 90 * day)["proposals"] == []
+        r = verify_workspace(ms, now=jan1 + 91 * day)
+    assert len(r["proposals"]) == 1 and r["topics"][0]["aged"] is True
+
+
+def test_the_idle_job_verifies_after_a_checkout_and_the_status_counts_stale_topics(tmp_path: Path) -> None:
+    from cairn.protocol.settings import Settings
+    from cairn.worker.jobs.status import read_status
+    from cairn.worker.memory.store import MemoryStore
+    from cairn.worker.memory.verify import idle_verify
+
+    ws = _workspace(tmp_path, "\n- Run the tests with `make check`.\n")
+    (ws / ".git" / "refs" / "heads").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / ".git" / "refs" / "heads" / "main").write_text("1" * 40 + "\n")
+    noon = 1767268800.0  # 2026-01-01T12:00:00Z
+    with MemoryStore(str(ws), Settings()) as ms:
+        assert idle_verify(ms, now=noon)["stale"] == 0
+        (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+        assert idle_verify(ms, now=noon + 60) == {"skipped": "unchanged"}  # same checkout, same day: a few stats
+        (ws / ".git" / "refs" / "heads" / "main").write_text("2" * 40 + "\n")  # a pull moved HEAD
+        r = idle_verify(ms, now=noon + 120)
+    assert r["stale"] == 1 and len(r["proposals"]) == 1
+    assert read_status(str(ws))["staleMemories"] == 1
+
+
+def test_git_commit_is_read_from_the_git_directory(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/dev\n")
+    (tmp_path / ".git" / "packed-refs").write_text("# pack-refs\n" + "a" * 40 + " refs/heads/dev\n")
+    assert C.git_commit(str(tmp_path)) == "a" * 40
+    assert C.git_commit(str(tmp_path / "nowhere")) is None
+
+
+def test_a_remembered_memory_records_its_sources_citations_and_commit(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "Makefile").write_text(MAKEFILE)
+    (ws / ".git" / "refs" / "heads").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / ".git" / "refs" / "heads" / "main").write_text("c" * 40 + "\n")
+    code, out = _cairn(capsys, ws, "remember", "--json", "--type", "project", "Run the tests with make check")
+    [proposal] = json.loads(out)["proposals"]
+    assert _cairn(capsys, ws, "accept", proposal["id"])[0] == 0
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert row["citations"] == [{"path": "Makefile", "target": "check", "lines": "6-6",
+                                 "sha256": C.lines_sha(["check:"]), "commit": "c" * 40}]
+    assert row["sources"]["digests"] and row["sources"]["turns"] and row["confirmed"]
+    topic = (ws / row["file"]).read_text()
+    assert topic.startswith("---\nname: ") and "\ncitations:\n- path: Makefile\n  target: check\n" in topic
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+    code, out = _cairn(capsys, ws, "verify")
+    assert code == 1 and "stale: Makefile has no target 'check' any more" in out

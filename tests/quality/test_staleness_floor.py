@@ -1,0 +1,30 @@
+"""The stale-memory bench keeps its measured figures on the committed cases.
+
+``bench/staleness/`` carries every case (no network): the instruction file
+before the maintainers' edit, a snapshot of the tree after the code change, and
+the hand labels in ``manifest.json``. The floors are the existence baseline's
+figures measured with ``python bench/staleness.py`` (2026-12-04); a change to
+the checker or the data that loses recall or precision fails here.
+"""
+
+from __future__ import annotations
+
+from bench.staleness import load_cases, score
+
+FLOOR = {"dev": (0.25, 0.18, 67), "test": (0.24, 0.31, 49)}
+
+
+def test_every_labelled_line_was_changed_by_the_maintainers() -> None:
+    cases = load_cases("all")
+    assert len({c.id for c in cases}) >= 26
+    for c in cases:
+        assert c.stale <= c.changed, c.id
+        assert c.text and c.tree, c.id
+
+
+def test_baseline_holds_its_floor_on_both_splits() -> None:
+    for split, (recall, precision, stale) in FLOOR.items():
+        t = score(load_cases(split), "baseline")
+        assert t.stale == stale, f"{split}: {t.stale} labelled stale lines, the floor counted {stale}"
+        assert t.recall >= recall - 1e-9, f"{split}: recall {t.recall:.3f} < {recall}"
+        assert t.precision >= precision - 0.005, f"{split}: precision {t.precision:.3f} < {precision}"

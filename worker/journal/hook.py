@@ -1,0 +1,149 @@
+"""``cairn hook AGENT``: a coding agent's session hook, read and acted on (import what is new, seal).
+
+The agent runs ``cairn hook AGENT`` with a JSON payload on stdin when a
+session ends or its context is compacted (docs/agents.md, *Hooks*, records
+each agent's events and fields and the page they come from). :func:`parse`
+checks the payload and maps its event to a :class:`Trigger`;
+:func:`check_transcript` refuses a transcript path outside the agent's
+store and the workspace, a link, a FIFO or a file over the import bound,
+before anything is opened in the journal; :func:`run` imports the file
+(``import_paths``, under the same session claims as every writer) and seals
+each of its sessions with the trigger. Nothing here writes to a terminal:
+the command (:mod:`server.cli.hook`) reports.
+
+Trigger of each event: Claude Code ``SessionEnd`` is ``clear`` when its
+``reason`` is ``clear``, else ``session-end`` (``logout``,
+``prompt_input_exit``, ``other`` and any reason added later);
+``PreCompact`` is ``compaction``. Gemini CLI the same with ``SessionEnd``
+and ``PreCompress``. The session's last answered turn (its tail) is admitted
+on ``session-end`` and ``clear`` and on a ``manual`` compaction; an ``auto``
+compaction can come in the middle of a turn, so only turns already closed
+are captured then.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from cairn.protocol import boundedjson
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.vocab import Trigger
+
+#: agents whose hooks cairn understands -> (their session format, the event that ends, the one that compacts)
+AGENTS = {"claude-code": ("claude-code", "SessionEnd", "PreCompact"),
+          "gemini-cli": ("gemini-cli", "SessionEnd", "PreCompress")}
+#: largest payload read from stdin (bytes)
+MAX_PAYLOAD = 64 * 1024
+#: largest transcript a hook imports (bytes); a larger one is left to ``cairn import``
+MAX_TRANSCRIPT = 256 * 1024 * 1024
+
+
+@attrs.frozen
+class Payload:
+    agent: str
+    session_id: str
+    transcript: str
+    cwd: str | None
+    event: str
+    trigger: Trigger
+    ended: bool  # admit each session's tail (the file is sealed)
+
+
+def _bad(message: str) -> CairnError:
+    return CairnError(ErrorCode.HOOK_PAYLOAD_INVALID, message)
+
+
+def parse(agent: str, raw: bytes) -> Payload:
+    """The payload ``raw`` of ``agent``'s hook, checked; raises ``E_HOOK_PAYLOAD_INVALID`` (never its text)."""
+    if agent not in AGENTS:
+        raise CairnError(ErrorCode.USAGE, f"no hook known for {agent[:40]!r}; known: {', '.join(AGENTS)}")
+    if len(raw) > MAX_PAYLOAD:
+        raise _bad(f"payload over {MAX_PAYLOAD} bytes")
+    try:
+        data = boundedjson.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _bad("payload is not JSON") from None
+    if not isinstance(data, dict):
+        raise _bad("payload is not a JSON object")
+
+    def text(key: str, required: bool = True) -> str | None:
+        v = data.get(key)
+        if v is None and not required:
+            return None
+        if not isinstance(v, str) or not v or len(v) > 4096 or "\x00" in v:
+            raise _bad(f"payload field {key!r} missing or not a string")
+        return v
+
+    session_id, transcript, event = text("session_id"), text("transcript_path"), text("hook_event_name")
+    cwd = text("cwd", required=False)
+    assert session_id is not None and transcript is not None and event is not None
+    _, ends, compacts = AGENTS[agent]
+    if event == ends:
+        reason = data.get("reason", data.get("trigger"))
+        trigger = Trigger.CLEAR if reason == "clear" else Trigger.SESSION_END
+        ended = True
+    elif event == compacts:
+        trigger, ended = Trigger.COMPACTION, data.get("trigger") == "manual"
+    else:
+        raise _bad(f"event {event[:40]!r} is not one cairn acts on ({ends}, {compacts})")
+    if not os.path.isabs(transcript):
+        raise _bad("payload field 'transcript_path' is not an absolute path")
+    return Payload(agent, session_id, transcript, cwd, event, trigger, ended)
+
+
+def stores(agent: str, home: str, env: Mapping[str, str]) -> list[str]:
+    """The folders where ``agent`` keeps its transcripts."""
+    if agent == "claude-code":
+        base = env.get("CLAUDE_CONFIG_DIR", "").strip()
+        return [os.path.join(os.path.expanduser(base) if base else os.path.join(home, ".claude"), "projects")]
+    if agent == "gemini-cli":
+        base = env.get("GEMINI_CLI_HOME", "").strip()
+        return [os.path.join(os.path.expanduser(base) if base else home, ".gemini", "tmp")]
+    return []
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = os.path.realpath(folder)
+    return os.path.commonpath([path, folder]) == folder
+
+
+def check_transcript(p: Payload, workspace: str, home: str, env: Mapping[str, str]) -> str:
+    """The transcript's path, once it is a regular file inside the agent's store or the workspace, within bounds."""
+    folder, name = os.path.split(p.transcript)
+    real = os.path.join(os.path.realpath(folder), name)
+    if not any(_inside(real, f) for f in [workspace, *stores(p.agent, home, env)]):
+        raise CairnError(ErrorCode.HOOK_TRANSCRIPT_OUTSIDE,
+                         "the transcript is neither in the agent's session store nor in the workspace; nothing read")
+    try:
+        st = os.lstat(real)
+    except FileNotFoundError:
+        raise CairnError(ErrorCode.NOT_FOUND, "the transcript does not exist") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise CairnError(ErrorCode.PATH_SYMLINK, "the transcript is a symlink; not followed")
+    if not stat.S_ISREG(st.st_mode):
+        raise CairnError(ErrorCode.PATH_NOT_REGULAR, "the transcript is not a regular file; not read")
+    if st.st_size > MAX_TRANSCRIPT:
+        raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"the transcript is over {MAX_TRANSCRIPT >> 20} MiB; "
+                         "import it with `cairn import`")
+    return real
+
+
+def run(p: Payload, path: str, workspace: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Import ``path`` (links refused) and seal each of its sessions with the payload's trigger."""
+    from cairn.worker.journal.capture import policy_from_config, seal_session  # cold start: after checks
+    from cairn.worker.journal.imports import import_paths  # cold start: only a checked payload gets here
+    from cairn.worker.journal.store import Journal  # cold start: only a checked payload opens the journal
+
+    fmt = AGENTS[p.agent][0]
+    with Journal(workspace) as j:
+        tally = import_paths(j, [path], fmt, policy_from_config(config), follow_symlinks=False,
+                             sealed_before=math.inf if p.ended else None)
+        sealed = [c for c in (seal_session(j, s, p.trigger) for s in dict.fromkeys(tally.session_ids)) if c]
+    return {"trigger": str(p.trigger), "captured": tally.captured, "skipped": tally.skipped,
+            "sessions": list(dict.fromkeys(tally.session_ids)), "sealed": sealed,
+            "malformed": len(tally.malformed)}

@@ -1,0 +1,145 @@
+"""``cairn agents hooks AGENT``: the proposal that installs an agent's session hooks calling ``cairn hook``.
+
+The hooks go in the agent's workspace settings (default: the uncommitted
+local file, Claude Code's ``.claude/settings.local.json``; Gemini CLI has
+one project file, ``.gemini/settings.json``). The file is a JSON object:
+its other keys and hooks are kept in their order, cairn's command is added
+to each event it acts on (docs/agents.md, *Hooks*, with the documentation
+pages), and an event that already runs ``cairn hook`` is left as it is, so
+proposing twice adds nothing. The proposal is an ``instruction`` proposal
+with its exact before-state, shown, accepted, rejected and undone like every
+memory edit (:mod:`.apply`); its id is a function of the file and its before
+and after hashes.
+
+A settings file that is not a JSON object, or whose ``hooks`` (or an
+event's list under it) has another shape, is refused with
+``E_CONFIG_INVALID`` and nothing is proposed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Any
+
+from cairn.protocol import boundedjson, codec
+from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.memory import Proposal, ProposalKind
+from cairn.state import program as P
+from cairn.worker.memory.agents import MAX_FILE, read_before
+from cairn.worker.memory.apply import decisions
+from cairn.worker.memory.store import PROPOSALS, MemoryStore
+
+REVIEW = "agents-hooks"
+#: a command that runs ``cairn hook`` (the program by name or by path, or ``python -m cairn.server hook``)
+HOOK = re.compile(r"(?:^|[\s/\"'=])cairn(?:\.server)?\s+hook(?:\s|$)")
+#: agent -> (its workspace settings files, the default first; the events cairn's hook runs on)
+HOOKABLE = {"claude-code": ((".claude/settings.local.json", ".claude/settings.json"), ("SessionEnd", "PreCompact")),
+            "gemini-cli": ((".gemini/settings.json",), ("SessionEnd", "PreCompress"))}
+
+
+def command(agent: str) -> str:
+    return f"cairn hook {agent}"
+
+
+def settings_file(agent: str, file: str | None) -> str:
+    """The workspace settings file to install ``agent``'s hooks in (``file`` when given, else its default)."""
+    if agent not in HOOKABLE:
+        raise CairnError(ErrorCode.USAGE, f"cairn has no session hook for {agent[:40]!r} (hooks: "
+                         f"{', '.join(HOOKABLE)}); its sessions are captured by `cairn watch` or `cairn import`")
+    files = HOOKABLE[agent][0]
+    if file is None:
+        return files[0]
+    if file not in files:
+        raise CairnError(ErrorCode.USAGE, f"{agent}'s hooks go in {' or '.join(files)}, not {file[:120]!r}")
+    return file
+
+
+def _runs_cairn(groups: list[Any]) -> bool:
+    for g in groups:
+        for h in (g.get("hooks") if isinstance(g, dict) else None) or ():
+            if isinstance(h, dict) and isinstance(h.get("command"), str) and HOOK.search(h["command"]):
+                return True
+    return False
+
+
+def hooks_bytes(agent: str, path: str, before: bytes | None) -> bytes | None:
+    """``path``'s bytes with ``agent``'s hooks in it; None when every event already runs ``cairn hook``."""
+    data: Any = {}
+    if before is not None and before.strip():
+        try:
+            data = boundedjson.loads(before.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: not valid JSON; nothing proposed") from None
+    if not isinstance(data, dict):
+        raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: not a JSON object; nothing proposed")
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: `hooks` is not an object; nothing proposed")
+    added = False
+    for event in HOOKABLE[agent][1]:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: `hooks.{event}` is not a list; nothing proposed")
+        if _runs_cairn(groups):
+            continue
+        entry: dict[str, Any] = {"type": "command", "command": command(agent)}
+        if agent == "gemini-cli":
+            entry = {"name": "cairn", **entry}
+        groups.append({"hooks": [entry]})
+        added = True
+    if not added:
+        return None
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if before is not None and b"\r\n" in before:
+        text = text.replace("\n", "\r\n")
+    out = text.encode("utf-8")
+    if len(out) > MAX_FILE:
+        raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{path} would be over {MAX_FILE >> 20} MiB; nothing proposed")
+    return out
+
+
+def _sha(data: str) -> str:
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def propose(ms: MemoryStore, agent: str, path: str) -> tuple[Proposal | None, bool]:
+    """The proposal installing ``agent``'s hooks in ``path``: (proposal, newly made?); (None, False) when
+    the hooks are there already."""
+    # fingerprints import the memory model (yaml): only a proposal needs them (cold start of the status counts)
+    from cairn.worker.memory.fingerprints import fingerprint
+
+    before = read_before(ms, path)
+    if before is not None:
+        try:
+            before.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CairnError(ErrorCode.MEMORY_NOT_TEXT, f"{path}: not UTF-8 text") from None
+    after = hooks_bytes(agent, path, before)
+    if after is None:
+        return None, False
+    edit, ops = ms.edit_ops(path, before, after)
+    seed = _sha(f"{REVIEW}\0{path}\0{edit.before}\0{edit.after}")
+    for n in range(1, 1000):
+        pid = "p" + _sha(f"{seed}\0{n}")[:12]
+        known = ms.read_record(f"{PROPOSALS}/{pid}", Proposal)
+        if known is None:
+            break
+        if not decisions(ms, pid):
+            return known, False
+    else:  # pragma: no cover - a thousand decided proposals of one file state
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"{path}: too many decided hook proposals of this file state")
+    events = " and ".join(HOOKABLE[agent][1])
+    p = Proposal(id=pid, review=REVIEW, kind=ProposalKind.INSTRUCTION,
+                 title=f"Run cairn's session hooks from {path} for {agent}",
+                 summary=f"{agent} runs `{command(agent)}` on {events}: each session's turns are captured "
+                         "and sealed when it ends or is compacted", target=path, files=(edit,),
+                 index=(), evidence=(), fingerprint=fingerprint(ProposalKind.INSTRUCTION, path, [REVIEW, agent]),
+                 created=time.time())
+    res = ms.run([*ops, P.EnsureDir(PROPOSALS), P.Link(f"{PROPOSALS}/{pid}", codec.encode(p), optional=True)])
+    for r in res.results:
+        if r.status.value == "failed":
+            raise CairnError(r.code or ErrorCode.IO_FAILED, r.message)
+    return p, True

@@ -1,0 +1,75 @@
+"""Provenance of a new topic: its sources, citations and confirmation date, written into its front matter.
+
+:func:`stamp_created` takes a review's drafts and gives each CREATE draft's
+topic the front matter keys of ADR 0020: ``sources`` (the digest ids of its
+evidence, their turn ids, the sessions' ``start/end`` times), ``citations``
+(what its text names in the workspace, with content hashes and the git
+commit: :func:`worker.memory.citations.find_citations`) and ``confirmed``
+(the day of the latest session, else of the review). Only values cairn
+derives itself reach the front matter (ids matched against a closed
+pattern, paths made of ``[\\w./-]``), so no transcript text does. The other
+drafts, and a CREATE whose bytes do not parse, are returned as they were.
+Reads the cited files (never a link, a FIFO or a huge file); writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+from cairn.protocol.errors import CairnError
+from cairn.protocol.journal import PublicDigest
+from cairn.protocol.memory import ProposalKind
+from cairn.worker.memory.citations import find_citations, git_commit
+from cairn.worker.memory.drafts import ProposalDraft
+from cairn.worker.memory.model import parse_topic, render_topic
+
+#: turn ids recorded per topic at most (the digests name the rest)
+MAX_TURNS = 20
+_ID = re.compile(r"^[\w.:@+-]{1,120}$")
+_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d:.]+Z$")
+
+
+def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: float,
+               commit: str | None = None) -> dict[str, Any]:
+    """The front matter keys recording where ``text`` came from and what it cites."""
+    ids = sorted({d.id for d in digests if _ID.match(d.id)})
+    turns = list(dict.fromkeys(t for d in digests for t in d.turn_ids if _ID.match(t)))[:MAX_TURNS]
+    sessions = sorted({f"{d.session_started}/{d.session_ended}" for d in digests
+                       if d.session_started and d.session_ended
+                       and _INSTANT.match(d.session_started) and _INSTANT.match(d.session_ended)})
+    days = [d.session_day for d in digests]
+    sources: dict[str, Any] = {k: v for k, v in (("digests", ids), ("turns", turns), ("sessions", sessions)) if v}
+    cites = [c.as_front_matter() for c in find_citations(workspace, text, commit=commit) if c.sha256]
+    return {"sources": sources, "citations": cites,
+            "confirmed": max(days) if days else time.strftime("%Y-%m-%d", time.gmtime(now))}
+
+
+def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iterable[PublicDigest]) -> list[ProposalDraft]:
+    """``drafts`` with the provenance of each new topic in its front matter (see the module docstring)."""
+    by_id = {d.id: d for d in digests}
+    out: list[ProposalDraft] = []
+    commit: str | None = None
+    looked = False
+    for d in drafts:
+        if d.kind is not ProposalKind.CREATE or len(d.files) != 1:
+            out.append(d)
+            continue
+        [(path, (before, after))] = d.files.items()
+        if before is not None or after is None:
+            out.append(d)
+            continue
+        try:
+            topic = parse_topic(after)
+        except CairnError:
+            out.append(d)
+            continue
+        if not looked:
+            commit, looked = git_commit(workspace), True
+        prov = provenance(workspace, topic.body, [by_id[e] for e in d.evidence if e in by_id], d.created, commit)
+        data = render_topic(topic.name, topic.description, topic.type, topic.body, prov)
+        out.append(attrs.evolve(d, files={path: (None, data)}))
+    return out

@@ -1,0 +1,189 @@
+"""Supersession: a note that changes what memory says replaces the old statement, never sits beside it.
+
+Rule 4a of the embedded engine (:mod:`worker.memory.engine`). A note
+**supersedes** a body line of an existing topic (any type) when both are
+about the same subject and the note says something different:
+
+* **Change shapes** (:func:`change_of`): "use X, not Y", "X instead of Y",
+  "X rather than Y", "we moved / switched / migrated from Y to X",
+  "no longer use Y" / "Y is no longer used", "replace Y with X", and
+  "from now on (use) X". They name the new choice X and, except the last,
+  the old one Y.
+* **Subject keys** (:func:`subject_keys`): known tools grouped by what they
+  are for (a package manager, a test runner …, :data:`FAMILIES`),
+  backticked identifiers, and paths. A plain "use X" is a choice too when X
+  is a known tool: "Use pnpm to install dependencies" and "Use npm to
+  install dependencies" choose different package managers.
+* **Same subject**: the line names the old choice Y (or, without a Y, a
+  tool of X's family other than X) and does not name X; and the words left
+  once tools and the change wording are taken out agree (token Jaccard at
+  :data:`~worker.memory.similarity.SIMILARITY`, or the note has no such
+  words: "we moved from npm to pnpm" is about the tool alone).
+
+Precision over recall: a line that already rejects Y ("don't use npm",
+"pnpm, not npm") is not contradicted by the note, and a second fact about
+the same tool ("the pnpm store is in ~/.pnpm-store") is no change at all:
+it names no other choice. A wrong replacement loses a true statement; a
+missed one leaves two lines a person can still reconcile. Pure.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import attrs
+from cairn.worker.memory.similarity import BULLET_MARK, SIMILARITY, jaccard, tokens
+
+#: tools grouped by what they are for: two members of one group are alternative choices
+FAMILIES: tuple[frozenset[str], ...] = tuple(
+    frozenset(group.split())
+    for group in (
+        "npm pnpm yarn bun",
+        "pip pipenv poetry uv conda pdm hatch",
+        "pytest unittest nose nose2",
+        "jest vitest mocha ava jasmine",
+        "black autopep8 yapf",
+        "ruff flake8 pylint",
+        "eslint tslint biome oxlint",
+        "prettier dprint",
+        "webpack vite rollup esbuild parcel rspack turbopack",
+        "docker podman",
+        "make just task",
+        "mypy pyright pyre",
+        "cargo",
+        "gradle maven",
+        "postgres postgresql mysql mariadb sqlite",
+        "tabs spaces",
+    )
+)
+_TOOL_FAMILY = {tool: fam for fam in FAMILIES for tool in fam}
+
+_CHOICE = r"`[^`\n]{1,80}`|[\w./~@+-]{1,80}"
+_SHAPES = (
+    # (pattern, has old choice)
+    re.compile(rf"\buse\s+(?P<new>{_CHOICE})\s*,?\s*(?:and\s+)?not\s+(?P<old>{_CHOICE})", re.I),
+    re.compile(rf"(?P<new>{_CHOICE})\s*,?\s+(?:instead\s+of|rather\s+than|over)\s+(?P<old>{_CHOICE})", re.I),
+    re.compile(
+        rf"\b(?:moved|switched|migrated|changed|went)\s+(?:over\s+)?from\s+(?P<old>{_CHOICE})\s+to\s+(?P<new>{_CHOICE})",
+        re.I,
+    ),
+    re.compile(rf"\breplac(?:e|ed|ing)\s+(?P<old>{_CHOICE})\s+(?:with|by)\s+(?P<new>{_CHOICE})", re.I),
+    re.compile(rf"\bno\s+longer\s+(?:use|using|used|run|need)\s+(?P<old>{_CHOICE})", re.I),
+    re.compile(rf"(?P<old>{_CHOICE})\s+(?:is|are)\s+no\s+longer\b", re.I),
+    re.compile(rf"\bfrom\s+now\s+on\s*,?\s+(?:(?:we|you|please)\s+)?(?:use|run)\s+(?P<new>{_CHOICE})", re.I),
+)
+_USE = re.compile(rf"\b(?:use|using|run|prefer|with|via)\s+(?P<new>{_CHOICE})", re.I)
+_NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
+_REJECTS = (
+    r"(?:not|never|don'?t\s+use|do\s+not\s+use|avoid|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?)"
+)
+_BACKTICK = re.compile(r"`([^`\n]{1,80})`")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]*")
+#: words that say a choice changed, not what it is about
+_CHANGE_WORDS = tokens(
+    "moved switched migrated changed went over replace replaced replacing longer now on from instead rather "
+    "prefer preferred we run need needed"
+)
+
+
+def _choice(text: str | None) -> str:
+    return (text or "").strip("`").strip().casefold().rstrip(".,;:!")
+
+
+@attrs.frozen
+class Change:
+    """What a note changes: the new choice and the old one ("" when the note names none)."""
+
+    new: str
+    old: str
+
+
+@functools.lru_cache(maxsize=4096)  # a review compares each note with every line: each text is read once
+def change_of(text: str) -> Change | None:
+    """The change ``text`` states (see the module docstring), or None when it states none."""
+    folded = text.replace("\u2019", "'")
+    for pattern in _SHAPES:
+        m = pattern.search(folded)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        new, old = _choice(groups.get("new")), _choice(groups.get("old"))
+        siblings = [t for t in _TOOL_FAMILY.get(old, ()) if t != old and _names(folded, t)]
+        if siblings and new not in siblings:  # "use pnpm to install dependencies instead of npm"
+            new = sorted(siblings)[0]
+        if new != old and (new or old):
+            return Change(new=new, old=old)
+    stated = stated_choice(folded)
+    return Change(new=stated, old="") if stated in _TOOL_FAMILY else None
+
+
+def stated_choice(text: str) -> str:
+    """The choice a plain statement makes ("use X", "run X", "with X"; a tool's name first), or ""."""
+    found = [_choice(m.group("new")) for m in _USE.finditer(text.replace("\u2019", "'"))]
+    return next((c for c in found if c in _TOOL_FAMILY), found[0] if found else "")
+
+
+def subject_keys(text: str) -> frozenset[str]:
+    """The subject keys of ``text``: known tools, backticked identifiers, paths (casefolded)."""
+    folded = text.casefold()
+    keys = {w for w in re.findall(r"[\w.+-]+", folded) if w in _TOOL_FAMILY}
+    keys |= {_choice(b) for b in _BACKTICK.findall(folded)}
+    keys |= {p.rstrip(".,;:") for p in _PATH.findall(folded) if len(p) > 2}
+    return frozenset(k for k in keys if k)
+
+
+def _names(text: str, choice: str) -> bool:
+    """Whether ``text`` names ``choice`` as a word (``npm`` is not named by ``pnpm``)."""
+    return re.search(rf"(?<![\w.-]){re.escape(choice)}(?![\w-])", text.casefold()) is not None
+
+
+def _rejects(text: str, choice: str) -> bool:
+    """Whether ``text`` already turns ``choice`` down ("not npm", "avoid npm", "npm is no longer")."""
+    c = re.escape(choice)
+    folded = text.casefold().replace("\u2019", "'")
+    return (
+        re.search(rf"\b{_REJECTS}\s+`?{c}(?![\w-])", folded) is not None
+        or re.search(rf"(?<![\w.-])`?{c}`?\s+(?:is|are)\s+no\s+longer\b", folded) is not None
+    )
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _residue(text: str, drop: frozenset[str]) -> frozenset[str]:
+    """The subject words of ``text``: its content words without tools and change wording, lightly stemmed."""
+    return frozenset(_stem(w) for w in tokens(text) if w not in drop and w not in _CHANGE_WORDS)
+
+
+def supersedes(note: str, line: str) -> bool:
+    """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring)."""
+    change = change_of(note)
+    if change is None:
+        return False
+    text = _NOTED.sub("", BULLET_MARK.sub("", line))
+    if change.new and _names(text, change.new):
+        return False  # the line already speaks of the new choice: a fact about it, or the same advice
+    if change.old:
+        if not _names(text, change.old) or _rejects(text, change.old):
+            return False
+        old_choices = {change.old}
+    else:
+        family = _TOOL_FAMILY.get(change.new, frozenset())
+        old_choices = {t for t in family if t != change.new and _names(text, t) and not _rejects(text, t)}
+        if not old_choices:
+            return False
+    line_change = change_of(text)
+    if (line_change.new if line_change else stated_choice(text)) not in old_choices:
+        return False  # the line must state the old choice as a choice, not merely mention it
+    tools = (
+        frozenset(tokens(" ".join((change.new, change.old, *old_choices))))
+        | subject_keys(note)
+        | subject_keys(text)
+    )
+    mine, theirs = _residue(note, tools), _residue(text, tools)
+    return not mine or jaccard(mine, theirs) >= SIMILARITY
