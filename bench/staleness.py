@@ -1,12 +1,12 @@
 """Stale-memory detection on real instruction-file histories.
 
-Each case in ``bench/staleness/cases/`` is an agent instruction file
+Each case in ``bench/staleness-cases/cases/`` is an agent instruction file
 (``AGENTS.md``, ``CLAUDE.md``) as it stood before maintainers edited it,
 together with a snapshot of the tree after the code change that prompted the
 edit: the file listing (paths whose names the text mentions, plus the top two
 levels), manifests (Makefile, package.json, pyproject.toml, Cargo.toml, …)
 and the files the text cites or whose backticked names it uses.
-``bench/staleness/manifest.json`` gives each case's source (owner/repo @
+``bench/staleness-cases/manifest.json`` gives each case's source (owner/repo @
 commit : path), licence, split and the lines labelled stale (changed by the
 maintainers because the code changed), with the rationale.
 
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-ROOT = pathlib.Path(__file__).resolve().parent / "staleness"
+ROOT = pathlib.Path(__file__).resolve().parent / "staleness-cases"
 OK, STALE, UNVERIFIABLE = "ok", "stale", "unverifiable"
 
 

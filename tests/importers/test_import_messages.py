@@ -21,10 +21,14 @@ GEMINI_CHAT = FIXTURES / "gemini-cli" / "session-2025-09-14T08-02-a1b2c3d4.json"
 PROMPT_LOG = FIXTURES / "gemini-cli" / "prompt-log" / "logs.json"
 
 
-def test_the_import_line_names_the_format_read(workspace: Path) -> None:
-    r = cairn(workspace, "import", str(ROLLOUT_2025_08), str(GEMINI_CHAT))
+def test_the_import_line_names_the_format_read(workspace: Path, tmp_path: Path) -> None:
+    # fresh copies: a file quiet for longer than the seal idle time is sealed, and its last turn then counts too
+    rollout, chat = tmp_path / ROLLOUT_2025_08.name, tmp_path / GEMINI_CHAT.name
+    rollout.write_bytes(ROLLOUT_2025_08.read_bytes())
+    chat.write_bytes(GEMINI_CHAT.read_bytes())
+    r = cairn(workspace, "import", str(rollout), str(chat))
     assert r.stdout.splitlines()[0].startswith("imported 2 file(s) (1 codex, 1 gemini-cli), 2 session(s): ")
-    one = cairn(workspace, "import", str(ROLLOUT_2025_08)).stdout
+    one = cairn(workspace, "import", str(rollout)).stdout
     assert one.startswith("imported 1 file(s) (codex), 1 session(s): 0 new turn(s), 1 already captured\n")
 
 

@@ -1,6 +1,6 @@
 """The stale-memory bench keeps its measured figures on the committed cases.
 
-``bench/staleness/`` carries every case (no network): the instruction file
+``bench/staleness-cases/`` carries every case (no network): the instruction file
 before the maintainers' edit, a snapshot of the tree after the code change, and
 the hand labels in ``manifest.json``. The floors are the existence baseline's
 figures measured with ``python bench/staleness.py`` (2026-12-04); a change to

@@ -14,7 +14,7 @@ import pytest
 from pytest_lsp import LanguageClient
 
 from tests.journal.helpers import cairn, cairn_json
-from tests.server.lsp_harness import plain, request
+from tests.server.lsp_harness import plain, request, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -35,5 +35,8 @@ async def test_status_counts_the_agents_that_do_not_read_the_memory(instruction_
     assert sorted(p["target"] for p in wired["proposals"]) == ["AGENTS.md", "CLAUDE.md"]
     cairn(instruction_files, "accept", *(p["id"] for p in wired["proposals"]))
 
-    status = plain(await request(client, "cairn/status"))
-    assert status["unwiredAgents"] == 0, status
+    # the server refreshes its snapshot when it sees the CLI's writes: re-ask after each of its log lines
+    async def wired_now() -> bool:
+        return plain(await request(client, "cairn/status"))["unwiredAgents"] == 0
+
+    assert await until(client, wired_now)

@@ -28,7 +28,7 @@ def test_the_emacs_choices_are_the_records_vocabulary(name: str, vocabulary: tup
 
 
 def test_every_option_emacs_sends_is_a_settings_field() -> None:
-    body = EMACS[EMACS.index("(defun cairn--settings ()"):EMACS.index("(defun cairn--settings-object")]
+    body = EMACS[EMACS.index("(defun cairn--settings "):EMACS.index("(defun cairn--settings-object")]
     sent = set(re.findall(r"\(:([A-Za-z]+) \. ", body))
     assert sent and sent <= FIELDS, sent - FIELDS
 
@@ -66,7 +66,7 @@ def test_context_tokens_unset_is_not_the_default_and_null_keeps_the_layer_below(
 
 
 def test_the_editors_leave_context_tokens_to_the_provider_by_default() -> None:
-    body = EMACS[EMACS.index("(defun cairn--settings ()"):EMACS.index("(defun cairn--settings-object")]
+    body = EMACS[EMACS.index("(defun cairn--settings "):EMACS.index("(defun cairn--settings-object")]
     assert "contextTokens" not in body
     block = NVIM[NVIM.index("M.defaults = {"):]
     settings = re.search(r"\bsettings = \{(.*?)\}", block, re.S)

@@ -86,8 +86,8 @@ def _sections(text: str) -> list[tuple[str, str, str | None]]:
         body = text[match.end() : end].strip("\n")
         if index + 1 == len(kept):
             body = re.sub(r"\n[ \t]*---[ \t]*$", "", body.rstrip()).strip("\n")
-        at = f"{match.group(1)}T{match.group(2)}Z" if match.group(1) else None
-        out.append(("user" if match.group(3).startswith("👤") else "assistant", body, at))
+        stamp = f"{match.group(1)}T{match.group(2)}Z" if match.group(1) else None
+        out.append(("user" if match.group(3).startswith("👤") else "assistant", body, stamp))
     return out
 
 
