@@ -21,9 +21,12 @@ peak RSS) on generated Claude Code sessions (tests/support/generated.py):
   (the real Claude Code and Codex sessions committed in tests/, 200 x 10,
   one 100,000-turn session, all of them together, an empty home), cold, then
   re-run with nothing new (and the files it wrote counted), then with 10
-  turns appended to the long session; beside a peer (``--peer 'deja-vu
-  ARGS'``, run with the same ``HOME`` when its program is on ``PATH``) and two
-  floors measured in the same run: ``cat`` of every file, and a
+  turns appended to the long session; beside a peer (``--peer 'CMD ARGS'``,
+  default ``deja index --quiet`` when deja-vu's program ``deja`` is on ``PATH``;
+  run with the same ``HOME``, its state under ``HOME`` (``--peer-state``)
+  removed before each cold run; cairn and the peer alternate, each round
+  starting with the other) and two floors measured in the same run: ``cat`` of
+  every file, and a
   parse-and-write script (:data:`FLOOR`: every JSON line decoded, the
   messages' text appended to one file, fsynced; incremental by inode, size,
   mtime and offset like the manifest), written as a chart with ``--chart-incremental``.
@@ -329,7 +332,8 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def _child_env(home: Path) -> dict[str, str]:
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local"))
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local"),
+               XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local" / "state"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed cairn has its bytecode cached; so does the bench's
     return env
 
@@ -372,8 +376,18 @@ class History:
     def cat(self) -> tuple[float, float]:
         return timed(["cat", *map(str, self.files)], _child_env(self.home)) if self.files else timed(["true"], {})
 
-    def peer(self, command: list[str] | None) -> tuple[float, float] | None:
-        return timed(command, _child_env(self.home)) if command else None
+    def peer(self, command: list[str] | None, *, cold: bool = False) -> tuple[float, float] | None:
+        """One run of the peer over this home; ``cold``: its state (:data:`PEER_STATE`) removed first."""
+        if not command:
+            return None
+        if cold:
+            for rel in PEER_STATE:
+                shutil.rmtree(self.home / rel, ignore_errors=True)
+        return timed(command, _child_env(self.home))
+
+
+#: the peer's state under its HOME, removed before a cold run (``--peer-state``; deja-vu keeps its index there)
+PEER_STATE: list[str] = [".cache/deja"]
 
 
 def _files_under(ws: Path) -> dict[str, int]:
@@ -429,6 +443,7 @@ def incremental(tmp: Path, repeat: int, peer: list[str] | None, chart: Path | No
             b(h)
     rows: list[Row] = []
     base = str(baseline) if baseline else None
+    print(f"peer: {' '.join(peer)}" if peer else "peer: none on PATH")
 
     def both(h: History, ws: Path, runs: list[tuple[float, float]], old: list[tuple[float, float]]) -> None:
         runs.append(h.cairn(ws))
@@ -445,10 +460,12 @@ def incremental(tmp: Path, repeat: int, peer: list[str] | None, chart: Path | No
             ws = root / f"ws-{name}-{r}"
             ws.mkdir()
             Path(f"{ws}-baseline").mkdir()
+            got = h.peer(peer, cold=True) if r % 2 else None  # alternating: odd rounds start with the peer
             both(h, ws, runs, old)
             floors.append(h.floor(root / f"floor-{name}-{r}.json"))
             cats.append(h.cat())
-            got = h.peer(peer)
+            if not r % 2:
+                got = h.peer(peer, cold=True)
             if got is not None:
                 peers.append(got)
         label = f"{name}, cold ({len(h.files)} files, {h.size() / 1e6:.1f} MB)" if h.files else "empty home (fixed cost)"
@@ -472,11 +489,16 @@ def incremental(tmp: Path, repeat: int, peer: list[str] | None, chart: Path | No
     before, before_old = _files_under(ws), _files_under(Path(f"{ws}-baseline"))
     runs: list[tuple[float, float]] = []
     old: list[tuple[float, float]] = []
-    for _ in range(repeat):
+    peers = []
+    for i in range(repeat):  # alternating, as above
+        got = h.peer(peer) if i % 2 else None
         both(h, ws, runs, old)
+        if not i % 2:
+            got = h.peer(peer)
+        if got is not None:
+            peers.append(got)
     n_written = written(before, _files_under(ws))
     note = f"baseline: {written(before_old, _files_under(Path(f'{ws}-baseline')))} files written" if base else ""
-    peers = [p for p in (h.peer(peer) for _ in range(repeat)) if p is not None]
     rows.append(Row(f"all, re-run with nothing new ({n_written} files written in {repeat} runs)", _med(runs),
                     _med([h.floor(state) for _ in range(repeat)]), None, _med(peers) if peers else None,
                     _med(old) if old else None, "; ".join(x for x in ("floor: a stat per file", note) if x)))
@@ -490,16 +512,21 @@ def incremental(tmp: Path, repeat: int, peer: list[str] | None, chart: Path | No
         h.cairn(Path(f"{ws}-baseline"), base)
     state = root / "floor-append.json"
     h.floor(state)
+    h.peer(peer, cold=True)  # every reader has read the long session once before the first append
     lines = list(session_lines(1, long_turns + 10 * repeat, words=12, tools=False))
-    runs, old, floors = [], [], []
+    runs, old, floors, peers = [], [], [], []
     have = long_turns
-    for _ in range(repeat):
+    for i in range(repeat):
         with h.files[0].open("a") as fh:
             fh.write("".join(line + "\n" for line in lines[1 + 2 * have:1 + 2 * (have + 10)]))
         have += 10
+        got = h.peer(peer) if i % 2 else None  # alternating, as above
         both(h, ws, runs, old)
         floors.append(h.floor(state))
-    peers = [p for p in (h.peer(peer) for _ in range(repeat)) if p is not None]
+        if not i % 2:
+            got = h.peer(peer)
+        if got is not None:
+            peers.append(got)
     rows.append(Row("long session, 10 turns appended", _med(runs), _med(floors), None, _med(peers) if peers else None,
                     _med(old) if old else None, "floor: reads from its offset"))
 
@@ -553,7 +580,10 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None,
                     choices=("many", "all", "thousand", "long", "huge", "batch", "compression", "incremental"))
     ap.add_argument("--peer", default=None,
-                    help="the peer's command, run with the workload's HOME (default: 'deja-vu index' when on PATH)")
+                    help="the peer's command, run with the workload's HOME (default: 'deja index --quiet' when deja-vu's "
+                         "program deja is on PATH)")
+    ap.add_argument("--peer-state", nargs="*", default=None,
+                    help="the peer's state folders relative to HOME, removed before each cold run (default: .cache/deja)")
     ap.add_argument("--chart-incremental", type=Path, default=None, help="write the incremental chart to this PNG")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="incremental: a folder holding a cairn/ view of another tree, measured beside this one")
@@ -563,7 +593,9 @@ def main() -> None:
     REPEAT = max(1, ns.repeat)
     scale = 10 if ns.quick else 1
     want = set(ns.only or ("many", "all", "thousand", "long", "huge", "batch", "compression", "incremental"))
-    peer = shlex.split(ns.peer) if ns.peer else (["deja-vu", "index"] if shutil.which("deja-vu") else None)
+    peer = shlex.split(ns.peer) if ns.peer else (["deja", "index", "--quiet"] if shutil.which("deja") else None)
+    if ns.peer_state is not None:
+        PEER_STATE[:] = ns.peer_state
     with tempfile.TemporaryDirectory(prefix="cairn-ingest-", dir=os.environ.get("CAIRN_BENCH_DIR")) as t:
         tmp = Path(t)
         pubs = floor(tmp)

@@ -16,7 +16,15 @@ that are labelled stale (a flag on a reworded or unchanged line counts
 against). Two columns: the existence baseline below and, when present,
 ``worker.memory.citations.verify_entry``.
 
-    python bench/staleness.py [--split dev|test|all] [--png bench/staleness.png]
+    python bench/staleness.py [--split dev|test|all] [--png bench/staleness.png] [--cost]
+
+``--cost``: the price of ``cairn verify`` over 1,000 entries. The largest
+case's tree snapshot is written to a workspace together with 1,000 memory
+topics (one instruction line each, drawn from every case, no recorded
+citations), and ``worker.memory.verify.verify_workspace`` (what ``cairn
+verify`` runs, without queuing proposals) checks them all, listing and
+indexing the tree included; the existence baseline over the same 1,000 lines
+(its index included) is timed in the same run. Best of ``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -153,12 +161,17 @@ def _verifier() -> Callable[[str, str], str] | None:
         # cold start: the verifier is optional while it is being written
         from cairn.worker.memory.citations import STALE as V_STALE
         from cairn.worker.memory.citations import UNVERIFIABLE as V_UNVER
-        from cairn.worker.memory.citations import verify_entry
+        from cairn.worker.memory.citations import Tree, verify_entry
     except ImportError:
         return None
+    trees: dict[str, Tree] = {}
 
     def run(root: str, text: str) -> str:
-        checks = verify_entry(root, text)
+        tree = trees.get(root)
+        if tree is None:
+            trees.clear()
+            tree = trees[root] = Tree(root)
+        checks = verify_entry(root, text, tree=tree)
         if any(c.verdict == V_STALE for c in checks):
             return STALE
         if not checks or all(c.verdict == V_UNVER for c in checks):
@@ -226,11 +239,57 @@ def score(cases: list[Case], checker: str) -> Tally:
     return t
 
 
+def cost(repeat: int = 3, n: int = 1000) -> dict[str, float]:
+    """Seconds for ``cairn verify`` (marks, no proposals) over ``n`` topics, and for the baseline over the same lines."""
+    from cairn.protocol.settings import Settings
+    from cairn.worker.memory.model import render_topic
+    from cairn.worker.memory.store import MemoryStore
+    from cairn.worker.memory.verify import verify_workspace
+
+    cases = load_cases("all")
+    big = max(cases, key=lambda c: len(c.tree))
+    lines = [(c, ln, f) for c in cases for _n, ln, f in entries(c.text) if "`" in ln or f][:n]
+    while len(lines) < n:
+        lines += lines[: n - len(lines)]
+    best = {"verify": float("inf"), "baseline": float("inf")}
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = pathlib.Path(tmp)
+        materialize(big, ws)
+        mem = ws / ".agents" / "memory"
+        mem.mkdir(parents=True)
+        index_lines = []
+        for i, (_c, ln, _f) in enumerate(lines):
+            name = f"t{i:04d}.md"
+            (mem / name).write_bytes(render_topic(f"entry {i}", "a line", "project", "\n" + ln.strip() + "\n", {}))
+            index_lines.append(f"- [entry {i}]({name}) - a line")
+        (mem / "MEMORY.md").write_text("\n".join(index_lines) + "\n", encoding="utf-8")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            ix = index(big)
+            for _c, ln, f in lines:
+                baseline(big, ix, ln, f)
+            best["baseline"] = min(best["baseline"], time.perf_counter() - t0)
+            with MemoryStore(str(ws), Settings()) as ms:
+                t0 = time.perf_counter()
+                r = verify_workspace(ms, propose=False)
+                best["verify"] = min(best["verify"], time.perf_counter() - t0)
+            assert r["checked"] == n, r["checked"]
+    best["files"] = float(len(big.tree))
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", default="all", choices=["dev", "test", "all"])
     ap.add_argument("--png", default=None)
+    ap.add_argument("--cost", action="store_true", help="time cairn verify over 1,000 entries against the baseline")
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.cost:
+        c = cost(args.repeat)
+        print(f"cairn verify, 1,000 entries, tree of {c['files']:.0f} files: {c['verify'] * 1000:.0f} ms; "
+              f"existence baseline, same lines: {c['baseline'] * 1000:.0f} ms; ratio {c['verify'] / c['baseline']:.1f}")
+        return 0
     checkers = ["baseline"] + (["verifier"] if _verifier() is not None else [])
     splits = ["dev", "test"] if args.split == "all" else [args.split]
     rows = []

@@ -34,6 +34,7 @@ COCKPIT = "cairn/cockpit"
 JOBS = "cairn/jobs"
 PROPOSAL = "cairn/proposal"
 JOURNAL = "cairn/journal"  # the public journal's digests (notes, turn ids), newest first
+CHECK_EDITED = "cairn/checkEdited"  # edit before accept: the edited text's problems and index lines
 
 # workspace/executeCommand commands
 CMD_DRAIN = "cairn.drainBacklog"
@@ -41,6 +42,7 @@ CMD_REVIEW = "cairn.review"
 CMD_ACCEPT = "cairn.accept"
 CMD_REJECT = "cairn.reject"
 CMD_UNDO = "cairn.undo"
+CMD_UNREJECT = "cairn.unreject"  # a rejected proposal back to pending (its fingerprint lifted)
 CMD_RETRY = "cairn.retry"
 CMD_DISCARD = "cairn.discard"
 CMD_DISMISS = "cairn.dismiss"
@@ -49,9 +51,10 @@ CMD_DIAGNOSTIC_REPORT = "cairn.diagnosticReport"
 CMD_ACCEPT_EDITED = "cairn.acceptEdited"  # edit before accept: the user's version through the checked path
 CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
 CMD_REMEMBER = "cairn.remember"
+CMD_WIRE_AGENTS = "cairn.wireAgents"  # the code action on an instruction file: ``agents wire`` proposals
 
 SESSION_EVENT_KINDS = ("compaction", "clear", "session-end")
-COCKPIT_VIEWS = ("candidates", "memories", "history")
+COCKPIT_VIEWS = ("candidates", "memories", "history", "overview")
 STATUS_KEYS = ("pending", "running", "retryWaiting", "attention", "exhausted", "digests", "proposals")
 
 T = TypeVar("T")
@@ -188,6 +191,14 @@ class RememberParams:
     text: str
     type: str | None = None
     source: str | None = None
+    workspace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class WireAgentsParams:
+    """``cairn.wireAgents``: the agents to wire (names of ``cairn agents``; none: every agent in use)."""
+
+    agents: tuple[str, ...] = ()
     workspace: str | None = None
 
 

@@ -94,7 +94,7 @@ class DecisionRecord:
     private outcome (whose hash ``accepted`` names) does."""
 
     proposal: str
-    action: str  # accept | reject | undo
+    action: str  # accept | reject | undo | unreject
     state: ProposalState = attrs.field(converter=ProposalState)
     decided: float
     accepted: str  # sha256 of the private accepted decision bundle
@@ -129,7 +129,7 @@ class PrivateDecision:
 
     proposal: str
     seq: int
-    action: str  # accept | reject | undo
+    action: str  # accept | reject | undo | unreject
     state: ProposalState = attrs.field(converter=ProposalState)
     decided: float
     write: str | None  # write id of the application/reversal, if any

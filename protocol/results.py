@@ -322,7 +322,7 @@ class AcceptEditedArgs:
 
 @record("decision-result", version=1)
 class Decision:
-    """One decision on a proposal: ``accept``, ``reject``, ``undo``, ``accept-edited``."""
+    """One decision on a proposal: ``accept``, ``reject``, ``unreject``, ``undo``, ``accept-edited``."""
 
     id: str
     state: ProposalState = attrs.field(converter=ProposalState)
@@ -364,6 +364,42 @@ class RememberResult:
     skippedNotes: dict[str, int] | None = optional_key()  # notes left out (cannot be written), by code
 
 
+@record("agents-wire-args", version=1)
+class AgentsWireArgs:
+    agents: tuple[str, ...] = ()  # agent names (``cairn agents``); none: every agent in use
+
+
+@attrs.frozen(kw_only=True)
+class WireProposal:
+    """A proposal of ``agents wire``: the file it edits (or creates), the agents it wires, how."""
+
+    id: str
+    target: str
+    agents: tuple[str, ...]
+    mechanism: str  # "import" (an ``@`` line) or "pointer" (a section naming the index)
+    title: str
+    new: bool  # True: a new proposal (False: the same one was pending already)
+
+
+@attrs.frozen(kw_only=True)
+class WireRefusal:
+    target: str
+    agents: tuple[str, ...]
+    code: str
+    message: str
+
+
+@record("agents-wire-result", version=1)
+class AgentsWireResult:
+    """What ``agents wire`` proposed, which agents read the memory already, what it refused (by file)."""
+
+    proposals: tuple[WireProposal, ...]
+    wired: tuple[str, ...]
+    refused: tuple[WireRefusal, ...]
+    index: str  # the memory index the wiring points to
+    indexExists: bool
+
+
 # -- the tables -----------------------------------------------------------------------------------
 
 #: job kind -> its argument record (jobs not named take no arguments, or still plain ones)
@@ -377,9 +413,11 @@ ARGS: dict[str, type] = {
     "review": ReviewArgs,
     "accept": DecideArgs,
     "reject": DecideArgs,
+    "unreject": DecideArgs,
     "undo": ProposalArgs,
     "accept-edited": AcceptEditedArgs,
     "remember": RememberArgs,
+    "agents-wire": AgentsWireArgs,
 }
 
 #: job kind -> its result record
@@ -396,9 +434,11 @@ RESULTS: dict[str, type] = {
     "drain": DrainResult,
     "accept": Decisions,
     "reject": Decisions,
+    "unreject": Decisions,
     "undo": Decision,
     "accept-edited": Decision,
     "remember": RememberResult,
+    "agents-wire": AgentsWireResult,
 }
 
 

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import psutil
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.state import crash, stateroot
 
@@ -74,6 +73,7 @@ def _classify_open_error(parent_fd: int, name: str, exc: OSError, where: str) ->
 
 
 _pool: ThreadPoolExecutor | None = None
+_entry_synced: set[tuple[int, int]] = set()  # empty directories whose parent this process fsynced
 
 
 def fsync_all(fds: list[int], label: str) -> None:
@@ -161,13 +161,35 @@ class PinnedDir:
                     pass
                 else:
                     created = True
-                    os.fsync(self.fd)
+                    try:
+                        self._sync_dir()
+                    except BaseException:
+                        # fatal for this write (ADR 0021): drop the new, empty directory so the next
+                        # attempt makes it afresh and fsyncs its parent again, never trusting this fsync
+                        try:
+                            os.rmdir(name, dir_fd=self.fd)
+                        except OSError:
+                            pass
+                        raise
                 try:
                     fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
                 except OSError as exc2:
                     raise _classify_open_error(self.fd, name, exc2, where) from None
             else:
                 raise _classify_open_error(self.fd, name, exc, where) from None
+        else:
+            if create and not os.listdir(fd):
+                # an empty directory may be one a killed writer made but never fsynced its parent for
+                # (it is empty until that fsync returns): make its entry durable before anything goes
+                # in (once per directory and process)
+                try:
+                    key = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+                    if key not in _entry_synced:
+                        self._sync_dir()
+                        _entry_synced.add(key)
+                except BaseException:
+                    os.close(fd)
+                    raise
         d = PinnedDir(fd, where)
         if stateroot.is_state_root(self.path, name):
             try:
@@ -333,7 +355,9 @@ class PinnedDir:
         """
         check_name(name)
         won = self.link_staged(self._write_temp(data, mode), name)
-        if won and sync:
+        if sync:
+            # also when the name was there: it may be one a writer linked and then lost (killed, or its
+            # directory fsync failed) before the fsync that makes it durable; the caller relies on it now
             self._sync_dir()
         return won
 
@@ -361,6 +385,7 @@ class PinnedDir:
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
         except FileExistsError:
+            self._sync_dir()  # it may be one a writer made but lost before this fsync (see publish)
             return False
         os.close(fd)
         self._sync_dir()
@@ -412,6 +437,8 @@ class PinnedDir:
         """Remove stray temps whose writer is dead or that are older than ``older_than`` seconds."""
         removed = 0
         now = time.time() if now is None else now
+        import psutil  # here: 10 ms of every process's start (python -X importtime) for a rare sweep
+
         for name in self.listdir():
             if not name.startswith(TEMP_PREFIX):
                 continue
@@ -426,7 +453,7 @@ class PinnedDir:
                 if self.remove(name, sync=False):
                     removed += 1
         if removed:
-            os.fsync(self.fd)
+            self._sync_dir()
         return removed
 
 

@@ -27,6 +27,7 @@ without raising, for ``cairn doctor`` and the language server.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -101,7 +102,7 @@ def _base_of(where: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.normpath(where))) or "."
 
 
-def _write_marker(d: PinnedDir, st: os.stat_result, *, replace: bool) -> None:
+def _write_marker(d: PinnedDir, st: os.stat_result, *, replace: bool, adopt: bool) -> None:
     body = json.dumps({"kind": "cairn-state", "v": 1, "id": secrets.token_hex(16), "ino": st.st_ino},
                       sort_keys=True).encode() + b"\n"
     try:
@@ -111,8 +112,16 @@ def _write_marker(d: PinnedDir, st: os.stat_result, *, replace: bool) -> None:
             d.publish(MARKER, body)  # a concurrent creator's marker is as good as ours
         if not d.exists(GITIGNORE):
             d.publish(GITIGNORE, GITIGNORE_BODY)
-    except (CairnError, OSError):
+    except CairnError:
         pass  # the marker is retried on the next open; owner and mode already passed
+    except OSError as exc:
+        # A failed write or fsync is fatal for that write (ADR 0021: never fsynced again on the same
+        # descriptor, whose error the kernel reports once): the command stops with its fixed code
+        # (E_IO_FAILED / E_NO_SPACE) and the next open writes the marker afresh. Only a look at an
+        # adopted folder on a read-only file system goes on without one (nothing is written there).
+        if adopt and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return
+        raise
 
 
 def verify(d: PinnedDir, *, created: bool) -> None:
@@ -125,9 +134,9 @@ def verify(d: PinnedDir, *, created: bool) -> None:
     if key in _verified:
         return
     if created:
-        _write_marker(d, st, replace=False)
+        _write_marker(d, st, replace=False, adopt=False)
     elif not _marker_ok(d, st):
         if git_tracked(_base_of(d.path)):
             raise foreign(d.path, "its files are tracked by git, so they came with the repository")
-        _write_marker(d, st, replace=d.exists(MARKER))  # adopt: an earlier version's folder, or a copy
+        _write_marker(d, st, replace=d.exists(MARKER), adopt=True)  # adopt: an earlier version's folder, or a copy
     _verified.add(key)

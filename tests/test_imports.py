@@ -114,6 +114,14 @@ COLD_PATHS = {
         "from cairn.worker.entry import resolve\nresolve('accept')\nresolve('proposals')",
         (*_LIBRARIES, "pygls", "trio", "yaml", "cairn.worker.memory.review", "cairn.worker.memory.focused"),
     ),
+    "cairn import --all (an empty home)": (
+        "import os\nos.environ.update(HOME=sys.argv[1], XDG_CONFIG_HOME=sys.argv[1] + '/c', "
+        "XDG_DATA_HOME=sys.argv[1] + '/d')\nfrom cairn.server.cli.app import main\n"
+        "assert main(['import', '--all', '-w', sys.argv[1]]) == 0",
+        (*_LIBRARIES, "pygls", "trio", "yaml", "asyncio", "ssl", "psutil", "cairn.server.watch",
+         "cairn.server.cli.headless",
+         "cairn.worker.journal.digest"),
+    ),
     "language server start": (
         "from cairn.server.lsp.server import build_server\nbuild_server()",
         (*_LIBRARIES, "trio", "yaml", "sqlite3", "cairn.worker.jobs.status", "cairn.worker.memory.views",

@@ -42,6 +42,7 @@ REGISTRY: dict[str, str] = {
     "accept": "cairn.worker.memory.jobs:job_accept",
     "reject": "cairn.worker.memory.jobs:job_reject",
     "undo": "cairn.worker.memory.jobs:job_undo",
+    "unreject": "cairn.worker.memory.jobs:job_unreject",
     "accept-edited": "cairn.worker.memory.jobs:job_accept_edited",
     "proposals": "cairn.worker.memory.jobs:job_proposals",
     "proposal": "cairn.worker.memory.jobs:job_proposal",

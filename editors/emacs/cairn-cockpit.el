@@ -93,7 +93,7 @@ knowledge again."
     (define-key map "i" #'cairn-cockpit-info)
     (define-key map "a" #'cairn-cockpit-accept)
     (define-key map "r" #'cairn-cockpit-reject)
-    (define-key map "u" #'cairn-cockpit-undo-or-unmark)
+    (define-key map "u" #'cairn-cockpit-undo)
     (define-key map "m" #'cairn-cockpit-mark)
     (define-key map "U" #'cairn-cockpit-unmark-all)
     (define-key map "x" #'cairn-cockpit-execute)
@@ -103,18 +103,20 @@ knowledge again."
     (define-key map [backtab] #'cairn-cockpit-previous-view)
     (define-key map "v" #'cairn-cockpit-choose-view)
     (define-key map "D" #'cairn-drain-backlog)
+    (define-key map [remap beginning-of-buffer] #'cairn-cockpit-first-row)
+    (define-key map [remap tabulated-list-sort] #'cairn-cockpit-sort)
     map)
   "Keys of the cairn cockpit.")
 
 (defconst cairn-cockpit--keys
   '(("RET" . "act on the row: details and diff / visit the memory file / show the decision")
     ("i" . "info panel for the row")
-    ("a" . "accept the proposal(s): marked rows, else the region, else the row")
-    ("r" . "reject the proposal(s), after confirmation (remembered by later reviews)")
+    ("a" . "accept the proposal(s): marked rows, else the region, else the row; History: accept an undone one again")
+    ("r" . "reject the proposal(s), after confirmation (remembered by later reviews; u in History takes it back)")
     ("e" . "edit the proposed text, then C-c C-c accepts the edited version")
-    ("m" . "mark the proposal (Candidates); u unmark, U unmark all")
+    ("m" . "mark the proposal (Candidates); m again unmarks it, U unmarks all")
     ("x" . "accept or reject the marked proposals")
-    ("u" . "undo the decision (History); unmark (Candidates)")
+    ("u" . "History: undo the decision at point, after confirmation (an accept is undone, a rejection taken back)")
     ("d" . "show the diff in a diff-mode buffer (a / r work there too)")
     ("TAB" . "next view; S-TAB previous view; v choose a view; l back")
     ("D" . "drain the backlog now (progress in the mode line)")
@@ -183,6 +185,10 @@ knowledge again."
               (if (equal (plist-get st :provider) "extractive")
                   " · embedded engine (cairn setup for better recall)" "")
               (if others (concat " · " (string-join others " ")) "")
+              (let ((u (plist-get st :unwiredAgents)))
+                (if (and (integerp u) (> u 0))
+                    (format " · %d agent%s not reading the memory (cairn agents wire)" u (if (eql u 1) "" "s"))
+                  ""))
               (let ((usage (cairn-cockpit--usage st))) (if usage (concat " · " usage) ""))))))
 
 (defun cairn-cockpit--usage (st)
@@ -255,8 +261,8 @@ line and is never cut short by a column width; targets get a third."
          (vector (list "Name" (max 12 (/ rest 4)) t) '("Type" 9 t)
                  (list "File" (max 12 (/ rest 4)) t) (list "Description" 20 t))))
       (_
-       (let ((rest (- w 17 9 14 5)))
-         (vector '("Decided" 16 t) '("State" 8 t) '("Kind" 13 t) '("Undo" 4 nil)
+       (let ((rest (- w 17 9 9 14)))
+         (vector '("Decided" 16 t) '("Action" 8 t) '("State" 8 t) '("Kind" 13 t)
                  (list "Target" (max 14 (/ rest 3)) t) (list "Title" 20 t)))))))
 
 (defun cairn-cockpit--str (v)
@@ -293,8 +299,8 @@ line and is never cut short by a column width; targets get a third."
       ("memories" (vector (cairn-cockpit--str (plist-get row :name)) (cairn-cockpit--str (plist-get row :type))
                           (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :file)))
                           (cairn-cockpit--str (plist-get row :description))))
-      (_ (vector (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :state))
-                 (car kt) (if (eq (plist-get row :canUndo) t) "yes" "")
+      (_ (vector (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :action))
+                 (cairn-cockpit--str (plist-get row :state)) (car kt)
                  (cairn-cockpit--target row) (cdr kt))))))
 
 ;;;; Drawing
@@ -381,6 +387,10 @@ Past the last row, to the last row."
         (unless rows
           (goto-char (point-max))
           (insert (propertize (pcase view
+                                ;; a refusal (E_STATE_FOREIGN …) lists nothing: say why, never "no proposals"
+                                ((guard (string-prefix-p "error: " cairn-cockpit--state))
+                                 (format "  Nothing can be listed: %s\n  (docs/errors.md says what to do; g tries again)\n"
+                                         (substring cairn-cockpit--state 7)))
                                 ("candidates" "  No pending proposals.  D drains the backlog.\n")
                                 ("memories" "  No memory topics yet.\n")
                                 (_ "  No decisions yet.\n"))
@@ -409,7 +419,8 @@ Past the last row, to the last row."
           (run-with-timer cairn-cockpit-poll-seconds cairn-cockpit-poll-seconds #'cairn-cockpit-poll))))
 
 (defconst cairn-cockpit--change-keys
-  '(:pending :running :retryWaiting :attention :exhausted :digests :proposals :mode :draining :usage)
+  '(:pending :running :retryWaiting :attention :exhausted :digests :proposals :mode :draining :usage
+    :unwiredAgents)
   "Status keys whose change redraws a cockpit.")
 
 (defun cairn-cockpit--changed-p (old new)
@@ -512,6 +523,20 @@ Unless NO-HISTORY, l later goes back to the current view."
       (cairn-cockpit-switch-view (pop cairn-cockpit--back) t)
     (user-error "No previous view (q quits)")))
 
+(defun cairn-cockpit-first-row ()
+  "Move to the first row (not the column header above it)."
+  (interactive)
+  (push-mark nil t)
+  (cairn-cockpit--goto-place (cons nil 0)))
+
+(defun cairn-cockpit-sort (&optional n)
+  "Sort by the column at point, or by column N (a prefix argument).
+Off any column (the margin, the header), sort by the first column."
+  (interactive "P")
+  (tabulated-list-sort (cond (n (prefix-numeric-value n))
+                             ((get-text-property (point) 'tabulated-list-column-name) nil)
+                             (t 0))))
+
 (defun cairn-cockpit-keys ()
   "Show the cockpit's keys."
   (interactive)
@@ -540,12 +565,15 @@ Unless NO-HISTORY, l later goes back to the current view."
         (t (list (plist-get (cairn-cockpit--row "candidates") :id)))))
 
 (defun cairn-cockpit-mark ()
-  "Mark the proposal at point (or those in the region) and move down."
+  "Mark the proposal at point (or those in the region) and move down.
+On a marked row (no region), unmark it."
   (interactive)
   (let ((ids (if (use-region-p) (cairn-cockpit--selected)
                (list (plist-get (cairn-cockpit--row "candidates") :id)))))
     (cairn-cockpit--row "candidates")
-    (dolist (id ids) (cl-pushnew id cairn-cockpit--marks :test #'equal))
+    (if (and (null (cdr ids)) (member (car ids) cairn-cockpit--marks))
+        (setq cairn-cockpit--marks (delete (car ids) cairn-cockpit--marks))
+      (dolist (id ids) (cl-pushnew id cairn-cockpit--marks :test #'equal)))
     (cairn-cockpit--tag-marks)
     (when (= 1 (length ids)) (forward-line 1))))
 
@@ -563,13 +591,6 @@ Unless NO-HISTORY, l later goes back to the current view."
   (setq cairn-cockpit--marks nil)
   (cairn-cockpit--tag-marks)
   (force-mode-line-update))
-
-(defun cairn-cockpit-undo-or-unmark ()
-  "Undo the decision at point (History), or unmark the row (Candidates)."
-  (interactive)
-  (if (equal cairn-cockpit--view "history")
-      (cairn-cockpit-undo)
-    (cairn-cockpit-unmark)))
 
 (defun cairn-cockpit-execute (action)
   "Run ACTION (\"accept\" or \"reject\") on the marked proposals."
@@ -606,9 +627,11 @@ cockpit refreshes.  An error shows the server's reason."
   (if (cdr ids) (format "%d proposals" (length ids)) (car ids)))
 
 (defun cairn-cockpit-accept ()
-  "Accept the marked proposals, else those in the region, else the one at point."
+  "Accept the marked proposals, else those in the region, else the one at point.
+In History, accept the undone proposal at point again (checked like any accept)."
   (interactive)
-  (let ((ids (cairn-cockpit--selected)))
+  (let ((ids (if (equal cairn-cockpit--view "history") (list (cairn-cockpit--reaccept-id))
+               (cairn-cockpit--selected))))
     (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
                            (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids))
                            (lambda () (cairn-cockpit--unmark ids)))))
@@ -625,20 +648,45 @@ Asks first when `cairn-cockpit-confirm-reject' is non-nil."
   (interactive)
   (let ((ids (cairn-cockpit--selected)))
     (when (or (not cairn-cockpit-confirm-reject)
-              (y-or-n-p (format "Reject %s (later reviews will not propose it again)? "
-                                (cairn-cockpit--ids-text ids))))
+              (y-or-n-p (format "Reject %s (later reviews will not propose %s again; u in History takes that back)? "
+                                (cairn-cockpit--ids-text ids) (if (cdr ids) "them" "it"))))
       (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
                              (format "rejected %s" (cairn-cockpit--ids-text ids))
                              (lambda () (cairn-cockpit--unmark ids))))))
 
-(defun cairn-cockpit-undo ()
-  "Undo the decision at point."
-  (interactive)
+(defun cairn-cockpit--reaccept-id ()
+  "The id of the undone proposal at point (History), else a `user-error'."
   (let ((row (cairn-cockpit--row "history")))
-    (unless (eq (plist-get row :canUndo) t)
-      (user-error "Decision %s cannot be undone (%s)" (plist-get row :id) (plist-get row :state)))
-    (cairn-cockpit--decide "cairn.undo" (list :workspace cairn-cockpit--workspace :id (plist-get row :id))
-                           (format "undid %s" (plist-get row :id)))))
+    (unless (eq (plist-get row :canAccept) t)
+      (user-error "Only an undone proposal is accepted again here (%s is %s)"
+                  (plist-get row :id) (or (plist-get row :now) (plist-get row :state))))
+    (plist-get row :id)))
+
+(defun cairn-cockpit-undo ()
+  "Undo the decision at point (History), after confirmation.
+An applied proposal is undone (its files restored); a rejected one is
+un-rejected: pending again, and later reviews may propose it again."
+  (interactive)
+  (unless (equal cairn-cockpit--view "history")
+    (user-error "u undoes a decision in History (TAB); m unmarks a row, U every row"))
+  (let* ((row (cairn-cockpit--row "history"))
+         (id (plist-get row :id))
+         (title (cdr (cairn-cockpit--kind-title row))))
+    (cond
+     ((eq (plist-get row :canUndo) t)
+      (when (y-or-n-p (format "Undo %s (%s): restore its files? " id title))
+        (cairn-cockpit--decide "cairn.undo" (list :workspace cairn-cockpit--workspace :id id)
+                               (format "undid %s (a accepts it again)" id))))
+     ((eq (plist-get row :canUnreject) t)
+      (when (y-or-n-p (format "Take back the rejection of %s (%s): pending again? " id title))
+        (cairn-cockpit--decide "cairn.unreject" (list :workspace cairn-cockpit--workspace :ids (vector id))
+                               (format "un-rejected %s: pending again in Candidates" id))))
+     (t (user-error "%s cannot be undone here: %s" id
+                    (pcase (or (plist-get row :now) (plist-get row :state))
+                      ("undone" "it is undone (a accepts it again)")
+                      ("pending" "it is pending (in Candidates)")
+                      ("stale" "it is stale")
+                      (_ "only its newest decision can be undone")))))))
 
 (defun cairn-cockpit-edit ()
   "Edit the proposed text of the proposal at point before accepting it."

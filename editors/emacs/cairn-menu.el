@@ -59,6 +59,9 @@
 
 (declare-function cairn-cockpit--row "cairn-cockpit" (&rest views))
 (declare-function transient-setup "transient" (&optional name layout edit &rest params))
+(declare-function flymake-diag-region "flymake" (buffer line &optional col))
+(declare-function flymake-make-diagnostic "flymake" (locus beg end type text &optional data overlay-properties))
+(defvar flymake-diagnostic-functions)
 (defvar cairn-cockpit--keys)
 
 (defcustom cairn-use-transient t
@@ -78,15 +81,19 @@ nil, or no transient package, shows a plain key help instead."
 
 (defun cairn-read-proposal-id (workspace &optional prompt)
   "Read a pending proposal id of WORKSPACE with completion, PROMPT first.
-Candidates show the target and title next to the id."
+Each candidate is the id followed by the title, so typing part of a
+title finds it too; the newest proposal comes first (the default)."
   (let* ((rows (or (cairn--candidates workspace) (user-error "No pending proposals")))
-         (table (mapcar (lambda (r) (cons (plist-get r :id) r)) rows))
-         (completion-extra-properties
-          (list :annotation-function
-                (lambda (id)
-                  (let ((r (cdr (assoc id table))))
-                    (format "  %s  %s" (or (plist-get r :target) "") (or (plist-get r :title) "")))))))
-    (completing-read (or prompt "cairn proposal: ") table nil t nil nil (caar table))))
+         (table (mapcar (lambda (r) (cons (format "%s  %s" (plist-get r :id) (or (plist-get r :title) ""))
+                                          (plist-get r :id)))
+                        rows))
+         (collection (lambda (string pred action)
+                       (if (eq action 'metadata)
+                           '(metadata (display-sort-function . identity) (cycle-sort-function . identity))
+                         (complete-with-action action table string pred))))
+         (choice (completing-read (or prompt "cairn proposal: ") collection nil t nil nil (caar table))))
+    (or (cdr (assoc choice table))
+        (car (split-string choice)))))
 
 (defun cairn--read-workspace-and-id (prompt)
   "Interactive arguments (WORKSPACE ID) with PROMPT for the id."
@@ -150,13 +157,69 @@ the reviewed before-state), \\[cairn-edit-abort] aborts.  Return the buffer."
             cairn-edit--workspace ws)
       (cairn--use-keys cairn-edit-keys)
       (set-buffer-modified-p nil)
+      ;; the keys first: a narrow window cuts the end of a header line, never its start
       (setq header-line-format
             (substitute-command-keys
-             (format "cairn: %s (%s)  \\<cairn-edit-keys>\\[cairn-edit-accept] accept the edited text, \\[cairn-edit-abort] abort"
+             (format "\\<cairn-edit-keys>\\[cairn-edit-accept] accept  \\[cairn-edit-abort] abort  | cairn: %s (%s)"
                      (string-replace "%" "%%" (plist-get edit :path)) id)))
+      (cairn-edit--show-index (plist-get edit :index))
+      (require 'flymake)
+      (add-hook 'flymake-diagnostic-functions #'cairn-edit-flymake nil t)
+      (flymake-mode 1)
       (goto-char (point-min)))
     (save-current-buffer (select-window (display-buffer buf)))
     buf))
+
+;;;; Edit before accept: the index lines and the live check
+
+(defvar-local cairn-edit--index-overlay nil
+  "Overlay at the top of an edit buffer showing the index lines the accept writes.")
+
+(defun cairn-edit--show-index (index)
+  "Show INDEX, the index lines the accept would write, above the edited text.
+INDEX is a vector or list of plists (:index :file :before :after)."
+  (let ((lines (cl-loop for e in (append index nil)
+                        for before = (plist-get e :before)
+                        for after = (plist-get e :after)
+                        unless (equal before after)
+                        collect (format "%s changes too:\n%s%s"
+                                        (plist-get e :index)
+                                        (if before (format "  - %s\n" before) "")
+                                        (if after (format "  + %s\n" after) "")))))
+    (unless (overlayp cairn-edit--index-overlay)
+      (setq cairn-edit--index-overlay (make-overlay (point-min) (point-min) nil t nil)))
+    (overlay-put cairn-edit--index-overlay 'before-string
+                 (and lines (propertize (concat (string-join lines "") "\n") 'face 'shadow)))))
+
+(defun cairn-edit-flymake (report-fn &rest _)
+  "Check an edit buffer's text as the accept would (a Flymake backend).
+The server does the check (`cairn/checkEdited').  Front matter the
+accept would refuse (`E_TOPIC_FRONT_MATTER') is a diagnostic on its
+line; the index lines shown above the text follow the edited name and
+description.  REPORT-FN as Flymake gives it."
+  (let ((buf (current-buffer))
+        (server (and cairn-edit--workspace (cairn-server cairn-edit--workspace))))
+    (if (not (and server cairn-edit--id))
+        (funcall report-fn nil)
+      (jsonrpc-async-request
+       server :cairn/checkEdited
+       (list :workspace cairn-edit--workspace :id cairn-edit--id
+             :text (buffer-substring-no-properties (point-min) (point-max)))
+       :success-fn
+       (lambda (answer)
+         (when (buffer-live-p buf)
+           (with-current-buffer buf
+             (cairn-edit--show-index (plist-get answer :index))
+             (funcall report-fn
+                      (cl-loop for p in (append (plist-get answer :problems) nil)
+                               for line = (plist-get p :line)
+                               for region = (flymake-diag-region buf (if (numberp line) line 1))
+                               collect (flymake-make-diagnostic
+                                        buf (car region) (cdr region) :error
+                                        (format "%s: %s" (plist-get p :code) (plist-get p :message))))))))
+       :error-fn (lambda (err)
+                   (funcall report-fn :panic :explanation (format "%s" (or (plist-get err :message) err))))
+       :timeout-fn (lambda () (funcall report-fn :panic :explanation "cairn/checkEdited timed out"))))))
 
 (defvar-local cairn-edit--accepting nil
   "Non-nil while the edited text of this buffer waits for the server's answer.")
@@ -226,7 +289,8 @@ with the edited text and the echo area says why."
 (define-derived-mode cairn-jobs-mode tabulated-list-mode "Cairn-Jobs"
   "The cairn server's maintenance jobs: r retry, k discard, d dismiss.
 \\{cairn-jobs-mode-map}"
-  (setq tabulated-list-format [("Job" 16 t) ("Kind" 10 t) ("State" 14 t) ("Tries" 5 t) ("Last error" 30 t)]
+  (setq tabulated-list-format [("Job" 16 t) ("Kind" 10 t) ("State" 14 t) ("Tries" 5 t) ("Next try" 8 t)
+                               ("Last error (why it waits)" 30 t)]
         tabulated-list-padding 2)
   (setq-local revert-buffer-function #'cairn-jobs--revert)
   (tabulated-list-init-header))
@@ -243,9 +307,33 @@ with the edited text and the echo area says why."
                     (list r (vector (format "%s" (plist-get r :id)) (format "%s" (plist-get r :kind))
                                     (format "%s" (plist-get r :state))
                                     (format "%s" (or (plist-get r :attempts) ""))
-                                    (format "%s" (or (plist-get r :lastError) "")))))
+                                    (cairn-jobs--next r)
+                                    (cairn-jobs--why r))))
                   rows))
-    (tabulated-list-print t)))
+    (tabulated-list-print t)
+    (unless rows
+      (let ((inhibit-read-only t))
+        (save-excursion
+          (goto-char (point-max))
+          (insert (substitute-command-keys
+                   "  No maintenance jobs: nothing is queued, running or failed.\n  \\<cairn-jobs-mode-map>\\[revert-buffer] refreshes; a failed job shows here with its code, why it waits and its next try.\n")))))))
+
+(defun cairn-jobs--next (row)
+  "Return the time of ROW's next try: a clock time, \"now\", or \"-\" (none planned)."
+  (let ((at (plist-get row :notBefore)))
+    (cond ((numberp at) (if (<= at (float-time)) "now" (format-time-string "%H:%M:%S" at)))
+          ((member (plist-get row :state) '("idle" "pending")) "now")
+          (t "-"))))
+
+(defun cairn-jobs--why (row)
+  "ROW's last error code and why the job waits (r retries it, k discards it)."
+  (let ((code (plist-get row :lastError))
+        (waiting (plist-get row :waiting)))
+    (string-join (delq nil (list (and code (format "%s" code))
+                                 (and waiting (format "(%s)" waiting))
+                                 (and (member (plist-get row :state) '("attention" "exhausted"))
+                                      "waits for you: r retries, k discards")))
+                 " ")))
 
 ;;;###autoload
 (defun cairn-jobs (workspace)
@@ -274,9 +362,12 @@ with the edited text and the echo area says why."
   (cairn-jobs--act "cairn.retry"))
 
 (defun cairn-jobs-discard ()
-  "Drop the job at point."
+  "Drop the job at point, after confirmation."
   (interactive)
-  (cairn-jobs--act "cairn.discard"))
+  (let ((row (or (tabulated-list-get-id) (user-error "No job here"))))
+    (when (y-or-n-p (format "Discard job %s (%s) for good (it will not run again)? " (plist-get row :id)
+                            (plist-get row :kind)))
+      (cairn-jobs--act "cairn.discard"))))
 
 (defun cairn-jobs-dismiss ()
   "Move the failed job at point to the dismissed history."
@@ -390,24 +481,33 @@ with the edited text and the echo area says why."
 Defined at run time so that the package neither needs nor loads
 transient until the menu is first used."
   (unless (fboundp 'cairn-transient)
+    ;; columns side by side (a vector of vectors), so the menu stays short on any frame
     (eval `(transient-define-prefix cairn-transient ()
              "The cairn menu."
-             ["cairn"
-              ,@(mapcar (lambda (c) (list (car c) (nth 1 c) (nth 2 c))) cairn-dispatch-commands)]
-             ["Cockpit"
-              :if-derived cairn-cockpit-mode
-              ("a" "accept" cairn-cockpit-accept)
-              ("r" "reject" cairn-cockpit-reject)
-              ("e" "edit, then accept" cairn-cockpit-edit)
-              ("m" "mark" cairn-cockpit-mark)
-              ("u" "undo / unmark" cairn-cockpit-undo-or-unmark)
-              ("U" "unmark all" cairn-cockpit-unmark-all)
-              ("x" "execute marks" cairn-cockpit-execute)
-              ("d" "diff" cairn-cockpit-diff)
-              ("i" "info" cairn-cockpit-info)
-              ("v" "choose a view" cairn-cockpit-choose-view)
-              ("l" "previous view" cairn-cockpit-back)
-              ("g" "refresh" revert-buffer)])
+             [["cairn"
+               ,@(mapcar (lambda (c) (list (car c) (nth 1 c) (nth 2 c))) (cl-subseq cairn-dispatch-commands 0 5))]
+              ["Proposals by id"
+               ,@(mapcar (lambda (c) (list (car c) (nth 1 c) (nth 2 c))) (nthcdr 5 cairn-dispatch-commands))
+               ("q" "quit this menu" transient-quit-one)]]
+             [:if-derived cairn-cockpit-mode
+              ["Decide"
+               ("a" "accept" cairn-cockpit-accept)
+               ("r" "reject" cairn-cockpit-reject)
+               ("e" "edit, then accept" cairn-cockpit-edit)
+               ("u" "undo / un-reject" cairn-cockpit-undo)]
+              ["Marks"
+               ("m" "mark / unmark" cairn-cockpit-mark)
+               ("U" "unmark all" cairn-cockpit-unmark-all)
+               ("x" "execute marks" cairn-cockpit-execute)]
+              ["Look"
+               ("RET" "details" cairn-cockpit-act)
+               ("d" "diff" cairn-cockpit-diff)
+               ("i" "info" cairn-cockpit-info)]
+              ["Views"
+               ("TAB" "next view" cairn-cockpit-next-view)
+               ("v" "choose a view" cairn-cockpit-choose-view)
+               ("l" "previous view" cairn-cockpit-back)
+               ("g" "refresh" revert-buffer)]])
           t)))
 
 ;;;###autoload

@@ -439,6 +439,23 @@ for a real memory file there."
   (cl-remove-if-not (lambda (server) (eq server (cairn-server (cairn--workspace server))))
                     cairn--connections))
 
+(defun cairn--server-stderr-line (root)
+  "The last line the server of ROOT wrote on stderr before it died, or nil.
+Eglot keeps a server's stderr in a buffer named \" *EGLOT (NAME/...) stderr*\"."
+  (let ((name (regexp-quote (file-name-nondirectory (directory-file-name root))))
+        line)
+    (dolist (buf (buffer-list))
+      (when (and (not line)
+                 (string-match-p (concat "\\` ?\\*EGLOT (" name "/.*stderr\\*\\'") (buffer-name buf)))
+        (with-current-buffer buf
+          (save-excursion
+            (goto-char (point-max))
+            (skip-chars-backward " \t\n")
+            (let ((text (string-trim (buffer-substring-no-properties (line-beginning-position) (point)))))
+              (unless (or (string-empty-p text) (string-match-p "\\`Process .* exited" text))
+                (setq line text)))))))
+    line))
+
 (defun cairn-connect (&optional dir)
   "Return the cairn server for the workspace of DIR, starting it if needed."
   (or (cairn-server dir)
@@ -449,12 +466,16 @@ for a real memory file there."
              (deadline (+ (float-time) cairn-connect-timeout))
              (eglot-sync-connect t)
              (eglot-connect-timeout cairn-connect-timeout))
-        (cairn--in-memory-buffer root (lambda () (apply #'eglot (cairn--eglot-arguments))))
+        (condition-case err
+            (cairn--in-memory-buffer root (lambda () (apply #'eglot (cairn--eglot-arguments))))
+          (error (user-error "The cairn server for %s did not start: %s" (abbreviate-file-name root)
+                             (or (cairn--server-stderr-line root) (error-message-string err)))))
         (while (and (not (cairn-server root)) (< (float-time) deadline))
           (accept-process-output nil 0.2))
         (let ((server (cairn-server root)))
           (unless server
-            (error "The cairn server for %s did not start (see `cairn-server-command')" root))
+            (user-error "The cairn server for %s did not start: %s" (abbreviate-file-name root)
+                        (or (cairn--server-stderr-line root) "no answer (see `cairn-server-command')")))
           ;; `cairn-mode' sends it from `eglot-connect-hook'
           (unless (memq #'cairn--send-configuration eglot-connect-hook)
             (cairn--send-configuration server))
@@ -468,9 +489,13 @@ for a real memory file there."
   "Non-nil while a synchronous cairn request waits for its answer.")
 
 (defun cairn-request (server method params)
-  "Send request METHOD with PARAMS to SERVER and wait for the result."
+  "Send request METHOD with PARAMS to SERVER and wait for the result.
+A refusal signals a `user-error' saying \"cairn: E_CODE: reason\" (the
+server's fixed code and message, never a raw `jsonrpc-error' object)."
   (let ((cairn--requesting t))
-    (jsonrpc-request server method params :timeout cairn-request-timeout)))
+    (condition-case err
+        (jsonrpc-request server method params :timeout cairn-request-timeout)
+      (jsonrpc-error (signal 'user-error (list (concat "cairn: " (cairn--error-message err))))))))
 
 (defconst cairn--waiting-functions '(jsonrpc-request eglot--connect)
   "Functions that wait for an answer the way `jsonrpc-request' does.
@@ -504,6 +529,8 @@ FUNCTION and cuts it short."
 (defun cairn--error-message (err)
   "The server's message from ERR, a `jsonrpc-error' or any error."
   (or (and (eq (car err) 'jsonrpc-error) (alist-get 'jsonrpc-error-message (cdr err)))
+      (and (eq (car err) 'user-error) (stringp (cadr err)) (string-prefix-p "cairn: " (cadr err))
+           (substring (cadr err) 7))
       (error-message-string err)))
 
 (defvar cairn--status-cache nil
@@ -651,11 +678,28 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
                                   (cairn--workspace-changed workspace))))))
           cairn--changed-timers)))
 
+(defun cairn--command-summary (command result)
+  "What COMMAND did, from its RESULT: a line for the echo area, or nil.
+Decisions name their proposals and the state each is in now; a review
+says it was queued (it runs in the background), never that it is done."
+  (let* ((body (plist-get result :result))
+         (decisions (append (or (plist-get body :decisions) (and (plist-get body :id) (list body))) nil))
+         (states (mapconcat (lambda (d) (format "%s %s%s" (plist-get d :id) (plist-get d :state)
+                                                (if (eq (plist-get d :changed) :json-false) " (already)" "")))
+                            decisions ", ")))
+    (pcase command
+      ("cairn.review" (format "review queued%s; the cockpit refreshes when it has run"
+                              (if (plist-get result :jobId) (format " (job %s)" (plist-get result :jobId)) "")))
+      ((or "cairn.accept" "cairn.reject" "cairn.unreject" "cairn.undo" "cairn.acceptEdited")
+       (and decisions (format "%s: %s" (substring command 6) states))))))
+
 (defun cairn--after-command (server command result)
   "Follow-up in Emacs once SERVER ran COMMAND and answered RESULT."
+  (let ((summary (cairn--command-summary command result)))
+    (when summary (message "cairn: %s" (string-replace "%" "%%" summary))))
   (pcase command
     ("cairn.showProposal" (cairn--show-proposal result t (cairn--workspace server)))
-    ((or "cairn.accept" "cairn.reject" "cairn.undo" "cairn.acceptEdited")
+    ((or "cairn.accept" "cairn.reject" "cairn.unreject" "cairn.undo" "cairn.acceptEdited")
      (cairn--revert-workspace-buffers (cairn--workspace server))
      (cairn--workspace-changed (cairn--workspace server))))
   result)
@@ -958,11 +1002,12 @@ to the project of `default-directory'."
              (buffer-substring-no-properties (region-beginning) (region-end))
            (read-string "Remember: "))
          (and current-prefix-arg
-              (completing-read "Note type: " cairn-remember-types nil t))))
+              (completing-read "Note type (default: classified from the text): "
+                               (cons "classify" cairn-remember-types) nil t nil nil "classify"))))
   (let* ((server (cairn-connect workspace))
          (ws (cairn--workspace server))
          (argument (append (list :workspace ws :text text :source "emacs")
-                           (and type (not (equal type "")) (list :type type))))
+                           (and type (not (member type '("" "classify"))) (list :type type))))
          (result (plist-get (cairn--command-request server "cairn.remember" (vector argument))
                             :result)))
     (cairn--revert-workspace-buffers ws)
@@ -984,6 +1029,7 @@ to the project of `default-directory'."
     (define-key map "a" #'cairn-proposal-accept)
     (define-key map "r" #'cairn-proposal-reject)
     (define-key map "e" #'cairn-proposal-edit)
+    (define-key map "u" #'cairn-proposal-undo)
     (define-key map "q" #'quit-window)
     map)
   "Keys of a proposal's diff buffer, over `diff-mode''s.
@@ -1013,20 +1059,54 @@ The echo area says DONE once the server answered, or why it refused
     (let ((win (get-buffer-window (current-buffer))))
       (when win (quit-window nil win)))))
 
+(defvar-local cairn-proposal--state nil "The state of the proposal shown here.")
+
+(defun cairn--proposal-check (&rest states)
+  "Refuse with a `user-error' unless this buffer's proposal is in one of STATES."
+  (when (and cairn-proposal--state (not (member cairn-proposal--state states)))
+    (user-error "Proposal %s is %s: %s" cairn-proposal--id cairn-proposal--state
+                (cairn--proposal-hints cairn-proposal--state))))
+
+(defun cairn--proposal-hints (state)
+  "The keys that act on a proposal in STATE."
+  (pcase state
+    ("pending" "a accept, r reject, e edit, q quit")
+    ("applied" "u undo, q quit")
+    ("rejected" "u take the rejection back, q quit")
+    ("undone" "a accept again, q quit")
+    (_ "q quit")))
+
 (defun cairn-proposal-accept ()
-  "Accept the proposal shown in this buffer."
+  "Accept the proposal shown in this buffer (pending, or undone: again)."
   (interactive)
+  (cairn--proposal-check "pending" "undone")
   (cairn--proposal-decide "cairn.accept" "accepted"))
+
+(defun cairn-proposal-undo ()
+  "Undo the decision on this buffer's proposal, after confirmation.
+An applied proposal is undone; a rejected one is pending again."
+  (interactive)
+  (cairn--proposal-check "applied" "rejected")
+  (let ((id cairn-proposal--id)
+        (ws cairn-proposal--workspace))
+    (if (equal cairn-proposal--state "applied")
+        (when (y-or-n-p (format "Undo %s: restore its files? " id))
+          (cairn-command-async ws "cairn.undo" (list :workspace ws :id id))
+          (quit-window))
+      (when (y-or-n-p (format "Take back the rejection of %s: pending again? " id))
+        (cairn--proposal-decide "cairn.unreject" "pending again:")))))
 
 (defun cairn-proposal-reject ()
   "Reject the proposal shown in this buffer (later reviews remember it)."
   (interactive)
+  (cairn--proposal-check "pending")
   (when (y-or-n-p (format "Reject %s (later reviews will not propose it again)? " cairn-proposal--id))
     (cairn--proposal-decide "cairn.reject" "rejected")))
 
 (defun cairn-proposal-edit ()
   "Edit the proposed text of this buffer's proposal before accepting it."
   (interactive)
+  (cairn--proposal-check "pending")
   (cairn-edit-proposal cairn-proposal--workspace cairn-proposal--id))
 
 (defun cairn--show-proposal (proposal &optional diff-only workspace)
@@ -1049,12 +1129,16 @@ buffer's window is selected.  Return the buffer."
       (diff-mode)
       (setq buffer-read-only t)
       (setq cairn-proposal--id (plist-get proposal :id)
-            cairn-proposal--workspace workspace)
+            cairn-proposal--workspace workspace
+            cairn-proposal--state (plist-get proposal :state))
       (when workspace (cairn--use-keys cairn-proposal-keys))
-      (setq header-line-format (format "cairn %s: %s%s"
+      ;; the keys first: a narrow window cuts the end of a header line, never its start
+      (setq header-line-format (format "%scairn %s: %s"
+                                       (if workspace
+                                           (format "%s | " (cairn--proposal-hints (plist-get proposal :state)))
+                                         "")
                                        (or (plist-get proposal :kind) "proposal")
-                                       (string-replace "%" "%%" (or (plist-get proposal :title) ""))
-                                       (if workspace "   (a accept, r reject, e edit, q quit)" "")))
+                                       (string-replace "%" "%%" (or (plist-get proposal :title) ""))))
       (goto-char (point-min)))
     (let ((win (display-buffer buf)))
       (when (and win workspace)

@@ -4,7 +4,7 @@
 (sessions discovery found for it, or their instruction files here): for each
 whether it reads ``.agents/memory/MEMORY.md`` (``wired``, ``via`` which file
 and mechanism), whether its settings run ``cairn hook`` (``hooks``), and the
-file that would wire it. ``cairn agents hooks AGENT [--file PATH]`` proposes
+file that would wire it. ``cairn agents hooks AGENT [--file PATH | --user]`` proposes
 the settings edit that makes the agent run ``cairn hook`` on its session events. ``cairn agents wire [AGENT...] [--json]`` makes one
 proposal per file to edit (every agent in use, or the ones named), decided
 with ``cairn accept`` / ``reject`` / ``undo`` like every memory edit; a file
@@ -35,6 +35,8 @@ def agents_setup(p: argparse.ArgumentParser) -> None:
                         "(default: every agent in use that does not read the memory)")
     p.add_argument("--file", metavar="PATH", help="with hooks: the workspace settings file to edit (claude-code: "
                    ".claude/settings.local.json, the default, or .claude/settings.json)")
+    p.add_argument("--user", action="store_true", help="with hooks: the user's own settings (~/.claude/settings.json, "
+                   "~/.gemini/settings.json) instead of the workspace's")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -89,7 +91,7 @@ def _wired(ns: argparse.Namespace) -> int:
 def _hooks(ns: argparse.Namespace) -> int:
     if len(ns.agents) != 1:
         raise CairnError(ErrorCode.USAGE, "name one agent after `hooks` (claude-code, gemini-cli)")
-    r = run_job(ns, "agents-hooks", {"agent": ns.agents[0], "file": ns.file}).result
+    r = run_job(ns, "agents-hooks", {"agent": ns.agents[0], "file": ns.file, "user": bool(ns.user)}).result
     if ns.json:
         emit_json(r)
     elif r["proposal"] is None:
@@ -106,8 +108,8 @@ def cmd_agents(ns: argparse.Namespace) -> int:
         return _wired(ns)
     if ns.action == HOOKS:
         return _hooks(ns)
-    if ns.file:
-        raise CairnError(ErrorCode.USAGE, "--file goes with `hooks`")
+    if ns.file or ns.user:
+        raise CairnError(ErrorCode.USAGE, "--file and --user go with `hooks`")
     if ns.agents:  # argparse takes a lone name as the action and refuses it; this is the safety net
         raise CairnError(ErrorCode.USAGE, "agent names go after `wire`")
     rows: list[dict[str, Any]] = run_job(ns, "agents").result["agents"]

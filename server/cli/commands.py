@@ -58,18 +58,21 @@ COMMANDS: dict[str, Command] = {
                          json_flag, M.cmd_proposals),
     "show": Command("show a proposal as a unified diff", M.one_id_setup, M.cmd_show),
     "accept": Command("apply proposals through the checked path", M.many_ids_setup, M.cmd_accept),
-    "reject": Command("reject proposals (remembered: later reviews will not propose them again)",
+    "reject": Command("reject proposals (remembered: later reviews will not propose them again; "
+                      "`cairn unreject ID` takes it back)",
                       M.many_ids_setup, M.cmd_reject),
     "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
+    "unreject": Command("take rejections back: the proposals are pending again and later reviews may propose "
+                        "them again", M.many_ids_setup, M.cmd_unreject),
+    "history": Command("the decisions, newest first: time, action (accept/reject/undo/unreject), state, id; "
+                       "an undone proposal is accepted again with `cairn accept ID`", json_flag, M.cmd_history),
     "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
     "verify": Command("recheck what memory topics cite (paths, lines, Make/npm/just targets) against the working "
                       "tree; mark stale entries and propose their update or retirement", VF.verify_setup, VF.cmd_verify),
     "agents": Command("the coding agents this workspace is used with: whether each reads the memory and runs "
                       "cairn's hooks; `agents wire [AGENT...]` proposes the edits that make them read it",
                       AG.agents_setup, AG.cmd_agents),
-    "hook": Command("what a coding agent's session hook runs: read its JSON payload on stdin, import the "
-                    "transcript's new turns and seal the session (clear, compaction, session-end); always exits 0",
-                    HK.hook_setup, HK.cmd_hook),
+    "hook": HK.COMMAND,
     "usage": Command("provider requests per day, provider and model: tokens, time, outcomes (and cost with prices)",
                      U.usage_setup, U.cmd_usage),
     "serve": Command("run the cairn language server (stdio by default)", W.serve_setup, W.cmd_serve),

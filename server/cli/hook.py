@@ -17,7 +17,7 @@ import sys
 import time
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server.cli.support import EXIT_OK, emit_json, load_config, printable, workspace_path
+from cairn.server.cli.support import EXIT_OK, Command, emit_json, load_config, printable, workspace_path
 
 #: agents ``cairn hook`` takes (``worker.journal.hook.AGENTS``, named here so parsing needs no worker import)
 HOOK_AGENTS = ("claude-code", "gemini-cli")
@@ -62,3 +62,10 @@ def cmd_hook(ns: argparse.Namespace) -> int:
     except Exception as exc:  # never fail the agent: a fixed code, no traceback
         sys.stderr.write(f"cairn: hook: {ErrorCode.INTERNAL}: unexpected {type(exc).__name__}\n")
     return EXIT_OK
+
+
+#: the ``hook`` row of the command table (:data:`server.cli.commands.COMMANDS`), here so that
+#: ``cairn hook`` can build its parser from this module alone (:func:`server.cli.app.main`)
+COMMAND = Command("what a coding agent's session hook runs: read its JSON payload on stdin, import the "
+                  "transcript's new turns and seal the session (clear, compaction, session-end); always exits 0",
+                  hook_setup, cmd_hook)

@@ -209,7 +209,7 @@ def cmd_journal(ns: argparse.Namespace) -> int:
     if ns.json:
         emit_json([digest_json(d) for d in digests])
     else:
-        print_journal(digests)
+        print_journal(digests[::-1])  # newest session first, as the editors list it (--json: oldest first)
     return EXIT_PROBLEMS if bad else EXIT_OK
 
 
@@ -217,8 +217,14 @@ def cmd_jobs(ns: argparse.Namespace) -> int:
     from cairn.worker.journal.views import capture_rows
 
     rows = capture_rows(workspace_path(ns))
-    return listing(ns, rows, "(no captures)",
-                   lambda r: f"{r['capture']}  {r['state']:<13} turns {r['turns']:<4} attempts {r['attempts']}")
+    if ns.json or not rows:
+        return listing(ns, rows, "(no captures)", str)
+    # one table: every column starts at the same place whatever the capture ids' lengths
+    width = max(len("CAPTURE"), *(len(r["capture"]) for r in rows))
+    print(f"{'CAPTURE':<{width}}  {'STATE':<13} {'TURNS':>5}  ATTEMPTS")
+    for r in rows:
+        print(f"{r['capture']:<{width}}  {r['state']:<13} {r['turns']:>5}  {r['attempts']}")
+    return EXIT_OK
 
 
 def capture_id_setup(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,5 @@
-"""CLI commands of memory consolidation: review, drain, proposals, show, accept, reject, undo, memory.
+"""CLI commands of memory consolidation: review, drain, proposals, show, accept, reject, unreject, undo,
+history, memory.
 
 Contract: handlers take the parsed namespace and return an exit code
 (:mod:`server.cli.support`); fixed errors (a busy review claim, a stale
@@ -162,6 +163,34 @@ def cmd_undo(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_unreject(ns: argparse.Namespace) -> int:
+    return _decide(ns, "unreject")
+
+
+def cmd_history(ns: argparse.Namespace) -> int:
+    """The reflog of decisions, newest first: time, action, resulting state, id, title."""
+    import time
+
+    rows = run_job(ns, "cockpit", {"view": "history"}).result["rows"]
+
+    def line(r: dict[str, Any]) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["decided"]))
+        hint = ("  (undo: cairn undo ID)" if r["canUndo"] else "  (cairn unreject ID)" if r["canUnreject"]
+                else "  (cairn accept ID again)" if r["canAccept"] else "")
+        return (f"{when}  {r['action']:<8} {r['state']:<8} {r['id']}  {printable(r['title'])}"
+                + hint.replace("ID", r["id"]))
+
+    return listing(ns, rows, "(no decisions yet)", line)
+
+
 def cmd_memory(ns: argparse.Namespace) -> int:
     rows = run_job(ns, "memory").result["topics"]
-    return listing(ns, rows, "(no memory topics)", lambda r: printable(f"{r['file']}  ({r['type']})  {r['description']}"))
+    def line(r: dict[str, Any]) -> str:
+        age = r.get("age")
+        fresh = (f"  [confirmed {r['confirmed']}, {age} d ago]" if r.get("confirmed") and age is not None
+                 else f"  [confirmed {r['confirmed']}]" if r.get("confirmed") else "  [never confirmed]")
+        stale = f"  STALE: {'; '.join(r['why'])}" if r.get("stale") and r.get("why") else ""
+        due = "  (due for revalidation)" if r.get("due") and not stale else ""
+        return printable(f"{r['file']}  ({r['type']})  {r['description']}{fresh}{stale}{due}")
+
+    return listing(ns, rows, "(no memory topics)", line)

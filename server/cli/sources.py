@@ -86,7 +86,7 @@ def cmd_discover(ns: argparse.Namespace) -> int:
                       f"{printable(s.key or os.path.basename(s.path))}")
         else:
             for where, count in list(workspace_counts(st.sessions).items())[:5]:
-                print(f"    {count:>6}  {printable(where or '(no workspace recorded)')}")
+                print(f"    {count:>6} session(s) in workspace {printable(where or '(none recorded)')}")
     print("HERE counts the sessions of this workspace; `cairn import --all` imports them.")
     return EXIT_OK
 

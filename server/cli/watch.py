@@ -23,19 +23,18 @@ a FIFO, a malformed file) is one ``cairn: E_…: path: reason`` line on
 stderr, with ``--json`` too, and the exit status is 1.
 Depends on :mod:`server.cli.support` and the journal command module.
 
-Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
+Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`; the live watcher
+(:mod:`server.cli.headless`: asyncio, ssl and the watch modules, 34 ms with ``python -X importtime``)
+is loaded by ``cairn watch`` only, not by the CLI's other commands.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.cli.journal import print_process, process_workspace
@@ -46,26 +45,20 @@ from cairn.server.cli.support import (
     emit_json,
     load_config,
     printable,
-    response_error,
     workspace_path,
 )
-from cairn.server.watch.core import (
-    Action,
-    FileEvent,
-    Ignored,
-    Import,
-    Imported,
-    Seal,
-    SealIdle,
-    Tick,
-    WatchCore,
-)
-from cairn.server.watch.files import FileWatcher, Plan, plan, watch_roots
 
 if TYPE_CHECKING:
-    from cairn.protocol.results import ImportResult
+    from cairn.server.cli.headless import Headless as Headless
+    from cairn.server.watch.files import Plan
 
-T = TypeVar("T")
+
+def __getattr__(name: str) -> Any:
+    if name == "Headless":  # the live watcher, kept out of the CLI's start (module docstring)
+        from cairn.server.cli.headless import Headless
+
+        return Headless
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def watch_setup(p: argparse.ArgumentParser) -> None:
@@ -96,6 +89,10 @@ def cmd_watch(ns: argparse.Namespace) -> int:
         config = {**config, "sealIdleMinutes": ns.idle}
     if ns.once:
         return _once(ns, ws, config)
+    import asyncio  # the live watcher only (module docstring)
+
+    from cairn.server.cli.headless import Headless
+    from cairn.server.watch.files import Plan, plan, watch_roots
     given = [os.path.abspath(p) for p in ns.paths] if ns.paths else config.get("watchPaths") or []
     probes: dict[Any, Any] = {}  # kept between discoveries: an unchanged file is not read again
 
@@ -109,6 +106,10 @@ def cmd_watch(ns: argparse.Namespace) -> int:
                          "in .cairn/config.toml, or start a session of a supported tool here")
     watch = Headless(ws, roots, config, polling=True if ns.poll else None, poll_max=ns.interval,
                      stores=found.stores, foreign=found.foreign, replan=None if ns.paths else replan)
+    # said at once (on stderr: stdout keeps one line per capture), so a quiet start is not a hang
+    sys.stderr.write(f"cairn watch: following {len(roots)} path(s) for {printable(ws)}; each captured batch "
+                     "is a line here; Ctrl-C stops\n")
+    sys.stderr.flush()
     asyncio.run(watch.run())
     print(watch.summary(), flush=True)
     return EXIT_INTERRUPTED
@@ -140,153 +141,3 @@ def _once(ns: argparse.Namespace, ws: str, config: dict[str, Any]) -> int:
     for code, path, message in failures:  # as `import --all` says them, with --json too
         sys.stderr.write(f"cairn: {code}: {printable(path)}: {printable(message)}\n")
     return EXIT_PROBLEMS if failures else EXIT_OK
-
-
-class Headless:
-    """The watch core driven by files and in-process jobs; runs until :meth:`stop`."""
-
-    def __init__(self, ws: str, roots: list[str], config: dict[str, Any], *, polling: bool | None = None,
-                 poll_max: float | None = None,
-                 say: Callable[[str], None] | None = None,
-                 observe: Callable[[str, Any], None] | None = None,
-                 stores: tuple[str, ...] = (), foreign: Mapping[str, int] | None = None,
-                 replan: Callable[[], Plan] | None = None) -> None:
-        """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
-        (``"import"``: its :class:`~protocol.results.ImportResult`, None when it failed) and ignored path
-        (``"ignored"``), for tests and benchmarks. ``stores``, ``foreign``, ``replan``: a session begun
-        later in a store is followed too (:class:`server.watch.files.FileWatcher`)."""
-        self.ws, self.config = ws, config
-        self.core = WatchCore(seal_idle=float(config.get("sealIdleMinutes", 20.0)) * 60.0)
-        self.watcher = FileWatcher({ws: roots}, self.deliver, polling=polling, poll_max=poll_max,
-                                   stores=stores, foreign=foreign, replan=replan)
-        self.say = say or (lambda line: print(line, flush=True))
-        self.observe = observe or (lambda kind, detail: None)
-        self.totals = {"batches": 0, "captured": 0, "sealed": 0}
-        self._digest = False
-        self._actions: asyncio.Queue[Action] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._stopped: asyncio.Event | None = None
-
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._actions, self._stopped = asyncio.Queue(), asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.stop)
-        watcher = asyncio.ensure_future(self.watcher.run())
-        worker = asyncio.ensure_future(self._work())
-        try:
-            await self._stopped.wait()
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            self.watcher.stop()
-            if self._timer is not None:
-                self._timer.cancel()
-            for task in (watcher, worker):
-                task.cancel()
-            await asyncio.gather(watcher, worker, return_exceptions=True)
-
-    def stop(self) -> None:
-        if self._stopped is not None:
-            self._stopped.set()
-
-    def summary(self) -> str:
-        t = self.totals
-        return (f"cairn watch: {t['captured']} turn(s) captured in {t['batches']} batch(es), "
-                f"{t['sealed']} capture(s) sealed")
-
-    # ------------------------------------------------------------ core
-
-    def deliver(self, events: list[FileEvent]) -> None:
-        now = time.time()
-        for event in events:
-            self._queue(self.core.handle(event, now))
-
-    def _tick(self) -> None:
-        self._timer = None
-        self._queue(self.core.handle(Tick(), time.time()))
-
-    def _queue(self, actions: list[Action]) -> None:
-        assert self._actions is not None
-        for action in actions:
-            self._actions.put_nowait(action)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        at = self.core.next_wakeup()
-        if at is not None:
-            self._timer = asyncio.get_running_loop().call_later(max(0.0, at - time.time()), self._tick)
-
-    async def _work(self) -> None:
-        from cairn.protocol.results import (
-            ImportArgs,
-            ImportResult,
-            SealArgs,
-            SealIdleArgs,
-            SealIdleResult,
-            SealResult,
-        )
-
-        assert self._actions is not None
-        while True:
-            action = await self._actions.get()
-            if isinstance(action, Ignored):
-                sys.stderr.write(f"cairn: {action.code}: {printable(os.path.basename(action.path))} ignored\n")
-                self.observe("ignored", action)
-            elif isinstance(action, Import):
-                imported = await self._job("import", ImportArgs(paths=tuple(action.paths), each=True), ImportResult)
-                # no importer reports a session as ended yet: the core's session-end seal waits for one
-                self._queue(self.core.handle(Imported(action.group, action.paths), time.time()))
-                if imported is not None:
-                    self._report(imported, len(action.paths))
-                self.observe("import", imported)
-            elif isinstance(action, SealIdle):
-                idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds,
-                                                                 paths=action.paths), SealIdleResult)
-                self._sealed(len(idle.captures) if idle else 0, "idle")
-                await self._digest_pass()
-            elif isinstance(action, Seal):
-                sealed = await self._job("seal", SealArgs(session_id=action.session, trigger=action.trigger),
-                                         SealResult)
-                self._sealed(len(sealed.sealed) if sealed else 0, action.trigger)
-                await self._digest_pass()
-
-    async def _job(self, kind: str, args: Any, result: type[T]) -> T | None:
-        """Run job ``kind`` with ``args`` (its argument record) in a thread: its ``result`` record, or None
-        when it failed (said on stderr, code only; the watch goes on)."""
-        from cairn.protocol.codec import to_body
-        from cairn.protocol.results import read
-        from cairn.protocol.worker import WorkerRequest
-        from cairn.worker.entry import run_request
-
-        request = WorkerRequest(job=kind, workspace=self.ws, args=to_body(args), config=self.config)
-        resp = await asyncio.to_thread(run_request, request)
-        if resp.status != "ok":
-            err = response_error(resp)
-            sys.stderr.write(f"cairn: {err.code}: {kind} failed; tried again at the next change\n")
-            return None
-        return read(result, resp.result, job=kind)
-
-    def _report(self, r: ImportResult, files: int) -> None:
-        for bad in r.failed or ():
-            sys.stderr.write(f"cairn: {bad.code}: {printable(bad.file)} not imported\n")
-        for line in r.malformed:
-            sys.stderr.write(f"cairn: {line.code}: {printable(line.file)} line {line.line} left out\n")
-        captured = r.captured
-        if captured:
-            self.totals["batches"] += 1
-            self.totals["captured"] += captured
-            self.say(f"{time.strftime('%H:%M:%S')} captured {captured} turn(s) from {files} file(s)")
-
-    def _sealed(self, n: int, trigger: str) -> None:
-        if n:
-            self.totals["sealed"] += n
-            self.say(f"{time.strftime('%H:%M:%S')} sealed {n} capture(s) ({trigger})")
-            self._digest = True
-
-    async def _digest_pass(self) -> None:
-        """A digest pass after a seal (in a thread): sealed captures are what digests are made of."""
-        if self._digest:
-            self._digest = False
-            counts = await asyncio.to_thread(process_workspace, self.ws)
-            print_process(counts, prefix=f"{time.strftime('%H:%M:%S')} digests: ")

@@ -22,11 +22,20 @@ from cairn.protocol.lsp import (
     CMD_ACCEPT,
     CMD_REJECT,
     CMD_SHOW_PROPOSAL,
+    CMD_WIRE_AGENTS,
 )
 from cairn.protocol.settings import Settings
 
 MEMORY_DIR = os.path.join(".agents", "memory")
 INFORMATION = 3  # DiagnosticSeverity.Information
+#: the instruction files of the coding agents (workspace-relative), as ``cairn agents`` names them
+AGENT_FILES = frozenset({"CLAUDE.md", ".claude/CLAUDE.md", "GEMINI.md", "QWEN.md", "AGENTS.md",
+                         ".github/copilot-instructions.md"})
+CURSOR_RULES = ".cursor/rules"
+#: the diagnostic code of an agent in use that does not read the memory
+UNWIRED_CODE = "agent-unwired"
+AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI", "copilot": "Copilot",
+               "cursor": "Cursor", "cline": "Cline", "opencode": "opencode", "qwen-code": "Qwen Code"}
 
 
 def uri_to_path(uri: str) -> str | None:
@@ -60,6 +69,50 @@ def is_memory_document(path: str, workspace: str, settings: Settings) -> bool:
     return rel in {os.path.normpath(f) for f in settings.instructionFiles} or os.path.basename(path) == "MEMORY.md"
 
 
+def agent_file(path: str, workspace: str) -> str | None:
+    """The workspace-relative name of ``path`` when it is a coding agent's instruction file, else None."""
+    path = os.path.normpath(path)
+    if not _under(path, workspace) or path == os.path.normpath(workspace):
+        return None
+    rel = os.path.relpath(path, workspace).replace(os.sep, "/")
+    if rel in AGENT_FILES:
+        return rel
+    folder, name = rel.rsplit("/", 1) if "/" in rel else ("", rel)
+    return rel if folder == CURSOR_RULES and name.endswith(".mdc") else None
+
+
+def unwired_here(rel: str, rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The agents of ``cairn agents`` rows not wired whose wiring this file decides: it names the agent,
+    is the file a wiring would edit, or (Cursor) is one of its rules."""
+    out = []
+    for r in rows:
+        if r.get("wired"):
+            continue
+        files = [str(f) for f in r.get("files") or []]
+        if rel == r.get("target") or rel in files or (rel.startswith(CURSOR_RULES + "/") and CURSOR_RULES in files):
+            out.append(str(r.get("agent")))
+    return out
+
+
+def unwired_diagnostics(agents: Sequence[str]) -> list[dict[str, Any]]:
+    """One Information diagnostic on the first line per agent in use that does not read the memory."""
+    return [{"range": _line_range({"startLine": 0, "endLine": 0}, 0), "severity": INFORMATION, "source": "cairn",
+             "code": UNWIRED_CODE,
+             "message": f"{AGENT_NAMES.get(a, a)} does not read the cairn memory (.agents/memory/MEMORY.md)"}
+            for a in agents]
+
+
+def wire_actions(workspace: str, agents: Sequence[str]) -> list[dict[str, Any]]:
+    """A quick fix per unwired agent: ``cairn.wireAgents``, which proposes the wiring (nothing is written yet)."""
+    out = []
+    for a in agents:
+        label = f"Wire {AGENT_NAMES.get(a, a)} to read cairn memory"
+        out.append({"title": label, "kind": "quickfix",
+                    "command": {"title": label, "command": CMD_WIRE_AGENTS,
+                                "arguments": [{"workspace": workspace, "agents": [a]}]}})
+    return out
+
+
 def _line_range(r: dict[str, Any], line_count: int) -> dict[str, Any]:
     start = max(0, int(r.get("startLine", 0)))
     end = max(start, int(r.get("endLine", start)))
@@ -73,13 +126,16 @@ def diagnostics(proposals: Iterable[dict[str, Any]], line_count: int = 0) -> lis
     out = []
     for p in proposals:
         ranges = p.get("ranges") or [{"startLine": 0, "endLine": 0}]
-        for r in ranges:
+        # the editor shows source and code ("cairn", the id) itself: the message is the title, once;
+        # further ranges of the same proposal say so instead of repeating it
+        title = str(p.get("title") or f"{p.get('kind', 'a')} proposal")
+        for i, r in enumerate(ranges):
             out.append({
                 "range": _line_range(r, line_count),
                 "severity": INFORMATION,
                 "source": "cairn",
                 "code": str(p.get("id", "")),
-                "message": f"cairn {p.get('kind', 'proposal')} proposal {p.get('id', '')}: {p.get('title', '')}",
+                "message": f"proposed: {title}" if i == 0 else f"(continued) {p.get('id', '')}",
             })
     return out
 

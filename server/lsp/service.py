@@ -35,6 +35,7 @@ from typing import Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.lsp import (
+    CHECK_EDITED,
     COCKPIT,
     IDLE,
     JOBS,
@@ -43,6 +44,7 @@ from cairn.protocol.lsp import (
     SESSION_EVENT,
     STATUS,
     TURN_COMPLETED,
+    AcceptEditedParams,
     CockpitParams,
     IdleParams,
     JobsParams,
@@ -98,6 +100,7 @@ REQUESTS: dict[str, Route] = {
     COCKPIT: Route(CockpitParams, lambda s, p: s.status.cockpit(p)),
     PROPOSAL: Route(ProposalParams, lambda s, p: s.status.proposal(p)),
     JOURNAL: Route(JournalParams, lambda s, p: s.status.journal(p)),
+    CHECK_EDITED: Route(AcceptEditedParams, lambda s, p: s.status.check_edited(p)),
 }
 
 

@@ -266,6 +266,12 @@ class FileWatcher:
         """Regular files of ``group`` followed now."""
         return sum(1 for e in self._last.values() if isinstance(e, Seen) and e.group == group)
 
+    def followed(self, group: str) -> list[tuple[str, int, int]]:
+        """``(path, size, mtime_ns)`` of the regular files of ``group`` followed now, newest change first."""
+        seen = [(e.path, e.stamp.size, e.stamp.mtime_ns) for e in self._last.values()
+                if isinstance(e, Seen) and e.group == group]
+        return sorted(seen, key=lambda t: (-t[2], t[0]))
+
     async def run(self) -> None:
         """Scan once, then follow changes until :meth:`stop` (or cancellation)."""
         if not any(self.roots.values()) and not self.stores:

@@ -202,3 +202,48 @@ def test_the_engine_never_takes_the_assistants_question_for_the_users_word():
     # the same words as the user's own line would be published: the quote is what keeps them out
     unquoted = session.turns[-1].__class__(turn_id="x", parent_turn_id=None, user=question, assistant="")
     assert extractive.digest(DigestInput(session_id="s", title=None, turns=(unquoted,))).notes
+
+
+# ---- a real session with a plan approved with a fresh context (tests/fixtures/transcripts/claude-code/SOURCES.md)
+
+PLAN_SESSION = "claude-code/entire-plan-clear-context.jsonl"
+
+
+def _typed_by_the_user(path) -> list[str]:
+    """The user's words, read straight from the records: typed prompts, and the reason typed when rejecting
+    a tool call; not Claude Code's interruption markers or its plan-approval message."""
+    words = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec.get("type") != "user":
+            continue
+        content = rec["message"]["content"]
+        if isinstance(content, str):
+            if not content.startswith(("[Request interrupted", "Implement the following plan:")):
+                words.append(content.strip())
+            continue
+        for block in content:
+            text = block.get("content") if block.get("type") == "tool_result" else None
+            if isinstance(text, str) and "the user said:\n" in text:
+                words.append(text.split("the user said:\n", 1)[1].strip())
+    return words
+
+
+def test_a_real_plan_approval_keeps_every_prompt_and_the_last_one(fixture_copy):
+    """Claude Code 2.1.x: the plan is approved with "clear context" (a fresh SessionStart root in the same
+    file), every assistant record has stop_reason null, and the last prompt is closed only by the Stop hook."""
+    path = fixture_copy(PLAN_SESSION)
+    (session,) = load(path)
+    typed = _typed_by_the_user(path)
+    assert len(typed) == 5 and typed[-1].startswith("fix this: cannot use err")
+    users = [t.user for t in session.turns]
+    assert [u for u in users if not u.startswith("> Plan:")] == typed  # before: the first three were lost
+    assert users[3] == "> Plan: Fix Error Handling in main.go\nApproved"
+    assert len(session.turns) == 6
+    assert session.turns[3].assistant.startswith("# Plan: Fix Error Handling in main.go")
+    for t in session.turns:
+        assert "read the full transcript at" not in t.user + t.assistant
+        assert "Implement the following plan" not in t.user and "[Request interrupted" not in t.user
+    last = session.turns[-1]  # before: lost, with its whole reply (no stop_reason, only the Stop hook)
+    assert last.user == typed[-1] and last.assistant and last.completed_at == "2026-01-29T02:05:02.543Z"
+    assert [t.parent_turn_id for t in session.turns] == [None, *(t.turn_id for t in session.turns[:-1])]

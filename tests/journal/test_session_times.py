@@ -90,8 +90,9 @@ def test_journal_lists_sessions_in_the_order_they_were_held_and_still_reads_old_
     ]
     assert listed[2]["session_started"] is None and listed[2]["session_ended"] is None
     headers = [line for line in cairn(workspace, "journal", "--fresh").stdout.splitlines() if line.startswith("## ")]
-    assert headers[0].startswith(f"## {local_minute(1709280000.0)}  Early session")
-    assert headers[2].startswith(f"## {local_minute(old.created)}  Old entry")
+    # the text is newest first, like the editors' journal views
+    assert headers[2].startswith(f"## {local_minute(1709280000.0)}  Early session")
+    assert headers[0].startswith(f"## {local_minute(old.created)}  Old entry")
 
 
 def test_an_old_entry_reads_as_the_newest_version() -> None:

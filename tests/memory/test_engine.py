@@ -117,7 +117,9 @@ def test_create_groups_similar_notes_of_one_type_into_one_topic(tmp_path: Path) 
         (
             "prefers-short-answers.md",
             None,
-            "- [Prefers short answers](prefers-short-answers.md) - I prefer short answers without preamble.",
+            # ends with the day it was confirmed (the review's here; provenance moves it to the session's)
+            "- [Prefers short answers](prefers-short-answers.md) - I prefer short answers without preamble."
+            " (confirmed 2026-01-05)",
         ),
     )
     assert user.evidence == ("d01", "d02")
@@ -343,5 +345,5 @@ def test_similarity_and_instruction_rules() -> None:
 
 def test_create_hook_does_not_repeat_the_title(tmp_path: Path) -> None:
     (d,) = run([digest(1, note("project", "Docs use mkdocs", "Docs use mkdocs."))], model.empty_snapshot())
-    assert d.index_edits == (("docs-use-mkdocs.md", None, "- [Docs use mkdocs](docs-use-mkdocs.md)"),)
+    assert d.index_edits == (("docs-use-mkdocs.md", None, "- [Docs use mkdocs](docs-use-mkdocs.md) (confirmed 2026-01-05)"),)
     assert model.parse_topic(written(d)).description == "Docs use mkdocs"

@@ -148,7 +148,7 @@ def test_repairs_leave_files_of_the_reviews_other_drafts_alone(tmp_path: Path) -
     for d in drafts:  # each applies on its own, and all of them together
         model.apply_index_edits(index, d.index_edits)
         index = model.apply_index_edits(index, d.index_edits)
-    assert index == b"# Memory\n\n- [Deploys](deploys-2.md) - Deploys happen on Fridays only.\n"
+    assert index == b"# Memory\n\n- [Deploys](deploys-2.md) - Deploys happen on Fridays only. (confirmed 2026-01-05)\n"
 
 
 def test_no_entry_is_restored_when_the_index_cannot_take_it(tmp_path: Path) -> None:

@@ -112,7 +112,8 @@ def test_good_reply_becomes_engine_shaped_drafts(endpoint: Endpoint, root: Memor
         b"---\nname: CI runs on Forgejo Actions\ndescription: Where CI runs and where its workflow lives\n"
         b"type: project\n---\n\n"
         b"- CI runs on Forgejo Actions; the workflow is .forgejo/workflows/ci.yml. (noted 2025-01-02)\n"))}
-    line = "- [CI runs on Forgejo Actions](ci-runs-on-forgejo-actions.md) - Where CI runs and where its workflow lives"
+    line = ("- [CI runs on Forgejo Actions](ci-runs-on-forgejo-actions.md) - Where CI runs and where its workflow lives"
+            " (confirmed 2025-01-05)")
     assert create.index_edits == (("ci-runs-on-forgejo-actions.md", None, line),)
     assert create.index_path == ".agents/memory/MEMORY.md"
     assert create.title == "New project memory: CI runs on Forgejo Actions"
@@ -366,7 +367,8 @@ def test_cairn_review_with_the_openai_provider(endpoint: Endpoint, workspace: Pa
         b"\n---\n\n- CI runs on Forgejo Actions with a Python 3.11 and 3.12 matrix. (noted " + day.encode() + b")\n")
     assert b"\nconfirmed: '" + day.encode() + b"'\n" in written
     assert (workspace / ".agents/memory/MEMORY.md").read_bytes() == (
-        b"# Memory\n\n- [Continuous integration](continuous-integration.md) - CI runs on Forgejo Actions\n")
+        b"# Memory\n\n- [Continuous integration](continuous-integration.md) - CI runs on Forgejo Actions"
+        b" (confirmed " + day.encode() + b")\n")
     assert (workspace / "AGENTS.md").read_bytes() == AGENTS  # not accepted: untouched
     states = {r["kind"]: r["state"] for r in cairn_json(workspace, "proposals")}
     assert states == {"create": "applied", "instruction": "pending"}

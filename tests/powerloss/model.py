@@ -170,6 +170,8 @@ def materialize(template: Path, before: dict[str, str], cut: Cut, choice: tuple[
         out = dest / p
         out.write_bytes(data)
         out.chmod(0o600)
+        if ino in pre_ino and not cut.data_durable.get(ino) and not cut.data_doubt.get(ino):
+            shutil.copystat(template / pre_ino[ino], out)  # untouched: its times too (a quiet note stays quiet)
 
 
 def _parent(p: str) -> str:
@@ -199,3 +201,21 @@ def choices(cut: Cut, *, full: bool, sample: int, seed: int) -> list[tuple[int, 
     while len(out) < min(total, sample + 2):
         out.add(tuple(rng.randrange(n) for n in sizes))
     return sorted(out)
+
+
+def synced_versions(template: Path, before: dict[str, str], ops: list[dict]) -> set[bytes]:
+    """Every content a file had when the run fsynced it, and every file's content before the run.
+
+    A file a writer publishes (temp, fsync, link or rename) is visible after
+    any crash only as one of these: anything else is a half write.
+    """
+    content: dict[str, bytearray] = {}
+    for p, ino in before.items():
+        content[ino] = bytearray((template / p).read_bytes())
+    out = {bytes(v) for v in content.values()}
+    for i, op in enumerate(ops):
+        if op["op"] in ("write", "truncate"):
+            content[op["ino"]] = bytearray(_content(ops, [i], [], "lost", bytes(content.get(op["ino"], b""))))
+        elif op["op"] == "fsync":
+            out.add(bytes(content.get(op["ino"], b"")))
+    return out

@@ -4,7 +4,9 @@ Run as ``python -m tests.powerloss.recorder LOG ROOT -- ARGS...``: installs
 wrappers around the ``os`` functions cairn's durable writers call (``open``,
 ``write``, ``ftruncate``, ``fsync``, ``rename``, ``replace``, ``link``,
 ``unlink``, ``mkdir``, ``rmdir``), then runs ``python ARGS`` (``-m module …``)
-in this process. Every mutating call and every barrier (an ``fsync`` of a file
+in this process. Several recorded processes may share one LOG (their calls
+are serialised through a lock on it, so it holds them in the order they ran).
+Every mutating call and every barrier (an ``fsync`` of a file
 or a directory) below ROOT is appended to LOG as one JSON line, in the order
 the calls returned, with paths relative to ROOT and files named by inode (a
 temp is written under one name and linked or renamed to another). The
@@ -14,6 +16,7 @@ that every writer looks up at call time.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import runpy
@@ -21,12 +24,33 @@ import stat
 import sys
 import threading
 
-_lock = threading.Lock()
+
+class _Serial:
+    """Held around each recorded call and its log line: a thread lock, and an ``flock`` of the log so
+    that several recorded processes (two imports side by side) log their calls in the order they ran."""
+
+    def __init__(self) -> None:
+        self.thread = threading.RLock()
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        self.thread.acquire()
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.thread.release()
+
+
+_lock = _Serial()
 
 
 def install(log_path: str, root: str) -> None:
     root = os.path.realpath(root)
     log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
+    _lock.fd = log.fileno()
     real = {n: getattr(os, n) for n in ("open", "write", "ftruncate", "fsync", "rename", "replace", "link",
                                          "unlink", "mkdir", "rmdir", "close")}
     fds: dict[int, tuple[str, str]] = {}  # fd -> (relative path when opened, file id)
@@ -35,10 +59,20 @@ def install(log_path: str, root: str) -> None:
     current: dict[int, str] = {}
     created = [0]
 
+    seen = [0]  # how far this process has read the shared log for other processes' creations
+
     def file_id(ino: int, new: bool) -> str:
         if new:
             created[0] += 1
-            current[ino] = f"{ino}.{created[0]}"
+            current[ino] = f"{ino}.{os.getpid()}.{created[0]}"
+        elif ino not in current or seen[0] < os.fstat(log.fileno()).st_size:
+            with open(log_path, "rb") as fh:  # a file another recorded process created (under the lock)
+                fh.seek(seen[0])
+                for line in fh.read().splitlines():
+                    rec = json.loads(line)
+                    if rec["op"] == "creat":
+                        current[int(rec["ino"].split(".", 1)[0])] = rec["ino"]
+                seen[0] = fh.tell()
         return current.get(ino, str(ino))
 
     def rel(path: str) -> str | None:
@@ -86,8 +120,8 @@ def install(log_path: str, root: str) -> None:
                 emit({"op": "truncate", "ino": fds[fd][1], "size": length})
 
     def w_fsync(fd):
-        real["fsync"](fd)  # outside the lock: fsyncs run side by side (fsdir.fsync_all)
-        with _lock:
+        with _lock:  # serialised with every other call: it covers exactly the calls logged before it
+            real["fsync"](fd)
             if fd in fds:
                 r, ino = fds[fd]
                 if stat.S_ISDIR(os.fstat(fd).st_mode):

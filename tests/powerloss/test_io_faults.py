@@ -1,5 +1,6 @@
-"""I/O faults during ``cairn run``: EIO and EROFS on fsync, a disk that fills between a file's
-data and its name (ENOSPC at the link).
+"""I/O faults during ``cairn run`` and ``cairn accept``: EIO and EROFS on fsync, a disk that fills
+between a file's data and its name (ENOSPC at the link or the rename), the state root's marker.
+(EIO on read: ``test_read_faults.py``.)
 
 Each fault is injected once (:mod:`state.crash` fault injection) at a
 sampled point (every point with ``CAIRN_POWERLOSS=full``). The command either
@@ -52,7 +53,7 @@ def test_io_faults_are_reported_with_a_code_and_recoverable(tmp_path: Path) -> N
         where = f"{err} at point {n} ({label})"
         r = _run(ws, CAIRN_FAULT_AT=str(n), CAIRN_FAULT_ERRNO=err)
         assert "Traceback" not in r.stderr + r.stdout, where
-        if r.returncode == 0:  # the fault hit a write that is redone on the next open (the state-root marker)
+        if r.returncode == 0:  # the fault hit a write the command does not depend on and redoes later
             assert [g.id for g in _public(ws)] == [expected.id], where
         else:
             code = "E_NO_SPACE" if err == "ENOSPC" else "E_IO_FAILED"
@@ -69,3 +70,90 @@ def test_io_faults_are_reported_with_a_code_and_recoverable(tmp_path: Path) -> N
         assert doctor.returncode == 0, (where, doctor.stdout[-400:])
     print(f"I/O faults injected: {len(chosen)} of {len(faults)}")
     assert codes == {"E_NO_SPACE", "E_IO_FAILED"} or harness.FULL
+
+
+@pytest.mark.parametrize(("label", "err"), [("fsync-temp", "EIO"), ("fsync-dir", "EIO"), ("link owner", "ENOSPC")])
+def test_a_failed_write_of_the_state_marker_stops_the_command_and_the_next_run_writes_it(
+        tmp_path: Path, label: str, err: str) -> None:
+    """The state root's marker (``.cairn/state/owner``) is a durable write like any other: a failed
+    fsync or a full disk is reported with its code (not swallowed, not fsynced again), and a rerun
+    writes the marker afresh and completes."""
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    log = tmp_path / "points.log"
+    assert _run(ref, CAIRN_CRASH_LOG=str(log)).returncode == 0
+    labels = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
+    at_marker = labels.index("link owner")
+    # the marker's own step: its temp's fsync and its directory's fsync are the nearest around its link
+    n = {"link owner": at_marker, "fsync-temp": at_marker - 1,
+         "fsync-dir": at_marker + labels[at_marker:].index("fsync-dir")}[label] + 1
+    assert labels[n - 1] == label
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    r = _run(ws, CAIRN_FAULT_AT=str(n), CAIRN_FAULT_ERRNO=err)
+    said = r.stderr + r.stdout
+    code = "E_NO_SPACE" if err == "ENOSPC" else "E_IO_FAILED"
+    assert r.returncode == 2 and f"{code}: " in said and f"({err})" in said and "Traceback" not in said, said[-400:]
+    assert _public(ws) == []  # nothing published on a state root whose marker failed
+    assert not [p for p in ws.rglob(".tmp-*")], "the failed write left its temp"
+    again = _run(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+    assert again.returncode == 0, again.stderr[-400:]
+    (expected,) = _public(ref)
+    assert [g.id for g in _public(ws)] == [expected.id]
+    assert (ws / ".cairn/state/owner").read_bytes().startswith(b'{"id": ')
+    doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
+    assert doctor.returncode == 0, doctor.stdout[-400:]
+
+
+def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(tmp_path: Path) -> None:
+    """``cairn accept`` of every pending proposal, with one fault: a disk that fills between a memory
+    file's data and its rename (ENOSPC at the rename), or at a link, or a failed fsync (EIO, EROFS).
+    Each memory and instruction file is its before or its after bytes, the command names its code,
+    and a rerun with the fault gone applies each proposal once."""
+    import json
+    import shutil
+
+    from tests.memory.converge import digested_template
+    from tests.memory.test_crash_sweep import _files
+
+    template = digested_template(tmp_path / "template")
+    assert run_python(["-m", "cairn.server", "review", "-w", str(template)], env=child_env()).returncode == 0
+    listed = run_python(["-m", "cairn.server", "proposals", "--json", "-w", str(template)], env=child_env())
+    ids = [p["id"] for p in json.loads(listed.stdout)]
+
+    def accept(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_python(["-m", "cairn.server", "accept", *ids, "-w", str(ws)], env=child_env(**env), timeout=120)
+
+    ref = tmp_path / "ref"
+    shutil.copytree(template, ref)
+    log = tmp_path / "points.log"
+    assert accept(ref, CAIRN_CRASH_LOG=str(log)).returncode == 0
+    before, after = _files(template), _files(ref)
+    points = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    renames = [(int(n), lb, "ENOSPC") for n, lb in points if lb.startswith("rename ")]
+    links = [(int(n), lb, "ENOSPC") for n, lb in points if lb.startswith("link ")]
+    fsyncs = [(int(n), lb, err) for n, lb in points if lb.startswith("fsync") for err in ("EIO", "EROFS")]
+    assert renames
+    chosen = renames + links + fsyncs if harness.FULL else renames + links[::16] + fsyncs[::40]
+    for n, label, err in chosen:
+        ws = tmp_path / f"a{n}-{err}"
+        shutil.copytree(template, ws)
+        where = f"{err} at point {n} ({label})"
+        r = accept(ws, CAIRN_FAULT_AT=str(n), CAIRN_FAULT_ERRNO=err)
+        said = r.stdout + r.stderr
+        assert "Traceback" not in said, (where, said[-400:])
+        code = "E_NO_SPACE" if err == "ENOSPC" else "E_IO_FAILED"
+        assert r.returncode != 0 and f"{code}: " in said, (where, said[-400:])
+        for name, data in _files(ws).items():
+            whole = after.get(name)
+            # the index between two accepts holds some of its final entries, each line whole
+            between = name.endswith("MEMORY.md") and data is not None and whole is not None and \
+                data.endswith(b"\n") and set(data.splitlines()) <= set(whole.splitlines())
+            assert data in (before.get(name), whole) or between, (where, name, "not its before or after bytes")
+        again = accept(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+        assert "Traceback" not in again.stdout + again.stderr, where
+        assert _files(ws) == after, where
+        doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
+        assert doctor.returncode == 0, (where, doctor.stdout[-400:])
+        shutil.rmtree(ws)
+    print(f"I/O faults injected during accept: {len(chosen)} of {len(renames) + len(links) + len(fsyncs)}")

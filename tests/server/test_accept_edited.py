@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cairn.protocol.errors import CairnError
-from cairn.protocol.lsp import CMD_ACCEPT_EDITED, CMD_UNDO, PROPOSAL
+from cairn.protocol.lsp import CHECK_EDITED, CMD_ACCEPT_EDITED, CMD_UNDO, PROPOSAL
 from cairn.server.lsp.service import CairnService
 from cairn.server.testing import FakeClock
 
@@ -103,5 +103,43 @@ async def test_an_edited_topic_with_broken_front_matter_is_refused_and_nothing_w
             assert "nothing was written" in info.value.message
             assert not (memory / edit["path"]).exists()
             assert {r["id"]: r["state"] for r in cairn_json(workspace, "proposals")}[pid] == "pending"
+    finally:
+        await service.shutdown(0.0)
+
+
+async def test_the_index_entry_follows_the_edited_name_and_the_check_says_it(workspace: Path) -> None:
+    """The MEMORY.md line of an edited topic carries its edited name and description; ``cairn/checkEdited``
+    shows that line before the accept, and the front matter problem the accept would refuse."""
+    _instruction_proposal(workspace)
+    service = await _service(workspace)
+    try:
+        pid, edit = None, None
+        for row in cairn_json(workspace, "proposals"):
+            if row["state"] == "pending" and row["kind"] == "create":
+                shown = await service.request(PROPOSAL, {"id": row["id"]})
+                pid, edit = row["id"], shown["edit"]
+                break
+        assert pid and edit and edit["index"], "the demo review proposes a new topic with its index entry"
+        entry = edit["index"][0]
+        assert entry["index"].endswith("MEMORY.md") and f"]({entry['file']})" in entry["after"]
+        lines = edit["text"].split("\n")
+        mine = "\n".join("name: Release checklist" if x.startswith("name:") else
+                         "description: tag, build, upload in that order" if x.startswith("description:") else x
+                         for x in lines)
+        checked = await service.request(CHECK_EDITED, {"id": pid, "text": mine})
+        assert checked["problems"] == []
+        after = checked["index"][0]["after"]
+        assert after == f"- [Release checklist]({entry['file']}) - tag, build, upload in that order"
+        broken = mine.replace("description: tag", "description: use: tag")
+        bad = await service.request(CHECK_EDITED, {"id": pid, "text": broken})
+        assert [p["code"] for p in bad["problems"]] == ["E_TOPIC_FRONT_MATTER"] and bad["problems"][0]["line"] >= 2
+        answer = await service.execute(CMD_ACCEPT_EDITED, [{"id": pid, "text": mine}])
+        index = (workspace / entry["index"]).read_text()
+        assert after in index and entry["after"] not in index
+        # History: the edited version carries the edited name, the original shows as superseded
+        rows = cairn_json(workspace, "history")
+        new = next(r for r in rows if r["id"] == answer["result"]["id"])
+        assert new["title"].endswith("Release checklist (edited)") and not new["title"].startswith("Edited: ")
+        assert next(r for r in rows if r["id"] == pid)["state"] == "superseded"
     finally:
         await service.shutdown(0.0)

@@ -245,3 +245,30 @@ async def test_an_unmodified_buffer_older_than_its_file_does_not_block_accept(
     await command(client, "cairn.accept", accept["command"]["arguments"][0])
     assert "written elsewhere" in index.read_text(encoding="utf-8"), "the change made elsewhere is kept"
     assert await proposed() == pending - 1, "the proposal was applied"
+
+
+@pytest.mark.lsp_options({"mode": "propose"})
+async def test_proposals_added_by_the_cli_refresh_diagnostics_and_code_actions(
+        memory: Path, client: LanguageClient, workspace: Path) -> None:
+    """`cairn run` in a terminal while MEMORY.md is open: the next code action request offers the new
+    proposals and the document's diagnostics follow (before, both stayed as they were at didOpen)."""
+    from tests.journal.helpers import DEMO, cairn
+
+    index = memory / "MEMORY.md"
+    uri = index.as_uri()
+    opened = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+        uri=uri, language_id="markdown", version=1, text=index.read_text(encoding="utf-8"))))
+    await asyncio.wait_for(opened, 30)
+    assert not client.diagnostics.get(uri)
+    await request(client, "cairn/status")  # the server's snapshot, before the terminal's run
+    await asyncio.to_thread(cairn, workspace, "run", str(DEMO))
+    republished = asyncio.ensure_future(client.wait_for_notification("textDocument/publishDiagnostics"))
+    received = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=99, character=0)),
+        context=lsp.CodeActionContext(diagnostics=[])))
+    assert received, "the proposals the run made touch MEMORY.md"
+    assert any(_code_action(a)["command"]["command"] == "cairn.accept" for a in received)
+    await asyncio.wait_for(republished, 30)
+    assert client.diagnostics[uri]

@@ -41,6 +41,10 @@ def test_one_information_diagnostic_per_changed_range() -> None:
     assert all(d["severity"] == 3 and d["source"] == "cairn" for d in diags)
     assert diags[0]["range"]["start"]["line"] == 2 and diags[0]["range"]["end"]["line"] == 5
     assert diags[1]["range"]["start"]["line"] == 7  # clamped to the document
+    # the message says the title once: the id and the source are the diagnostic's code and source
+    assert [d["message"] for d in diags] == ["proposed: Testing rules", "proposed: New topic"]
+    two = md.diagnostics([dict(PROPOSALS[0], ranges=[{"startLine": 1, "endLine": 1}, {"startLine": 5, "endLine": 6}])])
+    assert [d["message"] for d in two] == ["proposed: Testing rules", "(continued) p1"]
 
 
 def test_three_actions_per_proposal_nearest_first() -> None:

@@ -49,7 +49,9 @@ def test_cairn_watch_captures_an_append_and_exits_130_on_sigint(workspace: Path,
     proc = subprocess.Popen([PYTHON, "-m", "cairn.server", "watch", "-w", str(workspace), str(tmp_path / "store")],
                             cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
+        # it says at once what it follows (fails before: nothing until the first capture)
+        assert proc.stderr.readline().startswith("cairn watch: following 1 path(s) for ")
         first = proc.stdout.readline()  # blocks until the first batch is captured (bounded by the timeout below)
         assert first.split(" ", 1)[1].strip() == f"captured {FIXTURE_TURNS} turn(s) from 1 file(s)"
         append(live, turn_lines(1))

@@ -127,6 +127,8 @@ def test_cli_discover_and_import_all(tmp_path):
     assert out["workspace"] == ws and {st["format"] for st in out["stores"]} >= {"claude-code", "cursor", "opencode"}
     human = cairn(tmp_path / "work" / "proj", "discover", env=env).stdout
     assert "claude-code" in human and "HERE" in human
+    # each per-workspace row says what its number counts and what the path is
+    assert f"session(s) in workspace {ws}" in human, human
     r = cairn(tmp_path / "work" / "proj", "import", "--all", env=env)
     assert "new turn(s)" in r.stdout
     # the files were just written: a last turn with no end signal waits; `run` ends the sessions and takes it

@@ -12,7 +12,7 @@ from cairn.worker.settings import config
 from tests.support import REPO
 
 EMACS = (REPO / "editors" / "emacs" / "cairn.el").read_text(encoding="utf-8")
-NVIM = (REPO / "editors" / "nvim" / "cairn.lua").read_text(encoding="utf-8")
+NVIM = (REPO / "editors" / "nvim" / "lua" / "cairn" / "config.lua").read_text(encoding="utf-8")
 FIELDS = {f.name for f in attrs.fields(Settings)}
 
 

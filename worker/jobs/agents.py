@@ -40,6 +40,7 @@ from typing import Any
 
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.results import AgentsWireArgs, AgentsWireResult, WireProposal, WireRefusal, read
 from cairn.protocol.worker import WorkerRequest
 from cairn.state.fsdir import PinnedDir
 from cairn.worker.memory import agent_hooks as H
@@ -228,9 +229,10 @@ def _names(args: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def job_wire(req: WorkerRequest) -> dict[str, Any]:
+def job_wire(req: WorkerRequest) -> AgentsWireResult:
     """Propose the edits that make the agents asked for (default: every agent in use) read the memory."""
-    names = _names(req.args)
+    args = read(AgentsWireArgs, req.args, job="agents-wire")
+    names = _names({"agents": list(args.agents)})
     home, env = _home_env()
     ws = os.path.abspath(req.workspace)
     rows = {r["agent"]: r for r in report(ws, home, env, hooks=False)}
@@ -240,37 +242,37 @@ def job_wire(req: WorkerRequest) -> dict[str, Any]:
                          "here, none of its files); nothing was proposed")
     wanted = names or list(rows)
     todo = [n for n in wanted if not rows[n]["wired"]]
+    already = tuple(n for n in wanted if rows[n]["wired"])
     with A.Files(ws) as files:
         groups = A.plan(todo, files, Settings(ws, home, env).gemini_names())
         index = files.exists(A.INDEX)
-    proposals: list[dict[str, Any]] = []
-    refused: list[dict[str, Any]] = []
-    if not groups:  # nothing to propose: no store is opened (nor created)
-        return {"proposals": proposals, "wired": [n for n in wanted if rows[n]["wired"]], "refused": refused,
-                "index": A.INDEX, "indexExists": index}
-    from cairn.worker.settings import config  # only a wiring needs the settings: module docstring
+    proposals: list[WireProposal] = []
+    refused: list[WireRefusal] = []
+    if groups:  # else nothing to propose: no store is opened (nor created)
+        from cairn.worker.settings import config  # only a wiring needs the settings: module docstring
 
-    with MemoryStore(ws, config.from_request(req.config)) as ms:
-        for path, agents in groups.items():
-            try:
-                p, new = A.propose(ms, path, agents)
-            except CairnError as exc:
-                refused.append({"target": path, "agents": agents, "code": str(exc.code), "message": exc.message})
-                continue
-            proposals.append({"id": p.id, "target": path, "agents": agents, "mechanism": A.mechanism_of(path),
-                              "title": p.title, "new": new})
-    return {"proposals": proposals, "wired": [n for n in wanted if rows[n]["wired"]], "refused": refused,
-            "index": A.INDEX, "indexExists": index}
+        with MemoryStore(ws, config.from_request(req.config)) as ms:
+            for path, agents in groups.items():
+                try:
+                    p, new = A.propose(ms, path, agents)
+                except CairnError as exc:
+                    refused.append(WireRefusal(target=path, agents=tuple(agents), code=str(exc.code),
+                                               message=exc.message))
+                    continue
+                proposals.append(WireProposal(id=p.id, target=path, agents=tuple(agents),
+                                              mechanism=A.mechanism_of(path), title=p.title, new=new))
+    return AgentsWireResult(proposals=tuple(proposals), wired=already, refused=tuple(refused), index=A.INDEX,
+                            indexExists=index)
 
 
 def job_hooks(req: WorkerRequest) -> dict[str, Any]:
     """Propose the edit that installs the session hooks of the agent asked for (``agent``, ``file``)."""
     from cairn.worker.settings import config  # only a proposal needs the settings: module docstring
 
-    agent, file = req.args.get("agent"), req.args.get("file")
-    if not isinstance(agent, str) or not (file is None or isinstance(file, str)):
+    agent, file, user = req.args.get("agent"), req.args.get("file"), req.args.get("user", False)
+    if not isinstance(agent, str) or not (file is None or isinstance(file, str)) or not isinstance(user, bool):
         raise CairnError(ErrorCode.USAGE, "agents hooks: an agent name (and a settings file) is expected")
-    path = H.settings_file(agent, file)
+    path = H.settings_file(agent, file, user)
     with MemoryStore(os.path.abspath(req.workspace), config.from_request(req.config)) as ms:
         p, new = H.propose(ms, agent, path)
     return {"agent": agent, "target": path, "command": H.command(agent),

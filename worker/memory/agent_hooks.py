@@ -2,7 +2,10 @@
 
 The hooks go in the agent's workspace settings (default: the uncommitted
 local file, Claude Code's ``.claude/settings.local.json``; Gemini CLI has
-one project file, ``.gemini/settings.json``). The file is a JSON object:
+one project file, ``.gemini/settings.json``), or with ``--user`` in the
+user's own (``~/.claude/settings.json``, ``~/.gemini/settings.json``), read
+and written like an absolute memory root: a link, a FIFO or a file over
+1 MiB is refused with its fixed code and nothing is proposed. The file is a JSON object:
 its other keys and hooks are kept in their order, cairn's command is added
 to each event it acts on (docs/agents.md, *Hooks*, with the documentation
 pages), and an event that already runs ``cairn hook`` is left as it is, so
@@ -30,7 +33,7 @@ from cairn.protocol.memory import Proposal, ProposalKind
 from cairn.state import program as P
 from cairn.worker.memory.agents import MAX_FILE, read_before
 from cairn.worker.memory.apply import decisions
-from cairn.worker.memory.store import PROPOSALS, MemoryStore
+from cairn.worker.memory.store import PROPOSALS, MemoryStore, user_hook_files
 
 REVIEW = "agents-hooks"
 #: a command that runs ``cairn hook`` (the program by name or by path, or ``python -m cairn.server hook``)
@@ -44,11 +47,16 @@ def command(agent: str) -> str:
     return f"cairn hook {agent}"
 
 
-def settings_file(agent: str, file: str | None) -> str:
-    """The workspace settings file to install ``agent``'s hooks in (``file`` when given, else its default)."""
+def settings_file(agent: str, file: str | None, user: bool = False) -> str:
+    """The settings file to install ``agent``'s hooks in: ``file`` when given, else its workspace default;
+    with ``user``, the user's own settings file (an absolute path: :func:`.store.user_hook_files`)."""
     if agent not in HOOKABLE:
         raise CairnError(ErrorCode.USAGE, f"cairn has no session hook for {agent[:40]!r} (hooks: "
                          f"{', '.join(HOOKABLE)}); its sessions are captured by `cairn watch` or `cairn import`")
+    if user:
+        if file is not None:
+            raise CairnError(ErrorCode.USAGE, "--user and --file: name one settings file")
+        return user_hook_files()[list(HOOKABLE).index(agent)]
     files = HOOKABLE[agent][0]
     if file is None:
         return files[0]

@@ -459,8 +459,18 @@ def _sha(data: str) -> str:
 
 def read_before(ms: MemoryStore, path: str) -> bytes | None:
     """``path``'s bytes exactly as accept will compare them (no link, no FIFO, at most :data:`MAX_FILE`)."""
-    ms.check_target(path)
-    r = ms.run([P.Read(path, limit=MAX_FILE, optional=True)])[0]
+    target, rel = ms.check_target(path)
+    if not target.local:  # a user settings file (``agents hooks --user``): read where accept will read it
+        try:
+            base = PinnedDir.open_root(target.base)
+        except CairnError as exc:
+            if exc.code in (ErrorCode.NOT_FOUND, ErrorCode.PATH_NOT_DIRECTORY):
+                return None
+            raise
+        with base:
+            r = P.run(base, [P.Read(rel, limit=MAX_FILE, optional=True)]).results[0]
+    else:
+        r = ms.run([P.Read(path, limit=MAX_FILE, optional=True)])[0]
     if r.status.value == "failed":
         raise CairnError(r.code or ErrorCode.IO_FAILED, r.message if path in r.message else f"{path}: {r.message}")
     return r.value if r.status.value == "ok" else None

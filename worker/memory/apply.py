@@ -45,7 +45,10 @@ and undo restores those bytes from the private bundle store. A disposition
 without files (nothing to remove) is a decision alone.
 
 **Reject** is accepted privately (a decision bundle, fenced by the workspace
-claim) before its public record is published.
+claim) before its public record is published. **Un-reject** (:func:`unreject`)
+is a decision of the same kind that returns a rejected proposal to pending;
+an undone proposal is accepted again by :func:`accept` itself (its files are
+at their before-state again, which the ordinary freshness check proves).
 
 Recovery also publishes the public record of any private decision that has
 none (a crash between the two; the record is a function of the decision, so
@@ -195,7 +198,7 @@ def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, s
 
 def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
     ds = decisions(ms, p.id)
-    if ds:
+    if ds and ds[-1].state is not ProposalState.PENDING:  # pending again after an un-reject: checked as any
         return ds[-1].state, ""
     if p.kind is ProposalKind.DISPOSITION and not p.files:
         return ProposalState.PENDING, ""
@@ -479,13 +482,40 @@ def _checked_write(ms: MemoryStore, p: Proposal, purpose: str, action: str, stat
     return [path for path, *_ in plan]
 
 
-def reject(ms: MemoryStore, pid: str) -> Decision:
+def reject(ms: MemoryStore, pid: str, *, action: str = "reject") -> Decision:
+    """Reject a proposal; ``action`` ``supersede`` records that an edited version replaced it."""
     p = load_proposal(ms, pid)
     if done := _already(ms, pid, ProposalState.REJECTED, ProposalState.APPLIED,
                         "is applied; undo it instead of rejecting it"):
         return done
-    _decide_only(ms, p, "reject", ProposalState.REJECTED)
+    _decide_only(ms, p, action, ProposalState.REJECTED)
     return Decision(id=pid, state=ProposalState.REJECTED, changed=True)
+
+
+def unreject(ms: MemoryStore, pid: str) -> Decision:
+    """A rejection taken back: the proposal is pending again (a decision ``unreject``, state pending).
+
+    Its fingerprint is no longer a rejected one (:func:`worker.memory.review._suppressed` reads the last
+    decision), so reviews may propose the change again; while it stays pending and applicable it holds its
+    fingerprint like any pending proposal. Accepting it later is the ordinary checked accept (exact
+    before-state, stale check).
+    """
+    p = load_proposal(ms, pid)
+    history = decisions(ms, pid)
+    last = history[-1].state if history else ProposalState.PENDING
+    if last is ProposalState.PENDING:
+        return Decision(id=pid, state=ProposalState.PENDING, changed=False)
+    if last is not ProposalState.REJECTED:
+        raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} is {last}; only a rejected proposal can be "
+                         "un-rejected" + (" (undo it instead)" if last is ProposalState.APPLIED else ""))
+
+    def still_rejected() -> None:
+        now = decisions(ms, pid)
+        if not now or now[-1].state is not ProposalState.REJECTED:
+            raise CairnError(ErrorCode.PROPOSAL_STATE, f"proposal {pid} was decided meanwhile; nothing was changed")
+
+    _decide_only(ms, p, "unreject", ProposalState.PENDING, check=still_rejected)
+    return Decision(id=pid, state=ProposalState.PENDING, changed=True)
 
 
 def _already(ms: MemoryStore, pid: str, wanted: ProposalState, refused: ProposalState,

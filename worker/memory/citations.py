@@ -23,6 +23,7 @@ or read (``lstat`` only; the open itself uses ``O_NOFOLLOW | O_NONBLOCK``).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -41,24 +42,27 @@ EVIDENCE_LINES = 6
 OK, STALE, UNVERIFIABLE = "ok", "stale", "unverifiable"
 
 _TICKED = re.compile(r"`([^`\s]{1,200})`")
-_SLASHED = re.compile(r"(?<![\w./:-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)")
+_SLASHED = re.compile(r"(?<![\w./:@-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)")
 _LINES = re.compile(r"^(.*?):(\d{1,7})(?:-(\d{1,7}))?$")
 _PATHLIKE = re.compile(r"^[\w./-]+$")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _TARGET_NAME = r"([A-Za-z0-9][\w.:/-]{0,80})"
 _RUNNERS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"\bmake\s+(?:-[A-Za-z]+\s+)*" + _TARGET_NAME), ("GNUmakefile", "makefile", "Makefile")),
-    (re.compile(r"\b(?:npm|pnpm)\s+run\s+" + _TARGET_NAME), ("package.json",)),
+    (re.compile(r"\b(?:npm|pnpm|bun)\s+run\s+" + _TARGET_NAME), ("package.json",)),
+    (re.compile(r"\bpnpm\s+(?!(?:run|install|i|add|remove|exec|dlx|update|up|why|list|ls|outdated|create|publish|pack|"
+                r"link|store|config|env|import|init|patch|audit|fetch|rebuild|prune|setup|self-update|test|t)\b)"
+                r"(?!-)" + _TARGET_NAME), ("package.json",)),
     (re.compile(r"\byarn\s+(?!add\b|install\b|remove\b)" + _TARGET_NAME), ("package.json",)),
     (re.compile(r"\bjust\s+" + _TARGET_NAME), ("justfile", "Justfile", ".justfile")),
 )
 _MAKE_RULE = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)")
-_JUST_RULE = re.compile(r"^@?([A-Za-z0-9_][\w-]*)\b[^:=]*:(?!=)")
+_JUST_RULE = re.compile(r"^(?:alias\s+([A-Za-z0-9_][\w-]*)\s*:=|@?([A-Za-z0-9_][\w-]*)(?:\s[^:]*?)?\s*:(?!=))")
 
 
 @attrs.frozen(kw_only=True)
 class Citation:
-    kind: str  # "path" | "target"
+    kind: str  # "path" | "target" | "symbol" (an identifier, ``target`` its name); checks of plain lines add others
     path: str  # workspace-relative, "/" separated (as written; checked when read)
     target: str | None = None  # the target's name (kind "target")
     lines: tuple[int, int] | None = None  # 1-based, inclusive
@@ -68,7 +72,7 @@ class Citation:
     def as_front_matter(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path}
         if self.target is not None:
-            out["target"] = self.target
+            out["symbol" if self.kind == "symbol" else "target"] = self.target
         if self.lines is not None:
             out["lines"] = f"{self.lines[0]}-{self.lines[1]}"
         if self.sha256:
@@ -217,7 +221,7 @@ def _target_lines(build: str, text: list[str]) -> dict[str, int]:
     for i, ln in enumerate(text):
         m = rule.match(ln)
         if m:
-            for name in m.group(1).split():
+            for name in (m.group(1) or m.group(m.lastindex or 1)).split():
                 out.setdefault(name.lstrip("@"), i + 1)
     return out
 
@@ -273,12 +277,15 @@ def _build_file(root: str, builds: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def find_citations(root: str, text: str, *, commit: str | None = None, hashes: bool = True) -> list[Citation]:
+def find_citations(root: str, text: str, *, commit: str | None = None, hashes: bool = True,
+                   tree: Tree | None = None) -> list[Citation]:
     """What ``text`` names in the workspace ``root`` now, with the content hashes of the cited lines or files.
 
     Only what exists is cited; a path outside the workspace or through a
     symlink is cited as written (without a hash) so that its check says why
-    it cannot be verified. ``commit``: recorded on each citation (see :func:`git_commit`).
+    it cannot be verified. A backticked identifier (:func:`mentions`) is cited
+    where it first occurs whole-word (``kind: symbol``). ``commit``: recorded on
+    each citation (see :func:`git_commit`).
     """
     out: list[Citation] = []
     for target, builds in _target_candidates(text):
@@ -310,6 +317,15 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
         if hashes:
             sha = lines_sha(lines[span[0] - 1:span[1]]) if span else hashlib.sha256(data).hexdigest()
         out.append(Citation(kind="path", path=path, lines=span, sha256=sha, commit=commit))
+    symbols = [m.name for m in mentions(text) if m.kind == "symbol"]
+    if symbols:
+        tree = tree if tree is not None else Tree(root)
+        for name in symbols:
+            where = tree.find_word(re.split(r"\.|::", name)[0])
+            if where is not None:
+                path, at, line = where
+                out.append(Citation(kind="symbol", path=path, target=name, lines=(at, at),
+                                    sha256=lines_sha([line]) if hashes else None, commit=commit))
     return out
 
 
@@ -330,7 +346,9 @@ def from_front_matter(value: object) -> tuple[list[Citation], list[Check]]:
 def _citation(item: object) -> Citation:
     if not isinstance(item, Mapping) or not isinstance(item.get("path"), str) or not item["path"]:
         raise ValueError("no path")
-    target = item.get("target")
+    target, symbol = item.get("target"), item.get("symbol")
+    if symbol is not None and (target is not None or not isinstance(symbol, str) or not _IDENT.fullmatch(symbol)):
+        raise ValueError("bad symbol")
     lines = item.get("lines")
     span = None
     if lines is not None:
@@ -342,6 +360,8 @@ def _citation(item: object) -> Citation:
     for v in (target, sha, commit):
         if v is not None and not isinstance(v, str):
             raise TypeError("not text")
+    if symbol is not None:
+        return Citation(kind="symbol", path=item["path"], target=symbol, lines=span, sha256=sha, commit=commit)
     return Citation(kind="target" if target else "path", path=item["path"], target=target, lines=span,
                     sha256=sha, commit=commit)
 
@@ -388,7 +408,7 @@ def rename_in_text(text: str, old: str, new: str) -> str:
     return out
 
 
-def check_citation(root: str, c: Citation) -> Check:
+def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
     """One citation against the working tree of ``root``."""
     try:
         data = _read(root, c.path)
@@ -400,6 +420,16 @@ def check_citation(root: str, c: Citation) -> Check:
     if data is None:
         return Check(citation=c, verdict=STALE, reason=f"{c.path} no longer exists")
     lines = _lines(data)
+    if c.kind == "symbol" and c.target:
+        head = re.split(r"\.|::", c.target)[0]
+        pat = re.compile(r"(?<![\w$-])" + re.escape(head) + r"(?![\w$]|-\w)")
+        at = next((i + 1 for i, ln in enumerate(lines) if pat.search(ln)), None)
+        if at is not None:
+            return Check(citation=c, verdict=OK, lines=(at, at))
+        elsewhere = (tree if tree is not None else Tree(root)).find_word(head)
+        if elsewhere is not None:
+            return Check(citation=c, verdict=OK, reason=f"{c.target} is now in {elsewhere[0]}")
+        return Check(citation=c, verdict=STALE, reason=f"{head!r} no longer occurs in the tree")
     if c.kind == "target" and c.target:
         at = _target_lines(os.path.basename(c.path), lines).get(c.target)
         if at is None:
@@ -423,20 +453,507 @@ def check_citation(root: str, c: Citation) -> Check:
                  evidence=_clip(lines[c.lines[0] - 1:c.lines[1]]))
 
 
-def verify_entry(root: str, text: str, citations: object = None) -> list[Check]:
+def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None) -> list[Check]:
     """The verification API: the citations of one memory entry and the verdict of each.
 
     ``root``: the workspace; ``text``: the entry's text (a topic's body);
     ``citations``: its recorded citations (:class:`Citation` objects, or the
-    front matter's list of mappings); None or empty: those :func:`find_citations`
-    finds in ``text`` now (paths by existence, targets by name). Pure apart
-    from reading the cited files; never writes.
+    front matter's list of mappings); None or empty: ``text`` is a plain line
+    and what it names is checked against the tree (:func:`check_line`; ``tree``:
+    a :class:`Tree` shared by the entries of one run, else one is listed here).
+    Pure apart from reading the workspace; never writes.
     """
     if citations:
         if isinstance(citations, list | tuple) and all(isinstance(c, Citation) for c in citations):
             good, bad = list(citations), list[Check]()
         else:
             good, bad = from_front_matter(citations)
-    else:
-        good, bad = find_citations(root, text, hashes=False), []
-    return bad + [check_citation(root, c) for c in good]
+        tree = tree if tree is not None else (Tree(root) if any(c.kind == "symbol" for c in good) else None)
+        out = bad + [check_citation(root, c, tree) for c in good]
+        if any(m.kind in _LINE_ONLY for m in mentions(text)):  # what no citation records: values, commands, skills
+            tree = tree if tree is not None else Tree(root)
+            out += [c for m in mentions(text) if m.kind in _LINE_ONLY
+                    for c in [check_mention(tree, m)] if c is not None]
+        return out
+    return check_line(root, text, tree)
+
+
+# -- plain lines: what a line names, checked against the tree --------------------------------
+#
+# An instruction or memory line as people write it carries no recorded citation. The same
+# extractor that finds citations for cairn's own entries (the patterns above) reads it, and
+# each thing it names is checked against the tree as it is now: a path exists (or moved to
+# another folder with the same file name), a runner's target is defined in some build file of
+# its kind (Make, npm/pnpm/yarn/bun, just, hatch environments), a backticked identifier occurs
+# whole-word (``qoder`` inside ``qodercli`` does not count), a tool named for running things
+# has a trace in the tree (its lock or config file), a ``key = value`` / "``key`` defaults to
+# N" still has that value where the key is configured, a ``--flag`` of one of the project's own
+# scripts still occurs in its sources. A line with nothing checkable has no checks: it is
+# unverifiable, never flagged.
+
+#: folders never listed or searched (vendored, built, or cairn's own)
+SKIP_DIRS = frozenset({".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".cairn", "dist",
+                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".next", ".turbo"})
+#: files never searched for identifiers: they are instruction files, which repeat what they say
+INSTRUCTION_FILES = frozenset({"CLAUDE.md", "AGENTS.md", "GEMINI.md", ".cursorrules", "copilot-instructions.md",
+                               "MEMORY.md", "CLAUDE.local.md"})
+#: a tree walk stops after this many files, and the identifier index after this many bytes
+TREE_MAX_FILES = 100_000
+WORDS_MAX_BYTES = 256 << 20
+_TEXT_EXT = frozenset(("py pyi ts tsx mts cts js jsx mjs cjs rs go zig c h cc cpp hpp java kt swift rb php lua "
+                       "el vim sh bash zsh fish nu toml json jsonc yaml yml ini cfg conf md mdx rst txt "
+                       "j2 jinja2 html css scss vue svelte sql proto gradle cmake mk just nix").split())
+_WORD = re.compile(r"[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*")
+_IDENT = re.compile(r"\$?[A-Za-z_][\w$]*(?:(?:\.|::)[A-Za-z_][\w$]*)*(?:\(\))?|\$?[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
+_PLACEHOLDER = re.compile(r"[<>{}*\[\]|]|\.\.\.|path/to|^~|\$\{")
+_KEYWORDS = frozenset(("true false null none None True False self this async await return import from def class "
+                       "const let var function struct enum impl trait type interface public private static "
+                       "if else for while match in is not and or new delete string int bool str dict list "
+                       "main test tests build lint check dev run src lib docs app bin").split())
+#: tools named for running things, and what in the tree shows the project uses them
+_TOOLS: dict[str, tuple[str, ...]] = {
+    "pnpm": ("pnpm-lock.yaml", "pnpm-workspace.yaml", '"packageManager": "pnpm'),
+    "yarn": ("yarn.lock", ".yarnrc.yml", ".yarnrc", '"packageManager": "yarn'),
+    "bun": ("bun.lockb", "bun.lock", "bunfig.toml"),
+    "poetry": ("poetry.lock", "[tool.poetry"),
+    "hatch": ("hatch.toml", "[tool.hatch"),
+    "pdm": ("pdm.lock", "[tool.pdm"),
+    "pipenv": ("Pipfile",),
+    "tox": ("tox.ini", "[tool.tox"),
+    "nox": ("noxfile.py",),
+    "turbo": ("turbo.json",),
+    "nx": ("nx.json",),
+    "lerna": ("lerna.json",),
+    "bazel": ("WORKSPACE", "MODULE.bazel", "WORKSPACE.bazel"),
+}
+_TOOL_USE = re.compile(r"(?<![\w./-])(?:uvx\s+|npx\s+)?(" + "|".join(_TOOLS) + r")\s+(?:run|install|add|exec|x|dlx|sync)\b")
+_HATCH = re.compile(r"\bhatch\s+(?:run|shell|env\s+\w+)\s+(?:\+\S+\s+)*([A-Za-z0-9][\w-]*):")
+_CD = re.compile(r"\bcd\s+([\w./-]+)\s*(?:&&|;)")
+_FROM_DIR = re.compile(r"\b(?:from|in|inside|under)\s+(?:the\s+)?`([\w./-]+/?)`(?:\s+(?:directory|folder|dir))?")
+_VALUE = (re.compile(r"`([A-Za-z_][\w.-]{1,60})\s*(?:=|:)\s*\"?([\w.+-]{1,40})\"?`"),
+          re.compile(r"`-{0,2}([A-Za-z_][\w.-]{1,60})`\s+(?:defaults?\s+to|is\s+set\s+to|is|of|=|:)\s+`?\"?(\d[\w.]*|true|false)\"?`?"),
+          re.compile(r"(?<![\w`.-])([a-z][a-z0-9]*[_-][a-z0-9_.-]*)\s*=\s*(\d[\w.]*)(?![\w`])"))
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]{1,40})\b")
+_TICKED_SPAN = re.compile(r"`([^`]{1,300})`")
+_CODE_LINE = re.compile(r"^\s*(?:[-*]\s+|\$\s+|\d+\.\s+)?(?:[A-Z_]+=\S+\s+)*(?:make|just|npm|pnpm|yarn|bun|cd|uvx?|hatch)\s")
+_EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example)(?:[^a-z]|$))|(?:^|/)(?:my|your|foo|some)[A-Z]"
+                      r"|^(?:My|Your|Foo|Type|Some)[A-Z]|TypeName")
+#: programs that package managers run by name, not scripts of the project
+_BINS = frozenset("changeset changesets tsc vitest eslint prettier tsx turbo biome knip playwright jest vite "
+                  "oxlint oxfmt dlx exec node".split())
+#: file name extensions that make a token with a dot a file name (``Effect.gen`` is not one)
+_FILE_EXT = _TEXT_EXT | frozenset("lock png svg jpg gif snap txt csv xml env example sample template tpl wasm "
+                                  "bin so dll exe pem key log patch diff db sqlite".split())
+_BUILT = frozenset({"dist", "build", "out", "node_modules", "target", "tmp", ".venv", "venv", "coverage"})
+_NAMED = re.compile(r"[\w.-]*/[\w./-]+")
+_COMMAND_LINE = re.compile(r"^\s*(?:#\s*)*(?:\$\s+)?([a-z][\w-]{2,30})\s+([a-z][a-z0-9_-]{1,40})"
+                           r"(?=\s+(?:--|\"|\\$|#|[a-z][\w-]*\s|[A-Z]\w+\s*(?:#|$))|\s*$)")
+_PROSE = frozenset("is are was were be has have had can could will would should must may might uses is not "
+                   "does do did and or the a an of to in on for with as by at it its this that".split())
+_QUOTED = re.compile(r"[\"']([a-z][a-z0-9_-]{1,40})[\"']")
+_DEFINED = re.compile(r"\b(?:def|fn|function|func)\s+([a-z][a-z0-9_]{1,40})\b")
+_SOURCE_LINE = re.compile(r"^\s*(?:import|from|class|export|const|let|use|extends)\s")
+_CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swift lua sh".split())
+_LINE_ONLY = frozenset({"value", "command", "skill", "tool"})
+_CONFIG_EXT = (".toml", ".ini", ".cfg", ".json", ".yaml", ".yml", ".editorconfig", ".env")
+
+
+class Tree:
+    """The workspace as the checks of plain lines see it: its files (listed with ``lstat``, no link
+    followed, :data:`SKIP_DIRS` skipped) and, built on first need, the set of words in its text files
+    (each a regular file of at most :data:`FILE_MAX` bytes, read with the same guards as a citation)."""
+
+    def __init__(self, root: str, *, exclude: Iterable[str] = ()) -> None:
+        self.root = root
+        self.exclude = {e.strip("/") for e in exclude if e}
+        self.files: set[str] = set()
+        self.dirs: set[str] = set()
+        self.by_name: dict[str, list[str]] = {}
+        self._words: set[str] | None = None
+        self.quoted: set[str] = set()  # short quoted strings and defined names in source files
+        self.named: set[str] = set()  # paths the tree's own files name (cloned, generated, ignored paths)
+        self._texts: dict[str, str] = {}
+        self._tails: dict[str, str] | None = None
+        self._scripts: set[str] | None = None
+        self._configs: list[str] | None = None
+        self._sorted: list[str] | None = None
+        self._values: dict[str, list[str]] = {}
+        stack = [""]
+        while stack and len(self.files) < TREE_MAX_FILES:
+            rel = stack.pop()
+            try:
+                with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            for e in entries:
+                p = f"{rel}/{e.name}" if rel else e.name
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name not in SKIP_DIRS and p not in self.exclude:
+                            self.dirs.add(p)
+                            stack.append(p)
+                    elif e.is_file(follow_symlinks=False):
+                        self.files.add(p)
+                        self.by_name.setdefault(e.name, []).append(p)
+                except OSError:
+                    continue
+
+    def text(self, path: str) -> str | None:
+        if path not in self._texts:
+            try:
+                data = _read(self.root, path)
+            except (_Refused, OSError):
+                data = None
+            self._texts[path] = data.decode("utf-8", "replace") if data is not None else ""
+        return self._texts[path] or None
+
+    def words(self) -> set[str]:
+        if self._words is None:
+            words: set[str] = set()
+            budget = WORDS_MAX_BYTES
+            for p in sorted(self.files):
+                name = p.rsplit("/", 1)[-1]
+                ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+                if name in INSTRUCTION_FILES or (ext not in _TEXT_EXT and "." in name.lstrip(".")):
+                    continue
+                body = self.text(p)
+                if not body:
+                    continue
+                budget -= len(body)
+                if budget < 0:
+                    break
+                for w in _WORD.findall(body):
+                    words.add(w)
+                    if "-" in w:
+                        words.update(w.split("-"))
+                self.named.update(x.strip("/").removeprefix("./") for x in _NAMED.findall(body))
+                if ext in _CODE_EXT:
+                    self.quoted.update(_QUOTED.findall(body))
+                    self.quoted.update(_DEFINED.findall(body))
+            self._words = words
+        return self._words
+
+    def has(self, path: str) -> str | None:
+        """Where ``path`` is in the tree (from the root, or under some folder); None when nowhere."""
+        p = path.strip("/")
+        if p in self.files or p in self.dirs:
+            return p
+        if self._tails is None:
+            self._tails = {}
+            for q in sorted(self.files | self.dirs):
+                parts = q.split("/")
+                for i in range(1, len(parts)):
+                    self._tails.setdefault("/".join(parts[i:]), q)
+        return self._tails.get(p)
+
+    def find_word(self, word: str) -> tuple[str, int, str] | None:
+        """The first (file, 1-based line, line) where ``word`` occurs whole-word; None when nowhere."""
+        if word not in self.words():
+            return None
+        pat = re.compile(r"(?<![\w$-])" + re.escape(word) + r"(?![\w$]|-\w)")
+        for p in sorted(self.files):
+            body = self._texts.get(p)
+            if body and word in body:
+                for i, ln in enumerate(body.split("\n")):
+                    if pat.search(ln):
+                        return p, i + 1, ln.rstrip("\r")
+        return None
+
+    def prefixed(self, word: str) -> str | None:
+        """The one identifier of the tree that starts with ``word`` and goes on (``qodercli`` for ``qoder``)."""
+        if self._sorted is None:
+            self._sorted = sorted(self.words())
+        i = bisect.bisect_right(self._sorted, word)
+        found: list[str] = []
+        while i < len(self._sorted) and self._sorted[i].startswith(word) and len(found) < 2:
+            w = self._sorted[i]
+            if w[len(word)].isalnum() and len(w) <= len(word) + 8:
+                found.append(w)
+            i += 1
+        return found[0] if len(found) == 1 else None
+
+    def values(self, key: str) -> list[str]:
+        """The values ``key`` is given in the configuration files (``key = v`` / ``key: v``), lower-cased."""
+        if key not in self._values:
+            pat = re.compile(r"(?m)^\s*\"?" + re.escape(key) + r"\"?\s*[=:]\s*\"?([^\"\s,#]+)")
+            self._values[key] = [vm.group(1).strip("'\"").lower() for p in self.configs()
+                                 for vm in pat.finditer(self.text(p) or "") if vm.group(1)[0] not in "{[("]
+        return self._values[key]
+
+    def scripts(self) -> set[str]:
+        if self._scripts is None:
+            self._scripts = _scripts(self)
+        return self._scripts
+
+    def configs(self) -> list[str]:
+        """Configuration files (at most three folders deep; not workflows, not instruction files)."""
+        if self._configs is None:
+            self._configs = sorted(p for p in self.files if p.endswith(_CONFIG_EXT) and p.count("/") <= 3
+                                   and not p.startswith(".github/") and p.rsplit("/", 1)[-1] not in INSTRUCTION_FILES)
+        return self._configs
+
+
+@attrs.frozen(kw_only=True)
+class Mention:
+    kind: str  # path | target | symbol | tool | value | flag
+    name: str  # the path, target, identifier, tool, key or flag
+    build: str = ""  # target: build file names "|"-separated; value: the value; flag: the script
+    cwd: str = ""  # target: the folder it runs in (``cd DIR &&``, ``-C DIR``, "from `DIR`")
+
+
+def _clean_piece(token: str) -> bool:
+    return bool(token) and not _PLACEHOLDER.search(token) and "://" not in token
+
+
+def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
+    """What ``text`` names, read from the text alone (no tree): the one extractor behind
+    :func:`find_citations` and the checks of plain lines. ``code``: the text is a code line
+    (every word is a command); None: guessed (no backticks and a runner at its start)."""
+    out: list[Mention] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def add(m: Mention) -> None:
+        key = (m.kind, m.name, m.cwd)
+        if key not in seen:
+            seen.add(key)
+            out.append(m)
+
+    cwd = ""
+    m = _FROM_DIR.search(text)
+    if m and "/" in m.group(1).rstrip("/") or (m and m.group(1).endswith("/")):
+        cwd = m.group(1).strip("/").removeprefix("./")
+    cd = _CD.search(text)
+    if cd and _clean_piece(cd.group(1)):
+        cwd = cd.group(1).strip("/").removeprefix("./")
+    if code is None:
+        code = "`" not in text and bool(_CODE_LINE.match(text))
+    pieces = [text] if code else _TICKED_SPAN.findall(text)
+    for piece in pieces:
+        for target, builds in _target_candidates(piece):
+            if (_clean_piece(target) and not target.startswith("-") and "/" not in target
+                    and not target[0].isdigit() and target not in _BINS):
+                add(Mention(kind="target", name=target, build=builds, cwd=cwd))
+    for hm in _HATCH.finditer(text):
+        add(Mention(kind="target", name=hm.group(1), build="hatch", cwd=cwd))
+    tainted = [t for t in _TICKED_SPAN.findall(text) if _PLACEHOLDER.search(t)]
+    other_repo = re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
+    for path, _span, weak in _path_candidates(text):
+        if not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted):
+            add(Mention(kind="path", name=path))
+    if cwd:
+        add(Mention(kind="path", name=cwd))
+    for tm in _TOOL_USE.finditer(text):
+        add(Mention(kind="tool", name=tm.group(1)))
+    for pat in _VALUE:
+        for vm in pat.finditer(text):
+            add(Mention(kind="value", name=vm.group(1), build=vm.group(2)))
+    names = [re.sub(r"\([^()`]{0,80}\)$", "()", t.strip().rstrip(".,;:")) for t in _TICKED_SPAN.findall(text)]
+    if _SOURCE_LINE.match(text):
+        names += re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?:\.[A-Za-z_]\w*)?", text)
+    for tok in names:
+        if not _IDENT.fullmatch(tok) or _PLACEHOLDER.search(tok):
+            continue
+        if tok.startswith("$") and re.fullmatch(r"\$[a-z][a-z0-9]*(?:-[a-z0-9]+)+", tok):
+            add(Mention(kind="skill", name=tok[1:]))  # a skill named `$name`: its folder
+            continue
+        core = tok.removesuffix("()").lstrip("$")
+        head = re.split(r"\.|::", core)[0]
+        qualified = "." in core or "::" in core
+        camel = bool(re.fullmatch(r"_?[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]*)+", head))
+        if len(head) < 4 or head in _KEYWORDS or _EXAMPLE.search(core):
+            continue
+        if not (qualified or camel):
+            if re.fullmatch(r"[a-z][a-z0-9]{3,30}", core):
+                add(Mention(kind="word", name=core))  # checked only for a rename that keeps it as a prefix
+            continue  # snake_case and kebab-case names are too often another tool's
+        if _EXT.search(core) and "." in core and not re.search(r"[A-Z_]", core.split(".")[-1]):
+            continue  # a file name, checked as a path
+        add(Mention(kind="symbol", name=core))
+    for sm in re.finditer(r"(?:^|[`\s])([a-z][\w-]{2,30})\s+(?:[a-z][\w-]*\s+)*?(--[a-z][a-z0-9-]{1,40})", text):
+        add(Mention(kind="flag", name=sm.group(2), build=sm.group(1)))
+    cmd = None if code or "`" in text or text.rstrip().endswith(".") else _COMMAND_LINE.match(text)
+    if cmd and cmd.group(2) not in _PROSE:
+        add(Mention(kind="command", name=cmd.group(2), build=cmd.group(1)))
+    for piece in pieces:
+        for cm in re.finditer(r"(?:^|[;&|(]\s*|^\s*(?:[-*#>]\s+)*)([a-z][\w-]{2,30})\s+([a-z][a-z0-9_-]{1,40})\b(?!\s*[=:(])",
+                              piece if code else piece.strip()):
+            add(Mention(kind="command", name=cm.group(2), build=cm.group(1)))
+    for tok in _TICKED_SPAN.findall(text):
+        tok = tok.strip()
+        if re.fullmatch(r"[A-Za-z_][\w-]*\.[a-z]{1,4}", tok) and tok.rsplit(".", 1)[1] in _CODE_EXT:
+            add(Mention(kind="file", name=tok))
+    return out
+
+
+def _scripts(tree: Tree) -> set[str]:
+    """The names of the project's own command-line scripts (pyproject ``[project.scripts]``, package.json ``bin``)."""
+    names: set[str] = set()
+    for p in tree.by_name.get("pyproject.toml", []):
+        body = tree.text(p) or ""
+        sec = re.search(r"(?ms)^\[project\.scripts\]\s*$(.*?)(?=^\[|\Z)", body)
+        if sec:
+            names.update(re.findall(r"(?m)^\s*\"?([\w.-]+)\"?\s*=", sec.group(1)))
+    for p in tree.by_name.get("package.json", []):
+        try:
+            pkg = json.loads(tree.text(p) or "{}")
+        except ValueError:
+            continue
+        b = pkg.get("bin") if isinstance(pkg, dict) else None
+        if isinstance(b, dict):
+            names.update(str(k) for k in b)
+        elif isinstance(b, str) and isinstance(pkg.get("name"), str):
+            names.add(pkg["name"].rsplit("/", 1)[-1])
+    return names
+
+
+def _builds_of(tree: Tree, builds: str, cwd: str) -> list[str]:
+    names = builds.split("|")
+    if cwd:
+        here = [f"{cwd}/{n}" for n in names if f"{cwd}/{n}" in tree.files]
+        if here:
+            return here
+    return [p for n in names for p in tree.by_name.get(n, [])]
+
+
+def _stale(kind: str, name: str, reason: str, evidence: Iterable[str] = ()) -> Check:
+    return Check(citation=Citation(kind=kind, path=name), verdict=STALE, reason=reason, evidence=_clip(evidence))
+
+
+def _ok(kind: str, name: str) -> Check:
+    return Check(citation=Citation(kind=kind, path=name), verdict=OK)
+
+
+def check_mention(tree: Tree, m: Mention) -> Check | None:
+    """One mention against the tree: ok, stale with the reason, unverifiable with a code; None: not checkable here."""
+    if m.kind == "path":
+        try:
+            _rel_parts(m.name)
+            found = _lstat_chain(tree.root, m.name)
+            if found is not None and not stat.S_ISREG(found[1].st_mode) and not stat.S_ISDIR(found[1].st_mode):
+                raise _Refused(ErrorCode.PATH_NOT_REGULAR, "the path is not a regular file or folder")
+            if found is not None and stat.S_ISREG(found[1].st_mode) and found[1].st_size > FILE_MAX:
+                raise _Refused(ErrorCode.RECORD_TOO_LARGE, f"the file is over {FILE_MAX} bytes")
+        except _Refused as exc:
+            return Check(citation=Citation(kind="path", path=m.name), verdict=UNVERIFIABLE, code=str(exc.code),
+                         reason=exc.reason)
+        if found is not None or tree.has(m.name):
+            return _ok("path", m.name)
+        p = m.name.strip("/")
+        parts = p.split("/")
+        base = parts[-1]
+        ext = base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
+        if (len(parts) < 2 or parts[0] in _BUILT or base.startswith(".") and "/" not in p
+                or (ext and ext not in _FILE_EXT) or _EXAMPLE.search(p) or ".gitmodules" in tree.files
+                and re.search(r"(?m)^\s*path\s*=\s*" + re.escape(p) + r"\s*$", tree.text(".gitmodules") or "")):
+            return None  # a bare name, a built or example path, a submodule: not checkable here
+        parent = "/".join(parts[:-1])
+        if ext and parts[0] not in _BUILT and len(tree.by_name.get(base, [])) == 1:
+            tree.words()
+            if p not in tree.named and "/" + p not in tree.named:
+                return _stale("path", m.name, f"{m.name} moved to {tree.by_name[base][0]}")
+        if parent not in tree.dirs and not (len(parts) > 2 and (tree.has(parent) or parts[0] in tree.dirs)):
+            return None  # owner/name, a/b choices: not a path of this tree
+        tree.words()
+        if p in tree.named or "/" + p in tree.named:
+            return _ok("path", m.name)  # a path the project's own files make (a clone, a build output)
+        moved = (sorted(tree.by_name.get(base, [])) if ext else
+                 sorted(d for d in tree.dirs if d.rsplit("/", 1)[-1] == base))
+        if len(moved) == 1 or (ext and len(moved) == 2):
+            return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}")
+        return _stale("path", m.name, f"{m.name} no longer exists")
+    if m.kind == "skill":
+        skills = [d for d in tree.dirs if d.rsplit("/", 1)[-1] == "skills"]
+        if not skills:
+            return None
+        if any(f"{d}/{m.name}" in tree.dirs or f"{d}/{m.name}.md" in tree.files for d in skills):
+            return _ok("skill", m.name)
+        return _stale("skill", m.name, f"no skill {m.name!r} in {', '.join(sorted(skills)[:2])} any more")
+    if m.kind == "target":
+        if m.build == "hatch":
+            defs = [p for p in tree.by_name.get("hatch.toml", []) + tree.by_name.get("pyproject.toml", [])]
+            if not defs:
+                return None
+            pat = re.compile(r"(?m)^\[(?:tool\.hatch\.)?envs\." + re.escape(m.name) + r"[\].]")
+            if any(pat.search(tree.text(p) or "") for p in defs):
+                return _ok("target", m.name)
+            return _stale("target", m.name, f"no hatch environment {m.name!r} is defined any more")
+        builds = _builds_of(tree, m.build, m.cwd)
+        if not builds:
+            return None
+        for b in builds:
+            body = tree.text(b)
+            if body is not None and m.name in _target_lines(b.rsplit("/", 1)[-1], _lines(body.encode())):
+                return _ok("target", m.name)
+        return _stale("target", m.name, f"{' / '.join(sorted({b.rsplit('/', 1)[-1] for b in builds}))} has no "
+                      f"target {m.name!r} any more")
+    if m.kind == "symbol":
+        words = tree.words()
+        parts = [x for x in re.split(r"\.|::", m.name) if x]
+        if not words or not parts:
+            return None
+        missing = [x for x in parts[:2] if x not in words]
+        if not missing:
+            return _ok("symbol", m.name)
+        return _stale("symbol", m.name, f"{missing[0]!r} no longer occurs in the tree")
+    if m.kind == "tool":
+        traces = _TOOLS.get(m.name, ())
+        for t in traces:
+            if t.startswith(("[", '"')):
+                if any(t in (tree.text(p) or "") for n in ("pyproject.toml", "package.json")
+                       for p in tree.by_name.get(n, [])[:50]):
+                    return _ok("tool", m.name)
+            elif tree.by_name.get(t):
+                return _ok("tool", m.name)
+        return _stale("tool", m.name, f"nothing in the tree shows {m.name} is used any more")
+    if m.kind == "value":
+        key = m.name.rsplit(".", 1)[-1]
+        seen = tree.values(key)
+        if not seen:
+            return None
+        if m.build.strip("'\"").lower() in seen:
+            return _ok("value", m.name)
+        return _stale("value", m.name, f"{m.name} is {seen[0]} now, not {m.build}")
+    if m.kind == "word":
+        words = tree.words()
+        if not words or m.name in words:
+            return _ok("word", m.name) if words else None
+        longer = tree.prefixed(m.name)
+        if longer:
+            return _stale("word", m.name, f"{m.name!r} occurs only inside {longer!r} now")
+        return None
+    if m.kind == "file":
+        if tree.by_name.get(m.name) or not tree.files:
+            return _ok("file", m.name) if tree.by_name.get(m.name) else None
+        stem = m.name.rsplit(".", 1)[0]
+        like = sorted(p for n, ps in tree.by_name.items() if n.rsplit(".", 1)[0] == stem
+                      and n.rsplit(".", 1)[-1] in _CODE_EXT for p in ps)
+        if len(like) == 1:
+            return _stale("file", m.name, f"{m.name} is now {like[0]}")
+        return None
+    if m.kind == "command":
+        if m.build not in tree.scripts():
+            return None
+        tree.words()
+        if m.name in tree.quoted or m.name.replace("-", "_") in tree.quoted:
+            return _ok("command", f"{m.build} {m.name}")
+        return _stale("command", f"{m.build} {m.name}", f"{m.build} has no command {m.name!r} any more")
+    if m.kind == "flag":
+        if m.build not in tree.scripts():
+            return None
+        words = tree.words()
+        if m.name[2:] in words or m.name in words:
+            return _ok("flag", m.name)
+        return _stale("flag", m.name, f"{m.build} has no option {m.name} any more")
+    return None
+
+
+def check_line(root: str, text: str, tree: Tree | None = None, *, code: bool | None = None) -> list[Check]:
+    """The checks of a plain line (no recorded citations): one per mention that can be checked here."""
+    tree = tree if tree is not None else Tree(root)
+    out = []
+    for m in mentions(text, code=code):
+        c = check_mention(tree, m)
+        if c is not None:
+            out.append(c)
+    return out

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -237,14 +238,16 @@ def unwritable(kind: NoteType, title: str, body: str) -> ErrorCode | None:
 
 
 def admit_entry(
-    index: bytes | None, name: str, file: str, description: str, budget: IndexBudget = INDEX_BUDGET
+    index: bytes | None, name: str, file: str, description: str, budget: IndexBudget = INDEX_BUDGET,
+    confirmed: str | None = None,
 ) -> tuple[bytes, str] | None:
     """The index (``None``: none yet) with an entry for ``file`` added, and that entry; None past ``budget``.
 
-    The hook is the description, or nothing when it only repeats the name.
+    The hook is the description, or nothing when it only repeats the name; a ``confirmed`` day ends the
+    line (`` (confirmed YYYY-MM-DD)``, see :func:`worker.memory.model.format_entry`).
     """
     hook = description if normalise(description) != normalise(name) else ""
-    line = format_entry(name, file, hook)
+    line = format_entry(name, file, hook, confirmed)
     try:
         return apply_index_edits(index, [(file, None, line)], budget), line
     except CairnError as exc:
@@ -391,7 +394,8 @@ class NewTopics:
         """
         file = self._free_file(name)
         data = render_topic(name, description, kind, "\n" + "".join(b + "\n" for b in adds.bullets))
-        admitted = admit_entry(self._index, name, file, description, scope.budget)
+        day = time.strftime("%Y-%m-%d", time.gmtime(scope.now))  # provenance sets the sessions' day
+        admitted = admit_entry(self._index, name, file, description, scope.budget, day)
         if admitted is None:
             return None
         self._index, line = admitted

@@ -107,6 +107,7 @@ from cairn.worker.memory.model import (
     one_line,
     replace_line,
     set_front_matter,
+    with_confirmed,
 )
 from cairn.worker.memory.similarity import (
     BULLET_MARK,
@@ -339,6 +340,13 @@ def supersession_drafts(
     return out, taken
 
 
+def _old_digests(sources: object) -> str:
+    """The digest ids the topic's front matter names as its sources (the old statement's), at most three."""
+    ids = sources.get("digests") if isinstance(sources, dict) else None
+    ids = [str(i) for i in ids if isinstance(i, str) and len(i) <= 120] if isinstance(ids, list) else []
+    return ", ".join(ids[:3]) + (", \u2026" if len(ids) > 3 else "")
+
+
 def _supersession(
     it: _Item, v: TopicView, old: list[str], index: Index, scope: ReviewScope
 ) -> ProposalDraft | None:
@@ -361,6 +369,8 @@ def _supersession(
             data = set_front_matter(data, "name", new_name)
         if new_description != description:
             data = set_front_matter(data, "description", new_description)
+        if v.topic.confirmed and it.day[:10] > v.topic.confirmed[:10] and len(it.day) == 10:
+            data = set_front_matter(data, "confirmed", it.day)  # the topic file's date moves on with the index's
     except CairnError:
         new_name, new_description, data = name, description, replace_line(v.data, old[0].rstrip("\r"), it.bullet)
         for line in old[1:]:
@@ -373,8 +383,13 @@ def _supersession(
         hook = new_description if entry.hook == description else entry.hook
         if normalise(hook) == normalise(title):
             hook = ""
-        after = format_entry(title, v.file, hook) if (title, hook) != (entry.title, entry.hook) else current
-    was = f"{_quoted(statement)} (noted {day})" if day else _quoted(statement)
+        after = (format_entry(title, v.file, hook, entry.confirmed) if (title, hook) != (entry.title, entry.hook)
+                 else current)
+    if entry is not None and after is not None:  # the new note confirms the entry: its date moves on
+        after = with_confirmed(attrs.evolve(entry, raw=after), it.day)
+    olds = _old_digests(v.topic.sources)
+    noted = ", ".join(x for x in (f"noted {day}" if day else "", f"from {olds}" if olds else "") if x)
+    was = f"{_quoted(statement)} ({noted})" if noted else _quoted(statement)
     removed = f"; {plural(len(old) - 1, 'more line')} saying the same removed" if len(old) > 1 else ""
     return draft(
         scope,

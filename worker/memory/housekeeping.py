@@ -128,7 +128,8 @@ def orphan_topics(
         if fingerprint in scope.rejected:
             continue
         admitted = admit_entry(
-            simulated, clip(tf.topic.name, NAME_MAX), file, clip(tf.topic.description, DESCRIPTION_MAX), scope.budget
+            simulated, clip(tf.topic.name, NAME_MAX), file, clip(tf.topic.description, DESCRIPTION_MAX), scope.budget,
+            tf.topic.confirmed,
         )
         if admitted is None:
             continue

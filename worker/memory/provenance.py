@@ -25,7 +25,7 @@ from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import ProposalKind
 from cairn.worker.memory.citations import find_citations, git_commit
 from cairn.worker.memory.drafts import ProposalDraft
-from cairn.worker.memory.model import parse_topic, render_topic
+from cairn.worker.memory.model import format_entry, parse_index, parse_topic, render_topic
 
 #: turn ids recorded per topic at most (the digests name the rest)
 MAX_TURNS = 20
@@ -46,6 +46,14 @@ def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: 
     cites = [c.as_front_matter() for c in find_citations(workspace, text, commit=commit) if c.sha256]
     return {"sources": sources, "citations": cites,
             "confirmed": max(days) if days else time.strftime("%Y-%m-%d", time.gmtime(now))}
+
+
+def _dated(line: str, day: str) -> str:
+    entries = parse_index(line.encode()).entries
+    if not entries or entries[0].confirmed is None:
+        return line
+    entry = entries[0]
+    return format_entry(entry.title, entry.file, entry.hook, day)
 
 
 def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iterable[PublicDigest]) -> list[ProposalDraft]:
@@ -71,5 +79,8 @@ def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iter
             commit, looked = git_commit(workspace), True
         prov = provenance(workspace, topic.body, [by_id[e] for e in d.evidence if e in by_id], d.created, commit)
         data = render_topic(topic.name, topic.description, topic.type, topic.body, prov)
-        out.append(attrs.evolve(d, files={path: (None, data)}))
+        # the index line carries the same day (fixed width: the budget checked for it still holds)
+        edits = tuple((f, b, _dated(a, prov["confirmed"])) if b is None and a is not None else (f, b, a)
+                      for f, b, a in d.index_edits)
+        out.append(attrs.evolve(d, files={path: (None, data)}, index_edits=edits))
     return out

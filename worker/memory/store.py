@@ -55,6 +55,18 @@ AGENT_FILES = ("CLAUDE.md", "GEMINI.md", "QWEN.md", "AGENTS.md", "AGENTS.overrid
 HOOK_FILES = (".claude/settings.local.json", ".claude/settings.json", ".gemini/settings.json")
 
 
+def user_hook_files() -> tuple[str, ...]:
+    """The agents' user settings files ``cairn agents hooks --user`` proposes hooks in (absolute paths):
+    Claude Code's ``settings.json`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``), Gemini CLI's
+    ``.gemini/settings.json`` (under ``$GEMINI_CLI_HOME`` or ``~``)."""
+    home = os.path.expanduser("~")
+    claude = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    gemini = os.environ.get("GEMINI_CLI_HOME", "").strip()
+    return (os.path.abspath(os.path.join(os.path.expanduser(claude) if claude else os.path.join(home, ".claude"),
+                                         "settings.json")),
+            os.path.abspath(os.path.join(os.path.expanduser(gemini) if gemini else home, ".gemini", "settings.json")))
+
+
 @attrs.frozen
 class Target:
     """A resolved target base and the base-relative paths of a proposal's files."""
@@ -108,6 +120,8 @@ class MemoryStore(Journal):
         symlinked or non-directory parents fail closed when opened.
         """
         if os.path.isabs(path):
+            if os.path.normpath(path) in user_hook_files():  # ``cairn agents hooks --user``
+                return Target(os.path.dirname(os.path.normpath(path)), False), os.path.basename(path)
             for r in self.roots():
                 if os.path.isabs(r) and os.path.dirname(path) == os.path.normpath(r):
                     name = os.path.basename(path)

@@ -41,6 +41,7 @@ from cairn.worker.memory.citations import (
     STALE,
     UNVERIFIABLE,
     Check,
+    Tree,
     from_front_matter,
     rename_in_text,
     verify_entry,
@@ -146,6 +147,12 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
     drafts: list[ProposalDraft] = []
     review_id = "v" + hashlib.sha256(f"{ws}\0{now}".encode()).hexdigest()[:12]
     known = {load_proposal(ms, pid).fingerprint for pid in proposal_ids(ms)} if propose else set()
+    trees: list[Tree] = []  # listed once, when the first topic without recorded citations needs it
+
+    def tree() -> Tree:
+        if not trees:
+            trees.append(Tree(ws, exclude=_roots(ms)))
+        return trees[0]
     for root in _roots(ms):
         if not os.path.isdir(os.path.join(ws, root)):
             continue
@@ -161,7 +168,8 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
                 rows.append({"file": file, "error": str(tf.error or ErrorCode.TOPIC_FRONT_MATTER),
                              "citations": [], "stale": False})
                 continue
-            checks = verify_entry(ws, tf.topic.body, tf.topic.citations)
+            checks = verify_entry(ws, tf.topic.body, tf.topic.citations,
+                                  tree=None if tf.topic.citations else tree())
             stale = [c for c in checks if c.verdict == STALE]
             mark = dict(mark_of(old, file))
             if checks and not stale and any(c.verdict == OK for c in checks):

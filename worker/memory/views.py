@@ -55,7 +55,7 @@ def proposal_rows(workspace: str, settings: Settings | None = None) -> list[dict
     with _store(workspace, settings) as ms:
         return [{"id": p.id, "kind": str(p.kind), "target": p.target, "title": p.title, "state": str(state),
                  "summary": p.summary, "evidence": list(p.evidence), "reason": why, "review": p.review,
-                 "decided": ds[-1].decided if ds else None}
+                 "decided": ds[-1].decided if ds else None, "created": p.created}
                 for p, state, why, ds in _rows(ms)]
 
 
@@ -80,24 +80,36 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
         for name, topic in sorted(snap.topics.items()):
             file = os.path.join(root, name)
             rows.append({"file": file, "name": topic.name, "type": topic.type, "description": topic.description,
-                         "root": root, **provenance_row(file, topic.topic, marks)})
+                         "root": root, **provenance_row(file, topic.topic, marks, settings.revalidateDays)})
     return rows
 
 
-def provenance_row(file: str, topic: Any, marks: dict[str, Any]) -> dict[str, Any]:
+def provenance_row(file: str, topic: Any, marks: dict[str, Any], revalidate: int = 90) -> dict[str, Any]:
     """A topic's ``sources``, ``citations`` (as recorded), ``confirmed``, and its last verification's
     ``verified`` date, ``stale`` flag and reasons (``why``), ``unverifiable`` codes (private marks)."""
     from cairn.worker.memory.verify import last_confirmed  # yaml: module docstring
 
     mark = mark_of(marks, file)
     if topic is None:
-        return {"sources": None, "citations": [], "confirmed": None, "verified": None, "stale": False, "why": []}
+        return {"sources": None, "citations": [], "confirmed": None, "verified": None, "stale": False, "why": [],
+                "age": None, "due": False}
     cites = topic.citations if isinstance(topic.citations, list) else ([] if topic.citations is None
                                                                           else [topic.citations])
     return {"sources": _plain(topic.sources), "citations": _plain(cites),
             "confirmed": last_confirmed(topic, mark), "verified": mark.get("verified"),
             "stale": bool(mark.get("stale")), "why": list(mark.get("stale") or []),
-            "unverifiable": list(mark.get("unverifiable") or [])}
+            "unverifiable": list(mark.get("unverifiable") or []), **_age(last_confirmed(topic, mark), revalidate)}
+
+
+def _age(confirmed: str | None, revalidate: int) -> dict[str, Any]:
+    """``age``: whole days since ``confirmed`` (None: never confirmed); ``due``: older than ``revalidate`` days."""
+    import datetime as dt
+
+    try:
+        age = (dt.datetime.now(dt.UTC).date() - dt.date.fromisoformat(confirmed)).days if confirmed else None
+    except ValueError:
+        age = None
+    return {"age": age, "due": age is not None and revalidate > 0 and age > revalidate}
 
 
 def _plain(value: Any) -> Any:
@@ -115,12 +127,60 @@ def cockpit(workspace: str, view: str, settings: Settings | None = None) -> list
     if view == "memories":
         return memory_rows(workspace, settings)
     rows = proposal_rows(workspace, settings)
-    if view == "candidates":
-        return [r for r in rows if r["state"] in ("pending", "stale")]
+    if view == "candidates":  # newest proposal first, as History lists the newest decision first
+        return sorted((r for r in rows if r["state"] in ("pending", "stale")), key=lambda r: (-r["created"], r["id"]))
     if view == "history":
-        return [dict(r, canUndo=r["state"] == "applied") for r in rows
-                if r["state"] in ("applied", "rejected", "undone")]
+        return history_rows(workspace, settings)
+    if view == "overview":
+        return overview_rows(workspace, settings)
     raise CairnError(ErrorCode.USAGE, f"unknown cockpit view {view[:30]!r}")
+
+
+#: decisions the overview's "Recently decided" section lists, newest first
+RECENT_DECISIONS = 10
+
+
+def overview_rows(workspace: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The memory part of the cockpit's overview, one typed row per item, each with its ``section``:
+
+    - ``pending``: the pending and stale proposals (``group``: the target topic file), grouped by target,
+      newest first within a group;
+    - ``stale``: topics the last verification marked stale (``why``) or due for revalidation (``due``:
+      not confirmed for ``revalidateDays``), with ``age`` (days since ``confirmed``);
+    - ``decided``: the newest :data:`RECENT_DECISIONS` rows of the reflog (:func:`history_rows`).
+
+    The language server adds ``jobs`` and ``sessions`` rows (what only it knows).
+    """
+    out: list[dict[str, Any]] = []
+    pending = [r for r in proposal_rows(workspace, settings) if r["state"] in ("pending", "stale")]
+    pending.sort(key=lambda r: (r["target"], -r["created"], r["id"]))
+    out += [dict(r, section="pending", group=r["target"]) for r in pending]
+    stale = [r for r in memory_rows(workspace, settings) if r["stale"] or r["due"]]
+    out += [dict(r, section="stale") for r in sorted(stale, key=lambda r: (not r["stale"], -(r["age"] or 0), r["file"]))]
+    out += [dict(r, section="decided") for r in history_rows(workspace, settings)[:RECENT_DECISIONS]]
+    return out
+
+
+def history_rows(workspace: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The reflog of decisions: one row per decision, newest first, with its time and action.
+
+    ``state`` is what the decision made the proposal; the newest row of each proposal also says
+    what can be done now: ``canUndo`` (applied), ``canUnreject`` (rejected), ``canAccept``
+    (undone: accepted again through the checked path).
+    """
+    out: list[dict[str, Any]] = []
+    with _store(workspace, settings) as ms:
+        for p, state, _why, ds in _rows(ms):
+            for d in ds:
+                latest = d is ds[-1]
+                shown = "superseded" if d.action == "supersede" else str(d.state)  # an edited version replaced it
+                out.append({"id": p.id, "seq": d.seq, "action": d.action, "state": shown,
+                            "decided": d.decided, "kind": str(p.kind), "target": p.target, "title": p.title,
+                            "review": p.review, "evidence": list(p.evidence), "now": str(state),
+                            "canUndo": latest and state is ProposalState.APPLIED,
+                            "canUnreject": latest and state is ProposalState.REJECTED,
+                            "canAccept": latest and state is ProposalState.UNDONE})
+    return sorted(out, key=lambda r: (-r["decided"], r["id"], -r["seq"]))
 
 
 def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, bytes | None]]:
@@ -167,8 +227,18 @@ def proposal(workspace: str, proposal_id: str, settings: Settings | None = None)
         out: dict[str, Any] = {"id": p.id, "kind": str(p.kind), "target": p.target, "title": p.title, "summary": p.summary,
                "state": str(state), "reason": why, "evidence": list(p.evidence), "diff": text}
         if state is ProposalState.PENDING and (proposed := editable(ms, p)) is not None:
-            out["edit"] = proposed  # the one file it writes and its proposed text (edit before accept)
+            # the one file it writes, its proposed text (edit before accept) and the index lines it writes
+            out["edit"] = dict(proposed, index=[{"index": e.index, "file": e.file, "before": e.before,
+                                                 "after": e.after} for e in p.index])
         return out
+
+
+def check_edited(workspace: str, proposal_id: str, text: str, settings: Settings | None = None) -> dict[str, Any]:
+    """``cairn/checkEdited``: what accepting ``text`` as the edited version would do (nothing written)."""
+    from cairn.worker.memory.edited import preview
+
+    with _store(workspace, settings) as ms:
+        return preview(ms, proposal_id, text)
 
 
 def _changed_ranges(before: bytes | None, after: bytes | None) -> list[dict[str, int]]:

@@ -564,7 +564,8 @@ An accepted edit's buffer must not stay read-only, waiting forever."
             (cairn-test--goto-row id)
             (should (equal (plist-get (tabulated-list-get-id) :state) "applied"))
             (should (eq (plist-get (tabulated-list-get-id) :canUndo) t))
-            (cairn-test--press "u")
+            (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+              (cairn-test--press "u"))
             (should (equal (cairn-test--snapshot) before))
             (cairn-test--goto-row id)
             (should (equal (plist-get (tabulated-list-get-id) :state) "undone"))
@@ -682,6 +683,17 @@ An accepted edit's buffer must not stay read-only, waiting forever."
       (cairn-test--press "i")
       (with-current-buffer "*cairn info*"
         (should (string-match-p "\\`cairn candidates row" (buffer-string))))
+      ;; M-< lands on the first row, not the column header; S in the margin sorts (by the first column)
+      (goto-char (point-max))
+      (call-interactively (key-binding (kbd "M-<")))
+      (should (eql (cairn-test--index) 0))
+      (beginning-of-line)
+      (should-not (get-text-property (point) 'tabulated-list-column-name))
+      (call-interactively (key-binding "S"))
+      (should (car tabulated-list-sort-key))
+      (setq tabulated-list-sort-key nil)
+      (revert-buffer)
+      (cairn-test--press "M-<")
       (let ((rows (cairn-test--rows)))
         (should (>= (length rows) 3))
         ;; a on the second row: point is on the row that took its place
@@ -695,17 +707,18 @@ An accepted edit's buffer must not stay read-only, waiting forever."
           (cairn-test--press "r"))
         (should (tabulated-list-get-id))
         (should-not (member (plist-get (nth 2 rows) :id) (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
-        ;; History: i says so, u keeps point on the undone row
+        ;; History: i says so; u (confirmed) leaves point on the proposal, now at the top of the reflog
         (cairn-cockpit-switch-view "history")
         (should (eql (cairn-test--index) 0))
         (cairn-test--press "i")
         (with-current-buffer "*cairn info*"
           (should (string-match-p "\\`cairn history row" (buffer-string))))
         (cairn-test--goto-row (plist-get (nth 1 rows) :id))
-        (let ((index (cairn-test--index)))
-          (cairn-test--press "u")
-          (should (eql (cairn-test--index) index))
-          (should (equal (plist-get (tabulated-list-get-id) :state) "undone")))))))
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+          (cairn-test--press "u"))
+        (should (eql (cairn-test--index) 0))
+        (should (equal (plist-get (tabulated-list-get-id) :id) (plist-get (nth 1 rows) :id)))
+        (should (equal (plist-get (tabulated-list-get-id) :state) "undone"))))))
 
 (ert-deftest cairn-cockpit-q-quits-l-goes-back-and-sorts-stay ()
   "q quits at once after several views; l goes back; g and view switches keep the user's sort."
@@ -881,7 +894,13 @@ diagnostics update does (and shows a decision made with the CLI)."
         (cairn-test--press "m")
         (should (equal (reverse cairn-cockpit--marks) (list (nth 0 ids) (nth 1 ids))))
         (should (string-match-p "| 2 marked" (cairn-cockpit--header)))
-        (cairn-test--press "u")               ; unmark the third (not marked): no change
+        (cairn-test--press "m")               ; m on the third marks it, m again unmarks it
+        (forward-line -1)
+        (cairn-test--press "m")
+        (should (equal (reverse cairn-cockpit--marks) (list (nth 0 ids) (nth 1 ids))))
+        (forward-line -1)
+        (should-error (cairn-test--press "u") :type 'user-error) ; u never unmarks: it undoes, in History
+        (should (equal (reverse cairn-cockpit--marks) (list (nth 0 ids) (nth 1 ids))))
         (cairn-test--press "a")
         (should-not cairn-cockpit--marks)
         (let ((left (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
@@ -893,9 +912,16 @@ diagnostics update does (and shows a decision made with the CLI)."
           (should-not cairn-cockpit--marks)
           (goto-char (point-min))
           (dolist (_ left) (while (not (tabulated-list-get-id)) (forward-line 1)) (cairn-test--press "m"))
-          (cl-letf (((symbol-function 'read-multiple-choice) (lambda (&rest _) '(?r "reject")))
-                    ((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
-            (cairn-test--press "x"))
+          (let (asked)
+            (cl-letf (((symbol-function 'read-multiple-choice) (lambda (&rest _) '(?r "reject")))
+                      ((symbol-function 'y-or-n-p) (lambda (prompt) (setq asked prompt) t)))
+              (cairn-test--press "x"))
+            ;; the prompt's grammar follows the count
+            (should (string-match-p (if (cdr left)
+                                        (format "\\`Reject %d proposals (later reviews will not propose them again"
+                                                (length left))
+                                      "\\`Reject p[0-9a-f]+ (later reviews will not propose it again")
+                                    asked)))
           (should-not (cairn-test--rows))
           (cairn-cockpit-switch-view "history")
           (let ((states (mapcar (lambda (r) (cons (plist-get r :id) (plist-get r :state))) (cairn-test--rows))))
@@ -912,6 +938,159 @@ diagnostics update does (and shows a decision made with the CLI)."
           (cairn-cockpit-switch-view "candidates")
           (should-not (cl-intersection (mapcar (lambda (r) (plist-get r :title)) (cairn-test--rows))
                                        rejected :test #'equal)))))))
+
+;; Fails before the reflog: History was in id order without actions, u undid without asking,
+;; a rejection could not be taken back and an undone proposal could not be accepted again.
+(ert-deftest cairn-history-is-a-reflog-with-undo-unreject-and-accept-again ()
+  "History lists decisions newest first with time and action; u asks, undoes or un-rejects; a accepts again."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let* ((before (cairn-test--snapshot))
+             (ids (cairn-test--ids))
+             (kept (nth 0 ids))
+             (dropped (nth 1 ids))
+             accepted)
+        (cairn-test--goto-row kept)
+        (cairn-test--press "a")
+        (setq accepted (cairn-test--snapshot))
+        (cairn-test--goto-row dropped)
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+          (cairn-test--press "r"))
+        (cairn-cockpit-switch-view "history")
+        (let ((rows (cairn-test--rows)))
+          (should (equal (mapcar (lambda (r) (list (plist-get r :id) (plist-get r :action))) rows)
+                         (list (list dropped "reject") (list kept "accept"))))
+          (should (>= (plist-get (nth 0 rows) :decided) (plist-get (nth 1 rows) :decided))))
+        (goto-char (point-min))
+        (while (not (tabulated-list-get-id)) (forward-line 1))
+        (should (string-match-p "\\`  [0-9]\\{4\\}-[0-9][0-9]-[0-9][0-9] [0-9:]\\{5\\} +reject +rejected"
+                                (buffer-substring-no-properties (line-beginning-position) (line-end-position))))
+        ;; u on the rejection asks; no changes nothing, yes makes it pending again
+        (let (asked)
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (setq asked prompt) nil)))
+            (cairn-test--press "u"))
+          (should (string-match-p (concat "rejection of " (regexp-quote dropped)) asked)))
+        (should (equal (plist-get (car (cairn-test--rows)) :action) "reject"))
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+          (cairn-test--press "u"))
+        (should (equal (plist-get (car (cairn-test--rows)) :action) "unreject"))
+        (should (equal (plist-get (car (cairn-test--rows)) :state) "pending"))
+        ;; u on the accept asks, then restores the files; a accepts it again (checked), u refuses meanwhile
+        (cairn-test--goto-row kept)
+        (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+          (cairn-test--press "u"))
+        (should (equal (cairn-test--snapshot) before))
+        (cairn-test--goto-row kept)
+        (should (equal (plist-get (tabulated-list-get-id) :action) "undo"))
+        (should-error (cairn-test--press "u") :type 'user-error)
+        (cairn-test--press "a")
+        (should (equal (cairn-test--snapshot) accepted))
+        (should (equal (mapcar (lambda (r) (plist-get r :action))
+                               (cl-remove-if-not (lambda (r) (equal (plist-get r :id) kept)) (cairn-test--rows)))
+                       '("accept" "undo" "accept")))
+        ;; the details of an applied proposal offer undo, never accept or reject
+        (cairn-test--goto-row kept)
+        (cairn-test--press "RET")
+        (with-current-buffer "*cairn proposal*"
+          (should (string-prefix-p "u undo, q quit | " header-line-format))
+          (should-error (call-interactively (key-binding "a")) :type 'user-error)
+          (should-error (call-interactively (key-binding "r")) :type 'user-error)
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (cairn-test--async (lambda () (call-interactively (key-binding "u"))))))
+        (should (equal (cairn-test--snapshot) before))
+        (with-current-buffer (cairn-test--cockpit)
+          (revert-buffer)
+          (cairn-test--goto-row kept)
+          (should (equal (plist-get (tabulated-list-get-id) :action) "undo")))
+        ;; the un-rejected proposal is a candidate again
+        (cairn-cockpit-switch-view "candidates")
+        (should (member dropped (cairn-test--ids)))
+        (should-error (cairn-test--press "u") :type 'user-error)))))
+
+;; Fails before: the edit buffer showed no index change, Flymake said nothing about broken front
+;; matter, and the key hints came last in a header a narrow window cut off.
+(ert-deftest cairn-edit-buffer-shows-the-index-change-and-flags-broken-front-matter ()
+  "The edit buffer shows the MEMORY.md line it writes, following the edited name; Flymake flags bad YAML."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let* ((row (cl-find-if (lambda (r) (equal (plist-get r :kind) "create")) (cairn-test--rows)))
+             (edit (cairn-edit-proposal cairn-test--ws (plist-get row :id))))
+        (with-current-buffer edit
+          (should (string-prefix-p "C-c C-c accept" header-line-format))
+          (let ((shown (lambda () (overlay-get cairn-edit--index-overlay 'before-string))))
+            (should (string-match-p "MEMORY\\.md changes too:\n  \\+ - \\[" (funcall shown)))
+            (goto-char (point-min))
+            (re-search-forward "^name: .*$")
+            (replace-match "name: Renamed while reviewing")
+            (flymake-start)
+            (cairn-test--until "the index line with the edited name"
+                               (lambda () (string-match-p "\\+ - \\[Renamed while reviewing\\]" (funcall shown))))
+            (should-not (flymake-diagnostics))
+            (goto-char (point-min))
+            (re-search-forward "^description: ")
+            (insert "use: ")
+            (flymake-start)
+            (let ((diags (cairn-test--until "a Flymake diagnostic" #'flymake-diagnostics)))
+              (should (string-match-p "\\`E_TOPIC_FRONT_MATTER: " (flymake-diagnostic-text (car diags))))
+              (should (= (line-number-at-pos (flymake-diagnostic-beg (car diags)))
+                         (line-number-at-pos (point)))))
+            (call-interactively (key-binding "\C-c\C-k"))))))))
+
+;; Fails before: a refused listing (a state folder that came with the repository) read
+;; "No pending proposals.  D drains the backlog."
+(ert-deftest cairn-cockpit-says-why-nothing-is-listed ()
+  "When the server refuses the listing, the cockpit shows the code and reason, not an empty backlog."
+  (cairn-test--with-workspace
+    (cairn-test--memory-files)
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (let ((real (symbol-function 'cairn-request)))
+        (cl-letf (((symbol-function 'cairn-request)
+                   (lambda (server method params)
+                     (if (eq method :cairn/cockpit)
+                         (signal 'user-error (list "cairn: E_STATE_FOREIGN: .cairn/state came with the repository"))
+                       (funcall real server method params)))))
+          (revert-buffer)))
+      (should (string-match-p "Nothing can be listed: E_STATE_FOREIGN: \\.cairn/state came" (buffer-string)))
+      (should-not (string-match-p "No pending proposals" (buffer-string)))
+      (should (string-match-p "error: E_STATE_FOREIGN" (cairn-cockpit--header))))))
+
+;; Fails before: only "[eglot] -1: Server died".
+(ert-deftest cairn-server-that-fails-to-start-says-why ()
+  "A server that dies at start is reported with the last line it wrote on stderr."
+  (cairn-test--with-workspace
+    (let* ((cairn-server-command
+            (list (car (cairn-test--server-command)) "-c"
+                  "import sys; sys.stderr.write('cairn: E_CONFIG_INVALID: the test says no\\n'); sys.exit(2)"))
+           (err (should-error (cairn-connect cairn-test--ws) :type 'user-error)))
+      (should (string-match-p "did not start: cairn: E_CONFIG_INVALID: the test says no" (cadr err)))
+      (should-not (string-match-p "Server died" (cadr err))))))
+
+(ert-deftest cairn-accept-creating-a-file-open-in-a-buffer-reverts-it-silently ()
+  "A buffer visiting a topic file that does not exist yet shows the file once an accept creates it."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (let* ((row (cl-find-if (lambda (r) (equal (plist-get r :kind) "create"))
+                            (append (cairn-request (cairn-connect cairn-test--ws) :cairn/cockpit
+                                                   (list :workspace cairn-test--ws :view "candidates"))
+                                    nil)))
+           (file (cairn-test--file (plist-get row :target)))
+           (buf (find-file-noselect file)))
+      (should-not (file-exists-p file))
+      (cl-letf (((symbol-function 'ask-user-about-supersession-threat)
+                 (lambda (&rest _) (error "Asked about a file changed on disk"))))
+        (cairn-test--async (lambda () (cairn-command-async cairn-test--ws "cairn.accept"
+                                                           (list :workspace cairn-test--ws
+                                                                 :ids (vector (plist-get row :id))))))
+        (with-current-buffer buf
+          (should (verify-visited-file-modtime buf))
+          (should-not (buffer-modified-p))
+          (should (string-match-p "\\`---\nname: " (buffer-string)))
+          (goto-char (point-max))
+          (insert "typed after the accept\n")   ; no question about the file changing on disk
+          (set-buffer-modified-p nil)))
+      (kill-buffer buf))))
 
 (ert-deftest cairn-edit-before-accept-and-decide-in-the-diff ()
   "e edits the proposed text, C-c C-c accepts that version (undoable); a in the diff buffer accepts."
@@ -947,10 +1126,15 @@ diagnostics update does (and shows a decision made with the CLI)."
                                 (with-temp-buffer (insert-file-contents target) (buffer-string))))
         (should-not (member (plist-get row :id) (mapcar (lambda (r) (plist-get r :id)) (cairn-test--rows))))
         (cairn-cockpit-switch-view "history")
-        (let ((edited (cl-find-if (lambda (r) (string-prefix-p "Edited: " (plist-get r :title))) (cairn-test--rows))))
+        (let ((edited (cl-find-if (lambda (r) (string-suffix-p " (edited)" (plist-get r :title))) (cairn-test--rows))))
           (should (equal (plist-get edited :state) "applied"))
+          (should-not (string-prefix-p "Edited: " (plist-get edited :title)))
+          ;; the original is shown as replaced by the edited version, not as a rejection
+          (cairn-test--goto-row (plist-get row :id))
+          (should (equal (plist-get (tabulated-list-get-id) :state) "superseded"))
           (cairn-test--goto-row (plist-get edited :id))
-          (cairn-test--press "u")
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (cairn-test--press "u"))
           (should-not (file-exists-p target)))
         ;; refused (decided meanwhile through the command line): the edited text stays
         (cairn-cockpit-switch-view "candidates")
@@ -1002,7 +1186,27 @@ diagnostics update does (and shows a decision made with the CLI)."
         (should (eq (lookup-key cairn-dispatch-map "R") 'cairn-review))
         (with-current-buffer (cairn-jobs cairn-test--ws)
           (should (eq major-mode 'cairn-jobs-mode))
-          (should (eq (key-binding "r") 'cairn-jobs-retry))))
+          (should (eq (key-binding "r") 'cairn-jobs-retry))
+          ;; empty: it says so (fails before: a blank table)
+          (unless (tabulated-list-get-id)
+            (should (string-match-p "No maintenance jobs" (buffer-string))))
+          ;; a failed job shows its code, why it waits and its next try; k asks before discarding
+          (setq tabulated-list-entries
+                (list (let ((r (list :id "j-test" :kind "review" :state "retryWaiting" :attempts 2
+                                     :notBefore (+ (float-time) 3600) :lastError "E_PROVIDER_FAILED"
+                                     :waiting "retry-wait")))
+                        (list r (vector "j-test" "review" "retryWaiting" "2" (cairn-jobs--next r)
+                                        (cairn-jobs--why r))))))
+          (tabulated-list-print)
+          (goto-char (point-min))
+          (while (not (tabulated-list-get-id)) (forward-line 1))
+          (should (string-match-p "E_PROVIDER_FAILED (retry-wait)" (buffer-string)))
+          (should (string-match-p "[0-9][0-9]:[0-9][0-9]:[0-9][0-9]" (buffer-string)))
+          (let (asked)
+            (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (setq asked prompt) nil))
+                      ((symbol-function 'cairn-command) (lambda (&rest _) (error "Discarded without asking"))))
+              (call-interactively (key-binding "k")))
+            (should (string-match-p "\\`Discard job j-test (review)" asked)))))
       ;; the journal viewer: digests with their turn ids, RET shows the notes
       (cairn-test--feed "s1")
       (cairn-session-event cairn-test--ws "s1" "session-end")
@@ -1022,7 +1226,8 @@ diagnostics update does (and shows a decision made with the CLI)."
           (should (cairn--transient-p))
           (cairn--define-transient)
           (should (commandp 'cairn-transient))
-          (dolist (key '("c" "R" "D" "j" "J" "A" "S" "E" "a" "r" "m" "x"))
+          ;; RET, TAB and q too (fails before: they were missing)
+          (dolist (key '("c" "R" "D" "j" "J" "A" "S" "E" "a" "r" "m" "x" "u" "RET" "TAB" "q"))
             (should (funcall 'transient-get-suffix 'cairn-transient key))))))))
 
 ;;;; Remember
@@ -1044,12 +1249,46 @@ diagnostics update does (and shows a decision made with the CLI)."
         (should (equal (plist-get (car proposals) :state) "pending"))
         (should (string-match-p "feedback memory" (plist-get (car proposals) :title)))
         (should (string-match-p (regexp-quote (plist-get (car proposals) :id)) (cairn-test--messages)))))
+    ;; with a prefix argument the type prompt says its default (classify) and takes it
+    (let ((default-directory (file-name-as-directory cairn-test--ws))
+          (current-prefix-arg '(4))
+          asked)
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "Changelog entries go in CHANGES.md"))
+                ((symbol-function 'completing-read)
+                 (lambda (prompt _table _pred _req _init _hist default)
+                   (setq asked (list prompt default))
+                   default)))
+        (call-interactively #'cairn-remember))
+      (should (string-match-p "default: classified" (car asked)))
+      (should (equal (cadr asked) "classify")))
     (let ((result (cairn-remember "Release tags are signed with the team key" "project" cairn-test--ws)))
       (should (string-match-p "project memory" (plist-get (aref (plist-get result :proposals) 0) :title))))
-    (should (= 2 (plist-get (cairn-status cairn-test--ws) :proposals)))
+    (should (= 3 (plist-get (cairn-status cairn-test--ws) :proposals)))
     (dolist (bad '(("" nil) ("two words" "opinion")))
-      (let ((err (should-error (cairn-remember (car bad) (cadr bad) cairn-test--ws))))
-        (should (string-match-p "E_USAGE" (cairn--error-message err)))))))
+      ;; a refusal is a user error printed as "cairn: E_CODE: reason", never a raw jsonrpc-error object
+      (let ((err (should-error (cairn-remember (car bad) (cadr bad) cairn-test--ws) :type 'user-error)))
+        (should (string-match-p "E_USAGE" (cairn--error-message err)))
+        (should (string-match-p "\\`cairn: E_USAGE: [a-z]" (error-message-string err)))
+        (should-not (string-match-p "jsonrpc" (error-message-string err)))))))
+
+;; Fails before: a queued review said nothing (or "done"), a decision named no proposal.
+(ert-deftest cairn-command-messages-say-queued-or-done-with-ids ()
+  "A review says it was queued; a decision names each proposal and its state."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    (let ((id (plist-get (cl-find-if (lambda (r) (equal (plist-get r :state) "pending"))
+                                     (append (cairn-request (cairn-connect cairn-test--ws) :cairn/cockpit
+                                                            (list :workspace cairn-test--ws :view "candidates"))
+                                             nil))
+                         :id)))
+      (cairn-test--async (lambda () (cairn-command-async cairn-test--ws "cairn.review"
+                                                         (list :workspace cairn-test--ws))))
+      (should (string-match-p "cairn: review queued\\( (job [^)]+)\\)?; the cockpit refreshes"
+                              (cairn-test--messages)))
+      (should-not (string-match-p "review done" (cairn-test--messages)))
+      (cairn-test--async (lambda () (cairn-command-async cairn-test--ws "cairn.accept"
+                                                         (list :workspace cairn-test--ws :ids (vector id)))))
+      (should (string-match-p (format "cairn: accept: %s applied" (regexp-quote id)) (cairn-test--messages))))))
 
 (defun cairn-test--cells ()
   "The cells of the cockpit row at point: alist (COLUMN TEXT CUT).
@@ -1135,20 +1374,26 @@ Each workspace has its own cockpit buffer, *cairn: NAME*."
                            (lambda () (should (string-match-p "| working " (cairn-cockpit--header)))))
         (should-not (cl-intersection (list (car ids) (nth 1 ids)) (cairn-test--ids) :test #'equal))
         (should-not (string-match-p "| working " (cairn-cockpit--header)))
-        ;; ids complete, annotated with target and title; accept and show by id
+        ;; candidates are "ID  title", newest first (as the cockpit lists them), so a title matches too;
+        ;; a bare id is taken as well. Fails before: ids alone, in id order.
         (let* ((third (nth 2 ids))
+               (title (plist-get (cl-find third (cairn-test--rows) :key (lambda (r) (plist-get r :id))
+                                          :test #'equal)
+                                 :title))
                seen)
+          (should (equal (cairn-test--ids)
+                         (mapcar (lambda (r) (plist-get r :id))
+                                 (sort (cairn-test--rows)
+                                       (lambda (a b) (or (> (plist-get a :created) (plist-get b :created))
+                                                         (and (= (plist-get a :created) (plist-get b :created))
+                                                              (string< (plist-get a :id) (plist-get b :id)))))))))
           (cl-letf (((symbol-function 'completing-read)
                      (lambda (_prompt table &rest _)
-                       (setq seen (mapcar (lambda (id)
-                                            (cons id (funcall (plist-get completion-extra-properties
-                                                                         :annotation-function)
-                                                              id)))
-                                          (all-completions "" table)))
-                       third)))
+                       (setq seen (all-completions "" table))
+                       (car (all-completions (format "%s  %s" third title) table)))))
             (cairn-show-proposal cairn-test--ws (cairn-read-proposal-id cairn-test--ws))
-            (should (equal (mapcar #'car seen) (cairn-test--ids)))
-            (should (string-match-p "\\.agents/memory/.*  " (cdr (assoc third seen))))
+            (should (equal (mapcar (lambda (c) (car (split-string c))) seen) (cairn-test--ids)))
+            (should (member (format "%s  %s" third title) seen))
             (with-current-buffer "*cairn proposal*"
               (should (string-match-p (concat "^id +" third) (buffer-string))))
             (let ((current-prefix-arg nil))
@@ -1190,6 +1435,17 @@ Each workspace has its own cockpit buffer, *cairn: NAME*."
     (should (equal (cairn-cockpit--counts (plist-put (copy-sequence st) :usage (list :requests 0)))
                    "2 proposals · propose mode"))
     (should (cairn-cockpit--changed-p st (plist-put (copy-sequence st) :usage (list :requests 4))))))
+
+(ert-deftest cairn-cockpit-header-counts-agents-not-reading-the-memory ()
+  "The header names the agents in use that do not read the memory (`unwiredAgents'), none when all do."
+  (should (string-match-p "· 2 agents not reading the memory (cairn agents wire)"
+                          (cairn-cockpit--counts '(:refreshed t :proposals 0 :unwiredAgents 2))))
+  (should (string-match-p "· 1 agent not reading"
+                          (cairn-cockpit--counts '(:refreshed t :proposals 0 :unwiredAgents 1))))
+  (should-not (string-match-p "not reading"
+                              (cairn-cockpit--counts '(:refreshed t :proposals 0 :unwiredAgents 0))))
+  (should (cairn-cockpit--changed-p '(:refreshed t :proposals 0 :unwiredAgents 1)
+                                    '(:refreshed t :proposals 0 :unwiredAgents 0))))
 
 (provide 'cairn-test)
 ;;; cairn-test.el ends here

@@ -183,7 +183,7 @@ local function main()
   -- :CairnAccept: the file changes on disk and the unmodified buffer follows it
   vim.cmd("CairnAccept " .. id)
   wait_for(":CairnAccept to finish", function()
-    return notified("^cairn: cairn%.accept done$")
+    return notified("^cairn: accepted: " .. vim.pesc(id) .. " applied")
   end)
   local after = read_bytes(target)
   write_bytes(out .. "/after-accept", after)

@@ -10,7 +10,7 @@ Two kinds of work:
 
 - maintenance jobs (drain, review, cleanup; retry/discard/dismiss by
   ``jobId``) go through the coordinator and answer at once;
-- decisions (accept, reject, undo, remember; retry/discard of a ``capture``) run one
+- decisions (accept, reject, unreject, undo, remember, wireAgents; retry/discard of a ``capture``) run one
   worker now (:func:`foreground`), one at a time per workspace, and answer
   with its result or its error code. Views are refreshed before the answer.
 
@@ -42,17 +42,21 @@ from cairn.protocol.lsp import (
     CMD_REVIEW,
     CMD_SHOW_PROPOSAL,
     CMD_UNDO,
+    CMD_UNREJECT,
+    CMD_WIRE_AGENTS,
     AcceptEditedParams,
     DecisionParams,
     JobActionParams,
     NoParams,
     ProposalParams,
     RememberParams,
+    WireAgentsParams,
     WorkspaceParams,
 )
 from cairn.protocol.results import (
     RESULTS,
     AcceptEditedArgs,
+    AgentsWireArgs,
     CaptureArgs,
     DecideArgs,
     DrainResult,
@@ -80,7 +84,8 @@ if TYPE_CHECKING:
 
 FOREGROUND_BUDGET = 60.0  # seconds for accept/reject/undo/retry/discard workers
 DRAIN_KINDS = ("process", "drain")
-PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "undo", "accept-edited", "remember")
+PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "unreject", "undo", "accept-edited", "remember",
+                  "agents-wire")
 _KNOWN_CODES = frozenset(str(c) for c in ErrorCode)
 
 
@@ -174,6 +179,12 @@ async def reject(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
     return await foreground(svc, ws, "reject", DecideArgs(ids=ids))
 
 
+async def unreject(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
+    """Rejections taken back: each proposal pending again, proposable again by later reviews."""
+    ws, ids = svc.workspace(p.workspace), _proposal_ids(CMD_UNREJECT, p)
+    return await foreground(svc, ws, "unreject", DecideArgs(ids=ids))
+
+
 async def accept_edited(svc: CairnService, p: AcceptEditedParams) -> dict[str, Any]:
     """Edit before accept: a new proposal from the edited text (the reviewed before-state), accepted."""
     ws = svc.workspace(p.workspace)
@@ -192,6 +203,11 @@ async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:
     ws = svc.workspace(p.workspace)
     text, note_type, source = check_request(p.text, p.type, p.source or "lsp")
     return await foreground(svc, ws, "remember", RememberArgs(text=text, type=note_type, source=source))
+
+
+async def wire_agents(svc: CairnService, p: WireAgentsParams) -> dict[str, Any]:
+    """The code action on an instruction file: ``agents wire`` for the agents named (proposals, nothing applied)."""
+    return await foreground(svc, svc.workspace(p.workspace), "agents-wire", AgentsWireArgs(agents=p.agents))
 
 
 async def show_proposal(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
@@ -237,6 +253,7 @@ COMMANDS: dict[str, Route] = {
     CMD_ACCEPT: Route(DecisionParams, accept),
     CMD_REJECT: Route(DecisionParams, reject),
     CMD_UNDO: Route(ProposalParams, undo),
+    CMD_UNREJECT: Route(DecisionParams, unreject),
     CMD_ACCEPT_EDITED: Route(AcceptEditedParams, accept_edited),
     CMD_REMEMBER: Route(RememberParams, remember),
     CMD_RETRY: Route(JobActionParams, retry),
@@ -244,6 +261,7 @@ COMMANDS: dict[str, Route] = {
     CMD_DISMISS: Route(JobActionParams, dismiss),
     CMD_DIAGNOSTIC_REPORT: Route(NoParams, diagnostic_report),
     CMD_SHOW_PROPOSAL: Route(ProposalParams, show_proposal),
+    CMD_WIRE_AGENTS: Route(WireAgentsParams, wire_agents),
 }
 
 

@@ -4,6 +4,14 @@ On ``didOpen``/``didSave`` of a memory document (see :mod:`server.lsp.memory_doc
 for which files count) and after every decision or review, the pending
 proposals touching it are published as Information diagnostics;
 ``textDocument/codeAction`` offers Accept, Reject and Show diff for them.
+On a coding agent's instruction file (``CLAUDE.md``, ``GEMINI.md``,
+``QWEN.md``, ``AGENTS.md``, ``.github/copilot-instructions.md``,
+``.cursor/rules/*.mdc``: :func:`server.lsp.memory_docs.agent_file`), each
+agent in use that does not read the memory and whose wiring that file
+decides gets an Information diagnostic and a quick fix, ``Wire <agent> to
+read cairn memory`` (``cairn.wireAgents``: the ``agents-wire`` proposal,
+decided like any other). Which agents those are is
+``worker.jobs.agents.report`` without a scan (a few ``stat`` calls, in a thread).
 :meth:`Documents.check_live_buffers` keeps the rule that live buffers win: a
 proposal is never applied under an open document with unsaved changes
 (``E_PROPOSAL_STALE``). LSP carries no "modified" flag, so the server keeps
@@ -61,6 +69,8 @@ class Documents:
         self.open: dict[str, tuple[str, list[dict[str, Any]]]] = {}  # uri -> (workspace, proposals)
         #: uri -> the text as last opened from or saved to disk; None: modified since it was opened
         self.saved: dict[str, str | None] = {}
+        #: uri of an open instruction file -> agents in use it would wire that do not read the memory
+        self.unwired: dict[str, list[str]] = {}
 
     async def did_open(self, uri: str) -> None:
         text = self.service.client.document_text(uri)
@@ -75,6 +85,7 @@ class Documents:
 
     def did_close(self, uri: str) -> None:
         self.saved.pop(uri, None)
+        self.unwired.pop(uri, None)
         if self.open.pop(uri, None) is not None:
             self.service.client.publish_diagnostics(uri, [])
 
@@ -93,13 +104,31 @@ class Documents:
             for uri, path in docs.items():
                 if uri in self.open:  # not closed while the proposals were read
                     self._publish(uri, doc_ws, pending.get(path, []))
+        for uri, (doc_ws, _) in list(self.open.items()):  # instruction files: wired since?
+            agent_doc = self._agent_document(uri) if ws is None or doc_ws == ws else None
+            if agent_doc is not None:
+                self.unwired[uri] = await self._unwired_for(*agent_doc)
+                if uri in self.open:
+                    self._publish(uri, doc_ws, self.open[uri][1])
 
     async def code_actions(self, uri: str, start_line: int, end_line: int) -> list[dict[str, Any]]:
+        actions = await self._proposal_actions(uri, start_line, end_line)
+        agent_doc = self._agent_document(uri)
+        if agent_doc is not None:  # asked afresh: the CLI may have wired the agent since the file opened
+            actions += memory_docs.wire_actions(agent_doc[0], await self._unwired_for(*agent_doc))
+        return actions
+
+    async def _proposal_actions(self, uri: str, start_line: int, end_line: int) -> list[dict[str, Any]]:
         found = self._memory_document(uri)
         if found is None:
             return []
         ws, path = found
         cached = self.open.get(uri)
+        if cached and self.service.status.changed_since(ws):
+            # the CLI or another editor added or decided proposals: fresh diagnostics and actions
+            await self.service.status.refresh_now(ws)
+            await self.republish(ws)
+            cached = self.open.get(uri)
         proposals = cached[1] if cached else await self._pending_for(ws, path)
         return memory_docs.code_actions(ws, memory_docs.overlapping(proposals, start_line, end_line))
 
@@ -120,16 +149,45 @@ class Documents:
 
     async def _changed(self, uri: str) -> None:
         found = self._memory_document(uri)
-        if found is None:
-            return
-        ws, path = found
-        self._publish(uri, ws, await self._pending_for(ws, path))
+        agent_doc = self._agent_document(uri)
+        if agent_doc is not None:
+            self.unwired[uri] = await self._unwired_for(*agent_doc)
+        if found is not None:
+            self._publish(uri, found[0], await self._pending_for(*found))
+        elif agent_doc is not None:
+            self._publish(uri, agent_doc[0], [])
 
     def _publish(self, uri: str, ws: str, proposals: list[dict[str, Any]]) -> None:
         self.open[uri] = (ws, proposals)
         text = self.service.client.document_text(uri)
         lines = len(text.splitlines()) if text else 0
-        self.service.client.publish_diagnostics(uri, memory_docs.diagnostics(proposals, lines))
+        self.service.client.publish_diagnostics(uri, memory_docs.diagnostics(proposals, lines)
+                                                + memory_docs.unwired_diagnostics(self.unwired.get(uri, [])))
+
+    def _agent_document(self, uri: str) -> tuple[str, str] | None:
+        """(workspace, workspace-relative name) of an agent's instruction file, else None."""
+        path = memory_docs.uri_to_path(uri)
+        if path is None:
+            return None
+        for ws in sorted(self.service.order, key=len, reverse=True):
+            rel = memory_docs.agent_file(path, ws)
+            if rel is not None:
+                return ws, rel
+        return None
+
+    async def _unwired_for(self, ws: str, rel: str) -> list[str]:
+        """Agents in use, not reading the memory, whose wiring ``rel`` decides; none when unreadable."""
+        from cairn.worker.jobs.agents import report  # server start: features/status.py docstring
+
+        def rows() -> list[dict[str, Any]]:
+            return report(ws, os.path.expanduser("~"), os.environ, scan=False, hooks=False)
+
+        try:
+            return memory_docs.unwired_here(rel, await asyncio.to_thread(rows))
+        except (CairnError, OSError) as exc:
+            code = exc.code if isinstance(exc, CairnError) else type(exc).__name__
+            self.service.client.log(LOG_WARNING, f"cairn: agents unreadable ({code})")
+            return []
 
     def _memory_document(self, uri: str) -> tuple[str, str] | None:
         path = memory_docs.uri_to_path(uri)

@@ -6,8 +6,10 @@ re-read in a thread (never on the event loop), coalesced, and at most every
 ``REFRESH_SPACING`` seconds per workspace:
 
 - after every job of this server (the log line that follows means fresh);
-- when ``cairn/status`` finds the control directories changed since the
-  snapshot was read: the CLI or another editor decided a proposal,
+- when ``cairn/status`` (or a code action request) finds the control
+  directories changed since the snapshot was read (a re-read that sees
+  proposals or decisions changed republishes the open memory documents'
+  diagnostics): the CLI or another editor decided a proposal,
   published a digest or captured a turn. That check is a ``stat`` of the
   :data:`WATCHED` directories (microseconds, on the loop); there is no
   timer, so an idle server does no work. A changed signature with no work
@@ -43,7 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.jobs import JobState
-from cairn.protocol.lsp import STATUS_KEYS, CockpitParams, JournalParams, ProposalParams, StatusParams
+from cairn.protocol.lsp import (
+    STATUS_KEYS,
+    AcceptEditedParams,
+    CockpitParams,
+    JournalParams,
+    ProposalParams,
+    StatusParams,
+)
 from cairn.server.lsp.features.context import LOG_WARNING
 from cairn.server.scheduler.events import Notify
 from cairn.state import layout
@@ -52,6 +61,7 @@ from cairn.worker.providers.usage_report import today
 if TYPE_CHECKING:
     from cairn.server.lsp.service import CairnService
 
+OVERVIEW_SESSIONS = 10  # followed transcripts the overview lists
 REFRESH_SPACING = 0.25  # seconds between two journal snapshot reads of one workspace
 RACY_SECONDS = 0.1  # a directory changed this recently may change again within its timestamp tick
 WATCHED = (
@@ -122,9 +132,14 @@ class Snapshots:
                     if wait > 0:
                         await asyncio.sleep(wait)
                 state.refresh_again = False
+                before = state.seen
                 try:
                     state.seen, state.journal, state.usage = await asyncio.to_thread(
                         _read, ws, state.settings.prices, state.usage_cache)
+                    if before is not None and state.seen is not None and before[1:3] != state.seen[1:3]:
+                        # decisions or proposals changed (this server's, or the CLI's, another editor's):
+                        # open memory documents get fresh diagnostics, so no stale code action stays
+                        asyncio.ensure_future(self.service.documents.republish(ws))
                     state.refreshed = self.service.clock.now()
                     state.refreshed_at = time.monotonic()
                 except (CairnError, OSError) as exc:
@@ -149,6 +164,13 @@ class Snapshots:
         journal = state.journal if state else {}
         if journal.get("pending", 0) or journal.get("retryWaiting", 0):
             self.service.submit(Notify(ws, ("process",)))
+
+    def changed_since(self, ws: str) -> bool:
+        """Whether proposals or decisions changed on disk since the last snapshot (a ``stat`` or two)."""
+        state = self.service.workspaces.get(ws)
+        if state is None or state.seen is None:
+            return False
+        return signature(ws)[1:3] != state.seen[1:3]
 
     async def _current(self, ws: str) -> None:
         """Re-read first if someone else changed the control directories since the snapshot."""
@@ -220,7 +242,26 @@ class Snapshots:
         from cairn.worker.memory.views import cockpit  # server start: module docstring
 
         ws = self.service.workspace(params.workspace)
-        return list(await asyncio.to_thread(cockpit, ws, params.view, self.service.workspaces[ws].settings))
+        rows = list(await asyncio.to_thread(cockpit, ws, params.view, self.service.workspaces[ws].settings))
+        if params.view == "overview":
+            rows += self.overview_rows(ws)
+        return rows
+
+    def overview_rows(self, ws: str) -> list[dict[str, Any]]:
+        """The overview's ``jobs`` rows (this workspace's jobs that need attention, are exhausted or wait to
+        retry, with their error) and ``sessions`` rows (transcripts followed now, newest change first)."""
+        svc = self.service
+        out: list[dict[str, Any]] = []
+        if svc.adapter is not None:
+            snap = svc.adapter.coordinator.snapshot(svc.clock.now())
+            for row in snap["jobs"]:
+                if row["workspace"] == ws and row["state"] in (JobState.ATTENTION, JobState.EXHAUSTED,
+                                                                JobState.RETRY_WAITING):
+                    out.append({"section": "jobs", **{k: v for k, v in row.items() if k != "checkpoint"}})
+        watcher = svc.watching.watcher
+        for path, size, mtime_ns in (watcher.followed(ws) if watcher is not None else [])[:OVERVIEW_SESSIONS]:
+            out.append({"section": "sessions", "path": path, "size": size, "modified": mtime_ns / 1e9})
+        return out
 
     async def journal(self, params: JournalParams) -> list[dict[str, Any]]:
         """The public digests (what ``cairn journal --json`` lists), newest session first."""
@@ -229,6 +270,13 @@ class Snapshots:
         ws = self.service.workspace(params.workspace)
         digests, _bad = await asyncio.to_thread(public_digests, ws)
         return [digest_json(d) for d in reversed(digests)]  # listed oldest session first
+
+    async def check_edited(self, params: AcceptEditedParams) -> dict[str, Any]:
+        from cairn.worker.memory.views import check_edited  # server start: module docstring
+
+        ws = self.service.workspace(params.workspace)
+        return dict(await asyncio.to_thread(check_edited, ws, params.id, params.text,
+                                            self.service.workspaces[ws].settings))
 
     async def proposal(self, params: ProposalParams) -> dict[str, Any]:
         from cairn.worker.memory.views import proposal  # server start: module docstring

@@ -169,6 +169,7 @@ def plan_approval(text: str, plan: Any = None) -> tuple[str, str] | None:
         plan = "\n\n".join(paragraphs)
     plan = plan.strip()
     title = next((line.strip().lstrip("#").strip() for line in plan.splitlines() if line.strip()), "")
+    title = re.sub(r"^Plan\s*:\s*", "", title)  # "# Plan: X" is quoted as "Plan: X", not "Plan: Plan: X"
     return (f"> {one_line_quote('Plan: ' + title) if title else 'Plan'}\nApproved", plan)
 
 

@@ -18,9 +18,12 @@ approval and whose assistant text opens with the plan (``_claude.plan_approval``
 ``origin`` is not the user (background-task notifications) and injected
 boilerplate never start a turn. The turn's
 assistant text is the concatenation of the text blocks of its assistant
-messages. A turn is complete when a new prompt follows it, or when its last
-assistant message stopped for a reason other than ``tool_use``; a trailing
-turn still streaming or waiting on a tool is skipped.
+messages. A turn is complete when a new prompt follows it, when its last
+assistant message stopped for a reason other than ``tool_use``, or when a
+record says the assistant finished (the ``Stop`` hook's progress, a
+``stop_hook_summary`` or ``turn_duration`` system record: 2.1.x writes
+``stop_reason: null`` on every assistant record); a trailing turn still
+streaming or waiting on a tool is skipped.
 """
 
 from __future__ import annotations
@@ -83,12 +86,34 @@ def _check(number: int, rec: dict[str, Any]) -> None:
             raise malformed(number, f"{kind} message content is neither text nor content blocks")
 
 
-def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tuple[str, str]], str | None, int, int]:
+def _stop_signal(rec: dict[str, Any]) -> bool:
+    """A record Claude Code writes once the assistant has finished its turn: the ``Stop`` hook running
+    (``progress`` with ``hook_progress``), its summary, or the turn's duration (``system`` records).
+    Versions 2.1.x write ``stop_reason: null`` on every assistant record, so this is the only signal
+    that closes a session's last turn."""
+    kind = rec.get("type")
+    if kind == "system":
+        return rec.get("subtype") in ("turn_duration", "stop_hook_summary")
+    data = rec.get("data")
+    return kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "Stop"
+
+
+def _fresh_start(rec: dict[str, Any]) -> bool:
+    """A ``SessionStart`` hook record with no parent: the conversation starts afresh in the same file (plan
+    mode's "clear context" approval); what was said before it still belongs to the session."""
+    data = rec.get("data")
+    return (rec.get("type") == "progress" and isinstance(data, dict) and data.get("hookEvent") == "SessionStart"
+            and not rec.get("parentUuid") and not rec.get("logicalParentUuid"))
+
+
+def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tuple[str, str]], str | None, int, int,
+                                  list[int]]:
     """Pass 1: the message tree as ids and offsets only (no text is kept here; the reader keeps a small
     file's first records for pass 2, see ``_jsonl.REREAD_CACHE_BYTES``).
 
     Returns (uuid -> node, parent node per node (-1: none), offsets, line
-    numbers, summaries, session id, leaf node, prompt-like node count).
+    numbers, summaries, session id, leaf node, prompt-like node count, and the leaf before each fresh
+    start of the conversation in the file).
     """
     nodes: dict[str, int] = {}
     parent_ids: list[str | None] = []
@@ -98,6 +123,7 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
     session_id: str | None = None
     leaf = -1
     prompts = 0
+    earlier: list[int] = []
     for number, offset, rec in src.scan():
         _check(number, rec)
         kind = rec["type"]
@@ -118,7 +144,9 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
             else:  # a repeated uuid: the later record wins, as a dict of records would have it
                 offsets[i], numbers[i] = offset, number
             parent_ids[i] = rec.get("parentUuid") or rec.get("logicalParentUuid")
-            if kind in _MESSAGE_TYPES and not rec.get("isSidechain"):
+            if leaf >= 0 and _fresh_start(rec) and not rec.get("isSidechain"):
+                earlier.append(leaf)
+            if (kind in _MESSAGE_TYPES or _stop_signal(rec)) and not rec.get("isSidechain"):
                 leaf = i
                 if kind == "user" and _claude.human(rec.get("origin")):
                     content = rec["message"]["content"]
@@ -128,7 +156,7 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
                 prompts += 1
     parents = array("q", (nodes.get(p, -1) if p is not None else -1 for p in parent_ids))
     del parent_ids
-    return nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts
+    return nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts, earlier
 
 
 def _active_branch(parents: array, leaf: int) -> list[int]:
@@ -166,6 +194,8 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> It
                 current, pending_command = _Open(rec["uuid"], queued), None
             continue
         if rec.get("type") not in _MESSAGE_TYPES:
+            if current is not None and current.answered and _stop_signal(rec):
+                current.stop, current.ended_on_tool = "end_turn", False  # the assistant finished its turn
             continue
         _check(numbers[node], rec)
         content = rec["message"]["content"]
@@ -220,8 +250,11 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> It
 
 def stream(src: Records) -> list[StreamedSession]:
     """At most one session whose turns are read from ``src`` on demand (memory follows the tree, not the file)."""
-    nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts = _index(src)
+    nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts, earlier = _index(src)
     chain = _active_branch(parents, leaf)
+    for end in reversed(earlier):  # the conversation before a fresh start, unless the branch already holds it
+        kept = set(chain)
+        chain = [n for n in _active_branch(parents, end) if n not in kept] + chain
     if not prompts or not chain:
         return []
     on_branch = set(chain)

@@ -28,6 +28,7 @@ from cairn.worker.memory.model.index import (
     entry_line,
     format_entry,
     parse_index,
+    with_confirmed,
 )
 from cairn.worker.memory.model.lines import one_line
 from cairn.worker.memory.model.rewrite import replace_line, set_front_matter
@@ -77,4 +78,5 @@ __all__ = [
     "replace_line",
     "set_front_matter",
     "topic_filename",
+    "with_confirmed",
 ]

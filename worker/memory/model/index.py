@@ -32,6 +32,9 @@ _ENTRY = re.compile(
 )
 _HOOK_SEP = re.compile(r"^[ \t]*(?:[-\u2013\u2014:](?:[ \t]+|$))?")
 _TOPIC_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.md$")
+#: the compact date of an entry's last confirmation, at the end of its line: `` (confirmed 2026-11-03)``
+_CONFIRMED = re.compile(r"[ \t]+\(confirmed (?P<date>\d{4}-\d{2}-\d{2})\)[ \t]*$")
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @attrs.frozen
@@ -60,6 +63,7 @@ class IndexEntry:
     hook: str  # text after the link, separator (" - ", " — ", ": ") removed
     line: int  # 0-based line number in the index
     raw: str  # the exact line without its line ending
+    confirmed: str | None = None  # the date of its ``(confirmed YYYY-MM-DD)`` suffix, if it has one
 
 
 @attrs.frozen(kw_only=True)
@@ -82,11 +86,16 @@ def _match_entry(text: str, line: int) -> IndexEntry | None:
     if m is None:
         return None
     rest = m.group("rest")
+    dated = _CONFIRMED.search(rest)
+    confirmed = dated.group("date") if dated else None
+    if dated:
+        rest = rest[: dated.start()]
     sep = _HOOK_SEP.match(rest)
     assert sep is not None  # every part of the pattern is optional: it matches any text
     hook = rest[sep.end() :].strip()
     title = re.sub(r"\\(.)", r"\1", m.group("title"))
-    return IndexEntry(title=title, file=m.group("file"), hook=hook, line=line, raw=text)
+    return IndexEntry(title=title, file=m.group("file"), hook=hook, line=line, raw=text,
+                      confirmed=confirmed)
 
 
 def parse_index(data: bytes) -> Index:
@@ -107,18 +116,33 @@ def entry_line(index: Index, file: str) -> str | None:
     return entry.raw if entry else None
 
 
-def format_entry(title: str, file: str, hook: str) -> str:
+def format_entry(title: str, file: str, hook: str, confirmed: str | None = None) -> str:
     """An index entry ``- [Title](file.md) - hook`` (``- [Title](file.md)`` for an empty hook).
 
     Title and hook are collapsed to one line; brackets and backslashes in the
-    title are escaped so :func:`parse_index` gives the title back.
+    title are escaped so :func:`parse_index` gives the title back. A
+    ``confirmed`` day (``YYYY-MM-DD``) ends the line as `` (confirmed
+    YYYY-MM-DD)``: the date of the entry's last confirmation, fixed width so
+    that refreshing it never changes the index's size.
     """
     check_topic_file(file)
     title, hook = one_line(title), one_line(hook)
     if not title:
         raise CairnError(ErrorCode.INDEX_ENTRY_INVALID, "an index entry needs a title", file=file)
     escaped = title.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-    return f"- [{escaped}]({file})" + (f" - {hook}" if hook else "")
+    day = confirmed if confirmed is not None and _DAY.match(confirmed) else None
+    return (f"- [{escaped}]({file})" + (f" - {hook}" if hook else "")
+            + (f" (confirmed {day})" if day else ""))
+
+
+def with_confirmed(entry: IndexEntry, day: str | None) -> str:
+    """``entry``'s line confirmed on ``day``: unchanged (byte for byte) when the day is not newer than the
+    date it carries, or the line has none (a line without a date, maybe written by hand, is never dated
+    unasked); else the same line with only its date replaced."""
+    if day is None or not _DAY.match(day) or entry.confirmed is None or day <= entry.confirmed:
+        return entry.raw
+    head, sep, tail = entry.raw.rpartition(f"(confirmed {entry.confirmed})")
+    return f"{head}(confirmed {day}){tail}"
 
 
 def check_topic_file(file: str) -> str:

@@ -1,0 +1,431 @@
+-- cairn: the cockpit buffer (:Cairn), the diff buffer and the edit-before-accept buffer.
+local config = require("cairn.config")
+local lsp = require("cairn.lsp")
+local commands = require("cairn.commands")
+
+local M = {}
+
+M.views = { "pending", "history", "journal", "jobs", "memories" }
+local TITLES = { pending = "Pending", history = "History (newest first)", journal = "Journal", jobs = "Jobs",
+  memories = "Memories" }
+local buffers = {} -- buf -> { root, view, rows = { [line] = row }, state }
+
+M.keys = {
+  { "a", "accept" }, { "r", "reject" }, { "e", "edit, then accept" }, { "u", "undo/take back" }, { "<CR>", "diff" },
+  { "P", "pending" }, { "H", "history" }, { "L", "journal" }, { "J", "jobs" }, { "M", "memories" },
+  { "R", "refresh" }, { "D", "drain" }, { "q", "quit" }, { "?", "help" },
+}
+
+-- The buffer named exactly `name`, or nil.
+local function find_buf(name)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == name then
+      return buf
+    end
+  end
+end
+M.find_buf = find_buf
+
+local function err_notify(err)
+  config.notify(config.error_text(err), vim.log.levels.ERROR)
+end
+
+local function clip(text, width)
+  text = tostring(text or ""):gsub("[%c]", " ")
+  if #text > width then
+    return text:sub(1, width - 1) .. "~"
+  end
+  return text .. string.rep(" ", width - #text)
+end
+
+-- A time for display: epoch seconds or an ISO 8601 text, as "YYYY-MM-DD HH:MM" (UTC).
+local function when(value)
+  if type(value) == "number" then
+    return os.date("!%Y-%m-%d %H:%M", math.floor(value))
+  end
+  return (tostring(value or ""):gsub("T", " "):sub(1, 16))
+end
+
+local function base(path)
+  return vim.fn.fnamemodify(tostring(path or ""), ":t")
+end
+
+local function line_of_row(view, row, ws)
+  if view == "pending" then
+    return string.format("%s  %s %s %s  %s", clip(row.id, 14), clip(row.state, 8), clip(row.kind, 11),
+      clip(base(row.target), 24), tostring(row.title or ""):gsub("[%c]", " "))
+  elseif view == "history" then
+    return string.format("%s  %s  %s %s  %s%s", clip(when(row.decided), 16), clip(row.id, 14),
+      clip(row.state, 8), clip(base(row.target), 24), tostring(row.title or ""):gsub("[%c]", " "),
+      (commands.undoable(row) and "  (u: undo)") or (row.canUnreject and "  (u: take back)")
+        or (row.canAccept and "  (a: accept again)") or "")
+  elseif view == "journal" then
+    local notes = type(row.notes) == "table" and #row.notes or 0
+    return string.format("%s  %s %s %3d note%s  %s", clip(when(row.created), 16),
+      clip(row.trigger, 12), clip(row.session_id, 24), notes, notes == 1 and " " or "s", tostring(row.id or ""))
+  elseif view == "jobs" then
+    return string.format("%s  %s %s %d attempt%s  %s%s", clip(row.id, 14), clip(row.kind, 12), clip(row.state, 10),
+      tonumber(row.attempts) or 0, (tonumber(row.attempts) or 0) == 1 and " " or "s",
+      row.lastError and ("error " .. tostring(row.lastError) .. " ") or "", row.waiting and ("(" .. row.waiting .. ")") or "")
+  else
+    return string.format("%s %s %s  %s", clip(vim.fn.fnamemodify(tostring(row.file or ""), ":t"), 36),
+      clip(row.type, 10), row.stale and "stale" or "     ", tostring(row.description or ""):gsub("[%c]", " "))
+  end
+end
+
+local EMPTY = {
+  pending = "No pending proposals. D drains the backlog; :CairnRemember {text} adds one.",
+  history = "No decisions yet: a accepts a pending proposal (P).",
+  journal = "No digests yet: D drains the backlog into the journal.",
+  jobs = "No jobs waiting, running or failed.",
+  memories = "No memory topics yet.",
+}
+
+local function set_lines(buf, lines)
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+end
+
+local function header(st, view, root, state)
+  local counts = ""
+  local status = require("cairn.status").last[root]
+  if status then
+    counts = string.format("  %s mode  %d pending", tostring(status.mode or "?"), tonumber(status.proposals) or 0)
+  end
+  local keys = {}
+  for _, k in ipairs(M.keys) do
+    table.insert(keys, k[1] .. " " .. k[2])
+  end
+  return {
+    string.format("cairn [%s] %s%s", TITLES[view], state or "", counts),
+    vim.fn.fnamemodify(root, ":~"),
+    table.concat(keys, "  "),
+    "",
+  }
+end
+M.HEADER_LINES = 4
+
+-- Draw `buf` from its rows.
+local function draw(buf)
+  local st = buffers[buf]
+  if not st or not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local lines = header(st, st.view, st.root, st.state)
+  st.by_line = {}
+  if st.error then
+    table.insert(lines, "error: " .. st.error)
+  elseif st.rows and #st.rows == 0 then
+    table.insert(lines, EMPTY[st.view])
+  end
+  for _, row in ipairs(st.rows or {}) do
+    table.insert(lines, line_of_row(st.view, row, st.root))
+    st.by_line[#lines] = row
+  end
+  local cursor = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      cursor[win] = vim.api.nvim_win_get_cursor(win)
+    end
+  end
+  set_lines(buf, lines)
+  for win, pos in pairs(cursor) do
+    local line = math.max(math.min(pos[1], #lines), math.min(M.HEADER_LINES + 1, #lines))
+    pcall(vim.api.nvim_win_set_cursor, win, { line, 0 })
+  end
+end
+
+local REQUESTS = {
+  pending = { "cairn/cockpit", { view = "candidates" } },
+  history = { "cairn/cockpit", { view = "history" } },
+  memories = { "cairn/cockpit", { view = "memories" } },
+  journal = { "cairn/journal", {} },
+  jobs = { "cairn/jobs", {} },
+}
+
+--- Ask the server for `buf`'s view again and redraw it; `on_done()` after.
+function M.refresh(buf, on_done)
+  local st = buffers[buf]
+  if not st then
+    return
+  end
+  local req = REQUESTS[st.view]
+  st.state = "refreshing"
+  local view = st.view
+  lsp.request(st.root, req[1], vim.deepcopy(req[2]), function(err, result)
+    if not buffers[buf] or buffers[buf].view ~= view then
+      return
+    end
+    st.state, st.error = "", nil
+    if err then
+      st.error, st.rows = config.error_text(err), {}
+    elseif view == "jobs" then
+      local rows = {}
+      for _, job in ipairs(type(result) == "table" and result.jobs or {}) do
+        if job.workspace == nil or job.workspace == st.root then
+          table.insert(rows, job)
+        end
+      end
+      st.rows = rows
+    else
+      st.rows = commands.sort_rows(view == "history" and "history" or view, result or {})
+    end
+    draw(buf)
+    if on_done then
+      on_done()
+    end
+  end)
+end
+
+--- Refresh every cockpit of `root` (the server said it changed).
+function M.refresh_root(root)
+  for buf, st in pairs(buffers) do
+    if st.root == root and vim.api.nvim_buf_is_valid(buf) then
+      M.refresh(buf)
+    elseif not vim.api.nvim_buf_is_valid(buf) then
+      buffers[buf] = nil
+    end
+  end
+end
+
+--- The row under the cursor of the cockpit, or nil.
+function M.row_at_cursor(buf)
+  buf = buf or vim.api.nvim_get_current_buf()
+  local st = buffers[buf]
+  if not st or not st.by_line then
+    return nil
+  end
+  return st.by_line[vim.api.nvim_win_get_cursor(0)[1]]
+end
+
+local function proposal_row(buf, views)
+  local st = buffers[buf]
+  local row = M.row_at_cursor(buf)
+  if not row or not vim.tbl_contains(views, st.view) then
+    config.notify("no proposal on this line" .. (st.view ~= "pending" and " (P lists the pending ones)" or ""))
+    return nil
+  end
+  return row
+end
+
+--- Switch `buf` to `view` and refresh it.
+function M.set_view(buf, view, on_done)
+  local st = buffers[buf]
+  st.view, st.rows, st.error = view, nil, nil
+  vim.api.nvim_buf_set_var(buf, "cairn_view", view)
+  draw(buf)
+  M.refresh(buf, on_done)
+end
+
+local function map(buf, lhs, fn)
+  vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, silent = true })
+end
+
+local function keymaps(buf)
+  map(buf, "a", function()
+    local row = proposal_row(buf, { "pending", "history" })
+    if not row then
+      return
+    end
+    if buffers[buf].view == "history" and not row.canAccept then
+      return config.notify(row.id .. " cannot be accepted from this line (" .. tostring(row.state) .. ")")
+    end
+    commands.decide(buffers[buf].root, "accept", { row.id })
+  end)
+  map(buf, "r", function()
+    local row = proposal_row(buf, { "pending" })
+    if row then
+      commands.confirm_reject({ row }, function()
+        commands.decide(buffers[buf].root, "reject", { row.id })
+      end)
+    end
+  end)
+  map(buf, "e", function()
+    local row = proposal_row(buf, { "pending" })
+    if row then
+      M.edit(buffers[buf].root, row.id)
+    end
+  end)
+  map(buf, "u", function()
+    local st = buffers[buf]
+    if st.view ~= "history" then
+      return commands.undo({ args = "" })
+    end
+    local row = proposal_row(buf, { "history" })
+    if not row then
+      return
+    end
+    if row.canUnreject then
+      return commands.confirm_unreject(row, function()
+        commands.decide(st.root, "unreject", { row.id })
+      end)
+    end
+    if not commands.undoable(row) then
+      return config.notify(row.id .. " cannot be undone from this line (" .. tostring(row.state) .. ")")
+    end
+    commands.confirm_undo(row, function()
+      commands.decide(st.root, "undo", { row.id })
+    end)
+  end)
+  map(buf, "<CR>", function()
+    local row = proposal_row(buf, { "pending", "history" })
+    if row then
+      lsp.request(buffers[buf].root, "cairn/proposal", { id = row.id }, function(err, result)
+        if err then
+          return err_notify(err)
+        end
+        M.show_diff(result, buffers[buf].root)
+      end)
+    end
+  end)
+  local views = { P = "pending", H = "history", L = "journal", J = "jobs", M = "memories" }
+  for key, view in pairs(views) do
+    map(buf, key, function()
+      M.set_view(buf, view)
+    end)
+  end
+  map(buf, "R", function()
+    M.refresh(buf)
+  end)
+  map(buf, "D", function()
+    commands.execute(buffers[buf].root, "cairn.drainBacklog", {}, function(err)
+      if err then
+        err_notify(err)
+      end
+    end)
+  end)
+  map(buf, "q", function()
+    if #vim.api.nvim_list_wins() > 1 then
+      vim.cmd("close")
+    else
+      vim.cmd("bprevious")
+    end
+  end)
+  map(buf, "?", function()
+    local keys = {}
+    for _, k in ipairs(M.keys) do
+      table.insert(keys, k[1] .. " " .. k[2])
+    end
+    config.notify(table.concat(keys, ", "))
+  end)
+end
+
+--- Open the cockpit of workspace `root` (nil: the current buffer's) on `view`
+--- ("pending" unless given); `on_done(buf)` once its rows are drawn.
+function M.open(root, view, on_done)
+  root = root or config.root_of_buf(0)
+  view = view or "pending"
+  if view == "candidates" then
+    view = "pending"
+  end
+  if not TITLES[view] then
+    return config.notify("unknown cockpit view " .. view .. " (" .. table.concat(M.views, ", ") .. ")",
+      vim.log.levels.ERROR)
+  end
+  local name = "cairn://cockpit" .. root
+  local buf = find_buf(name)
+  if not buf or not buffers[buf] then
+    buf = vim.api.nvim_create_buf(true, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].buftype = "nofile"
+    vim.bo[buf].bufhidden = "hide"
+    vim.bo[buf].swapfile = false
+    vim.bo[buf].filetype = "cairn"
+    vim.api.nvim_buf_set_var(buf, "cairn_root", root)
+    buffers[buf] = { root = root, view = view }
+    keymaps(buf)
+    -- back in the cockpit: show what changed meanwhile (the command line, another editor)
+    vim.api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function()
+      if buffers[buf] and buffers[buf].rows then
+        M.refresh(buf)
+      end
+    end })
+  end
+  vim.api.nvim_set_current_buf(buf)
+  vim.wo.wrap = false
+  M.set_view(buf, view, function()
+    if on_done then
+      on_done(buf)
+    end
+  end)
+  return buf
+end
+
+local function scratch(name, root, lines, filetype)
+  local existing = find_buf(name)
+  if existing then
+    vim.api.nvim_buf_delete(existing, { force = true })
+  end
+  vim.cmd("new")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_name(buf, name)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = filetype
+  vim.api.nvim_buf_set_var(buf, "cairn_root", root)
+  return buf
+end
+
+--- Show a cairn/proposal answer's diff in a `cairn://proposal/ID` buffer.
+function M.show_diff(result, root)
+  if type(result) ~= "table" or type(result.diff) ~= "string" then
+    return
+  end
+  local buf = scratch("cairn://proposal/" .. tostring(result.id or "?"), root or config.root_of_buf(0),
+    vim.split(result.diff, "\n", { plain = true }), "diff")
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].modifiable = false
+  return buf
+end
+
+--- Edit before accept: open pending proposal `id`'s new content in a
+--- `cairn://edit/ID` buffer; `:w` (or `ZA`) accepts the edited text,
+--- `ZQ` abandons it.  `on_open(buf)` once it shows.
+function M.edit(root, id, on_open)
+  lsp.request(root, "cairn/proposal", { id = id }, function(err, result)
+    if err then
+      return err_notify(err)
+    end
+    if type(result) ~= "table" or type(result.edit) ~= "table" then
+      return config.notify(id .. " cannot be edited (it is not pending, or it writes several files): "
+        .. "accept or reject it as it is", vim.log.levels.WARN)
+    end
+    local text = tostring(result.edit.text or "")
+    local eol = text:sub(-1) == "\n"
+    local lines = vim.split(eol and text:sub(1, -2) or text, "\n", { plain = true })
+    local buf = scratch("cairn://edit/" .. id, root, lines, "markdown")
+    vim.bo[buf].buftype = "acwrite"
+    vim.bo[buf].bufhidden = "wipe"
+    vim.bo[buf].eol = eol
+    vim.bo[buf].modified = false
+    vim.api.nvim_buf_set_var(buf, "cairn_proposal", id)
+    local function submit()
+      local body = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. (vim.bo[buf].eol and "\n" or "")
+      commands.accept_edited(root, id, body, function(e)
+        if not e and vim.api.nvim_buf_is_valid(buf) then
+          vim.bo[buf].modified = false
+          for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+            if #vim.api.nvim_list_wins() > 1 then
+              pcall(vim.api.nvim_win_close, win, true)
+            end
+          end
+          if vim.api.nvim_buf_is_valid(buf) then
+            pcall(vim.api.nvim_buf_delete, buf, { force = true })
+          end
+        end
+      end)
+    end
+    vim.api.nvim_create_autocmd("BufWriteCmd", { buffer = buf, callback = submit })
+    vim.keymap.set("n", "ZA", submit, { buffer = buf, silent = true })
+    vim.api.nvim_echo({ { string.format("cairn: editing %s (%s): :w or ZA accepts this text, ZQ abandons it", id,
+      tostring(result.edit.path or "?")) } }, false, {})
+    if on_open then
+      on_open(buf)
+    end
+  end)
+end
+
+return M

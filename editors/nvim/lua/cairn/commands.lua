@@ -1,0 +1,445 @@
+-- cairn: user commands, pickers and completion.  Loading this module is
+-- cheap (plugin/cairn.lua defines the commands with it); the server and the
+-- other modules load when a command runs.
+local config = require("cairn.config")
+
+local M = {}
+
+local function lsp()
+  return require("cairn.lsp")
+end
+
+local function status()
+  return require("cairn.status")
+end
+
+local function err_notify(err)
+  config.notify(config.error_text(err), vim.log.levels.ERROR)
+end
+
+local function root()
+  return config.root_of_buf(0)
+end
+
+--- Run cairn command `name` with its argument object in `ws` (the current
+--- buffer's workspace); `on_result(err, answer)`.
+function M.execute(ws, name, argument, on_result)
+  argument = argument or {}
+  argument.workspace = argument.workspace or ws
+  return lsp().request(ws, "workspace/executeCommand", { command = name, arguments = { argument } }, on_result)
+end
+
+-- Rows of a cockpit view, sorted: pending by id, decided newest first.
+function M.sort_rows(view, rows)
+  rows = rows or {}
+  if view == "history" and not (rows[1] and rows[1].seq ~= nil) then -- a reflog comes newest first already
+    table.sort(rows, function(a, b)
+      local da, db = tostring(a.decided or ""), tostring(b.decided or "")
+      if da ~= db then
+        return da > db
+      end
+      return tostring(a.id) > tostring(b.id)
+    end)
+  end
+  return rows
+end
+
+--- The proposals of `view` ("candidates" or "history") now, or {} (for
+--- completion: waits for the server at most a few seconds).
+function M.rows_sync(view, ws)
+  ws = ws or root()
+  local client = lsp().client_sync(ws, 5000)
+  if not client then
+    return {}
+  end
+  local answer = lsp().call(client, "request_sync", "cairn/cockpit", { workspace = ws, view = view }, 5000, 0)
+  return (answer and type(answer.result) == "table") and M.sort_rows(view, answer.result) or {}
+end
+
+--- Whether a decided row can be undone now.
+function M.undoable(row)
+  if row.canUndo ~= nil then
+    return row.canUndo == true
+  end
+  return row.state == "applied"
+end
+
+-- Completion over proposals by id or title: an id starting with the typed
+-- text, or a title containing it (case-insensitive), completes to the id.
+local function complete_rows(rows, arglead)
+  local out, seen, lead = {}, {}, arglead:lower()
+  for _, row in ipairs(rows) do
+    if type(row.id) == "string" and not seen[row.id] and (row.id:sub(1, #arglead) == arglead
+        or (lead ~= "" and tostring(row.title or ""):lower():find(lead, 1, true))) then
+      table.insert(out, row.id)
+      seen[row.id] = true
+    end
+  end
+  return out
+end
+
+function M.complete_pending(arglead)
+  return complete_rows(M.rows_sync("candidates"), arglead)
+end
+
+function M.complete_decided(arglead)
+  local rows = {}
+  for _, row in ipairs(M.rows_sync("history")) do
+    if M.undoable(row) then
+      table.insert(rows, row)
+    end
+  end
+  return complete_rows(rows, arglead)
+end
+
+function M.complete_view(arglead)
+  return vim.tbl_filter(function(v)
+    return v:sub(1, #arglead) == arglead
+  end, { "pending", "history", "journal", "jobs", "memories" })
+end
+
+local function label(row)
+  return string.format("%s  %-8s %s  (%s)", row.id, row.state or "?", row.title or "", row.target or "?")
+end
+
+--- Pick one proposal of `view` with vim.ui.select (titled `prompt`); `on_pick(row)`.
+--- `keep(row)` filters; `empty` is the message when nothing is left.
+function M.pick(ws, view, prompt, keep, empty, on_pick)
+  lsp().request(ws, "cairn/cockpit", { view = view }, function(err, rows)
+    if err then
+      return err_notify(err)
+    end
+    local choices = {}
+    for _, row in ipairs(M.sort_rows(view, rows)) do
+      if not keep or keep(row) then
+        table.insert(choices, row)
+      end
+    end
+    if #choices == 0 then
+      return config.notify(empty)
+    end
+    vim.ui.select(choices, { prompt = prompt, format_item = label, kind = "cairn.proposal" }, function(row)
+      if row then
+        on_pick(row)
+      end
+    end)
+  end)
+end
+
+local function is_under(path, ws)
+  return path == ws or path:sub(1, #ws + 1) == ws .. "/"
+end
+
+--- Reload the buffers of `ws` whose files a decision rewrote or removed
+--- (unmodified buffers only; a modified one is left alone).  Returns the
+--- names of the files that no longer exist.
+function M.reload(ws)
+  local gone = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if vim.api.nvim_buf_is_loaded(buf) and name ~= "" and vim.bo[buf].buftype == "" and is_under(name, ws) then
+      if vim.loop.fs_stat(name) then
+        if not vim.bo[buf].modified then
+          pcall(vim.cmd, "checktime " .. buf)
+        end
+      elseif not vim.bo[buf].modified then
+        -- the decision removed the file (an undo of a new topic): its buffer goes too
+        table.insert(gone, vim.fn.fnamemodify(name, ":~:."))
+        pcall(vim.api.nvim_buf_delete, buf, { force = true })
+      end
+    end
+  end
+  return gone
+end
+
+local VERBS = { ["cairn.accept"] = "accepted", ["cairn.reject"] = "rejected", ["cairn.undo"] = "undone",
+  ["cairn.acceptEdited"] = "accepted as edited", ["cairn.unreject"] = "rejection taken back" }
+
+--- After a decision on `ws`: reload its buffers, say what happened, refresh the views.
+function M.after_decision(ws, command, answer)
+  local result = type(answer) == "table" and answer.result or {}
+  local decisions = type(result) == "table" and (result.decisions or (result.id and { result })) or {}
+  local gone = M.reload(ws)
+  local parts = {}
+  for _, d in ipairs(decisions) do
+    local text = tostring(d.id) .. (d.changed == false and (" was " .. tostring(d.state) .. " already")
+      or (" " .. tostring(d.state)))
+    if type(d.written) == "table" and #d.written > 0 then
+      text = text .. " (" .. table.concat(d.written, ", ") .. ")"
+    end
+    if d.supersedes then
+      text = text .. ", replacing " .. tostring(d.supersedes)
+    end
+    table.insert(parts, text)
+  end
+  local msg = (VERBS[command] or command) .. ": " .. (#parts > 0 and table.concat(parts, "; ") or "done")
+  if #gone > 0 then
+    msg = msg .. "; removed " .. table.concat(gone, ", ")
+  end
+  config.notify(msg)
+  status().schedule(ws)
+end
+
+--- Decide: "accept", "reject", "unreject" (ids) or "undo" (one id) in `ws`; `on_done(err, answer)` after the follow-up.
+function M.decide(ws, action, ids, on_done)
+  local name, argument = "cairn." .. action, { ids = ids }
+  if action == "undo" then
+    argument = { id = ids[1] }
+  end
+  return M.execute(ws, name, argument, function(err, answer)
+    if err then
+      err_notify(err)
+    else
+      M.after_decision(ws, name, answer)
+    end
+    if on_done then
+      on_done(err, answer)
+    end
+  end)
+end
+
+--- Accept `id` with `text` instead of its proposed content (edit before accept).
+function M.accept_edited(ws, id, text, on_done)
+  return M.execute(ws, "cairn.acceptEdited", { id = id, text = text }, function(err, answer)
+    if err then
+      err_notify(err)
+    else
+      M.after_decision(ws, "cairn.acceptEdited", answer)
+    end
+    if on_done then
+      on_done(err, answer)
+    end
+  end)
+end
+
+local function confirm_reject(rows, on_yes)
+  local what = #rows == 1 and (rows[1].id .. " (" .. tostring(rows[1].title or "") .. ")")
+    or (#rows .. " proposals")
+  vim.ui.select({ "Reject", "Keep pending" }, {
+    prompt = "cairn: reject " .. what .. "? Later reviews will not propose it again",
+    kind = "cairn.confirm",
+  }, function(choice)
+    if choice == "Reject" then
+      on_yes()
+    end
+  end)
+end
+M.confirm_reject = confirm_reject
+
+local function confirm_unreject(row, on_yes)
+  vim.ui.select({ "Take back", "Keep rejected" }, {
+    prompt = "cairn: take back the rejection of " .. row.id .. " (" .. tostring(row.title or "")
+      .. ")? It is pending again",
+    kind = "cairn.confirm",
+  }, function(choice)
+    if choice == "Take back" then
+      on_yes()
+    end
+  end)
+end
+M.confirm_unreject = confirm_unreject
+
+-- :CairnUnreject [ID] (no id: a picker over the rejections that can be taken back)
+function M.unreject(a)
+  local ws = root()
+  if a.args ~= "" then
+    return M.decide(ws, "unreject", { a.args })
+  end
+  M.pick(ws, "history", "cairn: take back which rejection? (newest first)", function(row)
+    return row.canUnreject == true
+  end, "no rejection to take back in " .. vim.fn.fnamemodify(ws, ":~"), function(row)
+    M.decide(ws, "unreject", { row.id })
+  end)
+end
+
+function M.complete_rejected(arglead)
+  return complete_rows(vim.tbl_filter(function(row)
+    return row.canUnreject == true
+  end, M.rows_sync("history")), arglead)
+end
+
+local function confirm_undo(row, on_yes)
+  vim.ui.select({ "Undo", "Keep" }, {
+    prompt = "cairn: undo " .. row.id .. " (" .. tostring(row.title or "") .. ")? Its files return to before",
+    kind = "cairn.confirm",
+  }, function(choice)
+    if choice == "Undo" then
+      on_yes()
+    end
+  end)
+end
+M.confirm_undo = confirm_undo
+
+-- :CairnAccept [ID...] (no id: a picker)
+function M.accept(a)
+  local ws = root()
+  if #a.fargs > 0 then
+    return M.decide(ws, "accept", a.fargs)
+  end
+  M.pick(ws, "candidates", "cairn: accept which proposal?", nil, "no pending proposals", function(row)
+    M.decide(ws, "accept", { row.id })
+  end)
+end
+
+-- :CairnReject [ID...] (no id: a picker, then a confirmation)
+function M.reject(a)
+  local ws = root()
+  if #a.fargs > 0 then
+    return M.decide(ws, "reject", a.fargs)
+  end
+  M.pick(ws, "candidates", "cairn: reject which proposal?", nil, "no pending proposals", function(row)
+    confirm_reject({ row }, function()
+      M.decide(ws, "reject", { row.id })
+    end)
+  end)
+end
+
+-- :CairnUndo [ID] (no id: a picker over the decisions that can be undone, newest first)
+function M.undo(a)
+  local ws = root()
+  if a.args ~= "" then
+    return M.decide(ws, "undo", { a.args })
+  end
+  M.pick(ws, "history", "cairn: undo which decision? (newest first)", M.undoable,
+    "nothing to undo: no accepted proposal in " .. vim.fn.fnamemodify(ws, ":~"), function(row)
+      M.decide(ws, "undo", { row.id })
+    end)
+end
+
+-- :CairnShow [ID]
+function M.show(a)
+  local ws = root()
+  local function show(id)
+    lsp().request(ws, "cairn/proposal", { id = id }, function(err, result)
+      if err then
+        return err_notify(err)
+      end
+      require("cairn.cockpit").show_diff(result, ws)
+    end)
+  end
+  if a.args ~= "" then
+    return show(a.args)
+  end
+  M.pick(ws, "candidates", "cairn: show which proposal?", nil, "no pending proposals", function(row)
+    show(row.id)
+  end)
+end
+
+-- :CairnEdit [ID]: edit a pending proposal's new content, then :w accepts it
+function M.edit(a)
+  local ws = root()
+  if a.args ~= "" then
+    return require("cairn.cockpit").edit(ws, a.args)
+  end
+  M.pick(ws, "candidates", "cairn: edit which proposal before accepting?", nil, "no pending proposals",
+    function(row)
+      require("cairn.cockpit").edit(ws, row.id)
+    end)
+end
+
+function M.status_command()
+  local ws = root()
+  status().status(ws, function(err, st)
+    if err then
+      return err_notify(err)
+    end
+    config.notify(status().summary(st))
+  end)
+end
+
+function M.proposals_command()
+  local ws = root()
+  status().proposals(ws, function(items)
+    if not items then
+      return
+    end
+    if #items == 0 then
+      config.notify("no pending proposals (the quickfix list fills as they come)")
+    else
+      vim.cmd("copen")
+    end
+  end)
+end
+
+function M.drain()
+  local ws = root()
+  M.execute(ws, "cairn.drainBacklog", {}, function(err)
+    if err then
+      err_notify(err)
+    end
+  end)
+end
+
+function M.review()
+  local ws = root()
+  M.execute(ws, "cairn.review", {}, function(err, answer)
+    if err then
+      return err_notify(err)
+    end
+    config.notify("review queued" .. (type(answer) == "table" and answer.jobId and (" (" .. answer.jobId .. ")") or "")
+      .. "; its proposals show when it finishes")
+  end)
+end
+
+-- :CairnRemember [type=TYPE] [TEXT]: TEXT, else the lines of the range
+function M.remember_command(a)
+  local args = vim.deepcopy(a.fargs)
+  local note_type
+  if args[1] and args[1]:match("^type=") then
+    note_type = table.remove(args, 1):sub(6)
+  end
+  local text = table.concat(args, " ")
+  if text == "" and a.range > 0 then
+    text = table.concat(vim.api.nvim_buf_get_lines(0, a.line1 - 1, a.line2, false), "\n")
+  end
+  require("cairn").remember(text, note_type)
+end
+
+M.specs = {
+  { "Cairn", function(a) require("cairn.cockpit").open(nil, a.args ~= "" and a.args or nil) end,
+    { nargs = "?", complete = M.complete_view, desc = "cairn: the cockpit (pending, history, journal, jobs)" } },
+  { "CairnAccept", M.accept, { nargs = "*", complete = M.complete_pending, desc = "cairn: accept proposals" } },
+  { "CairnReject", M.reject, { nargs = "*", complete = M.complete_pending, desc = "cairn: reject proposals" } },
+  { "CairnUndo", M.undo, { nargs = "?", complete = M.complete_decided, desc = "cairn: undo a decision" } },
+  { "CairnUnreject", function(a) M.unreject(a) end,
+    { nargs = "?", complete = function(l) return M.complete_rejected(l) end, desc = "cairn: take a rejection back" } },
+  { "CairnShow", M.show, { nargs = "?", complete = M.complete_pending, desc = "cairn: a proposal's diff" } },
+  { "CairnEdit", M.edit, { nargs = "?", complete = M.complete_pending, desc = "cairn: edit, then accept" } },
+  { "CairnProposals", M.proposals_command, { desc = "cairn: pending proposals in the quickfix list" } },
+  { "CairnDrain", M.drain, { desc = "cairn: drain the backlog" } },
+  { "CairnReview", M.review, { desc = "cairn: queue a review" } },
+  { "CairnStatus", M.status_command, { desc = "cairn: status counts" } },
+  { "CairnRemember", M.remember_command, { nargs = "*", range = true, desc = "cairn: remember a text" } },
+}
+
+--- Attach memory files (`.agents/memory/*.md`, `MEMORY.md`, the instruction
+--- files) to their workspace's server when they are read or created.
+function M.define_autocmds()
+  local group = vim.api.nvim_create_augroup("cairn", { clear = true })
+  vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+    group = group,
+    pattern = "*.md",
+    callback = function(args)
+      local path = vim.api.nvim_buf_get_name(args.buf)
+      if config.is_memory_file(path) then
+        lsp().attach(args.buf, config.root_of(path))
+      end
+    end,
+  })
+end
+
+--- Define the user commands and the autocommands (plugin/cairn.lua and setup() call this).
+function M.define()
+  M.define_autocmds()
+  for _, spec in ipairs(M.specs) do
+    local name, fn, extra = spec[1], spec[2], spec[3]
+    vim.api.nvim_create_user_command(name, function(a)
+      local ok, e = xpcall(fn, debug.traceback, a)
+      if not ok then
+        config.notify(name .. " failed: " .. tostring(e):match("^[^\n]*"), vim.log.levels.ERROR)
+      end
+    end, vim.tbl_extend("force", { desc = "cairn" }, extra))
+  end
+end
+
+return M

@@ -1,0 +1,325 @@
+-- cairn: one `cairn serve` client per workspace root, started on demand
+-- (a command, the cockpit, an opened memory file), restarted after a crash.
+local config = require("cairn.config")
+
+local M = {}
+
+M.clients = {} -- root -> client id (every Neovim version: the same table)
+local waiting = {} -- root -> callbacks waiting for that root's client to initialize
+M.listeners = {} -- functions(root): the server says the workspace changed (see status.lua)
+local editor_settings = {} -- the settings last sent to the servers (for unsetting)
+local crashes = {} -- root -> { since, count }: crashes of its server in the last minute
+
+-- Client methods are called with ':' from 0.11 on, with '.' before.
+local function call(client, method, ...)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client[method](client, ...)
+  end
+  return client[method](...)
+end
+M.call = call
+
+function M.is_stopped(client)
+  return call(client, "is_stopped")
+end
+
+local function all_clients()
+  return (vim.lsp.get_clients or vim.lsp.get_active_clients)()
+end
+
+--- The running, initialized cairn client of `root`, else nil.
+function M.client_of_root(root)
+  local id = M.clients[root]
+  local client = id and vim.lsp.get_client_by_id(id)
+  if client and not M.is_stopped(client) then
+    return client
+  end
+end
+
+--- The cairn client attached to `bufnr` (0: current), else the client of its
+--- workspace, else any running cairn client.
+function M.client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local any
+  for _, client in ipairs(all_clients()) do
+    if client.name == "cairn" then
+      if client.attached_buffers and client.attached_buffers[bufnr] then
+        return client
+      end
+      any = any or client
+    end
+  end
+  return M.client_of_root(config.root_of_buf(bufnr)) or any
+end
+
+-- Tell the listeners (statusline, quickfix, cockpit) that `root` changed.
+local function changed(root)
+  for _, fn in ipairs(M.listeners) do
+    pcall(fn, root)
+  end
+end
+M.changed = changed
+
+-- Drain progress: echo begin and end (report messages replace each other).
+local function on_progress(root)
+  return function(err, result, ctx, cfg)
+    local default = vim.lsp.handlers["$/progress"]
+    if default then
+      pcall(default, err, result, ctx, cfg)
+    end
+    local value = result and result.value
+    if type(value) ~= "table" then
+      return
+    end
+    if value.kind == "begin" then
+      local title = (value.title or "cairn"):gsub("^cairn: ", "")
+      config.notify(title .. (value.message and (": " .. value.message) or ""))
+    elseif value.kind == "report" then
+      vim.api.nvim_echo({ { "cairn: " .. (value.message or "") .. (value.percentage and
+        string.format(" (%d%%)", value.percentage) or "") } }, false, {})
+    elseif value.kind == "end" then
+      config.notify("drain done: " .. (value.message or ""))
+      changed(root)
+    end
+  end
+end
+
+-- A job's finish line ("cairn: JOB KIND STATUS ..."): sent once the server's status is fresh.
+local function is_finish_line(message)
+  local status = type(message) == "string" and message:match("^cairn: %S+ %S+ ([%a_-]+)")
+  return status ~= nil and status ~= "started"
+end
+M.is_finish_line = is_finish_line
+
+local function client_config(root)
+  local opts = config.opts
+  local settings = {}
+  for k, v in pairs(opts.settings or {}) do
+    if v ~= vim.NIL then
+      settings[k] = v
+    end
+  end
+  editor_settings = vim.deepcopy(settings)
+  return {
+    name = "cairn",
+    cmd = opts.cmd,
+    cmd_env = opts.cmd_env,
+    root_dir = root,
+    -- only the settings the user set (an empty object otherwise)
+    init_options = next(settings) and settings or vim.empty_dict(),
+    -- sent as workspace/didChangeConfiguration (0.8+): keep the settings under
+    -- "cairn" so an empty configuration never replaces the initializationOptions
+    settings = { cairn = next(settings) and settings or vim.empty_dict() },
+    get_language_id = function()
+      return "markdown"
+    end,
+    handlers = {
+      ["$/progress"] = on_progress(root),
+      ["window/logMessage"] = function(err, result, ctx, cfg)
+        pcall(vim.lsp.handlers["window/logMessage"], err, result, ctx, cfg)
+        if type(result) == "table" and is_finish_line(result.message) then
+          changed(root)
+        end
+        return result
+      end,
+      ["textDocument/publishDiagnostics"] = function(err, result, ctx, cfg)
+        local default = vim.lsp.handlers["textDocument/publishDiagnostics"]
+        local out = default and default(err, result, ctx, cfg)
+        changed(root) -- the pending proposals changed (or a memory file was opened)
+        return out
+      end,
+      -- code actions run their commands through this handler
+      ["workspace/executeCommand"] = function(err, result, ctx)
+        local command = ctx.params and ctx.params.command
+        if err then
+          config.notify(config.error_text(err), vim.log.levels.ERROR)
+        elseif command == "cairn.showProposal" then
+          require("cairn.cockpit").show_diff(result, root)
+        elseif command == "cairn.accept" or command == "cairn.reject" or command == "cairn.undo" then
+          require("cairn.commands").after_decision(root, command, result)
+        end
+      end,
+    },
+    on_init = function(client)
+      local fns = waiting[root] or {}
+      waiting[root] = nil
+      for _, fn in ipairs(fns) do
+        vim.schedule(function()
+          fn(client)
+        end)
+      end
+      vim.schedule(function()
+        changed(root) -- the statusline gets its first counts
+      end)
+    end,
+    on_exit = function(code, signal, client_id)
+      if client_id == nil or M.clients[root] == client_id then
+        M.clients[root] = nil
+      end
+      local fns = waiting[root] or {}
+      waiting[root] = nil
+      vim.schedule(function()
+        for _, fn in ipairs(fns) do
+          fn(nil, string.format("the server exited before it started (code %s)", tostring(code)))
+        end
+        changed(root)
+        if code ~= 0 or (signal or 0) ~= 0 then
+          -- a crash (not a shutdown): restart for the memory buffers still open, at most 3 times a minute
+          local now, r = vim.loop.now(), crashes[root]
+          if not r or now - r.since > 60000 then
+            r = { since = now, count = 0 }
+            crashes[root] = r
+          end
+          r.count = r.count + 1
+          if r.count > 3 then
+            return config.notify(string.format("the server exited (code %s, signal %s) %d times in a minute; "
+              .. "not restarting it (the next command will; see :checkhealth cairn)", tostring(code),
+              tostring(signal), r.count), vim.log.levels.ERROR)
+          end
+          config.notify(string.format("the server exited (code %s, signal %s); restarting", tostring(code),
+            tostring(signal)), vim.log.levels.WARN)
+          M.restart(root)
+        end
+      end)
+    end,
+  }
+end
+
+local function start_client(cfg)
+  if vim.lsp.start_client and vim.fn.has("nvim-0.11") == 0 then
+    return vim.lsp.start_client(cfg)
+  end
+  return vim.lsp.start(cfg, { attach = false })
+end
+
+--- The client id of `root`'s server, starting it when none runs (nil when it cannot start).
+function M.ensure(root)
+  config.last_root = root
+  local client = M.client_of_root(root)
+  if client then
+    return client.id
+  end
+  local ok, id = pcall(start_client, client_config(root))
+  if not ok or not id then
+    return nil, string.format("could not start %s: is cairn installed? see :checkhealth cairn",
+      table.concat(config.opts.cmd, " "))
+  end
+  M.clients[root] = id
+  return id
+end
+
+--- Call `fn(client)` once `root`'s server is initialized (starting it when
+--- needed); `fn(nil, reason)` when it cannot start.
+function M.with_client(root, fn)
+  local id, reason = M.ensure(root)
+  if not id then
+    return fn(nil, reason)
+  end
+  local client = vim.lsp.get_client_by_id(id)
+  if client and client.initialized then
+    return fn(client)
+  end
+  waiting[root] = waiting[root] or {}
+  table.insert(waiting[root], fn)
+end
+
+--- The initialized client of `root`, waiting up to `timeout` ms (for completion); nil otherwise.
+function M.client_sync(root, timeout)
+  local id = M.ensure(root)
+  if not id then
+    return nil
+  end
+  vim.wait(timeout or config.opts.start_timeout, function()
+    local c = vim.lsp.get_client_by_id(id)
+    return c == nil or c.initialized
+  end, 20)
+  local c = vim.lsp.get_client_by_id(id)
+  return (c and c.initialized) and c or nil
+end
+
+--- Attach `bufnr` to the cairn server of `root`, starting it when needed.
+function M.attach(bufnr, root)
+  local id, reason = M.ensure(root)
+  if id then
+    vim.lsp.buf_attach_client(bufnr, id)
+  else
+    config.notify(reason, vim.log.levels.ERROR)
+  end
+  return id
+end
+
+--- Re-attach the loaded memory buffers under `root` (starting the server).
+function M.restart(root)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local path = vim.api.nvim_buf_get_name(buf)
+    if vim.api.nvim_buf_is_loaded(buf) and path ~= "" and config.is_memory_file(path)
+        and config.root_of(path) == root then
+      M.attach(buf, root)
+    end
+  end
+end
+
+--- Send a request to the server of `root` (started when needed); `on_result(err, result)`.
+function M.request(root, method, params, on_result)
+  M.with_client(root, function(client, reason)
+    if not client then
+      return on_result({ message = tostring(reason) }, nil)
+    end
+    params.workspace = params.workspace or client.config.root_dir
+    call(client, "request", method, params, function(err, result)
+      on_result(err, result)
+    end, 0)
+  end)
+  return true
+end
+
+--- Send a notification to the server of `root` (started when needed).
+function M.notify(root, method, params)
+  M.with_client(root, function(client)
+    if client then
+      params.workspace = params.workspace or client.config.root_dir
+      call(client, "notify", method, params)
+    end
+  end)
+  return true
+end
+
+--- Send changed settings to every running server: `settings` replaces the
+--- editor's settings; a key set before and absent now (or vim.NIL) is sent
+--- as null, so the config files' value applies again.
+function M.change_settings(settings)
+  local change, now = {}, {}
+  for k, v in pairs(settings or {}) do
+    if v ~= vim.NIL then
+      now[k] = v
+      change[k] = v
+    end
+  end
+  for k, v in pairs(settings or {}) do
+    if v == vim.NIL then
+      change[k] = vim.NIL
+    end
+  end
+  for k in pairs(editor_settings) do
+    if now[k] == nil then
+      change[k] = vim.NIL
+    end
+  end
+  editor_settings = vim.deepcopy(now)
+  for root in pairs(M.clients) do
+    local client = M.client_of_root(root)
+    if client then
+      -- later restarts start from the new settings
+      client.config.init_options = next(now) and vim.deepcopy(now) or vim.empty_dict()
+      client.config.settings = { cairn = next(now) and vim.deepcopy(now) or vim.empty_dict() }
+      call(client, "notify", "workspace/didChangeConfiguration",
+        { settings = { cairn = next(change) and change or vim.empty_dict() } })
+      vim.defer_fn(function()
+        changed(root)
+      end, 0)
+    end
+  end
+  return change
+end
+
+return M

@@ -1,0 +1,190 @@
+"""The live ``cairn watch``: the watch core driven by the file watcher and in-process jobs.
+
+Split from :mod:`server.cli.watch` so that the CLI's other commands (``cairn
+import`` above all) do not load asyncio, ssl and the watch modules at start:
+about 34 ms of every run, measured with ``python -X importtime``.
+:class:`Headless` is still importable from :mod:`server.cli.watch`.
+
+Imports inside functions: as they were in :mod:`server.cli.watch` (the job records and the worker
+entry, loaded when the first job runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cairn.server.cli.journal import print_process, process_workspace
+from cairn.server.cli.support import printable, response_error
+from cairn.server.watch.core import (
+    Action,
+    FileEvent,
+    Ignored,
+    Import,
+    Imported,
+    Seal,
+    SealIdle,
+    Tick,
+    WatchCore,
+)
+from cairn.server.watch.files import FileWatcher, Plan
+
+if TYPE_CHECKING:
+    from cairn.protocol.results import ImportResult
+
+T = TypeVar("T")
+
+
+class Headless:
+    """The watch core driven by files and in-process jobs; runs until :meth:`stop`."""
+
+    def __init__(self, ws: str, roots: list[str], config: dict[str, Any], *, polling: bool | None = None,
+                 poll_max: float | None = None,
+                 say: Callable[[str], None] | None = None,
+                 observe: Callable[[str, Any], None] | None = None,
+                 stores: tuple[str, ...] = (), foreign: Mapping[str, int] | None = None,
+                 replan: Callable[[], Plan] | None = None) -> None:
+        """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
+        (``"import"``: its :class:`~protocol.results.ImportResult`, None when it failed) and ignored path
+        (``"ignored"``), for tests and benchmarks. ``stores``, ``foreign``, ``replan``: a session begun
+        later in a store is followed too (:class:`server.watch.files.FileWatcher`)."""
+        self.ws, self.config = ws, config
+        self.core = WatchCore(seal_idle=float(config.get("sealIdleMinutes", 20.0)) * 60.0)
+        self.watcher = FileWatcher({ws: roots}, self.deliver, polling=polling, poll_max=poll_max,
+                                   stores=stores, foreign=foreign, replan=replan)
+        self.say = say or (lambda line: print(line, flush=True))
+        self.observe = observe or (lambda kind, detail: None)
+        self.totals = {"batches": 0, "captured": 0, "sealed": 0}
+        self._digest = False
+        self._actions: asyncio.Queue[Action] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopped: asyncio.Event | None = None
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._actions, self._stopped = asyncio.Queue(), asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop)
+        watcher = asyncio.ensure_future(self.watcher.run())
+        worker = asyncio.ensure_future(self._work())
+        try:
+            await self._stopped.wait()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            self.watcher.stop()
+            if self._timer is not None:
+                self._timer.cancel()
+            for task in (watcher, worker):
+                task.cancel()
+            await asyncio.gather(watcher, worker, return_exceptions=True)
+
+    def stop(self) -> None:
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def summary(self) -> str:
+        t = self.totals
+        return (f"cairn watch: {t['captured']} turn(s) captured in {t['batches']} batch(es), "
+                f"{t['sealed']} capture(s) sealed")
+
+    # ------------------------------------------------------------ core
+
+    def deliver(self, events: list[FileEvent]) -> None:
+        now = time.time()
+        for event in events:
+            self._queue(self.core.handle(event, now))
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._queue(self.core.handle(Tick(), time.time()))
+
+    def _queue(self, actions: list[Action]) -> None:
+        assert self._actions is not None
+        for action in actions:
+            self._actions.put_nowait(action)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        at = self.core.next_wakeup()
+        if at is not None:
+            self._timer = asyncio.get_running_loop().call_later(max(0.0, at - time.time()), self._tick)
+
+    async def _work(self) -> None:
+        from cairn.protocol.results import (
+            ImportArgs,
+            ImportResult,
+            SealArgs,
+            SealIdleArgs,
+            SealIdleResult,
+            SealResult,
+        )
+
+        assert self._actions is not None
+        while True:
+            action = await self._actions.get()
+            if isinstance(action, Ignored):
+                sys.stderr.write(f"cairn: {action.code}: {printable(os.path.basename(action.path))} ignored\n")
+                self.observe("ignored", action)
+            elif isinstance(action, Import):
+                imported = await self._job("import", ImportArgs(paths=tuple(action.paths), each=True), ImportResult)
+                # no importer reports a session as ended yet: the core's session-end seal waits for one
+                self._queue(self.core.handle(Imported(action.group, action.paths), time.time()))
+                if imported is not None:
+                    self._report(imported, len(action.paths))
+                self.observe("import", imported)
+            elif isinstance(action, SealIdle):
+                idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds,
+                                                                 paths=action.paths), SealIdleResult)
+                self._sealed(len(idle.captures) if idle else 0, "idle")
+                await self._digest_pass()
+            elif isinstance(action, Seal):
+                sealed = await self._job("seal", SealArgs(session_id=action.session, trigger=action.trigger),
+                                         SealResult)
+                self._sealed(len(sealed.sealed) if sealed else 0, action.trigger)
+                await self._digest_pass()
+
+    async def _job(self, kind: str, args: Any, result: type[T]) -> T | None:
+        """Run job ``kind`` with ``args`` (its argument record) in a thread: its ``result`` record, or None
+        when it failed (said on stderr, code only; the watch goes on)."""
+        from cairn.protocol.codec import to_body
+        from cairn.protocol.results import read
+        from cairn.protocol.worker import WorkerRequest
+        from cairn.worker.entry import run_request
+
+        request = WorkerRequest(job=kind, workspace=self.ws, args=to_body(args), config=self.config)
+        resp = await asyncio.to_thread(run_request, request)
+        if resp.status != "ok":
+            err = response_error(resp)
+            sys.stderr.write(f"cairn: {err.code}: {kind} failed; tried again at the next change\n")
+            return None
+        return read(result, resp.result, job=kind)
+
+    def _report(self, r: ImportResult, files: int) -> None:
+        for bad in r.failed or ():
+            sys.stderr.write(f"cairn: {bad.code}: {printable(bad.file)} not imported\n")
+        for line in r.malformed:
+            sys.stderr.write(f"cairn: {line.code}: {printable(line.file)} line {line.line} left out\n")
+        captured = r.captured
+        if captured:
+            self.totals["batches"] += 1
+            self.totals["captured"] += captured
+            self.say(f"{time.strftime('%H:%M:%S')} captured {captured} turn(s) from {files} file(s)")
+
+    def _sealed(self, n: int, trigger: str) -> None:
+        if n:
+            self.totals["sealed"] += n
+            self.say(f"{time.strftime('%H:%M:%S')} sealed {n} capture(s) ({trigger})")
+            self._digest = True
+
+    async def _digest_pass(self) -> None:
+        """A digest pass after a seal (in a thread): sealed captures are what digests are made of."""
+        if self._digest:
+            self._digest = False
+            counts = await asyncio.to_thread(process_workspace, self.ws)
+            print_process(counts, prefix=f"{time.strftime('%H:%M:%S')} digests: ")

@@ -1,0 +1,106 @@
+"""Plain instruction and memory lines: what a line names is checked against the tree (ADR 0020).
+
+Each test writes a real workspace, checks a line as a user or maintainer wrote it
+(no recorded citation), changes the code, and checks again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cairn.worker.memory import citations as C
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, body in files.items():
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(body)
+
+
+def _verdicts(root: Path, line: str) -> list[tuple[str, str, str]]:
+    return [(c.citation.kind, c.verdict, c.reason) for c in C.verify_entry(str(root), line)]
+
+
+def _stale(root: Path, line: str) -> list[str]:
+    return [c.reason for c in C.verify_entry(str(root), line) if c.verdict == C.STALE]
+
+
+def test_a_renamed_make_target_on_a_plain_line_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"Makefile": "build:\n\tcc main.c\n\ncheck:\n\t./run-tests.sh\n"})
+    line = "- Run the tests with `make check` before pushing."
+    assert _verdicts(tmp_path, line) == [("target", "ok", "")]
+    _write(tmp_path, {"Makefile": "build:\n\tcc main.c\n\ntest:\n\t./run-tests.sh\n"})
+    assert _stale(tmp_path, line) == ["Makefile has no target 'check' any more"]
+
+
+def test_a_target_run_after_cd_is_looked_up_in_that_folder(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"scripts": {"lint": "x"}}',
+                      "frontend/package.json": '{"scripts": {"test": "vitest"}}'})
+    assert _stale(tmp_path, "cd frontend && npm run test") == []
+    assert _stale(tmp_path, "cd frontend && npm run lint") == ["package.json has no target 'lint' any more"]
+
+
+def test_a_name_that_survives_only_inside_a_longer_one_is_stale(tmp_path: Path) -> None:
+    _write(tmp_path, {"src/agents.py": "TOOLS = ['qodercli', 'codex']\nclass QoderCliRunner: ...\n"})
+    assert _stale(tmp_path, "The agent list includes `qoder`.") == ["'qoder' occurs only inside 'qodercli' now"]
+    assert _stale(tmp_path, "Use `QoderRunner` to start it.") == ["'QoderRunner' no longer occurs in the tree"]
+    assert _stale(tmp_path, "The agent list includes `codex`; `QoderCliRunner` starts it.") == []
+
+
+def test_a_file_moved_to_another_folder_is_flagged_with_where_it_went(tmp_path: Path) -> None:
+    _write(tmp_path, {"scripts/build.ts": "", "tools/dev.mts": "", "tools/release.py": ""})
+    assert _stale(tmp_path, "- `scripts/release.py` cuts a release.") == [
+        "scripts/release.py moved to tools/release.py"]
+    assert _stale(tmp_path, "- `scripts/build.ts` builds it.") == []
+
+
+def test_a_changed_default_value_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": "[tool.ruff]\nline-length = 100\n", "config/app.yaml": "timeout: 60\n"})
+    assert _stale(tmp_path, "Lines are at most `line-length = 88` (ruff).") == ["line-length is 100 now, not 88"]
+    assert _stale(tmp_path, "The `timeout` defaults to `30` seconds.") == ["timeout is 60 now, not 30"]
+    assert _stale(tmp_path, "The `timeout` defaults to 60 seconds.") == []
+
+
+def test_a_command_of_the_projects_own_script_that_is_gone_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "tool"\n\n[project.scripts]\nmytool = "tool.cli:main"\n',
+                      "tool/cli.py": "import click\n\n@click.command('init')\ndef init(): ...\n"})
+    assert _stale(tmp_path, "mytool init --name bot") == []
+    assert _stale(tmp_path, "mytool create --name bot") == ["mytool has no command 'create' any more"]
+
+
+def test_a_line_with_nothing_checkable_has_no_checks(tmp_path: Path) -> None:
+    _write(tmp_path, {"Makefile": "all:\n"})
+    assert C.verify_entry(str(tmp_path), "We prefer small commits and kind reviews.") == []
+
+
+def test_outside_paths_links_fifos_and_huge_files_are_never_read(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    _write(outside, {"lib/secret.py": "class OutsideThing: ...\n"})
+    _write(ws, {"src/main.py": "print('hi')\n", "src/huge.py": "class HugeThing: ...\n" + "#" * C.FILE_MAX})
+    os.symlink(outside / "lib", ws / "src" / "linked")
+    os.mkfifo(ws / "src" / "pipe.py")
+    # what only a link, a FIFO or a huge file holds does not count as present
+    assert _stale(ws, "Use `OutsideThing` and `HugeThing`.") == ["'OutsideThing' no longer occurs in the tree",
+                                                                 "'HugeThing' no longer occurs in the tree"]
+    checks = {c.citation.path: (c.verdict, c.code) for c in C.verify_entry(
+        str(ws), "See `src/linked/secret.py`, `src/pipe.py`, `src/huge.py` and `../outside/lib/secret.py`.")}
+    assert checks == {"src/linked/secret.py": ("unverifiable", "E_PATH_SYMLINK"),
+                      "src/pipe.py": ("unverifiable", "E_PATH_NOT_REGULAR"),
+                      "src/huge.py": ("unverifiable", "E_RECORD_TOO_LARGE"),
+                      "../outside/lib/secret.py": ("unverifiable", "E_PATH_OUTSIDE_ROOT")}
+
+
+def test_memory_written_by_cairn_cites_identifiers_with_the_same_extractor(tmp_path: Path) -> None:
+    _write(tmp_path, {"src/app.py": "import os\n\nclass ServiceMap:\n    pass\n"})
+    text = "- Register services on `ServiceMap.Service`."
+    [cite] = C.find_citations(str(tmp_path), text)
+    assert cite.as_front_matter() == {"path": "src/app.py", "symbol": "ServiceMap.Service", "lines": "3-3",
+                                      "sha256": C.lines_sha(["class ServiceMap:"])}
+    recorded = [cite.as_front_matter()]
+    assert [c.verdict for c in C.verify_entry(str(tmp_path), text, recorded)] == ["ok"]
+    _write(tmp_path, {"src/app.py": "import os\n\nclass Context:\n    pass\n"})
+    [check] = C.verify_entry(str(tmp_path), text, recorded)
+    assert (check.verdict, check.reason) == ("stale", "'ServiceMap' no longer occurs in the tree")
