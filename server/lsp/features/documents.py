@@ -176,8 +176,13 @@ class Documents:
         return None
 
     async def _unwired_for(self, ws: str, rel: str) -> list[str]:
-        """Agents in use, not reading the memory, whose wiring ``rel`` decides; none when unreadable."""
+        """Agents in use, not reading the memory, whose wiring ``rel`` decides; none when unreadable
+        or when the workspace's state is not this user's (nothing can be proposed there)."""
         from cairn.worker.jobs.agents import report  # server start: features/status.py docstring
+
+        state = self.service.workspaces.get(ws)
+        if state is None or state.foreign is not None:
+            return []
 
         def rows() -> list[dict[str, Any]]:
             return report(ws, os.path.expanduser("~"), os.environ, scan=False, hooks=False)
