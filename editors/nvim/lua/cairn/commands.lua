@@ -180,13 +180,9 @@ function M.after_decision(ws, command, answer)
   status().schedule(ws)
 end
 
---- Decide: "accept", "reject", "unreject" (ids) or "undo" (one id) in `ws`; `on_done(err, answer)` after the follow-up.
-function M.decide(ws, action, ids, on_done)
-  local name, argument = "cairn." .. action, { ids = ids }
-  if action == "undo" then
-    argument = { id = ids[1] }
-  end
-  return M.execute(ws, name, argument, function(err, answer)
+--- The callback of a decision command: the error shown, or the views refreshed; then `on_done`.
+local function decided(ws, name, on_done)
+  return function(err, answer)
     if err then
       err_notify(err)
     else
@@ -195,21 +191,21 @@ function M.decide(ws, action, ids, on_done)
     if on_done then
       on_done(err, answer)
     end
-  end)
+  end
+end
+
+--- Decide: "accept", "reject", "unreject" (ids) or "undo" (one id) in `ws`; `on_done(err, answer)` after the follow-up.
+function M.decide(ws, action, ids, on_done)
+  local name, argument = "cairn." .. action, { ids = ids }
+  if action == "undo" then
+    argument = { id = ids[1] }
+  end
+  return M.execute(ws, name, argument, decided(ws, name, on_done))
 end
 
 --- Accept `id` with `text` instead of its proposed content (edit before accept).
 function M.accept_edited(ws, id, text, on_done)
-  return M.execute(ws, "cairn.acceptEdited", { id = id, text = text }, function(err, answer)
-    if err then
-      err_notify(err)
-    else
-      M.after_decision(ws, "cairn.acceptEdited", answer)
-    end
-    if on_done then
-      on_done(err, answer)
-    end
-  end)
+  return M.execute(ws, "cairn.acceptEdited", { id = id, text = text }, decided(ws, "cairn.acceptEdited", on_done))
 end
 
 local function confirm_reject(rows, on_yes)
