@@ -81,6 +81,7 @@ class ErrorCode(enum.StrEnum):
     AGENT_NOT_IN_USE = "E_AGENT_NOT_IN_USE"  # `cairn agents wire AGENT`: no session of it here, none of its files
     HOOK_PAYLOAD_INVALID = "E_HOOK_PAYLOAD_INVALID"  # `cairn hook AGENT`: stdin is not that agent's hook payload
     HOOK_TRANSCRIPT_OUTSIDE = "E_HOOK_TRANSCRIPT_OUTSIDE"  # `cairn hook`: transcript outside the agent's store and the workspace
+    HOOK_NOTIFY_TAKEN = "E_HOOK_NOTIFY_TAKEN"  # `cairn agents hooks codex`: Codex's `notify` runs another program
     # workers
     WORKER_CRASHED = "E_WORKER_CRASHED"
     WORKER_TIMEOUT = "E_WORKER_TIMEOUT"

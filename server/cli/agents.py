@@ -36,7 +36,8 @@ def agents_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file", metavar="PATH", help="with hooks: the workspace settings file to edit (claude-code: "
                    ".claude/settings.local.json, the default, or .claude/settings.json)")
     p.add_argument("--user", action="store_true", help="with hooks: the user's own settings (~/.claude/settings.json, "
-                   "~/.gemini/settings.json) instead of the workspace's")
+                   "~/.gemini/settings.json) instead of the workspace's; codex: ~/.codex/config.toml, the only place "
+                   "Codex reads `notify` from")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -90,7 +91,7 @@ def _wired(ns: argparse.Namespace) -> int:
 
 def _hooks(ns: argparse.Namespace) -> int:
     if len(ns.agents) != 1:
-        raise CairnError(ErrorCode.USAGE, "name one agent after `hooks` (claude-code, gemini-cli)")
+        raise CairnError(ErrorCode.USAGE, "name one agent after `hooks` (claude-code, gemini-cli, codex)")
     r = run_job(ns, "agents-hooks", {"agent": ns.agents[0], "file": ns.file, "user": bool(ns.user)}).result
     if ns.json:
         emit_json(r)

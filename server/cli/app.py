@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # without the command table's imports (bench/hook.py measures the difference)
         from cairn.server.cli import hook
 
-        ns = build_parser({"hook": hook.COMMAND}).parse_args(args)
+        ns = hook.parse(build_parser({"hook": hook.COMMAND}), args)
     else:
         ns = build_parser().parse_args(args)
     try:

@@ -3,6 +3,10 @@
 Reads the hook's JSON payload on stdin (bounded, at most a few seconds of
 waiting), imports what is new in the transcript it names and seals the
 session with the trigger its event maps to (:mod:`worker.journal.hook`).
+``cairn hook codex PAYLOAD`` is Codex's ``notify`` program: its payload is
+the last argument (Codex gives the program no stdin), it names the thread
+whose rollout is imported, with no seal; the workspace is the payload's
+``cwd`` unless ``-w`` names one.
 It never fails the agent: the exit status is 0 whatever happens; a problem
 is one ``cairn: hook: E_…: …`` line on stderr (ids and codes, never
 transcript text). Depends only on :mod:`server.cli.support`.
@@ -17,17 +21,34 @@ import sys
 import time
 
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.server.cli.support import EXIT_OK, Command, emit_json, load_config, printable, workspace_path
+from cairn.server.cli.support import EXIT_OK, Command, emit_json, load_config, printable
 
 #: agents ``cairn hook`` takes (``worker.journal.hook.AGENTS``, named here so parsing needs no worker import)
-HOOK_AGENTS = ("claude-code", "gemini-cli")
+HOOK_AGENTS = ("claude-code", "gemini-cli", "codex")
+#: agents whose payload is the last argument, not stdin (``worker.journal.hook.NOTIFY``)
+ARGV_AGENTS = ("codex",)
 #: longest wait for the payload on stdin (seconds): an agent that never closes it does not hold the hook
 STDIN_WAIT = 3.0
 
 
 def hook_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("agent", choices=HOOK_AGENTS, help="the agent whose hook payload comes on stdin")
+    p.add_argument("payload", nargs="?", metavar="PAYLOAD",
+                   help="codex only: the JSON argument Codex's notify program gets after each turn")
     p.add_argument("--json", action="store_true", help="print what was done as JSON on stdout")
+    p.set_defaults(workspace=None)  # codex: the payload's cwd unless -w names the workspace
+
+
+def parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
+    """``args`` parsed for ``cairn hook``. Codex appends its payload after the configured argv, so options
+    may come between the agent and the payload (``cairn hook codex -w DIR PAYLOAD``): argparse leaves the
+    payload over then, and it is taken here."""
+    ns, extra = parser.parse_known_args(args)
+    if extra and ns.payload is None and len(extra) == 1 and not extra[0].startswith("-"):
+        ns.payload, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(a[:40] for a in extra)}")
+    return ns
 
 
 def _stdin(limit: int) -> bytes:
@@ -51,9 +72,22 @@ def cmd_hook(ns: argparse.Namespace) -> int:
     try:
         from cairn.worker.journal import hook as H  # cold start: loaded when the hook runs, not for --help
 
-        payload = H.parse(ns.agent, _stdin(H.MAX_PAYLOAD))
-        ws = workspace_path(ns)
-        path = H.check_transcript(payload, ws, os.path.expanduser("~"), os.environ)
+        home = os.path.expanduser("~")
+        if ns.agent in ARGV_AGENTS:
+            if ns.payload is None:
+                raise CairnError(ErrorCode.HOOK_PAYLOAD_INVALID, "no payload argument (Codex's notify passes "
+                                 "it as the last argument)")
+            payload = H.find_rollout(H.parse_notify(ns.agent, os.fsencode(ns.payload)), home, os.environ)
+            where = ns.workspace or payload.cwd or "."
+            if not os.path.isdir(where):
+                raise CairnError(ErrorCode.HOOK_PAYLOAD_INVALID, "the payload's cwd is not a folder")
+            ws = os.path.abspath(where)
+        else:
+            if ns.payload is not None:
+                raise CairnError(ErrorCode.USAGE, f"{ns.agent}'s hook payload comes on stdin, not as an argument")
+            payload = H.parse(ns.agent, _stdin(H.MAX_PAYLOAD))
+            ws = os.path.abspath(ns.workspace or ".")
+        path = H.check_transcript(payload, ws, home, os.environ)
         done = H.run(payload, path, ws, load_config(ws))
         if ns.json:
             emit_json(done)
@@ -67,5 +101,6 @@ def cmd_hook(ns: argparse.Namespace) -> int:
 #: the ``hook`` row of the command table (:data:`server.cli.commands.COMMANDS`), here so that
 #: ``cairn hook`` can build its parser from this module alone (:func:`server.cli.app.main`)
 COMMAND = Command("what a coding agent's session hook runs: read its JSON payload on stdin, import the "
-                  "transcript's new turns and seal the session (clear, compaction, session-end); always exits 0",
+                  "transcript's new turns and seal the session (clear, compaction, session-end); `codex PAYLOAD`: "
+                  "Codex's notify, the thread's new turns, no seal; always exits 0",
                   hook_setup, cmd_hook)

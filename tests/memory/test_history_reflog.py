@@ -70,3 +70,28 @@ def test_an_undone_proposal_is_accepted_again_through_the_checked_path(workspace
     assert topic.read_bytes() == written
     assert [r["action"] for r in cairn_json(workspace, "history") if r["id"] == create["id"]] == [
         "accept", "undo", "accept"]
+
+
+def test_unreject_lifts_the_do_not_propose_again_fingerprint(workspace: Path) -> None:
+    """A rejected change is never proposed again; once un-rejected it is an ordinary pending proposal,
+    which holds its fingerprint only while it can still be applied: once its file changed (stale),
+    a later review may propose the change afresh against the files as they are."""
+    from cairn.protocol.settings import Settings
+    from cairn.worker.memory import apply
+    from cairn.worker.memory.review import _suppressed
+    from cairn.worker.memory.store import MemoryStore
+
+    create = _creates(workspace)[0]
+    topic = workspace / create["target"]
+    cairn(workspace, "reject", create["id"])
+    topic.parent.mkdir(parents=True, exist_ok=True)
+    topic.write_text("mine\n")  # its before-state (no file) is gone
+    with MemoryStore(str(workspace), Settings()) as ms:
+        fingerprint = apply.load_proposal(ms, create["id"]).fingerprint
+        assert fingerprint in _suppressed(ms)  # rejected: held whatever the files say
+    cairn(workspace, "unreject", create["id"])
+    with MemoryStore(str(workspace), Settings()) as ms:
+        assert fingerprint not in _suppressed(ms)  # pending again, and stale: no longer held
+    topic.unlink()
+    with MemoryStore(str(workspace), Settings()) as ms:
+        assert fingerprint in _suppressed(ms)  # pending and applicable: held like any pending proposal

@@ -11,8 +11,9 @@ keep a session folder for this very workspace. Whether it is *wired* (reads
 settings run ``cairn hook``: Claude Code's ``.claude/settings.json`` and
 ``settings.local.json`` (the workspace's and the user's), Gemini CLI's and
 Qwen Code's ``settings.json`` (the workspace's and the user's), Codex's
-``config.toml`` (``notify``, or a ``hooks`` table); the other agents have
-no hook cairn knows of (``false``).
+``config.toml`` (``notify`` in the user's only, which is where Codex reads
+it; or a ``hooks`` table); the other agents have no hook cairn knows of
+(``false``).
 
 Jobs: ``agents`` (the rows ``cairn agents --json`` prints) and
 ``agents-wire`` (the proposals of ``cairn agents wire``), ``agents-hooks``
@@ -94,15 +95,12 @@ def _strings(obj: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _calls_cairn(agent: str, data: Any) -> bool:
+def _calls_cairn(agent: str, data: Any, notify: bool = True) -> bool:
+    """Whether settings ``data`` run ``cairn hook``; ``notify``: Codex's ``notify`` counts in this file."""
     if not isinstance(data, dict):
         return False
     found = any(H.HOOK.search(s) for s in _strings(data.get("hooks")))
-    notify = data.get("notify") if agent == "codex" else None
-    if isinstance(notify, list) and all(isinstance(a, str) for a in notify) and notify:
-        found = found or (os.path.basename(notify[0]) == "cairn" and notify[1:2] == ["hook"]) \
-            or bool(H.HOOK.search(" ".join(notify)))
-    return found
+    return found or (agent == "codex" and notify and H.notify_runs_cairn(data.get("notify")))
 
 
 def settings_files(agent: str, workspace: str, home: str, env: Mapping[str, str]) -> list[str]:
@@ -141,8 +139,10 @@ class Settings:
         return self._parsed[path]
 
     def hooks(self, agent: str) -> bool:
-        return any(_calls_cairn(agent, self.parsed(p))
-                   for p in settings_files(agent, self.workspace, self.home, self.env))
+        # Codex ignores `notify` in a project's .codex/config.toml (docs/agents.md, *Hooks*): the user's counts
+        files = settings_files(agent, self.workspace, self.home, self.env)
+        return any(_calls_cairn(agent, self.parsed(p), notify=not (agent == "codex" and i == 0))
+                   for i, p in enumerate(files))
 
     def gemini_names(self) -> list[str]:
         """Gemini CLI's context file names (``context.fileName``, the workspace's settings first), else ``GEMINI.md``."""

@@ -19,14 +19,26 @@ and ``PreCompress``. The session's last answered turn (its tail) is admitted
 on ``session-end`` and ``clear`` and on a ``manual`` compaction; an ``auto``
 compaction can come in the middle of a turn, so only turns already closed
 are captured then.
+
+Codex has no session-end event: its ``notify`` program runs after every
+turn with one JSON argument (``agent-turn-complete``: ``thread-id``,
+``turn-id``, ``cwd``, the turn's messages), which names no file.
+:func:`parse_notify` checks that argument, :func:`find_rollout` finds the
+thread's rollout under ``$CODEX_HOME/sessions/`` (``YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``;
+the flat older layout too), and :func:`run` imports what is new in it with no
+seal (trigger ``None``): the session goes on, only its closed turns are
+captured (a turn closes on ``task_complete``); ``cairn watch`` seals it once
+quiet.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import stat
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -37,8 +49,16 @@ from cairn.protocol.vocab import Trigger
 #: agents whose hooks cairn understands -> (their session format, the event that ends, the one that compacts)
 AGENTS = {"claude-code": ("claude-code", "SessionEnd", "PreCompact"),
           "gemini-cli": ("gemini-cli", "SessionEnd", "PreCompress")}
+#: agents whose hook passes its payload as the last argument, after each turn (Codex's ``notify``) -> format
+NOTIFY = {"codex": "codex"}
+#: the one ``notify`` payload cairn acts on
+TURN_COMPLETE = "agent-turn-complete"
 #: largest payload read from stdin (bytes)
 MAX_PAYLOAD = 64 * 1024
+#: largest ``notify`` argument (bytes): it carries the turn's messages
+MAX_NOTIFY = 1024 * 1024
+#: a Codex thread id (a UUID): nothing that could name a folder or a pattern
+_THREAD = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}\Z")
 #: largest transcript a hook imports (bytes); a larger one is left to ``cairn import``
 MAX_TRANSCRIPT = 256 * 1024 * 1024
 
@@ -50,7 +70,7 @@ class Payload:
     transcript: str
     cwd: str | None
     event: str
-    trigger: Trigger
+    trigger: Trigger | None  # None: import only, no seal (Codex's turn notification)
     ended: bool  # admit each session's tail (the file is sealed)
 
 
@@ -96,6 +116,93 @@ def parse(agent: str, raw: bytes) -> Payload:
     return Payload(agent, session_id, transcript, cwd, event, trigger, ended)
 
 
+def parse_notify(agent: str, raw: bytes) -> Payload:
+    """The argument ``raw`` of ``agent``'s ``notify`` program, checked (its ``transcript`` still empty: see
+    :func:`find_rollout`); raises ``E_HOOK_PAYLOAD_INVALID`` (never its text)."""
+    if agent not in NOTIFY:
+        raise CairnError(ErrorCode.USAGE, f"no notify payload known for {agent[:40]!r}; known: {', '.join(NOTIFY)}")
+    if len(raw) > MAX_NOTIFY:
+        raise _bad(f"payload over {MAX_NOTIFY >> 20} MiB")
+    try:
+        data = boundedjson.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _bad("payload is not JSON") from None
+    if not isinstance(data, dict):
+        raise _bad("payload is not a JSON object")
+    kind = data.get("type")
+    if kind != TURN_COMPLETE:
+        raise _bad(f"payload type {str(kind)[:40]!r} is not one cairn acts on ({TURN_COMPLETE})")
+    thread = data.get("thread-id")
+    if not isinstance(thread, str) or not _THREAD.match(thread):
+        raise _bad("payload field 'thread-id' missing or not a thread id")
+    turn, cwd = data.get("turn-id"), data.get("cwd")
+    if turn is not None and not isinstance(turn, str):
+        raise _bad("payload field 'turn-id' is not a string")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd or len(cwd) > 4096 or "\x00" in cwd
+                            or not os.path.isabs(cwd)):
+        raise _bad("payload field 'cwd' is not an absolute path")
+    return Payload(agent, thread, "", cwd, TURN_COMPLETE, None, False)
+
+
+def codex_home(home: str, env: Mapping[str, str]) -> str:
+    base = env.get("CODEX_HOME", "").strip()
+    return os.path.expanduser(base) if base else os.path.join(home, ".codex")
+
+
+def _v7_days(thread: str) -> list[str]:
+    """The local days (``YYYY/MM/DD``) around the time a UUIDv7 thread id carries, where its rollout likely is."""
+    digits = thread.replace("-", "")
+    if len(digits) != 32 or digits[12] != "7":
+        return []
+    try:
+        start = int(digits[:12], 16) / 1000
+        days = [time.localtime(start + shift) for shift in (0, -86400, 86400)]
+    except (ValueError, OverflowError, OSError):
+        return []
+    return [f"{d.tm_year:04d}/{d.tm_mon:02d}/{d.tm_mday:02d}" for d in days]
+
+
+def _subfolders(folder: str) -> list[str]:
+    """``folder``'s subfolders with all-digit names, newest (largest) first; links are not followed."""
+    try:
+        with os.scandir(folder) as it:
+            names = [e.name for e in it if e.name.isdigit() and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    return sorted(names, reverse=True)
+
+
+def _day_folders(root: str, thread: str) -> Iterator[str]:
+    for day in _v7_days(thread):
+        yield os.path.join(root, *day.split("/"))
+    for year in _subfolders(root):
+        for month in _subfolders(os.path.join(root, year)):
+            for day in _subfolders(os.path.join(root, year, month)):
+                yield os.path.join(root, year, month, day)
+    yield root  # the older flat layout
+
+
+def find_rollout(p: Payload, home: str, env: Mapping[str, str]) -> Payload:
+    """``p`` with the path of its thread's rollout under ``$CODEX_HOME/sessions/`` (the file name ends with the
+    thread id); raises ``E_NOT_FOUND`` when there is none. The path is checked by :func:`check_transcript`."""
+    root = os.path.join(codex_home(home, env), "sessions")
+    suffix = f"-{p.session_id}.jsonl"
+    seen: set[str] = set()
+    for folder in _day_folders(root, p.session_id):
+        if folder in seen:
+            continue
+        seen.add(folder)
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.name.startswith("rollout-") and e.name.endswith(suffix):
+                        return attrs.evolve(p, transcript=e.path)
+        except OSError:
+            continue
+    raise CairnError(ErrorCode.NOT_FOUND, "no Codex rollout of this thread under the sessions folder of "
+                     "$CODEX_HOME (default ~/.codex); nothing read")
+
+
 def stores(agent: str, home: str, env: Mapping[str, str]) -> list[str]:
     """The folders where ``agent`` keeps its transcripts."""
     if agent == "claude-code":
@@ -104,6 +211,8 @@ def stores(agent: str, home: str, env: Mapping[str, str]) -> list[str]:
     if agent == "gemini-cli":
         base = env.get("GEMINI_CLI_HOME", "").strip()
         return [os.path.join(os.path.expanduser(base) if base else home, ".gemini", "tmp")]
+    if agent == "codex":
+        return [os.path.join(codex_home(home, env), "sessions")]
     return []
 
 
@@ -134,16 +243,18 @@ def check_transcript(p: Payload, workspace: str, home: str, env: Mapping[str, st
 
 
 def run(p: Payload, path: str, workspace: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Import ``path`` (links refused) and seal each of its sessions with the payload's trigger."""
+    """Import ``path`` (links refused) and seal each of its sessions with the payload's trigger (none: no seal)."""
     from cairn.worker.journal.capture import policy_from_config, seal_session  # cold start: after checks
     from cairn.worker.journal.imports import import_paths  # cold start: only a checked payload gets here
     from cairn.worker.journal.store import Journal  # cold start: only a checked payload opens the journal
 
-    fmt = AGENTS[p.agent][0]
+    fmt = NOTIFY[p.agent] if p.agent in NOTIFY else AGENTS[p.agent][0]
+    trigger = p.trigger
     with Journal(workspace) as j:
         tally = import_paths(j, [path], fmt, policy_from_config(config), follow_symlinks=False,
                              sealed_before=math.inf if p.ended else None)
-        sealed = [c for c in (seal_session(j, s, p.trigger) for s in dict.fromkeys(tally.session_ids)) if c]
-    return {"trigger": str(p.trigger), "captured": tally.captured, "skipped": tally.skipped,
+        sealed = [] if trigger is None else \
+            [c for c in (seal_session(j, s, trigger) for s in dict.fromkeys(tally.session_ids)) if c]
+    return {"trigger": None if trigger is None else str(trigger), "captured": tally.captured, "skipped": tally.skipped,
             "sessions": list(dict.fromkeys(tally.session_ids)), "sealed": sealed,
             "malformed": len(tally.malformed)}

@@ -17,6 +17,17 @@ and after hashes.
 A settings file that is not a JSON object, or whose ``hooks`` (or an
 event's list under it) has another shape, is refused with
 ``E_CONFIG_INVALID`` and nothing is proposed.
+
+Codex: its ``notify`` program (run after each turn with the turn's JSON as
+its last argument) is read only from the user's ``$CODEX_HOME/config.toml``
+(default ``~/.codex``): Codex ignores the key in a project's
+``.codex/config.toml``, so the proposal needs ``--user``. It adds one line,
+``notify = ["cairn", "hook", "codex"]``, among the top-level keys (before
+the first table), every other byte kept; the result is parsed again and
+must hold exactly the keys it held plus ``notify``, else nothing is
+proposed (``E_CONFIG_INVALID``). Codex runs one notify program: a
+different one already there is never replaced (``E_HOOK_NOTIFY_TAKEN``,
+with the line that chains both).
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import time
 from typing import Any
 
@@ -41,6 +53,12 @@ HOOK = re.compile(r"(?:^|[\s/\"'=])cairn(?:\.server)?\s+hook(?:\s|$)")
 #: agent -> (its workspace settings files, the default first; the events cairn's hook runs on)
 HOOKABLE = {"claude-code": ((".claude/settings.local.json", ".claude/settings.json"), ("SessionEnd", "PreCompact")),
             "gemini-cli": ((".gemini/settings.json",), ("SessionEnd", "PreCompress"))}
+#: agents whose hook is a ``notify`` program in the user's TOML config (no workspace file counts)
+NOTIFIABLE = ("codex",)
+#: the order of :func:`.store.user_hook_files`
+USER_FILES = ("claude-code", "gemini-cli", "codex")
+NOTIFY = ["cairn", "hook", "codex"]
+NOTIFY_LINE = 'notify = ["cairn", "hook", "codex"]'
 
 
 def command(agent: str) -> str:
@@ -50,19 +68,74 @@ def command(agent: str) -> str:
 def settings_file(agent: str, file: str | None, user: bool = False) -> str:
     """The settings file to install ``agent``'s hooks in: ``file`` when given, else its workspace default;
     with ``user``, the user's own settings file (an absolute path: :func:`.store.user_hook_files`)."""
-    if agent not in HOOKABLE:
+    if agent not in HOOKABLE and agent not in NOTIFIABLE:
         raise CairnError(ErrorCode.USAGE, f"cairn has no session hook for {agent[:40]!r} (hooks: "
-                         f"{', '.join(HOOKABLE)}); its sessions are captured by `cairn watch` or `cairn import`")
+                         f"{', '.join([*HOOKABLE, *NOTIFIABLE])}); its sessions are captured by `cairn watch` or "
+                         "`cairn import`")
     if user:
         if file is not None:
             raise CairnError(ErrorCode.USAGE, "--user and --file: name one settings file")
-        return user_hook_files()[list(HOOKABLE).index(agent)]
+        return user_hook_files()[USER_FILES.index(agent)]
+    if agent in NOTIFIABLE:
+        raise CairnError(ErrorCode.USAGE, "Codex reads `notify` only from the user's config ($CODEX_HOME/config.toml, "
+                         "default ~/.codex/config.toml) and ignores it in a project's .codex/config.toml: propose it "
+                         "there with `cairn agents hooks codex --user`")
     files = HOOKABLE[agent][0]
     if file is None:
         return files[0]
     if file not in files:
         raise CairnError(ErrorCode.USAGE, f"{agent}'s hooks go in {' or '.join(files)}, not {file[:120]!r}")
     return file
+
+
+def notify_runs_cairn(notify: Any) -> bool:
+    """Whether a Codex ``notify`` value (a list of strings) runs ``cairn hook``."""
+    if not isinstance(notify, list) or not notify or not all(isinstance(a, str) for a in notify):
+        return False
+    return (notify[0].rsplit("/", 1)[-1] == "cairn" and notify[1:2] == ["hook"]) or bool(HOOK.search(" ".join(notify)))
+
+
+def notify_bytes(path: str, before: bytes | None) -> bytes | None:
+    """``path`` (Codex's TOML config) with ``notify`` running ``cairn hook codex``; None when it already does."""
+    import tomllib  # Codex's config only
+
+    text = "" if before is None else before.decode("utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: not valid TOML; nothing proposed") from None
+    if "notify" in data:
+        old = data["notify"]
+        if notify_runs_cairn(old):
+            return None
+        if not isinstance(old, list) or not old or not all(isinstance(a, str) for a in old):
+            raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: `notify` is not a list of strings; nothing proposed")
+        chain = json.dumps(["sh", "-c", f'cairn hook codex "$1" & exec {shlex.join(old)} "$1"', "sh"])
+        raise CairnError(ErrorCode.HOOK_NOTIFY_TAKEN,
+                         f"{path}: `notify` already runs {shlex.join(old)[:200]}, and Codex runs one notify program; "
+                         f"nothing proposed, it is left as it is. To run both, replace that line with: notify = {chain}")
+    nl = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    # before the first table (a line that starts with `[` may also be inside an array or a string: each
+    # place is checked by parsing the result), else at the end
+    spots = [i for i, line in enumerate(lines) if line.lstrip().startswith("[")]
+    for i in [*spots, None]:
+        if i is None:
+            out = text + ("" if not text or text.endswith(("\n", "\r")) else nl) + NOTIFY_LINE + nl
+        else:
+            out = "".join(lines[:i]) + NOTIFY_LINE + nl + nl + "".join(lines[i:])
+        try:
+            after = tomllib.loads(out)
+        except tomllib.TOMLDecodeError:
+            continue
+        if after.get("notify") == NOTIFY and {k: v for k, v in after.items() if k != "notify"} == data:
+            encoded = out.encode("utf-8")
+            if len(encoded) > MAX_FILE:
+                raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{path} would be over {MAX_FILE >> 20} MiB; "
+                                 "nothing proposed")
+            return encoded
+    raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: no place found for a top-level `notify` key; nothing "
+                     f"proposed (add `{NOTIFY_LINE}` by hand, before the first table)")
 
 
 def _runs_cairn(groups: list[Any]) -> bool:
@@ -125,7 +198,7 @@ def propose(ms: MemoryStore, agent: str, path: str) -> tuple[Proposal | None, bo
             before.decode("utf-8")
         except UnicodeDecodeError:
             raise CairnError(ErrorCode.MEMORY_NOT_TEXT, f"{path}: not UTF-8 text") from None
-    after = hooks_bytes(agent, path, before)
+    after = notify_bytes(path, before) if agent in NOTIFIABLE else hooks_bytes(agent, path, before)
     if after is None:
         return None, False
     edit, ops = ms.edit_ops(path, before, after)
@@ -139,11 +212,17 @@ def propose(ms: MemoryStore, agent: str, path: str) -> tuple[Proposal | None, bo
             return known, False
     else:  # pragma: no cover - a thousand decided proposals of one file state
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"{path}: too many decided hook proposals of this file state")
-    events = " and ".join(HOOKABLE[agent][1])
-    p = Proposal(id=pid, review=REVIEW, kind=ProposalKind.INSTRUCTION,
-                 title=f"Run cairn's session hooks from {path} for {agent}",
-                 summary=f"{agent} runs `{command(agent)}` on {events}: each session's turns are captured "
-                         "and sealed when it ends or is compacted", target=path, files=(edit,),
+    if agent in NOTIFIABLE:
+        title = f"Run cairn's turn hook from {path} for {agent}"
+        summary = (f"{agent} runs `{command(agent)}` after each turn (`notify`): each completed turn is captured "
+                   "as it ends; no seal (the session goes on: `cairn watch` seals it once quiet)")
+    else:
+        events = " and ".join(HOOKABLE[agent][1])
+        title = f"Run cairn's session hooks from {path} for {agent}"
+        summary = (f"{agent} runs `{command(agent)}` on {events}: each session's turns are captured "
+                   "and sealed when it ends or is compacted")
+    p = Proposal(id=pid, review=REVIEW, kind=ProposalKind.INSTRUCTION, title=title,
+                 summary=summary, target=path, files=(edit,),
                  index=(), evidence=(), fingerprint=fingerprint(ProposalKind.INSTRUCTION, path, [REVIEW, agent]),
                  created=time.time())
     res = ms.run([*ops, P.EnsureDir(PROPOSALS), P.Link(f"{PROPOSALS}/{pid}", codec.encode(p), optional=True)])

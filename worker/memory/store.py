@@ -58,13 +58,17 @@ HOOK_FILES = (".claude/settings.local.json", ".claude/settings.json", ".gemini/s
 def user_hook_files() -> tuple[str, ...]:
     """The agents' user settings files ``cairn agents hooks --user`` proposes hooks in (absolute paths):
     Claude Code's ``settings.json`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``), Gemini CLI's
-    ``.gemini/settings.json`` (under ``$GEMINI_CLI_HOME`` or ``~``)."""
+    ``.gemini/settings.json`` (under ``$GEMINI_CLI_HOME`` or ``~``), Codex's ``config.toml``
+    (``$CODEX_HOME`` or ``~/.codex``), in that order."""
     home = os.path.expanduser("~")
     claude = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
     gemini = os.environ.get("GEMINI_CLI_HOME", "").strip()
+    codex = os.environ.get("CODEX_HOME", "").strip()
     return (os.path.abspath(os.path.join(os.path.expanduser(claude) if claude else os.path.join(home, ".claude"),
                                          "settings.json")),
-            os.path.abspath(os.path.join(os.path.expanduser(gemini) if gemini else home, ".gemini", "settings.json")))
+            os.path.abspath(os.path.join(os.path.expanduser(gemini) if gemini else home, ".gemini", "settings.json")),
+            os.path.abspath(os.path.join(os.path.expanduser(codex) if codex else os.path.join(home, ".codex"),
+                                         "config.toml")))
 
 
 @attrs.frozen
