@@ -456,6 +456,9 @@ Eglot keeps a server's stderr in a buffer named \" *EGLOT (NAME/...) stderr*\"."
                 (setq line text)))))))
     line))
 
+(defvar cairn--requesting nil
+  "Non-nil while a synchronous cairn request or connection waits.")
+
 (defun cairn-connect (&optional dir)
   "Return the cairn server for the workspace of DIR, starting it if needed."
   (or (cairn-server dir)
@@ -466,12 +469,13 @@ Eglot keeps a server's stderr in a buffer named \" *EGLOT (NAME/...) stderr*\"."
              (deadline (+ (float-time) cairn-connect-timeout))
              (eglot-sync-connect t)
              (eglot-connect-timeout cairn-connect-timeout))
-        (condition-case err
-            (cairn--in-memory-buffer root (lambda () (apply #'eglot (cairn--eglot-arguments))))
-          (error (user-error "The cairn server for %s did not start: %s" (abbreviate-file-name root)
-                             (or (cairn--server-stderr-line root) (error-message-string err)))))
-        (while (and (not (cairn-server root)) (< (float-time) deadline))
-          (accept-process-output nil 0.2))
+        (let ((cairn--requesting t))    ; follow-ups wait for this connection (`cairn--run-soon')
+          (condition-case err
+              (cairn--in-memory-buffer root (lambda () (apply #'eglot (cairn--eglot-arguments))))
+            (error (user-error "The cairn server for %s did not start: %s" (abbreviate-file-name root)
+                               (or (cairn--server-stderr-line root) (error-message-string err)))))
+          (while (and (not (cairn-server root)) (< (float-time) deadline))
+            (accept-process-output nil 0.2)))
         (let ((server (cairn-server root)))
           (unless server
             (user-error "The cairn server for %s did not start: %s" (abbreviate-file-name root)
@@ -485,9 +489,6 @@ Eglot keeps a server's stderr in a buffer named \" *EGLOT (NAME/...) stderr*\"."
   "The workspace root path of SERVER."
   (cairn--server-workspace server))
 
-(defvar cairn--requesting nil
-  "Non-nil while a synchronous cairn request waits for its answer.")
-
 (defun cairn-request (server method params)
   "Send request METHOD with PARAMS to SERVER and wait for the result.
 A refusal signals a `user-error' saying \"cairn: E_CODE: reason\" (the
@@ -497,19 +498,33 @@ server's fixed code and message, never a raw `jsonrpc-error' object)."
         (jsonrpc-request server method params :timeout cairn-request-timeout)
       (jsonrpc-error (signal 'user-error (list (concat "cairn: " (cairn--error-message err))))))))
 
-(defconst cairn--waiting-functions '(jsonrpc-request eglot--connect)
-  "Functions that wait for an answer the way `jsonrpc-request' does.
-Eglot asks some things synchronously (code actions, shutdown) and waits
-for a starting server's answer to `initialize' by a copy of that wait.")
+;; Eglot waits for a starting server's answer to `initialize' by a copy
+;; of `jsonrpc-request''s wait.  Its public hooks bracket that wait:
+;; `eglot-server-initialized-hook' runs before the request is sent,
+;; `eglot-connect-hook' once the answer arrived (a server whose answer
+;; never comes is shut down, and no longer running).
+(defvar cairn--connecting nil
+  "Eglot servers created whose answer to `initialize' has not arrived.")
+
+(defun cairn--connecting-start (server)
+  "Note that eglot waits for SERVER's answer to `initialize'."
+  (push server cairn--connecting))
+
+(defun cairn--connecting-done (server)
+  "Note that SERVER answered `initialize'."
+  (setq cairn--connecting (delq server cairn--connecting)))
 
 (defun cairn--request-waits-p ()
   "Non-nil while a synchronous request waits: cairn's, or one eglot made.
-Eglot's bind nothing cairn could see: a frame of one of
-`cairn--waiting-functions' on the stack tells."
+Eglot asks some things synchronously (code actions, shutdown) with
+`jsonrpc-request', whose frame on the stack tells; a server's
+`initialize' is waited for between the hooks `cairn--connecting' notes."
   (or cairn--requesting
+      (progn (setq cairn--connecting (cl-remove-if-not #'jsonrpc-running-p cairn--connecting))
+             cairn--connecting)
       (let ((i 0) frame found)
         (while (and (not found) (setq frame (backtrace-frame i #'cairn--request-waits-p)))
-          (setq found (memq (cadr frame) cairn--waiting-functions)
+          (setq found (eq (cadr frame) 'jsonrpc-request)
                 i (1+ i)))
         found)))
 
@@ -927,6 +942,9 @@ removes all of it.  See `cairn-cockpit' and `cairn-drain-backlog'."
     (setq auto-mode-alist (delete entry auto-mode-alist)))
   (setq eglot-server-programs (delete cairn--server-program eglot-server-programs))
   (remove-hook 'eglot-connect-hook #'cairn--send-configuration)
+  (remove-hook 'eglot-server-initialized-hook #'cairn--connecting-start)
+  (remove-hook 'eglot-connect-hook #'cairn--connecting-done)
+  (setq cairn--connecting nil)
   (remove-hook 'cairn-memory-mode-hook #'cairn--ensure)
   (remove-hook 'project-find-functions #'cairn--project-try)
   (remove-hook 'after-load-functions #'cairn--after-load)
@@ -938,6 +956,8 @@ removes all of it.  See `cairn-cockpit' and `cairn-drain-backlog'."
       (push entry auto-mode-alist))
     (push cairn--server-program eglot-server-programs)
     (add-hook 'eglot-connect-hook #'cairn--send-configuration 90)
+    (add-hook 'eglot-server-initialized-hook #'cairn--connecting-start)
+    (add-hook 'eglot-connect-hook #'cairn--connecting-done)
     (add-hook 'cairn-memory-mode-hook #'cairn--ensure)
     (add-hook 'project-find-functions #'cairn--project-try 90)
     (if (featurep 'gptel)
