@@ -4,8 +4,9 @@ Everything runs the real CLI on real files, with a synthetic home holding
 real sessions (the transcript fixtures) of this workspace. Whether an agent
 reads the memory after the proposals are accepted is checked here by each
 agent's own documented rule (docs/agents.md), written out independently of
-cairn's code: Claude Code's and Gemini CLI's ``@`` imports, Codex reading
-``AGENTS.md`` as text, an always-applied Cursor rule.
+cairn's code: Claude Code's and Gemini CLI's ``@`` imports (Qwen Code's are
+Gemini CLI's), Codex reading ``AGENTS.md`` as text, Copilot its
+instructions file, an always-applied Cursor rule.
 """
 
 from __future__ import annotations
@@ -239,6 +240,30 @@ def test_cursor_gets_an_always_applied_rule_and_copilot_its_instructions(tmp_pat
     for pid in ids:
         assert _run(workspace, home, "undo", pid).returncode == 0
     assert _visible(workspace) == before  # the rule removed, the folder (which was there) kept
+
+
+def test_qwen_code_imports_the_memory_from_qwen_md_and_undo_restores_every_byte(
+        tmp_path: Path, workspace: Path) -> None:
+    home = make_home(tmp_path, workspace, ())
+    memory(workspace)
+    qwen_md = b"# Qwen rules\n\nKeep answers short.\n`@not-an-import` stays code"  # no final EOL
+    (workspace / "QWEN.md").write_bytes(qwen_md)
+    before = _visible(workspace)
+    rows = _rows(workspace, home)
+    assert {n: (r["wired"], r["target"]) for n, r in rows.items()} == {"qwen-code": (False, "QWEN.md")}
+    wired = _json(workspace, home, "agents", "wire", "qwen-code")
+    assert [(p["target"], p["agents"], p["mechanism"]) for p in wired["proposals"]] == [
+        ("QWEN.md", ["qwen-code"], "import")]
+    assert _visible(workspace) == before
+    pid = wired["proposals"][0]["id"]
+    assert _run(workspace, home, "accept", pid).returncode == 0
+    # Qwen Code's import processor is Gemini CLI's (docs/agents.md): the same rule, written out above
+    after = (workspace / "QWEN.md").read_bytes()
+    assert after.startswith(qwen_md + b"\n")
+    assert _imports_index(workspace, "QWEN.md", _gemini_imports(after.decode()))
+    assert _rows(workspace, home)["qwen-code"]["via"] == {"file": "QWEN.md", "mechanism": "import", "through": []}
+    assert _run(workspace, home, "undo", pid).returncode == 0
+    assert _visible(workspace) == before
 
 
 @pytest.mark.parametrize("thing", ["symlink", "fifo", "large"])
