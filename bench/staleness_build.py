@@ -8,7 +8,8 @@ tree snapshot is taken at ``COMMIT_B``: the top two levels of the listing, every
 path one of whose names the text mentions, the manifests (Makefile,
 package.json, pyproject.toml, Cargo.toml, justfile, …, at most three folders
 deep), the files the text cites, and up to four files that use each name the
-text puts in backticks (``git grep -w``; none for a name in over 40 files). ``LABELS.json`` maps line numbers of
+text puts in backticks or code lines import (``git grep -w``; only one for a name in over 40 files, so
+that the snapshot still shows the name occurs). ``LABELS.json`` maps line numbers of
 the text at A to the reason each is stale (see bench/README.md for the
 labelling rule); ``changed`` (every line the edit changed or removed) is read
 from ``git diff``. Writes ``bench/staleness-cases/cases/<id>.json.gz`` and adds
@@ -30,7 +31,7 @@ MANIFESTS = {"Makefile", "GNUmakefile", "makefile", "package.json", "pyproject.t
              "Justfile", "pnpm-workspace.yaml", "turbo.json", ".pre-commit-config.yaml", "hatch.toml", "tox.ini",
              "setup.cfg", "deno.json", "go.mod", "ruff.toml", ".gitmodules", ".gitignore"}
 GREP_PER_NAME = 4
-GREP_COMMON = 40  # a name in more files than this says nothing about where it lives: none is taken
+GREP_COMMON = 40  # a name in more files than this says nothing about where it lives: one is taken (it occurs)
 FILE_MAX = 1 << 20
 
 
@@ -74,13 +75,17 @@ def build(gd: str, repo: str, b: str, path: str, licence: str, split: str, label
             take(p)
     for p in re.findall(r"[\w.-]+(?:/[\w.-]+)+", text):
         take(p.strip("./"))
-    for name in sorted({t.strip() for t in re.findall(r"`([^`\n]{3,80})`", text)}):
+    names = {t.strip() for t in re.findall(r"`([^`\n]{3,80})`", text)}
+    for line in text.splitlines():  # the identifiers of code lines (``import { A, B } from …``)
+        if re.match(r"\s*(?:import|from|class|export|const|let|use|extends)\s", line):
+            names.update(re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b", line))
+    for name in sorted(names):
         for part in re.findall(r"[A-Za-z_$][\w$-]{2,}", name)[:3]:
             try:
                 hits = git(gd, "grep", "-l", "-w", "-F", "-e", part, b).splitlines()
             except subprocess.CalledProcessError:
                 continue
-            for h in hits[:GREP_PER_NAME] if len(hits) <= GREP_COMMON else []:
+            for h in hits[:GREP_PER_NAME] if len(hits) <= GREP_COMMON else hits[:1]:
                 take(h.split(":", 1)[1])
     changed = changed_lines(gd, a, b, path)
     owner_name = repo.split("/")[1].lower()

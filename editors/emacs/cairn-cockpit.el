@@ -35,7 +35,10 @@
 ;; M-x cairn-cockpit opens `*cairn: NAME*' (one per workspace), one
 ;; table with three views of a workspace: Candidates (pending
 ;; proposals), Memories (topic files) and History (decisions,
-;; undoable).  Press ? there for the keys and the global commands.
+;; undoable); o shows the Overview, a page of foldable sections
+;; (Pending by topic, Stale memories, Recently decided, Jobs needing
+;; attention, Live sessions being followed).  Press ? there for the
+;; keys and the global commands.
 ;; Everything goes through the cairn server (see cairn.el); the
 ;; cockpit refreshes itself when a decision, a job or a drain changes
 ;; the workspace (`cairn-workspace-changed-functions'), and while it
@@ -52,8 +55,13 @@
 (declare-function cairn-dispatch "cairn-menu" ())
 (declare-function cairn-edit-proposal "cairn-menu" (workspace id))
 
-(defconst cairn-cockpit-views '("candidates" "memories" "history")
-  "The cockpit's views, in TAB order.")
+(defconst cairn-cockpit-views '("overview" "candidates" "memories" "history")
+  "The cockpit's views, as the header lists them.
+The overview is a page of sections (o shows it); TAB cycles the
+tables, `cairn-cockpit--tables'.")
+
+(defconst cairn-cockpit--tables '("candidates" "memories" "history")
+  "The cockpit's table views, in TAB order.")
 
 (defcustom cairn-cockpit-poll-seconds 5
   "While a cockpit is visible, check this often whether its workspace changed.
@@ -78,6 +86,20 @@ knowledge again."
 (defvar-local cairn-cockpit--status nil "Last `cairn/status' answer.")
 (defvar-local cairn-cockpit--state "starting" "Connection / refresh state for the header line.")
 (defvar-local cairn-cockpit--server-name "cairn" "Server name and version for the header line.")
+(defvar-local cairn-cockpit--overview nil "Rows of the overview's last refresh.")
+(defvar-local cairn-cockpit--folded nil "Keys of the overview's folded sections and groups.")
+(defvar-local cairn-cockpit--expanded nil "Ids of the proposals whose diff the overview shows.")
+(defvar-local cairn-cockpit--diffs nil
+  "Alist (ID . DIFF) of the overview's fetched diffs.
+DIFF is `loading' while asked, (error . MESSAGE) when refused.")
+(defvar-local cairn-cockpit--follow nil "Non-nil: the details window follows point.")
+(defvar-local cairn-cockpit--followed nil "The row the details window shows (follow mode).")
+
+(defconst cairn-cockpit--section-of
+  '(("pending" . "Pending") ("stale" . "Stale memories") ("decided" . "Recently decided")
+    ("jobs" . "Jobs needing attention") ("sessions" . "Live sessions being followed")
+    ("candidates" . "Pending") ("history" . "Recently decided") ("memories" . "Stale memories"))
+  "The overview's section titles, by section (and by the table view of its rows).")
 
 (defvar cairn-cockpit-mode-map
   ;; plain key strings: `kbd' would load edmacro, and with it kmacro's
@@ -99,10 +121,14 @@ knowledge again."
     (define-key map "x" #'cairn-cockpit-execute)
     (define-key map "e" #'cairn-cockpit-edit)
     (define-key map "d" #'cairn-cockpit-diff)
-    (define-key map "\t" #'cairn-cockpit-next-view)
+    (define-key map "\t" #'cairn-cockpit-tab)
     (define-key map [backtab] #'cairn-cockpit-previous-view)
     (define-key map "v" #'cairn-cockpit-choose-view)
     (define-key map "D" #'cairn-drain-backlog)
+    (define-key map "o" #'cairn-cockpit-overview)
+    (define-key map "w" #'cairn-cockpit-evidence)
+    (define-key map "F" #'cairn-cockpit-follow)
+    (define-key map "\C-c\C-f" #'cairn-cockpit-follow)
     (define-key map [remap beginning-of-buffer] #'cairn-cockpit-first-row)
     (define-key map [remap tabulated-list-sort] #'cairn-cockpit-sort)
     map)
@@ -118,7 +144,10 @@ knowledge again."
     ("x" . "accept or reject the marked proposals")
     ("u" . "History: undo the decision at point, after confirmation (an accept is undone, a rejection taken back)")
     ("d" . "show the diff in a diff-mode buffer (a / r work there too)")
-    ("TAB" . "next view; S-TAB previous view; v choose a view; l back")
+    ("TAB" . "next table view; S-TAB previous; v choose a view; l back; Overview: fold the section, show the diff")
+    ("o" . "the overview: Pending by topic, Stale memories, Recently decided, Jobs, Live sessions")
+    ("w" . "why: the proposal's evidence, the journal's digest notes and their turns")
+    ("F" . "follow mode: the details window shows the row at point (C-c C-f too)")
     ("D" . "drain the backlog now (progress in the mode line)")
     ("g" . "refresh (the sort and the row stay)")
     ("q" . "quit the cockpit window")
@@ -142,6 +171,8 @@ knowledge again."
   "Size the columns again for WINDOW's new width (no server request)."
   (with-current-buffer (window-buffer window)
     (let ((format (cairn-cockpit--format cairn-cockpit--view)))
+      (when (and (equal cairn-cockpit--view "overview") cairn-cockpit--overview)
+        (cairn-cockpit--redraw))
       (unless (or (null tabulated-list-entries) (equal format tabulated-list-format))
         (let ((place (cairn-cockpit--place)))
           (setq tabulated-list-format format)
@@ -306,11 +337,18 @@ line and is never cut short by a column width; targets get a third."
 ;;;; Drawing
 
 (defun cairn-cockpit--key (row)
-  "What identifies ROW across refreshes: its id, or its file (Memories)."
-  (or (plist-get row :id) (plist-get row :file)))
+  "What identifies ROW across refreshes: its id, or its file (Memories, sessions)."
+  (or (plist-get row :id) (plist-get row :file) (plist-get row :path)))
 
 (defun cairn-cockpit--place ()
-  "Where point is: (KEY . INDEX), the row's key and its index among the rows."
+  "Where point is: (KEY . INDEX), the row's key and its index among the rows.
+In the overview: (overview LINE-KEY . LINE), its line's key and number."
+  (if (equal cairn-cockpit--view "overview")
+      (cairn-cockpit--overview-place)
+    (cairn-cockpit--table-place)))
+
+(defun cairn-cockpit--table-place ()
+  "Where point is in a table: (KEY . INDEX), the row's key and its index."
   (let ((key (let ((row (tabulated-list-get-id))) (and row (cairn-cockpit--key row))))
         (index 0))
     (save-excursion
@@ -323,7 +361,14 @@ line and is never cut short by a column width; targets get a third."
 
 (defun cairn-cockpit--goto-place (place)
   "Move to the row of PLACE's key, else to the row at its index.
-Past the last row, to the last row."
+Past the last row, to the last row.  In the overview, to PLACE's line
+\(the first line when PLACE is not an overview place)."
+  (cond ((eq (car-safe place) 'overview) (cairn-cockpit--overview-goto place))
+        ((equal cairn-cockpit--view "overview") (goto-char (point-min)))
+        (t (cairn-cockpit--table-goto place))))
+
+(defun cairn-cockpit--table-goto (place)
+  "Move to the table row of PLACE's key, else to the row at its index."
   (goto-char (point-min))
   (let ((index 0) found last)
     (while (and (not found) (not (eobp)))
@@ -352,7 +397,7 @@ Past the last row, to the last row."
     (goto-char (point-min))
     (while (not (eobp))
       (let ((row (tabulated-list-get-id)))
-        (when row
+        (when (and row (equal (cairn-cockpit--row-view row) "candidates"))
           (tabulated-list-put-tag (if (member (plist-get row :id) cairn-cockpit--marks) "*" " "))))
       (forward-line 1))))
 
@@ -377,28 +422,37 @@ Past the last row, to the last row."
     (setq cairn-cockpit--marks
           (cl-remove-if-not (lambda (id) (cl-some (lambda (r) (equal (plist-get r :id) id)) rows))
                             cairn-cockpit--marks))
-    (setq tabulated-list-format (cairn-cockpit--format view)
-          tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row))) rows))
-    (tabulated-list-init-header)
-    (tabulated-list-print)
-    (cairn-cockpit--tag-marks)
-    (let ((inhibit-read-only t))
-      (save-excursion
-        (unless rows
-          (goto-char (point-max))
-          (insert (propertize (pcase view
-                                ;; a refusal (E_STATE_FOREIGN …) lists nothing: say why, never "no proposals"
-                                ((guard (string-prefix-p "error: " cairn-cockpit--state))
-                                 (format "  Nothing can be listed: %s\n  (docs/errors.md says what to do; g tries again)\n"
-                                         (substring cairn-cockpit--state 7)))
-                                ("candidates" "  No pending proposals.  D drains the backlog.\n")
-                                ("memories" "  No memory topics yet.\n")
-                                (_ "  No decisions yet.\n"))
-                              'face 'shadow)))))
+    (if (equal view "overview")
+        (progn (setq cairn-cockpit--overview rows
+                     cairn-cockpit--diffs nil
+                     tabulated-list-entries nil)
+               (cairn-cockpit--draw-overview))
+      (cairn-cockpit--draw-table view rows))
     (cairn-cockpit--goto-place place)
     (let ((win (get-buffer-window (current-buffer) t)))
       (when win (set-window-point win (point))))
     (force-mode-line-update)))
+
+(defun cairn-cockpit--draw-table (view rows)
+  "Draw ROWS as the table of VIEW."
+  (setq tabulated-list-format (cairn-cockpit--format view)
+        tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row))) rows))
+  (tabulated-list-init-header)
+  (tabulated-list-print)
+  (cairn-cockpit--tag-marks)
+  (let ((inhibit-read-only t))
+    (save-excursion
+      (unless rows
+        (goto-char (point-max))
+        (insert (propertize (pcase view
+                              ;; a refusal (E_STATE_FOREIGN …) lists nothing: say why, never "no proposals"
+                              ((guard (string-prefix-p "error: " cairn-cockpit--state))
+                               (format "  Nothing can be listed: %s\n  (docs/errors.md says what to do; g tries again)\n"
+                                       (substring cairn-cockpit--state 7)))
+                              ("candidates" "  No pending proposals.  D drains the backlog.\n")
+                              ("memories" "  No memory topics yet.\n")
+                              (_ "  No decisions yet.\n"))
+                            'face 'shadow))))))
 
 (defun cairn-cockpit-refresh-all (&optional workspace)
   "Refresh every cockpit buffer (showing WORKSPACE, when given)."
@@ -407,6 +461,337 @@ Past the last row, to the last row."
       (when (and (derived-mode-p 'cairn-cockpit-mode)
                  (or (null workspace) (equal workspace cairn-cockpit--workspace)))
         (revert-buffer)))))
+
+;;;; Overview
+
+(defconst cairn-cockpit--sections '("pending" "stale" "decided" "jobs" "sessions")
+  "The overview's sections, top to bottom.")
+
+(defconst cairn-cockpit--empty
+  '(("pending" . "No pending proposals.  D drains the backlog.")
+    ("stale" . "Nothing stale (cairn verify checks citations) or due for revalidation.")
+    ("decided" . "No decisions yet.")
+    ("jobs" . "No job needs you: nothing failed.")
+    ("sessions" . "No agent's session file is followed now (see watch_paths)."))
+  "What an empty section of the overview says.")
+
+(defun cairn-cockpit-overview ()
+  "Show the overview, a page of sections.
+Pending proposals (by topic), Stale memories, Recently decided, Jobs
+needing attention and Live sessions being followed.  TAB on a heading
+folds its section; on a proposal it shows its diff."
+  (interactive)
+  (cairn-cockpit-switch-view "overview"))
+
+(defun cairn-cockpit--clean (text)
+  "TEXT on one line, control characters shown as spaces."
+  (replace-regexp-in-string "[[:cntrl:]]" " " (cairn-cockpit--str text)))
+
+(defun cairn-cockpit--fit (text width)
+  "TEXT on one line, cut to WIDTH columns (… when cut)."
+  (truncate-string-to-width (cairn-cockpit--clean text) (max 10 width) nil nil "…"))
+
+(defun cairn-cockpit--section-rows (section)
+  "The overview's rows of SECTION, in the server's order."
+  (cl-remove-if-not (lambda (r) (equal (plist-get r :section) section)) cairn-cockpit--overview))
+
+(defun cairn-cockpit--overview-text (section row)
+  "The line of ROW in the overview's SECTION (without indentation)."
+  (let ((kt (cairn-cockpit--kind-title row)))
+    (pcase section
+      ("pending" (format "%-12s %s" (car kt) (cdr kt)))
+      ("stale"
+       (let ((age (plist-get row :age))
+             (why (append (plist-get row :why) nil)))
+         (format "%s  %s" (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :file)))
+                 (concat (if (eq (plist-get row :stale) t)
+                             (concat "stale: " (if why (mapconcat #'cairn-cockpit--str why "; ") "see cairn verify"))
+                           "due for revalidation")
+                         (if (integerp age) (format " (confirmed %d days ago)" age) " (never confirmed)")))))
+      ("decided" (format "%s  %-8s %-10s %s" (cairn-cockpit--time (plist-get row :decided))
+                         (cairn-cockpit--str (plist-get row :action)) (cairn-cockpit--str (plist-get row :state))
+                         (cdr kt)))
+      ("jobs" (let ((next (plist-get row :notBefore)))
+                (format "%-10s %-13s %s%s%s" (cairn-cockpit--str (plist-get row :kind))
+                        (cairn-cockpit--str (plist-get row :state))
+                        (cairn-cockpit--str (or (plist-get row :lastError) "no error recorded"))
+                        (if (plist-get row :waiting) (format " (%s)" (plist-get row :waiting)) "")
+                        (if (numberp next) (format-time-string " next try %H:%M:%S" next)
+                          " waits for you: ? j retries or discards"))))
+      ("sessions" (format "%s  %7s  %s"
+                          (if (numberp (plist-get row :modified))
+                              (format-time-string "%Y-%m-%d %H:%M" (plist-get row :modified))
+                            "")
+                          (file-size-human-readable (or (plist-get row :size) 0))
+                          (abbreviate-file-name (cairn-cockpit--str (plist-get row :path)))))
+      (_ (cairn-cockpit--str (plist-get row :id))))))
+
+(defun cairn-cockpit--line-key (section row)
+  "The key of ROW's line in SECTION, to find it again after a redraw."
+  (format "row:%s:%s" section (cairn-cockpit--key row)))
+
+(defun cairn-cockpit--overview-place ()
+  "Where point is in the overview: (overview LINE-KEY . LINE)."
+  (cons 'overview (cons (get-text-property (point) 'cairn-cockpit-line) (line-number-at-pos))))
+
+(defun cairn-cockpit--overview-goto (place)
+  "Move to the line of overview PLACE's key, else to its line number."
+  (let ((key (cadr place)) found)
+    (goto-char (point-min))
+    (when key
+      (while (and (not found) (not (eobp)))
+        (if (equal (get-text-property (point) 'cairn-cockpit-line) key)
+            (setq found (point))
+          (forward-line 1))))
+    (unless found
+      (goto-char (point-min))
+      (forward-line (1- (cddr place)))
+      (when (and (eobp) (not (bobp))) (forward-line -1)))))
+
+(defun cairn-cockpit--heading (text count key section folded)
+  "Insert a heading TEXT (COUNT) folding KEY, in SECTION; an ellipsis if FOLDED."
+  (insert (propertize (concat (cairn-cockpit--fit text (- (cairn-cockpit--width) 8))
+                              (format " (%d)" count) (if folded " …" "") "\n")
+                      'face (if (equal key section) 'bold 'font-lock-function-name-face)
+                      'cairn-cockpit-line (concat "fold:" key)
+                      'cairn-cockpit-fold key
+                      'cairn-cockpit-section section)))
+
+(defun cairn-cockpit--insert-row (section row indent width)
+  "Insert ROW of SECTION at INDENT within WIDTH, then its diff when expanded."
+  (let* ((text (cairn-cockpit--fit (cairn-cockpit--overview-text section row) (- width indent)))
+         (key (cairn-cockpit--line-key section row))
+         (id (plist-get row :id)))
+    (insert (propertize (concat "  " (make-string indent ?\s) text "\n")
+                        'tabulated-list-id row 'tabulated-list-entry (vector text)
+                        'cairn-cockpit-line key 'cairn-cockpit-section section))
+    (when (and id (member section '("pending" "decided")) (member id cairn-cockpit--expanded))
+      (cairn-cockpit--insert-diff id section key (+ indent 4)))))
+
+(defun cairn-cockpit--diff-face (line)
+  "The `diff-mode' face of diff LINE."
+  (cond ((string-prefix-p "@@" line) 'diff-hunk-header)
+        ((or (string-prefix-p "+++" line) (string-prefix-p "---" line)) 'diff-file-header)
+        ((string-prefix-p "+" line) 'diff-added)
+        ((string-prefix-p "-" line) 'diff-removed)
+        (t 'diff-context)))
+
+(defun cairn-cockpit--insert-diff (id section key indent)
+  "Insert the diff of proposal ID below its row (KEY, in SECTION) at INDENT.
+Not fetched yet: ask the server without waiting; the overview is
+redrawn when it answers."
+  (require 'diff-mode)
+  (let ((diff (alist-get id cairn-cockpit--diffs nil nil #'equal)))
+    (unless diff
+      (cairn-cockpit--fetch-diff id)
+      (setq diff 'loading))
+    (dolist (line (cond ((eq diff 'loading) (list "loading the diff…"))
+                        ((stringp diff) (split-string (string-trim-right diff) "\n"))
+                        (t (list (format "the diff could not be read: %s (g tries again)" (cdr diff))))))
+      (insert (propertize (concat (make-string indent ?\s) (cairn-cockpit--clean line) "\n")
+                          'face (if (stringp diff) (cairn-cockpit--diff-face line) 'shadow)
+                          'cairn-cockpit-diff id 'cairn-cockpit-line key 'cairn-cockpit-section section)))))
+
+(defun cairn-cockpit--fetch-diff (id)
+  "Ask the server for proposal ID's diff without waiting."
+  (let ((buf (current-buffer))
+        (server (cairn-server cairn-cockpit--workspace)))
+    (setf (alist-get id cairn-cockpit--diffs nil nil #'equal) 'loading)
+    (cl-flet ((arrived (diff)
+                ;; redraw from a timer, never inside the process filter
+                (cairn--run-soon
+                 (lambda ()
+                   (when (buffer-live-p buf)
+                     (with-current-buffer buf
+                       (when (eq (alist-get id cairn-cockpit--diffs nil nil #'equal) 'loading)
+                         (setf (alist-get id cairn-cockpit--diffs nil nil #'equal) diff)
+                         (when (equal cairn-cockpit--view "overview") (cairn-cockpit--redraw)))))))))
+      (if (null server)
+          (setf (alist-get id cairn-cockpit--diffs nil nil #'equal) (cons 'error "no server"))
+        (jsonrpc-async-request
+         server :cairn/proposal (list :workspace cairn-cockpit--workspace :id id)
+         :success-fn (lambda (p) (arrived (cairn-cockpit--str (plist-get p :diff))))
+         :error-fn (lambda (e) (arrived (cons 'error (cairn-cockpit--str (if (listp e) (plist-get e :message) e)))))
+         :timeout-fn (lambda () (arrived (cons 'error "the server did not answer"))))))))
+
+(defun cairn-cockpit--draw-overview ()
+  "Draw the overview's sections from `cairn-cockpit--overview'."
+  (let ((inhibit-read-only t)
+        (width (cairn-cockpit--width)))
+    (erase-buffer)
+    (if (and (null cairn-cockpit--overview) (string-prefix-p "error: " cairn-cockpit--state))
+        (insert (propertize (format "  Nothing can be listed: %s\n  (docs/errors.md says what to do; g tries again)\n"
+                                    (substring cairn-cockpit--state 7))
+                            'face 'shadow))
+      (dolist (section cairn-cockpit--sections)
+        (let ((rows (cairn-cockpit--section-rows section))
+              (folded (member section cairn-cockpit--folded)))
+          (cairn-cockpit--heading (cdr (assoc section cairn-cockpit--section-of)) (length rows)
+                                  section section folded)
+          (unless folded
+            (cond
+             ((null rows)
+              (insert (propertize (format "    %s\n" (cdr (assoc section cairn-cockpit--empty)))
+                                  'face 'shadow 'cairn-cockpit-section section
+                                  'cairn-cockpit-line (concat "empty:" section))))
+             ((equal section "pending")
+              (let (groups)
+                (dolist (row rows)
+                  (let* ((group (cairn-cockpit--str (plist-get row :group)))
+                         (cell (assoc group groups)))
+                    (if cell (push row (cdr cell)) (push (list group row) groups))))
+                (dolist (cell (nreverse groups))
+                  (let ((key (concat "pending/" (car cell)))
+                        (members (reverse (cdr cell))))
+                    (cairn-cockpit--heading (concat "  " (string-remove-prefix ".agents/memory/" (car cell)))
+                                            (length members) key section (member key cairn-cockpit--folded))
+                    (unless (member key cairn-cockpit--folded)
+                      (dolist (row members) (cairn-cockpit--insert-row section row 4 width)))))))
+             (t (dolist (row rows) (cairn-cockpit--insert-row section row 2 width)))))
+          (insert "\n"))))
+    (cairn-cockpit--tag-marks)))
+
+(defun cairn-cockpit--redraw (&optional key)
+  "Draw the overview again from its last rows, point on its line (or KEY's)."
+  (let ((place (cairn-cockpit--overview-place)))
+    (when key (setcar (cdr place) key))
+    (cairn-cockpit--draw-overview)
+    (cairn-cockpit--overview-goto place)
+    (dolist (win (get-buffer-window-list (current-buffer) nil t))
+      (set-window-point win (point)))))
+
+(defun cairn-cockpit-tab ()
+  "In the overview, fold the section at point or show the proposal's diff.
+In a table view, the next view."
+  (interactive)
+  (if (equal cairn-cockpit--view "overview")
+      (cairn-cockpit-toggle)
+    (call-interactively #'cairn-cockpit-next-view)))
+
+(defun cairn-cockpit-toggle ()
+  "Fold or unfold the overview's section at point; on a proposal, its diff.
+On a heading, its section (or topic group); on a proposal of Pending
+or Recently decided, the diff below it (asked without waiting); on any
+other line, the section it belongs to."
+  (interactive)
+  (unless (equal cairn-cockpit--view "overview") (user-error "TAB folds sections in the overview (o)"))
+  (let ((fold (get-text-property (point) 'cairn-cockpit-fold))
+        (diff (get-text-property (point) 'cairn-cockpit-diff))
+        (row (tabulated-list-get-id))
+        (section (get-text-property (point) 'cairn-cockpit-section)))
+    (cond
+     (fold
+      (setq cairn-cockpit--folded (if (member fold cairn-cockpit--folded)
+                                      (delete fold cairn-cockpit--folded)
+                                    (cons fold cairn-cockpit--folded)))
+      (cairn-cockpit--redraw))
+     ((or diff (and row (plist-get row :id) (member (plist-get row :section) '("pending" "decided"))))
+      (let ((id (or diff (plist-get row :id))))
+        (setq cairn-cockpit--expanded (if (member id cairn-cockpit--expanded)
+                                          (delete id cairn-cockpit--expanded)
+                                        (cons id cairn-cockpit--expanded)))
+        (cairn-cockpit--redraw)))
+     (section
+      (push section cairn-cockpit--folded)
+      (cairn-cockpit--redraw (concat "fold:" section)))
+     (t (user-error "Nothing to fold here")))))
+
+;;;; Follow mode
+
+(defun cairn-cockpit-follow (&optional arg)
+  "Toggle follow mode: show the row at point in the details window.
+A proposal's details and diff (asked without waiting), a memory's
+file, or the info panel of any other row.  With ARG, on if positive;
+from Lisp, ARG nil turns it on."
+  (interactive (list (if current-prefix-arg (prefix-numeric-value current-prefix-arg) 'toggle)))
+  (setq cairn-cockpit--follow (if (eq arg 'toggle) (not cairn-cockpit--follow)
+                                (> (prefix-numeric-value arg) 0))
+        cairn-cockpit--followed nil)
+  (if cairn-cockpit--follow
+      (progn (add-hook 'post-command-hook #'cairn-cockpit--follow-point nil t)
+             (cairn-cockpit--follow-point))
+    (remove-hook 'post-command-hook #'cairn-cockpit--follow-point t))
+  (setq mode-name (if cairn-cockpit--follow "Cairn Follow" "Cairn"))
+  (force-mode-line-update)
+  (message "cairn: follow mode %s" (if cairn-cockpit--follow "on: the details window shows the row at point (F turns it off)" "off")))
+
+(defun cairn-cockpit--follow-point ()
+  "Show the row at point in the details window, if it is not shown already."
+  (when (and cairn-cockpit--follow (derived-mode-p 'cairn-cockpit-mode))
+    (let* ((row (tabulated-list-get-id))
+           (key (and row (list (plist-get row :section) (cairn-cockpit--key row)))))
+      (when (and row (not (equal key cairn-cockpit--followed)))
+        (setq cairn-cockpit--followed key)
+        (condition-case err
+            (cairn-cockpit--show-row row key)
+          (error (message "cairn: %s" (cairn--error-message err))))))))
+
+(defun cairn-cockpit--show-row (row key)
+  "Show ROW (the followed KEY) in another window, leaving the cockpit selected."
+  (pcase (cairn-cockpit--row-view row)
+    ("memories"
+     (display-buffer (find-file-noselect (cairn-cockpit--file row)) '(nil (inhibit-same-window . t))))
+    ((or "candidates" "history")
+     (let ((buf (current-buffer))
+           (ws cairn-cockpit--workspace)
+           (server (cairn-server cairn-cockpit--workspace)))
+       (when server
+         (jsonrpc-async-request
+          server :cairn/proposal (list :workspace ws :id (plist-get row :id))
+          :success-fn (lambda (p)
+                        (cairn--run-soon
+                         (lambda ()
+                           (when (and (buffer-live-p buf)
+                                      (equal (buffer-local-value 'cairn-cockpit--followed buf) key))
+                             (save-selected-window (cairn--show-proposal p nil ws))))))
+          :error-fn #'ignore :timeout-fn #'ignore))))
+    (_ (save-selected-window (cairn-cockpit-info)))))
+
+;;;; Evidence
+
+(defun cairn-cockpit-evidence ()
+  "Show the evidence of the proposal at point: the journal's digests it came from.
+Each digest with its session, its notes and the turns each note cites."
+  (interactive)
+  (let ((row (cairn-cockpit--row "candidates" "history")))
+    (cairn-cockpit-show-evidence cairn-cockpit--workspace (plist-get row :id) (plist-get row :title)
+                                 (plist-get row :evidence))))
+
+(defun cairn-cockpit-show-evidence (workspace id title evidence)
+  "Show EVIDENCE, the digest ids of proposal ID (TITLE) in WORKSPACE.
+Each digest of the public journal with its session, its notes and the
+turns each note cites, in `*cairn evidence*'.  Return the buffer."
+  (let ((ids (append evidence nil)))
+    (unless ids
+      (user-error "%s cites no journal digest (a remembered text or an agent wiring proposes it)" id))
+    (let ((digests (append (cairn-request (cairn-connect workspace) :cairn/journal
+                                          (list :workspace workspace))
+                           nil))
+          (buf (get-buffer-create "*cairn evidence*")))
+      (with-current-buffer buf
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (format "evidence of %s: %s\n" id (cairn-cockpit--clean title)))
+          (dolist (digest ids)
+            (let ((d (cl-find digest digests :key (lambda (d) (plist-get d :id)) :test #'equal)))
+              (if (null d)
+                  (insert (format "\ndigest   %s: not in the public journal (cairn journal lists it)\n" digest))
+                (insert (format "\ndigest   %s\nsession  %s\ntrigger  %s\ncreated  %s\nturns    %s\n"
+                                digest (cairn-cockpit--clean (plist-get d :session_id))
+                                (cairn-cockpit--str (plist-get d :trigger))
+                                (format-time-string "%Y-%m-%d %H:%M:%S" (or (plist-get d :created) 0))
+                                (mapconcat #'cairn-cockpit--str (append (plist-get d :turn_ids) nil) ", ")))
+                (dolist (note (append (plist-get d :notes) nil))
+                  (insert (format "\n* %s (%s)\n%s\n  turns: %s\n"
+                                  (cairn-cockpit--clean (plist-get note :title))
+                                  (cairn-cockpit--str (plist-get note :type))
+                                  (replace-regexp-in-string "[^[:print:]\n\t]" " "
+                                                            (cairn-cockpit--str (plist-get note :body)))
+                                  (mapconcat #'cairn-cockpit--str (append (plist-get note :turn_ids) nil) ", ")))))))
+          (special-mode)
+          (goto-char (point-min))))
+      (pop-to-buffer buf)
+      buf)))
 
 ;;;; Noticing changes made elsewhere
 
@@ -460,9 +845,9 @@ the timer when no cockpit buffer is left."
 ;;;###autoload
 (defun cairn-cockpit (&optional workspace view)
   "Open the memory cockpit `*cairn: NAME*' for WORKSPACE (default: this project).
-VIEW is \"candidates\" (default), \"memories\" or \"history\".  Outside
-any project it asks before starting a server; with a prefix argument
-it asks for the workspace.  Return the buffer."
+VIEW is \"candidates\" (default), \"memories\", \"history\" or
+\"overview\".  Outside any project it asks before starting a server;
+with a prefix argument it asks for the workspace.  Return the buffer."
   (interactive (list (cairn-read-workspace current-prefix-arg)))
   (let* ((server (cairn-connect (or workspace default-directory)))
          (ws (cairn--workspace server))
@@ -479,11 +864,32 @@ it asks for the workspace.  Return the buffer."
 
 ;;;; Rows and views
 
+(defun cairn-cockpit--row-view (row)
+  "The table view ROW belongs to; in the overview, the one of its section."
+  (if (equal cairn-cockpit--view "overview")
+      (pcase (plist-get row :section)
+        ("pending" "candidates") ("decided" "history") ("stale" "memories") (s (or s "overview")))
+    cairn-cockpit--view))
+
+(defun cairn-cockpit--at-view ()
+  "The table view of the row at point (the current view off any row)."
+  (let ((row (tabulated-list-get-id)))
+    (if row (cairn-cockpit--row-view row) cairn-cockpit--view)))
+
 (defun cairn-cockpit--row (&rest views)
-  "The row at point; error unless the view is one of VIEWS (any when nil)."
-  (when (and views (not (member cairn-cockpit--view views)))
-    (user-error "That key works in the %s view" (mapconcat #'capitalize views " or ")))
-  (or (tabulated-list-get-id) (user-error "No cockpit row here")))
+  "The row at point; error unless its view is one of VIEWS (any when nil).
+In the overview a row's view is its section's: Pending rows are
+candidates, Recently decided rows history, Stale memories memories."
+  (let ((row (tabulated-list-get-id)))
+    (when (and views (not (member (if row (cairn-cockpit--row-view row) cairn-cockpit--view) views)))
+      (user-error (if (equal cairn-cockpit--view "overview")
+                      "That key works on a row of %s"
+                    "That key works in the %s view")
+                  (mapconcat (lambda (v) (if (equal cairn-cockpit--view "overview")
+                                             (cdr (assoc v cairn-cockpit--section-of))
+                                           (capitalize v)))
+                             views " or ")))
+    (or row (user-error "No cockpit row here"))))
 
 (defun cairn-cockpit-switch-view (view &optional no-history)
   "Show VIEW on its first row, sorted as it was when last shown.
@@ -501,10 +907,13 @@ Unless NO-HISTORY, l later goes back to the current view."
   (cairn-cockpit--goto-place (cons nil 0)))
 
 (defun cairn-cockpit-next-view (&optional n)
-  "Switch to the next view (N views ahead)."
+  "Switch to the next table view (N views ahead).
+From the overview, the first table (N > 0) or the last."
   (interactive "p")
-  (let ((i (cl-position cairn-cockpit--view cairn-cockpit-views :test #'equal)))
-    (cairn-cockpit-switch-view (nth (mod (+ i (or n 1)) (length cairn-cockpit-views)) cairn-cockpit-views))))
+  (let* ((n (or n 1))
+         (i (or (cl-position cairn-cockpit--view cairn-cockpit--tables :test #'equal)
+                (if (> n 0) -1 0))))
+    (cairn-cockpit-switch-view (nth (mod (+ i n) (length cairn-cockpit--tables)) cairn-cockpit--tables))))
 
 (defun cairn-cockpit-previous-view ()
   "Switch to the previous view."
@@ -533,6 +942,8 @@ Unless NO-HISTORY, l later goes back to the current view."
   "Sort by the column at point, or by column N (a prefix argument).
 Off any column (the margin, the header), sort by the first column."
   (interactive "P")
+  (when (equal cairn-cockpit--view "overview")
+    (user-error "The overview's sections keep their order (TAB folds one); S sorts a table view"))
   (tabulated-list-sort (cond (n (prefix-numeric-value n))
                              ((get-text-property (point) 'tabulated-list-column-name) nil)
                              (t 0))))
@@ -549,7 +960,7 @@ Off any column (the margin, the header), sort by the first column."
 
 (defun cairn-cockpit--selected ()
   "Proposal ids to act on: the marked ones, else the region's rows, else the row's."
-  (unless (equal cairn-cockpit--view "candidates")
+  (unless (member cairn-cockpit--view '("candidates" "overview"))
     (user-error "That key works in the Candidates view"))
   (cond (cairn-cockpit--marks (reverse cairn-cockpit--marks))
         ((use-region-p)
@@ -558,7 +969,8 @@ Off any column (the margin, the header), sort by the first column."
              (goto-char (region-beginning))
              (while (< (point) end)
                (let ((row (tabulated-list-get-id)))
-                 (when row (push (plist-get row :id) ids)))
+                 (when (and row (equal (cairn-cockpit--row-view row) "candidates"))
+                   (cl-pushnew (plist-get row :id) ids :test #'equal)))
                (forward-line 1)))
            (deactivate-mark)
            (or (nreverse ids) (user-error "No proposal in the region"))))
@@ -630,7 +1042,7 @@ cockpit refreshes.  An error shows the server's reason."
   "Accept the marked proposals, else those in the region, else the one at point.
 In History, accept the undone proposal at point again (checked like any accept)."
   (interactive)
-  (let ((ids (if (equal cairn-cockpit--view "history") (list (cairn-cockpit--reaccept-id))
+  (let ((ids (if (equal (cairn-cockpit--at-view) "history") (list (cairn-cockpit--reaccept-id))
                (cairn-cockpit--selected))))
     (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
                            (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids))
@@ -667,8 +1079,8 @@ Asks first when `cairn-cockpit-confirm-reject' is non-nil."
 An applied proposal is undone (its files restored); a rejected one is
 un-rejected: pending again, and later reviews may propose it again."
   (interactive)
-  (unless (equal cairn-cockpit--view "history")
-    (user-error "u undoes a decision in History (TAB); m unmarks a row, U every row"))
+  (unless (equal (cairn-cockpit--at-view) "history")
+    (user-error "u undoes a decision in History (TAB) or Recently decided (o); m unmarks a row, U every row"))
   (let* ((row (cairn-cockpit--row "history"))
          (id (plist-get row :id))
          (title (cdr (cairn-cockpit--kind-title row))))
@@ -715,9 +1127,11 @@ un-rejected: pending again, and later reviews may propose it again."
   "Act on the row: proposal details and diff, or visit the memory file."
   (interactive)
   (let ((row (cairn-cockpit--row)))
-    (if (equal cairn-cockpit--view "memories")
-        (find-file-other-window (cairn-cockpit--file row))
-      (cairn--show-proposal (cairn-cockpit--fetch row) nil cairn-cockpit--workspace))))
+    (pcase (cairn-cockpit--row-view row)
+      ("memories" (find-file-other-window (cairn-cockpit--file row)))
+      ((or "candidates" "history")
+       (cairn--show-proposal (cairn-cockpit--fetch row) nil cairn-cockpit--workspace))
+      (_ (cairn-cockpit-info)))))
 
 (defun cairn-cockpit-info ()
   "Show every field of the row at point in an info panel."

@@ -502,9 +502,12 @@ transient until the menu is first used."
               ["Look"
                ("RET" "details" cairn-cockpit-act)
                ("d" "diff" cairn-cockpit-diff)
-               ("i" "info" cairn-cockpit-info)]
+               ("i" "info" cairn-cockpit-info)
+               ("w" "evidence" cairn-cockpit-evidence)
+               ("F" "follow point" cairn-cockpit-follow)]
               ["Views"
                ("TAB" "next view" cairn-cockpit-next-view)
+               ("o" "overview" cairn-cockpit-overview)
                ("v" "choose a view" cairn-cockpit-choose-view)
                ("l" "previous view" cairn-cockpit-back)
                ("g" "refresh" revert-buffer)]])

@@ -101,6 +101,7 @@
 (autoload 'cairn-review "cairn-menu" "Queue a general review now." t)
 (autoload 'cairn-jobs "cairn-menu" "List the maintenance jobs of a workspace's server." t)
 (autoload 'cairn-journal "cairn-menu" "List the public journal's digests of a workspace." t)
+(autoload 'cairn-cockpit-show-evidence "cairn-cockpit" "Show a proposal's evidence.")
 
 (declare-function cairn-gptel-setup "cairn-gptel" ())
 (declare-function cairn-gptel-teardown "cairn-gptel" ())
@@ -1050,6 +1051,7 @@ to the project of `default-directory'."
     (define-key map "r" #'cairn-proposal-reject)
     (define-key map "e" #'cairn-proposal-edit)
     (define-key map "u" #'cairn-proposal-undo)
+    (define-key map "w" #'cairn-proposal-evidence)
     (define-key map "q" #'quit-window)
     map)
   "Keys of a proposal's diff buffer, over `diff-mode''s.
@@ -1122,6 +1124,14 @@ An applied proposal is undone; a rejected one is pending again."
   (cairn--proposal-check "pending")
   (when (y-or-n-p (format "Reject %s (later reviews will not propose it again)? " cairn-proposal--id))
     (cairn--proposal-decide "cairn.reject" "rejected")))
+
+(defun cairn-proposal-evidence ()
+  "Show the evidence of this buffer's proposal: the journal's digests it came from."
+  (interactive)
+  (unless cairn-proposal--id (user-error "No proposal in this buffer"))
+  (let* ((ws cairn-proposal--workspace)
+         (p (cairn--proposal (cairn-connect ws) ws cairn-proposal--id)))
+    (cairn-cockpit-show-evidence ws cairn-proposal--id (plist-get p :title) (plist-get p :evidence))))
 
 (defun cairn-proposal-edit ()
   "Edit the proposed text of this buffer's proposal before accepting it."

@@ -4,11 +4,15 @@ editors/nvim/test/plugin.lua puts editors/nvim on 'runtimepath' and sources
 plugin/cairn.lua (no setup call, the default ``cairn serve`` from PATH); no
 memory file is open. It checks that :CairnStatus, :CairnRemember,
 :CairnProposals and :CairnDrain start the server for the repository; that
-the cockpit lists a pending proposal and ``a`` on its line applies it; that
-the statusline, the quickfix list and the cockpit follow decisions, also
-one this client did not follow up (the server's notifications); edit before
-accept, a confirmed reject, accept again and a rejection taken back from the
-cockpit, its other views; :CairnUndo's completion (by id and by title) and its
+the cockpit lists a pending proposal and ``a`` on its line applies it, and
+that a buffer opened before that topic file existed then holds its text
+without the W13 dialog; that the statusline, the quickfix list and the
+cockpit follow decisions, also one this client did not follow up (the
+server's notifications); edit before accept with its live check (the index
+line follows the edited name, broken front matter is an
+``E_TOPIC_FRONT_MATTER`` diagnostic), a confirmed reject, accept again and a
+rejection taken back from the cockpit, its other views; that a review says
+it is queued and decisions through the Lua API name their ids; :CairnUndo's completion (by id and by title) and its
 titled picker; :checkhealth cairn; :help cairn. Here we check the files on
 disk and that no process is left.
 

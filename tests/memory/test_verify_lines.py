@@ -104,3 +104,74 @@ def test_memory_written_by_cairn_cites_identifiers_with_the_same_extractor(tmp_p
     _write(tmp_path, {"src/app.py": "import os\n\nclass Context:\n    pass\n"})
     [check] = C.verify_entry(str(tmp_path), text, recorded)
     assert (check.verdict, check.reason) == ("stale", "'ServiceMap' no longer occurs in the tree")
+
+
+def test_a_runtime_version_the_project_no_longer_supports_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"engines": {"node": "^18.0.0 || >=20.0.0"}}',
+                      "pyproject.toml": '[project]\nname = "app"\nrequires-python = ">=3.9"\n'})
+    lines = ["- **Node.js**: v18, v20, or v22 (v22 recommended)", "Requires Python 3.9 or later."]
+    assert [_stale(tmp_path, line) for line in lines] == [[], []]
+    _write(tmp_path, {"package.json": '{"engines": {"node": "^22.0.0 || ^24.0.0"}}',
+                      "pyproject.toml": '[project]\nname = "app"\nrequires-python = ">=3.10"\n'})
+    assert [_stale(tmp_path, line) for line in lines] == [
+        ["node 18 is no longer supported (the project needs 22 or later)"],
+        ["python 3.9 is no longer supported (the project needs 3.10 or later)"]]
+    assert _stale(tmp_path, "The image is built `FROM node:20-alpine`.") == []  # an image tag, not the range
+
+
+def test_a_folder_that_no_longer_holds_what_a_line_lists_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"tools/eslint-config/index.js": "", "tools/tsconfig/base.json": "",
+                      "examples/next-openai-pages/x.ts": "", "examples/ai-functions/y.ts": ""})
+    line = "| `tools/` | Internal tooling (eslint-config, tsconfig) |"
+    assert _stale(tmp_path, line) == []
+    (tmp_path / "tools/eslint-config/index.js").unlink()
+    (tmp_path / "tools/eslint-config").rmdir()
+    assert _stale(tmp_path, line) == ["tools/ holds no eslint-config any more"]
+    # a family of examples named by their common prefix, and a list of examples, are not claims about the folder
+    assert _stale(tmp_path, "| `examples/` | Example apps (ai-functions, next-openai, etc.) |") == []
+    assert _stale(tmp_path, "- Use fixtures from `tools/` (e.g., `old.js`, `new.js`)") == []
+
+
+def test_a_package_of_the_workspace_that_is_gone_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"packages/kit/package.json": '{"name": "@sveltejs/kit"}',
+                      "packages/package/package.json": '{"name": "@sveltejs/package"}',
+                      "packages/amp/package.json": '{"name": "@sveltejs/amp"}',
+                      "package.json": '{"devDependencies": {"@sveltejs/vite-plugin-svelte": "^6"}}'})
+    lines = ["- `@sveltejs/amp` - AMP support", "- `@sveltejs/vite-plugin-svelte` - the Vite plugin"]
+    assert [_stale(tmp_path, line) for line in lines] == [[], []]
+    (tmp_path / "packages/amp/package.json").unlink()
+    assert [_stale(tmp_path, line) for line in lines] == [["no package @sveltejs/amp in the workspace any more"], []]
+
+
+def test_a_tool_named_for_a_role_that_no_manifest_names_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"devDependencies": {"prettier": "3", "oxlint": "1"}}'})
+    lines = ["- **Formatter**: Prettier", "- **Linter**: oxlint (run before pushing)",
+             "- **Formatter**: Snapshot tests with valid and invalid cases"]
+    assert [_stale(tmp_path, line) for line in lines] == [[], [], []]
+    _write(tmp_path, {"package.json": '{"devDependencies": {"oxfmt": "1", "oxlint": "1"}}'})
+    assert [_stale(tmp_path, line) for line in lines] == [["no manifest or configuration names prettier any more"],
+                                                          [], []]
+
+
+def test_examples_naming_conventions_and_modules_turned_packages_are_not_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"app/istate/manager/__init__.py": "", "tests/units/istate/manager/test_redis.py": "",
+                      "app/main.py": "class App: ...\n"})
+    assert _stale(tmp_path, "- Classes: `PascalCase`, functions: `snake_case`") == []
+    assert _stale(tmp_path, "- Name tests after the module (e.g. `tests/units/istate/test_manager.py` for "
+                            "`app/istate/manager.py`)") == []
+    assert _stale(tmp_path, "- State lives in `app/istate/manager.py`.") == []
+    assert _stale(tmp_path, "- State lives in `app/istate/store.py`.") == ["app/istate/store.py no longer exists"]
+
+
+def test_a_package_script_whose_name_starts_with_test_is_checked(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"scripts": {"test:browser:playwright": "x"}}'})
+    assert _stale(tmp_path, "- `CI=true pnpm test:browser:playwright` or `CI=true pnpm test:browser:webdriverio`") == [
+        "package.json has no target 'test:browser:webdriverio' any more"]
+    assert _stale(tmp_path, "- `pnpm test` runs everything") == []
+
+
+def test_the_program_of_a_dependency_run_through_pnpm_is_not_a_missing_script(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"scripts": {"build": "x"}, "devDependencies": {"nx": "21"}}'})
+    assert _stale(tmp_path, "- Use `pnpm nx show projects` to list all packages") == []
+    assert _stale(tmp_path, "- Use `pnpm nx-lint` to lint") == ["package.json has no target 'nx-lint' any more"]
+    assert _stale(tmp_path, "uv run pytest tests/path/test_file.py::test_name") == []  # a placeholder path

@@ -109,9 +109,13 @@ def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(t
     """``cairn accept`` of every pending proposal, with one fault: a disk that fills between a memory
     file's data and its rename (ENOSPC at the rename), or at a link, or a failed fsync (EIO, EROFS).
     Each memory and instruction file is its before or its after bytes, the command names its code,
-    and a rerun with the fault gone applies each proposal once."""
+    and a rerun with the fault gone applies each proposal once. The writes after a decision (the
+    marker's retirement, the public decision record) are no exception: their failure is reported too,
+    the decision stands, and the rerun publishes the record."""
     import json
     import shutil
+
+    from cairn.state.layout import PUBLIC_DECISIONS
 
     from tests.memory.converge import digested_template
     from tests.memory.test_crash_sweep import _files
@@ -129,12 +133,22 @@ def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(t
     log = tmp_path / "points.log"
     assert accept(ref, CAIRN_CRASH_LOG=str(log)).returncode == 0
     before, after = _files(template), _files(ref)
+    published = sorted(p.name for p in (ref / PUBLIC_DECISIONS).iterdir())
+    assert published == sorted(f"{i}-0001.json" for i in ids)
     points = [line.split(" ", 1) for line in log.read_text().splitlines()]
     renames = [(int(n), lb, "ENOSPC") for n, lb in points if lb.startswith("rename ")]
     links = [(int(n), lb, "ENOSPC") for n, lb in points if lb.startswith("link ")]
     fsyncs = [(int(n), lb, err) for n, lb in points if lb.startswith("fsync") for err in ("EIO", "EROFS")]
     assert renames
-    chosen = renames + links + fsyncs if harness.FULL else renames + links[::16] + fsyncs[::40]
+    # A copied workspace's state folder is adopted first (ADR 0011): its marker is written before anything
+    # else. A read-only file system (EROFS) there is no failure of the accept: an adopted folder is read
+    # without a marker, and on a disk that stays read-only the accept's own first write fails with its code.
+    # Injected once, the accept completes whole and the next open writes the marker.
+    labels = [lb for _, lb in points]
+    at = labels.index("rename owner") + 1  # the marker's rename; its temp's fsync just before, the folder's after
+    assert (labels[at - 2], labels[at]) == ("fsync-temp", "fsync-dir")
+    adoption = [(at - 1, "fsync-temp", "EROFS"), (at + 1, "fsync-dir", "EROFS")]
+    chosen = renames + links + fsyncs if harness.FULL else renames + links[::16] + fsyncs[::40] + adoption
     for n, label, err in chosen:
         ws = tmp_path / f"a{n}-{err}"
         shutil.copytree(template, ws)
@@ -142,6 +156,15 @@ def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(t
         r = accept(ws, CAIRN_FAULT_AT=str(n), CAIRN_FAULT_ERRNO=err)
         said = r.stdout + r.stderr
         assert "Traceback" not in said, (where, said[-400:])
+        if (n, label, err) in adoption:
+            assert (r.returncode, said) == (0, "".join(f"{i}: applied\n" for i in ids)), (where, said[-400:])
+            assert _files(ws) == after and not list((ws / ".cairn/state").glob(".tmp-*")), where
+            again = accept(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
+            assert again.returncode == 0 and _files(ws) == after, (where, again.stderr[-400:])
+            marker = json.loads((ws / ".cairn/state/owner").read_bytes())
+            assert marker["ino"] == (ws / ".cairn/state").stat().st_ino, (where, "the rerun adopted the folder")
+            shutil.rmtree(ws)
+            continue
         code = "E_NO_SPACE" if err == "ENOSPC" else "E_IO_FAILED"
         assert r.returncode != 0 and f"{code}: " in said, (where, said[-400:])
         for name, data in _files(ws).items():
@@ -153,6 +176,8 @@ def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(t
         again = accept(ws, CAIRN_TEST_CLOCK_OFFSET="1000")
         assert "Traceback" not in again.stdout + again.stderr, where
         assert _files(ws) == after, where
+        # every decision has its public record (one each, whole; a failed write's temp is gone)
+        assert sorted(p.name for p in (ws / PUBLIC_DECISIONS).iterdir()) == published, where
         doctor = run_python(["-m", "cairn.server", "doctor", "-w", str(ws)], env=child_env())
         assert doctor.returncode == 0, (where, doctor.stdout[-400:])
         shutil.rmtree(ws)

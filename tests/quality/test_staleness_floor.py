@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from bench.staleness import load_cases, score
 
-FLOOR = {"dev": (0.25, 0.18, 67), "test": (0.23, 0.28, 60)}
+FLOOR = {"dev": (0.25, 0.20, 89), "test": (0.23, 0.28, 60)}
 #: the citation verifier (worker.memory.citations.verify_entry) on the same cases, tuned on dev only
-VERIFIER_FLOOR = {"dev": (0.58, 0.95), "test": (0.07, 0.44)}
+VERIFIER_FLOOR = {"dev": (0.57, 0.96), "test": (0.08, 0.31)}
 
 
 def test_every_labelled_line_was_changed_by_the_maintainers() -> None:
     cases = load_cases("all")
-    assert len({c.id for c in cases}) >= 26
+    assert len({c.id for c in cases}) >= 44
     for c in cases:
         assert c.stale <= c.changed, c.id
         assert c.text and c.tree, c.id

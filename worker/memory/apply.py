@@ -15,7 +15,9 @@
    a file whose after-state is its before-state is a freshness guard, only
    verified, never rewritten), and settles the target claim;
 5. records the private decision (the authority), then retires the marker,
-   then publishes the public decision record. If the workspace claim was
+   then publishes the public decision record (a failure of either, such as
+   no space or a failed fsync, is reported with its code; the decision
+   stands and the next command's recovery finishes both). If the workspace claim was
    lost after step 4 (a late process: its deadline passed or a recovery took
    it over), the files are written all the same: accept reports them
    written and records the decision as recovery does, never a lost claim.
@@ -51,7 +53,7 @@ an undone proposal is accepted again by :func:`accept` itself (its files are
 at their before-state again, which the ordinary freshness check proves).
 
 Recovery also publishes the public record of any private decision that has
-none (a crash between the two; the record is a function of the decision, so
+none (a crash or an I/O failure between the two; the record is a function of the decision, so
 republishing is idempotent) and removes temps that dead writers left beside
 memory and instruction files (users commit those folders). The public record
 of an accepted review (:func:`publish_review`) is published and read
@@ -239,10 +241,22 @@ def _record_decision(ms: MemoryStore, claim: Claim, p: Proposal, action: str, st
 
 
 def _publish_decision(ms: MemoryStore, dec: PrivateDecision) -> None:
-    """Best effort: a record that could not be published (a crash, no space) is published by recovery."""
+    """Publish a private decision's public record (idempotent: a record already there is kept).
+
+    The private decision is durable before this runs, so a crash here loses nothing: recovery publishes
+    the missing record. A failure (no space, an I/O error, a failed fsync) is reported with its code,
+    never swallowed: the failed write is not fsynced again (its temp is dropped), and the next command
+    publishes the record afresh.
+    """
     h = sha(codec.encode(dec))
     rec = DecisionRecord(proposal=dec.proposal, action=dec.action, state=dec.state, decided=dec.decided, accepted=h)
-    ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json", codec.encode(redact_record(rec))))
+    res = ms.run(ms.public_ops(f"{DECISIONS_PUBLIC}/{dec.proposal}-{dec.seq:04d}.json",
+                               codec.encode(redact_record(rec))))
+    for r in res.results:
+        if r.status is OpStatus.FAILED:
+            raise CairnError(r.code or ErrorCode.IO_FAILED, f"proposal {dec.proposal} is {dec.state} (its decision "
+                             f"is recorded), but its public record could not be written: {r.message}; "
+                             "the next command publishes it")
 
 
 def publish_review(ms: MemoryStore, result: ReviewResult, created: float) -> None:
@@ -359,8 +373,17 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
 
 
 def _retire_marker(base: PinnedDir, write: str) -> None:
-    """Remove a marker under the same target lock that guards the writes."""
-    P.run(base, [P.Remove(f"{MARKERS}/{write}", optional=True)], lock=TARGET_LOCK)
+    """Remove a marker under the same target lock that guards the writes.
+
+    A failure (an I/O error on the unlink or on its directory's fsync) is reported, never swallowed. The
+    write is settled by then (complete and recorded, or rolled back), so a marker that survives is only
+    what a crash here leaves: the next recovery classifies the write again and retires it.
+    """
+    res = P.run(base, [P.Remove(f"{MARKERS}/{write}", optional=True)], lock=TARGET_LOCK)
+    for r in res.results:
+        if r.status is OpStatus.FAILED:
+            raise CairnError(r.code or ErrorCode.IO_FAILED, f"the marker of write {write} could not be removed: "
+                             f"{r.message}; the write itself is settled, and the next command removes it")
 
 
 def _with_claims(

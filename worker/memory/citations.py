@@ -24,6 +24,7 @@ or read (``lstat`` only; the open itself uses ``O_NOFOLLOW | O_NONBLOCK``).
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import hashlib
 import json
 import os
@@ -51,7 +52,7 @@ _RUNNERS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"\bmake\s+(?:-[A-Za-z]+\s+)*" + _TARGET_NAME), ("GNUmakefile", "makefile", "Makefile")),
     (re.compile(r"\b(?:npm|pnpm|bun)\s+run\s+" + _TARGET_NAME), ("package.json",)),
     (re.compile(r"\bpnpm\s+(?!(?:run|install|i|add|remove|exec|dlx|update|up|why|list|ls|outdated|create|publish|pack|"
-                r"link|store|config|env|import|init|patch|audit|fetch|rebuild|prune|setup|self-update|test|t)\b)"
+                r"link|store|config|env|import|init|patch|audit|fetch|rebuild|prune|setup|self-update|test|t)(?![\w:-]))"
                 r"(?!-)" + _TARGET_NAME), ("package.json",)),
     (re.compile(r"\byarn\s+(?!add\b|install\b|remove\b)" + _TARGET_NAME), ("package.json",)),
     (re.compile(r"\bjust\s+" + _TARGET_NAME), ("justfile", "Justfile", ".justfile")),
@@ -488,8 +489,13 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
 # whole-word (``qoder`` inside ``qodercli`` does not count), a tool named for running things
 # has a trace in the tree (its lock or config file), a ``key = value`` / "``key`` defaults to
 # N" still has that value where the key is configured, a ``--flag`` of one of the project's own
-# scripts still occurs in its sources. A line with nothing checkable has no checks: it is
-# unverifiable, never flagged.
+# scripts still occurs in its sources, a Node or Python version named is still supported (the
+# root ``engines.node`` / ``requires-python``), a folder still holds what a parenthesised list
+# says it holds, a package named in the workspace's own scope or prefix still is one, and a tool
+# named for a role ("Formatter: X") is still named by some manifest. A line with nothing
+# checkable has no checks: it is unverifiable, never flagged; an example ("e.g.") path that is
+# missing, a module turned into a package of the same name, a naming convention (``PascalCase``)
+# are not flagged either.
 
 #: folders never listed or searched (vendored, built, or cairn's own)
 SKIP_DIRS = frozenset({".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".cairn", "dist",
@@ -536,7 +542,7 @@ _VALUE = (re.compile(r"`([A-Za-z_][\w.-]{1,60})\s*(?:=|:)\s*\"?([\w.+-]{1,40})\"
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]{1,40})\b")
 _TICKED_SPAN = re.compile(r"`([^`]{1,300})`")
 _CODE_LINE = re.compile(r"^\s*(?:[-*]\s+|\$\s+|\d+\.\s+)?(?:[A-Z_]+=\S+\s+)*(?:make|just|npm|pnpm|yarn|bun|cd|uvx?|hatch)\s")
-_EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example)(?:[^a-z]|$))|(?:^|/)(?:my|your|foo|some)[A-Z]"
+_EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example)(?:[^a-z]|$))|(?:^|/)(?:my|your|foo|some)[A-Z]|(?:^|/)path/"
                       r"|^(?:My|Your|Foo|Type|Some)[A-Z]|TypeName")
 #: programs that package managers run by name, not scripts of the project
 _BINS = frozenset("changeset changesets tsc vitest eslint prettier tsx turbo biome knip playwright jest vite "
@@ -554,7 +560,25 @@ _QUOTED = re.compile(r"[\"']([a-z][a-z0-9_-]{1,40})[\"']")
 _DEFINED = re.compile(r"\b(?:def|fn|function|func)\s+([a-z][a-z0-9_]{1,40})\b")
 _SOURCE_LINE = re.compile(r"^\s*(?:import|from|class|export|const|let|use|extends)\s")
 _CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swift lua sh".split())
-_LINE_ONLY = frozenset({"value", "command", "skill", "tool"})
+_LINE_ONLY = frozenset({"value", "command", "skill", "tool", "runtime", "children", "package", "role"})
+#: a tool named for a role (``Formatter: Prettier``, "formatted with `black`", "uses ruff for linting")
+_ROLE_END = r"`?(?=\s*(?:$|[(),.;:|+&*]|(?:and|via|with|for|or)\b))"  # the name alone, not a phrase's first word
+_ROLE = (re.compile(r"(?i)\b(?:formatter|linter|type[- ]?checker|test runner|bundler|tool)\**\s*:\s*\**\s*`?([A-Za-z][\w.-]{1,30})"
+                    + _ROLE_END),
+         re.compile(r"(?i)\b(?:formatted|linted|type-?checked|bundled)\s+(?:with|by|using)\s+`?([A-Za-z][\w.-]{1,30})" + _ROLE_END),
+         re.compile(r"(?i)\buses?\s+`?([A-Za-z][\w.-]{1,30})`?\s+for\s+(?:formatting|linting|type[- ]?checking|bundling)\b"))
+#: tools that come with a language's own toolchain (no manifest names them), and words that are no tool
+_ROLE_SKIP = frozenset("go gofmt cargo rustfmt clippy zig swift deno bun node npm python pip the a an our your this "
+                       "none n/a tbd it its".split())
+#: names of naming conventions, written like identifiers (``PascalCase``) but naming none
+_CONVENTIONS = frozenset("PascalCase camelCase CamelCase lowerCamelCase UpperCamelCase snake_case kebab-case "
+                         "SCREAMING_SNAKE_CASE UPPER_CASE UPPER_SNAKE_CASE Title_Case".split())
+#: a runtime's version named in a line (``Node.js v18, v20``, ``Python 3.10+``); not ``node:20`` (an image)
+_RUNTIME = re.compile(r"(?i)(?<![\w./@-])(node(?:\.?js)?|python)(?!:\d)(?![\w/@-])([^;\n]{0,60})")
+_EG = re.compile(r"(?i)\be\.\s?g\.|\bfor example\b|\bsuch as\b")
+#: a folder and, in parentheses, what it holds: ``tools/`` (eslint-config, tsconfig)
+_DIR_TOKEN = re.compile(r"(?<![\w./@-])([\w.-]+(?:/[\w.-]+)*)/(?=[\s`|]|$)")
+_PAREN_LIST = re.compile(r"\(([^()]{3,200})\)")
 _CONFIG_EXT = (".toml", ".ini", ".cfg", ".json", ".yaml", ".yml", ".editorconfig", ".env")
 
 
@@ -578,6 +602,10 @@ class Tree:
         self._configs: list[str] | None = None
         self._sorted: list[str] | None = None
         self._values: dict[str, list[str]] = {}
+        self._children: dict[str, set[str]] | None = None
+        self._packages: set[str] | None = None
+        self._config_blob: str | None = None
+        self._deps: set[str] | None = None
         stack = [""]
         while stack and len(self.files) < TREE_MAX_FILES:
             rel = stack.pop()
@@ -681,6 +709,56 @@ class Tree:
                                  for vm in pat.finditer(self.text(p) or "") if vm.group(1)[0] not in "{[("]
         return self._values[key]
 
+    def config_blob_has(self, word: str) -> bool:
+        """Whether ``word`` occurs (whole, any case) in the configuration files (:meth:`configs`)."""
+        if self._config_blob is None:
+            self._config_blob = "\n".join((self.text(p) or "") for p in self.configs()).lower()
+        return re.search(r"(?<![\w-])" + re.escape(word.lower()) + r"(?![\w])", self._config_blob) is not None
+
+    def dependencies(self) -> set[str]:
+        """The unscoped names the package.json files depend on (``nx``: its program has its name)."""
+        if self._deps is None:
+            deps: set[str] = set()
+            for p in sorted(self.by_name.get("package.json", []))[:500]:
+                try:
+                    pkg = json.loads(self.text(p) or "{}")
+                except ValueError:
+                    continue
+                for key in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies"):
+                    section = pkg.get(key) if isinstance(pkg, dict) else None
+                    if isinstance(section, dict):
+                        deps.update(str(k) for k in section if not str(k).startswith("@"))
+            self._deps = deps
+        return self._deps
+
+    def children(self, folder: str) -> set[str]:
+        """The names of what ``folder`` holds (files and folders, one level)."""
+        if self._children is None:
+            self._children = {}
+            for q in self.files | self.dirs:
+                parent, _, name = q.rpartition("/")
+                self._children.setdefault(parent, set()).add(name)
+        return self._children.get(folder, set())
+
+    def packages(self) -> set[str]:
+        """The names of the workspace's own packages (package.json ``name``, pyproject and Cargo ``[…] name``)."""
+        if self._packages is None:
+            names: set[str] = set()
+            for p in sorted(self.by_name.get("package.json", []))[:500]:
+                try:
+                    pkg = json.loads(self.text(p) or "{}")
+                except ValueError:
+                    continue
+                if isinstance(pkg, dict) and isinstance(pkg.get("name"), str):
+                    names.add(pkg["name"])
+            for n, sec in (("pyproject.toml", "project"), ("Cargo.toml", "package")):
+                for p in sorted(self.by_name.get(n, []))[:500]:
+                    pm = re.search(r"(?ms)^\[" + sec + r"\]\s*$(?:(?!^\[).)*?^name\s*=\s*[\"']([^\"']+)", self.text(p) or "")
+                    if pm:
+                        names.add(pm.group(1))
+            self._packages = names
+        return self._packages
+
     def scripts(self) -> set[str]:
         if self._scripts is None:
             self._scripts = _scripts(self)
@@ -738,9 +816,26 @@ def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
         add(Mention(kind="target", name=hm.group(1), build="hatch", cwd=cwd))
     tainted = [t for t in _TICKED_SPAN.findall(text) if _PLACEHOLDER.search(t)]
     other_repo = re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
+    example = "example" if _EG.search(text) else ""  # a path given as an example: unverifiable when missing
     for path, _span, weak in _path_candidates(text):
         if not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted):
-            add(Mention(kind="path", name=path))
+            add(Mention(kind="path", name=path, build=example))
+    for rm in _RUNTIME.finditer(text):
+        versions = _versions(rm.group(1), re.split(r"\.\s|\.$|/|\s-{1,2}\w", rm.group(2))[0])  # not a command's args
+        if versions:
+            rt = "python" if rm.group(1).lower() == "python" else "node"
+            add(Mention(kind="runtime", name=rt, build=",".join(".".join(map(str, v)) for v in versions)))
+    for pat in _ROLE:
+        for om in pat.finditer(text):
+            if om.group(1).lower() not in _ROLE_SKIP:
+                add(Mention(kind="role", name=om.group(1).lower().rstrip(".")))
+    held = _held(text)
+    if held is not None:
+        add(Mention(kind="children", name=held[0], build="|".join(held[1])))
+    for tok in _TICKED_SPAN.findall(text):
+        tok = tok.strip()
+        if re.fullmatch(r"@[\w.-]+/[\w.-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+", tok) and not _EXAMPLE.search(tok):
+            add(Mention(kind="package", name=tok))
     if cwd:
         add(Mention(kind="path", name=cwd))
     for tm in _TOOL_USE.finditer(text):
@@ -761,7 +856,7 @@ def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
         head = re.split(r"\.|::", core)[0]
         qualified = "." in core or "::" in core
         camel = bool(re.fullmatch(r"_?[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]*)+", head))
-        if len(head) < 4 or head in _KEYWORDS or _EXAMPLE.search(core):
+        if len(head) < 4 or head in _KEYWORDS or core in _CONVENTIONS or _EXAMPLE.search(core):
             continue
         if not (qualified or camel):
             if re.fullmatch(r"[a-z][a-z0-9]{3,30}", core):
@@ -784,6 +879,69 @@ def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
         if re.fullmatch(r"[A-Za-z_][\w-]*\.[a-z]{1,4}", tok) and tok.rsplit(".", 1)[1] in _CODE_EXT:
             add(Mention(kind="file", name=tok))
     return out
+
+
+def _versions(runtime: str, tail: str) -> list[tuple[int, ...]]:
+    """The versions of ``runtime`` a line names after it (``v18, v20`` -> [(18,), (20,)]; ``3.10+`` -> [(3, 10)])."""
+    out: list[tuple[int, ...]] = []
+    if runtime.lower() == "python":
+        for vm in re.finditer(r"(?<![\w.<])(?:>=?\s*|~=\s*|\^)?3\.(\d{1,2})(?![\d])", tail):
+            out.append((3, int(vm.group(1))))
+        return out
+    for vm in re.finditer(r"(?<![\w.<])(?:v|\^|~|>=?\s*)?(\d{2})(?:\.(?:\d+|x))*\+?(?![\w.-]*\d)", tail):
+        if 10 <= int(vm.group(1)) <= 40 and "<" not in tail[max(vm.start() - 2, 0):vm.start()]:
+            out.append((int(vm.group(1)),))
+    return out
+
+
+def _range_min(spec: str, size: int) -> tuple[int, ...] | None:
+    """The lowest version a range allows (``^18.0.0 || >=20`` -> (18,)), ``size`` parts; None if unreadable."""
+    lows = []
+    for alt in spec.split("||"):
+        alt = re.sub(r"<=?\s*[\w.*]+", "", alt)
+        vm = re.search(r"(\d+)(?:\.(\d+))?", alt)
+        if vm is None:
+            return None
+        lows.append((int(vm.group(1)), int(vm.group(2) or 0))[:size])
+    return min(lows) if lows else None
+
+
+def _runtime_min(tree: Tree, runtime: str) -> tuple[int, ...] | None:
+    """The lowest version of ``runtime`` the project supports: the root ``engines.node`` (else the one value all
+    packages agree on), or the root ``requires-python``; None when the tree does not say."""
+    if runtime == "python":
+        body = tree.text("pyproject.toml") or ""
+        rm = re.search(r"(?m)^\s*requires-python\s*=\s*[\"']([^\"']+)[\"']", body)
+        return _range_min(rm.group(1), 2) if rm else None
+    specs: set[str] = set()
+    for p in (["package.json"] if "package.json" in tree.files else []) + sorted(tree.by_name.get("package.json", []))[:300]:
+        try:
+            pkg = json.loads(tree.text(p) or "{}")
+        except ValueError:
+            continue
+        eng = pkg.get("engines") if isinstance(pkg, dict) else None
+        if isinstance(eng, dict) and isinstance(eng.get("node"), str):
+            specs.add(eng["node"].strip())
+            if p == "package.json":
+                break
+    return _range_min(specs.pop(), 1) if len(specs) == 1 else None
+
+
+def _held(text: str) -> tuple[str, list[str]] | None:
+    """A folder a line names and, in parentheses, the names it says the folder holds; None if the line has not one."""
+    dirs = {d for d in _DIR_TOKEN.findall(text) if not _PLACEHOLDER.search(d)}
+    pm = _PAREN_LIST.search(text)
+    if len(dirs) != 1 or pm is None or _EG.search(pm.group(1)):
+        return None
+    items = []
+    for item in re.split(r",|\s+(?:or|and)\s+", pm.group(1)):
+        item = item.strip().strip("`").rstrip("/")
+        if item.lower() in ("etc", "etc.", "...", "…", ""):
+            continue
+        if not re.fullmatch(r"[\w@][\w.@*-]{0,60}", item):
+            return None  # not a list of names (prose, choices, paths)
+        items.append(item)
+    return (dirs.pop(), items) if len(items) >= 2 else None
 
 
 def _scripts(tree: Tree) -> set[str]:
@@ -847,6 +1005,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
                 or (ext and ext not in _FILE_EXT) or _EXAMPLE.search(p) or ".gitmodules" in tree.files
                 and re.search(r"(?m)^\s*path\s*=\s*" + re.escape(p) + r"\s*$", tree.text(".gitmodules") or "")):
             return None  # a bare name, a built or example path, a submodule: not checkable here
+        if ext == "py" and p[:-3] in tree.dirs:
+            return _ok("path", m.name)  # a module that became a package of the same name
+        if m.build == "example" and not tree.has(p.rsplit("/", 1)[0]):
+            return None  # an example in a folder that is gone: a guess
         parent = "/".join(parts[:-1])
         if ext and parts[0] not in _BUILT and len(tree.by_name.get(base, [])) == 1:
             tree.words()
@@ -859,9 +1021,66 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return _ok("path", m.name)  # a path the project's own files make (a clone, a build output)
         moved = (sorted(tree.by_name.get(base, [])) if ext else
                  sorted(d for d in tree.dirs if d.rsplit("/", 1)[-1] == base))
+        if m.build == "example":
+            return None  # an example path: its folder stands, the name may be illustrative
         if len(moved) == 1 or (ext and len(moved) == 2):
             return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}")
         return _stale("path", m.name, f"{m.name} no longer exists")
+    if m.kind == "runtime":
+        low = _runtime_min(tree, m.name)
+        if low is None:
+            return None
+        named = min(tuple(int(x) for x in v.split(".")) for v in m.build.split(","))
+        if named >= low:
+            return _ok("runtime", m.name)
+        return _stale("runtime", m.name, f"{m.name} {'.'.join(map(str, named))} is no longer supported "
+                      f"(the project needs {'.'.join(map(str, low))} or later)")
+    if m.kind == "role":
+        configs = tree.configs()
+        if not configs:
+            return None
+        if tree.config_blob_has(m.name) or any(n.lstrip(".").lower().startswith(m.name) for n in tree.by_name):
+            return _ok("role", m.name)
+        return _stale("role", m.name, f"no manifest or configuration names {m.name} any more")
+    if m.kind == "children":
+        d = m.name.strip("/")
+        if d not in tree.dirs:
+            cands = [x for x in tree.dirs if x.endswith("/" + d)]
+            if len(cands) != 1:
+                return None
+            d = cands[0]
+        held = tree.children(d)
+        stems = {n.split(".", 1)[0] for n in held}
+        present: list[str] = []
+        missing: list[str] = []
+        for item in m.build.split("|"):
+            hit = (any(fnmatch.fnmatchcase(n, item) for n in held) if "*" in item else
+                   item in held or item in stems or any(n.startswith(item + "-") for n in held))  # next-openai-pages
+            (present if hit else missing).append(item)
+        if not missing:
+            return _ok("children", d)
+        if not present or len(present) < len(missing):
+            return None  # not a list of what the folder holds
+        return _stale("children", d, f"{d}/ holds no {missing[0]} any more")
+    if m.kind == "package":
+        names = tree.packages()
+        if not names or m.name in names:
+            return _ok("package", m.name) if names else None
+        if m.name.startswith("@"):
+            scope = m.name.split("/", 1)[0] + "/"
+            if sum(n.startswith(scope) for n in names) < 2:
+                return None
+            tree.words()
+            if m.name[1:] in tree.named or any(f'"{m.name}"' in (tree.text(p) or "")
+                                                for p in tree.by_name.get("package.json", [])[:500]):
+                return _ok("package", m.name)
+        else:
+            prefix = re.split(r"[-_]", m.name)[0]
+            if sum(bool(re.match(re.escape(prefix) + r"[-_]", n)) for n in names) < 2:
+                return None
+            if m.name in tree.words() or any(x.rsplit("/", 1)[-1] == m.name for x in tree.dirs):
+                return _ok("package", m.name)
+        return _stale("package", m.name, f"no package {m.name} in the workspace any more")
     if m.kind == "skill":
         skills = [d for d in tree.dirs if d.rsplit("/", 1)[-1] == "skills"]
         if not skills:
@@ -885,6 +1104,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             body = tree.text(b)
             if body is not None and m.name in _target_lines(b.rsplit("/", 1)[-1], _lines(body.encode())):
                 return _ok("target", m.name)
+        if m.build == "package.json" and m.name in tree.dependencies():
+            return None  # ``pnpm nx …``: the program of a dependency, not a script
         return _stale("target", m.name, f"{' / '.join(sorted({b.rsplit('/', 1)[-1] for b in builds}))} has no "
                       f"target {m.name!r} any more")
     if m.kind == "symbol":

@@ -1447,5 +1447,116 @@ Each workspace has its own cockpit buffer, *cairn: NAME*."
   (should (cairn-cockpit--changed-p '(:refreshed t :proposals 0 :unwiredAgents 1)
                                     '(:refreshed t :proposals 0 :unwiredAgents 0))))
 
+;;;; Overview
+
+(defun cairn-test--line-at (regexp)
+  "Move point to the first line matching REGEXP; fail if none."
+  (goto-char (point-min))
+  (should (re-search-forward regexp nil t))
+  (beginning-of-line))
+
+(ert-deftest cairn-cockpit-overview-sections-fold-diff-follow-and-evidence ()
+  "o shows sections with counts; TAB folds one and shows a proposal's diff; F follows point; w shows evidence."
+  (cairn-test--with-workspace
+    (cairn-test--with-proposals)
+    ;; written after the review: no proposal targets it
+    (cairn-test--write ".agents/memory/old_build.md"
+                       "---\nname: Old build\ndescription: how the build ran\ntype: project\nconfirmed: 2020-01-02\n---\nThe build used make.\n")
+    (with-current-buffer (cairn-cockpit cairn-test--ws)
+      (should (equal cairn-cockpit--view "candidates"))
+      (let* ((ids (cairn-test--ids))
+             (accepted (car ids))
+             (pending (cdr ids))
+             (targets (delete-dups (mapcar (lambda (r) (string-remove-prefix ".agents/memory/" (plist-get r :target)))
+                                           (cdr (cairn-test--rows))))))
+        (should pending)
+        (cairn-test--goto-row accepted)
+        (cairn-test--press "a")
+        ;; o: the overview, its sections with their counts (fails before: no overview)
+        (cairn-test--press "o")
+        (should (equal cairn-cockpit--view "overview"))
+        (should (string-match-p "\\[Overview\\] Candidates" (cairn-cockpit--header)))
+        (let ((text (buffer-substring-no-properties (point-min) (point-max))))
+          (should (string-match-p (format "^Pending (%d)$" (length pending)) text))
+          (dolist (target targets)
+            (should (string-match-p (format "^  %s ([0-9]+)$" (regexp-quote target)) text)))
+          ;; the old topic, and the accepted one (its sources date from 2025), are due
+          (should (string-match-p "^Stale memories ([1-9])$" text))
+          (should (string-match-p "^    old_build.md  due for revalidation (confirmed [0-9]+ days ago)" text))
+          (should (string-match-p "^Recently decided (1)$" text))
+          (should (string-match-p "^Jobs needing attention (0)\n    No job needs you" text))
+          (should (string-match-p "^Live sessions being followed (0)\n    No agent.s session file is followed" text))
+          ;; no line is wider than the window (80 columns in batch)
+          (dolist (line (split-string text "\n"))
+            (should (<= (string-width line) (max 80 (window-body-width))))))
+        (should (equal (sort (mapcar (lambda (r) (plist-get r :id))
+                                     (cl-remove-if-not (lambda (r) (equal (plist-get r :section) "pending"))
+                                                       (cairn-test--rows)))
+                             #'string<)
+                       (sort (copy-sequence pending) #'string<)))
+        ;; TAB on a heading folds its section, TAB again unfolds it
+        (cairn-test--line-at "^Stale memories")
+        (cairn-test--press "TAB")
+        (should (looking-at-p "Stale memories ([1-9]) …$"))
+        (should-not (string-match-p "^    old_build.md  due" (buffer-string)))
+        (cairn-test--press "TAB")
+        (should (string-match-p "^    old_build.md  due" (buffer-string)))
+        ;; TAB on a proposal: its diff below it, asked without waiting
+        (cairn-test--goto-row (car pending))
+        (cairn-test--press "TAB")
+        (should (string-match-p "loading the diff…" (buffer-string)))
+        (cairn-test--until "the diff in the overview"
+                           (lambda () (string-match-p "^ +@@ .* @@" (buffer-string))))
+        (should (equal (plist-get (tabulated-list-get-id) :id) (car pending)))
+        (should (string-match-p "^ +\\+" (buffer-string)))
+        (cairn-test--press "TAB")
+        (should-not (string-match-p "^ +@@ " (buffer-string)))
+        ;; the keys of the other views work on the overview's rows
+        (should-error (progn (cairn-test--line-at "^    old_build.md") (cairn-test--press "a"))
+                      :type 'user-error)
+        ;; w: the evidence of the proposal, the journal's digest and its notes' turns
+        (cairn-test--goto-row (car pending))
+        (let ((evidence (plist-get (tabulated-list-get-id) :evidence)))
+          (should (> (length evidence) 0))
+          (save-selected-window (cairn-test--press "w"))
+          (with-current-buffer "*cairn evidence*"
+            (should (string-match-p (concat "^evidence of " (regexp-quote (car pending))) (buffer-string)))
+            (should (string-match-p (concat "^digest +" (regexp-quote (aref evidence 0)) "$") (buffer-string)))
+            (should (string-match-p "^\\* .+ (.+)$" (buffer-string)))
+            (should (string-match-p "^  turns: t-[0-9a-f]+" (buffer-string)))))
+        ;; F: the details window follows point
+        (when (get-buffer "*cairn proposal*") (kill-buffer "*cairn proposal*"))
+        (cairn-test--press "F")
+        (should cairn-cockpit--follow)
+        (cairn-test--goto-row (car (last pending)))
+        (run-hooks 'post-command-hook)
+        (cairn-test--until "the followed proposal"
+                           (lambda () (and (get-buffer "*cairn proposal*")
+                                           (with-current-buffer "*cairn proposal*"
+                                             (equal cairn-proposal--id (car (last pending)))))))
+        (should (eq (current-buffer) (cairn-test--cockpit)))
+        ;; w in the details buffer shows the same evidence
+        (kill-buffer "*cairn evidence*")
+        (save-selected-window
+          (with-current-buffer "*cairn proposal*"
+            (call-interactively (key-binding "w"))))
+        (with-current-buffer "*cairn evidence*"
+          (should (string-match-p (concat "^evidence of " (regexp-quote (car (last pending)))) (buffer-string)))
+          (should (string-match-p "^  turns: t-[0-9a-f]+" (buffer-string))))
+        (cairn-test--press "F")
+        (should-not cairn-cockpit--follow)
+        ;; a in the overview accepts the pending proposal at point; the counts follow
+        (cairn-test--goto-row (car pending))
+        (cairn-test--press "a")
+        (should (string-match-p (format "^Pending (%d)$" (1- (length pending))) (buffer-string)))
+        (should (string-match-p "^Recently decided (2)$" (buffer-string)))
+        ;; g keeps the overview; TAB outside leaves it for the tables
+        (cairn-test--press "g")
+        (should (equal cairn-cockpit--view "overview"))
+        (call-interactively #'cairn-cockpit-next-view)
+        (should (equal cairn-cockpit--view "candidates"))
+        (cairn-test--press "TAB")
+        (should (equal cairn-cockpit--view "memories"))))))
+
 (provide 'cairn-test)
 ;;; cairn-test.el ends here

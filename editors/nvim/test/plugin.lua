@@ -1,7 +1,9 @@
 -- Headless test of the plugin layout (plugin/cairn.lua, lua/cairn/, doc/)
 -- against the real `cairn serve`, in a fresh repository with no memory file
--- open: commands, the cockpit, refreshes, :CairnUndo, edit before accept,
--- :checkhealth cairn and :help cairn.
+-- open: commands, the cockpit, refreshes, the silent reload of a buffer opened
+-- before its file existed, :CairnUndo, edit before accept with its live check
+-- (cairn/checkEdited), the messages of reviews and decisions, :checkhealth
+-- cairn and :help cairn.
 --
 --   nvim --headless --clean -u NONE -c "luafile editors/nvim/test/plugin.lua"
 --
@@ -116,11 +118,31 @@ local function main()
   wait_for("cairn/proposal", function() return proposal ~= nil end)
   local target = ws .. "/" .. proposal.target
   local before = read(target)
+  check(before == nil, "%s exists before its proposal is accepted", proposal.target)
+  -- the new topic's file is open in a buffer (in another window) before it exists: once the accept
+  -- creates it, the buffer holds its text, without the W13 "created after editing started" dialog
+  vim.cmd("split " .. vim.fn.fnameescape(target))
+  local topic_buf, topic_win = vim.api.nvim_get_current_buf(), vim.api.nvim_get_current_win()
+  vim.cmd("wincmd p")
+  check(vim.api.nvim_get_current_buf() == cockpit, "not back in the cockpit")
+  vim.v.warningmsg = ""
   vim.api.nvim_win_set_cursor(0, { line_of(cockpit, first), 0 })
   vim.cmd("normal a")
   wait_for("the accept's message", function() return notified("^cairn: accepted: " .. first .. " applied") end)
   local after = read(target)
   check(after ~= nil and after ~= before, "accepting from the cockpit left %s unchanged", proposal.target)
+  wait_for("the open buffer of the new topic to hold its text", function()
+    return vim.api.nvim_buf_is_valid(topic_buf)
+      and table.concat(vim.api.nvim_buf_get_lines(topic_buf, 0, -1, false), "\n") .. "\n" == after
+  end)
+  check(not vim.bo[topic_buf].modified, "the reloaded buffer is modified")
+  check(not vim.v.warningmsg:find("W13", 1, true), "the reload warned: %s", vim.v.warningmsg)
+  vim.cmd("checktime") -- nothing is left for Neovim to ask about either
+  check(not vim.v.warningmsg:find("W1", 1, true), "checktime after the reload warned: %s", vim.v.warningmsg)
+  check(table.concat(vim.api.nvim_buf_get_lines(topic_buf, 0, -1, false), "\n") .. "\n" == after,
+    "checktime changed the reloaded buffer")
+  vim.api.nvim_win_close(topic_win, false)
+  vim.api.nvim_set_current_buf(cockpit)
   write(out .. "/accepted-target", proposal.target)
   -- the views follow: the cockpit, the statusline and the quickfix list
   wait_for("the cockpit to drop the accepted row", function() return line_of(cockpit, first) == nil end)
@@ -149,9 +171,52 @@ local function main()
   wait_for("the edit buffer", function() return vim.api.nvim_buf_get_name(0) == "cairn://edit/" .. second end)
   local edit = vim.api.nvim_get_current_buf()
   check(vim.bo[edit].buftype == "acwrite", "the edit buffer's buftype is %s", vim.bo[edit].buftype)
+  -- the live check (cairn/checkEdited): the index line the accept writes follows the edited name, and
+  -- front matter the accept would refuse is a diagnostic on its line
+  local cockpit_mod = require("cairn.cockpit")
+  local function index_shown()
+    local marks = vim.api.nvim_buf_get_extmarks(edit, cockpit_mod.index_ns, 0, -1, { details = true })
+    local shown = {}
+    for _, mark in ipairs(marks) do
+      for _, chunk in ipairs(mark[4].virt_text or {}) do
+        table.insert(shown, chunk[1])
+      end
+    end
+    return table.concat(shown, "")
+  end
+  local function line_starting(prefix)
+    for i, line in ipairs(vim.api.nvim_buf_get_lines(edit, 0, -1, false)) do
+      if line:sub(1, #prefix) == prefix then
+        return i
+      end
+    end
+  end
+  wait_for("the index line of the edit", function() return index_shown():find("MEMORY.md: - [", 1, true) end)
+  local name_line = check(line_starting("name:"), "no name: line in the edit buffer")
+  local desc_line = check(line_starting("description:"), "no description: line in the edit buffer")
+  vim.api.nvim_buf_set_lines(edit, name_line - 1, name_line, false, { "name: CI cache key" })
+  wait_for("the index line to follow the edited name", function()
+    return index_shown():find("MEMORY.md: - [CI cache key](", 1, true)
+  end)
+  local description = vim.api.nvim_buf_get_lines(edit, desc_line - 1, desc_line, false)[1]
+  vim.api.nvim_buf_set_lines(edit, desc_line - 1, desc_line, false, { "description: use: the lockfile hash" })
+  local function front_matter_diagnostics()
+    return vim.tbl_filter(function(d) return d.code == "E_TOPIC_FRONT_MATTER" end, vim.diagnostic.get(edit))
+  end
+  wait_for("a diagnostic for the broken front matter", function() return #front_matter_diagnostics() == 1 end)
+  local problem = front_matter_diagnostics()[1]
+  check(problem.severity == vim.diagnostic.severity.ERROR and problem.message:find("E_TOPIC_FRONT_MATTER", 1, true)
+    and problem.lnum >= name_line - 1, "the front matter diagnostic: %s", vim.inspect(problem))
+  vim.api.nvim_buf_set_lines(edit, desc_line - 1, desc_line, false, { description })
+  wait_for("the diagnostic to go once the front matter is fixed", function()
+    return #vim.diagnostic.get(edit) == 0
+  end)
+  check(index_shown():find("[CI cache key](", 1, true), "the index line lost the edited name: %s", index_shown())
   vim.api.nvim_buf_set_lines(edit, -1, -1, false, { "", "Edited in Neovim." })
   vim.cmd("write")
   wait_for("the edited accept", function() return notified("^cairn: accepted as edited: ") end)
+  check((read(ws .. "/.agents/memory/MEMORY.md") or ""):find("[CI cache key](", 1, true),
+    "MEMORY.md lacks the edited name")
   local edited_target = nil
   for _, row in ipairs(require("cairn.commands").rows_sync("history", ws)) do
     if row.state == "applied" and row.id ~= first then
@@ -269,6 +334,38 @@ local function main()
     write(out .. "/cockpit-" .. key, shown)
   end
   check(buffer_has(cockpit, "the-ci-cache-is-keyed"), "Memories lacks the edited topic")
+
+  -- messages: a review is queued (not "done"), decisions through the Lua API name their ids
+  clear(messages)
+  cairn.command("cairn.review", {})
+  wait_for("the review's message", function() return notified("^cairn: review queued") end)
+  vim.cmd("CairnReview")
+  wait_for(":CairnReview's message", function()
+    return #vim.tbl_filter(function(m) return m:match("^cairn: review queued") ~= nil end, messages) == 2
+  end)
+  cairn.command("cairn.reject", { ids = { third } })
+  wait_for("the API reject's message", function() return notified("^cairn: rejected: " .. third .. " rejected") end)
+  cairn.command("cairn.unreject", { ids = { third } })
+  wait_for("the API unreject's message", function()
+    return notified("^cairn: rejection taken back: " .. third .. " pending")
+  end)
+  check(not notified(" done$"), "a message says done: %s", vim.inspect(messages))
+  -- the queued reviews finish before the server stops
+  local idle = false
+  local function poll()
+    cairn.request("cairn/jobs", {}, function(e, answer)
+      local busy = vim.tbl_filter(function(job)
+        return job.kind == "review" and (job.state == "idle" or job.state == "running")
+      end, type(answer) == "table" and answer.jobs or {})
+      if e == nil and #busy == 0 then
+        idle = true
+      else
+        vim.defer_fn(poll, 100)
+      end
+    end)
+  end
+  poll()
+  wait_for("the reviews to finish", function() return idle end)
 
   -- :checkhealth cairn
   vim.cmd("checkhealth cairn")

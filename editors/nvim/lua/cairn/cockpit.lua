@@ -381,9 +381,117 @@ function M.show_diff(result, root)
   return buf
 end
 
+-- Edit buffers: buf -> { seq = the last check sent, timer = the debounce timer }
+local edits = {}
+M.CHECK_DELAY = 300 -- ms without a change before the edit buffer is checked again
+M.check_ns = vim.api.nvim_create_namespace("cairn-edit-check") -- the diagnostics of the check
+M.index_ns = vim.api.nvim_create_namespace("cairn-edit-index") -- the index lines shown
+
+local function one_line(value)
+  return (tostring(value):gsub("[%c]", " "))
+end
+
+local function present(value)
+  return value ~= nil and value ~= vim.NIL
+end
+
+--- The index lines an accept of the edited text writes, as shown in the edit
+--- buffer: "MEMORY.md: - [Name](file.md) - description" for an entry
+--- written, "MEMORY.md: removes - …" for one removed; unchanged ones are left out.
+function M.index_lines(index)
+  local out = {}
+  for _, e in ipairs(type(index) == "table" and index or {}) do
+    local before, after = present(e.before) and e.before or nil, present(e.after) and e.after or nil
+    if before ~= after then
+      local where = base(e.index)
+      table.insert(out, where .. ": " .. (after and one_line(after) or ("removes " .. one_line(before))))
+    end
+  end
+  return out
+end
+
+-- Show `index` (the index lines the accept writes) at the end of the edit buffer's first line.
+local function show_index(buf, index)
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local lines = M.index_lines(index)
+  vim.api.nvim_buf_clear_namespace(buf, M.index_ns, 0, -1)
+  vim.api.nvim_buf_set_var(buf, "cairn_index", lines)
+  if #lines > 0 then
+    vim.api.nvim_buf_set_extmark(buf, M.index_ns, 0, 0, {
+      virt_text = { { "  " .. table.concat(lines, "  |  "), "Comment" } },
+      virt_text_pos = "eol",
+    })
+  end
+end
+
+local function edit_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. (vim.bo[buf].eol and "\n" or "")
+end
+
+--- Check the text of edit buffer `buf` (proposal `id` of `root`) as the
+--- accept would (`cairn/checkEdited`, asynchronous): its problems become
+--- diagnostics (code E_TOPIC_FRONT_MATTER on the line of broken front
+--- matter), its index lines are shown.  An answer to an older text is dropped.
+function M.check_edit(buf, root, id)
+  local st = edits[buf]
+  if not st or not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  st.seq = st.seq + 1
+  local seq = st.seq
+  lsp.request(root, "cairn/checkEdited", { id = id, text = edit_text(buf) }, function(err, result)
+    if edits[buf] ~= st or st.seq ~= seq or not vim.api.nvim_buf_is_valid(buf) then
+      return
+    end
+    local diagnostics = {}
+    if err then
+      table.insert(diagnostics, { lnum = 0, col = 0, severity = vim.diagnostic.severity.WARN, source = "cairn",
+        message = "cairn/checkEdited: " .. config.error_text(err) })
+    else
+      local last = vim.api.nvim_buf_line_count(buf)
+      for _, p in ipairs(type(result) == "table" and type(result.problems) == "table" and result.problems or {}) do
+        local line = math.min(math.max(tonumber(p.line) or 1, 1), last)
+        table.insert(diagnostics, { lnum = line - 1, col = 0, severity = vim.diagnostic.severity.ERROR,
+          source = "cairn", code = p.code, message = tostring(p.code) .. ": " .. one_line(p.message or "") })
+      end
+      if type(result) == "table" then
+        show_index(buf, result.index)
+      end
+    end
+    vim.diagnostic.set(M.check_ns, buf, diagnostics)
+    st.checked = seq
+  end)
+end
+
+-- Check edit buffer `buf` again once its text stopped changing for M.CHECK_DELAY ms.
+local function schedule_check(buf, root, id)
+  local st = edits[buf]
+  if not st then
+    return
+  end
+  st.timer = st.timer or vim.loop.new_timer()
+  st.timer:stop()
+  st.timer:start(M.CHECK_DELAY, 0, vim.schedule_wrap(function()
+    M.check_edit(buf, root, id)
+  end))
+end
+
+local function forget_edit(buf)
+  local st = edits[buf]
+  edits[buf] = nil
+  if st and st.timer then
+    st.timer:stop()
+    st.timer:close()
+  end
+end
+
 --- Edit before accept: open pending proposal `id`'s new content in a
 --- `cairn://edit/ID` buffer; `:w` (or `ZA`) accepts the edited text,
---- `ZQ` abandons it.  `on_open(buf)` once it shows.
+--- `ZQ` abandons it.  While you edit, the server checks the text as the
+--- accept would (front matter problems as diagnostics) and the end of the
+--- first line shows the index line the accept writes.  `on_open(buf)` once it shows.
 function M.edit(root, id, on_open)
   lsp.request(root, "cairn/proposal", { id = id }, function(err, result)
     if err then
@@ -403,7 +511,7 @@ function M.edit(root, id, on_open)
     vim.bo[buf].modified = false
     vim.api.nvim_buf_set_var(buf, "cairn_proposal", id)
     local function submit()
-      local body = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") .. (vim.bo[buf].eol and "\n" or "")
+      local body = edit_text(buf)
       commands.accept_edited(root, id, body, function(e)
         if not e and vim.api.nvim_buf_is_valid(buf) then
           vim.bo[buf].modified = false
@@ -420,6 +528,25 @@ function M.edit(root, id, on_open)
     end
     vim.api.nvim_create_autocmd("BufWriteCmd", { buffer = buf, callback = submit })
     vim.keymap.set("n", "ZA", submit, { buffer = buf, silent = true })
+    -- the live check: at once, then after every change (debounced); any change, typed or by a script
+    forget_edit(buf)
+    edits[buf] = { seq = 0 }
+    show_index(buf, result.edit.index)
+    vim.api.nvim_buf_attach(buf, false, {
+      on_lines = function()
+        if not edits[buf] then
+          return true -- detach
+        end
+        schedule_check(buf, root, id)
+      end,
+      on_detach = function()
+        forget_edit(buf)
+      end,
+    })
+    vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function()
+      forget_edit(buf)
+    end })
+    M.check_edit(buf, root, id)
     vim.api.nvim_echo({ { string.format("cairn: editing %s (%s): :w or ZA accepts this text, ZQ abandons it", id,
       tostring(result.edit.path or "?")) } }, false, {})
     if on_open then

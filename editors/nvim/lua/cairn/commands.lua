@@ -130,17 +130,55 @@ local function is_under(path, ws)
   return path == ws or path:sub(1, #ws + 1) == ws .. "/"
 end
 
+-- Whether buffer `buf`'s text differs from the bytes of its file `path` (a file that cannot be read: no).
+local function differs(buf, path)
+  local f = io.open(path, "rb")
+  if not f then
+    return false
+  end
+  local data = f:read("*a")
+  f:close()
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  if vim.bo[buf].eol then
+    text = text .. "\n"
+  end
+  return text ~= data
+end
+
+-- Reload unmodified buffer `buf` from its file, silently: `:edit!` in the buffer (no W13 "file has been
+-- created after editing started" dialog for a buffer opened before its file existed, no W11 either).
+local function reload_buf(buf)
+  return pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd("silent keepalt keepjumps edit!")
+  end)
+end
+M.reload_buf = reload_buf
+
 --- Reload the buffers of `ws` whose files a decision rewrote or removed
---- (unmodified buffers only; a modified one is left alone).  Returns the
---- names of the files that no longer exist.
-function M.reload(ws)
-  local gone = {}
+--- (unmodified buffers only; a modified one keeps the user's text, and an
+--- accept over it is refused by the server).  `written`: the files the
+--- decision wrote (workspace-relative or absolute), when known.  A written
+--- file, or a memory file whose text differs from the disk, is reloaded with
+--- `:edit!` (silently, also when the file did not exist when the buffer was
+--- opened); other buffers get `:checktime`.  Returns the names of the files
+--- that no longer exist.
+function M.reload(ws, written)
+  local gone, wrote = {}, {}
+  for _, path in ipairs(type(written) == "table" and written or {}) do
+    if type(path) == "string" then
+      wrote[path:sub(1, 1) == "/" and path or (ws .. "/" .. path)] = true
+    end
+  end
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     local name = vim.api.nvim_buf_get_name(buf)
     if vim.api.nvim_buf_is_loaded(buf) and name ~= "" and vim.bo[buf].buftype == "" and is_under(name, ws) then
       if vim.loop.fs_stat(name) then
         if not vim.bo[buf].modified then
-          pcall(vim.cmd, "checktime " .. buf)
+          if wrote[name] or (config.is_memory_file(name) and differs(buf, name)) then
+            reload_buf(buf)
+          else
+            pcall(vim.cmd, "checktime " .. buf)
+          end
         end
       elseif not vim.bo[buf].modified then
         -- the decision removed the file (an undo of a new topic): its buffer goes too
@@ -155,24 +193,65 @@ end
 local VERBS = { ["cairn.accept"] = "accepted", ["cairn.reject"] = "rejected", ["cairn.undo"] = "undone",
   ["cairn.acceptEdited"] = "accepted as edited", ["cairn.unreject"] = "rejection taken back" }
 
---- After a decision on `ws`: reload its buffers, say what happened, refresh the views.
-function M.after_decision(ws, command, answer)
-  local result = type(answer) == "table" and answer.result or {}
-  local decisions = type(result) == "table" and (result.decisions or (result.id and { result })) or {}
-  local gone = M.reload(ws)
+-- The decisions of a decision command's answer ({status, result = {decisions} or one decision}), or {}.
+local function decisions_of(answer)
+  local result = type(answer) == "table" and answer.result or nil
+  if type(result) ~= "table" then
+    return {}
+  end
+  if type(result.decisions) == "table" then
+    return result.decisions
+  end
+  return result.id and { result } or {}
+end
+
+--- The files the decisions of `answer` wrote (workspace-relative).
+function M.written(answer)
+  local out = {}
+  for _, d in ipairs(decisions_of(answer)) do
+    for _, path in ipairs(type(d.written) == "table" and d.written or {}) do
+      table.insert(out, path)
+    end
+  end
+  return out
+end
+
+--- The ids a decision command's argument names (`ids`, or `id`), or {}.
+function M.ids_of(argument)
+  if type(argument) ~= "table" then
+    return {}
+  end
+  if type(argument.ids) == "table" then
+    return argument.ids
+  end
+  return argument.id and { argument.id } or {}
+end
+
+--- What a decision did, for the user: "accepted: p1 applied (.agents/memory/x.md)".  `ids`: the ids asked
+--- for, named when the answer lists no decision.
+function M.decision_message(command, answer, ids)
   local parts = {}
-  for _, d in ipairs(decisions) do
+  for _, d in ipairs(decisions_of(answer)) do
     local text = tostring(d.id) .. (d.changed == false and (" was " .. tostring(d.state) .. " already")
       or (" " .. tostring(d.state)))
     if type(d.written) == "table" and #d.written > 0 then
       text = text .. " (" .. table.concat(d.written, ", ") .. ")"
     end
-    if d.supersedes then
-      text = text .. ", replacing " .. tostring(d.supersedes)
+    if type(d.supersedes) == "string" then
+      text = text .. ", replacing " .. d.supersedes
     end
     table.insert(parts, text)
   end
-  local msg = (VERBS[command] or command) .. ": " .. (#parts > 0 and table.concat(parts, "; ") or "done")
+  if #parts == 0 and ids and #ids > 0 then
+    parts = { table.concat(vim.tbl_map(tostring, ids), ", ") }
+  end
+  return (VERBS[command] or command) .. ": " .. (#parts > 0 and table.concat(parts, "; ") or "nothing decided")
+end
+
+--- After a decision on `ws` (`ids` asked for): reload its buffers, say what happened, refresh the views.
+function M.after_decision(ws, command, answer, ids)
+  local gone = M.reload(ws, M.written(answer))
+  local msg = M.decision_message(command, answer, ids)
   if #gone > 0 then
     msg = msg .. "; removed " .. table.concat(gone, ", ")
   end
@@ -180,13 +259,22 @@ function M.after_decision(ws, command, answer)
   status().schedule(ws)
 end
 
+--- What a command other than a decision did, for the user (`cairn.review` is queued, not done).
+function M.command_message(name, answer)
+  if name == "cairn.review" then
+    return "review queued" .. (type(answer) == "table" and type(answer.jobId) == "string"
+      and (" (" .. answer.jobId .. ")") or "") .. "; its proposals show when it finishes"
+  end
+  return name .. " done"
+end
+
 --- The callback of a decision command: the error shown, or the views refreshed; then `on_done`.
-local function decided(ws, name, on_done)
+local function decided(ws, name, ids, on_done)
   return function(err, answer)
     if err then
       err_notify(err)
     else
-      M.after_decision(ws, name, answer)
+      M.after_decision(ws, name, answer, ids)
     end
     if on_done then
       on_done(err, answer)
@@ -200,12 +288,13 @@ function M.decide(ws, action, ids, on_done)
   if action == "undo" then
     argument = { id = ids[1] }
   end
-  return M.execute(ws, name, argument, decided(ws, name, on_done))
+  return M.execute(ws, name, argument, decided(ws, name, ids, on_done))
 end
 
 --- Accept `id` with `text` instead of its proposed content (edit before accept).
 function M.accept_edited(ws, id, text, on_done)
-  return M.execute(ws, "cairn.acceptEdited", { id = id, text = text }, decided(ws, "cairn.acceptEdited", on_done))
+  return M.execute(ws, "cairn.acceptEdited", { id = id, text = text },
+    decided(ws, "cairn.acceptEdited", { id }, on_done))
 end
 
 local function confirm_reject(rows, on_yes)
@@ -372,8 +461,7 @@ function M.review()
     if err then
       return err_notify(err)
     end
-    config.notify("review queued" .. (type(answer) == "table" and answer.jobId and (" (" .. answer.jobId .. ")") or "")
-      .. "; its proposals show when it finishes")
+    config.notify(M.command_message("cairn.review", answer))
   end)
 end
 

@@ -37,17 +37,18 @@ function M.notify(method, params, bufnr)
 end
 
 local DECISIONS = { ["cairn.accept"] = true, ["cairn.reject"] = true, ["cairn.undo"] = true,
-  ["cairn.acceptEdited"] = true }
+  ["cairn.acceptEdited"] = true, ["cairn.unreject"] = true }
 
 --- Run cairn command `name` with its single argument object.  Without
---- `on_result` the outcome is shown, and after a decision the workspace's
---- buffers are reloaded and the views refreshed.
+--- `on_result` the outcome is shown (a decision names its ids and their
+--- state; `cairn.review` says it is queued), and after a decision the
+--- workspace's buffers are reloaded and the views refreshed.
 function M.command(name, argument, on_result, bufnr)
   local ws = root_of(bufnr)
   return commands.execute(ws, name, argument or {}, function(err, result)
     if on_result then
       if not err and DECISIONS[name] then
-        commands.reload(ws)
+        commands.reload(ws, commands.written(result))
         status.schedule(ws)
       end
       return on_result(err, result)
@@ -55,9 +56,9 @@ function M.command(name, argument, on_result, bufnr)
     if err then
       config.notify(config.error_text(err), vim.log.levels.ERROR)
     elseif DECISIONS[name] then
-      commands.after_decision(ws, name, result)
+      commands.after_decision(ws, name, result, commands.ids_of(argument))
     elseif name ~= "cairn.drainBacklog" then
-      config.notify(name .. " done")
+      config.notify(commands.command_message(name, result))
     end
   end)
 end

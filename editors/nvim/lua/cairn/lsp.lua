@@ -135,8 +135,11 @@ local function client_config(root)
           config.notify(config.error_text(err), vim.log.levels.ERROR)
         elseif command == "cairn.showProposal" then
           require("cairn.cockpit").show_diff(result, root)
-        elseif command == "cairn.accept" or command == "cairn.reject" or command == "cairn.undo" then
-          require("cairn.commands").after_decision(root, command, result)
+        elseif command == "cairn.accept" or command == "cairn.reject" or command == "cairn.undo"
+            or command == "cairn.unreject" or command == "cairn.acceptEdited" then
+          local commands = require("cairn.commands")
+          local arguments = ctx.params and ctx.params.arguments
+          commands.after_decision(root, command, result, commands.ids_of(type(arguments) == "table" and arguments[1]))
         end
       end,
     },
