@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.server.lsp import memory_docs
 from cairn.server.lsp.features.context import LOG_WARNING
+from cairn.server.lsp.features.status import signature
 
 if TYPE_CHECKING:
     from cairn.server.lsp.service import CairnService
@@ -71,6 +72,8 @@ class Documents:
         self.saved: dict[str, str | None] = {}
         #: uri of an open instruction file -> agents in use it would wire that do not read the memory
         self.unwired: dict[str, list[str]] = {}
+        #: uri -> the proposals' and decisions' folders as they looked when its diagnostics were published
+        self.published_at: dict[str, Any] = {}
 
     async def did_open(self, uri: str) -> None:
         text = self.service.client.document_text(uri)
@@ -86,6 +89,7 @@ class Documents:
     def did_close(self, uri: str) -> None:
         self.saved.pop(uri, None)
         self.unwired.pop(uri, None)
+        self.published_at.pop(uri, None)
         if self.open.pop(uri, None) is not None:
             self.service.client.publish_diagnostics(uri, [])
 
@@ -124,7 +128,7 @@ class Documents:
             return []
         ws, path = found
         cached = self.open.get(uri)
-        if cached and self.service.status.changed_since(ws):
+        if cached and (self.service.status.changed_since(ws) or self.published_at.get(uri) != signature(ws)[1:3]):
             # the CLI or another editor added or decided proposals: fresh diagnostics and actions
             await self.service.status.refresh_now(ws)
             await self.republish(ws)
@@ -159,6 +163,9 @@ class Documents:
 
     def _publish(self, uri: str, ws: str, proposals: list[dict[str, Any]]) -> None:
         self.open[uri] = (ws, proposals)
+        # a code action compares with it: a snapshot refreshed meanwhile (the republish it started may
+        # still be on its way) must not leave this document's actions as they were
+        self.published_at[uri] = signature(ws)[1:3]
         text = self.service.client.document_text(uri)
         lines = len(text.splitlines()) if text else 0
         self.service.client.publish_diagnostics(uri, memory_docs.diagnostics(proposals, lines)
