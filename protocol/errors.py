@@ -77,6 +77,7 @@ class ErrorCode(enum.StrEnum):
     INDEX_ENTRY_INVALID = "E_INDEX_ENTRY_INVALID"  # an index edit that is not one well-formed entry line
     INDEX_FULL = "E_INDEX_FULL"  # the index would cross its budget (indexMaxLines / indexMaxBytes: what agents load)
     TOPIC_FRONT_MATTER = "E_TOPIC_FRONT_MATTER"  # missing or invalid YAML front matter of a topic
+    TOPIC_STALE = "E_TOPIC_STALE"  # confirming a topic the last verification marked stale (what it cites changed)
     MEMORY_NOT_TEXT = "E_MEMORY_NOT_TEXT"  # a memory or instruction file that is not UTF-8 text
     AGENT_NOT_IN_USE = "E_AGENT_NOT_IN_USE"  # `cairn agents wire AGENT`: no session of it here, none of its files
     HOOK_PAYLOAD_INVALID = "E_HOOK_PAYLOAD_INVALID"  # `cairn hook AGENT`: stdin is not that agent's hook payload

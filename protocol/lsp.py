@@ -35,6 +35,7 @@ JOBS = "cairn/jobs"
 PROPOSAL = "cairn/proposal"
 JOURNAL = "cairn/journal"  # the public journal's digests (notes, turn ids), newest first
 CHECK_EDITED = "cairn/checkEdited"  # edit before accept: the edited text's problems and index lines
+EVIDENCE = "cairn/evidence"  # a proposal's digests, notes and cited turns' text (for its user's own editor)
 
 # workspace/executeCommand commands
 CMD_DRAIN = "cairn.drainBacklog"
@@ -52,6 +53,9 @@ CMD_ACCEPT_EDITED = "cairn.acceptEdited"  # edit before accept: the user's versi
 CMD_SHOW_PROPOSAL = "cairn.showProposal"  # the "show diff" code action (same result as cairn/proposal)
 CMD_REMEMBER = "cairn.remember"
 CMD_WIRE_AGENTS = "cairn.wireAgents"  # the code action on an instruction file: ``agents wire`` proposals
+CMD_VERIFY = "cairn.verify"  # ``cairn verify``: recheck citations, mark stale topics, propose updates/retirements
+CMD_RETIRE_TOPIC = "cairn.retireTopic"  # the Memories view: propose one topic's retirement
+CMD_CONFIRM_TOPIC = "cairn.confirmTopic"  # the Memories view: one topic is still true (not due any more)
 
 SESSION_EVENT_KINDS = ("compaction", "clear", "session-end")
 COCKPIT_VIEWS = ("candidates", "memories", "history", "overview")
@@ -199,6 +203,14 @@ class WireAgentsParams:
     """``cairn.wireAgents``: the agents to wire (names of ``cairn agents``; none: every agent in use)."""
 
     agents: tuple[str, ...] = ()
+    workspace: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TopicParams:
+    """``cairn.retireTopic`` / ``cairn.confirmTopic``: a topic file, workspace-relative as the Memories view lists it."""
+
+    file: str = attrs.field(validator=_nonempty)
     workspace: str | None = None
 
 

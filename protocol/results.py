@@ -400,6 +400,35 @@ class AgentsWireResult:
     indexExists: bool
 
 
+# -- one memory topic, at the user's word ---------------------------------------------------------
+
+
+@record("topic-args", version=1)
+class TopicArgs:
+    """``memory-retire`` / ``memory-confirm``: the topic file, workspace-relative (as ``cairn memory`` lists it)."""
+
+    file: str
+
+
+@record("topic-retired", version=1)
+class TopicRetired:
+    """The retirement proposal of the chosen topic (``new`` false: the same one was pending already)."""
+
+    file: str
+    proposal: str
+    new: bool
+
+
+@record("topic-confirmed", version=1)
+class TopicConfirmed:
+    """The date the chosen topic was confirmed still true (its mark in private state), and the pending
+    "revalidate or retire" proposals of it this rejected."""
+
+    file: str
+    confirmed: str
+    rejected: tuple[str, ...] = ()
+
+
 # -- the tables -----------------------------------------------------------------------------------
 
 #: job kind -> its argument record (jobs not named take no arguments, or still plain ones)
@@ -418,6 +447,8 @@ ARGS: dict[str, type] = {
     "accept-edited": AcceptEditedArgs,
     "remember": RememberArgs,
     "agents-wire": AgentsWireArgs,
+    "memory-retire": TopicArgs,
+    "memory-confirm": TopicArgs,
 }
 
 #: job kind -> its result record
@@ -439,6 +470,8 @@ RESULTS: dict[str, type] = {
     "accept-edited": Decision,
     "remember": RememberResult,
     "agents-wire": AgentsWireResult,
+    "memory-retire": TopicRetired,
+    "memory-confirm": TopicConfirmed,
 }
 
 

@@ -49,6 +49,8 @@ REGISTRY: dict[str, str] = {
     "memory": "cairn.worker.memory.jobs:job_memory",
     "verify": "cairn.worker.memory.jobs:job_verify",
     "verify-idle": "cairn.worker.memory.jobs:job_verify_idle",
+    "memory-retire": "cairn.worker.memory.jobs:job_memory_retire",
+    "memory-confirm": "cairn.worker.memory.jobs:job_memory_confirm",
     "cockpit": "cairn.worker.memory.jobs:job_cockpit",
     "agents": "cairn.worker.jobs.agents:job_agents",
     "agents-wire": "cairn.worker.jobs.agents:job_wire",

@@ -83,6 +83,11 @@ knowledge again."
 (defvar-local cairn-cockpit--back nil "Views l returns to, most recent first.")
 (defvar-local cairn-cockpit--sorts nil "Alist (VIEW . SORT-KEY): the sort of each view.")
 (defvar-local cairn-cockpit--marks nil "Ids of the marked proposals.")
+(defvar-local cairn-cockpit--flags nil
+  "The flagged rows, newest first: (ID CHAR VIEW ACTION) each.
+CHAR is the tag shown (?A, ?R, ?U), VIEW the table view of the row
+\(\"candidates\" or \"history\") and ACTION what x runs: \"accept\",
+\"reject\", \"undo\" or \"unreject\".")
 (defvar-local cairn-cockpit--status nil "Last `cairn/status' answer.")
 (defvar-local cairn-cockpit--state "starting" "Connection / refresh state for the header line.")
 (defvar-local cairn-cockpit--server-name "cairn" "Server name and version for the header line.")
@@ -113,12 +118,14 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
     (define-key map "g" #'revert-buffer)
     (define-key map "\r" #'cairn-cockpit-act)
     (define-key map "i" #'cairn-cockpit-info)
-    (define-key map "a" #'cairn-cockpit-accept)
-    (define-key map "r" #'cairn-cockpit-reject)
-    (define-key map "u" #'cairn-cockpit-undo)
+    (define-key map "a" #'cairn-cockpit-flag-accept)
+    (define-key map "r" #'cairn-cockpit-flag-reject)
+    (define-key map "u" #'cairn-cockpit-flag-undo)
     (define-key map "m" #'cairn-cockpit-mark)
     (define-key map "U" #'cairn-cockpit-unmark-all)
     (define-key map "x" #'cairn-cockpit-execute)
+    (define-key map "c" #'cairn-cockpit-flag-confirm)
+    (define-key map "V" #'cairn-cockpit-verify)
     (define-key map "e" #'cairn-cockpit-edit)
     (define-key map "d" #'cairn-cockpit-diff)
     (define-key map "\t" #'cairn-cockpit-tab)
@@ -137,16 +144,18 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
 (defconst cairn-cockpit--keys
   '(("RET" . "act on the row: details and diff / visit the memory file / show the decision")
     ("i" . "info panel for the row")
-    ("a" . "accept the proposal(s): marked rows, else the region, else the row; History: accept an undone one again")
-    ("r" . "reject the proposal(s), after confirmation (remembered by later reviews; u in History takes it back)")
-    ("e" . "edit the proposed text, then C-c C-c accepts the edited version")
-    ("m" . "mark the proposal (Candidates); m again unmarks it, U unmarks all")
-    ("x" . "accept or reject the marked proposals")
-    ("u" . "History: undo the decision at point, after confirmation (an accept is undone, a rejection taken back)")
+    ("a" . "flag A (accept): marked rows, else the region, else the row; History: an undone one, accepted again")
+    ("r" . "flag R (reject): marked rows, else the region, else the row (u in History takes a rejection back); Memories: retire the topic")
+    ("u" . "flag U (undo), History: an accept is undone, a rejection taken back; a, r, u again clear the flag")
+    ("x" . "execute every flag after one confirmation (Accept 2, reject 1, undo 1?); no flags: the marked rows")
+    ("e" . "edit the proposed text, then C-c C-c accepts the edited version; Memories: edit the topic file")
+    ("c" . "flag C (confirm), Memories: the topic is still true, no longer due for revalidation")
+    ("V" . "verify: recheck what every topic cites; stale ones get update or retirement proposals")
+    ("m" . "mark the proposal (Candidates) for a, r or x; m again unmarks it, U clears every mark and flag")
     ("d" . "show the diff in a diff-mode buffer (a / r work there too)")
     ("TAB" . "next table view; S-TAB previous; v choose a view; l back; Overview: fold the section, show the diff")
     ("o" . "the overview: Pending by topic, Stale memories, Recently decided, Jobs, Live sessions")
-    ("w" . "why: the proposal's evidence, the journal's digest notes and their turns")
+    ("w" . "why: the proposal's evidence, the journal's digest notes and their turns' text")
     ("F" . "follow mode: the details window shows the row at point (C-c C-f too)")
     ("D" . "drain the backlog now (progress in the mode line)")
     ("g" . "refresh (the sort and the row stay)")
@@ -163,6 +172,7 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
         tabulated-list-padding 2)
   (setq-local revert-buffer-function #'cairn-cockpit--revert)
   (setq header-line-format '(:eval (cairn-cockpit--header)))
+  (setq mode-line-process '(:eval (cairn-cockpit--mode-line)))
   (add-hook 'cairn-workspace-changed-functions #'cairn-cockpit-refresh-all)
   (add-hook 'window-size-change-functions #'cairn-cockpit--resized nil t)
   (cairn-cockpit--arm-poll))
@@ -174,8 +184,11 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
       (when (and (equal cairn-cockpit--view "overview") cairn-cockpit--overview)
         (cairn-cockpit--redraw))
       (unless (or (null tabulated-list-entries) (equal format tabulated-list-format))
-        (let ((place (cairn-cockpit--place)))
-          (setq tabulated-list-format format)
+        (let ((place (cairn-cockpit--place))
+              (view cairn-cockpit--view))
+          (setq tabulated-list-format format
+                tabulated-list-entries (mapcar (lambda (e) (list (car e) (cairn-cockpit--columns view (car e) format)))
+                                               tabulated-list-entries))
           (tabulated-list-init-header)
           (tabulated-list-print)
           (cairn-cockpit--tag-marks)
@@ -243,32 +256,88 @@ cost when the `prices' setting prices the models used."
           ((< n 1000000) (format "%.1fk" (/ n 1000.0)))
           (t (format "%.1fM" (/ n 1000000.0))))))
 
-(defun cairn-cockpit--header ()
-  "Header line: views and state first (never cut), then counts, identity.
-A narrow window cuts the end of the line: the counts, today's usage and
-the server's identity, never the view or the state."
-  (let* ((st cairn-cockpit--status)
-         (scope (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
-                                           (propertize (format "[%s]" (cairn-cockpit--view-label v))
-                                                       'face 'bold)
+(defun cairn-cockpit--state-text (st)
+  "The state for the header, long and short: (LONG . SHORT), from status ST.
+SHORT is what a narrow window shows: the error's code without its
+reason, \"needs attention: ? j\" without the time of the last update."
+  (let ((attention (cl-some (lambda (k) (and (integerp (plist-get st k)) (> (plist-get st k) 0)))
+                            '(:attention :exhausted))))
+    (cond ((cairn--spinner) (cons (concat "working " (cairn--spinner)) (concat "working " (cairn--spinner))))
+          ((cdar cairn--progress)
+           (let* ((p (cdar cairn--progress))
+                  (text (format "draining%s" (if (nth 2 p) (format " %d%%" (nth 2 p)) ""))))
+             (cons text text)))
+          ((eq (plist-get st :draining) t) (cons "draining" "draining"))
+          ((string-match "\\`error: \\(E_[A-Z_]+\\)" cairn-cockpit--state)
+           (cons cairn-cockpit--state (concat "error: " (match-string 1 cairn-cockpit--state))))
+          (attention (cons (concat cairn-cockpit--state ", needs attention: ? j for the jobs")
+                           "needs attention: ? j"))
+          (t (cons cairn-cockpit--state cairn-cockpit--state)))))
+
+(defun cairn-cockpit--header-width ()
+  "Columns of the window showing the cockpit (the one being drawn), else 80."
+  (let ((win (if (eq (window-buffer) (current-buffer)) (selected-window)
+               (get-buffer-window (current-buffer) t))))
+    (if win (window-total-width win) 80)))
+
+(defun cairn-cockpit--header-split (&optional width)
+  "The header for WIDTH columns and what does not fit it: (HEADER . REST).
+The header starts with the views and the state, never cut: when the
+whole line is wider than WIDTH, the other views show by their initials,
+the state in its short form, and the counts, today's usage and the
+server's identity (with an error's reason) move to REST, for the mode
+line.  REST is nil when everything fits."
+  (let* ((width (or width (cairn-cockpit--header-width)))
+         (st cairn-cockpit--status)
+         (views (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
+                                           (propertize (format "[%s]" (cairn-cockpit--view-label v)) 'face 'bold)
                                          (cairn-cockpit--view-label v)))
                            cairn-cockpit-views " "))
-         (marks (if cairn-cockpit--marks (format " | %d marked" (length cairn-cockpit--marks)) ""))
-         (state (cond ((cairn--spinner) (concat "working " (cairn--spinner)))
-                      ((cdar cairn--progress)
-                       (let ((p (cdar cairn--progress)))
-                         (format "draining%s" (if (nth 2 p) (format " %d%%" (nth 2 p)) ""))))
-                      ((eq (plist-get st :draining) t) "draining")
-                      ((cl-some (lambda (k) (and (integerp (plist-get st k)) (> (plist-get st k) 0)))
-                                '(:attention :exhausted))
-                       (concat cairn-cockpit--state ", needs attention: ? j for the jobs"))
-                      (t cairn-cockpit--state))))
-    (string-replace "%" "%%"
-                    (format " %s%s | %s | %s | %s @ %s"
-                            scope marks state (cairn-cockpit--counts st)
-                            cairn-cockpit--server-name
-                            (if cairn-cockpit--workspace
-                                (abbreviate-file-name cairn-cockpit--workspace) "?")))))
+         (short-views (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
+                                                 (propertize (format "[%s]" (cairn-cockpit--view-label v))
+                                                             'face 'bold)
+                                               (upcase (substring v 0 1))))
+                                 cairn-cockpit-views " "))
+         (state (cairn-cockpit--state-text st))
+         (marks (string-join (delq nil (list (and cairn-cockpit--marks
+                                                  (format "%d marked" (length cairn-cockpit--marks)))
+                                             (and cairn-cockpit--flags
+                                                  (format "%d flagged (x)" (length cairn-cockpit--flags)))))
+                             " | "))
+         (tail (delq nil (list (and (not (string-empty-p marks)) marks)
+                               (cairn-cockpit--counts st)
+                               (format "%s @ %s" cairn-cockpit--server-name
+                                       (if cairn-cockpit--workspace
+                                           (abbreviate-file-name cairn-cockpit--workspace) "?")))))
+         (full (concat " " views " | " (car state) (mapconcat (lambda (p) (concat " | " p)) tail ""))))
+    (if (<= (string-width full) width)
+        (cons full nil)
+      (let* ((head (concat " " (if (<= (+ 4 (string-width views) (string-width (cdr state))) width)
+                                   views short-views)
+                           " | " (cdr state)))
+             (reason (and (not (equal (car state) (cdr state)))
+                          (string-trim (string-remove-prefix (cdr state) (car state)) "[:, ]+")))
+             rest)
+        ;; whole parts that still fit stay in the header (marks first); the others go below
+        (dolist (part tail)
+          (if (and (null rest) (<= (+ (string-width head) 3 (string-width part)) width))
+              (setq head (concat head " | " part))
+            (push part rest)))
+        (cons head (string-join (delq nil (cons (and reason (not (string-empty-p reason)) reason)
+                                                (nreverse rest)))
+                                " | "))))))
+
+(defun cairn-cockpit--header ()
+  "Header line: views and state first (never cut), then what fits of the rest.
+Marks and flags, counts, today's usage and the server's identity follow
+when the window is wide enough; otherwise they show in the mode line
+\(`cairn-cockpit--mode-line')."
+  (string-replace "%" "%%" (car (cairn-cockpit--header-split))))
+
+(defun cairn-cockpit--mode-line ()
+  "The mode line's part of the header: what a narrow window's header left out."
+  (let ((rest (cdr (cairn-cockpit--header-split))))
+    (if rest (string-replace "%" "%%" (concat " " rest)) "")))
 
 ;;;; Columns
 
@@ -277,24 +346,39 @@ the server's identity, never the view or the state."
   (let ((win (get-buffer-window (current-buffer) t)))
     (max 60 (- (if win (window-body-width win) 80) tabulated-list-padding 1))))
 
-(defun cairn-cockpit--format (view)
-  "Columns of VIEW, sized from the window width.
+;; At 80 columns the Candidates table is 12 + 5 + 2 columns of kind,
+;; state and evidence, then the title (55 or more); the target topic
+;; gets a column only when a row's title does not name it already and
+;; the title keeps 55 columns.
+(defconst cairn-cockpit--title-min 55
+  "Columns the Candidates title gets at least, from 80-column windows on.")
+
+(defun cairn-cockpit--format (view &optional rows)
+  "Columns of VIEW for ROWS (default: the rows shown), sized from the window.
 The title (or description) is the last column: it gets the rest of the
-line and is never cut short by a column width; targets get a third."
-  (let ((w (cairn-cockpit--width)))
+line and is never cut short by a column width.  The Target column is
+there only when some row's title does not name its target (see
+`cairn-cockpit--target-shown') and the window leaves room for it."
+  (let* ((w (cairn-cockpit--width))
+         (rows (or rows (mapcar #'car tabulated-list-entries)))
+         (targets (delq nil (mapcar #'cairn-cockpit--target-shown rows)))
+         (tw (min 24 (max 8 (apply #'max 0 (mapcar #'string-width targets))))))
     (pcase view
       ("candidates"
-       (let ((rest (- w 8 14 3)))
-         (vector '("State" 7 t) '("Kind" 13 t) '("Ev" 2 t :right-align t)
-                 (list "Target" (max 14 (/ rest 3)) t) (list "Title" 20 t))))
+       (let ((fixed (+ 13 6 3)))
+         (vconcat (list '("Kind" 12 t) '("State" 5 cairn-cockpit--state-less) '("Ev" 2 t :right-align t))
+                  (and targets (>= (- w fixed tw 1) cairn-cockpit--title-min) (list (list "Target" tw t)))
+                  (list (list "Title" 20 t)))))
       ("memories"
-       (let ((rest (- w 10)))
+       (let ((rest (- w 10 5 6)))
          (vector (list "Name" (max 12 (/ rest 4)) t) '("Type" 9 t)
-                 (list "File" (max 12 (/ rest 4)) t) (list "Description" 20 t))))
+                 '("Age" 4 cairn-cockpit--age-less :right-align t) '("Fresh" 5 t)
+                 (list "Description" 20 t))))
       (_
-       (let ((rest (- w 17 9 9 14)))
-         (vector '("Decided" 16 t) '("Action" 8 t) '("State" 8 t) '("Kind" 13 t)
-                 (list "Target" (max 14 (/ rest 3)) t) (list "Title" 20 t)))))))
+       (let ((fixed (+ 17 9 9 13)))
+         (vconcat (list '("Decided" 16 t) '("Action" 8 t) '("State" 8 t) '("Kind" 12 t))
+                  (and targets (>= (- w fixed tw 1) 30) (list (list "Target" tw t)))
+                  (list (list "Title" 20 t))))))))
 
 (defun cairn-cockpit--str (v)
   "V as a display string."
@@ -309,6 +393,24 @@ line and is never cut short by a column width; targets get a third."
   "ROW's target without the memory folder every topic shares."
   (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :target))))
 
+(defun cairn-cockpit--slug (text)
+  "TEXT as the server names a new topic's file: lower case words joined by -."
+  (string-trim (replace-regexp-in-string "[^a-z0-9]+" "-" (downcase (cairn-cockpit--str text))) "-+" "-+"))
+
+(defun cairn-cockpit--target-shown (row)
+  "ROW's target topic file's short name; nil when ROW's title names it already.
+A new topic's file is its title's slug (a -2 suffix when the name was
+taken); an update, a merge or an instruction names its topic or file."
+  (let* ((target (cairn-cockpit--str (plist-get row :target)))
+         (file (file-name-nondirectory target))
+         (stem (replace-regexp-in-string "-[0-9]+\\'" "" (cairn-cockpit--slug (file-name-sans-extension file))))
+         (slug (cairn-cockpit--slug (cdr (cairn-cockpit--kind-title row)))))
+    (unless (or (string-empty-p file)
+                (string-empty-p stem)
+                (string-prefix-p stem slug)
+                (string-match-p (concat "\\(?:\\`\\|-\\)" (regexp-quote stem) "\\(?:-\\|\\'\\)") slug))
+      file)))
+
 (defun cairn-cockpit--kind-title (row)
   "ROW's kind and title, the kind saying what the title's prefix said.
 \"New user memory: X\" of kind create shows as kind \"new user\", title \"X\"."
@@ -320,19 +422,79 @@ line and is never cut short by a column width; targets get a third."
               (substring title (match-end 0)))
       (cons kind title))))
 
-(defun cairn-cockpit--columns (view row)
-  "The column strings of ROW in VIEW."
-  (let ((kt (cairn-cockpit--kind-title row)))
+(defun cairn-cockpit--age (time)
+  "How long ago TIME (epoch seconds) was: 5m, 3h, 2d, 7w."
+  (let ((s (max 0 (- (float-time) (if (numberp time) time 0)))))
+    (cond ((< s 3600) (format "%dm" (/ s 60)))
+          ((< s 86400) (format "%dh" (/ s 3600)))
+          ((< s (* 14 86400)) (format "%dd" (/ s 86400)))
+          (t (format "%dw" (/ s (* 7 86400)))))))
+
+(defun cairn-cockpit--candidate-state (row)
+  "The State cell of candidate ROW: what is not plain pending, else its age.
+\"stale\" (its files changed since it was made: accepting is refused),
+\"again\" (pending again after a rejection was taken back), or how long
+ago it was proposed (every row of Candidates is pending)."
+  (pcase (plist-get row :state)
+    ("stale" (propertize "stale" 'face 'warning))
+    ("pending" (if (plist-get row :decided) "again"
+                 (propertize (cairn-cockpit--age (plist-get row :created)) 'face 'shadow)))
+    (s (cairn-cockpit--str s))))
+
+(defun cairn-cockpit--fresh (row)
+  "The Fresh cell of memory ROW: stale, due or empty.
+\"stale\": what it cites changed; \"due\": not confirmed for the
+server's revalidation period."
+  (cond ((eq (plist-get row :stale) t) (propertize "stale" 'face 'warning))
+        ((eq (plist-get row :due) t) (propertize "due" 'face 'warning))
+        (t "")))
+
+(defun cairn-cockpit--age-less (a b)
+  "Compare memory entries A and B by age: never confirmed first, then the oldest."
+  (let ((x (plist-get (car a) :age)) (y (plist-get (car b) :age)))
+    (cond ((not (integerp x)) (integerp y))
+          ((not (integerp y)) nil)
+          (t (> x y)))))
+
+(defun cairn-cockpit--state-less (a b)
+  "Compare entries A and B by State: stale first, then again, then the newest."
+  (let ((rank (lambda (row) (cond ((equal (plist-get row :state) "stale") 0)
+                                  ((plist-get row :decided) 1)
+                                  (t 2)))))
+    (let ((ra (funcall rank (car a))) (rb (funcall rank (car b))))
+      (if (/= ra rb) (< ra rb)
+        (> (or (plist-get (car a) :created) 0) (or (plist-get (car b) :created) 0))))))
+
+(defun cairn-cockpit--title-cell (row title targets)
+  "TITLE of ROW, led by its target file when TARGETS has no column for it."
+  (let ((file (and (not targets) (cairn-cockpit--target-shown row))))
+    (if file (concat file ": " title) title)))
+
+(defun cairn-cockpit--columns (view row &optional format)
+  "The column strings of ROW in VIEW, for the columns of FORMAT."
+  (let* ((kt (cairn-cockpit--kind-title row))
+         (format (or format tabulated-list-format))
+         (targets (and (vectorp format) (cl-find "Target" format :key #'car :test #'equal)))
+         (target (and targets (or (cairn-cockpit--target-shown row) ""))))
     (pcase view
-      ("candidates" (vector (cairn-cockpit--str (plist-get row :state)) (car kt)
-                            (format "%d" (length (plist-get row :evidence)))
-                            (cairn-cockpit--target row) (cdr kt)))
+      ("candidates"
+       (vconcat (list (car kt) (cairn-cockpit--candidate-state row)
+                      (let ((n (length (plist-get row :evidence)))) (if (> n 0) (format "%d" n) "-")))
+                (and targets (list target))
+                (list (cairn-cockpit--title-cell row (cdr kt) targets))))
       ("memories" (vector (cairn-cockpit--str (plist-get row :name)) (cairn-cockpit--str (plist-get row :type))
-                          (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :file)))
-                          (cairn-cockpit--str (plist-get row :description))))
-      (_ (vector (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :action))
-                 (cairn-cockpit--str (plist-get row :state)) (car kt)
-                 (cairn-cockpit--target row) (cdr kt))))))
+                          (let ((age (plist-get row :age))) (if (integerp age) (format "%dd" age) "-"))
+                          (cairn-cockpit--fresh row)
+                          (let ((why (plist-get row :why)))
+                            (if (and (eq (plist-get row :stale) t) why)
+                                (concat (propertize (concat "stale: " (mapconcat #'cairn-cockpit--str why "; "))
+                                                    'face 'warning)
+                                        " | " (cairn-cockpit--str (plist-get row :description)))
+                              (cairn-cockpit--str (plist-get row :description))))))
+      (_ (vconcat (list (cairn-cockpit--time (plist-get row :decided)) (cairn-cockpit--str (plist-get row :action))
+                        (cairn-cockpit--str (plist-get row :state)) (car kt))
+                  (and targets (list target))
+                  (list (cairn-cockpit--title-cell row (cdr kt) targets)))))))
 
 ;;;; Drawing
 
@@ -391,14 +553,32 @@ Past the last row, to the last row.  In the overview, to PLACE's line
         (forward-line 1)))
     (goto-char (or found last (point-min)))))
 
+(defun cairn-cockpit--flag-of (row)
+  "The flag of ROW, (ID CHAR VIEW ACTION), or nil.
+In History only the row that can still be acted on (the proposal's
+newest decision) carries it."
+  (let ((flag (assoc (cairn-cockpit--key row) cairn-cockpit--flags))
+        (view (cairn-cockpit--row-view row)))
+    (and flag (equal (nth 2 flag) view)
+         (or (not (equal view "history"))
+             (cl-some (lambda (k) (eq (plist-get row k) t)) '(:canUndo :canUnreject :canAccept)))
+         flag)))
+
 (defun cairn-cockpit--tag-marks ()
-  "Show a * before every marked row."
+  "Show each row's flag (A, R, U) or mark (*) in its first column."
   (save-excursion
     (goto-char (point-min))
     (while (not (eobp))
-      (let ((row (tabulated-list-get-id)))
-        (when (and row (equal (cairn-cockpit--row-view row) "candidates"))
-          (tabulated-list-put-tag (if (member (plist-get row :id) cairn-cockpit--marks) "*" " "))))
+      (let* ((row (tabulated-list-get-id))
+             (view (and row (cairn-cockpit--row-view row))))
+        (when (member view '("candidates" "history" "memories"))
+          (let ((flag (cairn-cockpit--flag-of row)))
+            (tabulated-list-put-tag (cond (flag (propertize (string (nth 1 flag)) 'face
+                                                            (if (memq (nth 1 flag) '(?A ?C)) 'success 'warning)))
+                                          ((and (equal view "candidates")
+                                                (member (plist-get row :id) cairn-cockpit--marks))
+                                           "*")
+                                          (t " "))))))
       (forward-line 1))))
 
 (defun cairn-cockpit--revert (&rest _)
@@ -422,6 +602,7 @@ Past the last row, to the last row.  In the overview, to PLACE's line
     (setq cairn-cockpit--marks
           (cl-remove-if-not (lambda (id) (cl-some (lambda (r) (equal (plist-get r :id) id)) rows))
                             cairn-cockpit--marks))
+    (cairn-cockpit--prune-flags view rows)
     (if (equal view "overview")
         (progn (setq cairn-cockpit--overview rows
                      cairn-cockpit--diffs nil
@@ -435,8 +616,9 @@ Past the last row, to the last row.  In the overview, to PLACE's line
 
 (defun cairn-cockpit--draw-table (view rows)
   "Draw ROWS as the table of VIEW."
-  (setq tabulated-list-format (cairn-cockpit--format view)
-        tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row))) rows))
+  (let ((format (cairn-cockpit--format view rows)))
+    (setq tabulated-list-format format
+          tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row format))) rows)))
   (tabulated-list-init-header)
   (tabulated-list-print)
   (cairn-cockpit--tag-marks)
@@ -750,48 +932,73 @@ from Lisp, ARG nil turns it on."
 ;;;; Evidence
 
 (defun cairn-cockpit-evidence ()
-  "Show the evidence of the proposal at point: the journal's digests it came from.
-Each digest with its session, its notes and the turns each note cites."
+  "Show the evidence of the proposal at point: its digests and what was said.
+Each digest with its session and notes, then the user's and the
+assistant's text of each turn it covers (see `cairn-cockpit-show-evidence')."
   (interactive)
   (let ((row (cairn-cockpit--row "candidates" "history")))
     (cairn-cockpit-show-evidence cairn-cockpit--workspace (plist-get row :id) (plist-get row :title)
                                  (plist-get row :evidence))))
 
+(defun cairn-cockpit--text (text)
+  "TEXT for a buffer: control characters other than newline and tab as spaces."
+  (replace-regexp-in-string "[^[:print:]\n\t]" " " (cairn-cockpit--str text)))
+
+(defun cairn-cockpit--indented (text)
+  "TEXT cleaned, every line indented by four spaces."
+  (replace-regexp-in-string "^" "    " (string-trim-right (cairn-cockpit--text text))))
+
+(defun cairn-cockpit--insert-turn (turn)
+  "Insert TURN of a `cairn/evidence' answer: its id, user's and assistant's text."
+  (insert (format "\n** turn %s%s\n" (cairn-cockpit--clean (plist-get turn :id))
+                  (if (stringp (plist-get turn :completedAt)) (format " (%s)" (plist-get turn :completedAt)) "")))
+  (cond ((plist-get turn :missing)
+         (insert (format "  not readable: %s (cleaned up after retention, or never captured)\n"
+                         (cairn-cockpit--clean (plist-get turn :missing)))))
+        ((eq (plist-get turn :oversized) t)
+         (insert "  too large to keep when it was captured: its text is not stored\n"))
+        (t (insert (propertize "  user:\n" 'face 'bold) (cairn-cockpit--indented (plist-get turn :user)) "\n"
+                   (propertize "  assistant:\n" 'face 'bold) (cairn-cockpit--indented (plist-get turn :assistant))
+                   "\n"))))
+
 (defun cairn-cockpit-show-evidence (workspace id title evidence)
-  "Show EVIDENCE, the digest ids of proposal ID (TITLE) in WORKSPACE.
-Each digest of the public journal with its session, its notes and the
-turns each note cites, in `*cairn evidence*'.  Return the buffer."
-  (let ((ids (append evidence nil)))
-    (unless ids
-      (user-error "%s cites no journal digest (a remembered text or an agent wiring proposes it)" id))
-    (let ((digests (append (cairn-request (cairn-connect workspace) :cairn/journal
-                                          (list :workspace workspace))
-                           nil))
-          (buf (get-buffer-create "*cairn evidence*")))
-      (with-current-buffer buf
-        (let ((inhibit-read-only t))
-          (erase-buffer)
-          (insert (format "evidence of %s: %s\n" id (cairn-cockpit--clean title)))
-          (dolist (digest ids)
-            (let ((d (cl-find digest digests :key (lambda (d) (plist-get d :id)) :test #'equal)))
-              (if (null d)
-                  (insert (format "\ndigest   %s: not in the public journal (cairn journal lists it)\n" digest))
-                (insert (format "\ndigest   %s\nsession  %s\ntrigger  %s\ncreated  %s\nturns    %s\n"
-                                digest (cairn-cockpit--clean (plist-get d :session_id))
-                                (cairn-cockpit--str (plist-get d :trigger))
-                                (format-time-string "%Y-%m-%d %H:%M:%S" (or (plist-get d :created) 0))
-                                (mapconcat #'cairn-cockpit--str (append (plist-get d :turn_ids) nil) ", ")))
-                (dolist (note (append (plist-get d :notes) nil))
-                  (insert (format "\n* %s (%s)\n%s\n  turns: %s\n"
-                                  (cairn-cockpit--clean (plist-get note :title))
-                                  (cairn-cockpit--str (plist-get note :type))
-                                  (replace-regexp-in-string "[^[:print:]\n\t]" " "
-                                                            (cairn-cockpit--str (plist-get note :body)))
-                                  (mapconcat #'cairn-cockpit--str (append (plist-get note :turn_ids) nil) ", ")))))))
-          (special-mode)
-          (goto-char (point-min))))
-      (pop-to-buffer buf)
-      buf)))
+  "Show the evidence of proposal ID (TITLE) in WORKSPACE, citing digests EVIDENCE.
+In the read-only `*cairn evidence*': each digest of the journal it
+came from, with its session, its notes and the turns each note cites,
+then the user's and the assistant's text of the digest's turns as they
+were captured (redacted; long turns cut), asked from the server
+\(`cairn/evidence').  The text is your own private evidence: it is shown
+here and never written anywhere.  Return the buffer."
+  (unless (append evidence nil)
+    (user-error "%s cites no journal digest (a remembered text or an agent wiring proposes it)" id))
+  (let ((answer (cairn-request (cairn-connect workspace) :cairn/evidence (list :workspace workspace :id id)))
+        (buf (get-buffer-create "*cairn evidence*")))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "evidence of %s: %s\n" id (cairn-cockpit--clean (or (plist-get answer :title) title))))
+        (dolist (d (append (plist-get answer :digests) nil))
+          (if (plist-get d :missing)
+              (insert (format "\ndigest   %s: not in the public journal (cairn journal lists it)\n"
+                              (cairn-cockpit--clean (plist-get d :id))))
+            (insert (format "\ndigest   %s\nsession  %s\ntrigger  %s\ncreated  %s\n"
+                            (cairn-cockpit--clean (plist-get d :id)) (cairn-cockpit--clean (plist-get d :session))
+                            (cairn-cockpit--str (plist-get d :trigger))
+                            (format-time-string "%Y-%m-%d %H:%M:%S" (or (plist-get d :created) 0))))
+            (dolist (note (append (plist-get d :notes) nil))
+              (insert (format "\n* %s (%s)\n%s\n  turns: %s\n"
+                              (cairn-cockpit--clean (plist-get note :title))
+                              (cairn-cockpit--str (plist-get note :type))
+                              (cairn-cockpit--text (plist-get note :body))
+                              (mapconcat #'cairn-cockpit--clean (append (plist-get note :turnIds) nil) ", "))))
+            (mapc #'cairn-cockpit--insert-turn (append (plist-get d :turns) nil))))
+        (let ((more (plist-get answer :more)))
+          (when (and (integerp more) (> more 0))
+            (insert (format "\n… %d more turn%s not shown (cairn journal lists them)\n" more (if (= more 1) "" "s")))))
+        (special-mode)
+        (goto-char (point-min))))
+    (pop-to-buffer buf)
+    buf))
 
 ;;;; Noticing changes made elsewhere
 
@@ -998,23 +1205,156 @@ On a marked row (no region), unmark it."
     (forward-line 1)))
 
 (defun cairn-cockpit-unmark-all ()
-  "Remove every mark."
+  "Remove every mark and every flag."
   (interactive)
-  (setq cairn-cockpit--marks nil)
+  (setq cairn-cockpit--marks nil
+        cairn-cockpit--flags nil)
   (cairn-cockpit--tag-marks)
   (force-mode-line-update))
 
-(defun cairn-cockpit-execute (action)
-  "Run ACTION (\"accept\" or \"reject\") on the marked proposals."
-  (interactive
-   (progn
-     (unless cairn-cockpit--marks (user-error "No marked proposals (m marks one)"))
-     (list (if (eq ?a (car (read-multiple-choice
-                            (format "%d marked proposal(s)" (length cairn-cockpit--marks))
-                            '((?a "accept" "accept the marked proposals")
-                              (?r "reject" "reject the marked proposals")))))
-               "accept" "reject"))))
-  (if (equal action "accept") (cairn-cockpit-accept) (cairn-cockpit-reject)))
+;;;; Flags (dired-style: a, r, u flag; x executes)
+
+(defun cairn-cockpit--prune-flags (view rows)
+  "Drop the flags of VIEW's rows that ROWS (the rows just fetched) no longer hold.
+The overview holds the rows of Candidates and (the newest) of History."
+  (let ((views (if (equal view "overview") '("candidates" "history" "memories") (list view)))
+        (present (mapcar (lambda (r)
+                           (cons (if (equal view "overview")
+                                     (pcase (plist-get r :section)
+                                       ("pending" "candidates") ("decided" "history") ("stale" "memories"))
+                                   view)
+                                 (cairn-cockpit--key r)))
+                         rows)))
+    (setq cairn-cockpit--flags
+          (cl-remove-if (lambda (f) (and (member (nth 2 f) views)
+                                         (not (member (cons (nth 2 f) (car f)) present))))
+                        cairn-cockpit--flags))))
+
+(defun cairn-cockpit--flag (ids char view action &optional one)
+  "Flag IDS with CHAR (their VIEW, ACTION run by x); ONE: the row at point.
+A single row already flagged CHAR is cleared instead.  Flagged rows
+lose their mark.  ONE moves point to the next line."
+  (if (and (null (cdr ids)) (eq (nth 1 (assoc (car ids) cairn-cockpit--flags)) char))
+      (setq cairn-cockpit--flags (cl-remove (car ids) cairn-cockpit--flags :key #'car :test #'equal))
+    (dolist (id ids)
+      (setq cairn-cockpit--flags (cons (list id char view action)
+                                       (cl-remove id cairn-cockpit--flags :key #'car :test #'equal)))))
+  (setq cairn-cockpit--marks (cl-set-difference cairn-cockpit--marks ids :test #'equal))
+  (cairn-cockpit--tag-marks)
+  (when one (forward-line 1))
+  (force-mode-line-update))
+
+(defun cairn-cockpit-flag-accept ()
+  "Flag A (accept): the marked proposals, else those in the region, else the row.
+In History (or Recently decided), an undone proposal, to be accepted
+again (checked like any accept).  On a row flagged A, clear the flag.
+\\<cairn-cockpit-mode-map>\\[cairn-cockpit-execute] executes the flags."
+  (interactive)
+  (if (equal (cairn-cockpit--at-view) "history")
+      (cairn-cockpit--flag (list (cairn-cockpit--reaccept-id)) ?A "history" "accept" t)
+    (let ((one (not (or cairn-cockpit--marks (use-region-p)))))
+      (cairn-cockpit--flag (cairn-cockpit--selected) ?A "candidates" "accept" one))))
+
+(defun cairn-cockpit-flag-reject ()
+  "Flag R (reject): the marked proposals, else those in the region, else the row.
+On a row flagged R, clear the flag.
+\\<cairn-cockpit-mode-map>\\[cairn-cockpit-execute] executes the flags."
+  (interactive)
+  (if (equal (cairn-cockpit--at-view) "memories")
+      (cairn-cockpit--flag (list (plist-get (cairn-cockpit--row "memories") :file)) ?R "memories" "retire" t)
+    (let ((one (not (or cairn-cockpit--marks (use-region-p)))))
+      (cairn-cockpit--flag (cairn-cockpit--selected) ?R "candidates" "reject" one))))
+
+(defun cairn-cockpit-flag-confirm ()
+  "Flag C (confirm) the memory topic at point: it is still true.
+Executed (\<cairn-cockpit-mode-map>\[cairn-cockpit-execute]), its
+confirmation date becomes today, so it is no longer due for
+revalidation; the topic file is not rewritten.  A stale topic is
+refused: update it (e visits it) or retire it (r).  On a row flagged C,
+clear the flag."
+  (interactive)
+  (let ((row (cairn-cockpit--row "memories")))
+    (when (eq (plist-get row :stale) t)
+      (user-error "%s is stale (what it cites changed): e edits it, r then x retires it"
+                  (cairn-cockpit--str (plist-get row :file))))
+    (cairn-cockpit--flag (list (plist-get row :file)) ?C "memories" "confirm" t)))
+
+(defun cairn-cockpit-verify ()
+  "Recheck what every memory topic cites against the working tree, now.
+Stale topics are marked (Memories, Stale memories) and get an update or
+retirement proposal in Candidates; nothing is rewritten without one."
+  (interactive)
+  (cairn-cockpit--decide "cairn.verify" (list :workspace cairn-cockpit--workspace) nil nil
+                         (lambda (result)
+                           (let ((r (plist-get result :result)))
+                             (format "verified %s topic(s): %s stale, %d proposal(s)%s"
+                                     (plist-get r :checked) (plist-get r :stale)
+                                     (length (plist-get r :proposals))
+                                     (if (> (length (plist-get r :proposals)) 0) " (in Candidates)" ""))))))
+
+(defun cairn-cockpit-flag-undo ()
+  "Flag U (undo) the decision at point (History, Recently decided).
+An applied proposal is to be undone (its files restored); a rejected
+one un-rejected (pending again; later reviews may propose it again).
+On a row flagged U, clear the flag.
+\\<cairn-cockpit-mode-map>\\[cairn-cockpit-execute] executes the flags."
+  (interactive)
+  (let* ((row (cairn-cockpit--undoable-row))
+         (action (if (eq (plist-get row :canUndo) t) "undo" "unreject")))
+    (cairn-cockpit--flag (list (plist-get row :id)) ?U "history" action t)))
+
+(defun cairn-cockpit--undoable-row ()
+  "The History row at point, if its decision can be undone; else a `user-error'."
+  (unless (equal (cairn-cockpit--at-view) "history")
+    (user-error "u flags a decision for undo in History (TAB) or Recently decided (o); m unmarks a row, U every row"))
+  (let ((row (cairn-cockpit--row "history")))
+    (unless (or (eq (plist-get row :canUndo) t) (eq (plist-get row :canUnreject) t))
+      (user-error "%s cannot be undone here: %s" (plist-get row :id)
+                  (pcase (or (plist-get row :now) (plist-get row :state))
+                    ("undone" "it is undone (a accepts it again)")
+                    ("pending" "it is pending (in Candidates)")
+                    ("stale" "it is stale")
+                    (_ "only its newest decision can be undone"))))
+    row))
+
+(defun cairn-cockpit--flag-prompt (flags)
+  "The confirmation of FLAGS: \"Accept 2, reject 1, undo 1? \"."
+  (let ((parts (delq nil (mapcar (lambda (c)
+                                   (let ((n (cl-count-if (lambda (f) (member (nth 3 f) (car c))) flags)))
+                                     (and (> n 0) (format "%s %d" (cdr c) n))))
+                                 '((("accept") . "accept") (("reject") . "reject") (("undo" "unreject") . "undo")
+                                   (("retire") . "retire") (("confirm") . "confirm"))))))
+    (concat (capitalize (substring (car parts) 0 1)) (substring (string-join parts ", ") 1) "? ")))
+
+(defun cairn-cockpit-execute (&optional action)
+  "Execute every flag (A accept, R reject, U undo) after one confirmation.
+The confirmation counts them: \"Accept 2, reject 1, undo 1? \".  With no
+flag, accept or reject the marked proposals (asked which).  From Lisp,
+ACTION \"accept\" or \"reject\" runs that on the marked proposals."
+  (interactive)
+  (cond
+   ((equal action "accept") (cairn-cockpit-accept))
+   ((equal action "reject") (cairn-cockpit-reject))
+   (cairn-cockpit--flags
+    (let ((flags (reverse cairn-cockpit--flags)))
+      (when (y-or-n-p (cairn-cockpit--flag-prompt flags))
+        (setq cairn-cockpit--flags nil)
+        (cairn-cockpit--tag-marks)
+        (let ((ids (lambda (action) (mapcar #'car (cl-remove action flags :key #'cl-fourth :test-not #'equal)))))
+          (when (funcall ids "accept") (cairn-cockpit--accept-ids (funcall ids "accept")))
+          (when (funcall ids "reject") (cairn-cockpit--reject-ids (funcall ids "reject")))
+          (when (funcall ids "unreject") (cairn-cockpit--unreject-ids (funcall ids "unreject")))
+          (dolist (id (funcall ids "undo")) (cairn-cockpit--undo-id id))
+          (dolist (file (funcall ids "retire")) (cairn-cockpit--topic "cairn.retireTopic" file))
+          (dolist (file (funcall ids "confirm")) (cairn-cockpit--topic "cairn.confirmTopic" file))))))
+   (cairn-cockpit--marks
+    (if (eq ?a (car (read-multiple-choice
+                     (format "%d marked proposal(s)" (length cairn-cockpit--marks))
+                     '((?a "accept" "accept the marked proposals")
+                       (?r "reject" "reject the marked proposals")))))
+        (cairn-cockpit-accept)
+      (cairn-cockpit-reject)))
+   (t (user-error "Nothing flagged: a, r, u flag the row (m marks rows for a, r or x)"))))
 
 ;;;; Decisions
 
@@ -1022,17 +1362,29 @@ On a marked row (no region), unmark it."
   "The cockpit's server (started if needed)."
   (cairn-connect cairn-cockpit--workspace))
 
-(defun cairn-cockpit--decide (command argument done &optional then)
+(defun cairn-cockpit--decide (command argument done &optional then say)
   "Run COMMAND with ARGUMENT without blocking Emacs.
-Once the server answers: message DONE, call THEN in the cockpit; the
-cockpit refreshes.  An error shows the server's reason."
+Once the server answers: message DONE (or what SAY makes of the
+answer), call THEN in the cockpit; the cockpit refreshes.  An error
+shows the server's reason."
   (let ((buf (current-buffer)))
     (cairn-command-async cairn-cockpit--workspace command argument
-                         (lambda (_result)
-                           (message "cairn: %s" done)
+                         (lambda (result)
+                           (message "cairn: %s" (if say (funcall say result) done))
                            (when (and then (buffer-live-p buf))
                              (with-current-buffer buf (funcall then)))))
     (force-mode-line-update)))
+
+(defun cairn-cockpit--topic (command file)
+  "Run COMMAND (retire or confirm) on memory topic FILE, without blocking."
+  (cairn-cockpit--decide command (list :workspace cairn-cockpit--workspace :file file) nil nil
+                         (lambda (result)
+                           (let ((r (plist-get result :result)))
+                             (if (equal command "cairn.retireTopic")
+                                 (format "%s %s: retire %s (a then x in Candidates accepts it)"
+                                         (if (eq (plist-get r :new) t) "proposed" "already proposed")
+                                         (plist-get r :proposal) file)
+                               (format "confirmed %s still true on %s" file (plist-get r :confirmed)))))))
 
 (defun cairn-cockpit--ids-text (ids)
   "IDS for a message: the id, or how many."
@@ -1042,11 +1394,14 @@ cockpit refreshes.  An error shows the server's reason."
   "Accept the marked proposals, else those in the region, else the one at point.
 In History, accept the undone proposal at point again (checked like any accept)."
   (interactive)
-  (let ((ids (if (equal (cairn-cockpit--at-view) "history") (list (cairn-cockpit--reaccept-id))
-               (cairn-cockpit--selected))))
-    (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
-                           (format "accepted %s (u in History undoes it)" (cairn-cockpit--ids-text ids))
-                           (lambda () (cairn-cockpit--unmark ids)))))
+  (cairn-cockpit--accept-ids (if (equal (cairn-cockpit--at-view) "history") (list (cairn-cockpit--reaccept-id))
+                               (cairn-cockpit--selected))))
+
+(defun cairn-cockpit--accept-ids (ids)
+  "Accept the proposals IDS now, without blocking."
+  (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                         (format "accepted %s (u then x in History undoes it)" (cairn-cockpit--ids-text ids))
+                         (lambda () (cairn-cockpit--unmark ids))))
 
 (defun cairn-cockpit--unmark (ids)
   "Unmark the proposals IDS."
@@ -1062,9 +1417,23 @@ Asks first when `cairn-cockpit-confirm-reject' is non-nil."
     (when (or (not cairn-cockpit-confirm-reject)
               (y-or-n-p (format "Reject %s (later reviews will not propose %s again; u in History takes that back)? "
                                 (cairn-cockpit--ids-text ids) (if (cdr ids) "them" "it"))))
-      (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
-                             (format "rejected %s" (cairn-cockpit--ids-text ids))
-                             (lambda () (cairn-cockpit--unmark ids))))))
+      (cairn-cockpit--reject-ids ids))))
+
+(defun cairn-cockpit--reject-ids (ids)
+  "Reject the proposals IDS now, without blocking."
+  (cairn-cockpit--decide "cairn.reject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                         (format "rejected %s" (cairn-cockpit--ids-text ids))
+                         (lambda () (cairn-cockpit--unmark ids))))
+
+(defun cairn-cockpit--undo-id (id)
+  "Undo the applied proposal ID now (its files restored), without blocking."
+  (cairn-cockpit--decide "cairn.undo" (list :workspace cairn-cockpit--workspace :id id)
+                         (format "undid %s (a then x accepts it again)" id)))
+
+(defun cairn-cockpit--unreject-ids (ids)
+  "Take back the rejection of the proposals IDS now, without blocking."
+  (cairn-cockpit--decide "cairn.unreject" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                         (format "un-rejected %s: pending again in Candidates" (cairn-cockpit--ids-text ids))))
 
 (defun cairn-cockpit--reaccept-id ()
   "The id of the undone proposal at point (History), else a `user-error'."
@@ -1075,36 +1444,28 @@ Asks first when `cairn-cockpit-confirm-reject' is non-nil."
     (plist-get row :id)))
 
 (defun cairn-cockpit-undo ()
-  "Undo the decision at point (History), after confirmation.
+  "Undo the decision at point (History) now, after confirmation.
 An applied proposal is undone (its files restored); a rejected one is
-un-rejected: pending again, and later reviews may propose it again."
+un-rejected: pending again, and later reviews may propose it again.
+In the cockpit, u flags the row instead and x executes the flags."
   (interactive)
-  (unless (equal (cairn-cockpit--at-view) "history")
-    (user-error "u undoes a decision in History (TAB) or Recently decided (o); m unmarks a row, U every row"))
-  (let* ((row (cairn-cockpit--row "history"))
+  (let* ((row (cairn-cockpit--undoable-row))
          (id (plist-get row :id))
          (title (cdr (cairn-cockpit--kind-title row))))
-    (cond
-     ((eq (plist-get row :canUndo) t)
-      (when (y-or-n-p (format "Undo %s (%s): restore its files? " id title))
-        (cairn-cockpit--decide "cairn.undo" (list :workspace cairn-cockpit--workspace :id id)
-                               (format "undid %s (a accepts it again)" id))))
-     ((eq (plist-get row :canUnreject) t)
+    (if (eq (plist-get row :canUndo) t)
+        (when (y-or-n-p (format "Undo %s (%s): restore its files? " id title))
+          (cairn-cockpit--undo-id id))
       (when (y-or-n-p (format "Take back the rejection of %s (%s): pending again? " id title))
-        (cairn-cockpit--decide "cairn.unreject" (list :workspace cairn-cockpit--workspace :ids (vector id))
-                               (format "un-rejected %s: pending again in Candidates" id))))
-     (t (user-error "%s cannot be undone here: %s" id
-                    (pcase (or (plist-get row :now) (plist-get row :state))
-                      ("undone" "it is undone (a accepts it again)")
-                      ("pending" "it is pending (in Candidates)")
-                      ("stale" "it is stale")
-                      (_ "only its newest decision can be undone")))))))
+        (cairn-cockpit--unreject-ids (list id))))))
 
 (defun cairn-cockpit-edit ()
-  "Edit the proposed text of the proposal at point before accepting it."
+  "Edit the proposed text of the proposal at point before accepting it.
+On a memory topic (Memories, Stale memories): visit its file to update it."
   (interactive)
-  (require 'cairn-menu)
-  (cairn-edit-proposal cairn-cockpit--workspace (plist-get (cairn-cockpit--row "candidates") :id)))
+  (if (equal (cairn-cockpit--at-view) "memories")
+      (find-file-other-window (cairn-cockpit--file (cairn-cockpit--row "memories")))
+    (require 'cairn-menu)
+    (cairn-edit-proposal cairn-cockpit--workspace (plist-get (cairn-cockpit--row "candidates") :id))))
 
 ;;;; Details
 

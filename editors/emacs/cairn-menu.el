@@ -490,20 +490,22 @@ transient until the menu is first used."
                ,@(mapcar (lambda (c) (list (car c) (nth 1 c) (nth 2 c))) (nthcdr 5 cairn-dispatch-commands))
                ("q" "quit this menu" transient-quit-one)]]
              [:if-derived cairn-cockpit-mode
-              ["Decide"
-               ("a" "accept" cairn-cockpit-accept)
-               ("r" "reject" cairn-cockpit-reject)
-               ("e" "edit, then accept" cairn-cockpit-edit)
-               ("u" "undo / un-reject" cairn-cockpit-undo)]
+              ["Flag, then x"
+               ("a" "flag A: accept" cairn-cockpit-flag-accept)
+               ("r" "flag R: reject" cairn-cockpit-flag-reject)
+               ("u" "flag U: undo / un-reject" cairn-cockpit-flag-undo)
+               ("c" "flag C: topic still true" cairn-cockpit-flag-confirm)
+               ("x" "execute the flags" cairn-cockpit-execute)]
               ["Marks"
                ("m" "mark / unmark" cairn-cockpit-mark)
-               ("U" "unmark all" cairn-cockpit-unmark-all)
-               ("x" "execute marks" cairn-cockpit-execute)]
+               ("U" "clear marks and flags" cairn-cockpit-unmark-all)
+               ("e" "edit, then accept" cairn-cockpit-edit)]
               ["Look"
                ("RET" "details" cairn-cockpit-act)
                ("d" "diff" cairn-cockpit-diff)
                ("i" "info" cairn-cockpit-info)
                ("w" "evidence" cairn-cockpit-evidence)
+               ("V" "verify memory" cairn-cockpit-verify)
                ("F" "follow point" cairn-cockpit-follow)]
               ["Views"
                ("TAB" "next view" cairn-cockpit-next-view)

@@ -66,7 +66,9 @@ COMMANDS: dict[str, Command] = {
                         "them again", M.many_ids_setup, M.cmd_unreject),
     "history": Command("the decisions, newest first: time, action (accept/reject/undo/unreject), state, id; "
                        "an undone proposal is accepted again with `cairn accept ID`", json_flag, M.cmd_history),
-    "memory": Command("list memory topics with their type and description", json_flag, M.cmd_memory),
+    "memory": Command("list memory topics with their type, description, age and stale marks; `memory retire "
+                      "TOPIC` proposes a topic's retirement, `memory confirm TOPIC` says it is still true",
+                      M.memory_setup, M.cmd_memory),
     "verify": Command("recheck what memory topics cite (paths, lines, Make/npm/just targets) against the working "
                       "tree; mark stale entries and propose their update or retirement", VF.verify_setup, VF.cmd_verify),
     "agents": Command("the coding agents this workspace is used with: whether each reads the memory and runs "

@@ -183,7 +183,26 @@ def cmd_history(ns: argparse.Namespace) -> int:
     return listing(ns, rows, "(no decisions yet)", line)
 
 
+def memory_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=("retire", "confirm"),
+                   help="retire TOPIC: propose its retirement (accept, reject, undo as any proposal); "
+                        "confirm TOPIC: it is still true (no longer due for revalidation)")
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a topic file as listed (or its name in the memory folder)")
+    json_flag(p)
+
+
+def _topic_arg(ns: argparse.Namespace) -> str:
+    from cairn.protocol.errors import CairnError, ErrorCode
+
+    if not ns.topic:
+        raise CairnError(ErrorCode.USAGE, f"cairn memory {ns.action} TOPIC: name a topic file (`cairn memory` lists them)")
+    topic = str(ns.topic)
+    return topic if "/" in topic else f".agents/memory/{topic}"
+
+
 def cmd_memory(ns: argparse.Namespace) -> int:
+    if ns.action is not None:
+        return _topic_action(ns)
     rows = run_job(ns, "memory").result["topics"]
     def line(r: dict[str, Any]) -> str:
         age = r.get("age")
@@ -194,3 +213,21 @@ def cmd_memory(ns: argparse.Namespace) -> int:
         return printable(f"{r['file']}  ({r['type']})  {r['description']}{fresh}{stale}{due}")
 
     return listing(ns, rows, "(no memory topics)", line)
+
+
+def _topic_action(ns: argparse.Namespace) -> int:
+    from cairn.protocol.codec import to_body
+    from cairn.protocol.results import TopicArgs, TopicConfirmed, TopicRetired
+
+    args = to_body(TopicArgs(file=_topic_arg(ns)))
+    if ns.action == "retire":
+        r = run_result(ns, "memory-retire", TopicRetired, args)
+        text = (f"proposed {r.proposal}: retire {r.file} (`cairn show {r.proposal}`, then accept or reject)"
+                if r.new else f"{r.proposal} already proposes to retire {r.file} (`cairn show {r.proposal}`)")
+        emit_json(to_body(r)) if ns.json else print(printable(text))
+        return EXIT_OK
+    c = run_result(ns, "memory-confirm", TopicConfirmed, args)
+    emit_json(to_body(c)) if ns.json else print(printable(
+        f"confirmed {c.file} still true on {c.confirmed}"
+        + (f"; rejected its revalidation proposal {', '.join(c.rejected)}" if c.rejected else "")))
+    return EXIT_OK

@@ -37,6 +37,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.lsp import (
     CHECK_EDITED,
     COCKPIT,
+    EVIDENCE,
     IDLE,
     JOBS,
     JOURNAL,
@@ -101,6 +102,7 @@ REQUESTS: dict[str, Route] = {
     PROPOSAL: Route(ProposalParams, lambda s, p: s.status.proposal(p)),
     JOURNAL: Route(JournalParams, lambda s, p: s.status.journal(p)),
     CHECK_EDITED: Route(AcceptEditedParams, lambda s, p: s.status.check_edited(p)),
+    EVIDENCE: Route(ProposalParams, lambda s, p: s.status.evidence(p)),
 }
 
 

@@ -1,8 +1,9 @@
 """``:CairnRemember`` and ``require("cairn").remember``: a headless Neovim against the real server.
 
 editors/nvim/test/remember.lua opens the workspace's AGENTS.md (the client
-attaches), remembers one text through the Lua API and one range of lines
-through the user command, and checks that a bad type comes back as an
+attaches), remembers one text through the Lua API, one range of lines
+through the user command and one text through ``cairn.command`` (its
+message names the proposal, never "done"), and checks that a bad type comes back as an
 ``E_USAGE`` error message. Here we check the proposals landed in the
 workspace. A missing Neovim is a failure, never a skip.
 """
@@ -28,5 +29,6 @@ def test_nvim_remembers_text_and_a_range(workspace: Path, tmp_path: Path) -> Non
     assert returncode == 0 and "cairn remember: OK" in stdout, stdout + stderr
     rows = {r["target"]: r for r in cairn_json(workspace, "proposals")}
     assert rows["AGENTS.md"]["kind"] == "instruction" and rows["AGENTS.md"]["state"] == "pending"
-    [topic] = [r for t, r in rows.items() if t != "AGENTS.md"]
-    assert topic["title"] == "New project memory: The CI cache is keyed on"
+    titles = sorted(r["title"] for t, r in rows.items() if t != "AGENTS.md")
+    assert titles == ["New project memory: Release notes are written in CHANGES.md",
+                      "New project memory: The CI cache is keyed on"]

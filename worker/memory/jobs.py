@@ -23,6 +23,9 @@ from cairn.protocol.results import (
     ProposalArgs,
     ReviewArgs,
     ReviewJobResult,
+    TopicArgs,
+    TopicConfirmed,
+    TopicRetired,
     read,
 )
 from cairn.protocol.settings import Settings
@@ -130,6 +133,27 @@ def job_verify(req: WorkerRequest) -> dict[str, Any]:
 
     with _store(req) as ms:
         return verify_workspace(ms, propose=not req.args.get("dryRun", False))
+
+
+def job_memory_retire(req: WorkerRequest) -> TopicRetired:
+    """A retirement proposal for the topic the user chose (``TopicArgs``)."""
+    from cairn.worker.memory.verify import retire_topic  # cold start: as job_verify
+
+    args = read(TopicArgs, req.args, job=req.job)
+    with _store(req) as ms:
+        apply.recover(ms)
+        return TopicRetired(**retire_topic(ms, args.file))
+
+
+def job_memory_confirm(req: WorkerRequest) -> TopicConfirmed:
+    """The user confirms a topic is still true (``TopicArgs``): its mark records today."""
+    from cairn.worker.memory.verify import confirm_topic  # cold start: as job_verify
+
+    args = read(TopicArgs, req.args, job=req.job)
+    with _store(req) as ms:
+        apply.recover(ms)  # it may reject the topic's revalidation proposal: a decision like any other
+        r = confirm_topic(ms, args.file)
+        return TopicConfirmed(file=r["file"], confirmed=r["confirmed"], rejected=tuple(r["rejected"]))
 
 
 def job_verify_idle(req: WorkerRequest) -> dict[str, Any]:

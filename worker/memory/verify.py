@@ -6,7 +6,8 @@ roots (``.agents/memory`` and relative ``memoryRoots``) with
 records, or those its text names now. The result per topic file is kept as
 a **mark** in private state (``.cairn/state/memory/verify.json``, replaced
 whole): ``verified`` (the date of the last check that found every citation
-true), ``stale`` (reasons), ``unverifiable`` (codes). A topic file is never
+true), ``stale`` (reasons), ``unverifiable`` (codes), ``confirmed`` (the
+date the user last said it is still true: :func:`confirm_topic`). A topic file is never
 rewritten here: a topic found stale, or not confirmed for ``revalidateDays``
 (by a session named in its ``sources``, its ``confirmed`` date or a
 verification), gets a retirement proposal through the ordinary proposal
@@ -18,6 +19,13 @@ The proposals of one run form a review of scope ``review/verify`` (its own
 claim, beside general and focused reviews). A proposal's fingerprint names
 the topic file and its bytes: a rejected or pending one is not proposed
 again until the topic changes.
+
+One topic at the user's word (the cockpit's Memories view, ``cairn memory
+retire|confirm TOPIC``): :func:`retire_topic` proposes its retirement (a
+proposal like the others), :func:`confirm_topic` records that it is still
+true. The marks file is replaced whole without a claim: a confirmation and
+a verification finishing at the same instant can lose the confirmation
+(the topic shows as due again; nothing else is lost).
 """
 
 from __future__ import annotations
@@ -31,11 +39,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.memory import ProposalKind, ReviewResult
+from cairn.protocol.memory import ProposalKind, ProposalState, ReviewResult
 from cairn.protocol.vocab import OutcomeKind
 from cairn.worker.memory import model
-from cairn.worker.memory.apply import load_proposal, proposal_ids, publish_review
+from cairn.worker.memory.apply import load_proposal, proposal_ids, publish_review, state_of
 from cairn.worker.memory.citations import (
     OK,
     STALE,
@@ -81,8 +90,10 @@ def _session_dates(sources: object) -> list[str]:
 
 
 def last_confirmed(topic: model.Topic, mark: dict[str, Any]) -> str | None:
-    """The latest date a session, the topic's own ``confirmed`` date or a verification confirmed it."""
-    dates = [d for d in (mark.get("verified"), topic.confirmed) if isinstance(d, str) and _DATE.match(d)]
+    """The latest date a session, the topic's own ``confirmed`` date, a verification or the user (the mark's
+    ``confirmed``: :func:`confirm_topic`) confirmed it."""
+    dates = [d for d in (mark.get("verified"), topic.confirmed, mark.get("confirmed"))
+             if isinstance(d, str) and _DATE.match(d)]
     dates = [_DATE.match(d).group(1) for d in dates] + _session_dates(topic.sources)  # type: ignore[union-attr]
     return max(dates) if dates else None
 
@@ -299,3 +310,97 @@ def idle_verify(ms: MemoryStore, *, now: float | None = None) -> dict[str, Any]:
         d.close()
     return {k: v for k, v in result.items() if k != "topics"}
 
+
+
+# -- one topic, at the user's word: retire it, or confirm it is still true ------------------------
+
+def _one_topic(ms: MemoryStore, file: str) -> tuple[str, str, model.TopicFile, Any]:
+    """(memory root, topic name, topic file, index entry or None) of workspace-relative ``file``.
+
+    Only a topic of one of the workspace's memory roots is taken; anything else (a path outside them, a
+    file that is not a topic, a name with a folder part) is ``E_NOT_FOUND``, its front matter broken
+    ``E_TOPIC_FRONT_MATTER`` (reported, never rewritten)."""
+    rel = posixpath.normpath(str(file).replace(os.sep, "/")) if file else ""
+    for root in _roots(ms):
+        prefix = posixpath.normpath(root) + "/"
+        if not rel.startswith(prefix) or "/" in rel[len(prefix):]:
+            continue
+        name = rel[len(prefix):]
+        if not os.path.isdir(os.path.join(ms.workspace, root)):
+            break
+        snap = model.read_root(Path(os.path.join(ms.workspace, root)), workspace=ms.workspace)
+        tf = snap.topics.get(name)
+        if tf is None:
+            break
+        if tf.topic is None:
+            raise CairnError(ErrorCode.TOPIC_FRONT_MATTER,
+                             f"{rel}: its front matter is not readable; fix it by hand (cairn doctor names the problem)")
+        try:
+            index = snap.parsed_index()
+        except CairnError:
+            index = None
+        return root, name, tf, index.entry(name) if index is not None else None
+    raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {clip(rel, 120)!r} (`cairn memory` lists them)")
+
+
+def retire_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> dict[str, Any]:
+    """Propose the retirement of one topic the user chose (the cockpit's Memories view, ``cairn memory retire``).
+
+    An ordinary proposal (diff, accept, reject, undo); nothing is removed until it is accepted. A pending
+    retirement of the same topic bytes is answered with its id (``new`` false), not proposed twice.
+    """
+    now = ms.now() if now is None else now
+    root, name, tf, entry = _one_topic(ms, file)
+    assert tf.topic is not None
+    rel = posixpath.join(root, name)
+    index_rel = posixpath.join(root, model.INDEX_NAME)
+    sha = hashlib.sha256(tf.data).hexdigest()[:16]
+    fingerprint = repair_fingerprint("user-retire", index_rel, f"{name}\0{sha}")
+    earlier = False
+    for pid in proposal_ids(ms):
+        p = load_proposal(ms, pid)
+        if p.fingerprint == fingerprint:
+            if state_of(ms, p)[0] is ProposalState.PENDING:
+                return {"file": rel, "proposal": pid, "new": False}
+            earlier = True  # decided before (rejected, undone): asked again, so proposed again
+    review_id = "v" + hashlib.sha256(f"{ms.workspace}\0{now}\0{rel}".encode()).hexdigest()[:12]
+    d = _retire_draft(index_rel, name, tf.topic.name, rel, tf.data, entry.raw if entry else None,
+                      "You asked to retire it. Accept to remove the topic and its index line; undo brings both back.",
+                      clip(f"Retire {name} ({tf.topic.name}): at your request", 160), review_id, now)
+    # a fingerprint of its own: an earlier rejection of a verification's proposal does not hide it
+    d = attrs.evolve(d, fingerprint=repair_fingerprint("user-retire", index_rel, f"{name}\0{sha}\0{now}")
+                     if earlier else fingerprint)
+    ids = _propose(ms, [d], review_id, now)
+    if not ids:
+        raise CairnError(ErrorCode.CLAIM_BUSY, "a verification is proposing now; try again in a moment")
+    return {"file": rel, "proposal": ids[0], "new": True}
+
+
+def confirm_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> dict[str, Any]:
+    """The user says one topic is still true: its mark records ``confirmed`` today, so it is no longer due
+    for revalidation (private state only; the topic file is not rewritten), and a pending "revalidate or
+    retire" proposal of the topic as it is now is rejected (``rejected``: their ids). A stale topic is
+    refused (``E_TOPIC_STALE``): what it cites changed, and the next verification would mark it again."""
+    now = ms.now() if now is None else now
+    root, name, tf, _entry = _one_topic(ms, file)
+    rel = posixpath.join(root, name)
+    marks = load_marks(ms.workspace)
+    mark = dict(mark_of(marks, rel))
+    if mark.get("stale"):
+        raise CairnError(ErrorCode.TOPIC_STALE,
+                         f"{rel} is stale ({clip('; '.join(map(str, mark['stale'])), 160)}): update it or retire it")
+    mark["confirmed"] = _date(now)
+    marks[rel] = mark
+    _save_marks(ms, marks)
+    # the "revalidate or retire" proposal of these bytes is answered: the user keeps the topic
+    from cairn.worker.memory.apply import reject  # cold start: as the review machinery in _propose
+
+    retire = repair_fingerprint("verify-retire", posixpath.join(root, model.INDEX_NAME),
+                                f"{name}\0{hashlib.sha256(tf.data).hexdigest()[:16]}")
+    answered = []
+    for pid in proposal_ids(ms):
+        p = load_proposal(ms, pid)
+        if p.fingerprint == retire and state_of(ms, p)[0] is ProposalState.PENDING:
+            reject(ms, pid)
+            answered.append(pid)
+    return {"file": rel, "confirmed": mark["confirmed"], "rejected": answered}

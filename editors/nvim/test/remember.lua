@@ -58,6 +58,28 @@ local function main()
   end)
   check(#errors == 0, "unexpected error: %s", errors[1] or "")
 
+  -- cairn.command("cairn.remember") says what happened: the proposal, with its id (fails before:
+  -- "cairn.remember done", also when the review was only queued)
+  require("cairn").command("cairn.remember", { text = "Release notes are written in CHANGES.md",
+    type = "project", source = "nvim" })
+  wait_for("cairn.command's remember message", function()
+    for _, m in ipairs(messages) do
+      if m:match("^cairn: p%x+ pending: New project memory: Release notes are written in CHANGES%.md") then
+        return true
+      end
+    end
+    return #errors > 0
+  end)
+  check(#errors == 0, "unexpected error: %s", errors[1] or "")
+  for _, m in ipairs(messages) do
+    check(not m:match("remember done"), "message was %s", m)
+  end
+  -- a remember whose review was queued (another review held the workspace) says so, naming the request
+  local queued = require("cairn.commands").command_message("cairn.remember",
+    { result = { remember = "rm-1", reviewed = false, proposals = {} } })
+  check(queued == "remembered; queued for review (rm-1): its proposal follows from the review running now",
+    "queued message: %s", queued)
+
   -- bad input: the fixed code reaches the user as an error message
   vim.cmd("CairnRemember type=opinion some text")
   wait_for("the E_USAGE message", function() return #errors > 0 end)

@@ -10,7 +10,8 @@ Two kinds of work:
 
 - maintenance jobs (drain, review, cleanup; retry/discard/dismiss by
   ``jobId``) go through the coordinator and answer at once;
-- decisions (accept, reject, unreject, undo, remember, wireAgents; retry/discard of a ``capture``) run one
+- decisions (accept, reject, unreject, undo, remember, wireAgents, verify, retireTopic, confirmTopic;
+  retry/discard of a ``capture``) run one
   worker now (:func:`foreground`), one at a time per workspace, and answer
   with its result or its error code. Views are refreshed before the answer.
 
@@ -32,17 +33,20 @@ from cairn.protocol.lsp import (
     CMD_ACCEPT,
     CMD_ACCEPT_EDITED,
     CMD_CLEANUP,
+    CMD_CONFIRM_TOPIC,
     CMD_DIAGNOSTIC_REPORT,
     CMD_DISCARD,
     CMD_DISMISS,
     CMD_DRAIN,
     CMD_REJECT,
     CMD_REMEMBER,
+    CMD_RETIRE_TOPIC,
     CMD_RETRY,
     CMD_REVIEW,
     CMD_SHOW_PROPOSAL,
     CMD_UNDO,
     CMD_UNREJECT,
+    CMD_VERIFY,
     CMD_WIRE_AGENTS,
     AcceptEditedParams,
     DecisionParams,
@@ -50,6 +54,7 @@ from cairn.protocol.lsp import (
     NoParams,
     ProposalParams,
     RememberParams,
+    TopicParams,
     WireAgentsParams,
     WorkspaceParams,
 )
@@ -63,6 +68,7 @@ from cairn.protocol.results import (
     ProcessResult,
     ProposalArgs,
     RememberArgs,
+    TopicArgs,
     read,
 )
 from cairn.protocol.worker import WorkerRequest, WorkerStatus
@@ -85,7 +91,7 @@ if TYPE_CHECKING:
 FOREGROUND_BUDGET = 60.0  # seconds for accept/reject/undo/retry/discard workers
 DRAIN_KINDS = ("process", "drain")
 PROPOSAL_KINDS = ("review", "drain", "accept", "reject", "unreject", "undo", "accept-edited", "remember",
-                  "agents-wire")
+                  "agents-wire", "verify", "memory-retire")
 _KNOWN_CODES = frozenset(str(c) for c in ErrorCode)
 
 
@@ -157,6 +163,8 @@ async def foreground(svc: CairnService, ws: str, kind: str, args: Any) -> dict[s
     if result.status is not WorkerStatus.OK:
         code = result.error if result.error in _KNOWN_CODES else ErrorCode.WORKER_BAD_RESPONSE
         raise CairnError(ErrorCode(code or ErrorCode.INTERNAL), f"{kind} {result.status}: {result.message}"[:200])
+    if kind not in RESULTS:  # a job that still answers a plain object (``verify``): protocol.results docstring
+        return {"workspace": ws, "status": str(result.status), "result": result.result}
     record: Any = read(RESULTS[kind], result.result, job=kind)
     return {"workspace": ws, "status": str(result.status), "result": codec.to_body(record)}
 
@@ -208,6 +216,26 @@ async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:
 async def wire_agents(svc: CairnService, p: WireAgentsParams) -> dict[str, Any]:
     """The code action on an instruction file: ``agents wire`` for the agents named (proposals, nothing applied)."""
     return await foreground(svc, svc.workspace(p.workspace), "agents-wire", AgentsWireArgs(agents=p.agents))
+
+
+async def verify(svc: CairnService, p: WorkspaceParams) -> dict[str, Any]:
+    """``cairn verify``: citations rechecked, stale topics marked, their update or retirement proposed.
+
+    The answer keeps the counts and proposal ids (the per-topic detail is the Memories view's)."""
+    answer = await foreground(svc, svc.workspace(p.workspace), "verify", {"dryRun": False})
+    r = answer["result"] if isinstance(answer["result"], dict) else {}
+    answer["result"] = {k: r.get(k) for k in ("checked", "stale", "unverifiable", "broken", "proposals", "review")}
+    return answer
+
+
+async def retire_topic(svc: CairnService, p: TopicParams) -> dict[str, Any]:
+    """The Memories view's retire key: a retirement proposal for one topic (decided like any other)."""
+    return await foreground(svc, svc.workspace(p.workspace), "memory-retire", TopicArgs(file=p.file))
+
+
+async def confirm_topic(svc: CairnService, p: TopicParams) -> dict[str, Any]:
+    """The Memories view's confirm key: the topic is still true; ``E_TOPIC_STALE`` when it is marked stale."""
+    return await foreground(svc, svc.workspace(p.workspace), "memory-confirm", TopicArgs(file=p.file))
 
 
 async def show_proposal(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
@@ -262,6 +290,9 @@ COMMANDS: dict[str, Route] = {
     CMD_DIAGNOSTIC_REPORT: Route(NoParams, diagnostic_report),
     CMD_SHOW_PROPOSAL: Route(ProposalParams, show_proposal),
     CMD_WIRE_AGENTS: Route(WireAgentsParams, wire_agents),
+    CMD_VERIFY: Route(WorkspaceParams, verify),
+    CMD_RETIRE_TOPIC: Route(TopicParams, retire_topic),
+    CMD_CONFIRM_TOPIC: Route(TopicParams, confirm_topic),
 }
 
 

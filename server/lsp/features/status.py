@@ -1,4 +1,5 @@
-"""Snapshots and the read-only requests: ``cairn/status``, ``cairn/jobs``, ``cairn/cockpit``, ``cairn/proposal``.
+"""Snapshots and the read-only requests: ``cairn/status``, ``cairn/jobs``, ``cairn/cockpit``, ``cairn/proposal``,
+``cairn/evidence``.
 
 ``cairn/status`` answers from memory: the journal counts of the last
 snapshot merged with the coordinator's live job counts. A snapshot is
@@ -277,6 +278,13 @@ class Snapshots:
         ws = self.service.workspace(params.workspace)
         return dict(await asyncio.to_thread(check_edited, ws, params.id, params.text,
                                             self.service.workspaces[ws].settings))
+
+    async def evidence(self, params: ProposalParams) -> dict[str, Any]:
+        """``cairn/evidence``: see :mod:`server.lsp.features.evidence` (the answer is never logged)."""
+        from cairn.server.lsp.features.evidence import evidence  # server start: module docstring
+
+        ws = self.service.workspace(params.workspace)
+        return await asyncio.to_thread(evidence, ws, params.id, self.service.workspaces[ws].settings)
 
     async def proposal(self, params: ProposalParams) -> dict[str, Any]:
         from cairn.worker.memory.views import proposal  # server start: module docstring

@@ -259,8 +259,28 @@ function M.after_decision(ws, command, answer, ids)
   status().schedule(ws)
 end
 
---- What a command other than a decision did, for the user (`cairn.review` is queued, not done).
+--- What `cairn.remember` did, for the user: each proposal made for the text ("p1 pending: title"),
+--- else whether it was reviewed (nothing new) or queued (its proposal follows from the review running now).
+function M.remember_message(answer)
+  local result = type(answer) == "table" and type(answer.result) == "table" and answer.result or {}
+  local lines = {}
+  for _, p in ipairs(type(result.proposals) == "table" and result.proposals or {}) do
+    table.insert(lines, string.format("%s %s: %s", tostring(p.id), tostring(p.state), tostring(p.title)))
+  end
+  if #lines == 0 then
+    table.insert(lines, result.reviewed and "remembered; no new proposal (memory holds it, or it was rejected)"
+      or ("remembered; queued for review" .. (type(result.remember) == "string" and (" (" .. result.remember .. ")")
+        or "") .. ": its proposal follows from the review running now"))
+  end
+  return table.concat(lines, "\n")
+end
+
+--- What a command other than a decision did, for the user (`cairn.review` is queued, not done;
+--- `cairn.remember` names its proposals or says it was queued).
 function M.command_message(name, answer)
+  if name == "cairn.remember" then
+    return M.remember_message(answer)
+  end
   if name == "cairn.review" then
     return "review queued" .. (type(answer) == "table" and type(answer.jobId) == "string"
       and (" (" .. answer.jobId .. ")") or "") .. "; its proposals show when it finishes"

@@ -132,16 +132,7 @@ function M.remember(text, note_type, on_result, bufnr)
     if err then
       return config.notify(config.error_text(err), vim.log.levels.ERROR)
     end
-    local result = (answer or {}).result or {}
-    local lines = {}
-    for _, p in ipairs(result.proposals or {}) do
-      table.insert(lines, string.format("%s %s: %s", p.id, p.state, p.title))
-    end
-    if #lines == 0 then
-      table.insert(lines, result.reviewed and "remembered; no new proposal (memory holds it, or it was rejected)"
-        or "remembered; its proposal follows from the review running now")
-    end
-    config.notify(table.concat(lines, "\n"))
+    config.notify(commands.remember_message(answer))
   end)
 end
 
