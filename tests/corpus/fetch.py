@@ -2,7 +2,8 @@
 
 Usage: ``python tests/corpus/fetch.py [--dry-run]``
 
-For each manifest entry with ``"committed": false`` and no verified copy in
+For each entry of ``manifest.json`` (the quality corpus) and ``importers.json``
+(real files the importer tests read) with ``"committed": false`` and no verified copy in
 ``tests/corpus/cache/``, fetch the recorded commit of the recorded public
 repository with ``git`` (a shallow fetch of one commit into a scratch
 repository), take the recorded path, and keep it only if its SHA-256 is the
@@ -21,6 +22,7 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
+MANIFESTS = ("manifest.json", "importers.json")
 
 
 def _git(*args: str, cwd: pathlib.Path) -> bytes:
@@ -49,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="only list what would be fetched")
     args = parser.parse_args(argv)
-    manifest = json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
+    entries = [entry for name in MANIFESTS
+               for entry in json.loads((HERE / name).read_text(encoding="utf-8"))["files"]]
     failures = 0
-    for entry in manifest["files"]:
+    for entry in entries:
         if entry["committed"] or _present(entry):
             continue
         if args.dry_run:

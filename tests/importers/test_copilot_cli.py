@@ -46,3 +46,47 @@ def test_injected_blocks_without_a_request_block_are_left_out():
 def test_a_plain_prompt_is_kept_as_typed():
     (session,) = copilot_cli.parse(_log(f"  {PROMPT}\n"), source_name="events.jsonl")
     assert session.turns[0].user == PROMPT
+
+
+# ---- a real session (tests/fixtures/transcripts/copilot-cli/SOURCES.md)
+
+REAL_SESSION = "copilot-cli/session-state/030f200c-c26f-4ef0-9099-6d1156c83631/events.jsonl"
+
+
+def _records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_real_session_keeps_the_prompt_as_typed_and_the_main_agents_reply(fixture_copy):
+    """Copilot CLI 1.0.55: ``transformedContent`` adds a date and a ``<system_reminder>``; a sub-agent launched by
+    the ``task`` tool writes its own messages (``agentId``, ``parentToolCallId``) into the same log."""
+    path = fixture_copy(REAL_SESSION)
+    records = _records(path)
+    typed = [r["data"]["content"] for r in records if r["type"] == "user.message"]
+    (final,) = [r["data"]["content"] for r in records if r["type"] == "assistant.message"
+                and r["data"]["content"] and "parentToolCallId" not in r["data"]]
+    (sub_report,) = [r["data"]["content"] for r in records if r["type"] == "assistant.message"
+                     and r["data"]["content"] and "parentToolCallId" in r["data"]]
+
+    (session,) = copilot_cli.parse(path.read_text(encoding="utf-8"), source_name=path.name)
+    assert session.session_id == "030f200c-c26f-4ef0-9099-6d1156c83631"
+    assert [(t.turn_id, t.user) for t in session.turns] == [("1280bab1-823f-4064-ae2c-9829561738a1", typed[0])]
+    (turn,) = session.turns
+    assert "<current_datetime>" not in turn.user and "<system_reminder>" not in turn.user
+    assert turn.assistant == final  # before: the sub-agent's report to the tool call came first
+    assert sub_report not in turn.assistant
+    assert turn.completed_at == "2026-05-26T16:14:48.519Z"
+
+
+def test_a_real_session_through_cairn_import(workspace, fixture_copy):
+    """The real `cairn import` names the format it read and captures the typed prompt, nothing else, as the user's."""
+    from tests.journal.helpers import J, cairn, ready_evidence
+
+    path = fixture_copy(REAL_SESSION)
+    (typed,) = [r["data"]["content"] for r in _records(path) if r["type"] == "user.message"]
+    out = cairn(workspace, "import", str(path)).stdout
+    assert out.splitlines()[0] == "imported 1 file(s) (copilot-cli), 1 session(s): 1 new turn(s), 0 already captured"
+    (cap,) = (workspace / J / "captures").iterdir()
+    ((_, evidence),) = ready_evidence(workspace, cap)
+    assert evidence.user == typed
+    assert evidence.assistant.startswith("Subagent findings:") and "This is a demo project" not in evidence.assistant

@@ -105,3 +105,40 @@ def test_a_first_line_longer_than_the_head_is_still_recognised(tmp_path):
     assert detect(path, path.read_bytes()[:65536]) == "cursor-transcript"
     (session,) = load(path)
     assert session.turns[0].assistant == "It repeats one line."
+
+
+def test_prompts_without_an_answer_join_the_next_and_cursors_own_notices_are_not_prompts(tmp_path):
+    """As real transcripts have them (tests/corpus/importers.json): a plan's "Implement the plan…" and a
+    subagent's forking prompts in a row, a nested ``<user_query>`` with its own ``<timestamp>``, and the notice
+    Cursor writes when a subagent finishes."""
+    def user(text):
+        return {"role": "user", "message": {"content": [{"type": "text", "text": text}]}}
+
+    def said(text):
+        return {"role": "assistant", "message": {"content": [{"type": "text", "text": text}]}}
+
+    notice = ("The above subagent result is already visible to the user. DO NOT reiterate or summarize its "
+              "contents unless asked.")
+    records = [
+        user("<user_query>\nImplement the plan as specified.\n</user_query>"),
+        {"role": "assistant", "message": {"content": [{"type": "tool_use", "name": "Task", "input": {}}]}},
+        {"type": "turn_ended", "status": "aborted"},
+        user("<user_query>\nStart multitasking\n</user_query>"),
+        said("A background agent is running the checks."),
+        user("<timestamp>Tuesday, May 12, 2026, 2:20 PM (UTC+5:30)</timestamp>\n<user_query>\n"
+             "<timestamp>Tuesday, May 12, 2026, 2:15 PM (UTC+5:30)</timestamp>\n\n"
+             f"<user_query>{notice}</user_query>\n</user_query>"),
+        said("The subagent has completed."),
+        user(f"<user_query>{notice}</user_query>"),
+        user("<user_query>\nAudit actions are always past tense.\n</user_query>"),
+        said("Noted: past tense."),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (session,) = load(path)
+    assert session.tail is not None
+    assert [(t.user, t.assistant) for t in (*session.turns, session.tail)] == [
+        ("Implement the plan as specified.\n\nStart multitasking",
+         "A background agent is running the checks.\n\nThe subagent has completed."),
+        ("Audit actions are always past tense.", "Noted: past tense."),
+    ]

@@ -12,7 +12,9 @@ prompt again inside ``<userRequest>``. The user's words are then the
 injected blocks. ``assistant.message`` carries the reply text in ``data.content`` and the
 tool calls it makes in ``data.toolRequests``; ``assistant.turn_end`` closes one
 model turn. Streaming deltas, reasoning, ``tool.*`` and other ``session.*``
-events are left out.
+events are left out, and so is what a sub-agent writes into the same log while a
+``task`` tool call runs (events with ``agentId``, messages with ``data.parentToolCallId``):
+its prompt and report are the tool call's input and output, not the conversation.
 
 A turn starts at a ``user.message`` with text; its id is that event's ``id``.
 Its answer is the text of the ``assistant.message`` events that follow. It is
@@ -68,6 +70,8 @@ def parse(text: str, *, source_name: str) -> list[Session]:
             continue
         if kind == "session.start" and session_id is None and isinstance(data.get("sessionId"), str):
             session_id = data["sessionId"]
+        elif ev.get("agentId") is not None or data.get("parentToolCallId") is not None:
+            continue  # a sub-agent's own stream: the work of a `task` tool call, not the conversation
         elif kind == "user.message":
             prompt = _prompt(data.get("content"))
             if prompt:

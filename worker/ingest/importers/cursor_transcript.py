@@ -7,16 +7,21 @@ blocks: ``text``, ``tool_use {name, input}``, in some versions ``tool_result``) 
 rewrites the file as a conversation goes on: when a new prompt arrives, the ``turn_ended`` at the end is
 replaced by it, so a marker ends the file once the agent is idle.
 
-A user message's text wraps what the user typed in ``<user_query>``; the blocks around it (``<timestamp>``,
-``<user_info>``, ``<attached_files>``, ``<external_links>``, rules, skills…) are injected context and are
-not the user's words. The ``<timestamp>`` (``Monday, Jun 1, 2026, 12:04 PM (UTC+2)``) is the only time in
-the file: it becomes the turn's time. A user message without ``<user_query>`` (older versions, the CLI's
-later prompts) is its text without the injected blocks; one of tool results only continues the tool loop.
+A user message's text wraps what the user typed in ``<user_query>`` (sometimes nested); the blocks
+around it (``<timestamp>``, ``<user_info>``, ``<attached_files>``, ``<image_files>``, ``<external_links>``,
+rules, skills…) are injected context and are not the user's words, nor are the notices Cursor itself puts in
+``<user_query>`` when a subagent or a background task finishes ("The above subagent result is already
+visible to the user…", "Briefly inform the user about the task result…"). The ``<timestamp>`` (``Monday,
+Jun 1, 2026, 12:04 PM (UTC+2)``) is the only time in the file: it becomes the turn's time. A user message
+without ``<user_query>`` (older versions, the CLI's later prompts) is its text without the injected blocks;
+one of tool results only continues the tool loop.
 The assistant's words are its ``text`` blocks, less the bare ``[REDACTED]`` that stands for its hidden
 reasoning; ``tool_use`` blocks are tool traffic.
 
-A turn starts at a user message with words. It is complete when a new prompt follows it or a
-``turn_ended`` marker does (whatever its status: an aborted answer gets no more text), and it has text.
+A turn starts at a user message with words; a prompt that got no text in answer before the next prompt
+(an aborted one, a subagent's forking prompts, a plan's "Implement the plan…") is joined to that next
+prompt. A turn is complete when a new prompt follows it or a ``turn_ended`` marker does (whatever its
+status: an aborted answer gets no more text), and it has text.
 An answered last turn with neither after it is the session's tail (older versions write no marker).
 The session id is ``cursor-transcript:<id>`` from the file's name when it is Cursor's (a UUID), otherwise
 content-derived; turn ids are content-derived (the records have none).
@@ -35,7 +40,12 @@ from ._format import Format
 
 NAME = "cursor-transcript"
 
-_QUERY = re.compile(r"<user_query>\s*(.*?)\s*(?:</user_query>|\Z)", re.S)
+#: the query; Cursor sometimes nests a second one (with its own ``<timestamp>``) inside the first
+_QUERY = re.compile(
+    r"<user_query>\s*(?:(?:<user_query>|<timestamp>[^<]*</timestamp>)\s*)*(.*?)\s*(?:</user_query>|\Z)", re.S)
+#: what Cursor itself writes into ``<user_query>`` when a subagent or a background task has finished
+_NOTICES = ("The above subagent result is already visible to the user.",
+            "Briefly inform the user about the task result")
 #: injected blocks of a user message: a tag of lower-case words, alone on its line, up to its closing tag
 _INJECTED = re.compile(r"(?m)^[ \t]*<([a-z][a-z0-9_-]*)(?:\s[^>\n]*)?>.*?</\1>[ \t]*$", re.S)
 _TIMESTAMP = re.compile(r"<timestamp>\s*(.*?)\s*</timestamp>", re.S)
@@ -104,7 +114,10 @@ def prompt_of(content: Any) -> tuple[str, str | None]:
     texts = _texts(content)
     joined = "\n".join(texts)
     queries = [q for q in (m.group(1) for m in _QUERY.finditer(joined)) if q.strip()]
-    words = join_texts(queries) if queries else join_texts([_INJECTED.sub("", t) for t in texts])
+    if queries:
+        words = join_texts([q for q in queries if not q.startswith(_NOTICES)])
+    else:
+        words = join_texts([_INJECTED.sub("", t) for t in texts])
     return words, stamp(joined)
 
 
@@ -124,15 +137,18 @@ def parse(text: str, *, source_name: str) -> list[Session]:
 
     for _number, rec in iter_jsonl(text):
         if rec.get("type") == "turn_ended":
-            close(turn)
-            turn = None
+            if turn is not None and turn["texts"]:  # a prompt without text in answer waits to join the next
+                close(turn)
+                turn = None
             continue
         role = rec.get("role")
         message = rec.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if role == "user":
             words, at = prompt_of(content)
-            if words:
+            if words and turn is not None and not turn["texts"]:  # the last prompt got no text: one prompt
+                turn["user"], turn["at"] = join_texts([turn["user"], words]), at or turn["at"]
+            elif words:
                 close(turn)
                 turn = {"user": words, "texts": [], "at": at}
         elif role == "assistant" and turn is not None:
