@@ -29,7 +29,12 @@ peak RSS) on generated Claude Code sessions (tests/support/generated.py):
   every file, and a
   parse-and-write script (:data:`FLOOR`: every JSON line decoded, the
   messages' text appended to one file, fsynced; incremental by inode, size,
-  mtime and offset like the manifest), written as a chart with ``--chart-incremental``.
+  mtime and offset like the manifest), written as a chart with ``--chart-incremental``;
+* ``codex-append``: one 20,000-turn Codex rollout (the record shapes of a real
+  Codex CLI rollout, tests/support/rollouts.py) imported once, then 10 turns
+  appended before each round of ``cairn import --all`` and of ``cairn hook
+  codex PAYLOAD`` (Codex's ``notify`` after a turn), beside the previous
+  package (``--baseline``) and the parse-and-write floor.
 
 Throughputs are printed beside a durable-publication floor measured in the
 same run (temp write + fsync + link + fsync dir of a small file, as every
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import shlex
 import shutil
@@ -68,6 +74,7 @@ sys.path.insert(0, str(REPO))
 from cairn.state.fsdir import PinnedDir  # noqa: E402
 
 from tests.support.generated import session_lines, write_session  # noqa: E402
+from tests.support.rollouts import append_turns, write_rollout  # noqa: E402
 
 
 def floor(tmp: Path, n: int = 300) -> float:
@@ -573,12 +580,70 @@ def incremental(tmp: Path, repeat: int, peer: list[str] | None, chart: Path | No
     print(f"(chart written to {chart})")
 
 
+def codex_append(tmp: Path, repeat: int, scale: int, baseline: Path | None = None) -> None:
+    """10 turns appended to a long Codex rollout, then ``cairn import --all`` and ``cairn hook codex`` (module
+    docstring), each beside the same command of the ``baseline`` package when given."""
+    root = tmp / "codex-append"
+    root.mkdir()
+    turns = 20_000 // scale
+    h = History(root, "codex")
+    day = h.home / ".codex" / "sessions" / "2026" / "05" / "11"
+    day.mkdir(parents=True)
+    thread = "0000000a-0000-7000-0000-000000000001"
+    rollout = write_rollout(h.add(day / f"rollout-2026-05-11T10-00-00-{thread}.jsonl"), 10, turns)
+    base = str(baseline) if baseline else None
+    views = [("", None), ("-baseline", base)] if base else [("", None)]
+
+    def hook(ws: Path, view: str | None) -> tuple[float, float]:
+        env = _child_env(h.home)
+        env.pop("CODEX_HOME", None)
+        if view:
+            env["PYTHONPATH"] = view + os.pathsep + env.get("PYTHONPATH", "")
+        payload = json.dumps({"type": "agent-turn-complete", "thread-id": thread, "turn-id": "1", "cwd": str(ws),
+                              "input-messages": ["go on"], "last-assistant-message": "Done."})
+        return timed([sys.executable, "-m", "cairn.server", "hook", "codex", payload], env)
+
+    cold: dict[str, list[tuple[float, float]]] = {}
+    for kind in ("import", "hook"):
+        for suffix, view in views:
+            ws = root / f"ws-{kind}{suffix}"
+            ws.mkdir()
+            cold.setdefault(suffix, []).append(h.cairn(ws, view) if kind == "import" else hook(ws, view))
+    state = root / "floor.json"
+    h.floor(state)
+    have = turns
+    runs: dict[str, list[tuple[float, float]]] = {}
+    floors = []
+    for i in range(repeat):
+        append_turns(rollout, 10, have, have + 10)  # each workspace then finds these 10 turns new
+        have += 10
+        for kind in ("import", "hook"):
+            order = views if i % 2 == 0 else views[::-1]  # alternating: every other round starts with the baseline
+            for suffix, view in order:
+                ws = root / f"ws-{kind}{suffix}"
+                runs.setdefault(kind + suffix, []).append(h.cairn(ws, view) if kind == "import" else hook(ws, view))
+        floors.append(h.floor(state))
+    print(f"one Codex rollout, {turns:,} turns ({rollout.stat().st_size / 1e6:.0f} MB), cold: "
+          + ", ".join(f"{'before' if k else 'now'} {_med(v)[0]:.2f} s" for k, v in cold.items()))
+    print(f"| 10 turns appended, then | cairn wall (CPU) |{' before (baseline) | before / now |' if base else ''}")
+    print(f"|---|---|{'---|---|' if base else ''}")
+    for kind, label in (("import", "`cairn import --all`"), ("hook", "`cairn hook codex` (notify)")):
+        now = _med(runs[kind])
+        row = f"| {label} | {now[0]:.3f} s ({now[1]:.2f}) |"
+        if base:
+            old = _med(runs[kind + "-baseline"])
+            row += f" {old[0]:.3f} s ({old[1]:.2f}) | {old[0] / now[0]:.1f} |"
+        print(row)
+    print(f"parse-and-write floor (reads from its offset): {_med(floors)[0]:.3f} s; medians of {repeat}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a tenth of each size (a smoke run)")
     ap.add_argument("--chart", type=Path, default=None, help="write the batch-size chart to this PNG")
     ap.add_argument("--only", nargs="*", default=None,
-                    choices=("many", "all", "thousand", "long", "huge", "batch", "compression", "incremental"))
+                    choices=("many", "all", "thousand", "long", "huge", "batch", "compression", "incremental",
+                             "codex-append"))
     ap.add_argument("--peer", default=None,
                     help="the peer's command, run with the workload's HOME (default: 'deja index --quiet' when deja-vu's "
                          "program deja is on PATH)")
@@ -586,7 +651,8 @@ def main() -> None:
                     help="the peer's state folders relative to HOME, removed before each cold run (default: .cache/deja)")
     ap.add_argument("--chart-incremental", type=Path, default=None, help="write the incremental chart to this PNG")
     ap.add_argument("--baseline", type=Path, default=None,
-                    help="incremental: a folder holding a cairn/ view of another tree, measured beside this one")
+                    help="incremental, codex-append: a folder holding a cairn/ view of another tree, measured "
+                         "beside this one")
     ap.add_argument("--repeat", type=int, default=1, help="run the 200 x 10 imports N times (the median is shown)")
     ns = ap.parse_args()
     global REPEAT
@@ -624,6 +690,9 @@ def main() -> None:
         if "incremental" in want:
             print()
             incremental(tmp, max(REPEAT, 3), peer, ns.chart_incremental, scale, ns.baseline)
+        if "codex-append" in want:
+            print()
+            codex_append(tmp, max(REPEAT, 3), scale, ns.baseline)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ ctime in nanoseconds; a SQLite store's ``-wal`` file too), hashes of a
 bounded head and tail of its bytes, what the import of it counted, the
 segments holding its sessions' evidence, and for an append-only JSON-lines
 session the state a read resumed from a record boundary needs
-(:class:`ResumePoint`). An entry is written only after every turn it
+(:class:`ResumePoint`; a Codex rollout's reader state too, :class:`RolloutState`). An entry is written only after every turn it
 covers is durable, so each one is a true statement about a past content of
 its file; what it lets an import skip is decided afresh against the file.
 
@@ -78,9 +78,29 @@ class ResumePoint:
     watched: tuple[str, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
+class RolloutState:
+    """What the reader of a Codex rollout (``worker/ingest/importers/codex.py``) knows of a file's records
+    read so far and uses on every record: a read resumed at a cut starts from it.
+
+    The prompts come from ``user_message`` events when the file has any, the replies from ``agent_message``
+    events when it has no assistant message item; the flags only ever turn true as the file grows. A
+    resumed read is kept only when what they decide (and whether the file names its session) is what the
+    whole file decides.
+    """
+
+    legacy: bool  # the older layout: the first line is a header, bare model items follow
+    named: bool  # the session id is the file's own (a header, a session_meta), not derived from a prompt
+    started: str | None  # the older layout's header time: its turns' only time
+    event_prompts: bool  # a user_message event was read
+    event_replies: bool  # an agent_message event was read
+    item_replies: bool  # an assistant message item was read
+
+
 @record("source-entry", version=1)
-class SourceEntry:
-    """The import of one source, as of the content it read (see the module docstring)."""
+class SourceEntryV1:
+    """The manifest entry as first written (no reader state beside the resume point); it reads as
+    :class:`SourceEntry`, whose ``rollout`` is then None (a Codex rollout is read whole once)."""
 
     key: str  # sha of (path, format asked, session ids kept)
     path: str
@@ -98,3 +118,27 @@ class SourceEntry:
     malformed: tuple[KeptLine, ...] = ()
     segments: tuple[KeptSegment, ...] = ()
     resume: ResumePoint | None = None
+
+
+@record("source-entry", version=2, upgrades=SourceEntryV1)
+class SourceEntry:
+    """The import of one source, as of the content it read (see the module docstring). Version 2 adds
+    ``rollout``: a Codex rollout's reader state at its resume point."""
+
+    key: str  # sha of (path, format asked, session ids kept)
+    path: str
+    format: str  # the format it was read as
+    reader: str  # fingerprint of the importers that read it: another reader reads it again
+    mark: FileMark
+    wal: FileMark | None = None  # a SQLite store's write-ahead log
+    head_sha: str = ""  # sha256 of the first HEAD bytes (files only)
+    tail_sha: str = ""  # sha256 of the last TAIL bytes up to mark.size
+    sealed: bool = False  # read as sealed (tails admitted)
+    pending: int = 0  # tails left pending
+    empty: int = 0
+    turns: int = 0  # turns seen, all sessions
+    sessions: tuple[str, ...] = ()  # session ids seen, in order
+    malformed: tuple[KeptLine, ...] = ()
+    segments: tuple[KeptSegment, ...] = ()
+    resume: ResumePoint | None = None
+    rollout: RolloutState | None = None  # a Codex rollout's: what its reader knew at the cut

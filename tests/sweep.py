@@ -10,15 +10,18 @@ logged fewer than *k* points, which proves the sweep has passed the end of the
 workload.
 
 By default a sweep is *sampled*: every point up to ``EXHAUSTIVE_HEAD``, then
-every ``CAIRN_SWEEP_STRIDE``-th (default 3), so CI stays within its budget
+every ``CAIRN_SWEEP_STRIDE``-th (default 5), so CI stays within its budget
 while the start-up points, where most of the claim and directory set-up
-happens, are all killed. ``CAIRN_SWEEP=full`` kills at every single point:
+happens, are all killed. Which residue past the head is sampled rotates
+with the day (``CAIRN_SWEEP_PHASE`` fixes it), so five daily runs kill at
+every point between them. ``CAIRN_SWEEP=full`` kills at every single point:
 
     CAIRN_SWEEP=full .venv/bin/python -m pytest -m slow
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import signal
@@ -35,7 +38,13 @@ def stride() -> int:
     """1 for an exhaustive sweep (``CAIRN_SWEEP=full``), else the sampling stride."""
     if os.environ.get("CAIRN_SWEEP") == "full":
         return 1
-    return max(1, int(os.environ.get("CAIRN_SWEEP_STRIDE", "3")))
+    return max(1, int(os.environ.get("CAIRN_SWEEP_STRIDE", "5")))
+
+
+def phase(step: int) -> int:
+    """Which of the ``step`` residues past the head this run samples: ``CAIRN_SWEEP_PHASE``, else the day's."""
+    fixed = os.environ.get("CAIRN_SWEEP_PHASE")
+    return (int(fixed) if fixed else datetime.datetime.now(datetime.UTC).date().toordinal()) % step
 
 
 def kill_at(k: int, log: Path, run: Run, *args: object, **env: str) -> str | None:
@@ -77,9 +86,10 @@ def points(reference: int, start: int = 1) -> Iterator[int]:
     *start* skips the points before a window of interest (the head is counted from it).
     """
     step = stride()
+    head = start - 1 + EXHAUSTIVE_HEAD
     k = start - 1
     while True:
-        k += 1 if k < start - 1 + EXHAUSTIVE_HEAD else step
+        k += 1 if k < head else (step if k > head else 1 + phase(step))
         assert k <= reference + 32, f"workload still running after {k} points (reference run: {reference})"
         yield k
 

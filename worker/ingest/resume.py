@@ -27,6 +27,21 @@ bytes). What it cannot see is a rewrite of bytes between the file's head
 and the cut (the manifest checks the head, the bytes around the old end and
 the region from the cut): the residual risk ADR 0022 describes.
 
+A Codex rollout (:class:`RolloutReader`) is read as a list of records, not
+a tree, but how each record is read depends on the whole file: its layout
+(the first line), whether prompts come from ``user_message`` events and
+replies from ``agent_message`` events (flags any record can set), the
+session id (the first ``session_meta``, else derived from the first
+prompt). A whole read leaves the cut (the record that opened the last turn
+given: there the reader holds no turn) with that state
+(:class:`~cairn.protocol.sources.RolloutState`) and the cut turn's parent;
+:func:`resume` reads from the cut with that state and keeps the result only
+when the state after it decides as before (no flag that changes where
+prompts or replies come from, no session id named where it was derived),
+so the turns before the cut are those the grown file gives, and its own
+turns are those a whole read gives from the cut on. Its last turn may be a
+tail, as a whole read's.
+
 Pure like the importers: reads the descriptor it is given, writes nothing.
 """
 
@@ -41,14 +56,14 @@ from typing import IO, Any
 import attrs
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError
-from cairn.protocol.sources import ResumePoint
+from cairn.protocol.sources import ResumePoint, RolloutState
 from cairn.protocol.transcript import Session, Turn
-from cairn.worker.ingest.importers import claude_code
+from cairn.worker.ingest.importers import claude_code, codex
 from cairn.worker.ingest.importers._common import malformed
 from cairn.worker.ingest.importers._jsonl import REREAD_CACHE_BYTES, JsonlFile, StreamedSession, _decode_line
 
 #: formats whose files a read can resume (the importer's ``stream`` is the one :func:`resume` drives)
-RESUMABLE = frozenset({claude_code.NAME})
+RESUMABLE = frozenset({claude_code.NAME, codex.NAME})
 #: a resumed read keeps its turns in memory: past this many new bytes, the file is read whole (streamed)
 MAX_RESUME_BYTES = 32 << 20
 #: watched ids kept at most; a file that needs more is read whole when it grows
@@ -87,11 +102,16 @@ class Reader(JsonlFile):
         self.turns = 0
         self.lost = False  # a turn whose opening record was not seen: no cut
         self.exhausted = False  # every turn was given (the cut is the last turn's)
+        self.rollout: RolloutState | None = None  # a Codex rollout's reader state at the cut
 
     # -- the scan: JsonlFile.scan from ``start``, watching ids ------------------------------------
+    #: whether the scan watches ids (a Codex rollout's reader has none to watch)
+    WATCHES = True
+
     def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
         self.fh.seek(self.start)
         self._kept.clear()
+        watches = self.WATCHES
         budget = REREAD_CACHE_BYTES
         offset = self.start
         number = self.first_line
@@ -123,7 +143,7 @@ class Reader(JsonlFile):
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
             self.end = offset
-            if not self.session_seen or obj.get("type") == "summary" or self._leaves or self.watched:
+            if watches and (not self.session_seen or obj.get("type") == "summary" or self._leaves or self.watched):
                 self._watch(start, obj)  # rare past the first record: most files have no summary, nothing watched
             if len(raw) <= budget:
                 budget -= len(raw)
@@ -209,6 +229,57 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class RolloutReader(Reader):
+    """A :class:`Reader` of a Codex rollout: the same scan (no ids to watch); the cut and the reader's
+    state come from what :func:`codex.read` reports (:meth:`took`)."""
+
+    WATCHES = False
+
+    def __init__(self, path: Path, fd: int, *, start: int = 0, line: int = 0) -> None:
+        super().__init__(path, fd, start=start, line=line)
+        self.last: tuple[int, int, str | None] | None = None  # (offset, line, parent) of the last turn's opening
+
+    def took(self, read: codex.Read) -> None:
+        """What the importer gave: the last completed turn's opening record becomes the cut."""
+        self.exhausted = True
+        self.rollout = RolloutState(**read.state._asdict()) if read.state is not None else None
+        turns = read.sessions[0].turns if len(read.sessions) == 1 else ()
+        self.turns = len(turns)
+        if turns and len(read.opened) == len(turns):
+            offset, number = read.opened[-1]
+            self.last = (offset, number - 1, turns[-1].parent_turn_id)
+
+    def point(self, *, session_id: str, title: str | None, prior: int = 0,
+              watched: frozenset[str] = frozenset()) -> ResumePoint | None:
+        if self.last is None or self.rollout is None or not self.exhausted:
+            return None
+        offset, line, parent = self.last
+        if self.end - offset > MAX_RESUME_BYTES:
+            return None  # a last turn too large to read again: read whole next time
+        self.fh.seek(offset)
+        region = self.fh.read(self.end - offset) if self.end > offset else b""
+        return ResumePoint(offset=offset, line=line, end=self.end, region_sha=_sha(region), parent=parent,
+                           prior=prior + self.turns - 1, session_id=session_id, title=title)
+
+
+def reader(fmt: str, path: Path, fd: int) -> Reader:
+    """The reader of a whole file of resumable format ``fmt`` (``fd`` is owned)."""
+    return RolloutReader(path, fd) if fmt == codex.NAME else Reader(path, fd)
+
+
+def _decides(state: RolloutState | codex.State) -> tuple[bool, bool, bool]:
+    """What a Codex reader's state decides for every record: the session named by the file, prompts from
+    events, replies from events."""
+    return state.named, state.event_prompts, state.event_replies and not state.item_replies
+
+
+def whole_rollout(reader: RolloutReader) -> list[Session]:
+    """The session of the reader's whole rollout; the reader keeps its cut and state (:meth:`RolloutReader.took`)."""
+    read = codex.read(reader)
+    reader.took(read)
+    return read.sessions
+
+
 def whole(reader: Reader) -> list[StreamedSession]:
     """The importer's sessions of the reader's whole file; the reader sees each turn they give go by, so
     that once they are all read it can place its cut (:meth:`Reader.point`, :attr:`Reader.exhausted`)."""
@@ -225,10 +296,13 @@ def whole(reader: Reader) -> list[StreamedSession]:
     return out
 
 
-def resume(path: Path, fd: int, point: ResumePoint) -> tuple[Session, Reader] | None:
+def resume(path: Path, fd: int, point: ResumePoint, rollout: RolloutState | None = None) -> tuple[Session, Reader] | None:
     """The session of ``path`` read from ``point`` (``fd`` is owned: closed when None is answered, else by
     closing the reader), or None when only a whole read can say (see the module docstring). Its turns are
-    those a whole read gives from the cut's turn on."""
+    those a whole read gives from the cut's turn on. ``rollout``: a Codex rollout's reader state at the cut
+    (a Claude Code session has none)."""
+    if rollout is not None:
+        return _resume_rollout(path, fd, point, rollout)
     reader = Reader(path, fd, start=point.offset, line=point.line, watched=frozenset(point.watched),
                     old_end=point.end)
     try:
@@ -251,3 +325,20 @@ def resume(path: Path, fd: int, point: ResumePoint) -> tuple[Session, Reader] | 
         raise
     return Session(session_id=point.session_id, source_format=claude_code.NAME, title=point.title,
                    turns=tuple(turns)), reader
+
+
+def _resume_rollout(path: Path, fd: int, point: ResumePoint, state: RolloutState) -> tuple[Session, Reader] | None:
+    reader = RolloutReader(path, fd, start=point.offset, line=point.line)
+    try:
+        read = codex.read(reader, start=codex.State(**attrs.asdict(state)), session_id=point.session_id,
+                          parent=point.parent)
+        reader.took(read)
+        if (read.state is None or _decides(read.state) != _decides(state) or len(read.sessions) != 1
+                or not read.sessions[0].turns or not read.opened or read.opened[0][0] != point.offset):
+            reader.close()
+            return None
+    except BaseException:
+        reader.close()
+        raise
+    session = read.sessions[0]
+    return attrs.evolve(session, session_id=point.session_id, title=point.title), reader

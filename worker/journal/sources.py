@@ -14,8 +14,8 @@ about each source before reading it (docs/adr/0022):
   elected or written, and the import counts it as a re-read would (its
   sessions, turns already captured, tails pending, lines left out);
 * **grown** — the same file, longer, with its old head and the bytes before
-  its old end unchanged, in a format whose reads resume
-  (:mod:`worker.ingest.resume`): it is read from the record that opened the
+  its old end unchanged, in a format whose reads resume (Claude Code, Codex:
+  :mod:`worker.ingest.resume`): it is read from the record that opened the
   last turn read, after checking the bytes from there to the old end; a read
   that cannot resume exactly falls back to a whole read;
 * anything else (new, replaced, truncated, rewritten, another reader, a
@@ -49,13 +49,15 @@ from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import CaptureBatch
 from cairn.protocol.results import CaptureResult, ImportTally, MalformedLine
-from cairn.protocol.sources import FileMark, KeptLine, KeptSegment, ResumePoint, SourceEntry
+from cairn.protocol.sources import FileMark, KeptLine, KeptSegment, ResumePoint, RolloutState, SourceEntry
+from cairn.protocol.transcript import Session
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.state.fsdir import PinnedDir
 from cairn.worker.ingest import importers, resume
 from cairn.worker.ingest.importers._common import open_source
+from cairn.worker.ingest.importers._jsonl import StreamedSession
 from cairn.worker.ingest.importers._sqlite import MAGIC
 from cairn.worker.journal.batches import parse_batch_name
 from cairn.worker.journal.store import CAPTURES, SEGMENTS, SESSIONS, J, Journal, capture_id, session_dir
@@ -137,6 +139,7 @@ class Look:
     tail_sha: str = ""
     resumed: ResumePoint | None = None  # the point a read resumed from
     point: ResumePoint | None = None  # where the next read can resume
+    rollout: RolloutState | None = None  # a Codex rollout's reader state at ``point``
     reader: resume.Reader | None = None
 
 
@@ -227,7 +230,7 @@ class Manifest:
             if old.pending and look.sealed and not old.sealed:
                 return "read"  # its tails wait for a seal that has come
             return "same" if self._intact(old) else "read"
-        if (look.head_sha and old.resume is not None and old.format in resume.RESUMABLE
+        if (look.head_sha and _resumable(old)
                 and (mark.dev, mark.ino) == (old.mark.dev, old.mark.ino) and mark.size > old.mark.size):
             tail = _pread(fd, min(TAIL, old.mark.size), max(0, old.mark.size - TAIL))
             if (_sha(head[:min(HEAD, old.mark.size)]) == old.head_sha and tail is not None
@@ -283,6 +286,7 @@ class Manifest:
                 look.point = reader.point(session_id=first.session_id, title=first.title,
                                           prior=was.prior if was else 0,
                                           watched=frozenset(was.watched) if was else frozenset())
+                look.rollout = reader.rollout if look.point is not None else None
         finally:
             reader.close()
 
@@ -303,7 +307,8 @@ class Manifest:
         except OSError:
             os.close(fd)
             return None
-        read = resume.resume(Path(look.path), fd, point)  # owns fd
+        rollout = look.old.rollout if look.old.format == importers.codex.NAME else None
+        read = resume.resume(Path(look.path), fd, point, rollout)  # owns fd
         if read is None:
             return None
         session, look.reader = read
@@ -332,9 +337,10 @@ class Manifest:
         if found not in resume.RESUMABLE or fmt not in ("auto", found):
             os.close(fd)
             return None
-        reader = resume.Reader(Path(p), fd)
+        reader = resume.reader(found, Path(p), fd)
         try:
-            sessions = resume.whole(reader)
+            sessions: Sequence[Session | StreamedSession] = (
+                resume.whole_rollout(reader) if isinstance(reader, resume.RolloutReader) else resume.whole(reader))
         except CairnError as exc:
             reader.close()
             if fmt != "auto" and exc.code == ErrorCode.IMPORT_MALFORMED:
@@ -374,7 +380,7 @@ class Manifest:
             tail_sha=look.tail_sha, sealed=look.sealed, pending=tally.pending, empty=tally.empty,
             turns=sum(r.turns for r in results) + prior, sessions=tally.session_ids,
             malformed=tuple(KeptLine(line=m.line, code=m.code, message=m.message) for m in tally.malformed),
-            resume=look.point)
+            resume=look.point, rollout=look.rollout)
         self.new[look.key] = entry
         return tally
 
@@ -465,6 +471,13 @@ class Manifest:
         if self._segments is not None:
             self._segments.close()
             self._segments = None
+
+
+def _resumable(old: SourceEntry) -> bool:
+    """Whether the entry holds what a read resumed at its cut needs (a Codex rollout's reader state too: an
+    entry written before it was kept is read whole)."""
+    return old.resume is not None and old.format in resume.RESUMABLE and (
+        old.format != importers.codex.NAME or old.rollout is not None)
 
 
 def _newer(a: SourceEntry, b: SourceEntry) -> bool:

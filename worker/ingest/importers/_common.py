@@ -142,9 +142,9 @@ class TurnBuilder:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def finish(self, *, session_id: str, source_format: str, title: str | None) -> Session:
+    def finish(self, *, session_id: str, source_format: str, title: str | None, parent: str | None = None) -> Session:
+        """The session; ``parent`` is the first turn's parent (a read that starts after the file's first turn)."""
         turns: list[Turn] = []
-        parent: str | None = None
         for source_id, user, assistant, completed_at in [*self._pending, *([self._tail] if self._tail else [])]:
             tid = source_id or derived_turn_id(session_id, parent, user, assistant)
             turns.append(Turn(turn_id=tid, parent_turn_id=parent, user=user, assistant=assistant, completed_at=completed_at))

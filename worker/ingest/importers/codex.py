@@ -34,6 +34,14 @@ Times: a turn's ``completed_at`` is the time of the record that ended it
 (its last reply, or ``task_complete``). The older layout records no time per
 line: its turns carry the header's ``timestamp``, the session's start, the
 only time the file holds.
+
+What decides how each record is read is known only over the whole file
+(the layout, by the first line; where prompts and replies come from, by
+flags any later record can set). :func:`read` reports it (:class:`State`,
+kept in the manifest as ``protocol.sources.RolloutState``) with the record
+that opened each turn it gave, and reads a file from such a record when
+given the state found before it: ``worker/ingest/resume.py`` resumes a
+grown rollout that way (docs/adr/0022).
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from cairn.protocol import boundedjson
 from cairn.protocol.transcript import Session
@@ -69,7 +77,7 @@ _HEADER_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
 #: model items the older layout writes bare (its state lines are ``{"record_type": "state"}``)
 _BARE_ITEMS = frozenset({"message", *_ACTIVITY})
 
-Record = tuple[int, str, dict[str, Any], str | None]  # line, kind, payload, time
+Record = tuple[int, int, str, dict[str, Any], str | None]  # line, offset, kind, payload, time
 
 
 def _texts(content: Any, kinds: tuple[str, ...]) -> list[str]:
@@ -108,16 +116,16 @@ def _is_header(rec: dict[str, Any]) -> bool:
             and "type" not in rec and "payload" not in rec)
 
 
-def _records(src: Records) -> Iterator[Record]:
-    """``(line, kind, payload, time)`` of each record read, in either layout (the older one's
-    first line as ``header``, its bare items as ``response_item``); tool activity is kept as its
-    type only, so memory follows the conversation's text, not the size of tool output."""
-    legacy: bool | None = None
-    for number, _, rec in src.scan():
+def _records(src: Records, legacy: bool | None = None) -> Iterator[Record]:
+    """``(line, offset, kind, payload, time)`` of each record read, in either layout (the older one's
+    first line as ``header``, its bare items as ``response_item``; ``legacy`` None: the first record
+    read says which); tool activity is kept as its type only, so memory follows the conversation's
+    text, not the size of tool output."""
+    for number, offset, rec in src.scan():
         if legacy is None:
             legacy = _is_header(rec)
             if legacy:
-                yield number, "header", {"id": rec["id"]}, utc(rec["timestamp"])
+                yield number, offset, "header", {"id": rec["id"]}, utc(rec["timestamp"])
                 continue
         if "record_type" in rec and "payload" not in rec:
             continue  # a state snapshot: nothing of the conversation
@@ -132,7 +140,7 @@ def _records(src: Records) -> Iterator[Record]:
             payload = {"type": payload["type"]}
         elif kind not in ("response_item", "event_msg", "session_meta"):
             continue  # turn_context, compacted: never read below
-        yield number, kind, payload, utc(rec.get("timestamp"))
+        yield number, offset, kind, payload, utc(rec.get("timestamp"))
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
@@ -142,13 +150,51 @@ def parse(text: str, *, source_name: str) -> list[Session]:
 
 def parse_records(src: Records) -> list[Session]:
     """The session of a rollout read record by record (see the module docstring)."""
-    records = list(_records(src))
+    return read(src).sessions
 
-    session_id: str | None = None
+
+class State(NamedTuple):
+    """What the reader knows of the records read so far and uses on every record (see the module docstring)."""
+
+    legacy: bool  # the older layout: the first line is a header
+    named: bool  # the session id is the file's own (a header, a session_meta)
+    started: str | None  # the older layout's header time
+    event_prompts: bool  # a user_message event was read
+    event_replies: bool  # an agent_message event was read
+    item_replies: bool  # an assistant message item was read
+
+
+class Read(NamedTuple):
+    """What :func:`read` gives: the sessions, the reader's state over every record read (the state it
+    started from included; None when there was neither) and ``(offset, line)`` of the record that
+    opened each completed turn given, in order."""
+
+    sessions: list[Session]
+    state: State | None
+    opened: list[tuple[int, int]]
+
+
+def read(src: Records, *, start: State | None = None, session_id: str | None = None,
+         parent: str | None = None) -> Read:
+    """The session of a rollout read record by record. With ``start``, ``src`` begins at a record that
+    opened a turn and is read as a whole read that found ``start`` before it reads on from there: the
+    session is ``session_id``, the first turn's parent ``parent``; its turns are those a whole read gives
+    from that turn on when the state after the read decides what ``start`` decided (the caller checks)."""
+    records = list(_records(src, start.legacy if start else None))
+
     started: str | None = None  # the older layout's only time
     events_have_prompts = events_have_replies = False
     items_have_replies = False
-    for _, kind, payload, stamp in records:
+    given = session_id
+    if start is not None:
+        session_id = session_id if start.named else None
+        started, legacy = start.started, start.legacy
+        events_have_prompts, events_have_replies = start.event_prompts, start.event_replies
+        items_have_replies = start.item_replies
+    else:
+        session_id = None
+        legacy = bool(records) and records[0][2] == "header"
+    for _, _, kind, payload, stamp in records:
         ptype = payload.get("type")
         if kind == "header":
             session_id, started = payload["id"], stamp
@@ -163,6 +209,8 @@ def parse_records(src: Records) -> list[Session]:
     replies_from_events = events_have_replies and not items_have_replies
 
     builder = TurnBuilder()
+    opened: list[tuple[int, int]] = []
+    opening = (0, 0)  # (offset, line) of the record that opened the turn being read
     user: str | None = None
     texts: list[str] = []
     answered = False
@@ -172,8 +220,9 @@ def parse_records(src: Records) -> list[Session]:
     def close() -> None:
         if user is not None and answered:
             builder.add(user, join_texts(texts), completed_at=completed_at or started)
+            opened.append(opening)
 
-    for number, kind, payload, stamp in records:
+    for number, offset, kind, payload, stamp in records:
         ptype = payload.get("type")
         prompt: str | None = None
         if kind == "event_msg" and ptype == "user_message" and events_have_prompts:
@@ -214,13 +263,20 @@ def parse_records(src: Records) -> list[Session]:
         if prompt:
             close()
             user, texts, answered, on_text, completed_at = prompt, [], False, False, None
+            opening = (offset, number)
 
     if user is not None and answered and on_text:
         builder.set_tail(user, join_texts(texts), completed_at=completed_at or started)
+    state = None if not records and start is None else State(
+        legacy=legacy, named=session_id is not None, started=started, event_prompts=events_have_prompts,
+        event_replies=events_have_replies, item_replies=items_have_replies)
     if not len(builder) and not builder.has_tail:
-        return []
-    sid = session_id or derived_session_id(NAME, None, builder.first_user or "")
-    return [builder.finish(session_id=sid, source_format=NAME, title=None)]
+        return Read([], state, opened)
+    if start is not None and given is not None:
+        sid = given  # the whole file's, named or derived from its first prompt
+    else:
+        sid = session_id or derived_session_id(NAME, None, builder.first_user or "")
+    return Read([builder.finish(session_id=sid, source_format=NAME, title=None, parent=parent)], state, opened)
 
 
 def _sniff_record(rec: dict[str, Any], head: str) -> bool:
