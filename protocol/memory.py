@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 
 import attrs
-from cairn.protocol.codec import record
+from cairn.protocol.codec import optional_key, record
 
 
 class ProposalKind(enum.StrEnum):
@@ -68,6 +68,10 @@ class Proposal:
     fingerprint: str  # stable identity of "the same proposal" (rejections are remembered by it)
     created: float
     requires: tuple[str, ...] = ()  # proposals that must be applied before this one (a note disposition)
+    #: what the proposal answers besides its files' before-states: ``"stale-citations"`` (``cairn verify``
+    #: found what the topic cites changed); once a later verification finds the topic true again, the
+    #: proposal is stale (``worker.memory.apply.check_fresh``), never applied over a memory that holds
+    premise: str | None = optional_key()
 
 
 @record("review", version=1)

@@ -187,7 +187,8 @@ def memory_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=("retire", "confirm"),
                    help="retire TOPIC: propose its retirement (accept, reject, undo as any proposal); "
                         "confirm TOPIC: it is still true (no longer due for revalidation)")
-    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a topic file as listed (or its name in the memory folder)")
+    p.add_argument("topic", nargs="?", metavar="TOPIC",
+                   help="a topic file as listed (or its file name alone, when one memory root has it)")
     json_flag(p)
 
 
@@ -196,8 +197,8 @@ def _topic_arg(ns: argparse.Namespace) -> str:
 
     if not ns.topic:
         raise CairnError(ErrorCode.USAGE, f"cairn memory {ns.action} TOPIC: name a topic file (`cairn memory` lists them)")
-    topic = str(ns.topic)
-    return topic if "/" in topic else f".agents/memory/{topic}"
+    # as typed: the worker looks a bare name up in every memory root (worker.memory.verify._one_topic)
+    return str(ns.topic)
 
 
 def cmd_memory(ns: argparse.Namespace) -> int:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.journal.helpers import cairn, cairn_json
 
@@ -46,6 +50,55 @@ def test_retire_asked_again_after_a_rejection_is_proposed_again(workspace: Path)
     cairn(workspace, "reject", first)
     second = cairn_json(workspace, "memory", "retire", target)
     assert second["new"] is True and second["proposal"] != first
+    # proposed again once: asked a third time, the pending one is named, not proposed a second time
+    third = cairn_json(workspace, "memory", "retire", target)
+    assert third == {"file": target, "proposal": second["proposal"], "new": False}
+    assert [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"] == [second["proposal"]]
+
+
+def test_retire_names_a_verifications_pending_retirement_of_the_same_topic(workspace: Path) -> None:
+    target = _topic(workspace)
+    topic = workspace / target
+    old = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 200 * DAY))
+    topic.write_text("\n".join(f"confirmed: '{old}'" if line.startswith("confirmed:") else line
+                               for line in topic.read_text().split("\n")))
+    cairn(workspace, "verify", check=False)  # proposes "revalidate or retire"
+    [revalidate] = [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"]
+    out = cairn_json(workspace, "memory", "retire", target)
+    assert out == {"file": target, "proposal": revalidate, "new": False}
+    assert [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"] == [revalidate]
+
+
+def _root_topic(ws: Path, root: str, file: str, name: str) -> None:
+    from cairn.worker.memory.model import render_topic
+
+    (ws / root).mkdir(parents=True, exist_ok=True)
+    (ws / root / file).write_bytes(render_topic(name, f"about {name}", "project", "\n- Keep it short.\n", {}))
+
+
+def test_a_bare_topic_name_is_looked_up_in_every_configured_memory_root(workspace: Path) -> None:
+    (workspace / ".cairn").mkdir()
+    (workspace / ".cairn" / "config.toml").write_text('memory_roots = ["docs/memory"]\n')
+    _root_topic(workspace, "docs/memory", "deploy.md", "Deploying")
+    _root_topic(workspace, "docs/memory", "shared.md", "Shared (docs)")
+    _root_topic(workspace, MEM, "shared.md", "Shared")
+
+    # only in the configured root: found there, by its bare name
+    out = cairn_json(workspace, "memory", "retire", "deploy.md")
+    assert out["file"] == "docs/memory/deploy.md" and out["new"] is True
+    # either separator between the parts of what the user typed
+    assert cairn_json(workspace, "memory", "confirm", "docs\\memory\\deploy.md")["file"] == "docs/memory/deploy.md"
+    assert cairn_json(workspace, "memory", "retire", ".agents\\memory\\shared.md")["file"] == f"{MEM}/shared.md"
+    # in two roots: which one is meant is asked, nothing is proposed
+    pending = [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"]
+    r = cairn(workspace, "memory", "retire", "shared.md", check=False)
+    assert r.returncode == 2 and "E_USAGE" in r.stderr, r.stderr
+    assert f"{MEM}/shared.md" in r.stderr and "docs/memory/shared.md" in r.stderr and "folder" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"] == pending
+    # in no root
+    r = cairn(workspace, "memory", "confirm", "nowhere.md", check=False)
+    assert r.returncode == 2 and "E_NOT_FOUND" in r.stderr and "nowhere.md" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_confirm_makes_a_due_topic_fresh(workspace: Path) -> None:
@@ -104,3 +157,103 @@ def test_a_topic_with_broken_front_matter_is_reported_not_rewritten(workspace: P
     r = cairn(workspace, "memory", "retire", target, check=False)
     assert r.returncode == 2 and "E_TOPIC_FRONT_MATTER" in r.stderr
     assert topic.read_text() == "no front matter at all\n"
+
+
+# -- a confirmation and a verification at the same time: the marks are one file, replaced whole ---------------
+
+JAN1 = 1767225600.0  # 2026-01-01T00:00:00Z
+
+
+def _verify_ws(tmp_path: Path, body: str, confirmed: str) -> Path:
+    from cairn.worker.memory import citations as C
+    from cairn.worker.memory.model import render_topic
+
+    ws = tmp_path / "ws"
+    (ws / MEM).mkdir(parents=True)
+    (ws / "Makefile").write_text("check:\n\t./run-tests.sh\n")
+    prov: dict[str, object] = {"confirmed": confirmed, "citations": [c.as_front_matter() for c in C.find_citations(str(ws), body)]}
+    (ws / MEM / "tests.md").write_bytes(render_topic("Running the tests", "how to run them", "project", body, prov))
+    (ws / MEM / "MEMORY.md").write_text("- [Running the tests](tests.md) - how to run them\n")
+    return ws
+
+
+def test_a_confirmation_made_while_a_verification_runs_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verification read the marks before the user confirmed and writes them after: the confirmation (and
+    the rejection of the revalidation proposal it made) both stand, so the topic is no longer due."""
+    from cairn.protocol.settings import Settings
+    from cairn.worker.memory import verify as V
+    from cairn.worker.memory.apply import load_proposal, state_of
+    from cairn.worker.memory.marks import load_marks
+    from cairn.worker.memory.store import MemoryStore
+
+    ws = _verify_ws(tmp_path, "\n- We prefer small commits.\n", "2026-01-01")
+    now = JAN1 + 91 * DAY  # past revalidateDays
+    rel = f"{MEM}/tests.md"
+    with MemoryStore(str(ws), Settings(revalidateDays=90)) as ms:
+        [pid] = V.verify_workspace(ms, now=now)["proposals"]  # "revalidate or retire"
+        real = V.verify_entry
+        done: list[dict[str, Any]] = []
+
+        def confirm_meanwhile(*a: Any, **kw: Any) -> Any:
+            if not done:  # the next verification has read the marks; the user confirms before it writes them
+                done.append(V.confirm_topic(ms, rel, now=now + 30))
+            return real(*a, **kw)
+
+        monkeypatch.setattr(V, "verify_entry", confirm_meanwhile)
+        r = V.verify_workspace(ms, now=now + 60)
+        monkeypatch.setattr(V, "verify_entry", real)
+        assert done and done[0]["rejected"] == [pid] and r["proposals"] == []
+        assert load_marks(str(ws))[rel].get("confirmed") == "2026-04-02"
+        assert state_of(ms, load_proposal(ms, pid))[0].value == "rejected"
+        # the next verification finds it confirmed: not due, nothing proposed
+        again = V.verify_workspace(ms, now=now + 120)
+    assert again["topics"][0]["aged"] is False and again["topics"][0]["confirmed"] == "2026-04-02"
+
+
+def test_a_verification_finishing_between_a_confirmations_read_and_write_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verification writes the marks after the confirmation read them: the confirmation reads them again (a
+    compare-and-set), so both the verification's marks and the confirmation stand; when that verification
+    found the topic stale, the confirmation is refused."""
+    from cairn.protocol.errors import CairnError
+    from cairn.protocol.settings import Settings
+    from cairn.worker.memory import verify as V
+    from cairn.worker.memory.marks import load_marks
+    from cairn.worker.memory.store import MemoryStore
+
+    ws = _verify_ws(tmp_path, "\n- Run the tests with `make check`.\n", "2026-01-01")
+    now = JAN1 + 10 * DAY
+    rel = f"{MEM}/tests.md"
+    real = V.mark_of
+
+    def verify_between(before_verify: Callable[[], object] = lambda: None) -> tuple[list[dict[str, Any]], Any]:
+        ran: list[dict[str, Any]] = []
+
+        def hooked(marks: dict[str, Any], file: str) -> dict[str, Any]:
+            if not ran:  # the confirmation has read the marks: a verification finishes before it writes them
+                ran.append({})
+                before_verify()
+                ran[0] = V.verify_workspace(ms, now=now, propose=False)
+            return real(marks, file)
+        return ran, hooked
+
+    with MemoryStore(str(ws), Settings(revalidateDays=90)) as ms:
+        ran, hooked = verify_between()
+        monkeypatch.setattr(V, "mark_of", hooked)
+        out = V.confirm_topic(ms, rel, now=now)
+        monkeypatch.setattr(V, "mark_of", real)
+        assert ran and ran[0]["checked"] == 1
+        mark = load_marks(str(ws))[rel]
+        assert out["confirmed"] == mark["confirmed"] == "2026-01-11"
+        assert mark.get("checked") == mark.get("verified") == "2026-01-11", "the verification's marks are kept"
+
+        # the verification in between finds what it cites changed: the confirmation is refused, nothing recorded
+        ran, hooked = verify_between(lambda: (ws / "Makefile").write_text("test:\n\t./run-tests.sh\n"))
+        monkeypatch.setattr(V, "mark_of", hooked)
+        with pytest.raises(CairnError) as info:
+            V.confirm_topic(ms, rel, now=now + DAY)
+        monkeypatch.setattr(V, "mark_of", real)
+    assert info.value.code == "E_TOPIC_STALE"
+    mark = load_marks(str(ws))[rel]
+    assert mark["stale"] and mark["confirmed"] == "2026-01-11"

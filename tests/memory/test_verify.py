@@ -97,6 +97,40 @@ def test_a_removed_make_target_gets_a_retirement_accept_and_undo(tmp_path: Path,
     assert (ws / ".agents" / "memory" / "MEMORY.md").read_text() == INDEX
 
 
+
+@pytest.mark.parametrize("kind, stale_tree", [
+    ("update", MAKEFILE.replace("check:", "test:")),  # renamed: an update is proposed
+    ("delete", "all: build\n\nbuild:\n\tcc -o app main.c\n"),  # removed: a retirement
+])
+def test_a_proposal_made_for_a_stale_mark_goes_stale_when_the_code_comes_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, stale_tree: str) -> None:
+    # a branch with the target renamed is checked out, then the one without: the memory holds again, and
+    # accepting the proposal would rewrite or retire a true memory
+    ws = _workspace(tmp_path, "\n- Run the tests with `make check` before pushing.\n")
+    topic = ws / ".agents" / "memory" / "tests.md"
+    before = topic.read_bytes()
+    (ws / "Makefile").write_text(stale_tree)
+    [pid] = json.loads(_cairn(capsys, ws, "verify", "--json")[1])["proposals"]
+    [p] = [p for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["id"] == pid]
+    assert p["kind"] == kind and p["state"] == "pending"
+
+    (ws / "Makefile").write_text(MAKEFILE)
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    assert code == 0 and json.loads(out)["stale"] == 0
+    [p] = [p for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["id"] == pid]
+    assert p["state"] == "stale"
+    code = cli.main(["accept", pid, "-w", str(ws)])
+    err = capsys.readouterr().err
+    assert code == 2 and "E_PROPOSAL_STALE" in err and "cites holds again" in err
+    assert topic.read_bytes() == before  # nothing was written
+
+    # the target goes away again: the same proposal is pending again, not a second one
+    (ws / "Makefile").write_text(stale_tree)
+    assert json.loads(_cairn(capsys, ws, "verify", "--json")[1])["proposals"] == []
+    rows = [p for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["kind"] == kind]
+    assert [(p["id"], p["state"]) for p in rows] == [(pid, "pending")]
+    assert _cairn(capsys, ws, "accept", pid)[0] == 0
+
 def test_memory_json_shows_sources_citations_verified_and_stale(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     ws = _workspace(tmp_path, "\n- The build recipe is in `Makefile`, see `make build`.\n")

@@ -98,3 +98,44 @@ def test_a_long_turn_is_cut_with_a_mark_and_control_characters_go() -> None:
     user, assistant, cut = bounded("u" * 50000, "a" * 50000)
     assert user.startswith("u" * (TURN_BYTES // 2)) and assistant.startswith("a" * (TURN_BYTES // 2))
     assert "u" * (TURN_BYTES // 2 + 1) not in user
+
+
+def test_ids_and_dates_from_stored_data_reach_the_editor_without_control_characters(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored digests, proposals and turns are read as they are: an id or a completion time carrying terminal
+    escapes or a bell (from transcript text that went into them) comes back without them."""
+    from types import SimpleNamespace
+
+    from cairn.server.lsp.features import evidence as E
+    from cairn.worker.journal import batches, views
+    from cairn.worker.memory import apply
+
+    esc, bell = "\x1b[31m", "\x07"
+    note = SimpleNamespace(title="t", type="project", body="b", turn_ids=(f"t1{esc}", f"t2{bell}"))
+    digest = SimpleNamespace(id=f"d1{esc}", session_id="s", trigger="seal", created=1.0, title="x",
+                             notes=(note,), turn_ids=(f"t1{esc}", f"t2{bell}"))
+    proposal = SimpleNamespace(id="p1", title="p", evidence=(f"d1{esc}", f"gone{bell}"))
+    turns = {f"t1{esc}": SimpleNamespace(oversized=False, user="u", assistant="a", completed_at=f"2026-01-01{esc}"),
+             f"t2{bell}": SimpleNamespace(oversized=True, user="", assistant="", completed_at=f"2026-01-02{bell}Z")}
+    monkeypatch.setattr(views, "public_digests", lambda ws: ([digest], []))
+    monkeypatch.setattr(apply, "load_proposal", lambda ms, pid: proposal)
+    monkeypatch.setattr(batches, "find_turn", lambda j, sid, tid: (None, "segment"))
+    monkeypatch.setattr(batches, "turn_evidence", lambda j, name, tid: turns[tid])
+
+    answer = E.evidence(str(workspace), "p1")
+
+    def strings(value: object) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in (*strings(k), *strings(v))]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return []
+
+    assert not [s for s in strings(answer) if "\x1b" in s or "\x07" in s], answer
+    [found, gone] = answer["digests"]
+    assert found["id"] == "d1[31m" and gone == {"id": "gone", "missing": "E_BUNDLE_MISSING"}
+    assert found["notes"][0]["turnIds"] == ["t1[31m", "t2"]
+    assert [(t["id"], t["completedAt"]) for t in found["turns"]] == [("t1[31m", "2026-01-01[31m"),
+                                                                      ("t2", "2026-01-02Z")]

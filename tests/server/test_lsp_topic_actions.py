@@ -42,6 +42,9 @@ async def test_verify_retire_and_confirm_from_the_memories_view(workspace: Path,
     assert (workspace / fresh).exists()
     confirmed = plain(await command(client, "cairn.confirmTopic", {"workspace": ws, "file": fresh}))["result"]
     assert confirmed["file"] == fresh and confirmed["confirmed"]
+    # a bare file name is looked up in the memory roots, as `cairn memory retire NAME` does
+    again = plain(await command(client, "cairn.retireTopic", {"workspace": ws, "file": Path(fresh).name}))["result"]
+    assert again == {"file": fresh, "proposal": retired["proposal"], "new": False}
 
     with pytest.raises(JsonRpcException) as info:
         await command(client, "cairn.confirmTopic", {"workspace": ws, "file": stale})

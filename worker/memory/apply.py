@@ -102,6 +102,7 @@ from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim, ClaimStore
 from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory.marks import premise_gone
 from cairn.worker.memory.store import (
     DECISIONS,
     DECISIONS_PUBLIC,
@@ -195,6 +196,9 @@ def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, s
         data = current[rels[e.index]] or b""
         if model.entry_line(model.parse_index(data), e.file) != e.before:
             return False, f"the {e.file} entry of {e.index} changed since the proposal was made"
+    gone = premise_gone(ms.workspace, p.premise, p.target)
+    if gone:
+        return False, gone
     return True, ""
 
 

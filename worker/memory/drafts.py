@@ -159,6 +159,7 @@ class ProposalDraft:
     review: str
     created: float
     requires: tuple[str, ...] = ()  # fingerprints of drafts that must be applied first (a note disposition)
+    premise: str | None = None  # Proposal.premise
 
 
 def draft(

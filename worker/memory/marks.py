@@ -14,6 +14,8 @@ from typing import Any
 from cairn.worker.memory.store import M
 
 MARKS = "verify.json"  # in .cairn/state/memory
+#: ``Proposal.premise`` of a proposal made because a verification marked its topic stale
+STALE_PREMISE = "stale-citations"
 
 
 def load_marks(workspace: str) -> dict[str, Any]:
@@ -34,3 +36,19 @@ def mark_of(marks: dict[str, Any], file: str) -> dict[str, Any]:
 def stale_count(workspace: str) -> int:
     """Topic files the last verification marked stale (for the status counts)."""
     return sum(1 for m in load_marks(workspace).values() if isinstance(m, dict) and m.get("stale"))
+
+
+def premise_gone(workspace: str, premise: str | None, target: str) -> str:
+    """Why a proposal's premise no longer holds ("" while it holds, or cannot be judged).
+
+    A proposal made because ``target`` was marked stale answers that mark; once a later verification
+    found the topic true again (the code was switched back, a branch checked out again), accepting it
+    would rewrite or retire a memory that holds. A topic with no mark (never verified, the marks file
+    gone) is not judged: only a verification says the premise is gone.
+    """
+    if premise != STALE_PREMISE:
+        return ""
+    mark = mark_of(load_marks(workspace), target)
+    if "checked" not in mark or mark.get("stale"):
+        return ""
+    return f"what {target} cites holds again (verified {mark.get('verified') or mark['checked']})"

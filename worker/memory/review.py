@@ -150,7 +150,7 @@ def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, 
                               title=redact_text(d.title), summary=redact_text(d.summary),
                               target=d.target, files=tuple(files), index=index, evidence=tuple(d.evidence),
                               fingerprint=d.fingerprint, created=now,
-                              requires=tuple(ids[f] for f in d.requires if f in ids)))
+                              requires=tuple(ids[f] for f in d.requires if f in ids), premise=d.premise))
     return props, ops
 
 

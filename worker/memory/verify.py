@@ -21,11 +21,16 @@ the topic file and its bytes: a rejected or pending one is not proposed
 again until the topic changes.
 
 One topic at the user's word (the cockpit's Memories view, ``cairn memory
-retire|confirm TOPIC``): :func:`retire_topic` proposes its retirement (a
-proposal like the others), :func:`confirm_topic` records that it is still
-true. The marks file is replaced whole without a claim: a confirmation and
-a verification finishing at the same instant can lose the confirmation
-(the topic shows as due again; nothing else is lost).
+retire|confirm TOPIC``; a topic file as listed, or a bare file name found in
+exactly one memory root): :func:`retire_topic` proposes its retirement (a
+proposal like the others; one already pending for the same bytes is named
+instead), :func:`confirm_topic` records that it is still true.
+
+The marks file is replaced whole by a compare-and-set (:func:`_update_marks`:
+the bytes read are verified and the new ones written under the marks
+folder's target lock, else it reads again): a verification keeps the
+``confirmed`` dates recorded while it ran, and a confirmation that finds a
+verification's marks written since it read them confirms against those.
 """
 
 from __future__ import annotations
@@ -36,13 +41,15 @@ import json
 import os
 import posixpath
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import ProposalKind, ProposalState, ReviewResult
-from cairn.protocol.vocab import OutcomeKind
+from cairn.protocol.vocab import OpStatus, OutcomeKind
+from cairn.state import program as P
 from cairn.worker.memory import model
 from cairn.worker.memory.apply import load_proposal, proposal_ids, publish_review, state_of
 from cairn.worker.memory.citations import (
@@ -57,7 +64,7 @@ from cairn.worker.memory.citations import (
 )
 from cairn.worker.memory.drafts import ProposalDraft, clip
 from cairn.worker.memory.fingerprints import repair_fingerprint
-from cairn.worker.memory.marks import MARKS, load_marks, mark_of
+from cairn.worker.memory.marks import MARKS, STALE_PREMISE, load_marks, mark_of
 from cairn.worker.memory.store import DEFAULT_ROOT, M, MemoryStore
 
 SCOPE = "review/verify"
@@ -68,12 +75,34 @@ def _date(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%Y-%m-%d")
 
 
-def _save_marks(ms: MemoryStore, marks: dict[str, Any]) -> None:
-    d = ms.root.descend(M, create=True)
-    try:
-        d.replace(MARKS, json.dumps(marks, sort_keys=True, ensure_ascii=True).encode("ascii"))
-    finally:
-        d.close()
+_MARKS_PATH = f"{M}/{MARKS}"
+_MARKS_TRIES = 8  # compare-and-set rounds before giving up (each lost round means another writer finished one)
+
+
+def _update_marks(ms: MemoryStore, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """Replace the marks file with ``change(marks as they are now)`` and return what was written.
+
+    A compare-and-set: the new bytes are written under the target lock of the marks folder only when the
+    file still holds the bytes ``change`` was given (or is still absent); a write by another verification or
+    confirmation in between makes it read and call ``change`` again. ``change`` may raise: nothing is written.
+    After :data:`_MARKS_TRIES` lost rounds: ``E_CLAIM_BUSY`` (nothing written, try again)."""
+    for _ in range(_MARKS_TRIES):
+        r = ms.run([P.Read(_MARKS_PATH, optional=True)])
+        r.raise_failed()
+        raw = r[0].value if r[0].status is OpStatus.OK else None
+        try:
+            current = json.loads(raw) if raw is not None else {}
+        except ValueError:
+            current = {}  # unreadable: as load_marks reads it, no marks
+        marks = change(current if isinstance(current, dict) else {})
+        data = json.dumps(marks, sort_keys=True, ensure_ascii=True).encode("ascii")
+        same = P.Verify(_MARKS_PATH, absent=True) if raw is None else P.Verify(_MARKS_PATH, data=raw)
+        res = ms.run([same, P.Write(_MARKS_PATH, data)], lock=M)
+        res.raise_failed()
+        if res.ok:
+            return marks
+    raise CairnError(ErrorCode.CLAIM_BUSY, "the memory marks kept changing while they were updated; nothing was "
+                                           "written, try again")
 
 
 def _session_dates(sources: object) -> list[str]:
@@ -103,7 +132,7 @@ def _roots(ms: MemoryStore) -> list[str]:
 
 
 def _retire_draft(index_rel: str, file: str, name: str, path: str, data: bytes, entry: str | None,
-                  why: str, title: str, review_id: str, now: float) -> ProposalDraft:
+                  why: str, title: str, review_id: str, now: float, *, premise: str | None = None) -> ProposalDraft:
     sha = hashlib.sha256(data).hexdigest()[:16]
     return ProposalDraft(
         kind=ProposalKind.DELETE, title=title, summary=why, target=path,
@@ -111,7 +140,7 @@ def _retire_draft(index_rel: str, file: str, name: str, path: str, data: bytes, 
         index_path=index_rel,
         index_edits=((file, entry, None),) if entry is not None else (),
         evidence=(), fingerprint=repair_fingerprint("verify-retire", index_rel, f"{file}\0{sha}"),
-        review=review_id, created=now,
+        review=review_id, created=now, premise=premise,
     )
 
 
@@ -210,7 +239,7 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
                     index_edits=((name, entry.raw, entry.raw),) if entry is not None else (), evidence=(),
                     fingerprint=repair_fingerprint("verify-update", index_rel,
                                                    f"{name}\0{hashlib.sha256(tf.data).hexdigest()[:16]}"),
-                    review=review_id, created=now)
+                    review=review_id, created=now, premise=STALE_PREMISE)
                 if d.fingerprint not in known:
                     drafts.append(d)
                 continue
@@ -221,10 +250,19 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
                 title = f"Revalidate or retire {name} ({tf.topic.name}): not confirmed since {confirmed}"
                 why = f"No session or verification confirmed it for {age} days (revalidateDays {days})."
             d = _retire_draft(index_rel, name, tf.topic.name, file, tf.data, entry.raw if entry else None,
-                              why, clip(title, 160), review_id, now)
+                              why, clip(title, 160), review_id, now, premise=STALE_PREMISE if stale else None)
             if d.fingerprint not in known:
                 drafts.append(d)
-    _save_marks(ms, marks)
+
+    def keep_confirmed(current: dict[str, Any]) -> dict[str, Any]:
+        # a confirmation recorded while this run checked (confirm_topic) is the user's word: it stays
+        for file, mark in marks.items():
+            theirs = mark_of(current, file).get("confirmed")
+            if isinstance(theirs, str) and theirs > str(mark.get("confirmed") or ""):
+                mark["confirmed"] = theirs
+        return marks
+
+    _update_marks(ms, keep_confirmed)
     proposals = _propose(ms, drafts, review_id, now) if drafts else []
     return {"checked": len(rows), "stale": sum(1 for r in rows if r["stale"]),
             "unverifiable": sum(1 for r in rows for c in r["citations"] if c["verdict"] == UNVERIFIABLE),
@@ -314,54 +352,88 @@ def idle_verify(ms: MemoryStore, *, now: float | None = None) -> dict[str, Any]:
 
 # -- one topic, at the user's word: retire it, or confirm it is still true ------------------------
 
-def _one_topic(ms: MemoryStore, file: str) -> tuple[str, str, model.TopicFile, Any]:
-    """(memory root, topic name, topic file, index entry or None) of workspace-relative ``file``.
+def _snapshot(ms: MemoryStore, root: str) -> model.MemorySnapshot | None:
+    path = os.path.join(ms.workspace, root)
+    return model.read_root(Path(path), workspace=ms.workspace) if os.path.isdir(path) else None
 
-    Only a topic of one of the workspace's memory roots is taken; anything else (a path outside them, a
-    file that is not a topic, a name with a folder part) is ``E_NOT_FOUND``, its front matter broken
+
+def _one_topic(ms: MemoryStore, file: str) -> tuple[str, str, model.TopicFile, Any]:
+    """(memory root, topic name, topic file, index entry or None) of ``file``, as the user typed it.
+
+    ``file`` is a topic file of one of the workspace's memory roots (``.agents/memory`` and relative
+    ``memoryRoots``), workspace-relative as ``cairn memory`` lists it, or a bare file name (no folder part),
+    looked up in every memory root. ``/`` and ``\\`` both separate its parts. Anything else (a path outside
+    the roots, a file that is not a topic, a bare name no root has) is ``E_NOT_FOUND``; a bare name that
+    several roots have is ``E_USAGE`` (name its folder too); a topic whose front matter is broken is
     ``E_TOPIC_FRONT_MATTER`` (reported, never rewritten)."""
-    rel = posixpath.normpath(str(file).replace(os.sep, "/")) if file else ""
-    for root in _roots(ms):
-        prefix = posixpath.normpath(root) + "/"
-        if not rel.startswith(prefix) or "/" in rel[len(prefix):]:
-            continue
-        name = rel[len(prefix):]
-        if not os.path.isdir(os.path.join(ms.workspace, root)):
+    typed = str(file).replace("\\", "/").replace(os.sep, "/") if file else ""
+    rel = posixpath.normpath(typed) if typed else ""
+    found: list[tuple[str, str, model.MemorySnapshot]] = []
+    if rel and "/" not in rel and rel not in (".", ".."):  # a bare name: whichever memory root has it
+        seen: set[str] = set()
+        for root in _roots(ms):
+            if posixpath.normpath(root) in seen:
+                continue  # one folder named twice (".agents/memory/" in memoryRoots) is one root
+            seen.add(posixpath.normpath(root))
+            snap = _snapshot(ms, root)
+            if snap is not None and rel in snap.topics:
+                found.append((root, rel, snap))
+        if len(found) > 1:
+            places = ", ".join(posixpath.join(root, rel) for root, _, _ in found)
+            raise CairnError(ErrorCode.USAGE, f"{len(found)} memory roots have a topic {clip(rel, 120)!r} "
+                                              f"({clip(places, 300)}): name the one you mean with its folder")
+    else:
+        for root in _roots(ms):
+            prefix = posixpath.normpath(root) + "/"
+            if not rel.startswith(prefix) or "/" in rel[len(prefix):]:
+                continue
+            snap = _snapshot(ms, root)
+            if snap is not None and rel[len(prefix):] in snap.topics:
+                found.append((root, rel[len(prefix):], snap))
             break
-        snap = model.read_root(Path(os.path.join(ms.workspace, root)), workspace=ms.workspace)
-        tf = snap.topics.get(name)
-        if tf is None:
-            break
-        if tf.topic is None:
-            raise CairnError(ErrorCode.TOPIC_FRONT_MATTER,
-                             f"{rel}: its front matter is not readable; fix it by hand (cairn doctor names the problem)")
-        try:
-            index = snap.parsed_index()
-        except CairnError:
-            index = None
-        return root, name, tf, index.entry(name) if index is not None else None
-    raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {clip(rel, 120)!r} (`cairn memory` lists them)")
+    if not found:
+        raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {clip(rel, 120)!r} (`cairn memory` lists them)")
+    root, name, snap = found[0]
+    tf = snap.topics[name]
+    if tf.topic is None:
+        raise CairnError(ErrorCode.TOPIC_FRONT_MATTER, f"{posixpath.join(root, name)}: its front matter is not "
+                                                       "readable; fix it by hand (cairn doctor names the problem)")
+    try:
+        index = snap.parsed_index()
+    except CairnError:
+        index = None
+    return root, name, tf, index.entry(name) if index is not None else None
+
+
+def _retires(p: Any, file: str, sha: str) -> bool:
+    """Whether proposal ``p`` retires topic ``file`` (workspace-relative) as it is now (bytes hashing to ``sha``):
+    the user's own retirement or a verification's, whatever its fingerprint."""
+    return p.kind is ProposalKind.DELETE and p.target == file and any(
+        f.path == file and f.before == sha and f.after is None for f in p.files)
 
 
 def retire_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> dict[str, Any]:
     """Propose the retirement of one topic the user chose (the cockpit's Memories view, ``cairn memory retire``).
 
     An ordinary proposal (diff, accept, reject, undo); nothing is removed until it is accepted. A pending
-    retirement of the same topic bytes is answered with its id (``new`` false), not proposed twice.
+    retirement of the same topic file and bytes (this user's or a verification's) is answered with its id
+    (``new`` false), not proposed twice; one decided before (rejected, undone) is proposed again.
     """
     now = ms.now() if now is None else now
     root, name, tf, entry = _one_topic(ms, file)
     assert tf.topic is not None
     rel = posixpath.join(root, name)
     index_rel = posixpath.join(root, model.INDEX_NAME)
-    sha = hashlib.sha256(tf.data).hexdigest()[:16]
+    full = hashlib.sha256(tf.data).hexdigest()
+    sha = full[:16]
     fingerprint = repair_fingerprint("user-retire", index_rel, f"{name}\0{sha}")
     earlier = False
     for pid in proposal_ids(ms):
         p = load_proposal(ms, pid)
+        # by what it does, not by its fingerprint: one proposed again after a rejection has its own
+        if _retires(p, rel, full) and state_of(ms, p)[0] is ProposalState.PENDING:
+            return {"file": rel, "proposal": pid, "new": False}
         if p.fingerprint == fingerprint:
-            if state_of(ms, p)[0] is ProposalState.PENDING:
-                return {"file": rel, "proposal": pid, "new": False}
             earlier = True  # decided before (rejected, undone): asked again, so proposed again
     review_id = "v" + hashlib.sha256(f"{ms.workspace}\0{now}\0{rel}".encode()).hexdigest()[:12]
     d = _retire_draft(index_rel, name, tf.topic.name, rel, tf.data, entry.raw if entry else None,
@@ -384,14 +456,18 @@ def confirm_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> di
     now = ms.now() if now is None else now
     root, name, tf, _entry = _one_topic(ms, file)
     rel = posixpath.join(root, name)
-    marks = load_marks(ms.workspace)
-    mark = dict(mark_of(marks, rel))
-    if mark.get("stale"):
-        raise CairnError(ErrorCode.TOPIC_STALE,
-                         f"{rel} is stale ({clip('; '.join(map(str, mark['stale'])), 160)}): update it or retire it")
-    mark["confirmed"] = _date(now)
-    marks[rel] = mark
-    _save_marks(ms, marks)
+    today = _date(now)
+
+    def confirmed(marks: dict[str, Any]) -> dict[str, Any]:
+        # the marks as they are at the write (_update_marks): a verification that just marked it stale refuses it
+        mark = dict(mark_of(marks, rel))
+        if mark.get("stale"):
+            raise CairnError(ErrorCode.TOPIC_STALE, f"{rel} is stale ({clip('; '.join(map(str, mark['stale'])), 160)}):"
+                                                    " update it or retire it")
+        mark["confirmed"] = today
+        return {**marks, rel: mark}
+
+    _update_marks(ms, confirmed)
     # the "revalidate or retire" proposal of these bytes is answered: the user keeps the topic
     from cairn.worker.memory.apply import reject  # cold start: as the review machinery in _propose
 
@@ -403,4 +479,4 @@ def confirm_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> di
         if p.fingerprint == retire and state_of(ms, p)[0] is ProposalState.PENDING:
             reject(ms, pid)
             answered.append(pid)
-    return {"file": rel, "confirmed": mark["confirmed"], "rejected": answered}
+    return {"file": rel, "confirmed": today, "rejected": answered}

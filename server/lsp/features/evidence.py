@@ -10,10 +10,12 @@ to the editor only: nothing of it is logged or written anywhere.
 Bounds: at most :data:`TURN_BYTES` of text per turn (the user's and the
 assistant's share it; a cut ends with :data:`CUT_MARK` and the bytes left
 out), at most :data:`MAX_TURNS` turns per answer (``more`` counts the ones
-left out). Control characters other than newline and tab are removed, so
-the text can reach a terminal or a buffer as it is. A turn that cannot be
-read (cleaned up after retention, never captured, its record invalid)
-comes back with ``missing`` (a fixed code), never as a failed request.
+left out). Control characters other than newline and tab are removed from
+the text and from every other string read from stored data (digest, turn
+and proposal ids, titles, dates), so the answer can reach a terminal or a
+buffer as it is. A turn that cannot be read (cleaned up after retention,
+never captured, its record invalid) comes back with ``missing`` (a fixed
+code), never as a failed request.
 
 Imports inside functions: the journal's and memory's readers load with the
 first request, as in ``features/status.py``, so the server starts without
@@ -39,6 +41,11 @@ def clean(text: str) -> str:
     return _CONTROL.sub("", text.replace("\r\n", "\n"))
 
 
+def _stored(value: object) -> object:
+    """A value read from stored data as the editor gets it: a string :func:`clean`, anything else as it is."""
+    return clean(value) if isinstance(value, str) else value
+
+
 def _cut(text: str, limit: int) -> str:
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
@@ -61,7 +68,7 @@ def bounded(user: str, assistant: str, limit: int = TURN_BYTES) -> tuple[str, st
 def _turn(j: Any, session_id: str, turn_id: str) -> dict[str, Any]:
     from cairn.worker.journal.batches import find_turn, turn_evidence  # server start: module docstring
 
-    out: dict[str, Any] = {"id": turn_id}
+    out: dict[str, Any] = {"id": clean(turn_id)}
     try:
         found = find_turn(j, session_id, turn_id)
         if found is None or not found[1]:
@@ -72,10 +79,10 @@ def _turn(j: Any, session_id: str, turn_id: str) -> dict[str, Any]:
         out["missing"] = str(exc.code)
         return out
     if ev.oversized:
-        out.update(user="", assistant="", cut=True, oversized=True, completedAt=ev.completed_at)
+        out.update(user="", assistant="", cut=True, oversized=True, completedAt=_stored(ev.completed_at))
         return out
     user, assistant, cut = bounded(ev.user, ev.assistant)
-    out.update(user=user, assistant=assistant, cut=cut, completedAt=ev.completed_at)
+    out.update(user=user, assistant=assistant, cut=cut, completedAt=_stored(ev.completed_at))
     return out
 
 
@@ -95,7 +102,7 @@ def evidence(workspace: str, proposal_id: str, settings: Settings | None = None)
         for did in p.evidence:
             d = by_id.get(did)
             if d is None:
-                out.append({"id": did, "missing": str(ErrorCode.BUNDLE_MISSING)})  # expired from the journal
+                out.append({"id": clean(did), "missing": str(ErrorCode.BUNDLE_MISSING)})  # expired from the journal
                 continue
             turns = []
             for tid in d.turn_ids:
@@ -106,21 +113,21 @@ def evidence(workspace: str, proposal_id: str, settings: Settings | None = None)
                 left -= 1
             out.append(
                 {
-                    "id": d.id,
+                    "id": clean(d.id),
                     "session": clean(d.session_id),
-                    "trigger": str(d.trigger),
+                    "trigger": clean(str(d.trigger)),
                     "created": d.created,
                     "title": clean(d.title or ""),
                     "notes": [
                         {
                             "title": clean(n.title),
-                            "type": str(n.type),
+                            "type": clean(str(n.type)),
                             "body": clean(n.body),
-                            "turnIds": list(n.turn_ids),
+                            "turnIds": [clean(t) for t in n.turn_ids],
                         }
                         for n in d.notes
                     ],
                     "turns": turns,
                 }
             )
-    return {"id": p.id, "title": clean(p.title), "digests": out, "more": more}
+    return {"id": clean(p.id), "title": clean(p.title), "digests": out, "more": more}
