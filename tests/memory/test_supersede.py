@@ -98,10 +98,52 @@ def test_precision_of_subjects(note: str, line: str) -> None:
         ("Run `just build` instead of `make build`", "- Run `make build` to build the site"),
         ("Use ruff instead of flake8 for linting", "- Lint with flake8 (noted 2026-01-02)"),
         ("From now on, use pnpm to install dependencies", "- Use npm to install dependencies"),
+        ("From now on, tests run with vitest", "- Tests run with jest"),  # the choice after "run with"
+        ("Use ruff format, not black", "- Format Python with black"),  # words between the choice and "not"
+        ("Use tabs in Makefiles, not spaces", "- Indent Makefiles with spaces"),
+        # a changed value: the same statement with another number
+        ("The API server now listens on port 9000", "- The API server listens on port 8000 (noted 2026-11-02)"),
+        ("Run the tests with 8 workers", "- Run the tests with 4 workers"),
+        ("Requires Python 3.12 or newer", "- Requires Python 3.11 or newer"),
+        ("We now require Node 20", "- Node 18 is required"),
     ],
 )
 def test_subject_keys_beyond_package_managers(note: str, line: str) -> None:
     assert supersedes(note, line)
+
+
+@pytest.mark.parametrize(
+    ("note", "line"),
+    [
+        ("The admin API listens on port 9000", "- The API listens on port 8000"),  # another server
+        ("The integration tests use 8 workers", "- Run the unit tests with 4 workers"),
+        ("Use Node 20", "- Use Python 3.12"),
+        ("The API server listens on port 8000", "- The API server listens on port 8000"),  # the same value
+        ("Ports 8000 and 9000 are taken", "- Port 8000 is taken"),  # not one value for another
+    ],
+)
+def test_other_subjects_with_numbers_are_no_change(note: str, line: str) -> None:
+    assert not supersedes(note, line)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Tests run with jest", "From now on, tests run with vitest"),
+        ("Format Python with black", "Use ruff format, not black"),
+        ("The API server listens on port 8000", "The API server now listens on port 9000"),
+    ],
+)
+def test_a_changed_tool_or_value_replaces_the_statement_through_remember(workspace: Path, old: str,
+                                                                         new: str) -> None:
+    # as a user would: each of these used to add a second topic (or a second line) that disagreed
+    cairn(workspace, "accept", _remember(workspace, old)["id"])
+    [topic] = _topics(workspace)
+    p = _remember(workspace, new)
+    assert p["kind"] == "update" and p["title"].startswith("Replace in ") and p["target"].endswith(topic)
+    cairn(workspace, "accept", p["id"])
+    [body] = _topics(workspace).values()
+    assert old not in body and new in body
 
 
 # -- the index budget -----------------------------------------------------------------

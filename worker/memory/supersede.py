@@ -4,7 +4,7 @@ Rule 4a of the embedded engine (:mod:`worker.memory.engine`). A note
 **supersedes** a body line of an existing topic (any type) when both are
 about the same subject and the note says something different:
 
-* **Change shapes** (:func:`change_of`): "use X, not Y", "X instead of Y",
+* **Change shapes** (:func:`change_of`): "use X (for Z), not Y", "X instead of Y",
   "X rather than Y", "we moved / switched / migrated from Y to X",
   "no longer use Y" / "Y is no longer used", "replace Y with X", and
   "from now on (use) X". They name the new choice X and, except the last,
@@ -19,6 +19,9 @@ about the same subject and the note says something different:
   once tools and the change wording are taken out agree (token Jaccard at
   :data:`~worker.memory.similarity.SIMILARITY`, or the note has no such
   words: "we moved from npm to pnpm" is about the tool alone).
+
+* **Changed values** (:func:`value_changed`): the same statement with other
+  numbers (a port, a version, a count of workers) replaces the old one.
 
 Precision over recall: a line that already rejects Y ("don't use npm",
 "pnpm, not npm") is not contradicted by the note, and a second fact about
@@ -62,7 +65,8 @@ _TOOL_FAMILY = {tool: fam for fam in FAMILIES for tool in fam}
 _CHOICE = r"`[^`\n]{1,80}`|[\w./~@+-]{1,80}"
 _SHAPES = (
     # (pattern, has old choice)
-    re.compile(rf"\buse\s+(?P<new>{_CHOICE})\s*,?\s*(?:and\s+)?not\s+(?P<old>{_CHOICE})", re.I),
+    # "use X, not Y", "use ruff format, not black", "use tabs in Makefiles, not spaces"
+    re.compile(rf"\buse\s+(?P<new>{_CHOICE})(?:\s+[\w-]+){{0,2}}?\s*,?\s*(?:and\s+)?not\s+(?P<old>{_CHOICE})", re.I),
     re.compile(rf"(?P<new>{_CHOICE})\s*,?\s+(?:instead\s+of|rather\s+than|over)\s+(?P<old>{_CHOICE})", re.I),
     re.compile(
         rf"\b(?:moved|switched|migrated|changed|went)\s+(?:over\s+)?from\s+(?P<old>{_CHOICE})\s+to\s+(?P<new>{_CHOICE})",
@@ -73,7 +77,8 @@ _SHAPES = (
     re.compile(rf"(?P<old>{_CHOICE})\s+(?:is|are)\s+no\s+longer\b", re.I),
     re.compile(rf"\bfrom\s+now\s+on\s*,?\s+(?:(?:we|you|please)\s+)?(?:use|run)\s+(?P<new>{_CHOICE})", re.I),
 )
-_USE = re.compile(rf"\b(?:use|using|run|prefer|with|via)\s+(?P<new>{_CHOICE})", re.I)
+#: a lookahead, so that "tests run with vitest" offers both "with" and "vitest" as the choice
+_USE = re.compile(rf"\b(?:use|uses|using|run|runs|prefer|with|via)\s+(?=(?P<new>{_CHOICE}))", re.I)
 _NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
 _REJECTS = (
     r"(?:not|never|don'?t\s+use|do\s+not\s+use|avoid|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?)"
@@ -149,7 +154,8 @@ def _rejects(text: str, choice: str) -> bool:
 
 
 def _stem(word: str) -> str:
-    for suffix in ("ing", "ed"):
+    # "required", "requires" (already "require" by ``tokens``) and "require" meet at "requir"
+    for suffix in ("ing", "ed", "e"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
@@ -160,12 +166,31 @@ def _residue(text: str, drop: frozenset[str]) -> frozenset[str]:
     return frozenset(_stem(w) for w in tokens(text) if w not in drop and w not in _CHANGE_WORDS)
 
 
+_VALUE = re.compile(r"(?<![\w.])\d+(?:[.:]\d+)*(?![\w])")
+#: non-numeric subject words two statements of one value must share (of their union)
+VALUE_SIMILARITY = 0.8
+
+
+def value_changed(note: str, line: str) -> bool:
+    """Whether ``note`` states another value for what ``line`` states one of: the same words, other numbers
+    ("the API server now listens on port 9000" over "the API server listens on port 8000", "run the tests
+    with 8 workers" over "… with 4 workers"). Both state as many values and at least one differs; their
+    words other than numbers and change wording agree at :data:`VALUE_SIMILARITY`, so another subject
+    with its own number ("the integration tests use 8 workers") is no change."""
+    mine, theirs = _VALUE.findall(note), _VALUE.findall(line)
+    if not mine or len(mine) != len(theirs) or sorted(mine) == sorted(theirs):
+        return False
+    words = [frozenset(_stem(w) for w in tokens(t) if not any(c.isdigit() for c in w) and w not in _CHANGE_WORDS)
+             for t in (note, line)]
+    return bool(words[0]) and jaccard(words[0], words[1]) >= VALUE_SIMILARITY
+
+
 def supersedes(note: str, line: str) -> bool:
     """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring)."""
     change = change_of(note)
-    if change is None:
-        return False
     text = _NOTED.sub("", BULLET_MARK.sub("", line))
+    if change is None:
+        return value_changed(note, text)
     if change.new and _names(text, change.new):
         return False  # the line already speaks of the new choice: a fact about it, or the same advice
     if change.old:
