@@ -20,6 +20,11 @@ def test_labelled_stack_lines_are_facts() -> None:
     assert blocks(text) == ["Framework: Next.js 14", "Database: Postgres"]
 
 
+def test_a_colon_without_a_space_is_no_label() -> None:
+    # a log's location pasted on its own line ("node:events:502" over a Node stack trace), a URL, a drive
+    assert blocks("node:events:502\nhosting:https://example.org\nos:C:\\Windows\n") == []
+
+
 def test_lists_of_work_code_and_logs_are_not_facts() -> None:
     text = (
         "Requirements:\n- add a login page\n- fix the header\n- create the footer\n\n"

@@ -16,11 +16,9 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
     ("sentence", "expected"),
     [
         # directives without a marker word
-        ("Make sure each handler gets its own module.", FEEDBACK),
         ("Every migration should be reversible.", PROJECT),
         ("We need tests that hit the database, not mocks.", PROJECT),
         ("Run it yourself rather than pasting me commands.", FEEDBACK),
-        ("Ensure that all backend tests run against the fixture database.", FEEDBACK),
         ("In the health endpoint, do NOT return stack traces ever.", FEEDBACK),
         ("We shouldn't hard-code region names.", PROJECT),
         ("Use uv pip", FEEDBACK),
@@ -47,6 +45,18 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         ("Keep in mind I often run several sessions at once in the same folder.", USER),
         # still dropped: tasks, questions, one-offs, logs, vague or empty statements
         ("Make sure the tests pass.", None),
+        # "make sure / ensure all …" is the acceptance test of the work at hand far more often than a rule
+        ("Make sure each handler gets its own module.", None),
+        ("Ensure that all backend tests run against the fixture database.", None),
+        # a recurring moment: a rule when it orders the assistant, a feature when it describes the software
+        ("After each file, stop and wait for my review before moving on.", FEEDBACK),
+        ("Whenever you change the schema, regenerate the types.", FEEDBACK),
+        ("After each tick, the price moves up or down at random.", None),
+        ("Whenever I rename a file, I want the index to update itself.", None),
+        # progress, the moment, and a request said as "can we"
+        ("Note that I edited the config manually to change the default port.", None),
+        ("Each time the server starts it takes the next port, so we're now up to 3006.", None),
+        ("I don't want to complicate it, can we just have two files at most.", None),
         ("How can I use #702082 instead of the red?", None),
         ("how can i use #702082 instead of rgba(255, 57, 57, 10)", None),
         ("Running on http://127.0.0.1:8080", None),

@@ -163,6 +163,24 @@ def test_empty_session_is_all_none() -> None:
         ("Here is the PR: https://github.com/acme/app/pull/12.", None),
         ("No, that's wrong.", None),
         ("We need to ship this by Friday.", None),
+        # how to go about the work at hand, not a rule that outlives it
+        ("Do not skip any file.", None),
+        ("Do not use any placeholder comments.", None),
+        ("Do not write code.", None),
+        ("Do not generate the entire codebase in one shot.", None),
+        ("Don't use a global lock here.", None),
+        ("Use a better name for the button instead of Run Import.", None),
+        # what the software does is a feature, not an instruction
+        ("Always falls back to the local image.", None),
+        ("Never crashes on a missing file.", None),
+        # the moment
+        ("Now that the rules are in docs/rules.md, we should check the whole codebase.", None),
+        ("Now I need you to plan the frontend.", None),
+        # still rules: imperative, a named tool
+        ("Never trust a tenant id from the request body.", FEEDBACK),
+        ("Always pass the session through the context.", FEEDBACK),
+        ("Don't use Prisma.", FEEDBACK),
+        ("Use pnpm instead of npm.", FEEDBACK),
     ],
 )
 def test_sentence_rules(sentence: str, expected: NoteType | None) -> None:

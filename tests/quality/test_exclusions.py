@@ -3,10 +3,12 @@
 Every sentence here is a user's own words from a dev-split file of the
 real-transcript corpus (``tests/corpus/``; file id and turn given), so the
 rules are held on real phrasing, not on examples written to fit them. The
-engine publishes only on strong evidence of durable knowledge: requests for
-work, descriptions of a feature being built, plans, progress, questions and
-debugging recipes become no note whatever their wording; standing rules,
-preferences and facts about where things are still do.
+engine publishes only on strong evidence of durable knowledge: the seed's
+exclusion list (tasks, blockers, deadlines, progress, decisions that belong
+in a tracker, session continuation, easily recovered facts, debugging
+recipes), descriptions of a feature being built, plans and questions become
+no note whatever their wording; standing rules, preferences and facts about
+where things are still do.
 """
 
 from __future__ import annotations
@@ -37,6 +39,52 @@ NO_NOTE = {
         "Please help me create a clean React folder structure for this project.",
         # aider-waterfront 0.3
         "Implement the full admin section step by step",
+        # specstory-devto-mermaid 0.10 (a hyphenated verb of the list, after "ok great, but")
+        "ok great, but re-write the pre-push and post-push files so that they use `#!/bin/sh` instead of "
+        "`#!/usr/bin/env powershell` powershell , and update any mermaid-processing.md and README.md accordingly",
+        # specstory-twat-search-unifying 0.0
+        "Unify their API signature (so outside they're always accessed the same way).",
+        # specstory-devto-json 0.8 (a request after a connective)
+        "Moreover, update the tasks in #file:tasks.json  so that instead of running each 10 seconds, we instead run "
+        "the script whenever a user saves a .md file present in #file:the-blog-posts",
+    ],
+    # what stands in the way of the work at hand
+    "blocker": [
+        # aider-luvatrix 0.2
+        "I tried to build onto my phone but got hit with a build error:",
+    ],
+    # time pressure of the moment
+    "deadline": [
+        # claude-code-campaign-audit 0.16
+        "I'm out of time so just run make demo && make verify && make test and verify that our changes actually "
+        "made a difference, and the definition of completeness is being reached in each one.",
+        # export-pdf-autofill 0.41
+        "please I don't have time",
+    ],
+    # choices of the moment, which belong in a tracker or the code
+    "decision for a tracker": [
+        # export-d20-simulator 0.3
+        "Let's leave the sound implementation until later.",
+        # export-d20-simulator 0.10
+        "Let's stay with 200 px wide hexagons for now.",
+        # specstory-cozy-dinner-menu 0.1
+        "Just without shopping list feature for now.",
+        # specstory-munsell-future 0.3
+        "In addition, I think that we should add vector calculations in the Munsell space, which could have a "
+        "utility (I would assume that we can do a transformation of coordinate and apply regular vector arithmetic) "
+        "for instance, I wonder if we could add or substract two colors.",
+    ],
+    # carrying the session on: compaction's job, not a memory's
+    "session continuation": [
+        # specstory-ypo-prior-chat 0.0
+        "let's pick up where we left off",
+        # specstory-polychrome-support-regression 0.12
+        "I've staged all the files. Please commit what we've got, then we'll continue.",
+    ],
+    # what the code or the repository already says
+    "easily recovered fact": [
+        # specstory-polychrome-support-regression 0.28
+        "There are 3 playwright test scripts in package.json.",
     ],
     # the scope of the work at hand, said as "don't"
     "scope of the moment": [
@@ -46,11 +94,20 @@ NO_NOTE = {
         "Do not create them again.",
         # claude-code-jgive 0.0
         "Please don't polish endlessly — a focused, well-reasoned submission beats a sprawling one.",
+        # aider-career-os 0.4 (a technique for the code of the moment; a lasting rule names the tool)
+        "Do NOT use a global transaction.",
     ],
     # what the feature being built does
     "feature description": [
         # export-daiflo 0.2
         "Each feature should have it's own unique section.",
+        # codex-raveera 0.1 (what the component does, not what the assistant does)
+        "always falls back to local image",
+        # export-volatility-drag 0.0
+        "After each tick, the value of the base stock increases or decreases according to the random change.",
+        # specstory-devto-json 0.0
+        "whenever i rename a file inside #file:the-blog-posts folder, I want to automatically update the "
+        "#file:dev-to-git.json  file so that the #sym:relativePathToArticle to adjust itself to the correct path.",
     ],
     # plans and goals
     "plan": [
@@ -76,6 +133,14 @@ NO_NOTE = {
     "progress": [
         # specstory-polychrome-support-regression 0.24
         "Let's figure that out, then commit them.",
+        # specstory-focuslab-ui-issues 0.0
+        "We've completed the initial set of tasks defined by the PRD! Great work! Now it's time to get to the "
+        "details.",
+        # specstory-video-share-progress 0.6
+        "The productoin version on S3 works as expected.",
+        # export-volatility-drag 0.5 (what the user just did; the new defaults are in the file)
+        "Note that I edited stock_tracker.py manually to a) change the file name from\n"
+        "stock_differences.png to multiple_runs.png, and b) change the default number of runs from 100 to 500.",
     ],
     # questions
     "question": [
@@ -114,11 +179,7 @@ NOTE = [
         "Conversion logic is located in @acfr.py and the viewer HTML is @upload.html",
         NoteType.PROJECT,
     ),  # specstory-xbrl-typescript
-    (
-        "Please make sure that all placeholder data is carefully compartmentalized so that I can very easily and "
-        "cleanly clear it out later.",
-        NoteType.FEEDBACK,
-    ),  # specstory-ypo-placeholder 0.0
+    ("Do NOT hardcode passwords – use inputs for Cloud.", NoteType.FEEDBACK),  # aider-waterfront 1.13
     ("I'm building Bhavana — an Indonesian-focused MVP.", NoteType.PROJECT),  # claude-code-bhavana
 ]
 
@@ -153,6 +214,30 @@ def test_a_session_that_only_asks_for_work_proposes_nothing() -> None:
         "Each feature should have it's own unique section."  # export-daiflo 0.2
     )
     assert notes_of(session) == []
+
+
+# the opening of a message that asks for work, and its list items: the work's specification, quoted line by line
+# from the corpus (the lines between them left out)
+BRIEFS = {
+    # codex-raveera 0.2
+    "fix": "Fix Supabase data not updating without server restart.\n\n"
+    "When using Supabase:\n- avoid caching responses\n- always fetch fresh data\n",
+    # aider-luvatrix 0.1
+    "improve a plan": "Help me improve this plan for improving ios rendering performance:\n"
+    "   - Don't drop frames due to GPU slowness; use async pipeline logic\n",
+}
+
+
+@pytest.mark.parametrize("text", BRIEFS.values(), ids=BRIEFS.keys())
+def test_the_list_items_of_a_request_for_work_are_its_specification(text: str) -> None:
+    assert notes_of(text) == []
+
+
+def test_a_list_item_outside_a_request_for_work_is_still_a_rule() -> None:
+    # codex-raveera 0.3, a list item of a message that does not open with a request
+    assert [k for k, _ in notes_of("- do NOT expose service role key")] == [NoteType.FEEDBACK]
+    # the same item under a request for work (codex-raveera 0.2's opening) specifies that work
+    assert notes_of("Fix Supabase data not updating without server restart.\n\n- do NOT expose service role key") == []
 
 
 def test_a_request_said_from_now_on_is_a_standing_rule() -> None:

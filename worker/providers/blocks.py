@@ -16,7 +16,8 @@ cloud (s3; Terraform; Vite.js"). Only two shapes count:
            lines; the block ends at a blank line or the next lead-in.
 ``label``  a line "<attribute>: <value>" whose attribute names a part of a
            project's stack or setup (framework, language, database, hosting,
-           package manager, …) and whose value is short.
+           package manager, …) and whose value is short; the colon is
+           followed by a space ("node:events:502" is where a log was raised).
 
 The lead-in is a closed set of *aspect* nouns, never a topic, so the rule
 reads any project's description. Lists of work are not facts: a lead-in of
@@ -131,7 +132,8 @@ def blocks(text: str) -> list[str]:
             if items and not tasks:
                 found.append(f"{head}: {'; '.join(items)}")
             continue
-        label = _label(head, rest)
+        # a label's colon is followed by a space ("Framework: Next.js"); "node:events:502" is a log's location
+        label = _label(head, rest) if rest.lstrip("*_")[:1].isspace() else None
         if label is not None:
             found.append(label)
     return found

@@ -18,11 +18,16 @@ they can only add notes. Each returns the note type or ``None``:
                 "we're using X" (X a named tool, not "the same" or a pronoun).
 ``layout``      where things are: "X is/should be (located) in <file or
                 folder>", "X is called <name>", "put X inside the Y folder".
-``directive``   a standing rule without a marker word: "make sure each/every …",
-                "every X should …", "X should be done once in one place",
-                "ensure that all …", "we should have/use/keep …", "we shouldn't
-                …", a short "use <tool>", "<in context>, do not … ever",
-                "I will commit/deploy … manually/myself".
+``directive``   a standing rule without a marker word: "every X should …",
+                "X should be done once in one place", "we should have/use/keep
+                …", "we shouldn't …", a short "use <tool>", "<in context>, do
+                not … ever", "I will commit/deploy … manually/myself", a
+                recurring moment with an order for the assistant ("after
+                each file, stop and wait for my review", "each time you …").
+                "Make sure / ensure (that) all …" is the acceptance test of
+                the work at hand far more often than a rule, and keeps
+                nothing; nor does a recurring moment in a description of
+                the feature ("after each tick, the value … increases").
 ``complaint``   a preference said as a feeling: "it's weird/bad design",
                 "… is too much / overkill", "I don't want/need <thing>",
                 "I shouldn't have to …", "I only want to …".
@@ -46,7 +51,9 @@ Any cued sentence that points at content of the moment ("the following",
 "below", "above", "attached", "this error", "step 2", a deictic "here", a
 closing colon that introduces what follows) is a task, whatever its form;
 so is one that reports a problem or hides a request ("nothing happens",
-"doesn't load", "broken", "why", "can you …", "…, put it back"), and a
+"doesn't load", "broken", "why", "can you …", "can we …", "…, put it back"),
+one that says what holds now ("now", "currently") or what the user just did
+("I edited … manually", "I just added …": progress), and a
 *layout* sentence about where a problem, a pronoun or "the new" thing is
 ("the bug is in app.js", "it is in src/"). A description of the feature being
 built ("each feature should …", "users can …") is the work, not a fact.
@@ -104,8 +111,7 @@ LAYOUT = re.compile(
     _X,
 )
 DIRECTIVE = re.compile(
-    r"""^(?:(?:please\ )?make\ sure|ensure|be\ sure)\ (?:that\ )?(?:each|every|all|any|no)\b
-    |^(?:each|every|all|any|no)\ [\w/.-]+(?:\ [\w/.-]+){0,3}\ (?:should|must|needs?\ to|has\ to|have\ to|shall)\b
+    r"""^(?:each|every|all|any|no)\ [\w/.-]+(?:\ [\w/.-]+){0,3}\ (?:should|must|needs?\ to|has\ to|have\ to|shall)\b
     |\bshould\ be\ (?:done|kept|defined|handled|written)\ (?:once|only\ once|in\ (?:one|a\ single)\ place)
     |(?:^|,\ )we\ (?:should|must|need\ to)\ (?:have|use|keep|follow|stick|always|never)\b(?!\ the\ new\b)
     |^we\ (?:shouldn'?t|should\ not|must\ not|mustn'?t)\ \S+(?:\ (?!it\b|this\b|that\b|them\b)\S|\W*$)
@@ -115,12 +121,25 @@ DIRECTIVE = re.compile(
     |\bwe\ need\ [^,;]{3,60},\ not\ \w
     |^[a-z]+\ [^,;]{1,50}\ rather\ than\ \w+ing\b
     |\b(?:at\ the\ end\ of|in|after)\ (?:each|every)\ (?:response|reply|answer|message)\b
-    |^(?:periodically|regularly|routinely)\b|\b(?:after|before)\ (?:each|every)\ (?!step\b|phase\b|stage\b)\w+|\b(?:whenever|every\ time|each\ time)\b
-    |\buse\ [^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
+    |^(?:periodically|regularly|routinely)\b
+    |\buse\ (?!(?:a\ |an\ |the\ )?(?:better|clearer|cleaner|nicer|simpler|more|less|different|another|proper
+      |appropriate|correct|right|good|meaningful|descriptive)\b)[^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
     |^follow\ (?:the\ )?(?!the\b|instructions\b|steps\b|plan\b|todo\b)[\w-]+(?:\ [\w-]+)?\ (?:and|for|in|when|convention|style|naming|pattern|guide)\b|^follow\ [\w-]*case\b
     |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
     |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
+    _X,
+)
+# a habit tied to a recurring moment ("after each file, stop and wait for my review", "each time you …") is a
+# rule when it tells the assistant what to do: "you", or an imperative after the trigger; "after each tick,
+# the value … increases", "whenever I rename a file, I want it to update …" describe the feature being built
+TRIGGER = re.compile(
+    r"\b(?:after|before)\ (?:each|every)\ (?!step\b|phase\b|stage\b)\w+|\b(?:whenever|every\ time|each\ time)\b", _X
+)
+_IMPERATIVE = re.compile(
+    r"""(?:^|,\ |;\ |\bthen\ )(?:please\ )?(?:always\ )?(?:run|re-?run|commit|push|stop|pause|wait|ask|check|verify
+    |confirm|update|write|add|test|lint|format|rebuild|restart|save|log|tell|show|remind|summari[sz]e|document|record
+    |use|keep|give|let\ me\ know|make\ sure)\b""",
     _X,
 )
 COMPLAINT = re.compile(
@@ -176,7 +195,7 @@ _OF_THE_MOMENT = re.compile(
 # a bug report or a request hidden in a statement: "whenever I click it nothing happens", "the config is in
 # config.yaml, can you read it", "it was removed, put it back", "it is always disabled, why"
 _REPORT = re.compile(
-    r"""\b(?:can|could|would)\ you\b|\btell\ me\b|\bwhy\b|\bwhat'?s\ wrong\b|\bwrong\b
+    r"""\b(?:can|could|would)\ you\b|\b(?:can|could|shall)\ we\b|\btell\ me\b|\bwhy\b|\bwhat'?s\ wrong\b|\bwrong\b
     |\bnothing\ (?:happens|works|shows)|\bi\ (?:get|see|got|saw)\b|\bit\ (?:shows|says|throws|returns)\b
     |\b(?:doesn'?t|does\ not|won'?t|isn'?t|is\ not)\ (?:work|load|show|appear|render|update|display|run)\w*
     |\bnot\ (?:working|showing|loading|rendering|displaying)\b|\b(?:broken|failing|fails|failed|blank)\b
@@ -218,6 +237,14 @@ _FEATURE = re.compile(
 )
 
 
+# progress: what the user just did ("I edited stock_tracker.py manually to …", "I just added a chicken.png")
+_DONE = re.compile(
+    r"""\bi(?:'ve|\ have)?\ (?:just\ |already\ |now\ )?(?:edited|changed|added|fixed|updated|removed|created|renamed
+    |moved|deleted|ran|installed|tried|pushed|committed|merged|deployed|uploaded|reverted)\b""",
+    _X,
+)
+
+
 def _person(s: str, default: NoteType) -> NoteType:
     if _YOU.search(s):
         return NoteType.FEEDBACK
@@ -255,7 +282,9 @@ def _may(group: str, s: str) -> bool:
 
 
 def _kind(s: str, original: str) -> NoteType | None:
-    if _may("directive", s) and DIRECTIVE.search(s):
+    if _may("directive", s) and (
+        DIRECTIVE.search(s) or (TRIGGER.search(s) and (_YOU.search(s) or _IMPERATIVE.search(s)))
+    ):
         return NoteType.FEEDBACK if _YOU.search(s) or not re.match(r"(?:we|each|every|all|any|no)\b", s) else NoteType.PROJECT
     if _may("origin", s) and ORIGIN.search(s):
         return NoteType.PROJECT
@@ -295,6 +324,9 @@ def broad(s: str, original: str) -> NoteType | None:
     s = s.lower()
     kind = _kind(s, original.lower())
     # the task and question guard runs last: few sentences get this far
-    if kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s) or _REPORT.search(s) or _FEATURE.search(s):
+    if (
+        kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s) or _REPORT.search(s) or _FEATURE.search(s)
+        or _NOW.search(s) or _DONE.search(s)
+    ):
         return None
     return kind

@@ -17,13 +17,16 @@ keeps nothing where it is unsure (recall is the model path's job).
 
 Rules that drop a sentence whatever it says:
   requests for work addressed to the assistant ("add/create/initialize/
-  implement/fix/refactor …", "let's …", "can you …", "I want you to …"),
-  unless said "always/never …" or "from now on …";
+  implement/fix/refactor/rewrite/unify …", "let's …", "can you …", "I want
+  you to …", also after "moreover," / "finally," …), unless said
+  "always/never …" or "from now on …";
+  the list items of a message that opens with such a request (its
+  specification: "Fix image loading …" over "- always fall back to …");
   questions (ends with ``?``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
   now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
-  "asap", "until …"); vague directives whose object is only a pronoun
-  ("don't do that", "never mind").
+  "asap", "until …", a sentence that opens with "now"); vague directives
+  whose object is only a pronoun ("don't do that", "never mind").
 
 ``feedback`` — how the assistant should work. The sentence addresses the
   assistant: an imperative rule ("always/never …", "you should/must
@@ -31,8 +34,12 @@ Rules that drop a sentence whatever it says:
   don't …", "don't <verb> …" except "don't forget/worry/bother" and
   the edit verbs ("don't change/modify/remove …" fences the edit of the
   moment), fences of the work at hand ("don't add new …", "… again",
-  "… endlessly") and scope limits ("… anything else", "…, just explain"), "stop
-  <verb>ing …"), a correction ("no, use X instead (of Y)", "use X, not Y"),
+  "… endlessly", "don't skip/write/generate …", "… any …", "don't use a
+  <technique>" where a lasting rule names the tool) and scope limits
+  ("… anything else", "…, just explain"), "stop <verb>ing …"; "always
+  falls back …" describes the feature, not the assistant's work), a
+  correction ("no, use X instead (of Y)", "use X, not Y"; "use a better
+  name instead" asks to improve the work at hand),
   a first-person preference that mentions the assistant or its output
   ("you", "your", answers, responses, replies, summaries, explanations,
   confirmation), or any other statement introduced by "from now on / going
@@ -153,15 +160,17 @@ def _symbol_heavy(line: str) -> bool:
     return symbols / len(bare) > 0.2
 
 
-def _units(text: str) -> list[list[str]]:
-    """Prose paragraphs of ``text`` (each a list of sentences), without code, quotes and logs."""
-    units: list[str] = []
+def _units(text: str) -> list[tuple[list[str], bool]]:
+    """Prose paragraphs of ``text`` (each its sentences, and whether it began as a list item), without code,
+    quotes and logs."""
+    units: list[tuple[str, bool]] = []
     current: list[str] = []
+    item = False  # the paragraph being read began as a list item ("- …", "2. …")
     fence: str | None = None
 
     def close() -> None:
         if current:
-            units.append(" ".join(current))
+            units.append((" ".join(current), item))
             current.clear()
 
     for raw in text.splitlines():
@@ -184,12 +193,15 @@ def _units(text: str) -> list[list[str]]:
         if line.startswith(">") or _LOG_LINE.match(line) or _CODE_END.search(line) or _symbol_heavy(line):
             close()
             continue
+        bullet = _BULLET.match(line) is not None
         line = _BULLET.sub("", line)
         if current and (not line[:1].islower() or len(current[-1]) < _WRAP_WIDTH):
             close()
+        if not current:
+            item = bullet
         current.append(line)
     close()
-    return [_SENTENCE_SPLIT.split(unit) for unit in units]
+    return [(_SENTENCE_SPLIT.split(unit), bullet) for unit, bullet in units]
 
 
 # ---------------------------------------------------------------- rules
@@ -217,11 +229,13 @@ _HOW_TO_WORK = re.compile(r"\b(?:yourself|you|me)\b.*\b(?:rather\ than|instead\ 
 # a request for work addressed to the assistant is a task, however it is worded: "Initialize a bun project
 # for a CLI tool called …", "Add a `session start` command that …", "let's refactor …", "I want you to …"
 _WORK_REQUEST = re.compile(
-    r"""^(?:(?:now|then|next|first|and\ then|so)[\s,]+)?(?:please\s+)?
+    r"""^(?:(?:now|then|next|first|and\ then|so|moreover|furthermore|additionally|in\ addition|lastly|finally
+      |after\ that)[\s,]+)?(?:please\s+)?
     (?!make\ sure\b|i\ want\ you\ to\ (?:keep\ in\ mind|remember|always|never)\b)
     (?:(?:add|create|initiali[sz]e|init|implement|fix|refactor|build|make|write|generate|set\ up|setup|scaffold
       |bootstrap|update|change|modify|rename|move|remove|delete|integrate|install|convert|migrate|improve|optimi[sz]e
-      |rewrite|replace|extend|enable|disable|configure|wire|hook\ up|introduce|design|develop|finish|complete
+      |re-?write|re-?implement|re-?do|rework|unify|simplify|split|extract|clean\ up|reorgani[sz]e|restructure|adjust
+      |tweak|polish|replace|extend|enable|disable|configure|wire|hook\ up|introduce|design|develop|finish|complete
       |continue|start|run|test|deploy|commit|push|merge|review|check|investigate|debug|analy[sz]e|look\ at|go\ ahead
       |help\ me|show\ me|tell\ me|explain|summari[sz]e|list|find|read|open|try)\b
     |let'?s\b|let\ us\b|i\ (?:want|need|would\ like|'d\ like)\ you\ to\b|(?:can|could|would|will)\ you\b)""",
@@ -235,6 +249,9 @@ _ONE_OFF = re.compile(
     r"|week|release|one)|for\ this\ (?:one|pr|change|task|file|fix))\b",
     re.I | re.X,
 )
+# a sentence that opens with "now" is about the moment: "now that we have the rules ready, we should run …",
+# "now I need you to …" ("from now on" is read as a standing marker before this)
+_NOW = re.compile(r"now\b", re.I)
 _STATUS = re.compile(
     r"\b(?:currently|now|still|broken|failing|fails|failed|flaky|red|green|passing|down|blocked|blocker"
     r"|temporarily|wip|todo|not\ working|doesn't\ work|does\ not\ work|bug|regression)\b",
@@ -248,6 +265,9 @@ _ALWAYS_NEVER = re.compile(
     r"(?:always|never)\s+(?P<rest>.+)$",
     re.I | re.S,
 )
+# "always falls back to …", "never crashes": what the software does (a description of the feature), not an
+# instruction to the assistant, which is imperative ("always run …", "never trust …")
+_DESCRIBES = re.compile(r"^(?:also\s+|only\s+)?[a-z]*[a-rtv-z]s\b", re.I)
 _DONT = re.compile(r"^(?:don'?t|do\ not|don’t)\s+(?P<verb>[\w'’]+)(?P<rest>.*)$", re.I | re.S | re.X)
 _DONT_EXCLUDED = frozenset(
     {"worry", "bother", "forget", "mind", "hesitate", "panic", "stop", "know", "think", "do"}  # "don't do X": the act of the moment
@@ -266,9 +286,23 @@ _EDIT_VERBS = frozenset("change modify touch remove edit alter break delete rena
 # "don't add new features", "do not create them again", "don't polish endlessly": the scope of the work at
 # hand, not a rule that outlives it
 _MOMENT_FENCE = re.compile(r"\b(?:new|again|endlessly|anymore|any\ more|extra)\b", re.I)
+# "don't skip any file", "do not write code", "do not generate the whole codebase in one shot": how to go about
+# the work at hand ("any" spans the work's own items), not a rule that outlives it
+_ACTIVITY_VERBS = frozenset("skip write generate output produce print proceed continue".split())
+_ANY = re.compile(r"\bany\b", re.I)
+# "do not use a global transaction": a technique for the code of the moment; a lasting rule names the tool
+# ("do not use Prisma")
+_GENERIC_OBJECT = re.compile(r"^\s+(?:a|an)\s", re.I)
 _STOP = re.compile(r"^stop\s+(?P<rest>[a-z]+ing\b.*)$", re.I | re.S)
 _INSTEAD = re.compile(
     r"^(?:use|prefer|pick|choose|go\ with|write|run)\s+(?P<rest>.+?)\s+instead\b", re.I | re.S | re.X
+)
+# "use better names … instead of Run Import", "use a different colour instead": asks to improve the work at
+# hand; a lasting choice names what to use ("use pnpm instead of npm")
+_BETTER = re.compile(
+    r"^(?:a\ |an\ |the\ )?(?:better|clearer|cleaner|nicer|simpler|shorter|longer|more|less|different|another|other"
+    r"|proper|appropriate|correct|right|good|meaningful|descriptive)\b",
+    re.I | re.X,
 )
 _NOT_Y = re.compile(r"^use\s+(?P<rest>\S.*?),?\s+not\s+\S", re.I | re.S)
 _FIRST_PERSON = re.compile(
@@ -374,12 +408,14 @@ def _directive(s: str) -> bool:
     """Is ``s`` (lead removed, "please" removed) a rule for the assistant?"""
     m = _ALWAYS_NEVER.match(s)
     if m:
-        return not _vague(m.group("rest"))
+        return not _vague(m.group("rest")) and not _DESCRIBES.match(m.group("rest"))
     m = _DONT.match(s)
     if m:
         verb = m.group("verb").lower()
         rest = m.group("rest")
-        if verb in _EDIT_VERBS or _MOMENT_FENCE.search(rest):
+        if verb in _EDIT_VERBS or verb in _ACTIVITY_VERBS or _MOMENT_FENCE.search(rest) or _ANY.search(rest):
+            return False
+        if verb == "use" and _GENERIC_OBJECT.match(rest):
             return False
         return verb not in _DONT_EXCLUDED and not _vague(verb + rest) and not _SCOPE.search(rest)
     m = _STOP.match(s)
@@ -387,7 +423,7 @@ def _directive(s: str) -> bool:
         return not _vague(m.group("rest"))
     m = _INSTEAD.match(s)
     if m:
-        return not _vague(m.group("rest"))
+        return not _vague(m.group("rest")) and not _BETTER.match(m.group("rest"))
     m = _NOT_Y.match(s)
     return m is not None and not _vague(m.group("rest"))
 
@@ -434,7 +470,7 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     if durable:
         s = s[durable.end() :]
     plain = _URL.sub(" ", s)
-    if _ONE_OFF.search(plain) or len(s.split()) < 2:
+    if _ONE_OFF.search(plain) or _NOW.match(s) or len(s.split()) < 2:
         return None
     s = _PLEASE.sub("", s)
     # "from now on, add type hints" is a standing rule; "generally, …" / "as a rule of thumb, …" is advice
@@ -461,6 +497,15 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     return None
 
 
+def _asks_for_work(sentence: str) -> bool:
+    """Is ``sentence`` (a message's first) a request for work, not a rule said with "always/never/from now on"?"""
+    s, _ = _strip_lead(one_line(sentence).replace("\u2019", "'"))
+    if _DURABLE.match(s):
+        return False
+    s = _PLEASE.sub("", s)
+    return _WORK_REQUEST.match(s) is not None and not _ALWAYS_NEVER.match(s)
+
+
 def _title(text: str) -> str:
     m = _TITLE_CUT.search(text)
     title = text[: m.start()] if m else text
@@ -484,9 +529,15 @@ def digest(inp: DigestInput) -> DigestOutput:
             drafts.append(
                 Draft(type=NoteType.PROJECT, title=_title(block), body=block, turn_ids=(turn.turn_id,), position=position)
             )
-        for sentences in _units(text):
+        units = _units(text)
+        brief = bool(units) and _asks_for_work(units[0][0][0])
+        for sentences, item in units:
             for i, sentence in enumerate(sentences):
                 position += 1
+                # the list items of a message that opens with a request for work specify that work ("Fix image
+                # loading …" then "- always fall back to a local image"): its requirements, not standing rules
+                if brief and item:
+                    continue
                 found = classify(sentence)
                 if found is None:
                     continue
