@@ -39,7 +39,7 @@ def test_a_target_run_after_cd_is_looked_up_in_that_folder(tmp_path: Path) -> No
     _write(tmp_path, {"package.json": '{"scripts": {"lint": "x"}}',
                       "frontend/package.json": '{"scripts": {"test": "vitest"}}'})
     assert _stale(tmp_path, "cd frontend && npm run test") == []
-    assert _stale(tmp_path, "cd frontend && npm run lint") == ["package.json has no target 'lint' any more"]
+    assert _stale(tmp_path, "cd frontend && npm run lint") == ["frontend/package.json has no target 'lint' any more"]
 
 
 def test_a_name_that_survives_only_inside_a_longer_one_is_stale(tmp_path: Path) -> None:
@@ -149,8 +149,8 @@ def test_a_tool_named_for_a_role_that_no_manifest_names_is_flagged(tmp_path: Pat
              "- **Formatter**: Snapshot tests with valid and invalid cases"]
     assert [_stale(tmp_path, line) for line in lines] == [[], [], []]
     _write(tmp_path, {"package.json": '{"devDependencies": {"oxfmt": "1", "oxlint": "1"}}'})
-    assert [_stale(tmp_path, line) for line in lines] == [["no manifest or configuration names prettier any more"],
-                                                          [], []]
+    assert [_stale(tmp_path, line) for line in lines] == [
+        ["nothing in the tree configures prettier any more (oxfmt is)"], [], []]
 
 
 def test_examples_naming_conventions_and_modules_turned_packages_are_not_flagged(tmp_path: Path) -> None:
@@ -175,3 +175,179 @@ def test_the_program_of_a_dependency_run_through_pnpm_is_not_a_missing_script(tm
     assert _stale(tmp_path, "- Use `pnpm nx show projects` to list all packages") == []
     assert _stale(tmp_path, "- Use `pnpm nx-lint` to lint") == ["package.json has no target 'nx-lint' any more"]
     assert _stale(tmp_path, "uv run pytest tests/path/test_file.py::test_name") == []  # a placeholder path
+
+
+def test_make_and_package_manager_options_are_not_taken_for_targets(tmp_path: Path) -> None:
+    _write(tmp_path, {"Makefile": "all:\n\techo\n", "docs/Makefile": "html:\n\tsphinx-build\n",
+                      "package.json": '{"scripts": {"build": "tsc"}}', "yarn.lock": ""})
+    assert _stale(tmp_path, "Build the docs with `make -C docs html`.") == []
+    assert _stale(tmp_path, "Run `make -j4 all` or `yarn run build`.") == []
+    assert _stale(tmp_path, "Build the docs with `make -C docs pdf`.") == ["docs/Makefile has no target 'pdf' any more"]
+    # a sentence that starts like a command is not one
+    assert _stale(tmp_path, "- make sure the tests pass before pushing") == []
+
+
+def test_a_script_run_in_a_workspace_package_is_looked_up_in_that_package(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"scripts": {"storybook": "x"}}', "pnpm-workspace.yaml": "packages: [apps/*]\n",
+                      "apps/web/package.json": '{"name": "@acme/web", "scripts": {"dev": "vite"}}'})
+    assert _stale(tmp_path, "Start it with `pnpm --filter @acme/web dev`.") == []
+    assert _stale(tmp_path, "Open `pnpm --filter @acme/web storybook`.") == [
+        "apps/web/package.json has no target 'storybook' any more"]
+    assert _stale(tmp_path, "Open `pnpm --filter @acme/* storybook`.") == []  # a pattern: which package is not told
+
+
+def test_targets_of_included_makefiles_and_pattern_rules_are_defined(tmp_path: Path) -> None:
+    _write(tmp_path, {"Makefile": "include mk/*.mk\n\ntest-%:\n\tpytest tests/$*\n", "mk/lint.mk": "lint:\n\truff check\n"})
+    assert _stale(tmp_path, "Run `make lint` and `make test-unit`.") == []
+    assert _stale(tmp_path, "Run `make typecheck`.") == ["Makefile has no target 'typecheck' any more"]
+    _write(tmp_path, {"Makefile": "include $(ROOT)/rules.mk\n"})
+    assert _stale(tmp_path, "Run `make typecheck`.") == []  # an include through a variable: not told
+
+
+def test_a_script_run_from_a_folder_is_looked_up_in_that_folder(tmp_path: Path) -> None:
+    _write(tmp_path, {"tools/gen.py": "print(1)\n", "run.sh": "echo\n"})
+    lines = ["cd tools && python gen.py", "From `tools/`, run `python gen.py`.", "Start it with `./run.sh`."]
+    assert [_stale(tmp_path, line) for line in lines] == [[], [], []]
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "tools/gen.py").rename(tmp_path / "scripts/gen.py")
+    (tmp_path / "run.sh").unlink()
+    assert [_stale(tmp_path, line) for line in lines] == [["tools/gen.py moved to scripts/gen.py"],
+                                                          ["tools/gen.py moved to scripts/gen.py"],
+                                                          ["run.sh no longer exists"]]
+    assert _stale(tmp_path, "Run `python gen.py` to regenerate.") == []  # from where is not said: it exists
+
+
+def test_a_default_the_code_no_longer_has_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"src/app/cli.py": 'import click\n\n@click.option(\n    "--max-retries",\n    default=5,\n)\n'
+                                        "def serve(port: int = 8000, workers=4): ...\n",
+                      "tests/test_cli.py": "serve(port=1)\n"})
+    lines = ["- `--max-retries` (default: 5) retries a failed call.", "The port defaults to 8000.",
+             "`workers` defaults to `4`."]
+    assert [_stale(tmp_path, line) for line in lines] == [[], [], []]
+    _write(tmp_path, {"src/app/cli.py": 'import click\n\n@click.option("--max-retries", default=3)\n'
+                                        "def serve(port: int = 9000, workers=4): ...\n"})
+    assert [_stale(tmp_path, line) for line in lines] == [
+        ["max-retries is 3 now, not 5 (its default in the code)"], ["port is 9000 now, not 8000 (its default in the code)"], []]
+
+
+def test_a_line_length_stated_in_prose_is_checked_against_the_formatter_settings(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "app"\n\n[tool.ruff]\nline-length = 100\n',
+                      ".prettierrc": '{"printWidth": 80}\n'})
+    assert _stale(tmp_path, "- Python: max line length 100 (ruff); TypeScript: 80 (prettier)") == []
+    assert _stale(tmp_path, "- Keep lines under 120-character lines.") == ["the line length is 100 now, not 120"]
+    assert _stale(tmp_path, "- Max line length is 88 (ruff).") == ["the line length is 100 now, not 88"]
+    assert _stale(tmp_path, "- Wrap Markdown lines at 72 characters.") == []  # prose wrapping, not the code's
+
+
+def test_a_tool_the_project_replaced_with_another_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"package.json": '{"devDependencies": {"eslint": "9", "vitest": "3"}}', "eslint.config.js": ""})
+    lines = ["Lint with `npx eslint .` before pushing.", "- **Testing**: Jest", "We use ESLint for linting."]
+    assert [_stale(tmp_path, line) for line in lines] == [[], ["nothing in the tree configures jest any more "
+                                                               "(vitest is)"], []]
+    (tmp_path / "eslint.config.js").unlink()
+    _write(tmp_path, {"package.json": '{"devDependencies": {"oxlint": "1", "vitest": "3"}}', ".oxlintrc.json": "{}"})
+    assert _stale(tmp_path, lines[0]) == ["nothing in the tree configures eslint any more (oxlint is)"]
+    assert _stale(tmp_path, lines[2]) == ["nothing in the tree configures eslint any more (oxlint is)"]
+    # a comparison names a tool the project does not use; a tool no other tool of its kind replaced is not told
+    assert _stale(tmp_path, "oxlint is 50x faster than ESLint.") == []
+    assert _stale(tmp_path, "- Docs are built with `npx typedoc`.") == []
+
+
+def test_a_moved_file_still_named_by_the_docs_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"tools/release.py": "", "docs/guide.md": "Run scripts/release.py to cut a release.\n",
+                      ".gitignore": "build/out/report.json\n", "build/x.txt": ""})
+    assert _stale(tmp_path, "- `scripts/release.py` cuts a release.") == ["scripts/release.py moved to tools/release.py"]
+    assert _stale(tmp_path, "- The report lands in `build/out/report.json`.") == []  # a path the project makes
+
+
+def test_the_common_part_of_several_names_is_not_a_missing_name(tmp_path: Path) -> None:
+    _write(tmp_path, {"src/auth.rs": "enum AltAuthIR {}\nenum AwsAuthIR {}\nstruct QoderCli;\n"})
+    assert _stale(tmp_path, "- `AuthIR` enums encode the semantics.") == []
+    assert _stale(tmp_path, "- `ModuleNotFoundError`: activate the environment first.") == []  # the language's own
+    assert _stale(tmp_path, "- `QoderRunner` starts it.") == ["'QoderRunner' no longer occurs in the tree"]
+    # a version listed among browsers' is a compatibility note, not what the project needs
+    _write(tmp_path, {"package.json": '{"engines": {"node": ">=22"}}'})
+    assert _stale(tmp_path, "Available in modern browsers (Chrome 110+, Safari 16+, Node.js 20+).") == []
+
+
+def test_a_file_named_in_prose_whose_extension_changed_is_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"scripts/dev.ts": "", "package.json": "{}"})
+    line = "- Automation: dev.ts starts the watchers (see the Node.js docs)."
+    assert _stale(tmp_path, line) == []
+    (tmp_path / "scripts/dev.ts").rename(tmp_path / "scripts/dev.mts")
+    assert _stale(tmp_path, line) == ["dev.ts is now scripts/dev.mts"]
+
+
+DIAGRAM = """# Layout
+
+```
+repo/
+├── src/app/
+│   ├── cli.py           # entry point
+│   ├── config.py
+│   ├── plugins/
+│   │   └── skills/
+│   │       └── skill.py # the Skill class
+│   └── store.py
+└── README.md
+```
+"""
+
+
+def _diagram_stale(root: Path, text: str, lineno: int) -> list[str]:
+    lines = text.splitlines()
+    return [c.reason for c in C.verify_entry(str(root), lines[lineno - 1], context=lines[:lineno - 1])
+            if c.verdict == C.STALE]
+
+
+def test_a_file_shown_in_a_tree_diagram_is_checked_where_the_diagram_puts_it(tmp_path: Path) -> None:
+    _write(tmp_path, {"src/app/cli.py": "", "src/app/config.py": "", "src/app/plugins/skills/skill.py": "",
+                      "src/app/store.py": "", "README.md": ""})
+    assert [_diagram_stale(tmp_path, DIAGRAM, n) for n in (10, 11)] == [[], []]
+    (tmp_path / "src/app/vended").mkdir()
+    (tmp_path / "src/app/plugins/skills").rename(tmp_path / "src/app/vended/skills")
+    # alone the line names a file that still exists; under its diagram's folders it moved
+    assert _stale(tmp_path, DIAGRAM.splitlines()[10 - 1]) == []
+    assert _diagram_stale(tmp_path, DIAGRAM, 10) == ["repo/src/app/plugins/skills/skill.py moved to "
+                                                    "src/app/vended/skills/skill.py"]
+    (tmp_path / "src/app/store.py").unlink()
+    assert _diagram_stale(tmp_path, DIAGRAM, 11) == ["repo/src/app/store.py no longer exists"]
+    # a diagram of another tree (what a generator writes) is not this tree's
+    other = DIAGRAM.replace("src/app/", "mybot/server/")
+    assert [_diagram_stale(tmp_path, other, n) for n in (10, 11)] == [[], []]
+
+
+def test_a_command_after_cd_in_the_same_code_block_runs_in_that_folder(tmp_path: Path) -> None:
+    _write(tmp_path, {"tools/gen.py": "", "scripts/other.py": ""})
+    text = "```\ncd tools\npython gen.py\n```\n"
+    lines = text.splitlines()
+    assert [c.reason for c in C.verify_entry(str(tmp_path), lines[2], context=lines[:2])
+            if c.verdict == C.STALE] == []
+    (tmp_path / "tools/gen.py").rename(tmp_path / "scripts/gen.py")
+    assert [c.reason for c in C.verify_entry(str(tmp_path), lines[2], context=lines[:2])
+            if c.verdict == C.STALE] == ["tools/gen.py moved to scripts/gen.py"]
+
+
+def test_a_command_is_judged_only_where_the_program_defines_its_commands_can_be_read(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "tool"\n\n[project.scripts]\nmytool = "tool.main:run"\n',
+                      "tool/helpers.py": "def helper(): ...\n"})
+    # the entry point is not in the tree: what commands it has is not told
+    assert _stale(tmp_path, "mytool create --name bot") == []
+    _write(tmp_path, {"tool/commands/init.py": "def run(): ...\n", "tool/commands/eval.py": "def run(): ...\n"})
+    assert _stale(tmp_path, "mytool init --name bot") == []  # a module named for the command
+    assert _stale(tmp_path, "mytool create --name bot") == ["mytool has no command 'create' any more"]
+
+
+def test_paths_a_line_does_not_claim_are_in_the_tree_are_not_flagged(tmp_path: Path) -> None:
+    _write(tmp_path, {"docs/guide.md": "", "test/fixtures/ansi/select.sql": "", "src/lib.rs": "pub fn f() {}\n",
+                      "docs/arch docs/patterns/factory.md": "", ".gitignore": ".agents/*\n!.agents/rules/\n"})
+    lines = ["- [Testing Guide](docs/Testing%20Guide.md) - how we test",  # URL-encoded: not `docs/Testing`
+             "- Drive lives in [`docs/drive/`](https://github.com/acme/other/tree/main/docs/drive).",  # elsewhere
+             'echo "SELECT 1;" > test/fixtures/ansi/top_clause.sql',  # what a command writes
+             "- Open `docs/build/html/index.html` after building.",  # a build output
+             "let value = opt.ok_or(Error::MissingValue)?;",  # a variable an example defines
+             "- `docs/` (CSS, images)",  # kinds of files, not names
+             "- Pattern: [`docs/arch docs/patterns/factory.md`](docs/arch%20docs/patterns/factory.md)",  # a space
+             "- Local notes go in `.agents/telemetry.md`."]  # ignored by git: a fresh clone need not hold it
+    assert [_stale(tmp_path, line) for line in lines] == [[]] * len(lines)
+    assert _stale(tmp_path, "- See `docs/drive/` for the design.") == ["docs/drive no longer exists"]

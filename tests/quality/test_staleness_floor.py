@@ -12,8 +12,9 @@ from __future__ import annotations
 from bench.staleness import load_cases, score
 
 FLOOR = {"dev": (0.25, 0.20, 89), "test": (0.23, 0.28, 60)}
-#: the citation verifier (worker.memory.citations.verify_entry) on the same cases, tuned on dev only
-VERIFIER_FLOOR = {"dev": (0.57, 0.96), "test": (0.08, 0.31)}
+#: the citation verifier (worker.memory.citations.verify_entry, each line with the lines before it as context) on
+#: the same cases, tuned on dev only; test measured once after the rules were set (2026-12-05)
+VERIFIER_FLOOR = {"dev": (0.61, 0.96), "test": (0.07, 0.29)}
 
 
 def test_every_labelled_line_was_changed_by_the_maintainers() -> None:

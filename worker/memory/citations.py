@@ -24,6 +24,7 @@ or read (``lstat`` only; the open itself uses ``O_NOFOLLOW | O_NONBLOCK``).
 from __future__ import annotations
 
 import bisect
+import builtins
 import fnmatch
 import hashlib
 import json
@@ -43,21 +44,123 @@ EVIDENCE_LINES = 6
 OK, STALE, UNVERIFIABLE = "ok", "stale", "unverifiable"
 
 _TICKED = re.compile(r"`([^`\s]{1,200})`")
-_SLASHED = re.compile(r"(?<![\w./:@-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)")
+_SLASHED = re.compile(r"(?<![\w./:@%-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)(?![\w%])")  # not URL-encoded
+#: a Markdown link to a page elsewhere: its text names that page's place, not one of this tree
+_LINK_OUT = re.compile(r"\[[^\]]*\]\(https?://[^)\s]*\)")
 _LINES = re.compile(r"^(.*?):(\d{1,7})(?:-(\d{1,7}))?$")
 _PATHLIKE = re.compile(r"^[\w./-]+$")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-_TARGET_NAME = r"([A-Za-z0-9][\w.:/-]{0,80})"
-_RUNNERS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
-    (re.compile(r"\bmake\s+(?:-[A-Za-z]+\s+)*" + _TARGET_NAME), ("GNUmakefile", "makefile", "Makefile")),
-    (re.compile(r"\b(?:npm|pnpm|bun)\s+run\s+" + _TARGET_NAME), ("package.json",)),
-    (re.compile(r"\bpnpm\s+(?!(?:run|install|i|add|remove|exec|dlx|update|up|why|list|ls|outdated|create|publish|pack|"
-                r"link|store|config|env|import|init|patch|audit|fetch|rebuild|prune|setup|self-update|test|t)(?![\w:-]))"
-                r"(?!-)" + _TARGET_NAME), ("package.json",)),
-    (re.compile(r"\byarn\s+(?!add\b|install\b|remove\b)" + _TARGET_NAME), ("package.json",)),
-    (re.compile(r"\bjust\s+" + _TARGET_NAME), ("justfile", "Justfile", ".justfile")),
-)
+_TARGET = re.compile(r"[A-Za-z0-9][\w.:/-]{0,80}")
+_MAKEFILES, _JUSTFILES = "GNUmakefile|makefile|Makefile", "justfile|Justfile|.justfile"
+#: a runner at the start of a command; what it runs is read word by word up to the end of the command
+_RUNNER_WORD = re.compile(r"(?<![\w./@$<{-])(g?make|just|npm|pnpm|yarn|bun)(?=[ \t]+\S)")
+_COMMAND_END = re.compile(r"&&|\|\||[;|#>`]|\$\(|\)|\n")
+#: subcommands of the package managers themselves (not scripts of the project)
+_PNPM_OWN = frozenset("install i add remove rm un uninstall exec dlx update up upgrade why list ls ll outdated create "
+                      "publish pack link ln unlink store config c env import init patch patch-commit patch-remove "
+                      "audit fetch rebuild rb prune setup self-update test t server deploy licenses root bin doctor "
+                      "help recursive m multi approve-builds ignored-builds".split())
+_YARN_OWN = frozenset("add install remove upgrade up upgrade-interactive why info init create dlx exec node set config "
+                      "cache constraints dedupe explain link unlink pack patch patch-commit plugin rebuild npm version "
+                      "workspaces global bin audit outdated list login logout publish tag team owner licenses check "
+                      "autoclean import policies generate-lock-entry help search stage sdks".split())
+#: options that take the next word as their value
+_VALUE_OPTS = {
+    "make": frozenset("-C --directory -f --file --makefile -I --include-dir -o --old-file -W --what-if --new-file "
+                      "--assume-new --assume-old --eval".split()),
+    "just": frozenset("-f --justfile -d --working-directory --shell --shell-arg --dotenv-filename --dotenv-path -E "
+                      "--color --chooser --command-color --list-heading --list-prefix --dump-format --tempdir "
+                      "--timestamp-format --alias-style".split()),
+    "npm": frozenset("--prefix -C -w --workspace --loglevel --registry".split()),
+    "pnpm": frozenset("-C --dir -F --filter --filter-prod --workspace-concurrency --reporter --loglevel "
+                      "--changed-files-ignore-pattern --test-pattern --resume-from".split()),
+    "yarn": frozenset("--cwd".split()),
+    "bun": frozenset("--cwd".split()),
+}
+#: what ends a list of make targets (a line's prose after a command)
+_NOT_TARGET = frozenset("and or then to the a an before after if when with for in on is are it you your we our "
+                        "sure first once again also only".split())
+
+
+@attrs.frozen
+class _Run:
+    """A build-file target a command runs: ``make -C docs html``, ``pnpm --filter web dev``, ``just fmt``."""
+    target: str
+    builds: str  # the build file names, "|"-separated, or the one file a command names (``make -f x.mk``)
+    cwd: str = ""  # the folder the command itself runs in (``-C DIR``, ``--prefix DIR``, ``--cwd DIR``)
+    package: str = ""  # the workspace package it runs in (``--filter P``, ``-w P``, ``yarn workspace P``); "*": any
+    start: int = 0  # the target's place in the text
+    end: int = 0
+
+
+def _parse_run(tool: str, words: list[tuple[str, int]]) -> list[_Run]:
+    """The targets one runner's command line names (``words``: the words after the runner, with offsets)."""
+    cwd = file = package = ""
+    ran = False  # npm/pnpm/yarn/bun: ``run`` seen
+    out: list[_Run] = []
+    i = 0
+    while i < len(words):
+        w, at = words[i]
+        nxt = words[i + 1][0] if i + 1 < len(words) else ""
+        opt, eq, val = w.partition("=")
+        if w.startswith("-") and (w in _VALUE_OPTS[tool] or (eq and opt in _VALUE_OPTS[tool])):
+            val = val if eq else nxt
+            i += 1 if eq else 2
+            if opt in ("-C", "--directory", "--dir", "--prefix", "--cwd") and tool != "just":
+                cwd = val
+            elif opt in ("-f", "--file", "--makefile", "--justfile"):
+                file = val
+            elif opt in ("-F", "--filter", "--filter-prod", "-w", "--workspace") and tool in ("pnpm", "npm"):
+                package = "*" if package else val
+            continue
+        if tool == "make" and w in ("-j", "--jobs", "-l", "--load-average") and nxt.isdigit():
+            i += 2
+            continue
+        if tool == "make" and re.fullmatch(r"-[Cf]\S+", w):
+            cwd, file = (w[2:], file) if w[1] == "C" else (cwd, w[2:])
+            i += 1
+            continue
+        if w in ("--if-present", "-ws", "--workspaces", "-l", "--list", "--summary", "--evaluate", "--fmt",
+                 "--init", "--edit", "--choose", "--variables", "--dump", "--groups") and tool != "make":
+            return []  # runs a target that may be absent, every package's, or none (``just --list``)
+        if tool == "pnpm" and w in ("-r", "--recursive"):
+            package = "*"
+        if w.startswith("-") or (tool in ("make", "just") and "=" in w):
+            i += 1  # a flag, or ``VAR=value``
+            continue
+        if tool == "yarn" and not ran and w == "workspace" and not package:
+            package, i = nxt, i + 2
+            continue
+        if tool in ("npm", "pnpm", "yarn", "bun") and not ran and w in ("run", "run-script"):
+            ran, i = True, i + 1
+            continue
+        if not ran and ((tool == "npm" or tool == "bun") or (tool == "pnpm" and w in _PNPM_OWN)
+                        or (tool == "yarn" and w in _YARN_OWN)):
+            return []  # the package manager's own command (``npm ci``, ``pnpm exec``, ``yarn add``)
+        t = w.rstrip(".,;:)")
+        if not _TARGET.fullmatch(t) or (out and t.lower() in _NOT_TARGET):
+            break
+        builds = file or (_MAKEFILES if tool == "make" else _JUSTFILES if tool == "just" else "package.json")
+        out.append(_Run(t, builds, cwd.strip("/").removeprefix("./"), package, at, at + len(t)))
+        if tool != "make":
+            break  # the words after a script or a recipe are its arguments
+        i += 1
+    return out
+
+
+def _runs(text: str) -> list[_Run]:
+    """Every build-file target the commands in ``text`` run, in order."""
+    out: list[_Run] = []
+    for m in _RUNNER_WORD.finditer(text):
+        end = _COMMAND_END.search(text, m.end())
+        words = [(w.group(0), w.start()) for w in re.finditer(r"\S+", text[:end.start() if end else len(text)])
+                 if w.start() >= m.end()]
+        out.extend(_parse_run(m.group(1).removeprefix("g"), words))
+    return out
+
+
 _MAKE_RULE = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)")
+_JUST_MOD = re.compile(r"^mod\??\s+([A-Za-z0-9_][\w-]*)")  # a module: ``just MODULE RECIPE``
 _JUST_RULE = re.compile(r"^(?:alias\s+([A-Za-z0-9_][\w-]*)\s*:=|@?([A-Za-z0-9_][\w-]*)(?:\s[^:]*?)?\s*:(?!=))")
 
 
@@ -207,6 +310,7 @@ def git_commit(root: str) -> str | None:
 def _target_lines(build: str, text: list[str]) -> dict[str, int]:
     """Target name -> its 1-based line in a build file's lines."""
     out: dict[str, int] = {}
+    build = build.rsplit("/", 1)[-1]
     if build == "package.json":
         try:
             scripts = json.loads("\n".join(text)).get("scripts", {})
@@ -218,9 +322,9 @@ def _target_lines(build: str, text: list[str]) -> dict[str, int]:
             pat = re.compile(r'^\s*"' + re.escape(str(name)) + r'"\s*:')
             out[str(name)] = next((i + 1 for i, ln in enumerate(text) if pat.match(ln)), 1)
         return out
-    rule = _MAKE_RULE if "make" in build.lower() else _JUST_RULE
+    rule = _MAKE_RULE if "make" in build.lower() or build.endswith(".mk") else _JUST_RULE
     for i, ln in enumerate(text):
-        m = rule.match(ln)
+        m = rule.match(ln) or (_JUST_MOD.match(ln) if rule is _JUST_RULE else None)
         if m:
             for name in (m.group(1) or m.group(m.lastindex or 1)).split():
                 out.setdefault(name.lstrip("@"), i + 1)
@@ -232,6 +336,11 @@ def _target_lines(build: str, text: list[str]) -> dict[str, int]:
 def _path_candidates(text: str) -> list[tuple[str, tuple[int, int] | None, bool]]:
     """(path, line span, weak) named in ``text``; weak: a backticked bare name (``Makefile``), cited only if a file."""
     seen: dict[str, tuple[tuple[int, int] | None, bool]] = {}
+    text = _LINK_OUT.sub(" ", text)
+    for sp in re.finditer(r"`([\w.-]+/[\w./-]*(?: [\w./-]+)+/?)`", text):  # a path with a space: `docs/a b/c.md`
+        if "/" in sp.group(1).split(" ")[-1] or sp.group(1).endswith("/"):
+            seen.setdefault(sp.group(1).rstrip("/"), (None, False))
+            text = text.replace(sp.group(0), " ")
     tokens = [(m.group(1), True) for m in _TICKED.finditer(text)] + [(m.group(1), False)
                                                                      for m in _SLASHED.finditer(text)]
     for token, ticked in tokens:
@@ -256,25 +365,26 @@ def _path_candidates(text: str) -> list[tuple[str, tuple[int, int] | None, bool]
     return [(path, span, weak) for path, (span, weak) in seen.items()]
 
 
-def _target_candidates(text: str) -> list[tuple[str, str]]:
-    """(target, build file) pairs named in ``text``, in order, once each; the build file is resolved later."""
-    out: list[tuple[str, str]] = []
-    for pattern, builds in _RUNNERS:
-        for m in pattern.finditer(text):
-            pair = (m.group(1).rstrip(".,;:)"), "|".join(builds))
-            if pair not in out:
-                out.append(pair)
+def _target_candidates(text: str) -> list[tuple[str, str, str]]:
+    """(target, build files, folder) named in ``text``, in order, once each; the build file is resolved later.
+    A target run in a workspace package (``--filter P``) needs the tree to resolve: it is left to the line checks."""
+    out: list[tuple[str, str, str]] = []
+    for r in _runs(text):
+        triple = (r.target, r.builds, r.cwd)
+        if not r.package and triple not in out:
+            out.append(triple)
     return out
 
 
-def _build_file(root: str, builds: str) -> tuple[str, list[str]] | None:
+def _build_file(root: str, builds: str, cwd: str = "") -> tuple[str, list[str]] | None:
     for name in builds.split("|"):
+        path = f"{cwd}/{name}" if cwd else name
         try:
-            data = _read(root, name)
+            data = _read(root, path)
         except _Refused:
             continue
         if data is not None:
-            return name, _lines(data)
+            return path, _lines(data)
     return None
 
 
@@ -289,8 +399,8 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
     each citation (see :func:`git_commit`).
     """
     out: list[Citation] = []
-    for target, builds in _target_candidates(text):
-        found = _build_file(root, builds)
+    for target, builds, cwd in _target_candidates(text):
+        found = _build_file(root, builds, cwd)
         if found is None:
             continue
         build, lines = found
@@ -402,11 +512,12 @@ def _rename(c: Citation, lines: list[str]) -> Citation | None:
 
 def rename_in_text(text: str, old: str, new: str) -> str:
     """``text`` with each runner invocation of target ``old`` (``make old``, ``npm run old`` …) naming ``new``."""
-    out = text
-    for pattern, _builds in _RUNNERS:
-        out = pattern.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + new + m.group(1)[len(old):]
-                          if m.group(1).rstrip(".,;:)") == old else m.group(0), out)
-    return out
+    out, last = [], 0
+    for r in _runs(text):
+        if r.target == old and r.start >= last:
+            out += [text[last:r.start], new]
+            last = r.end
+    return "".join(out) + text[last:]
 
 
 def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
@@ -454,7 +565,8 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
                  evidence=_clip(lines[c.lines[0] - 1:c.lines[1]]))
 
 
-def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None) -> list[Check]:
+def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None, *,
+                 context: Sequence[str] = ()) -> list[Check]:
     """The verification API: the citations of one memory entry and the verdict of each.
 
     ``root``: the workspace; ``text``: the entry's text (a topic's body);
@@ -462,7 +574,9 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
     front matter's list of mappings); None or empty: ``text`` is a plain line
     and what it names is checked against the tree (:func:`check_line`; ``tree``:
     a :class:`Tree` shared by the entries of one run, else one is listed here).
-    Pure apart from reading the workspace; never writes.
+    ``context``: the lines before ``text`` in the file it comes from (an instruction file checked line by
+    line): a line of a file-tree diagram is read as the path its diagram gives it, and a command after
+    ``cd DIR`` in the same code block runs in DIR. Pure apart from reading the workspace; never writes.
     """
     if citations:
         if isinstance(citations, list | tuple) and all(isinstance(c, Citation) for c in citations):
@@ -476,7 +590,7 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
             out += [c for m in mentions(text) if m.kind in _LINE_ONLY
                     for c in [check_mention(tree, m)] if c is not None]
         return out
-    return check_line(root, text, tree)
+    return check_line(root, text, tree, context=context)
 
 
 # -- plain lines: what a line names, checked against the tree --------------------------------
@@ -492,10 +606,15 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
 # scripts still occurs in its sources, a Node or Python version named is still supported (the
 # root ``engines.node`` / ``requires-python``), a folder still holds what a parenthesised list
 # says it holds, a package named in the workspace's own scope or prefix still is one, and a tool
-# named for a role ("Formatter: X") is still named by some manifest. A line with nothing
-# checkable has no checks: it is unverifiable, never flagged; an example ("e.g.") path that is
-# missing, a module turned into a package of the same name, a naming convention (``PascalCase``)
-# are not flagged either.
+# named for a role ("Formatter: X") is still named by some manifest. Also: the folder or package
+# a command runs in (``make -C DIR``, ``--filter P``, ``cd DIR``, "from `DIR`") and the script
+# it runs; a default the code gives (a parameter, a constant, an option's ``default=``); a line
+# length against the formatter settings; a file-tree diagram's line under its folders (given the
+# lines before it as ``context``); a well-known tool no longer configured while another for the
+# same job is. A line with nothing checkable has no checks: it is unverifiable, never flagged; an
+# example ("e.g.") path that is missing, a module turned into a package of the same name, a naming
+# convention (``PascalCase``), a path ``.gitignore`` ignores or a command writes, a name the
+# language defines are not flagged either.
 
 #: folders never listed or searched (vendored, built, or cairn's own)
 SKIP_DIRS = frozenset({".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".cairn", "dist",
@@ -534,15 +653,51 @@ _TOOLS: dict[str, tuple[str, ...]] = {
 }
 _TOOL_USE = re.compile(r"(?<![\w./-])(?:uvx\s+|npx\s+)?(" + "|".join(_TOOLS) + r")\s+(?:run|install|add|exec|x|dlx|sync)\b")
 _HATCH = re.compile(r"\bhatch\s+(?:run|shell|env\s+\w+)\s+(?:\+\S+\s+)*([A-Za-z0-9][\w-]*):")
-_CD = re.compile(r"\bcd\s+([\w./-]+)\s*(?:&&|;)")
-_FROM_DIR = re.compile(r"\b(?:from|in|inside|under)\s+(?:the\s+)?`([\w./-]+/?)`(?:\s+(?:directory|folder|dir))?")
+_CD = re.compile(r"\bcd\s+([\w./-]+)\s*(?:&&|;|`|$)")
+#: where a line says its commands run: "from `web/`", "in the `docs` directory", "inside frontend/"
+_FROM_DIR = re.compile(r"\b(?:[Ff]rom|[Ii]n|[Ii]nside|[Ww]ithin|[Uu]nder)\s+(?:the\s+)?(?:`([\w./-]+/?)`|(?<![`\w])((?:\./)?[\w.-]+(?:/[\w.-]+)*/)"
+                       r"(?![\w`]))(?:\s+(?:directory|folder|dir|package)\b)?")
+#: a script a command runs: ``python tools/gen.py``, ``uv run x.py``, ``bash build.sh``, ``./run.sh``
+_SCRIPT_RUN = re.compile(r"(?:^|[\s;&(])(?:(?:uv|poetry|pdm|hatch|pipenv|rye)\s+run\s+)?(?:python3?|node|bash|sh|zsh|tsx|"
+                         r"ts-node|deno\s+run|ruby|perl)\s+(?:-[\w-]+\s+)*((?:\./)?[\w./-]*[\w-]\.(?:py|js|mjs|cjs|ts|"
+                         r"mts|sh|rb|pl|bash))(?![\w/-])|(?:^|[\s;&(])\./([\w.-]+(?:/[\w.-]+)*)(?![\w/-])")
 _VALUE = (re.compile(r"`([A-Za-z_][\w.-]{1,60})\s*(?:=|:)\s*\"?([\w.+-]{1,40})\"?`"),
-          re.compile(r"`-{0,2}([A-Za-z_][\w.-]{1,60})`\s+(?:defaults?\s+to|is\s+set\s+to|is|of|=|:)\s+`?\"?(\d[\w.]*|true|false)\"?`?"),
+          re.compile(r"`-{0,2}([A-Za-z_][\w.-]{1,60})`\s+(?:is|of|=|:)\s+`?\"?(\d[\w.]*|true|false)\"?`?"),
           re.compile(r"(?<![\w`.-])([a-z][a-z0-9]*[_-][a-z0-9_.-]*)\s*=\s*(\d[\w.]*)(?![\w`])"))
+#: a default a line states: "`timeout` defaults to `30`", "--jobs (default: 4)", "the port defaults to 8000"
+_DEFAULT = (re.compile(r"(?:`-{0,2}([A-Za-z_][\w.-]{1,60})`|(?<![\w`.-])([a-z][a-z0-9]*(?:[_-][a-z0-9]+)*))\s+(?:defaults?\s+to|"
+                       r"is\s+set\s+to|is\s+\d[\w.]*\s+by\s+default)\s+`?\"?(-?\d[\w.]*|true|false)\b"),
+            re.compile(r"`-{0,2}([A-Za-z_][\w.-]{1,60})(?:[ =][^`]{0,30})?`\s*\((?:\s*)default(?:s\s+to|:)?\s+`?\"?(-?\d[\w.]*|true|"
+                       r"false)\b"))
+#: a line length a line states ("line length 100", "max line length: 88", "100-character lines") and the
+#: configuration keys that set it, by tool
+_LINE_LENGTH = (re.compile(r"(?i)\b(?:max(?:imum)?[ _-])?line[ _-]?(?:length|width)s?(?:\s+limit)?\b[^\d.;:|]{0,12}?[:=]?\s*"
+                           r"`?(\d{2,3})\b(?!\.\d|%)"),
+                re.compile(r"(?i)\b(\d{2,3})[ -]?(?:char(?:acter)?|col(?:umn)?)s?\s+(?:lines?|line\s+(?:length|limit|width))\b"),
+                re.compile(r"(?i)\b(?:printWidth|print_width|lineWidth|line_width|max_width|ColumnLimit|"
+                           r"max[-_]line[-_]length)\b`?\s*[:=]?\s*`?(\d{2,3})\b"))
+_LINE_LENGTH_KEYS = {"ruff": ("line-length",), "black": ("line-length",), "isort": ("line_length", "line-length"),
+                     "prettier": ("printWidth",), "oxfmt": ("printWidth",), "biome": ("lineWidth",),
+                     "dprint": ("lineWidth",), "rustfmt": ("max_width",), "clang-format": ("ColumnLimit",),
+                     "flake8": ("max-line-length", "max_line_length"), "pylint": ("max-line-length",),
+                     "editorconfig": ("max_line_length",)}
+#: configuration files of formatters and linters, by name (a line length is told only when every one is read)
+_FORMAT_CONFIG = re.compile(r"^(?:\.prettierrc(?:\.\w+)?|prettier\.config\.\w+|biome\.jsonc?|\.?rustfmt\.toml|\.clang-format|"
+                            r"\.editorconfig|\.flake8|\.pylintrc|pylintrc|setup\.cfg|tox\.ini|pyproject\.toml|\.?ruff\.toml|"
+                            r"dprint\.jsonc?|\.oxfmtrc\.jsonc?|\.isort\.cfg)$")
+#: keys too common to say which setting a "key: value" means (``format``, ``name``): only a stated default counts
+_GENERIC_KEYS = frozenset("name type format mode version path default id title description value key level target "
+                          "kind main module types style color size status source output input url host user "
+                          "env language lang scope role label file files dir test tests build run image tag".split())
+_LITERAL = r"-?\d[\d_]*(?:\.\d+)?|True|False|None|true|false|null|\"[^\"\n]{0,40}\"|'[^'\n]{0,40}'"
+#: source files whose values are not a default of the project (tests, examples, fixtures)
+_NOT_DEFAULTS = re.compile(r"(?:^|/)(?:tests?|spec|__tests__|fixtures?|examples?|docs?|benchmarks?|scripts)(?:/|$)|"
+                           r"(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|[^/]*\.(?:test|spec)\.\w+|conftest\.py)$")
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]{1,40})\b")
 _TICKED_SPAN = re.compile(r"`([^`]{1,300})`")
 _CODE_LINE = re.compile(r"^\s*(?:[-*]\s+|\$\s+|\d+\.\s+)?(?:[A-Z_]+=\S+\s+)*(?:make|just|npm|pnpm|yarn|bun|cd|uvx?|hatch)\s")
 _EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example)(?:[^a-z]|$))|(?:^|/)(?:my|your|foo|some)[A-Z]|(?:^|/)path/"
+                      r"|(?:^|[/_\d])new_[a-z]"
                       r"|^(?:My|Your|Foo|Type|Some)[A-Z]|TypeName")
 #: programs that package managers run by name, not scripts of the project
 _BINS = frozenset("changeset changesets tsc vitest eslint prettier tsx turbo biome knip playwright jest vite "
@@ -550,6 +705,7 @@ _BINS = frozenset("changeset changesets tsc vitest eslint prettier tsx turbo bio
 #: file name extensions that make a token with a dot a file name (``Effect.gen`` is not one)
 _FILE_EXT = _TEXT_EXT | frozenset("lock png svg jpg gif snap txt csv xml env example sample template tpl wasm "
                                   "bin so dll exe pem key log patch diff db sqlite".split())
+_DOC_EXT = frozenset("md mdx rst txt html adoc".split())
 _BUILT = frozenset({"dist", "build", "out", "node_modules", "target", "tmp", ".venv", "venv", "coverage"})
 _NAMED = re.compile(r"[\w.-]*/[\w./-]+")
 _COMMAND_LINE = re.compile(r"^\s*(?:#\s*)*(?:\$\s+)?([a-z][\w-]{2,30})\s+([a-z][a-z0-9_-]{1,40})"
@@ -560,25 +716,71 @@ _QUOTED = re.compile(r"[\"']([a-z][a-z0-9_-]{1,40})[\"']")
 _DEFINED = re.compile(r"\b(?:def|fn|function|func)\s+([a-z][a-z0-9_]{1,40})\b")
 _SOURCE_LINE = re.compile(r"^\s*(?:import|from|class|export|const|let|use|extends)\s")
 _CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swift lua sh".split())
-_LINE_ONLY = frozenset({"value", "command", "skill", "tool", "runtime", "children", "package", "role"})
+_LINE_ONLY = frozenset({"value", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
 #: a tool named for a role (``Formatter: Prettier``, "formatted with `black`", "uses ruff for linting")
 _ROLE_END = r"`?(?=\s*(?:$|[(),.;:|+&*]|(?:and|via|with|for|or)\b))"  # the name alone, not a phrase's first word
 _ROLE = (re.compile(r"(?i)\b(?:formatter|linter|type[- ]?checker|test runner|bundler|tool)\**\s*:\s*\**\s*`?([A-Za-z][\w.-]{1,30})"
                     + _ROLE_END),
          re.compile(r"(?i)\b(?:formatted|linted|type-?checked|bundled)\s+(?:with|by|using)\s+`?([A-Za-z][\w.-]{1,30})" + _ROLE_END),
          re.compile(r"(?i)\buses?\s+`?([A-Za-z][\w.-]{1,30})`?\s+for\s+(?:formatting|linting|type[- ]?checking|bundling)\b"))
+#: more roles a line may name a tool for ("- **Testing**: pytest"); only well-known tools are checked for these
+_ROLE_MORE = re.compile(r"(?i)\b(?:linting|formatting|type[- ]?checking|testing|tests|test framework|unit tests|"
+                        r"e2e(?: tests)?|package manager|build tool|bundling|docs|documentation|git hooks|hooks)\**\s*:\s*"
+                        r"\**\s*`?([A-Za-z][\w.-]{1,30})" + _ROLE_END)
+#: well-known tools by what they do: a tool a line says the project uses, of which the tree keeps no trace while it
+#: keeps one of another tool for the same job, was replaced (ESLint -> oxlint, black -> ruff, jest -> vitest)
+_TOOL_JOBS: dict[str, tuple[str, ...]] = {}
+for _job, _names in {
+        "format": "prettier black yapf autopep8 oxfmt dprint biome ruff isort rome",
+        "lint": "eslint tslint oxlint biome ruff flake8 pylint pyflakes golangci-lint stylelint isort rome",
+        "types": "mypy pyright basedpyright pyre pytype",
+        "test": "pytest jest vitest mocha ava jasmine karma nose nose2 uvu",
+        "bundle": "webpack rollup esbuild parcel vite tsup rolldown rspack browserify",
+        "docs": "sphinx mkdocs docusaurus typedoc vitepress mdbook pdoc nextra mintlify",
+        "hooks": "husky lefthook pre-commit",
+        "e2e": "cypress playwright puppeteer webdriverio",
+        "python-env": "poetry pipenv pdm uv hatch rye",
+        "monorepo": "lerna nx turbo rush"}.items():
+    for _name in _names.split():
+        _TOOL_JOBS[_name] = (*_TOOL_JOBS.get(_name, ()), _job)
+#: tool names that are also common words: checked only where a line runs them or names them for a job
+_TOOL_WORDS = frozenset("black rome ava jasmine karma nose parcel turbo nx hatch rye poetry rush vite".split())
+#: a line that names a tool to compare with, or to move away from, says nothing about what the project uses
+_NOT_USED = re.compile(r"(?i)\b(?:not|no|never|don'?t|doesn'?t|instead|rather|unlike|replac\w*|migrat\w*|compat\w*|vs\.?|"
+                       r"versus|like|than|equivalent|port(?:ed)?\s+(?:of|from)|drop-in|alternative|former(?:ly)?|"
+                       r"deprecated|removed?|legacy|switch\w*|moved?|convert\w*)\b")
+_TOOL_RUN = re.compile(r"(?:^|&&|;|\|\|?|\$\s)\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:npx|bunx|pnpm\s+(?:exec|dlx)|pnpm|yarn(?:\s+dlx)?|"
+                       r"uvx|uv\s+run|poetry\s+run|pdm\s+run|hatch\s+run|pipx\s+run|python3?\s+-m)\s+)?([a-z][\w-]{1,30})(?![\w./-])")
+_TOOL_PROSE = re.compile(r"(?i)\b(?:use[sd]?|using|run(?:s|ning)?|with|via)\s+`?([A-Za-z][\w-]{1,30})`?(?![\w./-])|"
+                         r"\b([A-Za-z][\w-]{1,30})`?\s+(?:is|are)\s+used\b")
 #: tools that come with a language's own toolchain (no manifest names them), and words that are no tool
 _ROLE_SKIP = frozenset("go gofmt cargo rustfmt clippy zig swift deno bun node npm python pip the a an our your this "
                        "none n/a tbd it its".split())
+#: names the languages themselves define (``ModuleNotFoundError``, ``Promise``): no tree need hold them
+_LANGUAGE_NAMES = frozenset(dir(builtins)) | frozenset(
+    "Array ArrayBuffer BigInt Boolean DataView Date Error EvalError Function Intl JSON Map Math Number Object Promise "
+    "Proxy RangeError ReferenceError Reflect RegExp Set String Symbol SyntaxError TypeError URIError URL "
+    "URLSearchParams WeakMap WeakSet WeakRef Uint8Array Int32Array Float64Array AbortController AbortSignal Request "
+    "Response Headers FormData Blob ReadableStream WritableStream TextEncoder TextDecoder EventTarget HTMLElement "
+    "Record Partial Required Readonly Pick Omit Exclude Extract NonNullable ReturnType Parameters Awaited "
+    "Vec HashMap HashSet BTreeMap Option Result Box Rc Arc RefCell Mutex String".split())
 #: names of naming conventions, written like identifiers (``PascalCase``) but naming none
 _CONVENTIONS = frozenset("PascalCase camelCase CamelCase lowerCamelCase UpperCamelCase snake_case kebab-case "
                          "SCREAMING_SNAKE_CASE UPPER_CASE UPPER_SNAKE_CASE Title_Case".split())
 #: a runtime's version named in a line (``Node.js v18, v20``, ``Python 3.10+``); not ``node:20`` (an image)
 _RUNTIME = re.compile(r"(?i)(?<![\w./@-])(node(?:\.?js)?|python)(?!:\d)(?![\w/@-])([^;\n]{0,60})")
-_EG = re.compile(r"(?i)\be\.\s?g\.|\bfor example\b|\bsuch as\b")
+#: a line that lists browsers or other runtimes beside Node states a compatibility, not what the project needs
+_OTHER_RUNTIMES = re.compile(r"(?i)\b(?:chrome|safari|firefox|edge|browsers?|deno|bun|electron|ios|android)\s*\d")
+_PROSE_FILE = re.compile(r"(?<![\w./@$-])([A-Za-z_][\w-]*)\.([a-z]{1,4})(?![\w/-])")
+#: a line about making a file: the paths it names need not exist yet
+_CREATES = re.compile(r"(?i)\b(?:create[sd]?|creating|scaffold\w*|generate[sd]?|new\s+file)\b")
+_MADE = re.compile(r"(?:>>?|\btouch|\bmkdir(?:\s+-p)?|\btee(?:\s+-a)?)\s+([\w./-]+)")
+_EG = re.compile(r"(?i)\be\.\s?g\.|\bfor example\b|\bsuch as\b|\b(?:files?|paths?|folders?|names?)\s+like\b|"
+                 r"\b(?:do\s+not|don'?t|never|avoid)\s+(?:\w+\s+)?(?:create|add|write|put|make)\b")
 #: a folder and, in parentheses, what it holds: ``tools/`` (eslint-config, tsconfig)
 _DIR_TOKEN = re.compile(r"(?<![\w./@-])([\w.-]+(?:/[\w.-]+)*)/(?=[\s`|]|$)")
 _PAREN_LIST = re.compile(r"\(([^()]{3,200})\)")
+_CONFIG_NAMES = frozenset({".prettierrc", ".clang-format", ".flake8", ".pylintrc", "pylintrc"})
 _CONFIG_EXT = (".toml", ".ini", ".cfg", ".json", ".yaml", ".yml", ".editorconfig", ".env")
 
 
@@ -598,12 +800,19 @@ class Tree:
         self.named: set[str] = set()  # paths the tree's own files name (cloned, generated, ignored paths)
         self._texts: dict[str, str] = {}
         self._tails: dict[str, str] | None = None
-        self._scripts: set[str] | None = None
+        self._scripts: dict[str, list[str]] | None = None
         self._configs: list[str] | None = None
         self._sorted: list[str] | None = None
+        self._rsorted: list[str] | None = None
+        self._ignore: list[tuple[bool, str, bool]] | None = None
         self._values: dict[str, list[str]] = {}
+        self._defaults: dict[str, list[str]] = {}
+        self._traces: dict[str, bool] = {}
+        self._names: list[str] | None = None
+        self._run_blob: str | None = None
         self._children: dict[str, set[str]] | None = None
         self._packages: set[str] | None = None
+        self._package_dirs: dict[str, list[str]] = {}
         self._config_blob: str | None = None
         self._deps: set[str] | None = None
         stack = [""]
@@ -655,12 +864,20 @@ class Tree:
                     words.add(w)
                     if "-" in w:
                         words.update(w.split("-"))
-                self.named.update(x.strip("/").removeprefix("./") for x in _NAMED.findall(body))
+                if ext not in _DOC_EXT:  # docs repeat a stale path; build files, ignores and code make paths
+                    self.named.update(x.strip("/").removeprefix("./") for x in _NAMED.findall(body))
                 if ext in _CODE_EXT:
                     self.quoted.update(_QUOTED.findall(body))
                     self.quoted.update(_DEFINED.findall(body))
             self._words = words
         return self._words
+
+    def mentioned(self, name: str) -> bool:
+        """Whether some text file of the tree (not an instruction file) names ``name`` as a whole."""
+        self.words()
+        pat = re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
+        return any(body and name in body and pat.search(body) for p, body in self._texts.items()
+                   if p.rsplit("/", 1)[-1] not in INSTRUCTION_FILES)
 
     def has(self, path: str) -> str | None:
         """Where ``path`` is in the tree (from the root, or under some folder); None when nowhere."""
@@ -701,19 +918,112 @@ class Tree:
             i += 1
         return found[0] if len(found) == 1 else None
 
+    def ignored(self, path: str) -> bool:
+        """Whether the root ``.gitignore`` ignores ``path`` (or a folder on its way): a local or generated file,
+        which a fresh tree need not hold."""
+        if self._ignore is None:
+            self._ignore = []
+            for ln in (self.text(".gitignore") or "").splitlines():
+                ln = ln.strip()
+                if ln and not ln.startswith("#"):
+                    self._ignore.append((ln.startswith("!"), ln.lstrip("!").rstrip("/"), ln.endswith("/")))
+        parts = path.strip("/").split("/")
+        verdict = False
+        for neg, pat, _dir_only in self._ignore:
+            anchored = "/" in pat.strip("/")
+            pat = pat.lstrip("/")
+            for i in range(1, len(parts) + 1):
+                here = "/".join(parts[:i])
+                if fnmatch.fnmatchcase(here if anchored else parts[i - 1], pat):
+                    verdict = not neg
+                    break
+        return verdict
+
+    def family(self, name: str) -> int:
+        """How many identifiers of the tree begin or end with ``name`` as a part of their own (``AuthIR`` in
+        ``AltAuthIR``, ``parse_`` in ``parse_args``); at most 2 are counted."""
+        if self._sorted is None:
+            self._sorted = sorted(self.words())
+        if self._rsorted is None:
+            self._rsorted = sorted(w[::-1] for w in self.words())
+        n = 0
+        for table, key in ((self._sorted, name), (self._rsorted, name[::-1])):
+            i = bisect.bisect_right(table, key)
+            while i < len(table) and table[i].startswith(key) and n < 2:
+                n += 1
+                i += 1
+        return n
+
     def values(self, key: str) -> list[str]:
-        """The values ``key`` is given in the configuration files (``key = v`` / ``key: v``), lower-cased."""
+        """The values ``key`` is given in the configuration files (``key = v`` / ``key: v``), lower-cased; in a
+        package.json not its scripts or dependencies (their names are not settings)."""
         if key not in self._values:
             pat = re.compile(r"(?m)^\s*\"?" + re.escape(key) + r"\"?\s*[=:]\s*\"?([^\"\s,#]+)")
-            self._values[key] = [vm.group(1).strip("'\"").lower() for p in self.configs()
-                                 for vm in pat.finditer(self.text(p) or "") if vm.group(1)[0] not in "{[("]
+            out: list[str] = []
+            for p in self.configs():
+                body = self.text(p) or ""
+                if key not in body:
+                    continue
+                if p.rsplit("/", 1)[-1] == "package.json":
+                    body = re.sub(r'(?s)"(?:scripts|(?:dev|peer|optional)?[dD]ependencies)"\s*:\s*\{.*?\}', "", body)
+                out += [vm.group(1).strip("'\"").lower() for vm in pat.finditer(body) if vm.group(1)[0] not in "{[("]
+            self._values[key] = out
         return self._values[key]
+
+    def code_defaults(self, key: str) -> list[str]:
+        """The literal defaults the project's source gives ``key``: a parameter or field (``key: int = 30``,
+        ``key=30``), a constant naming it (``DEFAULT_KEY = 30``), an option's ``default=`` (``"--key", default=30``);
+        tests, examples and scripts left out. Lower-cased, unquoted."""
+        if key not in self._defaults:
+            self.words()
+            snake = key.replace("-", "_")
+            upper = snake.upper()
+            alts = "|".join(re.escape(k) for k in sorted({key, snake}))
+            pats = (re.compile(r"(?<![\w.$-])(?:" + alts + r")\s*(?::\s*[\w\[\], .|]{1,60}?)?\s*=\s*(" + _LITERAL + r")(?![\w.])"),
+                    re.compile(r"(?<![\w.])[A-Z0-9_]*" + re.escape(upper) + r"[A-Z0-9_]*\s*(?::\s*[\w\[\], .|]{1,40}?)?\s*=\s*("
+                               + _LITERAL + r")(?![\w.])"),
+                    re.compile(r"[\"']--" + re.escape(key.replace("_", "-")) + r"[\"'](?:[^()]|\([^()]*\)){0,400}?\bdefault\s*=\s*("
+                               + _LITERAL + r")"))
+            out: list[str] = []
+            for p, body in self._texts.items():
+                ext = p.rsplit(".", 1)[-1].lower() if "." in p.rsplit("/", 1)[-1] else ""
+                if (not body or ext not in _CODE_EXT or (snake not in body and upper not in body and key not in body)
+                        or _NOT_DEFAULTS.search(p)):
+                    continue
+                for pat in pats:
+                    out += [v.strip("'\"").lower() for v in pat.findall(body)]
+            self._defaults[key] = out
+        return self._defaults[key]
 
     def config_blob_has(self, word: str) -> bool:
         """Whether ``word`` occurs (whole, any case) in the configuration files (:meth:`configs`)."""
         if self._config_blob is None:
             self._config_blob = "\n".join((self.text(p) or "") for p in self.configs()).lower()
         return re.search(r"(?<![\w-])" + re.escape(word.lower()) + r"(?![\w])", self._config_blob) is not None
+
+    def tool_trace(self, tool: str) -> bool:
+        """Whether the tree shows the project uses ``tool``: a file or folder named for it (``.eslintrc.json``,
+        ``vitest.config.ts``, ``poetry.lock``, ``.husky``), or its name in a configuration file, a build file or
+        a workflow."""
+        if tool not in self._traces:
+            named = re.compile(re.escape(tool) + r"(?:$|[._-]|rc|config)")
+            if self._names is None:
+                self._names = sorted({n.lstrip(".").lower() for n in self.by_name}
+                                     | {d.rsplit("/", 1)[-1].lstrip(".").lower() for d in self.dirs if d.count("/") <= 2})
+            i = bisect.bisect_left(self._names, tool)
+            found = False
+            while i < len(self._names) and self._names[i].startswith(tool) and not found:
+                found, i = named.match(self._names[i]) is not None, i + 1
+            if not found:
+                found = self.config_blob_has(tool)
+            if not found:
+                if self._run_blob is None:
+                    runs = [p for p in self.files if p.startswith(".github/workflows/") or p.rsplit("/", 1)[-1] in (
+                        "Makefile", "GNUmakefile", "makefile", "justfile", "Justfile", "noxfile.py", "tox.ini")]
+                    self._run_blob = "\n".join(self.text(p) or "" for p in sorted(runs)[:200]).lower()
+                found = re.search(r"(?<![\w-])" + re.escape(tool) + r"(?![\w])", self._run_blob) is not None
+            self._traces[tool] = found
+        return self._traces[tool]
 
     def dependencies(self) -> set[str]:
         """The unscoped names the package.json files depend on (``nx``: its program has its name)."""
@@ -744,6 +1054,7 @@ class Tree:
         """The names of the workspace's own packages (package.json ``name``, pyproject and Cargo ``[…] name``)."""
         if self._packages is None:
             names: set[str] = set()
+            self._package_dirs = {}
             for p in sorted(self.by_name.get("package.json", []))[:500]:
                 try:
                     pkg = json.loads(self.text(p) or "{}")
@@ -751,6 +1062,7 @@ class Tree:
                     continue
                 if isinstance(pkg, dict) and isinstance(pkg.get("name"), str):
                     names.add(pkg["name"])
+                    self._package_dirs.setdefault(pkg["name"], []).append(p.rpartition("/")[0])
             for n, sec in (("pyproject.toml", "project"), ("Cargo.toml", "package")):
                 for p in sorted(self.by_name.get(n, []))[:500]:
                     pm = re.search(r"(?ms)^\[" + sec + r"\]\s*$(?:(?!^\[).)*?^name\s*=\s*[\"']([^\"']+)", self.text(p) or "")
@@ -759,7 +1071,24 @@ class Tree:
             self._packages = names
         return self._packages
 
+    def package_dirs(self, selector: str) -> list[str]:
+        """The folders of the npm workspace packages a ``--filter`` / ``-w`` / ``yarn workspace`` selector names:
+        by package name, or by path (``./apps/web``); [] when it names none or is a pattern."""
+        sel = selector.strip("'\"").removesuffix("...").removeprefix("...").removeprefix("^")
+        if not sel or re.search(r"[*{}\[\]!]", sel):
+            return []
+        self.packages()
+        if sel in self._package_dirs:
+            return self._package_dirs[sel]
+        path = sel.removeprefix("./").strip("/")
+        if sel.startswith(("./", "../")) or "/" in path and not sel.startswith("@"):
+            return [path] if f"{path}/package.json" in self.files else []
+        return []
+
     def scripts(self) -> set[str]:
+        return set(self.script_entries())
+
+    def script_entries(self) -> dict[str, list[str]]:
         if self._scripts is None:
             self._scripts = _scripts(self)
         return self._scripts
@@ -767,7 +1096,8 @@ class Tree:
     def configs(self) -> list[str]:
         """Configuration files (at most three folders deep; not workflows, not instruction files)."""
         if self._configs is None:
-            self._configs = sorted(p for p in self.files if p.endswith(_CONFIG_EXT) and p.count("/") <= 3
+            self._configs = sorted(p for p in self.files if (p.endswith(_CONFIG_EXT) or p.rsplit("/", 1)[-1] in _CONFIG_NAMES)
+                                   and p.count("/") <= 3
                                    and not p.startswith(".github/") and p.rsplit("/", 1)[-1] not in INSTRUCTION_FILES)
         return self._configs
 
@@ -778,57 +1108,172 @@ class Mention:
     name: str  # the path, target, identifier, tool, key or flag
     build: str = ""  # target: build file names "|"-separated; value: the value; flag: the script
     cwd: str = ""  # target: the folder it runs in (``cd DIR &&``, ``-C DIR``, "from `DIR`")
+    package: str = ""  # target: the workspace package it runs in (``--filter P``); "*": any package
 
 
 def _clean_piece(token: str) -> bool:
     return bool(token) and not _PLACEHOLDER.search(token) and "://" not in token
 
 
-def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
+_PROSE_WORDS = frozenset("the a an is are was our your you we to sure that this it when if before after with for of "
+                         "on at by first then should must will can".split())
+
+
+def _prose(text: str) -> bool:
+    """Whether a line that starts like a command reads as a sentence ("make sure the tests pass")."""
+    bare = re.sub(r"\s#\s.*$", "", re.sub(r"\"[^\"]*\"|'[^']*'", "", text))
+    return any(w in _PROSE_WORDS for w in re.findall(r"[A-Za-z]+", bare.lower()))
+
+
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_CD_LINE = re.compile(r"^\s*(?:\$\s+)?cd\s+([\w./-]+)\s*(?:#.*)?$")
+_DIAGRAM_GLYPHS = " \t│|├└─┬┼`+-"
+_DIAGRAM_NOTE = re.compile(r"\s{2,}#|\s+#\s|\s{2,}//|\s+←|\s+<-+|\s{2,}\(|\s{2,}-\s")
+
+
+def _in_block(context: Sequence[str]) -> bool:
+    """Whether the line after ``context`` is inside a fenced code block."""
+    return sum(1 for ln in context if _FENCE.match(ln)) % 2 == 1
+
+
+def _block_cd(context: Sequence[str]) -> re.Match[str] | None:
+    """The ``cd DIR`` line earlier in the code block the next line is in (None: not in a block, or none)."""
+    for prev in reversed(context[-40:]):
+        if _FENCE.match(prev):
+            return None
+        m = _CD_LINE.match(prev)
+        if m:
+            return m
+    return None
+
+
+def _diagram_row(line: str) -> tuple[int, str, bool] | None:
+    """(column of the name, the name, drawn with tree glyphs) of a line of a file-tree diagram; None if not one."""
+    body = _DIAGRAM_NOTE.split(line, 1)[0].rstrip()
+    i = 0
+    while i < len(body) and body[i] in _DIAGRAM_GLYPHS:
+        i += 1
+    name = body[i:]
+    lead = body[:i]
+    drawn = any(g in lead for g in "│├└") or re.search(r"[|`+]--", lead) is not None
+    if not re.fullmatch(r"\.?[\w@][\w.@+-]*(?:/[\w.@+-]+)*/?", name) or (lead.strip(" \t") and not drawn):
+        return None
+    return i, name, drawn
+
+
+def _diagram_paths(lines: list[str], start: int) -> list[tuple[int, str, list[str]]]:
+    """(index, path, the paths of the diagram's lines above) of each line from ``start`` on that is a line of a
+    file-tree diagram in a code block: its name under the names of the lines above it with a smaller indent
+    (``src/`` / ``├── app/`` / ``│   └── main.py``)."""
+    out: list[tuple[int, str, list[str]]] = []
+    fenced, begin = False, start
+    for i in range(start):
+        if lines[i].lstrip().startswith(("```", "~~~")):
+            fenced, begin = not fenced, i + 1
+    if not fenced:
+        begin = start
+    stack: list[tuple[int, str, bool]] = []  # the rows the next one may sit under
+    block: list[str] = []  # the paths of the diagram so far
+    for i in range(begin, len(lines)):
+        if lines[i].lstrip().startswith(("```", "~~~")):
+            fenced, stack, block = not fenced, [], []
+            continue
+        row = _diagram_row(lines[i]) if fenced else None
+        if row is None:
+            if lines[i].strip(_DIAGRAM_GLYPHS):
+                stack = []  # prose or code: the diagram ended
+            continue
+        while stack and stack[-1][0] >= row[0]:
+            stack.pop()
+        names = [r[1] for r in stack] + [row[1]]
+        drawn = row[2] or any(r[2] for r in stack)
+        stack.append(row)
+        if row[0] == 0 or not stack or stack[0][0] != 0:
+            continue  # the root, or no root: a list of names, not of paths
+        if not (drawn or all(n.endswith("/") for n in names[:-1])):
+            continue
+        if any(_PLACEHOLDER.search(n) or n.strip("/") in (".", "..") for n in names):
+            continue
+        path = "/".join(n.strip("/") for n in names) + ("/" if names[-1].endswith("/") else "")
+        if i >= start:
+            out.append((i - start, path, block[-40:]))
+        block.append(path)
+    return out
+
+
+def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()) -> list[Mention]:
     """What ``text`` names, read from the text alone (no tree): the one extractor behind
     :func:`find_citations` and the checks of plain lines. ``code``: the text is a code line
-    (every word is a command); None: guessed (no backticks and a runner at its start)."""
+    (every word is a command); None: guessed (no backticks and a runner at its start).
+    ``context``: the lines before ``text`` (see :func:`verify_entry`)."""
     out: list[Mention] = []
     seen: set[tuple[str, str, str]] = set()
 
     def add(m: Mention) -> None:
-        key = (m.kind, m.name, m.cwd)
+        key = (m.kind, m.name, m.cwd + "|" + m.package)
         if key not in seen:
             seen.add(key)
             out.append(m)
 
-    cwd = ""
+    cwd = run_dir = ""  # run_dir: where the line says its commands run (not just where something lives)
     m = _FROM_DIR.search(text)
-    if m and "/" in m.group(1).rstrip("/") or (m and m.group(1).endswith("/")):
-        cwd = m.group(1).strip("/").removeprefix("./")
-    cd = _CD.search(text)
-    if cd and _clean_piece(cd.group(1)):
-        cwd = cd.group(1).strip("/").removeprefix("./")
+    if m:
+        d = m.group(1) or m.group(2)
+        named = m.group(0).rstrip().endswith(("directory", "folder", "dir", "package"))
+        if "/" in d or named:
+            cwd = d.strip("/").removeprefix("./")
+            run_dir = cwd if named or m.group(0).split()[0].lower() in ("from", "inside", "within") else ""
+    cd = _CD.search(text) or (_block_cd(context) if context and not cwd else None)
+    if cd and _clean_piece(cd.group(1)) and cd.group(1) not in (".", "..", "~", "-"):
+        cwd = run_dir = cd.group(1).strip("/").removeprefix("./")
     if code is None:
-        code = "`" not in text and bool(_CODE_LINE.match(text))
+        code = "`" not in text and not _prose(text) and (bool(_CODE_LINE.match(text)) or _in_block(context)
+                                                          and bool(_SCRIPT_RUN.search(text)))
     pieces = [text] if code else _TICKED_SPAN.findall(text)
     for piece in pieces:
-        for target, builds in _target_candidates(piece):
-            if (_clean_piece(target) and not target.startswith("-") and "/" not in target
-                    and not target[0].isdigit() and target not in _BINS):
-                add(Mention(kind="target", name=target, build=builds, cwd=cwd))
+        for r in _runs(piece):
+            if (_clean_piece(r.target) and "/" not in r.target and not r.target[0].isdigit()
+                    and r.target not in _BINS and _clean_piece(r.cwd or "x") and _clean_piece(r.package or "x")):
+                add(Mention(kind="target", name=r.target, build=r.builds, cwd=r.cwd or cwd, package=r.package))
+                if r.cwd:
+                    add(Mention(kind="path", name=r.cwd))
+        for sm in _SCRIPT_RUN.finditer(piece):
+            script = sm.group(1) or sm.group(2)
+            if _clean_piece(script) and not _EXAMPLE.search(script) and (run_dir or "/" not in script
+                                                                         or sm.group(2)):
+                add(Mention(kind="script", name=script.removeprefix("./"), cwd=run_dir))
     for hm in _HATCH.finditer(text):
         add(Mention(kind="target", name=hm.group(1), build="hatch", cwd=cwd))
     tainted = [t for t in _TICKED_SPAN.findall(text) if _PLACEHOLDER.search(t)]
     other_repo = re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
-    example = "example" if _EG.search(text) else ""  # a path given as an example: unverifiable when missing
+    example = "example" if _EG.search(text) or _CREATES.search(text) else ""  # unverifiable when missing
+    made = {x.strip("./") for x in _MADE.findall(text)}  # what a command writes: ``> out.sql``, ``mkdir -p d``
     for path, _span, weak in _path_candidates(text):
-        if not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted):
+        if (not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted)
+                and path.strip("./") not in made):
             add(Mention(kind="path", name=path, build=example))
-    for rm in _RUNTIME.finditer(text):
+    for rm in _RUNTIME.finditer(text) if not _OTHER_RUNTIMES.search(text) else ():
         versions = _versions(rm.group(1), re.split(r"\.\s|\.$|/|\s-{1,2}\w", rm.group(2))[0])  # not a command's args
         if versions:
             rt = "python" if rm.group(1).lower() == "python" else "node"
             add(Mention(kind="runtime", name=rt, build=",".join(".".join(map(str, v)) for v in versions)))
-    for pat in _ROLE:
+    negated = _NOT_USED.search(text) is not None
+    for pat in (*_ROLE, _ROLE_MORE):
         for om in pat.finditer(text):
-            if om.group(1).lower() not in _ROLE_SKIP:
-                add(Mention(kind="role", name=om.group(1).lower().rstrip(".")))
+            name = om.group(1).lower().rstrip(".")
+            if name in _TOOL_JOBS and not negated:
+                add(Mention(kind="devtool", name=name))
+            elif name not in _ROLE_SKIP and pat is not _ROLE_MORE and name not in _TOOL_JOBS:
+                add(Mention(kind="role", name=name))
+    if not negated:
+        for piece in pieces:
+            for tm in _TOOL_RUN.finditer(piece if code else piece.strip()):
+                if tm.group(1) in _TOOL_JOBS:
+                    add(Mention(kind="devtool", name=tm.group(1)))
+        for tm in _TOOL_PROSE.finditer(text):
+            name = (tm.group(1) or tm.group(2)).lower()
+            if name in _TOOL_JOBS and name not in _TOOL_WORDS:
+                add(Mention(kind="devtool", name=name))
     held = _held(text)
     if held is not None:
         add(Mention(kind="children", name=held[0], build="|".join(held[1])))
@@ -840,12 +1285,33 @@ def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
         add(Mention(kind="path", name=cwd))
     for tm in _TOOL_USE.finditer(text):
         add(Mention(kind="tool", name=tm.group(1)))
+    for pat in _DEFAULT:
+        for vm in pat.finditer(text):
+            key = vm.group(1) or vm.group(2) if pat.groups == 3 else vm.group(1)
+            if key and (len(key) >= 4 or "-" in key or "_" in key) and key.lower() not in _KEYWORDS:
+                add(Mention(kind="default", name=key.lstrip("-"), build=vm.group(pat.groups)))
+    defaults = {m.name for m in out if m.kind == "default"}
     for pat in _VALUE:
         for vm in pat.finditer(text):
-            add(Mention(kind="value", name=vm.group(1), build=vm.group(2)))
+            key = vm.group(1)
+            if key.lstrip("-") not in defaults and (
+                    re.search(r"[._-]|[a-z][A-Z]", key.strip("-")) or key.lower() not in _GENERIC_KEYS and len(key) >= 8):
+                add(Mention(kind="value", name=key, build=vm.group(2)))
+    keyed = {m.name.rsplit(".", 1)[-1] for m in out if m.kind in ("value", "default")}
+    for pat in _LINE_LENGTH if not keyed & {k for ks in _LINE_LENGTH_KEYS.values() for k in ks} else ():
+        lm = pat.search(text)
+        if lm:
+            tools = sorted(t for t in _LINE_LENGTH_KEYS if re.search(r"(?i)(?<![\w-])" + re.escape(t) + r"(?![\w-])", text))
+            if not re.search(r"(?i)markdown|commit|docstring|comment|prose|\bmd\b", text):
+                add(Mention(kind="setting", name="line length", build=lm.group(1), package=",".join(tools)))
+            break
     names = [re.sub(r"\([^()`]{0,80}\)$", "()", t.strip().rstrip(".,;:")) for t in _TICKED_SPAN.findall(text)]
-    if _SOURCE_LINE.match(text):
-        names += re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?:\.[A-Za-z_]\w*)?", text)
+    if _SOURCE_LINE.match(text):  # what a code line imports or builds on, not the names it defines
+        used = re.sub(r"^\s*(?:export\s+)?(?:class|struct|enum|interface|type|fn|def)\s+[\w$]+", "", text)
+        if re.match(r"\s*(?:export\s+)?(?:const|let|var)\s", text) or (
+                used != text and not re.search(r"\b(?:extends|implements)\b|\(", used)):
+            used = ""  # a variable or a class the example defines
+        names += re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?:\.[A-Za-z_]\w*)?", used)
     for tok in names:
         if not _IDENT.fullmatch(tok) or _PLACEHOLDER.search(tok):
             continue
@@ -856,7 +1322,8 @@ def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
         head = re.split(r"\.|::", core)[0]
         qualified = "." in core or "::" in core
         camel = bool(re.fullmatch(r"_?[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]*)+", head))
-        if len(head) < 4 or head in _KEYWORDS or core in _CONVENTIONS or _EXAMPLE.search(core):
+        if (len(head) < 4 or head in _KEYWORDS or core in _CONVENTIONS or _EXAMPLE.search(core)
+                or head in _LANGUAGE_NAMES):
             continue
         if not (qualified or camel):
             if re.fullmatch(r"[a-z][a-z0-9]{3,30}", core):
@@ -878,6 +1345,12 @@ def mentions(text: str, *, code: bool | None = None) -> list[Mention]:
         tok = tok.strip()
         if re.fullmatch(r"[A-Za-z_][\w-]*\.[a-z]{1,4}", tok) and tok.rsplit(".", 1)[1] in _CODE_EXT:
             add(Mention(kind="file", name=tok))
+    lines = text.split("\n")
+    for _k, path, above in _diagram_paths([*context, *lines], len(context)):
+        add(Mention(kind="diagram", name=path, build="\n".join(above)))
+    for fm in _PROSE_FILE.finditer(_TICKED_SPAN.sub(" ", text)):  # a file named in prose: "edit dev.ts"
+        if fm.group(2) in _CODE_EXT and not (fm.group(2) == "js" and fm.group(1)[0].isupper()):  # Node.js, Vue.js
+            add(Mention(kind="file", name=fm.group(0)))
     return out
 
 
@@ -938,40 +1411,126 @@ def _held(text: str) -> tuple[str, list[str]] | None:
         item = item.strip().strip("`").rstrip("/")
         if item.lower() in ("etc", "etc.", "...", "…", ""):
             continue
-        if not re.fullmatch(r"[\w@][\w.@*-]{0,60}", item):
-            return None  # not a list of names (prose, choices, paths)
+        if not re.fullmatch(r"[\w@][\w.@*-]{0,60}", item) or re.fullmatch(r"[A-Z0-9]{2,}", item):
+            return None  # not a list of names (prose, choices, paths, kinds: "CSS, images")
         items.append(item)
     return (dirs.pop(), items) if len(items) >= 2 else None
 
 
-def _scripts(tree: Tree) -> set[str]:
-    """The names of the project's own command-line scripts (pyproject ``[project.scripts]``, package.json ``bin``)."""
-    names: set[str] = set()
+def _scripts(tree: Tree) -> dict[str, list[str]]:
+    """The project's own command-line scripts (pyproject ``[project.scripts]``, package.json ``bin``), each with
+    the files of the tree its entry point may be (``pkg.cli:main`` -> ``src/pkg/cli.py``)."""
+    out: dict[str, list[str]] = {}
     for p in tree.by_name.get("pyproject.toml", []):
         body = tree.text(p) or ""
         sec = re.search(r"(?ms)^\[project\.scripts\]\s*$(.*?)(?=^\[|\Z)", body)
         if sec:
-            names.update(re.findall(r"(?m)^\s*\"?([\w.-]+)\"?\s*=", sec.group(1)))
+            for name, target in re.findall(r"(?m)^\s*\"?([\w.-]+)\"?\s*=\s*[\"']([\w.]+)", sec.group(1)):
+                mod = target.replace(".", "/")
+                out.setdefault(name, []).extend(
+                    q for q in (tree.has(mod + ".py"), tree.has(mod + "/__init__.py"), tree.has(mod + "/__main__.py"),
+                                tree.has(mod.split("/")[0]))  # the package itself, for a folder of commands
+                    if q)
     for p in tree.by_name.get("package.json", []):
         try:
             pkg = json.loads(tree.text(p) or "{}")
         except ValueError:
             continue
         b = pkg.get("bin") if isinstance(pkg, dict) else None
-        if isinstance(b, dict):
-            names.update(str(k) for k in b)
-        elif isinstance(b, str) and isinstance(pkg.get("name"), str):
-            names.add(pkg["name"].rsplit("/", 1)[-1])
-    return names
+        base = p.rpartition("/")[0]
+        bins = ({str(k): v for k, v in b.items()} if isinstance(b, dict) else
+                {pkg["name"].rsplit("/", 1)[-1]: b} if isinstance(b, str) and isinstance(pkg.get("name"), str) else {})
+        for name, target in bins.items():
+            path = f"{base}/{str(target).removeprefix('./')}".lstrip("/")
+            out.setdefault(name, []).extend([path] if path in tree.files else [])
+    return out
 
 
-def _builds_of(tree: Tree, builds: str, cwd: str) -> list[str]:
+def _command_seen(tree: Tree, program: str, sub: str) -> bool | None:
+    """Whether the tree defines ``sub`` of the project's program ``program``: a quoted name or a defined function in
+    its sources, or a module or folder named for it; None when its entry point cannot be read (not told)."""
+    tree.words()
+    names = {sub, sub.replace("-", "_")}
+    if names & tree.quoted:
+        return True
+    if any(n + ".py" in tree.by_name or n + ".ts" in tree.by_name or n + ".js" in tree.by_name for n in names):
+        return True
+    return False if _commands_visible(tree, program) else None
+
+
+def _commands_visible(tree: Tree, program: str) -> bool:
+    """Whether the tree shows where ``program`` defines its commands: its entry point can be read, or its package
+    has a folder of one module per command (``cli/commands/init.py``, ``cli/commands/eval.py``)."""
+    entries = tree.script_entries().get(program, [])
+    if any(tree.text(p) for p in entries):
+        return True
+    for e in entries:
+        top = e.split("/")[0] if not e.startswith("src/") else "/".join(e.split("/")[:2])
+        for d in tree.dirs:
+            if d.startswith(top + "/") and d.rsplit("/", 1)[-1] in ("commands", "cmd", "subcommands"):
+                if sum(1 for n in tree.children(d) if n.rsplit(".", 1)[-1] in _CODE_EXT and not n.startswith("_")) >= 2:
+                    return True
+    return False
+
+
+def _builds_of(tree: Tree, builds: str, cwd: str, package: str = "") -> list[str]:
+    """The build files a target is looked up in: the one a command names (``make -f``), the package's
+    (``--filter P``), the folder's it runs in, else every build file of its kind; [] when none can be told."""
     names = builds.split("|")
+    if package and package != "*":
+        dirs = tree.package_dirs(package)
+        return [f"{d}/package.json" if d else "package.json" for d in dirs]
+    if len(names) == 1 and names[0] not in ("package.json", *_MAKEFILES.split("|"), *_JUSTFILES.split("|")):
+        given = f"{cwd}/{names[0]}" if cwd else names[0]
+        return [given] if given in tree.files else []
     if cwd:
         here = [f"{cwd}/{n}" for n in names if f"{cwd}/{n}" in tree.files]
         if here:
             return here
     return [p for n in names for p in tree.by_name.get(n, [])]
+
+
+def _same_value(stated: str, seen: str) -> bool:
+    """Whether a value a line states is the one the tree has (``30`` = ``30.0`` = ``30_000`` ms, any case)."""
+    a, b = stated.strip("'\"`").lower(), seen.strip("'\"`").lower()
+    if a == b:
+        return True
+    try:
+        x, y = float(a.replace("_", "")), float(b.replace("_", ""))
+    except ValueError:
+        return a.rstrip("s") == b.rstrip("s")
+    return any(abs(x * f - y) < 1e-9 or abs(y * f - x) < 1e-9 for f in (1, 60, 1000))
+
+
+_INCLUDE = re.compile(r"(?m)^(?:-?include|sinclude|import\??|mod\??\s+[\w-]+)\s+['\"]?([^\s'\"#]+)")
+
+
+def _defined_targets(tree: Tree, build: str, depth: int = 0) -> set[str] | None:
+    """The targets a build file defines, with those of the Makefiles / justfiles it includes; None when some
+    cannot be told (an include through a variable, an included file not in the tree, a target made by a variable)."""
+    body = tree.text(build) or ""
+    name = build.rsplit("/", 1)[-1]
+    out = set(_target_lines(name, _lines(body.encode())))
+    if name == "package.json":
+        return out
+    if any(t.startswith("$") for t in out):
+        return None
+    base = build.rpartition("/")[0]
+    for inc in _INCLUDE.findall(body):
+        if "$" in inc or depth > 3:
+            return None
+        found = sorted(p for p in tree.files if fnmatch.fnmatchcase(p, f"{base}/{inc}".lstrip("/")))
+        if not found and not re.search(r"[*?\[]", inc):
+            cand = (f"{base}/{inc}".lstrip("/")).rstrip("/")
+            found = [c for c in (cand, f"{cand}/mod.just", f"{cand}/justfile", f"{cand}.just") if c in tree.files]
+        if not found:
+            return None
+        for f in found:
+            more = _defined_targets(tree, f, depth + 1)
+            if more is None:
+                return None
+            out |= more
+    return out
 
 
 def _stale(kind: str, name: str, reason: str, evidence: Iterable[str] = ()) -> Check:
@@ -980,6 +1539,79 @@ def _stale(kind: str, name: str, reason: str, evidence: Iterable[str] = ()) -> C
 
 def _ok(kind: str, name: str) -> Check:
     return Check(citation=Citation(kind=kind, path=name), verdict=OK)
+
+
+def _check_script(tree: Tree, m: Mention) -> Check | None:
+    """A script a command runs (``python gen.py``, ``./run.sh``), in the folder the line says it runs in: stale when
+    no file of its name is left in the tree, or when the folder stands and the script is now in one other place."""
+    p = m.name.strip("/")
+    full = f"{m.cwd}/{p}" if m.cwd else p
+    try:
+        _rel_parts(full)
+    except _Refused:
+        return None
+    if full.split("/")[0] in _BUILT or p.split("/")[0] in _BUILT or full in tree.files or tree.has(full):
+        return _ok("script", full) if full in tree.files or tree.has(full) else None
+    if tree.ignored(full):
+        return None
+    base = p.rsplit("/", 1)[-1]
+    where = sorted(tree.by_name.get(base, []))
+    if tree.mentioned(base):
+        return None  # the tree's own files name it (a generated or downloaded script)
+    if not where:
+        return _stale("script", full, f"{full} no longer exists")
+    if m.cwd and len(where) == 1 and (m.cwd in tree.dirs or tree.has(m.cwd)):
+        return _stale("script", full, f"{full} moved to {where[0]}")
+    return None
+
+
+def _check_diagram(tree: Tree, m: Mention) -> Check | None:
+    """A path a file-tree diagram shows: stale when it is gone and its name is now in one other place that the
+    diagram's folders do not lead to (moved), or nowhere while its folder stands; a diagram that skips folders
+    (``core/index.ts`` for ``core/src/index.ts``) is not stale."""
+    full = m.name.rstrip("/")
+    parts = full.split("/")
+
+    def found(path: str) -> str | None:
+        p = path.rstrip("/")
+        ps = p.split("/")
+        for c in [p] + (["/".join(ps[1:])] if len(ps) > 2 else []):  # the root line may name the project
+            if c in tree.files or c in tree.dirs or tree.has(c):
+                return c
+        return None
+
+    cands = [full] + (["/".join(parts[1:])] if len(parts) > 2 else [])
+    here = found(full)
+    if here is not None:
+        return _ok("path", here)
+    if tree.ignored(full) or len(parts) > 2 and tree.ignored("/".join(parts[1:])):
+        return None
+    above = [a for a in m.build.split("\n") if a]
+    hits = sum(found(a) is not None for a in above)
+    if hits < 3 or hits * 2 < len(above):
+        return None  # a diagram of another tree (a generated project, a proposal): not this one
+    base = parts[-1]
+    is_dir = m.name.endswith("/")
+    ext = base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
+    if ext and ext not in _FILE_EXT or any(p in _BUILT for p in parts):
+        return None
+    where = (sorted(d for d in tree.dirs if d.rsplit("/", 1)[-1] == base) if is_dir or not ext
+             else sorted(tree.by_name.get(base, [])))
+    where = [w for w in where if not any(p in _BUILT for p in w.split("/"))]
+
+    def leads_to(path: str) -> bool:  # the diagram's folders, in order, are among the path's (skipped folders)
+        it = iter(path.split("/")[:-1])
+        return all(any(x == p for x in it) for p in parts[1:-1])
+
+    same_folder = len(parts) > 1 and len(where) == 1 and where[0].split("/")[-2:-1] == parts[-2:-1]
+    if same_folder and not leads_to(where[0]):  # the file kept its folder's name: the folder moved
+        return _stale("path", full, f"{full} moved to {where[0]}")
+    if not where and not is_dir and ext:
+        for c in cands:
+            parent = c.rpartition("/")[0]
+            if parent and (parent in tree.dirs or tree.has(parent)):
+                return _stale("path", full, f"{full} no longer exists")
+    return None
 
 
 def check_mention(tree: Tree, m: Mention) -> Check | None:
@@ -997,11 +1629,13 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
                          reason=exc.reason)
         if found is not None or tree.has(m.name):
             return _ok("path", m.name)
+        if tree.ignored(m.name):
+            return None  # a local or generated path (``.gitignore``): a fresh tree need not hold it
         p = m.name.strip("/")
         parts = p.split("/")
         base = parts[-1]
         ext = base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
-        if (len(parts) < 2 or parts[0] in _BUILT or base.startswith(".") and "/" not in p
+        if (len(parts) < 2 or any(x in _BUILT for x in parts) or base.startswith(".") and "/" not in p
                 or (ext and ext not in _FILE_EXT) or _EXAMPLE.search(p) or ".gitmodules" in tree.files
                 and re.search(r"(?m)^\s*path\s*=\s*" + re.escape(p) + r"\s*$", tree.text(".gitmodules") or "")):
             return None  # a bare name, a built or example path, a submodule: not checkable here
@@ -1010,7 +1644,7 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if m.build == "example" and not tree.has(p.rsplit("/", 1)[0]):
             return None  # an example in a folder that is gone: a guess
         parent = "/".join(parts[:-1])
-        if ext and parts[0] not in _BUILT and len(tree.by_name.get(base, [])) == 1:
+        if ext and parts[0] not in _BUILT and len(tree.by_name.get(base, [])) == 1 and m.build != "example":
             tree.words()
             if p not in tree.named and "/" + p not in tree.named:
                 return _stale("path", m.name, f"{m.name} moved to {tree.by_name[base][0]}")
@@ -1026,6 +1660,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if len(moved) == 1 or (ext and len(moved) == 2):
             return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}")
         return _stale("path", m.name, f"{m.name} no longer exists")
+    if m.kind == "script":
+        return _check_script(tree, m)
+    if m.kind == "diagram":
+        return _check_diagram(tree, m)
     if m.kind == "runtime":
         low = _runtime_min(tree, m.name)
         if low is None:
@@ -1035,6 +1673,15 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return _ok("runtime", m.name)
         return _stale("runtime", m.name, f"{m.name} {'.'.join(map(str, named))} is no longer supported "
                       f"(the project needs {'.'.join(map(str, low))} or later)")
+    if m.kind == "devtool":
+        if tree.tool_trace(m.name):
+            return _ok("devtool", m.name)
+        jobs = set(_TOOL_JOBS.get(m.name, ()))
+        other = sorted(t for t, j in _TOOL_JOBS.items() if t != m.name and jobs & set(j) and tree.tool_trace(t))
+        if not other:
+            return None  # nothing says which tool does this job: the project may run it without configuring it
+        return _stale("devtool", m.name, f"nothing in the tree configures {m.name} any more "
+                      f"({' and '.join(other[:2])} {'are' if len(other) > 1 else 'is'})")
     if m.kind == "role":
         configs = tree.configs()
         if not configs:
@@ -1097,17 +1744,19 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             if any(pat.search(tree.text(p) or "") for p in defs):
                 return _ok("target", m.name)
             return _stale("target", m.name, f"no hatch environment {m.name!r} is defined any more")
-        builds = _builds_of(tree, m.build, m.cwd)
+        builds = [b for b in _builds_of(tree, m.build, m.cwd, m.package) if tree.text(b)]
         if not builds:
-            return None
+            return None  # no build file to read (absent, empty, or not a regular file)
         for b in builds:
-            body = tree.text(b)
-            if body is not None and m.name in _target_lines(b.rsplit("/", 1)[-1], _lines(body.encode())):
-                return _ok("target", m.name)
+            defined = _defined_targets(tree, b)
+            if defined is None or m.name in defined or any(
+                    "%" in t and fnmatch.fnmatchcase(m.name, t.replace("%", "*")) for t in defined):
+                return _ok("target", m.name) if defined is not None else None
         if m.build == "package.json" and m.name in tree.dependencies():
             return None  # ``pnpm nx …``: the program of a dependency, not a script
-        return _stale("target", m.name, f"{' / '.join(sorted({b.rsplit('/', 1)[-1] for b in builds}))} has no "
-                      f"target {m.name!r} any more")
+        where = builds[0] if len(builds) == 1 and (m.package or m.cwd) else " / ".join(
+            sorted({b.rsplit("/", 1)[-1] for b in builds}))
+        return _stale("target", m.name, f"{where} has no target {m.name!r} any more")
     if m.kind == "symbol":
         words = tree.words()
         parts = [x for x in re.split(r"\.|::", m.name) if x]
@@ -1116,6 +1765,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         missing = [x for x in parts[:2] if x not in words]
         if not missing:
             return _ok("symbol", m.name)
+        if tree.family(missing[0]) >= 2:
+            return None  # the common part of several names (``AuthIR`` of ``AltAuthIR``, ``AthenaAuthIR``): a concept
         return _stale("symbol", m.name, f"{missing[0]!r} no longer occurs in the tree")
     if m.kind == "tool":
         traces = _TOOLS.get(m.name, ())
@@ -1127,14 +1778,35 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             elif tree.by_name.get(t):
                 return _ok("tool", m.name)
         return _stale("tool", m.name, f"nothing in the tree shows {m.name} is used any more")
-    if m.kind == "value":
+    if m.kind in ("value", "default"):
         key = m.name.rsplit(".", 1)[-1]
-        seen = tree.values(key)
+        seen, where = tree.values(key), "the configuration"
+        if not seen and m.kind == "default":
+            seen, where = tree.code_defaults(key), "the code"
         if not seen:
             return None
-        if m.build.strip("'\"").lower() in seen:
-            return _ok("value", m.name)
-        return _stale("value", m.name, f"{m.name} is {seen[0]} now, not {m.build}")
+        if any(_same_value(m.build, v) for v in seen):
+            return _ok(m.kind, m.name)
+        return _stale(m.kind, m.name, f"{m.name} is {seen[0]} now, not {m.build}"
+                      + (" (its default in the code)" if where == "the code" else ""))
+    if m.kind == "setting":
+        seen_by: dict[str, list[str]] = {}
+        configs = [p for p in tree.files if p.count("/") <= 3 and _FORMAT_CONFIG.match(p.rsplit("/", 1)[-1])]
+        if not configs or any(not tree.text(p) or not p.endswith((".toml", ".json", ".jsonc", ".cfg", ".ini", ".yaml",
+                                                                   ".yml", ".editorconfig", ".flake8", "rc", ".clang-format"))
+                              for p in configs):
+            return None  # a formatter configuration that cannot be read as keys and values: the length is not told
+        tools = m.package.split(",") if m.package else list(_LINE_LENGTH_KEYS)
+        for t in tools:
+            for k in _LINE_LENGTH_KEYS[t]:
+                if tree.values(k):
+                    seen_by.setdefault(t, []).extend(tree.values(k))
+        values = [v for vs in seen_by.values() for v in vs]
+        if not values:
+            return None
+        if any(_same_value(m.build, v) for v in values):
+            return _ok("setting", m.name)
+        return _stale("setting", m.name, f"the line length is {values[0]} now, not {m.build}")
     if m.kind == "word":
         words = tree.words()
         if not words or m.name in words:
@@ -1155,8 +1827,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
     if m.kind == "command":
         if m.build not in tree.scripts():
             return None
-        tree.words()
-        if m.name in tree.quoted or m.name.replace("-", "_") in tree.quoted:
+        seen = _command_seen(tree, m.build, m.name)
+        if seen is None:
+            return None
+        if seen:
             return _ok("command", f"{m.build} {m.name}")
         return _stale("command", f"{m.build} {m.name}", f"{m.build} has no command {m.name!r} any more")
     if m.kind == "flag":
@@ -1165,15 +1839,18 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         words = tree.words()
         if m.name[2:] in words or m.name in words:
             return _ok("flag", m.name)
+        if not any(tree.text(p) for p in tree.script_entries().get(m.build, [])):
+            return None  # where the options are defined cannot be read
         return _stale("flag", m.name, f"{m.build} has no option {m.name} any more")
     return None
 
 
-def check_line(root: str, text: str, tree: Tree | None = None, *, code: bool | None = None) -> list[Check]:
+def check_line(root: str, text: str, tree: Tree | None = None, *, code: bool | None = None,
+               context: Sequence[str] = ()) -> list[Check]:
     """The checks of a plain line (no recorded citations): one per mention that can be checked here."""
     tree = tree if tree is not None else Tree(root)
     out = []
-    for m in mentions(text, code=code):
+    for m in mentions(text, code=code, context=context):
         c = check_mention(tree, m)
         if c is not None:
             out.append(c)
