@@ -1827,10 +1827,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
     if m.kind == "command":
         if m.build not in tree.scripts():
             return None
-        seen = _command_seen(tree, m.build, m.name)
-        if seen is None:
+        known = _command_seen(tree, m.build, m.name)
+        if known is None:
             return None
-        if seen:
+        if known:
             return _ok("command", f"{m.build} {m.name}")
         return _stale("command", f"{m.build} {m.name}", f"{m.build} has no command {m.name!r} any more")
     if m.kind == "flag":
