@@ -9,6 +9,9 @@ which is how a sweep learns how many crash points a run has. With
 ``CAIRN_CRASH_BEFORE=LABEL`` it dies before the first primitive labelled
 exactly LABEL: a test about one named step does not depend on how many
 steps come before it (content-addressed shard folders make that vary).
+``CAIRN_CRASH_NTH=N`` makes that the Nth primitive so labelled (the third
+``rename MEMORY.md`` of a run), and ``CAIRN_CRASH_OFFSET=D`` moves the kill
+D primitives past it (1: just after that step, before the next primitive).
 
 Fault injection works the same way: with ``CAIRN_FAULT_AT=N`` (and
 ``CAIRN_FAULT_ERRNO``, a symbolic name, ``ENOSPC`` by default) the Nth
@@ -32,6 +35,10 @@ import threading
 _crash_at = 0
 _log_path: str | None = None
 _crash_before: str | None = None
+_crash_nth = 1
+_crash_offset = 0
+_seen = 0  # primitives labelled ``_crash_before`` so far
+_die_at = 0  # the count to die at, once the ``_crash_nth`` of them has been seen
 _fault_at = 0
 _fault_errno = errno.ENOSPC
 _count = 0
@@ -48,12 +55,14 @@ def configure_from_environment() -> None:
     reset_for_tests(int(os.environ.get("CAIRN_CRASH_AT", "0") or "0"), os.environ.get("CAIRN_CRASH_LOG") or None,
                     fault_at=int(os.environ.get("CAIRN_FAULT_AT", "0") or "0"),
                     fault_errno=int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC)),
-                    crash_before=os.environ.get("CAIRN_CRASH_BEFORE") or None)
+                    crash_before=os.environ.get("CAIRN_CRASH_BEFORE") or None,
+                    crash_nth=int(os.environ.get("CAIRN_CRASH_NTH", "1") or "1"),
+                    crash_offset=int(os.environ.get("CAIRN_CRASH_OFFSET", "0") or "0"))
 
 
 def point(label: str) -> None:
     """Mark one mutating primitive about to happen; maybe die here."""
-    global _count
+    global _count, _seen, _die_at
     if not _crash_at and not _log_path and not _fault_at and not _crash_before:
         return
     with _lock:
@@ -61,7 +70,11 @@ def point(label: str) -> None:
         if _log_path:
             with open(_log_path, "a", encoding="utf-8") as fh:
                 fh.write(f"{_count} {label}\n")
-        if (_crash_at and _count >= _crash_at) or label == _crash_before:
+        if label == _crash_before and not _die_at:
+            _seen += 1
+            if _seen == _crash_nth:
+                _die_at = _count + _crash_offset
+        if (_crash_at and _count >= _crash_at) or (_die_at and _count >= _die_at):
             os.kill(os.getpid(), signal.SIGKILL)
         fault = _fault_at and _count == _fault_at
     if fault:
@@ -69,11 +82,13 @@ def point(label: str) -> None:
 
 
 def reset_for_tests(crash_at: int = 0, log_path: str | None = None, *, fault_at: int = 0,
-                    fault_errno: int = errno.ENOSPC, crash_before: str | None = None) -> None:
+                    fault_errno: int = errno.ENOSPC, crash_before: str | None = None, crash_nth: int = 1,
+                    crash_offset: int = 0) -> None:
     """Re-read the configuration (in-process tests only; sweeps use the environment)."""
-    global _crash_at, _log_path, _count, _fault_at, _fault_errno, _crash_before
+    global _crash_at, _log_path, _count, _fault_at, _fault_errno, _crash_before, _crash_nth, _crash_offset
+    global _seen, _die_at
     _crash_at, _log_path, _count, _fault_at, _fault_errno = crash_at, log_path, 0, fault_at, fault_errno
-    _crash_before = crash_before
+    _crash_before, _crash_nth, _crash_offset, _seen, _die_at = crash_before, max(1, crash_nth), max(0, crash_offset), 0, 0
 
 
 def count() -> int:

@@ -84,7 +84,8 @@ def test_killing_an_auto_review_before_it_applied_everything_converges(tmp_path:
     start = max(i for i, lb in enumerate(labels[:first_proposal]) if re.fullmatch(r"link \d+\.outcome", lb)) + 1
     kinds = list(NEXT)
     runs = 0
-    for k, ws, where in sweep.killed_runs(len(labels), tmp_path, template, _review, start=start):
+    for k, ws, where in sweep.killed_runs(len(labels), tmp_path, template, _review, start=start,
+                                          labels=labels):
         kind = kinds[runs % len(kinds)]
         runs += 1
         assert_rerun_converges(ws, NEXT[kind], _files, final, k, f"{where}, then {kind}", also=_applied_once)

@@ -95,12 +95,10 @@ def test_a_killed_auto_remember_is_applied_by_whatever_runs_next(tmp_path: Path)
     expected = _state(ref)
     first_proposal = next(i for i, lb in enumerate(labels) if re.fullmatch(r"link p[0-9a-f]{12}", lb))
     start = max(i for i, lb in enumerate(labels[:first_proposal]) if re.fullmatch(r"link \d+\.outcome", lb)) + 1
-    for k in sweep.points(len(labels), start):  # from just before the acceptance
-        ws = _workspace(tmp_path / f"k{k}", "auto")
-        killed_at = sweep.kill_at(k, tmp_path / "kill.log", _remember, ws)
-        if killed_at is None:
-            sweep.covered(k, len(labels))
-            break
+    template = _workspace(tmp_path / "template", "auto")
+    # from just before the acceptance, found by label in each run
+    for _, ws, killed_at in sweep.killed_runs(len(labels), tmp_path, template, _remember, start=start,
+                                              labels=labels):
         where = f"crash at {killed_at}"
         again = NEXT["review"](ws, CAIRN_TEST_CLOCK_OFFSET="1000")
         assert again.returncode == 0, (where, again.stderr[-800:])
