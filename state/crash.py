@@ -18,6 +18,9 @@ Fault injection works the same way: with ``CAIRN_FAULT_AT=N`` (and
 mutating primitive raises that ``OSError`` instead of running, once: a full
 disk that frees up again, so a sweep can prove every failure is reported
 with its code, leaves every file whole and blocks no later attempt.
+``CAIRN_FAULT_BEFORE=LABEL`` with ``CAIRN_FAULT_NTH`` and
+``CAIRN_FAULT_OFFSET`` place the fault as their ``CAIRN_CRASH_*`` namesakes
+place the kill: by label, not by a number that shifts from run to run.
 
 Only mutating primitives count: reads and clock touches cannot corrupt state.
 Counting, logging and dying happen under one lock, so with several threads
@@ -40,6 +43,11 @@ _crash_offset = 0
 _seen = 0  # primitives labelled ``_crash_before`` so far
 _die_at = 0  # the count to die at, once the ``_crash_nth`` of them has been seen
 _fault_at = 0
+_fault_before: str | None = None
+_fault_nth = 1
+_fault_offset = 0
+_fault_seen = 0
+_fault_count = 0  # the count to fail at, once the ``_fault_nth`` point labelled ``_fault_before`` is seen
 _fault_errno = errno.ENOSPC
 _count = 0
 _lock = threading.Lock()
@@ -57,13 +65,16 @@ def configure_from_environment() -> None:
                     fault_errno=int(getattr(errno, os.environ.get("CAIRN_FAULT_ERRNO", "ENOSPC"), errno.ENOSPC)),
                     crash_before=os.environ.get("CAIRN_CRASH_BEFORE") or None,
                     crash_nth=int(os.environ.get("CAIRN_CRASH_NTH", "1") or "1"),
-                    crash_offset=int(os.environ.get("CAIRN_CRASH_OFFSET", "0") or "0"))
+                    crash_offset=int(os.environ.get("CAIRN_CRASH_OFFSET", "0") or "0"),
+                    fault_before=os.environ.get("CAIRN_FAULT_BEFORE") or None,
+                    fault_nth=int(os.environ.get("CAIRN_FAULT_NTH", "1") or "1"),
+                    fault_offset=int(os.environ.get("CAIRN_FAULT_OFFSET", "0") or "0"))
 
 
 def point(label: str) -> None:
     """Mark one mutating primitive about to happen; maybe die here."""
-    global _count, _seen, _die_at
-    if not _crash_at and not _log_path and not _fault_at and not _crash_before:
+    global _count, _seen, _die_at, _fault_seen, _fault_count
+    if not _crash_at and not _log_path and not _fault_at and not _crash_before and not _fault_before:
         return
     with _lock:
         _count += 1
@@ -76,19 +87,26 @@ def point(label: str) -> None:
                 _die_at = _count + _crash_offset
         if (_crash_at and _count >= _crash_at) or (_die_at and _count >= _die_at):
             os.kill(os.getpid(), signal.SIGKILL)
-        fault = _fault_at and _count == _fault_at
+        if label == _fault_before and not _fault_count:
+            _fault_seen += 1
+            if _fault_seen == _fault_nth:
+                _fault_count = _count + _fault_offset
+        fault = (_fault_at and _count == _fault_at) or (_fault_count and _count == _fault_count)
     if fault:
         raise OSError(_fault_errno, os.strerror(_fault_errno))
 
 
 def reset_for_tests(crash_at: int = 0, log_path: str | None = None, *, fault_at: int = 0,
                     fault_errno: int = errno.ENOSPC, crash_before: str | None = None, crash_nth: int = 1,
-                    crash_offset: int = 0) -> None:
+                    crash_offset: int = 0, fault_before: str | None = None, fault_nth: int = 1,
+                    fault_offset: int = 0) -> None:
     """Re-read the configuration (in-process tests only; sweeps use the environment)."""
     global _crash_at, _log_path, _count, _fault_at, _fault_errno, _crash_before, _crash_nth, _crash_offset
-    global _seen, _die_at
+    global _seen, _die_at, _fault_before, _fault_nth, _fault_offset, _fault_seen, _fault_count
     _crash_at, _log_path, _count, _fault_at, _fault_errno = crash_at, log_path, 0, fault_at, fault_errno
     _crash_before, _crash_nth, _crash_offset, _seen, _die_at = crash_before, max(1, crash_nth), max(0, crash_offset), 0, 0
+    _fault_before, _fault_nth, _fault_offset = fault_before, max(1, fault_nth), max(0, fault_offset)
+    _fault_seen = _fault_count = 0
 
 
 def count() -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sweep
 from tests.journal.test_crash_sweep import _check_evidence_until_coverage, _public
 from tests.powerloss import harness
 from tests.support import REPO, child_env
@@ -105,6 +106,14 @@ def test_a_failed_write_of_the_state_marker_stops_the_command_and_the_next_run_w
     assert doctor.returncode == 0, doctor.stdout[-400:]
 
 
+def _faulted_at(log: Path, anchor: str, nth: int, offset: int) -> str:
+    """The label of the point a label-placed fault hit, read from the faulted run's own log."""
+    labels = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
+    at = [i for i, label in enumerate(labels) if label == anchor]
+    assert len(at) >= nth and at[nth - 1] + offset < len(labels), (anchor, nth, offset, len(at), len(labels))
+    return labels[at[nth - 1] + offset]
+
+
 def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(tmp_path: Path) -> None:
     """``cairn accept`` of every pending proposal, with one fault: a disk that fills between a memory
     file's data and its rename (ENOSPC at the rename), or at a link, or a failed fsync (EIO, EROFS).
@@ -153,7 +162,15 @@ def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(t
         ws = tmp_path / f"a{n}-{err}"
         shutil.copytree(template, ws)
         where = f"{err} at point {n} ({label})"
-        r = accept(ws, CAIRN_FAULT_AT=str(n), CAIRN_FAULT_ERRNO=err)
+        # placed by label, not by number: a shard folder made only when missing shifts numbers (tests/sweep.py)
+        anchor, nth, offset = sweep.anchor(labels, n)
+        faulted = tmp_path / "faulted.log"
+        faulted.unlink(missing_ok=True)
+        r = accept(ws, CAIRN_FAULT_BEFORE=anchor, CAIRN_FAULT_NTH=str(nth), CAIRN_FAULT_OFFSET=str(offset),
+                   CAIRN_FAULT_ERRNO=err, CAIRN_CRASH_LOG=str(faulted))
+        hit = _faulted_at(faulted, anchor, nth, offset)
+        assert hit.split(" ", 1)[0] == label.split(" ", 1)[0] and (hit == label or not label.startswith("rename ")), \
+            (where, "the fault hit another step", hit)
         said = r.stdout + r.stderr
         assert "Traceback" not in said, (where, said[-400:])
         if (n, label, err) in adoption:
