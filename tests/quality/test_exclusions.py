@@ -44,6 +44,9 @@ NO_NOTE = {
         "`#!/usr/bin/env powershell` powershell , and update any mermaid-processing.md and README.md accordingly",
         # specstory-twat-search-unifying 0.0
         "Unify their API signature (so outside they're always accessed the same way).",
+        # aider-prompt-sail 0.0 (a request behind the link it is about)
+        "https://github.com/sabelosimelane/prompt_sail Help me copy the read MD for this project as I have cloned "
+        "it, I've forked it actually and I'm writing a better version.",
         # specstory-devto-json 0.8 (a request after a connective)
         "Moreover, update the tasks in #file:tasks.json  so that instead of running each 10 seconds, we instead run "
         "the script whenever a user saves a .md file present in #file:the-blog-posts",
@@ -96,6 +99,9 @@ NO_NOTE = {
         "Please don't polish endlessly — a focused, well-reasoned submission beats a sprawling one.",
         # aider-career-os 0.4 (a technique for the code of the moment; a lasting rule names the tool)
         "Do NOT use a global transaction.",
+        # specstory-atlia-website 0.8 (a limit on the one fix asked for in the same message)
+        "can you fix the double scroll bar vertically - theres an issue with veritcal scroll. dont fix anything "
+        "with horizontal scroll",
     ],
     # what the feature being built does
     "feature description": [
@@ -148,6 +154,20 @@ NO_NOTE = {
         "can you read all the files in the main directory?",
         # specstory-best-shot-typing 0.0
         "Can you scan all folders and its files of this project?",
+    ],
+    # a file or a program's output pasted without a fence: what the repository or the terminal already says
+    "pasted file or output": [
+        # specstory-magricambi-docker 0.0 (a Dockerfile)
+        "FROM node:20-alpine\n\nWORKDIR /magricambi\n\nENV NODE_ENV=production\n",
+        # specstory-magricambi-docker 0.1 (a compose file's mapping)
+        "  phpmyadmin:\n    image: phpmyadmin:latest\n    restart: always\n    environment:\n      PMA_HOST: mysql\n",
+        # specstory-magricambi-docker 0.16 (a console session and a login banner)
+        "C:\\Users\\villa\\.ssh>ssh vps\nWelcome to Ubuntu 26.04 LTS (GNU/Linux 7.0.0-14-generic x86_64)\n\n"
+        " * Documentation:  https://docs.ubuntu.com\n * Management:     https://landscape.canonical.com\n",
+        # specstory-magricambi-docker 0.17 (a CI log after the question it illustrates)
+        "ok ora la Action funziona perchè ho reinserito in .gitignore sia iil docker-compose.yml che il dockerFile, "
+        "ma in fase di build ricevo qeusto errore: Run actions/checkout@v4\nSyncing repository: AV77web/magricambi\n"
+        "Getting Git version info\n",
     ],
     # a debugging recipe for the problem of the moment
     "debugging recipe": [
@@ -247,3 +267,25 @@ def test_a_request_said_from_now_on_is_a_standing_rule() -> None:
         NoteType.FEEDBACK
     ]
     assert notes_of("Add type hints to every function you write.") == []
+
+
+# turns that a tool or the agent put on the user's side, quoted from their openings: no word of them is the user's
+INJECTED = {
+    # specstory-cab-booking-analysis 0.1: a sub-agent's result and the query generated under it
+    "sub-agent notification": "<timestamp>Saturday, Jun 6, 2026, 1:35 PM (UTC+5:30)</timestamp>\n<system_notification>\n"
+    "The following task has finished. If you were already aware, ignore this notification and do not restate prior "
+    "responses.\n</system_notification>\n<user_query>The beginning of the above subagent result is already visible "
+    "to the user. Perform any follow-up actions (if needed). DO NOT regurgitate or reiterate its result unless "
+    "asked.</user_query>",
+    # specstory-atlia-website 0.1: a skill's prompt
+    "skill prompt": "Base directory for this skill: /private/tmp/claude-501/bundled-skills/2.1.193/6d18641b9ea9266effd1"
+    "022638968d9f/run\n\n- **One describes launching/driving this app** → read that SKILL.md\n  and follow it "
+    "verbatim. Don't paraphrase; don't skip the patches.\n",
+}
+
+
+@pytest.mark.parametrize("text", INJECTED.values(), ids=INJECTED.keys())
+def test_a_turn_a_tool_put_on_the_user_side_is_never_evidence(text: str) -> None:
+    assert notes_of(text) == []
+    # the same rule said by the user is kept: it is the shape of the turn, not the words, that drops it
+    assert [k for k, _ in notes_of("DO NOT regurgitate or reiterate its result unless asked.")] == [NoteType.FEEDBACK]

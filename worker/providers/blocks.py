@@ -24,7 +24,8 @@ reads any project's description. Lists of work are not facts: a lead-in of
 tasks, steps, changes or errors is not in the set, and a block any of whose
 items starts with a task verb ("add", "fix", "create" …) is a specification of
 work to do ("Requirements: Add X as a new option …"), so it is dropped. Fenced
-code and quoted lines are skipped; items that look like code or logs end the
+code, quoted lines and indented lines (a pasted YAML file's "environment:" over
+"PMA_HOST: mysql") are skipped; items that look like code or logs end the
 block.
 """
 
@@ -112,6 +113,10 @@ def blocks(text: str) -> list[str]:
             if m and fence is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
                 continue
+        # an indented line is part of a pasted file (a YAML mapping's "environment:" over "PMA_HOST: mysql"), as
+        # the sentence reader treats it
+        if raw.startswith(("    ", "\t")):
+            continue
         colon = raw.find(":")
         # most lines: inside a fence, quoted, or no colon early in the line (neither a lead-in nor a label)
         if fence is not None or not 0 < colon <= MAX_HEAD or opening[:1] == ">":

@@ -17,7 +17,9 @@ they can only add notes. Each returns the note type or ``None``:
 ``stack``       what it is built with: "we will be using X", "I want to use X",
                 "we're using X" (X a named tool, not "the same" or a pronoun).
 ``layout``      where things are: "X is/should be (located) in <file or
-                folder>", "X is called <name>", "put X inside the Y folder".
+                folder>", "X is called <name>", "put X inside the Y folder",
+                "Logo location: ~/app/logo/" (not a log's "Syncing
+                repository: owner/name").
 ``directive``   a standing rule without a marker word: "every X should …",
                 "X should be done once in one place", "we should have/use/keep
                 …", "we shouldn't …", a short "use <tool>", "<in context>, do
@@ -105,7 +107,7 @@ LAYOUT = re.compile(
     r"""\b(?:is|are|should\ be|must\ be|lives?|sits?)\ (?:located\ |stored\ |kept\ |defined\ |placed\ )?(?:in|inside|under)\ (?:the\ )?@?(?![/~]|(?:that|this|which|what|each|every)\b)[\w./-]*[\w-]+(?:\.\w{1,5}|/|\ (?:folder|directory|dir)\b)
     |\b(?:is|are)\ (?:called|named)\ [`"']?[\w.-]+\.\w{1,5}\b
     |\bshould\ be\ (?:accessible|available|exposed|named|called|registered)\ as\b
-    |^[\w\ ]{1,30}\ (?:location|path|dir(?:ectory)?|folder|repo(?:sitory)?):\ [~.]?[\w.-]*/
+    |^(?![a-z]+ing\b)[\w\ ]{1,30}\ (?:location|path|dir(?:ectory)?|folder|repo(?:sitory)?):\ [~.]?[\w.-]*/
     |\benv(?:ironment)?\ (?:var(?:iable)?\ )?[a-z][a-z0-9]*_[a-z0-9_]+\b
     |^(?:put|place|keep|move)\ (?:the\ )?[\w\ -]{1,40}\ (?:in|inside|into|under|to)\ (?:a\ |the\ )?[\w./-]+\ (?:folder|directory|dir)\b""",
     _X,

@@ -4,10 +4,13 @@ It keeps only sentences the *user* wrote that state reusable knowledge, and
 cites the turn each came from. The assistant's text is never evidence (a
 model's summary is not the user's preference), so it is not read at all.
 
-Before matching, each user message is cleaned: fenced code blocks (an
-unclosed fence runs to the end), indented blocks, quoted lines (``>``) and
-lines that look like logs, tracebacks, prompts, compiler output or code are
-dropped. What remains is split into sentences; bullets and leading filler
+A turn that a tool or the agent put on the user's side (a skill's prompt,
+a notification that a sub-agent finished and the query generated under it)
+is not read. Before matching, each user message is cleaned: fenced code
+blocks (an unclosed fence runs to the end), indented blocks, quoted lines
+(``>``) and lines that look like logs, tracebacks, console prompts, aligned
+program output, compiler output, Dockerfile or environment-file lines, or
+code are dropped. What remains is split into sentences; bullets and leading filler
 ("ok,", "btw", "also", "remember that" …) are ignored. A sentence is then
 classified by the first rule that matches; anything else is dropped.
 
@@ -22,6 +25,7 @@ Rules that drop a sentence whatever it says:
   "always/never …" or "from now on …";
   the list items of a message that opens with such a request (its
   specification: "Fix image loading …" over "- always fall back to …");
+  a request behind a pasted link ("https://… Help me copy the README");
   questions (ends with ``?``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
   now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
@@ -32,9 +36,9 @@ Rules that drop a sentence whatever it says:
   assistant: an imperative rule ("always/never …", "you should/must
   always/never …", "make sure to always/never …", "please always/never/
   don't …", "don't <verb> …" except "don't forget/worry/bother" and
-  the edit verbs ("don't change/modify/remove …" fences the edit of the
+  the edit verbs ("don't change/modify/remove/fix …" fences the edit of the
   moment), fences of the work at hand ("don't add new …", "… again",
-  "… endlessly", "don't skip/write/generate …", "… any …", "don't use a
+  "… endlessly", "don't skip/write/generate …", "… any(thing) …", "don't use a
   <technique>" where a lasting rule names the tool) and scope limits
   ("… anything else", "…, just explain"), "stop <verb>ing …"; "always
   falls back …" describes the feature, not the assistant's work), a
@@ -105,6 +109,10 @@ _LOG_LINE = re.compile(
       | at\ [\w$.<>/]+\s*\(.*\)\s*$                    # JVM / JS stack frames
       | (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\b\s*(?::|$)
       | (?:\$|>>>|\.\.\.|PS\ [A-Z]:\\[^>]*>)\s          # shell and REPL prompts
+      | [A-Z]:\\[^>\s]*>\S                                # a Windows console prompt: C:\Users\me>ssh vps
+      | (?:[-*•]\ )?[\w\ ]{1,30}:\ {2,}\S                    # column-aligned program output: "Documentation:  https://…"
+      | (?:FROM|RUN|ENV|COPY|ADD|WORKDIR|EXPOSE|CMD|ENTRYPOINT|ARG|USER|VOLUME|LABEL|HEALTHCHECK)\ \S  # a Dockerfile
+      | (?:export\ )?[A-Z][A-Z0-9]*_[A-Z0-9_]*=\S*$         # an environment file's assignment
       | [EF]\s{2,}                                      # pytest failure detail
       | (?:FAILED|PASSED|ERROR|SKIPPED|XFAIL)\s
       | [\w./\\-]+\.\w+:\d+(?::\d+)?:                   # file.py:12:3: compiler output
@@ -143,6 +151,17 @@ _ROLE_PROMPT = re.compile(
     |investigator|specialist|consultant)\b""",
     re.I | re.X,
 )
+
+
+# a turn the agent or a tool put on the user's side: a skill's prompt ("Base directory for this skill: …"), a
+# notification that a sub-agent or background task finished (the query under it is generated too)
+_INJECTED = re.compile(
+    r"^(?:<timestamp>[^<]{0,80}</timestamp>\s*)?(?:<(?:system[_-]notification|task[_-]notification|system-reminder)>"
+    r"|Base\ directory\ for\ this\ skill:)",
+    re.X,
+)
+# a link the user pastes before the request ("https://github.com/o/r Help me copy the README …")
+_LEADING_LINK = re.compile(r"^(?:<?https?://\S+>?[\s,:;-]+)+")
 
 
 def _own_words(text: str) -> str:
@@ -282,14 +301,14 @@ _SCOPE = re.compile(
 # "don't change/modify/touch/remove …" keeps the rest of the code as it is during the edit of the moment: a
 # fence around a task, not a rule ("Do not change Supabase or other cards", "Don't edit anything, I want …");
 # a lasting one is said with "never" ("never modify the migrations"), which this does not touch
-_EDIT_VERBS = frozenset("change modify touch remove edit alter break delete rename rewrite refactor move".split())
+_EDIT_VERBS = frozenset("change modify touch remove edit alter break delete rename rewrite refactor move fix".split())
 # "don't add new features", "do not create them again", "don't polish endlessly": the scope of the work at
 # hand, not a rule that outlives it
 _MOMENT_FENCE = re.compile(r"\b(?:new|again|endlessly|anymore|any\ more|extra)\b", re.I)
 # "don't skip any file", "do not write code", "do not generate the whole codebase in one shot": how to go about
 # the work at hand ("any" spans the work's own items), not a rule that outlives it
 _ACTIVITY_VERBS = frozenset("skip write generate output produce print proceed continue".split())
-_ANY = re.compile(r"\bany\b", re.I)
+_ANY = re.compile(r"\bany(?:thing)?\b", re.I)
 # "do not use a global transaction": a technique for the code of the moment; a lasting rule names the tool
 # ("do not use Prisma")
 _GENERIC_OBJECT = re.compile(r"^\s+(?:a|an)\s", re.I)
@@ -472,7 +491,7 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     plain = _URL.sub(" ", s)
     if _ONE_OFF.search(plain) or _NOW.match(s) or len(s.split()) < 2:
         return None
-    s = _PLEASE.sub("", s)
+    s = _PLEASE.sub("", _LEADING_LINK.sub("", s))
     # "from now on, add type hints" is a standing rule; "generally, …" / "as a rule of thumb, …" is advice
     standing = durable is not None and _STANDING.match(durable.group(0)) is not None
     if _WORK_REQUEST.match(s) and not _ALWAYS_NEVER.match(s) and not standing and not _HOW_TO_WORK.search(s):
@@ -519,7 +538,7 @@ def digest(inp: DigestInput) -> DigestOutput:
     turn_order = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
     for turn in inp.turns:
         position = 0
-        if _HANDOFF.match(turn.user.lstrip()):
+        if _HANDOFF.match(turn.user.lstrip()) or _INJECTED.match(turn.user.lstrip()):
             continue
         text = _own_words(turn.user)
         for block in blocks.blocks(text):
