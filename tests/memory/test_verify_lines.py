@@ -129,6 +129,12 @@ def test_a_folder_that_no_longer_holds_what_a_line_lists_is_flagged(tmp_path: Pa
     assert _stale(tmp_path, line) == ["tools/ holds no eslint-config any more"]
     # a family of examples named by their common prefix, and a list of examples, are not claims about the folder
     assert _stale(tmp_path, "| `examples/` | Example apps (ai-functions, next-openai, etc.) |") == []
+    # a folder renamed and kept under its old name as a link still holds that name (vercel/ai kept
+    # examples/ai-core -> ai-functions); the link is seen, never followed
+    listing = "| `examples/` | Example applications (ai-core, next-openai, etc.) |"
+    assert _stale(tmp_path, listing) == ["examples/ holds no ai-core any more"]
+    os.symlink("ai-functions", tmp_path / "examples/ai-core")
+    assert _stale(tmp_path, listing) == []
     assert _stale(tmp_path, "- Use fixtures from `tools/` (e.g., `old.js`, `new.js`)") == []
 
 

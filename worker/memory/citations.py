@@ -794,6 +794,7 @@ class Tree:
         self.exclude = {e.strip("/") for e in exclude if e}
         self.files: set[str] = set()
         self.dirs: set[str] = set()
+        self.links: set[str] = set()  # symbolic links: seen by ``lstat``, never followed
         self.by_name: dict[str, list[str]] = {}
         self._words: set[str] | None = None
         self.quoted: set[str] = set()  # short quoted strings and defined names in source files
@@ -833,6 +834,8 @@ class Tree:
                     elif e.is_file(follow_symlinks=False):
                         self.files.add(p)
                         self.by_name.setdefault(e.name, []).append(p)
+                    elif e.is_symlink():
+                        self.links.add(p)
                 except OSError:
                     continue
 
@@ -1042,10 +1045,11 @@ class Tree:
         return self._deps
 
     def children(self, folder: str) -> set[str]:
-        """The names of what ``folder`` holds (files and folders, one level)."""
+        """The names of what ``folder`` holds (files, folders and links, one level): a renamed folder kept
+        under its old name as a link still holds that name."""
         if self._children is None:
             self._children = {}
-            for q in self.files | self.dirs:
+            for q in self.files | self.dirs | self.links:
                 parent, _, name = q.rpartition("/")
                 self._children.setdefault(parent, set()).add(name)
         return self._children.get(folder, set())
