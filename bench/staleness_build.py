@@ -9,7 +9,7 @@ path one of whose names the text mentions, the manifests (Makefile,
 package.json, pyproject.toml, Cargo.toml, justfile, …, at most three folders
 deep), the files the text cites, and up to four files that use each name the
 text puts in backticks or code lines import (``git grep -w``; only one for a name in over 40 files, so
-that the snapshot still shows the name occurs). ``LABELS.json`` maps line numbers of
+that the snapshot still shows the name occurs; a changelog only when no other file has it). ``LABELS.json`` maps line numbers of
 the text at A to the reason each is stale (see bench/README.md for the
 labelling rule); ``changed`` (every line the edit changed or removed) is read
 from ``git diff``. Writes ``bench/staleness-cases/cases/<id>.json.gz`` and adds
@@ -33,6 +33,9 @@ MANIFESTS = {"Makefile", "GNUmakefile", "makefile", "package.json", "pyproject.t
 GREP_PER_NAME = 4
 GREP_COMMON = 40  # a name in more files than this says nothing about where it lives: one is taken (it occurs)
 FILE_MAX = 1 << 20
+#: change history (changelogs, pending changesets): it names what was renamed away, so it is a witness of last resort
+HISTORY = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASE[-_]?NOTES|RELEASES)(?:\.[\w.]+)?$"
+                     r"|(?:^|/)(?:\.changeset|changelog\.d|newsfragments|changelog)/[^/]+\.(?:md|mdx|rst|txt)$", re.I)
 
 
 def git(gd: str, *args: str) -> str:
@@ -85,6 +88,7 @@ def build(gd: str, repo: str, b: str, path: str, licence: str, split: str, label
                 hits = git(gd, "grep", "-l", "-w", "-F", "-e", part, b).splitlines()
             except subprocess.CalledProcessError:
                 continue
+            hits.sort(key=lambda h: bool(HISTORY.search(h.split(":", 1)[1])))  # a changelog last: it is no use
             for h in hits[:GREP_PER_NAME] if len(hits) <= GREP_COMMON else hits[:1]:
                 take(h.split(":", 1)[1])
     changed = changed_lines(gd, a, b, path)

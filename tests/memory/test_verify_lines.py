@@ -49,6 +49,17 @@ def test_a_name_that_survives_only_inside_a_longer_one_is_stale(tmp_path: Path) 
     assert _stale(tmp_path, "The agent list includes `codex`; `QoderCliRunner` starts it.") == []
 
 
+def test_a_name_left_only_in_the_change_history_is_stale(tmp_path: Path) -> None:
+    # Effect-TS/effect renamed `ServiceMap`: tree B names it only in the changeset that records the rename
+    _write(tmp_path, {"packages/effect/src/Context.ts": "export class Service {}\n",
+                      ".changeset/slow-beans-battle.md": "Renamed `ServiceMap` to `Context`.\n",
+                      "CHANGELOG.md": "## 4.0\n- `ServiceMap.Service` is now `Context.Service`\n"})
+    line = "Prefer the class syntax when working with `ServiceMap.Service`. For example:"
+    assert _stale(tmp_path, line) == ["'ServiceMap' no longer occurs in the tree"]
+    _write(tmp_path, {"packages/effect/src/ServiceMap.ts": "export const ServiceMap = {}\n"})
+    assert _stale(tmp_path, line) == []
+
+
 def test_a_file_moved_to_another_folder_is_flagged_with_where_it_went(tmp_path: Path) -> None:
     _write(tmp_path, {"scripts/build.ts": "", "tools/dev.mts": "", "tools/release.py": ""})
     assert _stale(tmp_path, "- `scripts/release.py` cuts a release.") == [

@@ -693,6 +693,10 @@ _LITERAL = r"-?\d[\d_]*(?:\.\d+)?|True|False|None|true|false|null|\"[^\"\n]{0,40
 #: source files whose values are not a default of the project (tests, examples, fixtures)
 _NOT_DEFAULTS = re.compile(r"(?:^|/)(?:tests?|spec|__tests__|fixtures?|examples?|docs?|benchmarks?|scripts)(?:/|$)|"
                            r"(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|[^/]*\.(?:test|spec)\.\w+|conftest\.py)$")
+# a file of the project's change history (a changelog, a release note, a pending changeset): it names what was
+# removed or renamed, so a name found only there is not a name the tree still has
+_HISTORY = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASE[-_]?NOTES|RELEASES)(?:\.[\w.]+)?$"
+                      r"|(?:^|/)(?:\.changeset|changelog\.d|newsfragments|changelog)/[^/]+\.(?:md|mdx|rst|txt)$", re.I)
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]{1,40})\b")
 _TICKED_SPAN = re.compile(r"`([^`]{1,300})`")
 _CODE_LINE = re.compile(r"^\s*(?:[-*]\s+|\$\s+|\d+\.\s+)?(?:[A-Z_]+=\S+\s+)*(?:make|just|npm|pnpm|yarn|bun|cd|uvx?|hatch)\s")
@@ -855,7 +859,8 @@ class Tree:
             for p in sorted(self.files):
                 name = p.rsplit("/", 1)[-1]
                 ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-                if name in INSTRUCTION_FILES or (ext not in _TEXT_EXT and "." in name.lstrip(".")):
+                if (name in INSTRUCTION_FILES or (ext not in _TEXT_EXT and "." in name.lstrip("."))
+                        or _HISTORY.search(p)):
                     continue
                 body = self.text(p)
                 if not body:
@@ -880,7 +885,7 @@ class Tree:
         self.words()
         pat = re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
         return any(body and name in body and pat.search(body) for p, body in self._texts.items()
-                   if p.rsplit("/", 1)[-1] not in INSTRUCTION_FILES)
+                   if p.rsplit("/", 1)[-1] not in INSTRUCTION_FILES and not _HISTORY.search(p))
 
     def has(self, path: str) -> str | None:
         """Where ``path`` is in the tree (from the root, or under some folder); None when nowhere."""
@@ -902,7 +907,7 @@ class Tree:
         pat = re.compile(r"(?<![\w$-])" + re.escape(word) + r"(?![\w$]|-\w)")
         for p in sorted(self.files):
             body = self._texts.get(p)
-            if body and word in body:
+            if body and word in body and not _HISTORY.search(p):
                 for i, ln in enumerate(body.split("\n")):
                     if pat.search(ln):
                         return p, i + 1, ln.rstrip("\r")
