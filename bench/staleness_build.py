@@ -7,9 +7,11 @@ code changed; the case's text is ``PATH`` at ``COMMIT_B^`` (commit A) and its
 tree snapshot is taken at ``COMMIT_B``: the top two levels of the listing, every
 path one of whose names the text mentions, the manifests (Makefile,
 package.json, pyproject.toml, Cargo.toml, justfile, …, at most three folders
-deep), the files the text cites, and up to four files that use each name the
+deep), the files the text cites, up to four files that use each name the
 text puts in backticks or code lines import (``git grep -w``; only one for a name in over 40 files, so
-that the snapshot still shows the name occurs; a changelog only when no other file has it). ``LABELS.json`` maps line numbers of
+that the snapshot still shows the name occurs; a changelog only when no other file has it), and the code
+beside each Python command-line entry point (``[project.scripts]``; at most 80 files, tests left out), where
+the verifier looks up a program's commands. ``LABELS.json`` maps line numbers of
 the text at A to the reason each is stale (see bench/README.md for the
 labelling rule); ``changed`` (every line the edit changed or removed) is read
 from ``git diff``. Writes ``bench/staleness-cases/cases/<id>.json.gz`` and adds
@@ -33,6 +35,7 @@ MANIFESTS = {"Makefile", "GNUmakefile", "makefile", "package.json", "pyproject.t
 GREP_PER_NAME = 4
 GREP_COMMON = 40  # a name in more files than this says nothing about where it lives: one is taken (it occurs)
 FILE_MAX = 1 << 20
+CLI_FILES = 80  # code files taken beside a command-line entry point
 #: change history (changelogs, pending changesets): it names what was renamed away, so it is a witness of last resort
 HISTORY = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASE[-_]?NOTES|RELEASES)(?:\.[\w.]+)?$"
                      r"|(?:^|/)(?:\.changeset|changelog\.d|newsfragments|changelog)/[^/]+\.(?:md|mdx|rst|txt)$", re.I)
@@ -91,6 +94,21 @@ def build(gd: str, repo: str, b: str, path: str, licence: str, split: str, label
             hits.sort(key=lambda h: bool(HISTORY.search(h.split(":", 1)[1])))  # a changelog last: it is no use
             for h in hits[:GREP_PER_NAME] if len(hits) <= GREP_COMMON else hits[:1]:
                 take(h.split(":", 1)[1])
+    # the code beside each Python command-line entry point (``[project.scripts]``): where its commands are defined
+    code_ext = (".py", ".pyi")
+    for p in [x for x in listing if x.rsplit("/", 1)[-1] == "pyproject.toml" and x.count("/") <= 3]:
+        body = files.get(p) or ""
+        sec = re.search(r"(?ms)^\[project\.scripts\]\s*$(.*?)(?=^\[|\Z)", body)
+        for target in re.findall(r"(?m)^\s*\"?[\w.-]+\"?\s*=\s*[\"']([\w.]+)", sec.group(1) if sec else ""):
+            mod = target.replace(".", "/")
+            ep = next((x for x in listing if x.endswith(mod + ".py") or x.endswith(mod + "/__init__.py")), None)
+            if ep is None:
+                continue
+            folder = ep.rpartition("/")[0]
+            beside = [x for x in listing if x.startswith(folder + "/") and x.endswith(code_ext)
+                      and not re.search(r"(?:^|/)(?:tests?|examples?)/|(?:^|/)test_[^/]*$", x)]
+            for x in beside[:CLI_FILES]:
+                take(x)
     changed = changed_lines(gd, a, b, path)
     owner_name = repo.split("/")[1].lower()
     cid = f"{owner_name}-{b[:10]}-{re.sub(r'[^a-z0-9]+', '-', path.lower()).strip('-')}"

@@ -60,6 +60,32 @@ def test_a_name_left_only_in_the_change_history_is_stale(tmp_path: Path) -> None
     assert _stale(tmp_path, line) == []
 
 
+def test_a_command_is_looked_up_in_its_programs_own_package(tmp_path: Path) -> None:
+    # pipecat-ai/pipecat renamed `pipecat mcp` to `pipecat context-hub`; "mcp" is still quoted by a service
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "pipecat-ai"\n\n[project.scripts]\n'
+                                        'pipecat = "pipecat.cli.main:run"\n',
+                      "src/pipecat/cli/main.py": 'KNOWN = {"context-hub": ("pipecat-ai-context-hub", "Query docs")}\n'
+                                                 'app.command("init")(init_command)\n',
+                      "src/pipecat/services/xai/events.py": 'type: Literal["mcp"] = "mcp"\n'})
+    assert _stale(tmp_path, "   pipecat mcp status        # index health") == ["pipecat has no command 'mcp' any more"]
+    assert _stale(tmp_path, "   pipecat context-hub status") == []
+    assert _stale(tmp_path, "   pipecat init my-bot") == []
+
+
+def test_a_command_kept_only_to_say_it_was_removed_is_stale(tmp_path: Path) -> None:
+    # pipecat-ai/pipecat replaced `pipecat create` with `pipecat init` and kept `create` as a hidden stub
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "pipecat-ai"\n\n[project.scripts]\n'
+                                        'pipecat = "pipecat.cli.main:run"\n',
+                      "src/pipecat/cli/main.py": 'app.command("init")(init_command)\n'
+                                                 'app.command(\n    "create",\n    help=(\n'
+                                                 '        "The create command was removed. Use the init command."\n'
+                                                 '    ),\n    hidden=True,\n)(_removed_create)\n'
+                                                 'app.command("debug", hidden=True)(debug_command)\n'})
+    assert _stale(tmp_path, "pipecat create --name mybot \\") == ["pipecat has no command 'create' any more"]
+    assert _stale(tmp_path, "   pipecat init my-bot") == []
+    assert _stale(tmp_path, "   pipecat debug") == []
+
+
 def test_a_file_moved_to_another_folder_is_flagged_with_where_it_went(tmp_path: Path) -> None:
     _write(tmp_path, {"scripts/build.ts": "", "tools/dev.mts": "", "tools/release.py": ""})
     assert _stale(tmp_path, "- `scripts/release.py` cuts a release.") == [

@@ -1455,11 +1455,71 @@ def _scripts(tree: Tree) -> dict[str, list[str]]:
     return out
 
 
+def _cli_scope(tree: Tree, program: str) -> list[str]:
+    """The folders where ``program`` defines its commands: the folder of its Python entry point's module
+    (``pkg.cli.main:run`` -> ``src/pkg/cli``); [] when none is known (a Node ``bin`` is often a shim that loads
+    the commands from anywhere in its package or its build)."""
+    return sorted({e.rpartition("/")[0] for e in tree.script_entries().get(program, [])
+                   if e in tree.files and e.endswith(".py")})
+
+
+#: what a command kept only to say it is gone carries near its name (``app.command("create", hidden=True,
+#: help="The create command was removed …")``); a hidden command alone still runs
+_TOMBSTONE = re.compile(r"\b(?:was|were|been|is|are|has been)\s+removed\b|\bno longer (?:exists|available|supported)\b"
+                        r"|\bdeprecated\b", re.I)
+
+
+def _tombstones(tree: Tree, folders: list[str], names: set[str]) -> set[str]:
+    """Those of ``names`` that the code under ``folders`` quotes only beside a removal or deprecation mark (within
+    the six lines from the quote: the call that registers the command)."""
+    seen: dict[str, bool] = {}
+    for p in tree.files:
+        if not any(f == "" or p.startswith(f + "/") for f in folders) or _NOT_DEFAULTS.search(p):
+            continue
+        body = tree.text(p) or ""
+        if not any(n in body for n in names):
+            continue
+        lines = body.split("\n")
+        for i, ln in enumerate(lines):
+            for n in _QUOTED.findall(ln):
+                if n in names:
+                    dead = bool(_TOMBSTONE.search("\n".join(lines[i:i + 6])))
+                    seen[n] = seen.get(n, True) and dead
+    return {n for n, dead in seen.items() if dead}
+
+
+def _scoped_names(tree: Tree, folders: list[str]) -> tuple[set[str], set[str]]:
+    """Quoted and defined names, and module stems, of the code under ``folders`` (tests and examples left out)."""
+    quoted: set[str] = set()
+    stems: set[str] = set()
+    for p in tree.files:
+        if not any(f == "" or p.startswith(f + "/") for f in folders) or _NOT_DEFAULTS.search(p):
+            continue
+        name = p.rsplit("/", 1)[-1]
+        stem, _, ext = name.rpartition(".")
+        if ext not in _CODE_EXT:
+            continue
+        stems.add(stem)
+        body = tree.text(p) or ""
+        quoted.update(_QUOTED.findall(body))
+        quoted.update(_DEFINED.findall(body))
+    return quoted, stems
+
+
 def _command_seen(tree: Tree, program: str, sub: str) -> bool | None:
     """Whether the tree defines ``sub`` of the project's program ``program``: a quoted name or a defined function in
-    its sources, or a module or folder named for it; None when its entry point cannot be read (not told)."""
+    its sources, or a module or folder named for it; None when its entry point cannot be read (not told). Where the
+    entry point's module is known, only the code beside it counts (a command is defined in the program's own
+    package: ``"mcp"`` quoted by a service elsewhere in the tree is no ``pipecat mcp``), and a name it registers
+    only to say the command was removed (hidden, "was removed", deprecated) is no command it has."""
     tree.words()
     names = {sub, sub.replace("-", "_")}
+    scope = _cli_scope(tree, program)
+    if scope:
+        quoted, stems = _scoped_names(tree, scope)
+        if names & stems or names & quoted - _tombstones(tree, scope, names & quoted):
+            return True
+        return False if _commands_visible(tree, program) else None
     if names & tree.quoted:
         return True
     if any(n + ".py" in tree.by_name or n + ".ts" in tree.by_name or n + ".js" in tree.by_name for n in names):
