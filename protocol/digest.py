@@ -14,7 +14,8 @@ so a later attempt sends only the windows still unanswered
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import attrs
 from cairn.protocol.codec import record
@@ -34,6 +35,17 @@ class ModelPolicy:
     reasoning: str = "disabled"  # "disabled" | "default"
     timeout_seconds: float = 120.0
     max_payload_bytes: int = 1 << 20  # admission bound on the prepared request
+
+
+def policy_from_config(config: Mapping[str, Any]) -> ModelPolicy:
+    """The policy a workspace's configuration sets for new captures (the embedded engine unless a
+    provider is named)."""
+    provider = str(config.get("provider", "extractive"))
+    if provider == "extractive":
+        return ModelPolicy(provider="extractive")
+    timeout = config.get("timeoutSeconds", 120.0)
+    return ModelPolicy(provider=provider, model=str(config.get("model", "")), endpoint=str(config.get("endpoint", "")),
+                       timeout_seconds=float(timeout) if isinstance(timeout, (int, float)) else 120.0)
 
 
 @attrs.frozen(kw_only=True)

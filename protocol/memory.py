@@ -10,27 +10,12 @@ bytes) live in private bundles, never in public records.
 
 from __future__ import annotations
 
-import enum
-
 import attrs
 from cairn.protocol.codec import optional_key, record
-
-
-class ProposalKind(enum.StrEnum):
-    CREATE = "create"  # new topic file + index entry
-    UPDATE = "update"  # append to / rewrite an existing topic
-    MERGE = "merge"  # fold duplicate topics into one; sources deleted
-    DELETE = "delete"  # remove a topic and/or its index entry (a dangling entry alone)
-    INSTRUCTION = "instruction"  # edit an instruction file (AGENTS.md …)
-    DISPOSITION = "disposition"  # a note judged: a working note removed once consolidated (or nothing written)
-
-
-class ProposalState(enum.StrEnum):
-    PENDING = "pending"
-    STALE = "stale"  # derived, never stored: the before-state no longer matches
-    APPLIED = "applied"
-    REJECTED = "rejected"
-    UNDONE = "undone"
+from cairn.protocol.vocab import (
+    ProposalKind as ProposalKind,  # re-exported: defined with the other vocabularies
+)
+from cairn.protocol.vocab import ProposalState as ProposalState
 
 
 @attrs.frozen(kw_only=True)

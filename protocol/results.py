@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import attrs
 from cairn.protocol import codec
 from cairn.protocol.codec import optional_key, record
-from cairn.protocol.memory import ProposalKind, ProposalState
+from cairn.protocol.vocab import ProposalKind, ProposalState
 
 T = TypeVar("T")
 

@@ -41,3 +41,20 @@ class NoteType(enum.StrEnum):
     FEEDBACK = "feedback"
     PROJECT = "project"
     REFERENCE = "reference"
+
+
+class ProposalKind(enum.StrEnum):
+    CREATE = "create"  # new topic file + index entry
+    UPDATE = "update"  # append to / rewrite an existing topic
+    MERGE = "merge"  # fold duplicate topics into one; sources deleted
+    DELETE = "delete"  # remove a topic and/or its index entry (a dangling entry alone)
+    INSTRUCTION = "instruction"  # edit an instruction file (AGENTS.md …)
+    DISPOSITION = "disposition"  # a note judged: a working note removed once consolidated (or nothing written)
+
+
+class ProposalState(enum.StrEnum):
+    PENDING = "pending"
+    STALE = "stale"  # derived, never stored: the before-state no longer matches
+    APPLIED = "applied"
+    REJECTED = "rejected"
+    UNDONE = "undone"

@@ -31,8 +31,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import secrets
-import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,7 +90,7 @@ class ClaimStore:
         self.rel = rel
         self.clock_offset = clock_offset  # tests only: shifts this store's view of the target clock
         self.lock_wait = lock_wait  # bound on waiting for a scope's lock (then E_CLAIM_BUSY)
-        self.host = socket.gethostname()
+        self.host = os.uname().nodename
         self._root: PinnedDir | None = None
         self._hint: dict[str, int] = {}
         # scope -> (generation, exact outcome bytes) this store settled itself: lets the
@@ -205,7 +203,7 @@ class ClaimStore:
                             deadline=cur.claim.deadline,
                         )
                     expired = OutcomeRecord(
-                        scope=scope, generation=n, kind=OutcomeKind.EXPIRED, nonce=secrets.token_hex(16),
+                        scope=scope, generation=n, kind=OutcomeKind.EXPIRED, nonce=os.urandom(16).hex(),
                         decided=now, claim_nonce=cur.claim.nonce, error=str(ErrorCode.CLAIM_EXPIRED),
                     )
                     ops.append(P.Link(f"{sd}/{n}.outcome", codec.encode(expired)))
@@ -214,7 +212,7 @@ class ClaimStore:
                     ops.append(P.Verify(f"{sd}/{n}.outcome", data=codec.encode(prev_outcome)))
             end = deadline if deadline is not None else now + (ttl if ttl is not None else 120.0)
             rec = ClaimRecord(
-                scope=scope, generation=n + 1, nonce=secrets.token_hex(16), pid=os.getpid(), host=self.host,
+                scope=scope, generation=n + 1, nonce=os.urandom(16).hex(), pid=os.getpid(), host=self.host,
                 purpose=purpose, created=now, deadline=end, authority=authority, inputs=dict(inputs or {}),
             )
             ops.append(P.Link(f"{sd}/{n + 1}.claim", codec.encode(rec)))
@@ -249,7 +247,7 @@ class ClaimStore:
             assert now is not None
             end = deadline if deadline is not None else now + (ttl if ttl is not None else 120.0)
             made.append(ClaimRecord(
-                scope=scope, generation=n + 1, nonce=secrets.token_hex(16), pid=os.getpid(), host=self.host,
+                scope=scope, generation=n + 1, nonce=os.urandom(16).hex(), pid=os.getpid(), host=self.host,
                 purpose=purpose, created=now, deadline=end, authority=authority, inputs=dict(inputs or {}),
             ))
             return codec.encode(made[-1])

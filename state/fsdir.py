@@ -20,14 +20,16 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.state import crash, stateroot
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 TEMP_PREFIX = ".tmp-"
@@ -92,6 +94,7 @@ def fsync_all(fds: list[int], label: str) -> None:
             os.fsync(fd)
         return
     if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # the first time several fsyncs wait together
         _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="cairn-fsync")
     errors = [f.exception() for f in [_pool.submit(os.fsync, fd) for fd in fds]]
     first = next((e for e in errors if e is not None), None)
@@ -307,7 +310,7 @@ class PinnedDir:
         The caller fsyncs the descriptor (:func:`fsync_all`) before linking
         the temp (:meth:`link_staged`), and closes it.
         """
-        tmp = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        tmp = f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
         crash.point("write-temp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
         try:

@@ -30,9 +30,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
 import stat
-import subprocess
 from typing import TYPE_CHECKING
 
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -85,6 +83,7 @@ def _marker_ok(d: PinnedDir, st: os.stat_result) -> bool:
 
 def git_tracked(workspace: str) -> bool | None:
     """Whether git tracks anything under ``workspace/.cairn/state``; None if unknown (no git, no answer)."""
+    import subprocess  # only here: a command that never asks git does not load it (start-up)
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
     try:
         r = subprocess.run(["git", "-C", workspace, "-c", "core.fsmonitor=false", "ls-files", "-z", "--",
@@ -103,7 +102,7 @@ def _base_of(where: str) -> str:
 
 
 def _write_marker(d: PinnedDir, st: os.stat_result, *, replace: bool, adopt: bool) -> None:
-    body = json.dumps({"kind": "cairn-state", "v": 1, "id": secrets.token_hex(16), "ino": st.st_ino},
+    body = json.dumps({"kind": "cairn-state", "v": 1, "id": os.urandom(16).hex(), "ino": st.st_ino},
                       sort_keys=True).encode() + b"\n"
     try:
         if replace:

@@ -90,6 +90,13 @@ def test_every_import_inside_a_function_says_why() -> None:
 
 _LIBRARIES = ("httpx", "mcp", "pydantic", "rich", "watchfiles")  # optional or only for one command or route
 
+#: what an import that reads no transcript keeps out: the readers, the capture path and the records it writes,
+#: the thread pool, the helper process (docs/adr/0022, "Consequences": a re-run with nothing new is start-up)
+_NOTHING_TO_READ = ("cairn.worker.journal.capture", "cairn.worker.journal.import_split", "cairn.worker.ingest.resume",
+                    "cairn.worker.ingest.importers.claude_code", "cairn.worker.ingest.importers.codex",
+                    "cairn.worker.ingest.importers.aider", "cairn.worker.ingest.importers._format",
+                    "cairn.protocol.journal", "cairn.protocol.memory", "concurrent", "subprocess", "logging")
+
 #: path -> (code run in a fresh interpreter, packages and cairn modules it must not have loaded)
 COLD_PATHS = {
     "cairn --help": (
@@ -120,7 +127,7 @@ COLD_PATHS = {
         "assert main(['import', '--all', '-w', sys.argv[1]]) == 0",
         (*_LIBRARIES, "pygls", "trio", "yaml", "asyncio", "ssl", "psutil", "cairn.server.watch",
          "cairn.server.cli.headless",
-         "cairn.worker.journal.digest"),
+         "cairn.worker.journal.digest", *_NOTHING_TO_READ),
     ),
     "language server start": (
         "from cairn.server.lsp.server import build_server\nbuild_server()",
@@ -150,3 +157,34 @@ def test_a_cold_start_loads_none_of_what_it_keeps_out(path: str, tmp_path: Path)
     loaded = json.loads(r.stdout.splitlines()[-1])
     found = sorted(m for m in loaded if any(m == k or m.startswith(k + ".") for k in kept_out))
     assert not found, f"{path} loads what its cold start keeps out (see CONTRIBUTING.md, Cold start): {found}"
+
+
+def test_an_import_that_finds_nothing_new_loads_no_reader_and_no_capture(tmp_path: Path) -> None:
+    """A second ``cairn import --all`` over a home whose sessions were all imported: every file is
+    unchanged (docs/adr/0022), so none is read, and the readers and the capture path are never loaded."""
+    home = tmp_path / "home"
+    claude = home / ".claude" / "projects" / "-work"
+    claude.mkdir(parents=True)
+    real = REPO / "tests" / "fixtures" / "transcripts" / "claude-code" / "speakfree-ide-context.jsonl"
+    (claude / "7d48b15d-e2d0-4b94-a40b-621ba5e8485f.jsonl").write_bytes(real.read_bytes())
+    rollouts = sorted((REPO / "tests" / "fixtures" / "transcripts" / "codex").glob("rollout-*.jsonl"))
+    day = home / ".codex" / "sessions" / "2025" / "07" / "14"
+    day.mkdir(parents=True)
+    (day / rollouts[0].name).write_bytes(rollouts[0].read_bytes())
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = ("import json, os, sys\nos.environ.update(HOME=sys.argv[1], XDG_CONFIG_HOME=sys.argv[1] + '/c', "
+              "XDG_DATA_HOME=sys.argv[1] + '/d')\nfrom cairn.server.cli.app import main\n"
+              "code = main(['import', '--all', '--every-workspace', '--json', '-w', sys.argv[2]])\n"
+              "print(json.dumps([code, sorted(sys.modules)]))")
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([PYTHON, "-c", script, str(home), str(ws)], capture_output=True, text=True, cwd=tmp_path,
+                           env=child_env(CAIRN_TEST_JOBS="1"), timeout=120)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout.splitlines()[-1]))
+    (first_code, first), (code, loaded) = runs
+    assert first_code == code == 0
+    assert "cairn.worker.journal.capture" in first, "the first import captured nothing: the fixture is not read"
+    found = sorted(m for m in loaded if any(m == k or m.startswith(k + ".") for k in _NOTHING_TO_READ))
+    assert not found, f"an import with nothing new loads what only a read needs: {found}"

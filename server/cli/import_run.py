@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from cairn.protocol.digest import policy_from_config
 from cairn.protocol.knobs import env_int
 from cairn.protocol.text import printable
-from cairn.worker.journal.capture import policy_from_config
 from cairn.worker.journal.imports import idle_seconds, import_paths
 from cairn.worker.journal.store import Journal
 

@@ -116,9 +116,9 @@ def import_all(ns: argparse.Namespace, *, show_bar: bool, ended: bool = False) -
     boundary, a helper process for many sources); ``failed`` lists the stores and sources that failed.
     A session file quiet for the idle period is sealed (its last turn captured even with no end signal);
     with ``ended``, every one is."""
+    from cairn.protocol.digest import policy_from_config
     from cairn.server.cli.import_run import PROCESSES, foreground
     from cairn.worker.jobs.importing import import_all as run
-    from cairn.worker.journal.capture import policy_from_config
     from cairn.worker.journal.imports import idle_seconds
     from cairn.worker.journal.store import Journal
 

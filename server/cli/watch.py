@@ -116,8 +116,8 @@ def cmd_watch(ns: argparse.Namespace) -> int:
 
 
 def _once(ns: argparse.Namespace, ws: str, config: dict[str, Any]) -> int:
+    from cairn.protocol.digest import policy_from_config
     from cairn.worker.jobs.watch import Watcher
-    from cairn.worker.journal.capture import policy_from_config
     from cairn.worker.journal.store import Journal
 
     watcher = Watcher(os.path.expanduser("~"), os.environ, ws, policy_from_config(config),

@@ -66,7 +66,14 @@ def test_path_hints_name_formats_of_one_shape():
         "roo-code": PathHint(folders=("rooveterinaryinc.roo-cline",), over=("cline",)),
         "qwen-code": PathHint(folders=(".qwen",), over=("gemini-cli",)),
     }
-    assert roots.EXTENSIONS == {"cline": "saoudrizwan.claude-dev", "roo-code": "rooveterinaryinc.roo-cline"}
+    assert roots.EXTENSIONS == {name: hints[name].folders[0] for name in ("cline", "roo-code")}
+    from cairn.worker.ingest.importers import aider, claude_code, codex
+    from cairn.worker.ingest.importers._sqlite import MAGIC
+    from cairn.worker.ingest.resume import RESUMABLE
+    from cairn.worker.journal import sources
+    assert roots.AIDER_FILE == aider.FILE_NAME  # discovery names it without importing the reader
+    assert sources.RESUMABLE == RESUMABLE == {claude_code.NAME, codex.NAME}
+    assert MAGIC.startswith(b"SQLite format 3")
 
 
 def test_a_format_record_refuses_an_incomplete_description():

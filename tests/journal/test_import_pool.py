@@ -203,7 +203,7 @@ def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_bo
     from cairn.worker.journal.store import Journal
 
     first, second = _files(tmp_path, 2, 9)
-    monkeypatch.setattr(importers, "STREAMED", ())  # sessions in memory: nothing else would end the file early
+    monkeypatch.setattr(importers._registry(), "streamed", ())  # sessions in memory: nothing else ends the file early
     monkeypatch.setattr(C, "BATCH_TURNS", 2)
     waiting = threading.Event()
 
@@ -231,7 +231,7 @@ def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_bo
         real(j, claim, session, *args, **kw)
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    monkeypatch.setattr(I, "ThreadPoolExecutor", Pool)
+    monkeypatch.setattr(I, "_thread_pool", lambda n: Pool(max_workers=n, thread_name_prefix="cairn-import"))
     monkeypatch.setattr(C, "_write_batch", interrupt_once)
     try:
         with Journal(str(workspace)) as j, pytest.raises(KeyboardInterrupt):

@@ -300,7 +300,8 @@ def test_unchanged_files_start_no_helper_process(workspace: Path, tmp_path: Path
     def no_helper(*args: Any, **kw: Any) -> Any:
         raise AssertionError("a helper process for files that need no reading")
 
-    monkeypatch.setattr(I, "Helper", no_helper)
+    from cairn.worker.journal import import_split
+    monkeypatch.setattr(import_split, "Helper", no_helper)
     r = run(workspace, *srcs, processes=2)
     assert (r.captured, r.skipped, r.files) == (1, 80, 40)
 

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.digest import policy_from_config as policy_from_config  # its old home: re-exported
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import (
     CaptureBatch,
@@ -70,15 +70,6 @@ AnySession = Session | StreamedSession
 Progress = Callable[[int], None]
 #: stop() -> True: stop at the next batch boundary
 Stop = Callable[[], bool]
-
-
-def policy_from_config(config: dict[str, Any]) -> ModelPolicy:
-    provider = str(config.get("provider", "extractive"))
-    if provider == "extractive":
-        return ModelPolicy(provider="extractive")
-    timeout = config.get("timeoutSeconds", 120.0)
-    return ModelPolicy(provider=provider, model=str(config.get("model", "")), endpoint=str(config.get("endpoint", "")),
-                       timeout_seconds=float(timeout) if isinstance(timeout, (int, float)) else 120.0)
 
 
 def _session_record_path(sid: str) -> str:

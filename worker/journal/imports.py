@@ -33,6 +33,13 @@ watcher and an import already run side by side). The pool only adds:
 
 ``CAIRN_IMPORT_WORKERS=1`` captures one file after another (the order of
 mutating operations is then deterministic, which some crash tests want).
+
+Imports inside functions: the capture path (:mod:`.capture` and the records
+it writes), the helper process (:mod:`.import_split`) and the thread pool are
+imported where first needed. An import whose files are all unchanged
+(docs/adr/0022) loads none of them: a re-run with nothing new is mostly the
+interpreter's start-up, about 45 ms less of it without them (``python -X
+importtime``; ``tests/test_imports.py`` holds it).
 """
 
 from __future__ import annotations
@@ -43,12 +50,11 @@ import math
 import os
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cairn.protocol import codec
-from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.digest import ModelPolicy, policy_from_config
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.knobs import env_int
 from cairn.protocol.results import (
@@ -67,17 +73,13 @@ from cairn.protocol.vocab import Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.ingest import importers
 from cairn.worker.ingest.importers._jsonl import StreamedSession
-from cairn.worker.journal.capture import (
-    AnySession,
-    Stop,
-    capture_session,
-    open_sessions,
-    policy_from_config,
-    seal_session,
-)
-from cairn.worker.journal.import_split import SIBLING_WAIT, Helper, helper_share
 from cairn.worker.journal.sources import Manifest, helper_tail
 from cairn.worker.journal.store import Journal
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from cairn.worker.journal.capture import AnySession, Stop
 
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
 WORKERS = env_int("CAIRN_IMPORT_WORKERS", 8)
@@ -113,7 +115,7 @@ class _File:
         self.malformed = malformed
         self.fmt, self.pending, self.sealed = fmt, pending, sealed
         self.ids = {s.session_id for s in sessions}
-        self.future: Future[list[CaptureResult]] | None = None
+        self.future: Future[list[CaptureResult]] | _Done | None = None
         self.abort = threading.Event()  # an error in a file given before it: stop at a batch boundary
 
     def tally(self, results: list[CaptureResult]) -> ImportTally:
@@ -126,6 +128,33 @@ class _File:
                            pending=self.pending, empty=int(not seen and not self.pending),
                            formats=(self.fmt,) if self.fmt else (),
                            sealed_ids=tuple(s.session_id for s, _ in seen) if self.sealed else ())
+
+
+def _thread_pool(n: int) -> ThreadPoolExecutor:
+    """The threads capturing up to ``n`` files at once."""
+    from concurrent.futures import ThreadPoolExecutor  # only when several files are read at once
+    return ThreadPoolExecutor(max_workers=n, thread_name_prefix="cairn-import")
+
+
+class _Done:
+    """A file's task run in the calling thread: its result or its error, read as a :class:`Future`'s
+    (``result``, ``exception``) without a thread pool."""
+
+    def __init__(self, task: Callable[[_File], list[CaptureResult]], f: _File) -> None:
+        self._value: list[CaptureResult] = []
+        self._error: BaseException | None = None
+        try:
+            self._value = task(f)
+        except BaseException as exc:  # given back by ``result``, as a Future does
+            self._error = exc
+
+    def result(self) -> list[CaptureResult]:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def exception(self) -> BaseException | None:
+        return self._error
 
 
 def _is_sealed(path: str, sealed_before: float | None) -> bool:
@@ -194,7 +223,12 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     """
     manifest = Manifest(j, follow_symlinks=follow_symlinks)  # what earlier imports saw: docs/adr/0022
     changed = manifest.survey(items, sealed_before)  # unchanged files are neither read nor split off
-    k = helper_tail(changed, helper_share(sum(changed), processes))
+    k = 0
+    if any(changed) and processes > 1:
+        from cairn.worker.journal.import_split import helper_share
+        k = helper_tail(changed, helper_share(sum(changed), processes))
+    if sibling or k:
+        from cairn.worker.journal.import_split import SIBLING_WAIT
     busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
     if not k:
         return _Import(j, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
@@ -219,6 +253,7 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
             helper[0].stop()
         return asked
 
+    from cairn.worker.journal.import_split import Helper
     mine, theirs = items[:-k], items[-k:]
     helper.append(Helper(j.workspace, theirs, policy, follow_symlinks=follow_symlinks, tolerant=tolerant,
                          on_progress=report, sealed_before=sealed_before))
@@ -272,7 +307,10 @@ class _Import:
         def halted() -> bool:
             return f.abort.is_set() or (self.stop is not None and self.stop())
 
-        results = []
+        results: list[CaptureResult] = []
+        if not f.sessions:
+            return results  # an unchanged file (docs/adr/0022): nothing to capture, nothing to load
+        from cairn.worker.journal.capture import capture_session
         for s in f.sessions:
             r = capture_session(self.j, s, source=f"import:{s.source_format}", policy=self.policy,
                                 progress=self.tick, stop=halted, busy_wait=self.busy_wait)
@@ -362,10 +400,11 @@ class _Import:
                      pending=pending, sealed=sealed)
 
     def run(self, items: list[Item]) -> ImportTally:
-        n_workers = max(1, min(self.workers or WORKERS, len(items)))  # one file: no thread to start
+        to_read = sum(not self.manifest.unchanged(i) for i in range(len(items)))
+        n_workers = max(1, min(self.workers or WORKERS, to_read))  # one file to read: no thread to start
         self.j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
         inflight = self.inflight
-        pool = ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cairn-import") if n_workers > 1 else None
+        pool = _thread_pool(n_workers) if n_workers > 1 else None
         try:
             for index, item in enumerate(items):
                 if self.tally.interrupted or (self.stop is not None and self.stop()):
@@ -383,14 +422,11 @@ class _Import:
                 except BaseException:
                     f.ctx.close()
                     raise
-                if pool is None:
-                    f.future = Future()
+                if pool is None or not f.sessions:  # no pool, or nothing to capture (an unchanged file)
+                    f.future = _Done(self.run_file, f)  # run now, in this thread
                     inflight.append(f)
-                    try:
-                        f.future.set_result(self.run_file(f))
-                    except BaseException as exc:
-                        f.future.set_exception(exc)
-                    self.settle(inflight.popleft())
+                    if pool is None:
+                        self.settle(inflight.popleft())  # the only file in flight
                 else:
                     f.future = pool.submit(self.run_file, f)
                     inflight.append(f)
@@ -497,6 +533,7 @@ def job_seal_idle(req: WorkerRequest) -> SealIdleResult:
         paths = [p if os.path.isabs(p) else os.path.join(req.workspace, p) for p in args.paths]
         quiet = [p for p in paths if _is_sealed(p, cutoff)]
         ended = set(_tolerant(j, quiet, "auto", policy_from_config(req.config), cutoff).sealed_ids) if quiet else set()
+        from cairn.worker.journal.capture import open_sessions, seal_session
         sealed = [c for c in (seal_session(j, s, Trigger.IDLE, quiet_before=None if s in ended else cutoff)
                               for s in sorted(set(open_sessions(j)))) if c]
     return SealIdleResult(sealed=len(sealed), captures=tuple(sealed))

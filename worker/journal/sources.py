@@ -43,11 +43,11 @@ import stat as statmod
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.journal import CaptureBatch
 from cairn.protocol.results import CaptureResult, ImportTally, MalformedLine
 from cairn.protocol.sources import FileMark, KeptLine, KeptSegment, ResumePoint, RolloutState, SourceEntry
 from cairn.protocol.transcript import Session
@@ -55,12 +55,14 @@ from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
 from cairn.state.fsdir import PinnedDir
-from cairn.worker.ingest import importers, resume
+from cairn.worker.ingest import importers
+from cairn.worker.ingest.importers._common import SQLITE_MAGIC as MAGIC
 from cairn.worker.ingest.importers._common import open_source
 from cairn.worker.ingest.importers._jsonl import StreamedSession
-from cairn.worker.ingest.importers._sqlite import MAGIC
-from cairn.worker.journal.batches import parse_batch_name
 from cairn.worker.journal.store import CAPTURES, SEGMENTS, SESSIONS, J, Journal, capture_id, session_dir
+
+if TYPE_CHECKING:
+    from cairn.worker.ingest import resume
 
 SOURCES = f"{J}/sources"
 #: the claim scope that fences manifest writes
@@ -73,6 +75,9 @@ TAIL = 4096
 REWRITE = 1 << 20
 #: seconds a run waits for another run's manifest write before leaving its own entries unwritten
 WAIT = 10.0
+#: the formats :mod:`..ingest.resume` reads from a cut (its ``RESUMABLE``; named here so that looking at
+#: a file imports no reader: the readers are imported when a file is read)
+RESUMABLE = frozenset({"claude-code", "codex"})
 
 Item = tuple[str, str, frozenset[str] | None]
 
@@ -94,7 +99,7 @@ def reader_fingerprint() -> str:
         h = hashlib.sha256()
         folder = Path(importers.__file__).parent
         files = sorted(p for p in os.listdir(folder) if p.endswith(".py"))
-        for name, where in [*((n, folder / n) for n in files), ("resume.py", Path(resume.__file__))]:
+        for name, where in [*((n, folder / n) for n in files), ("resume.py", folder.parent / "resume.py")]:
             st = os.stat(where)
             h.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         _READER = h.hexdigest()[:16]
@@ -291,6 +296,7 @@ class Manifest:
             reader.close()
 
     def _resume(self, look: Look) -> importers.Opened | None:
+        from cairn.worker.ingest import resume  # a reader, imported when a file is read (RESUMABLE)
         assert look.old is not None and look.old.resume is not None and look.mark is not None
         point = look.old.resume
         try:
@@ -320,7 +326,7 @@ class Manifest:
     def _whole(self, look: Look | None, p: str, fmt: str) -> importers.Opened | None:
         """A whole read through a :class:`resume.Reader` when the file is of a resumable format (else None:
         the importers read it)."""
-        if look is None or fmt not in ("auto", *resume.RESUMABLE):
+        if look is None or fmt not in ("auto", *RESUMABLE):
             return None
         try:
             fd, _ = open_source(Path(p), follow_symlinks=self.follow_symlinks)
@@ -334,9 +340,10 @@ class Manifest:
                 found = ""
         except OSError:
             found = ""
-        if found not in resume.RESUMABLE or fmt not in ("auto", found):
+        if found not in RESUMABLE or fmt not in ("auto", found):
             os.close(fd)
             return None
+        from cairn.worker.ingest import resume  # a reader, imported when a file is read (RESUMABLE)
         reader = resume.reader(found, Path(p), fd)
         try:
             sessions: Sequence[Session | StreamedSession] = (
@@ -434,6 +441,8 @@ class Manifest:
 
     def _with_segments(self, entries: dict[str, SourceEntry]) -> dict[str, SourceEntry]:
         """``entries`` with the segments of their sessions' unretired captures, as they are on disk now."""
+        from cairn.protocol.journal import CaptureBatch  # written after a capture: a look needs neither
+        from cairn.worker.journal.batches import parse_batch_name
         sids = sorted({s for e in entries.values() for s in e.sessions})
         sdirs = self.j.list_many([f"{SESSIONS}/{session_dir(s)}" for s in sids])
         cids: dict[str, list[str]] = {}
@@ -476,8 +485,8 @@ class Manifest:
 def _resumable(old: SourceEntry) -> bool:
     """Whether the entry holds what a read resumed at its cut needs (a Codex rollout's reader state too: an
     entry written before it was kept is read whole)."""
-    return old.resume is not None and old.format in resume.RESUMABLE and (
-        old.format != importers.codex.NAME or old.rollout is not None)
+    return old.resume is not None and old.format in RESUMABLE and (
+        old.format != "codex" or old.rollout is not None)
 
 
 def _newer(a: SourceEntry, b: SourceEntry) -> bool:

@@ -37,56 +37,58 @@ Contract shared by all importers:
 - They import only :mod:`protocol` (and each other's ``_common``): no
   storage, no claims, nothing of the journal they feed.
 
-Adding a format: a module here declaring ``FORMAT``, imported below with its
-steps in :data:`DETECTION_ORDER`; its section in ``docs/formats.md``; its
-stores in :mod:`..sources.roots` when discovery should find it.
+Adding a format: a module here declaring ``FORMAT``, named with its steps in
+``_ORDER`` (the modules are imported the first time a table is used, so that
+a command reading no transcript loads none of them) and its name in
+:data:`FORMATS`; its section in ``docs/formats.md``; its stores in
+:mod:`..sources.roots` when discovery should find it.
 ``tests/importers/test_formats_registry.py`` checks that these agree.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 import pathlib
 import re
 import stat
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session
 
-from . import (
-    _jsonl,
-    _sqlite,
-    aider,
-    cctrace,
-    claude_code,
-    claude_code_export,
-    claude_export,
-    cline,
-    codex,
-    continue_dev,
-    copilot_cli,
-    cursor,
-    cursor_export,
-    cursor_transcript,
-    gemini_cli,
-    goose,
-    gptel_md,
-    gptel_org,
-    opencode,
-    opencode_export,
-    qwen_code,
-    roo_code,
-    specstory,
-    vscode_copilot,
-)
-from ._common import drop_deep_lines, malformed, open_source
-from ._format import Format, Kind
-from ._jsonl import StreamedSession
+from ._common import SQLITE_MAGIC, drop_deep_lines, malformed, open_source
+from ._jsonl import JsonlFile, StreamedSession
+
+if TYPE_CHECKING:  # the format modules, for type checkers: at run time ``__getattr__`` imports them
+    from . import aider as aider
+    from . import cctrace as cctrace
+    from . import claude_code as claude_code
+    from . import claude_code_export as claude_code_export
+    from . import claude_export as claude_export
+    from . import cline as cline
+    from . import codex as codex
+    from . import continue_dev as continue_dev
+    from . import copilot_cli as copilot_cli
+    from . import cursor as cursor
+    from . import cursor_export as cursor_export
+    from . import cursor_transcript as cursor_transcript
+    from . import gemini_cli as gemini_cli
+    from . import goose as goose
+    from . import gptel_md as gptel_md
+    from . import gptel_org as gptel_org
+    from . import opencode as opencode
+    from . import opencode_export as opencode_export
+    from . import qwen_code as qwen_code
+    from . import roo_code as roo_code
+    from . import specstory as specstory
+    from . import vscode_copilot as vscode_copilot
+    from ._format import Format, Kind
 
 #: How a file's format is found: the first step whose test holds names it. A step asks one format's
 #: ``sniff_<kind>`` test (see :class:`._format.Format`) and applies only to a head it can judge:
@@ -96,103 +98,142 @@ from ._jsonl import StreamedSession
 #: comment says why the first is asked first; the other steps exclude each other on every file
 #: known (their order only settles files made of two formats at once). The answer then goes through
 #: the formats' ``path_hint`` (tools that write one shape, told apart by where it lives).
-DETECTION_ORDER: tuple[tuple[Format, Kind], ...] = (
+#:
+#: Each step names its importer module: the modules are imported the first time a table is needed
+#: (a file to detect or read), not when this package is, so a command that reads no transcript (an
+#: import that finds nothing new, an empty home) does not build them (``tests/test_imports.py``).
+#: :data:`DETECTION_ORDER` is this order with each module's ``FORMAT`` record.
+_ORDER: tuple[tuple[str, Kind], ...] = (
     # A SQLite database, by its tables.
-    (opencode.FORMAT, "db"),  # session, message and part
-    (goose.FORMAT, "db"),  # sessions, and messages with content_json
-    (cursor.FORMAT, "db"),  # last: the loosest test (a key-value table, or an ItemTable holding a chat key)
+    ("opencode", "db"),  # session, message and part
+    ("goose", "db"),  # sessions, and messages with content_json
+    ("cursor", "db"),  # last: the loosest test (a key-value table, or an ItemTable holding a chat key)
     # A JSON array: a task history (Roo Code's markers decide between the two).
-    (cline.FORMAT, "array"),  # before roo-code: for a path naming both extensions' folders, Cline's wins
-    (roo_code.FORMAT, "array"),
+    ("cline", "array"),  # before roo-code: for a path naming both extensions' folders, Cline's wins
+    ("roo_code", "array"),
     # A JSON object, by its first record (a JSON-lines record, or a whole document on one line).
-    (vscode_copilot.FORMAT, "record"),  # a whole chat on one line: its requests list (a session file has a sessionId)
-    (copilot_cli.FORMAT, "record"),
-    (gemini_cli.FORMAT, "record"),  # before claude-code: a chat's metadata line has a sessionId
+    ("vscode_copilot", "record"),  # a whole chat on one line: its requests list (a session file has a sessionId)
+    ("copilot_cli", "record"),
+    ("gemini_cli", "record"),  # before claude-code: a chat's metadata line has a sessionId
     # before claude-code: its records have Claude Code's keys (a chat whose first record has no
     # message is told by the Gemini-style messages further on in its head)
-    (qwen_code.FORMAT, "record"),
-    (goose.FORMAT, "record"),
-    (codex.FORMAT, "record"),
-    (continue_dev.FORMAT, "record"),
-    (cursor_transcript.FORMAT, "record"),  # a message {role, message} with none of Claude Code's keys, or a turn marker
-    (claude_code.FORMAT, "record"),  # last: any record with a sessionId or parentUuid, or a user/assistant/system type
+    ("qwen_code", "record"),
+    ("goose", "record"),
+    ("codex", "record"),
+    ("continue_dev", "record"),
+    ("cursor_transcript", "record"),  # a message {role, message} with none of Claude Code's keys, or a turn marker
+    ("claude_code", "record"),  # last: any record with a sessionId or parentUuid, or a user/assistant/system type
     # A JSON object whose first record told nothing (a document over several lines, a first line cut
     # short by the head): keys in the head.
     # the whole documents first: their messages carry what the fallbacks below look for ("type": "user", sessionId)
-    (vscode_copilot.FORMAT, "json"),  # its requests' results carry a sessionId further on
-    (continue_dev.FORMAT, "json"),
-    (gemini_cli.FORMAT, "json"),
-    (cline.FORMAT, "json"),
+    ("vscode_copilot", "json"),  # its requests' results carry a sessionId further on
+    ("continue_dev", "json"),
+    ("gemini_cli", "json"),
+    ("cline", "json"),
     # the fallbacks for a first line cut short by the head: Copilot's and Codex's record types before
     # Claude Code's keys, which Copilot's events carry (sessionId)
-    (copilot_cli.FORMAT, "json"),
-    (codex.FORMAT, "json"),
-    (cursor_transcript.FORMAT, "json"),  # its first line opens with {"role": …, "message": {"content":
-    (claude_code.FORMAT, "json"),
+    ("copilot_cli", "json"),
+    ("codex", "json"),
+    ("cursor_transcript", "json"),  # its first line opens with {"role": …, "message": {"content":
+    ("claude_code", "json"),
     # Any other file: the marks a tool writes, and the shape of the text.
-    (claude_export.FORMAT, "mark"),  # its title opens the file
-    (cctrace.FORMAT, "mark"),  # its title opens the file
+    ("claude_export", "mark"),  # its title opens the file
+    ("cctrace", "mark"),  # its title opens the file
     # before the formats found by a marker anywhere: their header opens the file, and a chat may quote the others
-    (cursor_export.FORMAT, "mark"),  # "Exported on … from Cursor (…)" under the title
-    (opencode_export.FORMAT, "mark"),  # title, then "**Session ID:**" and "**Created:**"
-    (claude_code_export.FORMAT, "text"),  # before the formats found by a marker anywhere: a session may quote them
-    (specstory.FORMAT, "mark"),  # SpecStory's comment, before aider's header, which a SpecStory session may quote
-    (aider.FORMAT, "mark"),  # before SpecStory's role lines, which an aider chat may quote
-    (specstory.FORMAT, "text"),
-    (gptel_org.FORMAT, "mark"),  # a property line anywhere in the head: after the formats that name themselves
-    (gptel_md.FORMAT, "tail"),  # last: the only step that reads the end of the file
+    ("cursor_export", "mark"),  # "Exported on … from Cursor (…)" under the title
+    ("opencode_export", "mark"),  # title, then "**Session ID:**" and "**Created:**"
+    ("claude_code_export", "text"),  # before the formats found by a marker anywhere: a session may quote them
+    ("specstory", "mark"),  # SpecStory's comment, before aider's header, which a SpecStory session may quote
+    ("aider", "mark"),  # before SpecStory's role lines, which an aider chat may quote
+    ("specstory", "text"),
+    ("gptel_org", "mark"),  # a property line anywhere in the head: after the formats that name themselves
+    ("gptel_md", "tail"),  # last: the only step that reads the end of the file
 )
 
-#: every format's record by name, in the order of its first detection step
-RECORDS: dict[str, Format] = {fmt.name: fmt for fmt, _ in DETECTION_ORDER}
-
-FORMATS: tuple[str, ...] = tuple(sorted(RECORDS))
+#: every format's name, sorted (the records' names: ``tests/importers/test_formats_registry.py``);
+#: known without importing a format module (the commands' ``--format`` choices)
+FORMATS: tuple[str, ...] = (
+    "aider", "cctrace", "claude-code", "claude-code-export", "claude-export", "cline", "codex", "continue",
+    "copilot-cli", "cursor", "cursor-export", "cursor-transcript", "gemini-cli", "goose", "gptel-md", "gptel-org",
+    "opencode", "opencode-export", "qwen-code", "roo-code", "specstory", "vscode-copilot",
+)
 
 MAX_BYTES = 64 << 20  # larger files are refused, not truncated
 HEAD_BYTES = 64 << 10
 TAIL_BYTES = 8 << 10
 MAX_TAIL_BYTES = 4 << 20
 
-_SORTED = [RECORDS[name] for name in FORMATS]
-
-#: formats read from their text (JSON lines included)
-PARSERS: dict[str, Callable[..., list[Session]]] = {f.name: f.parse for f in _SORTED if f.parse is not None}
-
-#: formats kept in a SQLite database: read through the file, never as text
-DB_PARSERS: dict[str, Callable[[pathlib.Path], list[Session]]] = {
-    f.name: f.parse_path for f in _SORTED if f.parse_path is not None
-}
-
-JSONL_FORMATS = frozenset(f.name for f in _SORTED if f.jsonl)  # one JSON record per line
-
-#: formats whose ``.jsonl`` session files the live watchers follow in their home stores (``Format.follows``)
-LIVE_FORMATS = frozenset(f.name for f in _SORTED if f.follows)
-
-#: formats read record by record (no whole-file read, no file-size limit; a single line is bounded)
-STREAMED: tuple[str, ...] = tuple(f.name for f in _SORTED if f.stream is not None)
+_MODULES = frozenset(module for module, _ in _ORDER)
 
 
-def _steps() -> tuple[tuple[str, Kind, Callable[..., bool]], ...]:
-    out = []
-    for fmt, kind in DETECTION_ORDER:
-        test = fmt.sniff(kind)
-        if test is None:
-            raise ValueError(f"DETECTION_ORDER asks {fmt.name} for a {kind} test it does not have")
-        out.append((fmt.name, kind, test))
-    return tuple(out)
+class _Registry:
+    """The tables derived from the format records, built once (:func:`_registry`)."""
+
+    def __init__(self) -> None:
+        order: tuple[tuple[Format, Kind], ...] = tuple(
+            (importlib.import_module(f"{__name__}.{module}").FORMAT, kind) for module, kind in _ORDER)
+        self.order = order
+        #: every format's record by name, in the order of its first detection step
+        self.records: dict[str, Format] = {fmt.name: fmt for fmt, _ in order}
+        ranked = [self.records[name] for name in sorted(self.records)]
+        #: formats read from their text (JSON lines included)
+        self.parsers: dict[str, Callable[..., list[Session]]] = {f.name: f.parse for f in ranked if f.parse is not None}
+        #: formats kept in a SQLite database: read through the file, never as text
+        self.db_parsers: dict[str, Callable[[pathlib.Path], list[Session]]] = {
+            f.name: f.parse_path for f in ranked if f.parse_path is not None}
+        self.jsonl = frozenset(f.name for f in ranked if f.jsonl)  # one JSON record per line
+        #: formats whose ``.jsonl`` session files the live watchers follow in their home stores (``Format.follows``)
+        self.live = frozenset(f.name for f in ranked if f.follows)
+        #: formats read record by record (no whole-file read, no file-size limit; a single line is bounded)
+        self.streamed: tuple[str, ...] = tuple(f.name for f in ranked if f.stream is not None)
+        steps = []
+        for fmt, kind in order:
+            test = fmt.sniff(kind)
+            if test is None:
+                raise ValueError(f"DETECTION_ORDER asks {fmt.name} for a {kind} test it does not have")
+            steps.append((fmt.name, kind, test))
+        self.steps: tuple[tuple[str, Kind, Callable[..., bool]], ...] = tuple(steps)
 
 
-_STEPS = _steps()
+@functools.cache
+def _registry() -> _Registry:
+    return _Registry()
+
+
+#: the tables this package exports, built on first use (PEP 562 ``__getattr__`` below)
+_TABLES = {"DETECTION_ORDER": "order", "RECORDS": "records", "PARSERS": "parsers", "DB_PARSERS": "db_parsers",
+           "JSONL_FORMATS": "jsonl", "LIVE_FORMATS": "live", "STREAMED": "streamed"}
+
+if TYPE_CHECKING:
+    DETECTION_ORDER: tuple[tuple[Format, Kind], ...]
+    RECORDS: dict[str, Format]
+    PARSERS: dict[str, Callable[..., list[Session]]]
+    DB_PARSERS: dict[str, Callable[[pathlib.Path], list[Session]]]
+    JSONL_FORMATS: frozenset[str]
+    LIVE_FORMATS: frozenset[str]
+    STREAMED: tuple[str, ...]
+
+
+def __getattr__(name: str) -> Any:
+    """The derived tables, a format module (``importers.codex``) and the record classes, loaded on first use."""
+    if name in _TABLES:
+        return getattr(_registry(), _TABLES[name])
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in ("Format", "Kind"):
+        from . import _format  # the record class, with the modules that declare records (_ORDER)
+        return getattr(_format, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _sniff(path: pathlib.Path, head: bytes, *, follow_symlinks: bool = True) -> str:
-    if head.startswith(_sqlite.MAGIC):
+    if head.startswith(SQLITE_MAGIC):
         return _sniff_db(path)
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
     lead = text.lstrip()
     record = _first_record(lead) if lead.startswith("{") else None
     tail: str | None = None
-    for name, kind, test in _STEPS:
+    for name, kind, test in _registry().steps:
         if kind == "db":
             continue
         if kind == "array":
@@ -245,7 +286,7 @@ def _holds(fmt: str, path: pathlib.Path, head: bytes) -> bool:
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
     lead = text.lstrip()
     record = _first_record(lead) if lead.startswith("{") else None
-    for name, kind, test in _STEPS:
+    for name, kind, test in _registry().steps:
         if name != fmt or kind == "db":
             continue
         if kind == "array":
@@ -274,7 +315,8 @@ def wrong_format(path: pathlib.Path, fmt: str, *, follow_symlinks: bool = True,
         head = _head(path, follow_symlinks=follow_symlinks)
     except CairnError:
         return None
-    if fmt in DB_PARSERS and fmt not in PARSERS or _holds(fmt, path, head):
+    reg = _registry()
+    if fmt in reg.db_parsers and fmt not in reg.parsers or _holds(fmt, path, head):
         return None
     lead = _lead(head)
     if _PROMPT_LOG.match(lead):
@@ -285,7 +327,7 @@ def wrong_format(path: pathlib.Path, fmt: str, *, follow_symlinks: bool = True,
         found = None
     if found is not None and found != fmt:
         why = f"it reads as {found}"
-    elif fmt in JSONL_FORMATS and _one_document(lead):
+    elif fmt in reg.jsonl and _one_document(lead):
         why = f"it is one JSON document, not the JSON lines {fmt} writes (one record per line)"
     elif known_only:
         return None
@@ -308,7 +350,7 @@ def _path_hint(path: pathlib.Path, name: str) -> str:
     """Tools that share a shape are told apart by where their files live: the first format (in
     detection order) whose hint covers ``name`` and names a folder of ``path``."""
     parts = set(path.parts)
-    for fmt in RECORDS.values():
+    for fmt in _registry().records.values():
         hint = fmt.path_hint
         if hint is not None and (fmt.name == name or name in hint.over) and not parts.isdisjoint(hint.folders):
             return fmt.name
@@ -316,9 +358,10 @@ def _path_hint(path: pathlib.Path, name: str) -> str:
 
 
 def _sniff_db(path: pathlib.Path) -> str:
+    from . import _sqlite  # sqlite3, only for a file that opens as a database
     with _sqlite.open_ro(path) as con:
         names = _sqlite.tables(con)
-        for name, kind, test in _STEPS:
+        for name, kind, test in _registry().steps:
             if kind == "db" and test(names, con):
                 return name
     raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: a database cairn does not know", path=str(path))
@@ -414,7 +457,7 @@ def _is_db(path: pathlib.Path, *, follow_symlinks: bool) -> bool:
             raise
         return False  # _sqlite or the reader below says why
     try:
-        return os.pread(fd, len(_sqlite.MAGIC), 0) == _sqlite.MAGIC
+        return os.pread(fd, len(SQLITE_MAGIC), 0) == SQLITE_MAGIC
     except OSError:
         return False
     finally:
@@ -462,28 +505,29 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     format the file was read as.
     """
     path = pathlib.Path(path)
-    if fmt != "auto" and fmt not in PARSERS and fmt not in DB_PARSERS:
+    reg = _registry()
+    if fmt != "auto" and fmt not in reg.parsers and fmt not in reg.db_parsers:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"unknown transcript format {fmt[:40]!r}", format=fmt[:40])
     if os.path.islink(path):
         if not follow_symlinks:
             raise CairnError(ErrorCode.PATH_SYMLINK, f"{path.name}: a symlink, not read", path=str(path))
         path = pathlib.Path(os.path.realpath(path))  # a path the user named: a database is read where it is
-    if (fmt == "auto" or fmt in DB_PARSERS) and os.path.isfile(path) and _is_db(path, follow_symlinks=follow_symlinks):
+    if (fmt == "auto" or fmt in reg.db_parsers) and os.path.isfile(path) and _is_db(path, follow_symlinks=follow_symlinks):
         db = pathlib.Path(os.path.realpath(path)) if follow_symlinks else path  # _sqlite walks it without links
         found = _sniff_db(db)
         if fmt not in ("auto", found):
             raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
-        yield Opened(list(DB_PARSERS[found](db)), (), found)
+        yield Opened(list(reg.db_parsers[found](db)), (), found)
         return
-    if fmt in DB_PARSERS and fmt not in PARSERS:
+    if fmt in reg.db_parsers and fmt not in reg.parsers:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
     given = fmt != "auto"
     if not given:
         fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), follow_symlinks=follow_symlinks)
     elif _PROMPT_LOG.match(_lead(_head(path, follow_symlinks=follow_symlinks))):
         raise _prompts_only(path)
-    stream = RECORDS[fmt].stream
-    src = _jsonl.JsonlFile(path, follow_symlinks=follow_symlinks) if fmt in STREAMED and stream is not None else None
+    stream = reg.records[fmt].stream
+    src = JsonlFile(path, follow_symlinks=follow_symlinks) if fmt in reg.streamed and stream is not None else None
     try:
         try:
             if src is not None and stream is not None:
@@ -491,9 +535,9 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
             else:
                 text = _decode(_read(path, follow_symlinks=follow_symlinks))
                 skipped: tuple[CairnError, ...] = ()
-                if fmt in JSONL_FORMATS:
+                if fmt in reg.jsonl:
                     text, skipped = drop_deep_lines(text)
-                opened = Opened(list(PARSERS[fmt](text, source_name=path.name)), skipped, fmt)
+                opened = Opened(list(reg.parsers[fmt](text, source_name=path.name)), skipped, fmt)
         except CairnError as exc:
             # a format given for a file that is not of it (its reader stopped): say what the file is
             if given and exc.code == ErrorCode.IMPORT_MALFORMED:

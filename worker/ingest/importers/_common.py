@@ -23,6 +23,8 @@ from cairn.protocol.transcript import Session, Turn
 from cairn.worker.ingest.storefile import open_file
 
 ID_HEX = 24
+#: the first bytes of every SQLite database file
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def content_id(*parts: str | None) -> str:

@@ -33,7 +33,9 @@ from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.ingest.storefile import lstat
 
-MAGIC = b"SQLite format 3\x00"
+from ._common import SQLITE_MAGIC
+
+MAGIC = SQLITE_MAGIC
 
 
 def _uri(path: Path, immutable: bool) -> str:

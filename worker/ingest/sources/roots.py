@@ -36,11 +36,13 @@ import os
 from collections.abc import Callable, Mapping
 
 import attrs
-from cairn.worker.ingest.importers import aider, cline, roo_code
 
 EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
-#: the VS Code extension folder of each task-history format (its path hint)
-EXTENSIONS = {f.name: f.path_hint.folders[0] for f in (cline.FORMAT, roo_code.FORMAT) if f.path_hint is not None}
+#: the VS Code extension folder of each task-history format (its path hint; the importer modules are
+#: not imported for discovery: ``tests/importers/test_formats_registry.py`` checks these agree)
+EXTENSIONS = {"cline": "saoudrizwan.claude-dev", "roo-code": "rooveterinaryinc.roo-cline"}
+#: the chat history file aider keeps in a project (``aider.FILE_NAME``)
+AIDER_FILE = ".aider.chat.history.md"
 
 
 @attrs.frozen(kw_only=True)
@@ -163,7 +165,7 @@ def specs(home: str, env: Mapping[str, str]) -> list[Spec]:
 def project_specs(project: str) -> list[Spec]:
     """Stores kept inside a project: aider's history and SpecStory's folder."""
     return [
-        Spec(format="aider", path=os.path.join(project, aider.FILE_NAME), kind="file"),
+        Spec(format="aider", path=os.path.join(project, AIDER_FILE), kind="file"),
         Spec(format="specstory", path=os.path.join(project, ".specstory", "history"), depth=0,
              keep=lambda parent, name: name.endswith(".md")),
     ]
