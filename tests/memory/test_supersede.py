@@ -207,3 +207,48 @@ def test_the_budget_is_a_setting(workspace: Path) -> None:
     (workspace / ".cairn/config.toml").write_text("index_max_lines = 5\n")
     assert _remember(workspace, "Staging deploys happen every Tuesday morning")["kind"] == "create"
     assert (root / "MEMORY.md").read_text() == index
+
+
+def _row(ws: Path) -> dict:
+    [row] = cairn_json(ws, "memory")
+    return row
+
+
+def test_a_replacement_adds_its_evidence_to_the_topics_sources(workspace: Path) -> None:
+    first = _remember(workspace, "Use npm to install dependencies")
+    cairn(workspace, "accept", first["id"])
+    before = _row(workspace)
+    assert before["sources"]["digests"] == [first["remember"]]
+    second = _remember(workspace, "Use pnpm, not npm, to install dependencies")
+    cairn(workspace, "accept", second["id"])
+    after = _row(workspace)
+    # the topic says where both statements came from: the old evidence stays, the new one joins it
+    assert after["sources"]["digests"] == sorted([first["remember"], second["remember"]])
+    assert set(before["sources"]["turns"]) < set(after["sources"]["turns"])
+    assert after["confirmed"] >= before["confirmed"]
+
+
+def test_an_appended_note_adds_its_evidence_and_what_it_names_to_the_topic(workspace: Path) -> None:
+    (workspace / "Makefile").write_text("check:\n\tpytest\n")
+    first = _remember(workspace, "Use pnpm to install dependencies")
+    cairn(workspace, "accept", first["id"])
+    assert not _row(workspace).get("citations")
+    p = _remember(workspace, "Use pnpm to install dependencies and make check to test them")
+    assert p["kind"] == "update"
+    cairn(workspace, "accept", p["id"])
+    row = _row(workspace)
+    assert row["sources"]["digests"] == sorted([first["remember"], p["remember"]])
+    assert [(c["path"], c.get("target")) for c in row["citations"]] == [("Makefile", "check")]
+
+
+def test_a_front_matter_the_user_edited_is_not_written_again(workspace: Path) -> None:
+    first = _remember(workspace, "Use npm to install dependencies")
+    cairn(workspace, "accept", first["id"])
+    [name] = _topics(workspace)
+    path = workspace / ROOT / name
+    path.write_text(path.read_text().replace("\ntype: ", "\n# kept by hand\ntype: ", 1))
+    cairn(workspace, "accept", _remember(workspace, "Use pnpm, not npm, to install dependencies")["id"])
+    text = path.read_text()
+    # the statement is replaced in place; the front matter is not written again, so the comment stays
+    assert "# kept by hand" in text and "Use pnpm, not npm" in text
+    assert _row(workspace)["sources"]["digests"] == [first["remember"]]

@@ -252,3 +252,25 @@ def test_a_remembered_memory_records_its_sources_citations_and_commit(tmp_path: 
     (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
     code, out = _cairn(capsys, ws, "verify")
     assert code == 1 and "stale: Makefile has no target 'check' any more" in out
+
+
+def test_a_note_added_to_a_stale_topic_keeps_what_its_citations_recorded(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """An update adds its evidence to the topic's provenance, but a citation recorded earlier keeps its hash
+    and stays while the text names what it cites: adding a note never hides a change the topic recorded."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "Makefile").write_text(MAKEFILE)
+    code, out = _cairn(capsys, ws, "remember", "--json", "--type", "project", "Run the tests with make check")
+    assert _cairn(capsys, ws, "accept", json.loads(out)["proposals"][0]["id"])[0] == 0
+    [first] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+    code, out = _cairn(capsys, ws, "remember", "--json", "--type", "project",
+                       "Run the tests with make check and keep them fast")
+    [p] = json.loads(out)["proposals"]
+    assert p["kind"] == "update"
+    assert _cairn(capsys, ws, "accept", p["id"])[0] == 0
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert len(row["sources"]["digests"]) == 2 and row["citations"] == first["citations"]
+    code, out = _cairn(capsys, ws, "verify")
+    assert code == 1 and "stale: Makefile has no target 'check' any more" in out

@@ -1,15 +1,22 @@
-"""Provenance of a new topic: its sources, citations and confirmation date, written into its front matter.
+"""Provenance of a topic: its sources, citations and confirmation date, written into its front matter.
 
 :func:`stamp_created` takes a review's drafts and gives each CREATE draft's
 topic the front matter keys of ADR 0020: ``sources`` (the digest ids of its
 evidence, their turn ids, the sessions' ``start/end`` times), ``citations``
 (what its text names in the workspace, with content hashes and the git
 commit: :func:`worker.memory.citations.find_citations`) and ``confirmed``
-(the day of the latest session, else of the review). Only values cairn
-derives itself reach the front matter (ids matched against a closed
-pattern, paths made of ``[\\w./-]``), so no transcript text does. The other
-drafts, and a CREATE whose bytes do not parse, are returned as they were.
-Reads the cited files (never a link, a FIFO or a huge file); writes nothing.
+(the day of the latest session, else of the review). :func:`stamp_updated`
+does the same for an UPDATE of an existing topic (a statement replaced, a
+note appended): the new evidence joins the recorded sources, what the new
+text names joins the citations (a recorded citation keeps its hash, so an
+update never hides a change it recorded), and the later day stays
+confirmed; only a front matter exactly as cairn writes it is written again
+(one the user edited is left as it is, keys, comments and layout). Only
+values cairn derives itself reach the front matter (ids matched against a
+closed pattern, paths made of ``[\\w./-]``), so no transcript text does. The
+other drafts, and a topic whose bytes do not parse, are returned as they
+were. Reads the cited files (never a link, a FIFO or a huge file); writes
+nothing.
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import ProposalKind
 from cairn.worker.memory.citations import find_citations, git_commit
 from cairn.worker.memory.drafts import ProposalDraft
-from cairn.worker.memory.model import format_entry, parse_index, parse_topic, render_topic
+from cairn.worker.memory.model import Topic, format_entry, parse_index, parse_topic, render_topic
 
 #: turn ids recorded per topic at most (the digests name the rest)
 MAX_TURNS = 20
 _ID = re.compile(r"^[\w.:@+-]{1,120}$")
 _INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d:.]+Z$")
+_SESSION = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d:.]+Z/\d{4}-\d{2}-\d{2}T[\d:.]+Z$")
 
 
 def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: float,
@@ -83,4 +91,79 @@ def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iter
         edits = tuple((f, b, _dated(a, prov["confirmed"])) if b is None and a is not None else (f, b, a)
                       for f, b, a in d.index_edits)
         out.append(attrs.evolve(d, files={path: (None, data)}, index_edits=edits))
+    return out
+
+
+def _recorded(topic: Topic) -> dict[str, Any]:
+    """The provenance keys a topic's front matter holds, as :func:`render_topic` takes them."""
+    return {k: v for k, v in (("sources", topic.sources), ("citations", topic.citations),
+                              ("confirmed", topic.confirmed)) if v}
+
+
+def _own(topic: Topic) -> bool:
+    """Whether the topic's bytes are exactly what cairn writes for its fields: writing it again loses no key,
+    comment or layout of the user's."""
+    try:
+        return render_topic(topic.name, topic.description, topic.type, topic.body, _recorded(topic)) == topic.raw
+    except (CairnError, TypeError, ValueError):
+        return False
+
+
+def _ids(sources: object, key: str, pattern: re.Pattern[str]) -> list[str]:
+    got = sources.get(key) if isinstance(sources, dict) else None
+    return [x for x in got if isinstance(x, str) and pattern.match(x)] if isinstance(got, list) else []
+
+
+def _named(citation: dict[str, Any]) -> str:
+    """What a citation's text names: its target or symbol, else its path."""
+    name = citation.get("target") or citation.get("symbol") or citation.get("path")
+    return name if isinstance(name, str) else ""
+
+
+def merged(topic: Topic, new: dict[str, Any]) -> dict[str, Any]:
+    """The provenance of ``topic`` updated with ``new`` (:func:`provenance` of its new text and evidence).
+
+    Sources are the union (turn ids: the latest :data:`MAX_TURNS`); a recorded citation is kept, with the
+    hash it was recorded with, while the text still names what it cites, and a citation of something the
+    text names for the first time is added; ``confirmed`` is the later day."""
+    old = topic.sources
+    digests = sorted({*_ids(old, "digests", _ID), *new["sources"].get("digests", [])})
+    turns = list(dict.fromkeys([*_ids(old, "turns", _ID), *new["sources"].get("turns", [])]))[-MAX_TURNS:]
+    sessions = sorted({*_ids(old, "sessions", _SESSION), *new["sources"].get("sessions", [])})
+    sources = {k: v for k, v in (("digests", digests), ("turns", turns), ("sessions", sessions)) if v}
+    body = topic.body
+    kept = [c for c in (topic.citations if isinstance(topic.citations, list) else [])
+            if isinstance(c, dict) and _named(c) and _named(c) in body]
+    have = {(c.get("path"), c.get("target") or c.get("symbol")) for c in kept}
+    cites = kept + [c for c in new["citations"] if (c.get("path"), c.get("target") or c.get("symbol")) not in have]
+    days = [d for d in (topic.confirmed, new.get("confirmed")) if isinstance(d, str) and d]
+    return {"sources": sources, "citations": cites, "confirmed": max(days) if days else None}
+
+
+def stamp_updated(workspace: str, drafts: Iterable[ProposalDraft],
+                  digests: Iterable[PublicDigest]) -> list[ProposalDraft]:
+    """``drafts`` with each UPDATE of a topic carrying its new evidence in the topic's front matter (see the
+    module docstring); an UPDATE with no evidence of this review (a verification's) is returned as it was."""
+    by_id = {d.id: d for d in digests}
+    out: list[ProposalDraft] = []
+    commit: str | None = None
+    looked = False
+    for d in drafts:
+        evidence = [by_id[e] for e in d.evidence if e in by_id]
+        if d.kind is not ProposalKind.UPDATE or len(d.files) != 1 or not evidence:
+            out.append(d)
+            continue
+        [(path, (before, after))] = d.files.items()
+        try:
+            topic = parse_topic(after) if before is not None and after is not None else None
+        except CairnError:
+            topic = None
+        if topic is None or not _own(topic):
+            out.append(d)
+            continue
+        if not looked:
+            commit, looked = git_commit(workspace), True
+        prov = merged(topic, provenance(workspace, topic.body, evidence, d.created, commit))
+        data = render_topic(topic.name, topic.description, topic.type, topic.body, prov)
+        out.append(attrs.evolve(d, files={path: (before, data)}) if data != after else d)
     return out

@@ -68,7 +68,7 @@ from cairn.worker.memory.autoapply import complete, promise_ops
 from cairn.worker.memory.drafts import MAX_DIGESTS, ProposalDraft, ReviewScope, unrejected, unwritable
 from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read_notes
-from cairn.worker.memory.provenance import stamp_created
+from cairn.worker.memory.provenance import stamp_created, stamp_updated
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 from cairn.worker.providers.access import route
 from cairn.worker.redaction.redact import redact_bytes, redact_text
@@ -323,7 +323,8 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
         workspace_scope = ReviewScope(root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
                                       instruction_files={}, rejected=suppressed, now=now, review_id=review_id)
         drafts += unrejected(dispositions(list(working), drafts, known, cited, workspace_scope), workspace_scope)
-    return stamp_created(ms.workspace, drafts, batch)  # sources and citations of new topics (ADR 0020)
+    # sources and citations of new topics, and of the topics an update adds evidence to (ADR 0020)
+    return stamp_updated(ms.workspace, stamp_created(ms.workspace, drafts, batch), batch)
 
 
 def apply_in_auto_mode(ms: MemoryStore, review_id: str) -> list[str]:
