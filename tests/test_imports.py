@@ -186,5 +186,9 @@ def test_an_import_that_finds_nothing_new_loads_no_reader_and_no_capture(tmp_pat
     (first_code, first), (code, loaded) = runs
     assert first_code == code == 0
     assert "cairn.worker.journal.capture" in first, "the first import captured nothing: the fixture is not read"
+    # discovery knows each store's format: the first import loads those two readers, not the twenty others
+    readers = sorted(m.rsplit(".", 1)[1] for m in first if m.startswith("cairn.worker.ingest.importers.")
+                     and not m.rsplit(".", 1)[1].startswith("_"))
+    assert readers == ["claude_code", "codex"]
     found = sorted(m for m in loaded if any(m == k or m.startswith(k + ".") for k in _NOTHING_TO_READ))
     assert not found, f"an import with nothing new loads what only a read needs: {found}"

@@ -72,6 +72,9 @@ def test_path_hints_name_formats_of_one_shape():
     from cairn.worker.ingest.resume import RESUMABLE
     from cairn.worker.journal import sources
     assert roots.AIDER_FILE == aider.FILE_NAME  # discovery names it without importing the reader
+    assert {name: importers.RECORDS[name] for name in importers._MODULE_OF} == {
+        name: importlib.import_module(f"{importers.__name__}.{module}").FORMAT
+        for name, module in importers._MODULE_OF.items()}
     assert sources.RESUMABLE == RESUMABLE == {claude_code.NAME, codex.NAME}
     assert MAGIC.startswith(b"SQLite format 3")
 

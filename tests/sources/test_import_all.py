@@ -178,7 +178,7 @@ def test_an_unforeseen_record_shape_fails_that_source_alone(tmp_path, monkeypatc
     def broken(text, *, source_name):
         raise AttributeError("'list' object has no attribute 'get'")
 
-    monkeypatch.setitem(importers.PARSERS, "continue", broken)
+    monkeypatch.setitem(importers._tables("continue").parsers, "continue", broken)  # the reader of a store's format
     r = _run(home, ws)
     assert _failed(r) == {("continue", "E_IMPORT_MALFORMED")} and r.captured > 0
     assert "list" not in r.failed[0].message

@@ -335,7 +335,9 @@ class Manifest:
         try:
             head = os.pread(fd, importers.HEAD_BYTES, 0)
             try:
-                found = importers.detect(Path(p), head) if not head.startswith(MAGIC) else ""
+                # a format given (discovery knows its stores' formats) is the format read, as the importers
+                # read it: detection, which asks every format's test, is for a file of unknown format
+                found = "" if head.startswith(MAGIC) else fmt if fmt != "auto" else importers.detect(Path(p), head)
             except (CairnError, ValueError, OSError):
                 found = ""
         except OSError:

@@ -164,14 +164,18 @@ TAIL_BYTES = 8 << 10
 MAX_TAIL_BYTES = 4 << 20
 
 _MODULES = frozenset(module for module, _ in _ORDER)
+#: each format's module: its name with ``_`` for ``-`` (``tests/importers/test_formats_registry.py``)
+_MODULE_OF = {name: "continue_dev" if name == "continue" else name.replace("-", "_") for name in FORMATS}
 
 
 class _Registry:
-    """The tables derived from the format records, built once (:func:`_registry`)."""
+    """The tables derived from format records: of every format (:func:`_registry`), or of one
+    (:func:`_tables`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: frozenset[str] = _MODULES) -> None:
         order: tuple[tuple[Format, Kind], ...] = tuple(
-            (importlib.import_module(f"{__name__}.{module}").FORMAT, kind) for module, kind in _ORDER)
+            (importlib.import_module(f"{__name__}.{module}").FORMAT, kind) for module, kind in _ORDER
+            if module in modules)
         self.order = order
         #: every format's record by name, in the order of its first detection step
         self.records: dict[str, Format] = {fmt.name: fmt for fmt, _ in order}
@@ -198,6 +202,14 @@ class _Registry:
 @functools.cache
 def _registry() -> _Registry:
     return _Registry()
+
+
+@functools.cache
+def _tables(fmt: str) -> _Registry:
+    """The tables to read a file as ``fmt``: a format given by name needs only its own module (an import
+    of Claude Code sessions loads no other reader); ``auto`` or an unknown name, every format's."""
+    module = _MODULE_OF.get(fmt)
+    return _registry() if module is None or fmt == "auto" else _Registry(frozenset({module}))
 
 
 #: the tables this package exports, built on first use (PEP 562 ``__getattr__`` below)
@@ -505,7 +517,7 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     format the file was read as.
     """
     path = pathlib.Path(path)
-    reg = _registry()
+    reg = _tables(fmt)
     if fmt != "auto" and fmt not in reg.parsers and fmt not in reg.db_parsers:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"unknown transcript format {fmt[:40]!r}", format=fmt[:40])
     if os.path.islink(path):
