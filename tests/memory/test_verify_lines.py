@@ -116,7 +116,8 @@ def test_outside_paths_links_fifos_and_huge_files_are_never_read(tmp_path: Path)
     ws = tmp_path / "ws"
     outside = tmp_path / "outside"
     _write(outside, {"lib/secret.py": "class OutsideThing: ...\n"})
-    _write(ws, {"src/main.py": "print('hi')\n", "src/huge.py": "class HugeThing: ...\n" + "#" * C.FILE_MAX})
+    _write(ws, {"src/main.py": "print('hi')\n", "src/huge.py": "class HugeThing: ...\n" + "#" * C.FILE_MAX,
+                "CHANGELOG.md": "- `OutsideThing` and `HugeThing` moved\n"})  # the project's names once
     os.symlink(outside / "lib", ws / "src" / "linked")
     os.mkfifo(ws / "src" / "pipe.py")
     # what only a link, a FIFO or a huge file holds does not count as present
@@ -394,3 +395,38 @@ def test_paths_a_line_does_not_claim_are_in_the_tree_are_not_flagged(tmp_path: P
              "- Local notes go in `.agents/telemetry.md`."]  # ignored by git: a fresh clone need not hold it
     assert [_stale(tmp_path, line) for line in lines] == [[]] * len(lines)
     assert _stale(tmp_path, "- See `docs/drive/` for the design.") == ["docs/drive no longer exists"]
+
+
+def test_a_missing_name_is_news_only_when_the_tree_shows_it_was_the_projects(tmp_path: Path) -> None:
+    """A name no file has is stale evidence only when the tree ties it to the project; a library's API, an
+    example or a name the line forbids is no name the project ever had (lines seen at the head of real
+    instruction files; the first is from the AGENTS.md that Phoenix's project generator writes)."""
+    _write(tmp_path, {"lib/shop_web/live/cart_live.ex": "defmodule ShopWeb.CartLive do\n  use ShopWeb, :live_view\nend\n",
+                      "src/dispatch.rs": "pub struct DispatchResult { docs: Vec<String> }\nimpl DispatchResult {\n"
+                                         "    pub fn remap(&mut self) {}\n}\n",
+                      "src/engine.py": "class ScanContext: ...\nclass DecisionEngine: ...\n"})
+    for line in ["- `Phoenix.LiveViewTest` module and `LazyHTML` (included) for making your assertions",
+                 "- Wrap the app in `QueryClientProvider` at the root layout (client component)",
+                 "passed explicitly. Do NOT use `AutoModelForMaskedLM` — smaller ecosystem.",
+                 "- LI.FI SDK methods of interest: `getQuote()`, `executeRoute()`, `getContractCallsQuote()`."]:
+        assert _stale(tmp_path, line) == [], line
+    # a member of a type the project defines, a name beside the project's own types: renamed away
+    assert _stale(tmp_path, "each embed site calls `DispatchResult::remap_tailwind_into(collector)`.") == [
+        "'remap_tailwind_into' no longer occurs in the tree"]
+    assert _stale(tmp_path, "`ScanContext` (state) → `DecisionEngine` → `ToolExecutor` (runs tools)") == [
+        "'ToolExecutor' no longer occurs in the tree"]
+
+
+def test_planned_placeholder_and_spaced_paths_are_read_as_written(tmp_path: Path) -> None:
+    _write(tmp_path, {"lib/app.ts": "", "docs/adr/0001-start.md": "", "doc/Multimodal GUI Design.md": "x\n"})
+    # a path the line says is planned is no claim that it exists
+    assert _stale(tmp_path, "| `lib/api-client.ts` *(planned, FW-074)* | Browser → API: typed fetch |") == []
+    # a placeholder in a file name is an example
+    assert _stale(tmp_path, "Place it in `docs/adr/NNNN-slug.md` with sequential numbering.") == []
+    assert _stale(tmp_path, "- Add a news item: drop a new `_news/announcement_N.md` with a `date`.") == []
+    assert _stale(tmp_path, "moon run testUnit -- lib/filename.unit.test.ts") == []
+    # a backticked path with spaces is one path
+    assert _stale(tmp_path, "- `doc/Multimodal GUI Design.md` — the product frame of the GUI.") == []
+    (tmp_path / "doc" / "Multimodal GUI Design.md").unlink()
+    assert _stale(tmp_path, "- `doc/Multimodal GUI Design.md` — the product frame of the GUI.") == [
+        "doc/Multimodal GUI Design.md no longer exists"]

@@ -13,8 +13,10 @@ from bench.staleness import load_cases, score
 
 FLOOR = {"dev": (0.25, 0.20, 89), "test": (0.23, 0.28, 60)}
 #: the citation verifier (worker.memory.citations.verify_entry, each line with the lines before it as context) on
-#: the same cases, tuned on dev only; test measured once after the rules were set (2026-12-05)
-VERIFIER_FLOOR = {"dev": (0.61, 0.96), "test": (0.07, 0.29)}
+#: the same cases, tuned on dev only; test measured once after the rules were set (2026-12-05). On 2026-12-06 a
+#: missing name became stale evidence only where the tree ties it to the project (bench/README.md, "At their
+#: own head"): test lost one right flag (0.07 / 0.29 before), dev none
+VERIFIER_FLOOR = {"dev": (0.61, 0.96), "test": (0.05, 0.23)}
 
 
 def test_every_labelled_line_was_changed_by_the_maintainers() -> None:

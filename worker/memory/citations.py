@@ -630,7 +630,13 @@ _TEXT_EXT = frozenset(("py pyi ts tsx mts cts js jsx mjs cjs rs go zig c h cc cp
                        "j2 jinja2 html css scss vue svelte sql proto gradle cmake mk just nix").split())
 _WORD = re.compile(r"[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*")
 _IDENT = re.compile(r"\$?[A-Za-z_][\w$]*(?:(?:\.|::)[A-Za-z_][\w$]*)*(?:\(\))?|\$?[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
-_PLACEHOLDER = re.compile(r"[<>{}*\[\]|]|\.\.\.|path/to|^~|\$\{")
+_PLACEHOLDER = re.compile(r"[<>{}*\[\]|]|\.\.\.|path/to|^~|\$\{"
+                          r"|(?<![A-Za-z0-9])(?:N{1,4}|X{2,4})(?![A-Za-z0-9])|(?i:(?<![a-z])file_?name(?![a-z]))")
+#: a line about what is not there yet: the paths it names are plans, not claims that they exist
+_PLANNED = re.compile(r"(?i)\b(?:planned|not\s+yet\s+(?:created|implemented|added|built|written)|"
+                      r"to\s+be\s+(?:added|created|written|implemented|built)|coming\s+soon)\b")
+#: a backticked path with spaces in its file name (``doc/Multimodal GUI Design.md``): one path, not a command
+_SPACED_PATH = re.compile(r"[\w.-]*/[\w./-]*(?: [\w-]+)+\.[A-Za-z]\w{0,4}")
 _KEYWORDS = frozenset(("true false null none None True False self this async await return import from def class "
                        "const let var function struct enum impl trait type interface public private static "
                        "if else for while match in is not and or new delete string int bool str dict list "
@@ -718,6 +724,9 @@ _PROSE = frozenset("is are was were be has have had can could will would should 
                    "does do did and or the a an of to in on for with as by at it its this that".split())
 _QUOTED = re.compile(r"[\"']([a-z][a-z0-9_-]{1,40})[\"']")
 _DEFINED = re.compile(r"\b(?:def|fn|function|func)\s+([a-z][a-z0-9_]{1,40})\b")
+#: a type, module or namespace a source file defines (``class X``, ``struct X``, ``impl<T> X``, ``defmodule X.Y``)
+_OWNER = re.compile(r"\b(?:class|struct|enum|trait|interface|type|union|object|protocol|namespace|mod|module"
+                    r"|defmodule|impl(?:<[^<>\n]{0,80}>)?)\s+([A-Za-z_][\w]*)")
 _SOURCE_LINE = re.compile(r"^\s*(?:import|from|class|export|const|let|use|extends)\s")
 _CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swift lua sh".split())
 _LINE_ONLY = frozenset({"value", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
@@ -820,6 +829,9 @@ class Tree:
         self._package_dirs: dict[str, list[str]] = {}
         self._config_blob: str | None = None
         self._deps: set[str] | None = None
+        self._owners: set[str] | None = None
+        self._history: dict[str, bool] = {}
+        self._history_files: list[str] | None = None
         stack = [""]
         while stack and len(self.files) < TREE_MAX_FILES:
             rel = stack.pop()
@@ -886,6 +898,29 @@ class Tree:
         pat = re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
         return any(body and name in body and pat.search(body) for p, body in self._texts.items()
                    if p.rsplit("/", 1)[-1] not in INSTRUCTION_FILES and not _HISTORY.search(p))
+
+    def owners(self) -> set[str]:
+        """The types, modules and namespaces the tree's source files define (read once, when first asked)."""
+        if self._owners is None:
+            self.words()
+            self._owners = set()
+            for p, body in self._texts.items():
+                ext = p.rsplit(".", 1)[-1].lower() if "." in p.rsplit("/", 1)[-1] else ""
+                if body and (ext in _CODE_EXT or ext in ("ex", "exs")):
+                    self._owners.update(_OWNER.findall(body))
+        return self._owners
+
+    def in_history(self, name: str) -> bool:
+        """Whether the project's change history (a changelog, a release note, a pending changeset) names
+        ``name`` whole: a name the project had."""
+        if name not in self._history:
+            if self._history_files is None:
+                self._history_files = sorted(p for p in self.files if _HISTORY.search(p))
+            pat = re.compile(r"(?<![\w$-])" + re.escape(name) + r"(?![\w$]|-\w)")
+            self._history[name] = any(
+                (body := self.text(p)) is not None and name in body and pat.search(body) is not None
+                for p in self._history_files)
+        return self._history[name]
 
     def has(self, path: str) -> str | None:
         """Where ``path`` is in the tree (from the root, or under some folder); None when nowhere."""
@@ -1120,6 +1155,21 @@ class Mention:
     package: str = ""  # target: the workspace package it runs in (``--filter P``); "*": any package
 
 
+_IMPORT_SOURCE = re.compile(r"""\bfrom\s+["']([^"'\s]+)["']|^\s*from\s+([\w.]+)\s+import\b|\brequire\(\s*["']([^"'\s]+)["']"""
+                            r"|^\s*(?:pub\s+)?use\s+(\w+)::")
+
+
+def _import_source(text: str) -> str:
+    """The package a code line imports from (``effect`` of ``import { X } from "effect/Y"``), else ""."""
+    im = _IMPORT_SOURCE.search(text)
+    if im is None:
+        return ""
+    src = next(g for g in im.groups() if g)
+    if src.startswith("@"):
+        return "/".join(src.split("/")[:2])
+    return re.split(r"[/.]", src)[0]
+
+
 def _clean_piece(token: str) -> bool:
     return bool(token) and not _PLACEHOLDER.search(token) and "://" not in token
 
@@ -1229,7 +1279,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     if m:
         d = m.group(1) or m.group(2)
         named = m.group(0).rstrip().endswith(("directory", "folder", "dir", "package"))
-        if "/" in d or named:
+        if ("/" in d or named) and _clean_piece(d):
             cwd = d.strip("/").removeprefix("./")
             run_dir = cwd if named or m.group(0).split()[0].lower() in ("from", "inside", "within") else ""
     cd = _CD.search(text) or (_block_cd(context) if context and not cwd else None)
@@ -1257,10 +1307,14 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     other_repo = re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
     example = "example" if _EG.search(text) or _CREATES.search(text) else ""  # unverifiable when missing
     made = {x.strip("./") for x in _MADE.findall(text)}  # what a command writes: ``> out.sql``, ``mkdir -p d``
-    for path, _span, weak in _path_candidates(text):
+    spaced = [t.strip() for t in _TICKED_SPAN.findall(text) if _SPACED_PATH.fullmatch(t.strip())]
+    planned = _PLANNED.search(text) is not None
+    for path, _span, weak in _path_candidates(text) if not planned else ():
         if (not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted)
-                and path.strip("./") not in made):
+                and path.strip("./") not in made and not any(path in t for t in spaced)):
             add(Mention(kind="path", name=path, build=example))
+    for t in spaced if not planned else ():
+        add(Mention(kind="path", name=t, build=example))
     for rm in _RUNTIME.finditer(text) if not _OTHER_RUNTIMES.search(text) else ():
         versions = _versions(rm.group(1), re.split(r"\.\s|\.$|/|\s-{1,2}\w", rm.group(2))[0])  # not a command's args
         if versions:
@@ -1340,7 +1394,8 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
             continue  # snake_case and kebab-case names are too often another tool's
         if _EXT.search(core) and "." in core and not re.search(r"[A-Z_]", core.split(".")[-1]):
             continue  # a file name, checked as a path
-        add(Mention(kind="symbol", name=core))
+        add(Mention(kind="symbol", name=core, package=_import_source(text), build="|".join(
+            sorted({re.split(r"\.|::", n.removesuffix("()"))[0] for n in names if n != tok and _IDENT.fullmatch(n)}))))
     for sm in re.finditer(r"(?:^|[`\s])([a-z][\w-]{2,30})\s+(?:[a-z][\w-]*\s+)*?(--[a-z][a-z0-9-]{1,40})", text):
         add(Mention(kind="flag", name=sm.group(2), build=sm.group(1)))
     cmd = None if code or "`" in text or text.rstrip().endswith(".") else _COMMAND_LINE.match(text)
@@ -1683,6 +1738,51 @@ def _check_diagram(tree: Tree, m: Mention) -> Check | None:
     return None
 
 
+def _projects_own(tree: Tree, parts: list[str], missing: str, imported_from: str | None,
+                  siblings: Sequence[str] = ()) -> bool:
+    """Whether the tree shows that a name it no longer has was the project's own, so that its absence is
+    news: the change history names it (it was renamed or removed), the text imports it from one of the
+    workspace's own packages, it is a member of a type or module the tree still defines
+    (``DispatchResult::remap_tailwind_into``), the line names it beside a type the tree defines (a line
+    about the project's own code), or the tree defines a name of its family (``QoderCli`` beside
+    ``QoderRunner``). A name with none of these may never have been the project's: a library's API
+    (``Phoenix.LiveViewTest``, ``QueryClientProvider``), an example's, a name the text tells the reader
+    not to use. Checked only once a name is missing."""
+    if tree.in_history(missing):
+        return True
+    if imported_from and imported_from in tree.packages():
+        return True
+    owners = tree.owners()
+    owner = parts[0] if len(parts) > 1 and parts[0] != missing else None
+    if owner is not None:
+        return owner in owners
+    if any(s != missing and s in owners for s in siblings):
+        return True
+    head = re.match(r"[A-Z][a-z0-9]{3,}(?=[A-Z])", missing)
+    if head is not None and any(o != missing and o.startswith(head.group(0)) and o[len(head.group(0)):][:1].isupper()
+                                for o in owners):
+        return True
+    return _renamed_beside(tree, missing)
+
+
+def _renamed_beside(tree: Tree, name: str) -> bool:
+    """Whether the tree holds a name that reads as ``name`` renamed: the same first and last words of a
+    CamelCase name with another middle (``QoderCliRunner`` for ``QoderRunner``)."""
+    words = re.findall(r"[A-Z][a-z0-9]+|[a-z0-9]+", name)
+    if len(words) < 2 or not name[:1].isupper():
+        return False
+    first, last = words[0], words[-1]
+    if tree._sorted is None:
+        tree._sorted = sorted(tree.words())
+    i = bisect.bisect_left(tree._sorted, first)
+    while i < len(tree._sorted) and tree._sorted[i].startswith(first):
+        w = tree._sorted[i]
+        if w != name and w.endswith(last) and len(w) > len(first) + len(last) and abs(len(w) - len(name)) <= 12:
+            return True
+        i += 1
+    return False
+
+
 def check_mention(tree: Tree, m: Mention) -> Check | None:
     """One mention against the tree: ok, stale with the reason, unverifiable with a code; None: not checkable here."""
     if m.kind == "path":
@@ -1836,6 +1936,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return _ok("symbol", m.name)
         if tree.family(missing[0]) >= 2:
             return None  # the common part of several names (``AuthIR`` of ``AltAuthIR``, ``AthenaAuthIR``): a concept
+        if not _projects_own(tree, parts, missing[0], m.package, m.build.split("|") if m.build else ()):
+            return None  # a library's name, an example's, one the text forbids: its absence says nothing
         return _stale("symbol", m.name, f"{missing[0]!r} no longer occurs in the tree")
     if m.kind == "tool":
         traces = _TOOLS.get(m.name, ())

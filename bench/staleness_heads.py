@@ -1,0 +1,74 @@
+"""The verifier on instruction files at one commit, against their own tree at that commit: false flags on
+data neither split of ``bench/staleness.py`` holds.
+
+    python bench/staleness_heads.py CLONES OUT.jsonl [--list bench/staleness-cases/heads.txt]
+
+``CLONES`` holds a git clone of each repository the list names, as ``CLONES/owner+name`` (a bare clone
+will do); one that is missing is cloned there from its public address. A clone that lacks some blobs
+gives the part of the tree that came before the first missing one (said on stderr). Each listed file is read from the
+tree of its commit (``git archive``, extracted to a scratch folder) and every checkable line is verified
+against that same tree, each with the lines before it as context. Nothing at that commit was edited
+after it, so a flag is at best a stale line nobody fixed yet: the flags (one JSON object per line:
+repository, file, line number, the line, the reasons) are for reading, not for scoring. Prints the number
+of flags, and of files and repositories with one. Uses the ``git`` and ``tar`` programs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from bench.staleness import entries  # noqa: E402
+
+LIST = pathlib.Path(__file__).resolve().parent / "staleness-cases" / "heads.txt"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("clones", type=pathlib.Path)
+    ap.add_argument("out", type=pathlib.Path)
+    ap.add_argument("--list", type=pathlib.Path, default=LIST)
+    a = ap.parse_args()
+    from cairn.worker.memory.citations import STALE, Tree, verify_entry
+
+    rows = [ln.split() for ln in a.list.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    flags, files = 0, set()
+    with a.out.open("w", encoding="utf-8") as out, tempfile.TemporaryDirectory() as tmp:
+        trees: dict[tuple[str, str], pathlib.Path] = {}
+        for repo, commit, path in rows:
+            gd = a.clones / repo.replace("/", "+")
+            if not gd.exists():
+                subprocess.run(["git", "clone", "--bare", f"https://github.com/{repo}", str(gd)], check=True)
+            root = trees.get((repo, commit))
+            if root is None:
+                root = trees[(repo, commit)] = pathlib.Path(tmp) / f"{repo.replace('/', '+')}-{commit[:12]}"
+                root.mkdir()
+                got = subprocess.run(["git", "--git-dir", str(gd), "archive", commit], capture_output=True)
+                if got.returncode != 0:  # a partial clone lacks some blobs: the tree holds what came before
+                    print(f"{repo}: incomplete tree ({got.stderr.decode(errors='replace').strip()[:80]})",
+                          file=sys.stderr)
+                subprocess.run(["tar", "-x", "-C", str(root)], input=got.stdout, check=False)
+            f = root / path
+            if f.is_symlink() or not f.is_file():
+                continue
+            text = f.read_text(encoding="utf-8", errors="replace")
+            lines = text.splitlines()
+            tree = Tree(str(root))
+            for n, line, _fenced in entries(text):
+                stale = [c.reason for c in verify_entry(str(root), line, tree=tree, context=lines[:n - 1])
+                         if c.verdict == STALE]
+                if stale:
+                    flags += 1
+                    files.add((repo, path))
+                    out.write(json.dumps({"repo": repo, "file": path, "line": n, "text": line, "why": stale}) + "\n")
+    print(f"{flags} flags in {len(files)} files of {len({r for r, _ in files})} repositories")
+
+
+if __name__ == "__main__":
+    main()
