@@ -295,6 +295,9 @@ def test_a_tool_the_project_replaced_with_another_is_flagged(tmp_path: Path) -> 
     # a comparison names a tool the project does not use; a tool no other tool of its kind replaced is not told
     assert _stale(tmp_path, "oxlint is 50x faster than ESLint.") == []
     assert _stale(tmp_path, "- Docs are built with `npx typedoc`.") == []
+    # a test runner of another language replaces nothing: the Python tests still run with pytest
+    _write(tmp_path, {"tools/tests/test_resize.py": "def test_resize(): ...\n"})
+    assert _stale(tmp_path, "- Run tests scoped to the area you touch, for example `pytest tools/tests`.") == []
 
 
 def test_a_moved_file_still_named_by_the_docs_is_flagged(tmp_path: Path) -> None:

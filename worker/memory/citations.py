@@ -757,6 +757,14 @@ for _job, _names in {
     for _name in _names.split():
         _TOOL_JOBS[_name] = (*_TOOL_JOBS.get(_name, ()), _job)
 #: tool names that are also common words: checked only where a line runs them or names them for a job
+#: the language a tool serves: a tool for the same job in another language (pytest beside ava) replaces nothing
+_TOOL_LANG: dict[str, str] = {
+    **dict.fromkeys("pytest nose nose2 black yapf autopep8 ruff isort flake8 pylint pyflakes mypy pyright basedpyright "
+                    "pyre pytype sphinx mkdocs pdoc poetry pipenv pdm uv hatch rye tox nox".split(), "python"),
+    **dict.fromkeys("jest vitest mocha ava jasmine karma uvu prettier eslint tslint oxlint oxfmt dprint biome rome "
+                    "stylelint webpack rollup esbuild parcel vite tsup rolldown rspack browserify docusaurus typedoc "
+                    "vitepress nextra mintlify husky lerna nx turbo rush".split(), "js"),
+}
 _TOOL_WORDS = frozenset("black rome ava jasmine karma nose parcel turbo nx hatch rye poetry rush vite".split())
 #: a line that names a tool to compare with, or to move away from, says nothing about what the project uses
 _NOT_USED = re.compile(r"(?i)\b(?:not|no|never|don'?t|doesn'?t|instead|rather|unlike|replac\w*|migrat\w*|compat\w*|vs\.?|"
@@ -1846,7 +1854,9 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if tree.tool_trace(m.name):
             return _ok("devtool", m.name)
         jobs = set(_TOOL_JOBS.get(m.name, ()))
-        other = sorted(t for t, j in _TOOL_JOBS.items() if t != m.name and jobs & set(j) and tree.tool_trace(t))
+        lang = _TOOL_LANG.get(m.name)
+        other = sorted(t for t, j in _TOOL_JOBS.items() if t != m.name and jobs & set(j)
+                       and _TOOL_LANG.get(t, lang) == lang and tree.tool_trace(t))
         if not other:
             return None  # nothing says which tool does this job: the project may run it without configuring it
         return _stale("devtool", m.name, f"nothing in the tree configures {m.name} any more "
