@@ -6,7 +6,7 @@ import os
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.ingest.importers import FORMATS, MAX_BYTES, detect, load
+from cairn.worker.ingest.importers import FORMATS, MAX_BYTES, detect, load, load_report
 
 from tests.support import REPO
 from tests.support.transcripts import FIXTURES
@@ -130,12 +130,32 @@ def test_unreadable(tmp_path):
     assert err.value.code == ErrorCode.IMPORT_UNREADABLE
 
 
-def test_invalid_utf8_names_its_line(tmp_path):
+def test_invalid_utf8_names_its_line_and_keeps_the_rest(tmp_path):
+    """A broken character costs its line a replacement mark, not the file: every turn is read, the line is named."""
     path = tmp_path / ".aider.chat.history.md"
-    path.write_bytes(b"# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n\nbad \xff byte\n\n#### more\n")
-    with pytest.raises(CairnError) as err:
-        load(path)
-    assert (err.value.code, err.value.detail["line"]) == (ErrorCode.IMPORT_MALFORMED, 5)
+    path.write_bytes(b"# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n\nbad \xff byte\n\n#### more\n\nok\n")
+    report = load_report(path)
+    assert [(e.code, e.detail["line"]) for e in report.skipped] == [(ErrorCode.IMPORT_MALFORMED, 5)]
+    assert "byte" not in report.skipped[0].message  # the line is named by number, never by content
+    (session,) = report.sessions
+    assert [(t.user, t.assistant) for t in session.turns] == [("hi", "bad \ufffd byte"), ("more", "ok")]
+
+
+def test_tool_output_cut_inside_a_character(tmp_path):
+    """A SpecStory export whose agent cut a tool output at a byte count, inside a box-drawing character (seen
+    in a public export): the session is read, the user's words whole."""
+    path = tmp_path / "2026-07-13_20-06-10Z-review.md"
+    cut = ("\u2500" * 40).encode()[:-1]  # the last character's third byte is gone
+    path.write_bytes(
+        b"# Review (2026-07-13 20:06Z)\n\n_**User**_\n\nreview the installer and keep the logs\n\n---\n\n"
+        b"_**Agent (model gpt-5)**_\n\n<details><summary>Tool use</summary>\n\n```\n" + cut
+        + b"\n... (truncated)\n```\n</details>\n\nThe installer is fine.\n\n---\n\n"
+        b"_**User**_\n\nthanks, now check the updater too\n\n---\n\n_**Agent (model gpt-5)**_\n\nChecked.\n"
+    )
+    report = load_report(path)
+    assert [e.code for e in report.skipped] == [ErrorCode.IMPORT_MALFORMED]
+    users = [t.user for s in report.sessions for t in s.turns]
+    assert users == ["review the installer and keep the logs", "thanks, now check the updater too"]
 
 
 def test_load_is_pure(fixture_copy):
@@ -198,3 +218,21 @@ def test_every_prefix_of_a_growing_jsonl_file_gives_a_prefix_of_its_turns(path, 
             seen_counts.add(len(turns))
         cut = end + 1
     assert seen_counts == set(range(len(full) + 1))
+
+
+def test_a_jsonl_record_with_a_broken_character_is_kept(tmp_path):
+    """In a streamed JSONL session a broken character costs its record nothing but the character: the turn is
+    read, the line named."""
+    src = (FIXTURES / "claude-code" / "session.jsonl").read_bytes().split(b"\n")
+    (whole,) = load_report(FIXTURES / "claude-code" / "session.jsonl").sessions
+    first_user = whole.turns[0].user.encode()
+    at = next(i for i, line in enumerate(src) if first_user[:20] in line and b'"user"' in line)
+    word = first_user.split()[0]
+    src[at] = src[at].replace(word, word + b"\xe2\x94", 1)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"\n".join(src))
+    report = load_report(path, "claude-code")
+    assert [(e.code, e.detail["line"]) for e in report.skipped] == [(ErrorCode.IMPORT_MALFORMED, at + 1)]
+    (session,) = report.sessions
+    assert len(session.turns) == len(whole.turns)
+    assert session.turns[0].user.replace("\ufffd", "", 1) == whole.turns[0].user

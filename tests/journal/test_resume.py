@@ -100,7 +100,8 @@ def test_the_reader_scans_every_jsonl_file_as_the_importers_do(path: Path) -> No
 
 
 @pytest.mark.parametrize("tail", [b'{"type": "user"', b"\n\n", b'{"a": 1}', b"[1]\n", b"not json\n{}\n",
-                                  b"[" * 2000 + b"]" * 2000 + b"\n{}\n", b"\xff\xfe\n"])
+                                  b"[" * 2000 + b"]" * 2000 + b"\n{}\n", b"\xff\xfe\n",
+                                  b'{"type": "progress", "text": "cut \xe2\x94"}\n{}\n'])
 def test_the_reader_keeps_the_importers_rules_for_odd_lines(tail: bytes, tmp_path: Path) -> None:
     path = tmp_path / "odd.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "claude-code" / "session.jsonl").read_bytes() + tail)

@@ -129,7 +129,8 @@ class Reader(JsonlFile):
                 self.end = offset
                 continue
             try:
-                obj = _decode_line(raw, number)
+                found: list[CairnError] = []
+                obj = _decode_line(raw, number, found)
             except (CairnError, ValueError) as exc:
                 if not raw.endswith(b"\n") and not self.fh.read(1):
                     return  # an unterminated last line: a write in progress
@@ -142,6 +143,7 @@ class Reader(JsonlFile):
                 raise malformed(number, "not a JSON value") from None
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
+            self.skipped += found
             self.end = offset
             if watches and (not self.session_seen or obj.get("type") == "summary" or self._leaves or self.watched):
                 self._watch(start, obj)  # rare past the first record: most files have no summary, nothing watched

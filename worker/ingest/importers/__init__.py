@@ -439,16 +439,31 @@ def _too_large(path: pathlib.Path, size: int) -> CairnError:
     )
 
 
-def _decode(data: bytes) -> str:
-    """UTF-8 text; a broken character in an unterminated last line is a write in progress."""
+def _decode(data: bytes) -> tuple[str, tuple[CairnError, ...]]:
+    """UTF-8 text, and one ``E_IMPORT_MALFORMED`` per complete line that held a broken character.
+
+    A broken character is replaced (U+FFFD) and its line reported by number,
+    never by content; the rest of the file is read. Refusing the file would
+    lose every turn for one byte, and real tools write such bytes: an agent
+    cuts a long tool output at a byte count ("… (truncated)"), in the middle
+    of a character, and the exporter keeps the cut. A broken character in an
+    unterminated last line is a write in progress and is not reported.
+    """
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if b"\n" not in data[exc.start:] and not data.endswith(b"\n"):
-            return data.decode("utf-8", "replace")
-        raise malformed(data.count(b"\n", 0, exc.start) + 1, "not UTF-8 text") from None
+        return data.decode("utf-8"), ()
+    except UnicodeDecodeError:
+        pass
+    issues: list[CairnError] = []
+    lines = data.split(b"\n")
+    complete = len(lines) if data.endswith(b"\n") else len(lines) - 1
+    for index in range(complete):
+        try:
+            lines[index].decode("utf-8")
+        except UnicodeDecodeError:
+            issues.append(malformed(index + 1, "not UTF-8 text; its broken characters were replaced"))
+    return data.decode("utf-8", "replace"), tuple(issues)
 
 
 @attrs.frozen
@@ -506,8 +521,9 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     read whole, at most 64 MiB. With ``follow_symlinks=False`` a symlink is
     refused (``E_PATH_SYMLINK``): discovery never lets a store send the
     reader elsewhere. A JSONL line nesting deeper than the JSON depth bound
-    is left out and reported in :attr:`Opened.skipped`; the rest of the file
-    is imported. Raises ``CairnError`` with ``IMPORT_UNREADABLE``,
+    is left out and reported in :attr:`Opened.skipped`, and so is a line of a
+    file read whole that held a broken UTF-8 character (replaced); the rest
+    of the file is imported. Raises ``CairnError`` with ``IMPORT_UNREADABLE``,
     ``IMPORT_TOO_LARGE``, ``IMPORT_UNKNOWN_FORMAT``, ``IMPORT_LOCKED``,
     ``PATH_SYMLINK``, ``IMPORT_MALFORMED`` (with ``line=N``),
     ``IMPORT_PROMPTS_ONLY`` (a log of prompts with no replies) or, for a
@@ -545,10 +561,10 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
             if src is not None and stream is not None:
                 opened = Opened(list(stream(src)), tuple(src.skipped), fmt)
             else:
-                text = _decode(_read(path, follow_symlinks=follow_symlinks))
-                skipped: tuple[CairnError, ...] = ()
+                text, skipped = _decode(_read(path, follow_symlinks=follow_symlinks))
                 if fmt in reg.jsonl:
-                    text, skipped = drop_deep_lines(text)
+                    text, deep = drop_deep_lines(text)
+                    skipped += deep
                 opened = Opened(list(reg.parsers[fmt](text, source_name=path.name)), skipped, fmt)
         except CairnError as exc:
             # a format given for a file that is not of it (its reader stopped): say what the file is

@@ -51,11 +51,16 @@ class Records(Protocol):
     def close(self) -> None: ...
 
 
-def _decode_line(raw: bytes, number: int) -> Any:
+def _decode_line(raw: bytes, number: int, issues: list[CairnError] | None = None) -> Any:
+    """The JSON value of one line; a broken UTF-8 character is replaced (U+FFFD) and the line reported in
+    ``issues``: the record is kept, as the whole-file reader keeps such a line (``importers._decode``)."""
     try:
-        return boundedjson.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise malformed(number, "not UTF-8 text") from None
+        text = raw.decode("utf-8", "replace")
+        if issues is not None:
+            issues.append(malformed(number, "not UTF-8 text; its broken characters were replaced"))
+    return boundedjson.loads(text)
 
 
 class JsonlFile:
@@ -104,7 +109,8 @@ class JsonlFile:
             if not raw.strip():
                 continue
             try:
-                obj = _decode_line(raw, number)
+                found: list[CairnError] = []
+                obj = _decode_line(raw, number, found)
             except (CairnError, ValueError) as exc:
                 if not raw.endswith(b"\n") and not self.fh.read(1):
                     return  # an unterminated last line: a write in progress
@@ -116,6 +122,7 @@ class JsonlFile:
                 raise malformed(number, "not a JSON value") from None
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
+            self.skipped += found
             if len(raw) <= budget:
                 budget -= len(raw)
                 self._kept[start] = obj
