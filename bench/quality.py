@@ -4,7 +4,7 @@ Usage::
 
     python bench/quality.py [--split dev|test|all] [--provider extractive|openai|command]
                             [--endpoint URL --model NAME] [--command 'PROGRAM ARG...'] [--context-tokens N]
-                            [--only ID[,ID...]] [--png FILE] [--unmatched] [--missed]
+                            [--only ID[,ID...]] [--png FILE] [--unmatched] [--missed] [--audit]
 
 Every corpus file present (``tests/corpus/files`` and, once restored by
 ``tests/corpus/fetch.py``, ``tests/corpus/cache``) is digested by the chosen
@@ -33,6 +33,8 @@ only on the dev split: the test split is for the figures reported in
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import pathlib
 import shlex
@@ -46,10 +48,19 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import trio  # noqa: E402
 from cairn.protocol.digest import DigestInput, DigestOutput, ModelPolicy, Note  # noqa: E402
 from cairn.protocol.errors import CairnError  # noqa: E402
+from cairn.protocol.transcript import Turn  # noqa: E402
 from cairn.worker.providers import DEFAULT_API_KEY_ENV, run_digest  # noqa: E402
 
-from bench.quality_corpus import CorpusFile, load_corpus  # noqa: E402
-from bench.quality_score import FileResult, Summary, Tally, load_reviewed, score_file, summarize  # noqa: E402
+from bench.quality_corpus import CORPUS, CorpusFile, load_corpus, sessions_of  # noqa: E402
+from bench.quality_score import (  # noqa: E402
+    FileResult,
+    Summary,
+    Tally,
+    load_reviewed,
+    note_key,
+    score_file,
+    summarize,
+)
 
 FORMAT_ORDER = ("aider", "specstory", "claude-code", "codex", "claude-export-text", "cctrace-md")
 TYPES = ("user", "feedback", "project", "reference")
@@ -93,6 +104,46 @@ def run(split: str | None, provider: Provider, *, committed_only: bool = False,
     results = [score_file(f, digest_file(f, provider), reviewed) for f in files]
     missing = [i for i in (*corpus.missing, *corpus.altered) if not only or i in only]
     return results, len(missing), time.perf_counter() - started
+
+
+def audit(provider: Provider, *, unmatched: bool = False) -> str:
+    """Precision on the audit pool (``tests/corpus/audit.json``): unlabelled files of owners neither split holds,
+    every note the engine published there judged by hand (``durable`` or ``not-durable``, keyed as the
+    reviewed list is). A note with no verdict counts against, as an unreviewed one does on the splits."""
+    doc = json.loads((CORPUS / "audit.json").read_text(encoding="utf-8"))
+    verdicts = {n["key"]: n["verdict"] for n in doc["notes"]}
+    owners: dict[str, Tally] = {}
+    total = Tally()
+    read = missing = 0
+    lines: list[str] = []
+    for entry in doc["files"]:
+        path = CORPUS / "cache" / entry["file"]
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            missing += 1
+            continue
+        read += 1
+        inputs = [DigestInput(session_id=f"{entry['id']}/{s}", title=None,
+                              turns=tuple(Turn(turn_id=t, parent_turn_id=None, user=u, assistant=a) for t, u, a in turns))
+                  for s, turns in enumerate(sessions_of(path, entry["format"])) if turns]
+        f = CorpusFile(id=entry["id"], format=entry["format"], split="audit", inputs=inputs, labels=[])
+        tally = owners.setdefault(entry["repo"].split("/")[0], Tally())
+        for note in digest_file(f, provider):
+            key = note_key(f.id, note)
+            verdict = verdicts.get(key)
+            right = verdict == "durable"
+            for t in (tally, total):
+                t.notes += 1
+                t.correct += right
+            if unmatched and not right:
+                lines.append(f"audit {f.id} {key} [{verdict or 'not judged'}] {note.type.value}: {note.body[:160]}")
+    judged = sum(1 for t in owners.values() if t.notes)
+    return "\n".join([
+        f"### audit pool: {read} files of {len(owners)} owners read, {missing} missing; "
+        f"notes from {judged} owners",
+        "",
+        table("audit", [("audit", total)], recall=False),
+        *([""] + lines if lines else []),
+    ])
 
 
 def _pct(x: float, n: int) -> str:
@@ -184,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--png", type=pathlib.Path)
     parser.add_argument("--unmatched", action="store_true", help="list notes that match no label")
     parser.add_argument("--missed", action="store_true", help="list labels no note matched")
+    parser.add_argument("--audit", action="store_true",
+                        help="also score precision on the audit pool (tests/corpus/audit.json, judged notes)")
     args = parser.parse_args(argv)
     command = tuple(shlex.split(args.command))
     if (args.provider == "command") != bool(command):
@@ -205,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.missed:
                 for label in r.missed:
                     print(f"missed {label.id} {label.type} ({label.turn}): {label.statement}")
+    if args.audit:
+        print(audit(provider, unmatched=args.unmatched))
+        print()
     if args.png:
         chart(args.png, summaries, f"{args.provider} provider on the real-transcript corpus")
     if provider.failures:

@@ -2,8 +2,9 @@
 
 Usage: ``python tests/corpus/fetch.py [--dry-run]``
 
-For each entry of ``manifest.json`` (the quality corpus) and ``importers.json``
-(real files the importer tests read) with ``"committed": false`` and no verified copy in
+For each entry of ``manifest.json`` (the quality corpus), ``importers.json``
+(real files the importer tests read) and ``audit.json`` (the unlabelled audit
+pool whose published notes are judged) with ``"committed": false`` and no verified copy in
 ``tests/corpus/cache/``, fetch the recorded commit of the recorded public
 repository with ``git`` (a shallow fetch of one commit into a scratch
 repository), take the recorded path, and keep it only if its SHA-256 is the
@@ -22,7 +23,7 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
-MANIFESTS = ("manifest.json", "importers.json")
+MANIFESTS = ("manifest.json", "importers.json", "audit.json")
 
 
 def _git(*args: str, cwd: pathlib.Path) -> bytes:

@@ -17,7 +17,8 @@ cloud (s3; Terraform; Vite.js"). Only two shapes count:
 ``label``  a line "<attribute>: <value>" whose attribute names a part of a
            project's stack or setup (framework, language, database, hosting,
            package manager, …) and whose value is short; the colon is
-           followed by a space ("node:events:502" is where a log was raised).
+           followed by a space ("node:events:502" is where a log was raised),
+           and the value is no template's blank ("[Your specific framework]").
 
 The lead-in is a closed set of *aspect* nouns, never a topic, so the rule
 reads any project's description. Lists of work are not facts: a lead-in of
@@ -69,6 +70,8 @@ _TASK_ITEM = re.compile(
     re.I,
 )
 _CODEISH = re.compile(r"[;{}]\s*$|^\s*[})\]<]|^\s*(?:def|class|import|from|function|const|let|var|return)\b|=>|\(\)\s*\{")
+# a template's blank ("Framework: [Your specific framework]", "Database: <your database>"): nothing is stated
+_PLACEHOLDER = re.compile(r"^[\[<{].*[\]>}]$|\byour\b", re.I)
 _MOMENT = re.compile(r"\b(?:error|errors|exception|traceback|failed|failing|broken|bug|todo|tasks?|steps?|changes?)\b", re.I)
 
 
@@ -88,7 +91,7 @@ def _label(head: str, value: str) -> str | None:
     value = _MARKUP.sub("", value).strip()
     if not value or len(value) > MAX_VALUE or value.startswith("//") or not _ATTRIBUTE.match(head):
         return None
-    if _MOMENT.search(value) or _CODEISH.search(value) or value.endswith("?"):
+    if _MOMENT.search(value) or _CODEISH.search(value) or value.endswith("?") or _PLACEHOLDER.search(value):
         return None
     return f"{head}: {value}"
 

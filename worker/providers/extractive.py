@@ -5,8 +5,13 @@ cites the turn each came from. The assistant's text is never evidence (a
 model's summary is not the user's preference), so it is not read at all.
 
 A turn that a tool or the agent put on the user's side (a skill's prompt,
-a notification that a sub-agent finished and the query generated under it)
-is not read. Before matching, each user message is cleaned: fenced code
+a notification that a sub-agent finished and the query generated under it,
+an approval reviewer's prompt with the transcript it reviews) is not read;
+nor is a model's answer the user pasted in (a long message that closes with
+an assistant's offer, "Would you like me to …?", or is written "for your AI
+developer"), nor, in a message, what follows the start of another agent's
+pasted conversation (an "## Assistant" or "## Tools" heading, a terminal
+agent's "└"/"⎿" tool output). Before matching, each user message is cleaned: fenced code
 blocks (an unclosed fence runs to the end), indented blocks, quoted lines
 (``>``) and lines that look like logs, tracebacks, console prompts, aligned
 program output, compiler output, Dockerfile or environment-file lines, or
@@ -21,7 +26,7 @@ keeps nothing where it is unsure (recall is the model path's job).
 Rules that drop a sentence whatever it says:
   requests for work addressed to the assistant ("add/create/initialize/
   implement/fix/refactor/rewrite/unify …", "let's …", "can you …", "I want
-  you to …", also after "moreover," / "finally," …), unless said
+  you to …", "your task is …", also after "moreover," / "finally," …), unless said
   "always/never …" or "from now on …";
   the list items of a message that opens with such a request (its
   specification: "Fix image loading …" over "- always fall back to …");
@@ -135,7 +140,8 @@ _WRAP_WIDTH = 60
 # architect mode hands its plan to the editor model as a prompt
 _HANDOFF = re.compile(
     r"""^(?:(?:ok(?:ay)?|great|thanks|sure|alright|got\ it)[,.!]?\s+)?
-    (?:here\ (?:are|is)\ (?:the\ )?(?:minimal|precise|exact|changes|instructions|edits)
+    (?:here\ (?:are|is)\ (?:the\ )?(?:(?:complete|full|detailed|updated|revised|final)\ )?(?:minimal|precise|exact|changes
+      |instructions|edits)
       |(?:make|apply)\ (?:the\ following|these)\b|proposed\ changes?\b|change\ summary\b|changes\ to\ implement\b
       |plan:|problem\s*$|i\ (?:have|'ve)\ (?:reviewed|updated|got)\b|you\ are\ (?:absolutely\ )?(?:right|correct)
       |my\ apologies\b|thanks\ for\ (?:adding|the\ (?:files|update|payload|concrete))|to\ (?:fix|finish|make)\ [^\n]{0,120}?,\ (?:apply|make)\ (?:the\ following|these)\b)""",
@@ -154,20 +160,51 @@ _ROLE_PROMPT = re.compile(
 
 
 # a turn the agent or a tool put on the user's side: a skill's prompt ("Base directory for this skill: …"), a
-# notification that a sub-agent or background task finished (the query under it is generated too)
+# notification that a sub-agent or background task finished (the query under it is generated too), an
+# approval reviewer's prompt ("The following is the Codex agent history added since your last approval
+# assessment. …", with the transcript delta it reviews)
 _INJECTED = re.compile(
     r"^(?:<timestamp>[^<]{0,80}</timestamp>\s*)?(?:<(?:system[_-]notification|task[_-]notification|system-reminder)>"
-    r"|Base\ directory\ for\ this\ skill:)",
-    re.X,
+    r"|Base\ directory\ for\ this\ skill:"
+    r"|The\ following\ is\ the\ [\w\ -]{1,40}\ (?:agent\ )?(?:history|transcript)\b)"
+    r"|^>>>\ TRANSCRIPT\ DELTA\ START\b",
+    re.X | re.M,
 )
+# a model's reply pasted on the user's side (an answer from another chat, copied in to be applied): a long
+# text that closes as an assistant's answer does, with an offer of more ("Would you like me to show …?",
+# "Let me know if you'd like me to …"), or that is addressed to "your AI developer"; a user's own short
+# offer ("let me know if you need me to run anything") is not this
+_REPLY_CLOSE = re.compile(
+    r"\b(?:would\ you\ like\ me\ to|let\ me\ know\ if\ you(?:'d|\ would)?\ (?:like|want)\ me\ to"
+    r"|i\ hope\ this\ helps)\b",
+    re.I | re.X,
+)
+_FOR_YOUR_AI = re.compile(r"\bfor\ your\ ai\ (?:developer|assistant|agent|coder)\b", re.I | re.X)
+_REPLY_MIN = 400  # characters: a pasted answer is long; a user's own closing line is not
+_REPLY_TAIL = 300  # the offer closes the answer: it sits in its last few lines
+# a transcript of another agent pasted into the message ("## User … ## Assistant …", or a terminal agent's
+# screen, whose tool output hangs under "└"/"⎿"): the user's own words end where the other conversation's
+# assistant, tool section or tool output begins
+_PASTED_TURN = re.compile(r"^(?:\#{1,4}\s*(?:assistant|tools?|tool\ (?:call|result)s?)\s*$|\s*[└⎿]\s)", re.I | re.M)
 # a link the user pastes before the request ("https://github.com/o/r Help me copy the README …")
 _LEADING_LINK = re.compile(r"^(?:<?https?://\S+>?[\s,:;-]+)+")
 
 
 def _own_words(text: str) -> str:
-    """``text`` up to a pasted role prompt, if it holds one."""
+    """``text`` up to a pasted role prompt or another conversation's assistant turn, if it holds one."""
     m = _ROLE_PROMPT.search(text) if "ou are " in text else None
+    if m:
+        text = text[: m.start()]
+    m = _PASTED_TURN.search(text) if "#" in text or "└" in text or "⎿" in text else None
     return text[: m.start()] if m else text
+
+
+def _pasted_reply(text: str) -> bool:
+    """Is ``text`` a model's answer pasted on the user's side (see ``_REPLY_CLOSE``)?"""
+    if len(text) < _REPLY_MIN:
+        return False
+    tail = text.rstrip()[-_REPLY_TAIL:]
+    return _REPLY_CLOSE.search(tail) is not None or _FOR_YOUR_AI.search(text) is not None
 
 
 def _symbol_heavy(line: str) -> bool:
@@ -257,7 +294,8 @@ _WORK_REQUEST = re.compile(
       |tweak|polish|replace|extend|enable|disable|configure|wire|hook\ up|introduce|design|develop|finish|complete
       |continue|start|run|test|deploy|commit|push|merge|review|check|investigate|debug|analy[sz]e|look\ at|go\ ahead
       |help\ me|show\ me|tell\ me|explain|summari[sz]e|list|find|read|open|try)\b
-    |let'?s\b|let\ us\b|i\ (?:want|need|would\ like|'d\ like)\ you\ to\b|(?:can|could|would|will)\ you\b)""",
+    |let'?s\b|let\ us\b|i\ (?:want|need|would\ like|'d\ like)\ you\ to\b|(?:can|could|would|will)\ you\b
+    |your\ (?:task|job|goal|mission|assignment)\ (?:is|will\ be)\b)""",
     re.I | re.X,
 )
 
@@ -538,7 +576,7 @@ def digest(inp: DigestInput) -> DigestOutput:
     turn_order = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
     for turn in inp.turns:
         position = 0
-        if _HANDOFF.match(turn.user.lstrip()) or _INJECTED.match(turn.user.lstrip()):
+        if _HANDOFF.match(turn.user.lstrip()) or _INJECTED.search(turn.user.lstrip()) or _pasted_reply(turn.user):
             continue
         text = _own_words(turn.user)
         for block in blocks.blocks(text):
