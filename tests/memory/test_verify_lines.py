@@ -433,3 +433,33 @@ def test_planned_placeholder_and_spaced_paths_are_read_as_written(tmp_path: Path
     (tmp_path / "doc" / "Multimodal GUI Design.md").unlink()
     assert _stale(tmp_path, "- `doc/Multimodal GUI Design.md` — the product frame of the GUI.") == [
         "doc/Multimodal GUI Design.md no longer exists"]
+
+
+def test_a_line_reference_a_type_and_a_field_of_records_are_no_settings(tmp_path: Path) -> None:
+    """Lines as public instruction files have them at their own head (bench/staleness_heads.py): none is stale."""
+    _write(tmp_path, {
+        "src/components/DashboardDesktopLayout.tsx": "export const Layout = () => null;\n",
+        "config/schema.yaml": "_id: <string(ObjectId())>\ntransport: string\n",
+        "config/lint.json": '{\n  "tsx": true\n}\n',  # the key a "name.tsx: 221" would be read as
+        **{f"scripts/results-{i}.json": f'{{\n  "severity": "{v}"\n}}\n'
+           for i, v in enumerate(("blocking", "non-blocking", "pre-existing"))},
+        "pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+    })
+    # a file and a line in it (A-Hazzard/Casino-Manangement-System)
+    assert _stale(tmp_path, "- `DashboardDesktopLayout.tsx:221` — Location type mismatch") == []
+    # a type annotation, on either side
+    assert _stale(tmp_path, "- Use **String IDs** for everything (`_id: string`, NOT `ObjectId`).") == []
+    assert _stale(tmp_path, "An ask on default routing (`transport: inbox`) waits.") == []
+    # a key the configuration gives many values is a field of records: the line's value is an example (edobry/minsky)
+    assert _stale(tmp_path, 'Create the ask with `severity: "incident"` and a summary.') == []
+    # a real setting is still checked
+    assert _stale(tmp_path, "Lines are at most `line-length = 88` (ruff).") == ["line-length is 100 now, not 88"]
+
+
+def test_kinds_of_content_in_parentheses_are_not_names_a_folder_holds(tmp_path: Path) -> None:
+    _write(tmp_path, {"shared/types/models.ts": "", "cli/app.py": "", "cli/main.py": "", "tools/eslint-config-x/index.js": ""})
+    # kinds of content and the libraries used (A-Hazzard/Casino-Manangement-System, Ashveil1/Elengenix)
+    assert _stale(tmp_path, "  - `shared/types/` — used by both frontend and backend (models, DTOs).") == []
+    assert _stale(tmp_path, "- `cli/` — UI components (app, main, rich)") == []
+    # a name as files are named still counts
+    assert _stale(tmp_path, "- `tools/` (eslint-config-x, prettier-config-y)") == ["tools/ holds no prettier-config-y any more"]

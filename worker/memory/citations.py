@@ -667,6 +667,9 @@ _FROM_DIR = re.compile(r"\b(?:[Ff]rom|[Ii]n|[Ii]nside|[Ww]ithin|[Uu]nder)\s+(?:t
 _SCRIPT_RUN = re.compile(r"(?:^|[\s;&(])(?:(?:uv|poetry|pdm|hatch|pipenv|rye)\s+run\s+)?(?:python3?|node|bash|sh|zsh|tsx|"
                          r"ts-node|deno\s+run|ruby|perl)\s+(?:-[\w-]+\s+)*((?:\./)?[\w./-]*[\w-]\.(?:py|js|mjs|cjs|ts|"
                          r"mts|sh|rb|pl|bash))(?![\w/-])|(?:^|[\s;&(])\./([\w.-]+(?:/[\w.-]+)*)(?![\w/-])")
+#: what a "key: value" in a schema or a type annotation gives: a type, not a value
+_TYPE_WORDS = frozenset("string str number int integer float double bool boolean any unknown object array list dict "
+                        "map null none void date datetime uuid".split())
 _VALUE = (re.compile(r"`([A-Za-z_][\w.-]{1,60})\s*(?:=|:)\s*\"?([\w.+-]{1,40})\"?`"),
           re.compile(r"`-{0,2}([A-Za-z_][\w.-]{1,60})`\s+(?:is|of|=|:)\s+`?\"?(\d[\w.]*|true|false)\"?`?"),
           re.compile(r"(?<![\w`.-])([a-z][a-z0-9]*[_-][a-z0-9_.-]*)\s*=\s*(\d[\w.]*)(?![\w`])"))
@@ -1365,6 +1368,8 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     for pat in _VALUE:
         for vm in pat.finditer(text):
             key = vm.group(1)
+            if re.search(r"\.[A-Za-z]{1,5}$", key) and vm.group(2).isdigit():
+                continue  # "`Layout.tsx:221`": a file and a line in it, not a key and its value
             if key.lstrip("-") not in defaults and (
                     re.search(r"[._-]|[a-z][A-Z]", key.strip("-")) or key.lower() not in _GENERIC_KEYS and len(key) >= 8):
                 add(Mention(kind="value", name=key, build=vm.group(2)))
@@ -1470,6 +1475,10 @@ def _runtime_min(tree: Tree, runtime: str) -> tuple[int, ...] | None:
             if p == "package.json":
                 break
     return _range_min(specs.pop(), 1) if len(specs) == 1 else None
+
+
+#: a name as a file or folder is named (a dot, a separator, a digit, an inner capital), not a plain word
+_NAME_SHAPED = re.compile(r"[._\-\d*@]|[a-z][A-Z]")
 
 
 def _held(text: str) -> tuple[str, list[str]] | None:
@@ -1887,7 +1896,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return _ok("children", d)
         if not present or len(present) < len(missing):
             return None  # not a list of what the folder holds
-        return _stale("children", d, f"{d}/ holds no {missing[0]} any more")
+        named = [x for x in missing if _NAME_SHAPED.search(x)]
+        if not named:
+            return None  # "(models, DTOs)", "(rich, textual)": kinds of content or the libraries used, not names
+        return _stale("children", d, f"{d}/ holds no {named[0]} any more")
     if m.kind == "package":
         names = tree.packages()
         if not names or m.name in names:
@@ -1961,10 +1973,14 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         return _stale("tool", m.name, f"nothing in the tree shows {m.name} is used any more")
     if m.kind in ("value", "default"):
         key = m.name.rsplit(".", 1)[-1]
-        seen, where = tree.values(key), "the configuration"
+        if m.build.lower() in _TYPE_WORDS:
+            return None  # "`_id: string`": the line states a type, not a value
+        seen, where = [v for v in tree.values(key) if v not in _TYPE_WORDS], "the configuration"
         if not seen and m.kind == "default":
             seen, where = tree.code_defaults(key), "the code"
-        if not seen:
+        # a key given three or more values is a field of records (results, fixtures, an enum's uses), not one
+        # setting: a line's value for it is an example
+        if not seen or len(set(seen)) >= 3 and not any(_same_value(m.build, v) for v in seen):
             return None
         if any(_same_value(m.build, v) for v in seen):
             return _ok(m.kind, m.name)
