@@ -349,3 +349,9 @@ def test_a_brief_addressed_to_the_assistant_and_a_template_blank_are_no_facts() 
     assert notes_of("Frontend: HTML5, CSS3, JavaScript (ES6+)\nFramework: [Your specific framework]\n") == [
         (NoteType.PROJECT, "Frontend: HTML5, CSS3, JavaScript (ES6+)")
     ]
+
+
+def test_a_tools_section_of_the_users_own_text_is_still_read() -> None:
+    # written for the rule: a "## Tools" heading ends the user's words only under a pasted "## User" turn
+    assert [k for k, _ in notes_of("Notes for this repo.\n\n## Tools\n\nDo NOT use Prisma.\n")] == [NoteType.FEEDBACK]
+    assert notes_of("## User\n\nreview the install\n\n## Tools\n\nDo NOT use Prisma.\n") == []

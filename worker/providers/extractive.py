@@ -184,8 +184,11 @@ _REPLY_MIN = 400  # characters: a pasted answer is long; a user's own closing li
 _REPLY_TAIL = 300  # the offer closes the answer: it sits in its last few lines
 # a transcript of another agent pasted into the message ("## User … ## Assistant …", or a terminal agent's
 # screen, whose tool output hangs under "└"/"⎿"): the user's own words end where the other conversation's
-# assistant, tool section or tool output begins
-_PASTED_TURN = re.compile(r"^(?:\#{1,4}\s*(?:assistant|tools?|tool\ (?:call|result)s?)\s*$|\s*[└⎿]\s)", re.I | re.M)
+# assistant turn or tool output begins, or its tool section under its "## User" heading (a brief of the user's
+# own may well have a "## Tools" section)
+_PASTED_TURN = re.compile(r"^(?:\#{1,4}\s*assistant\s*$|\s*[└⎿]\s)", re.I | re.M)
+_PASTED_USER = re.compile(r"^\#{1,4}\s*user\s*$", re.I | re.M)
+_PASTED_TOOLS = re.compile(r"^\#{1,4}\s*(?:tools?|tool\ (?:call|result)s?)\s*$", re.I | re.M)
 # a link the user pastes before the request ("https://github.com/o/r Help me copy the README …")
 _LEADING_LINK = re.compile(r"^(?:<?https?://\S+>?[\s,:;-]+)+")
 
@@ -195,8 +198,14 @@ def _own_words(text: str) -> str:
     m = _ROLE_PROMPT.search(text) if "ou are " in text else None
     if m:
         text = text[: m.start()]
-    m = _PASTED_TURN.search(text) if "#" in text or "└" in text or "⎿" in text else None
-    return text[: m.start()] if m else text
+    if "#" not in text and "└" not in text and "⎿" not in text:
+        return text
+    cut = [m.start() for m in (_PASTED_TURN.search(text),) if m]
+    user = _PASTED_USER.search(text)
+    tools = _PASTED_TOOLS.search(text, user.end()) if user else None
+    if tools:
+        cut.append(tools.start())
+    return text[: min(cut)] if cut else text
 
 
 def _pasted_reply(text: str) -> bool:
