@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -39,7 +40,8 @@ def _extract(gd: pathlib.Path, commit: str, root: pathlib.Path) -> int:
     items = [(meta.split(), name) for meta, _, name in (i.partition(b"\t") for i in listing if i)]
     blobs = [oid for (_, kind, oid), _ in items if kind == b"blob"]
     batch = subprocess.run(["git", "--git-dir", str(gd), "cat-file", "--batch"], input=b"".join(o + b"\n" for o in blobs),
-                           capture_output=True, check=True).stdout
+                           capture_output=True, check=True,
+                           env={**os.environ, "GIT_NO_LAZY_FETCH": "1"}).stdout  # a partial clone fetches nothing
     bodies: dict[bytes, bytes | None] = {}
     at = 0
     for oid in blobs:  # "<oid> blob <size>\n<bytes>\n", or "<oid> missing\n"

@@ -169,7 +169,7 @@ class Headless:
         for bad in r.failed or ():
             sys.stderr.write(f"cairn: {bad.code}: {printable(bad.file)} not imported\n")
         for line in r.malformed:
-            sys.stderr.write(f"cairn: {line.code}: {printable(line.file)} line {line.line} left out\n")
+            sys.stderr.write(f"cairn: {line.code}: {printable(line.file)} {printable(line.message)}\n")
         captured = r.captured
         if captured:
             self.totals["batches"] += 1

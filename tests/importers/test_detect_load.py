@@ -236,3 +236,16 @@ def test_a_jsonl_record_with_a_broken_character_is_kept(tmp_path):
     (session,) = report.sessions
     assert len(session.turns) == len(whole.turns)
     assert session.turns[0].user.replace("\ufffd", "", 1) == whole.turns[0].user
+
+
+def test_a_file_in_another_encoding_reports_a_few_lines_not_all(tmp_path):
+    """A log saved in Latin-1 has a broken character on every line with an accent: its turns are read, and the
+    report names the first lines and says later ones may be broken too, instead of one line per accent."""
+    path = tmp_path / ".aider.chat.history.md"
+    turns = b"".join(b"#### caf\xe9 %d\n\nr\xe9ponse %d\n\n" % (i, i) for i in range(30))
+    path.write_bytes(b"# aider chat started at 2025-01-01 10:00:00\n\n" + turns)
+    report = load_report(path)
+    lines = [int(str(e.detail["line"])) for e in report.skipped]
+    assert len(lines) == 11 and lines == sorted(lines)
+    assert "no later line is reported" in report.skipped[-1].message
+    assert sum(len(s.turns) for s in report.sessions) == 30

@@ -355,3 +355,16 @@ def test_a_tools_section_of_the_users_own_text_is_still_read() -> None:
     # written for the rule: a "## Tools" heading ends the user's words only under a pasted "## User" turn
     assert [k for k, _ in notes_of("Notes for this repo.\n\n## Tools\n\nDo NOT use Prisma.\n")] == [NoteType.FEEDBACK]
     assert notes_of("## User\n\nreview the install\n\n## Tools\n\nDo NOT use Prisma.\n") == []
+
+
+def test_the_shapes_of_pasted_text_do_not_catch_the_users_own_words() -> None:
+    # written for the rules: an injected prompt's opening counts only where the turn opens with it
+    rule = "Always use pnpm, never npm, in this repository."
+    assert [k for k, _ in notes_of(rule + "\nThe following is the git commit history of the repo:\nabc\n")] == [
+        NoteType.FEEDBACK]
+    # a long message of the user's own that ends by offering more is not a pasted answer (no answer's layout)
+    story = " We moved the CI to a self-hosted runner last year and the cache has been flaky since." * 6
+    assert [k for k, _ in notes_of(rule + story + "\n\nWould you like me to paste the full CI config?")] == [
+        NoteType.FEEDBACK]
+    # a bracketed list is a value, not a template's blank
+    assert notes_of("Languages: [Python, Go]\n") == [(NoteType.PROJECT, "Languages: [Python, Go]")]

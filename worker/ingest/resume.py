@@ -60,7 +60,13 @@ from cairn.protocol.sources import ResumePoint, RolloutState
 from cairn.protocol.transcript import Session, Turn
 from cairn.worker.ingest.importers import claude_code, codex
 from cairn.worker.ingest.importers._common import malformed
-from cairn.worker.ingest.importers._jsonl import REREAD_CACHE_BYTES, JsonlFile, StreamedSession, _decode_line
+from cairn.worker.ingest.importers._jsonl import (
+    REREAD_CACHE_BYTES,
+    JsonlFile,
+    StreamedSession,
+    _decode_line,
+    broken_report,
+)
 
 #: formats whose files a read can resume (the importer's ``stream`` is the one :func:`resume` drives)
 RESUMABLE = frozenset({claude_code.NAME, codex.NAME})
@@ -83,6 +89,7 @@ class Reader(JsonlFile):
         self.path = path
         self.fh: IO[bytes] = os.fdopen(fd, "rb")
         self.skipped: list[CairnError] = []
+        self._broken = 0  # lines with a broken character seen (``broken_report``)
         self._kept: dict[int, dict[str, Any]] = {}
         self.start, self.first_line, self.end = start, line, start
         self.watched, self.old_end = watched, old_end
@@ -143,7 +150,11 @@ class Reader(JsonlFile):
                 raise malformed(number, "not a JSON value") from None
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
-            self.skipped += found
+            if found:
+                report = broken_report(self._broken, number)
+                self._broken += 1
+                if report is not None:
+                    self.skipped.append(report)
             self.end = offset
             if watches and (not self.session_seen or obj.get("type") == "summary" or self._leaves or self.watched):
                 self._watch(start, obj)  # rare past the first record: most files have no summary, nothing watched

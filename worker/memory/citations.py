@@ -669,7 +669,10 @@ _SCRIPT_RUN = re.compile(r"(?:^|[\s;&(])(?:(?:uv|poetry|pdm|hatch|pipenv|rye)\s+
                          r"mts|sh|rb|pl|bash))(?![\w/-])|(?:^|[\s;&(])\./([\w.-]+(?:/[\w.-]+)*)(?![\w/-])")
 #: what a "key: value" in a schema or a type annotation gives: a type, not a value
 _TYPE_WORDS = frozenset("string str number int integer float double bool boolean any unknown object array list dict "
-                        "map null none void date datetime uuid".split())
+                        "map void date datetime uuid".split())  # not null/none: real settings take them
+#: a file a line names with a line in it ("`Layout.tsx:221`"), not a key with its value ("`server.port: 9090`")
+_SOURCE_EXT = frozenset("ts tsx js jsx mjs cjs py go rs java kt rb php c h cc cpp hpp cs swift vue svelte ex exs dart "
+                        "lua sh scala m mm".split())
 _VALUE = (re.compile(r"`([A-Za-z_][\w.-]{1,60})\s*(?:=|:)\s*\"?([\w.+-]{1,40})\"?`"),
           re.compile(r"`-{0,2}([A-Za-z_][\w.-]{1,60})`\s+(?:is|of|=|:)\s+`?\"?(\d[\w.]*|true|false)\"?`?"),
           re.compile(r"(?<![\w`.-])([a-z][a-z0-9]*[_-][a-z0-9_.-]*)\s*=\s*(\d[\w.]*)(?![\w`])"))
@@ -1368,7 +1371,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     for pat in _VALUE:
         for vm in pat.finditer(text):
             key = vm.group(1)
-            if re.search(r"\.[A-Za-z]{1,5}$", key) and vm.group(2).isdigit():
+            if key.rsplit(".", 1)[-1].lower() in _SOURCE_EXT and "." in key and re.search(r"[^\s=]:\d", vm.group(0)):
                 continue  # "`Layout.tsx:221`": a file and a line in it, not a key and its value
             if key.lstrip("-") not in defaults and (
                     re.search(r"[._-]|[a-z][A-Z]", key.strip("-")) or key.lower() not in _GENERIC_KEYS and len(key) >= 8):
@@ -1896,10 +1899,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return _ok("children", d)
         if not present or len(present) < len(missing):
             return None  # not a list of what the folder holds
-        named = [x for x in missing if _NAME_SHAPED.search(x)]
-        if not named:
+        as_files = [x for x in missing if _NAME_SHAPED.search(x)]
+        if not as_files:
             return None  # "(models, DTOs)", "(rich, textual)": kinds of content or the libraries used, not names
-        return _stale("children", d, f"{d}/ holds no {named[0]} any more")
+        return _stale("children", d, f"{d}/ holds no {as_files[0]} any more")
     if m.kind == "package":
         names = tree.packages()
         if not names or m.name in names:

@@ -71,7 +71,7 @@ _TASK_ITEM = re.compile(
 )
 _CODEISH = re.compile(r"[;{}]\s*$|^\s*[})\]<]|^\s*(?:def|class|import|from|function|const|let|var|return)\b|=>|\(\)\s*\{")
 # a template's blank ("Framework: [Your specific framework]", "Database: <your database>"): nothing is stated
-_PLACEHOLDER = re.compile(r"^[\[<{].*[\]>}]$|\byour\b", re.I)
+_PLACEHOLDER = re.compile(r"^[\[<{][^\]>}]*\b(?:your|specific|insert|placeholder|tbd|todo)\b|\byour\b", re.I)
 _MOMENT = re.compile(r"\b(?:error|errors|exception|traceback|failed|failing|broken|bug|todo|tasks?|steps?|changes?)\b", re.I)
 
 

@@ -166,19 +166,22 @@ _ROLE_PROMPT = re.compile(
 _INJECTED = re.compile(
     r"^(?:<timestamp>[^<]{0,80}</timestamp>\s*)?(?:<(?:system[_-]notification|task[_-]notification|system-reminder)>"
     r"|Base\ directory\ for\ this\ skill:"
-    r"|The\ following\ is\ the\ [\w\ -]{1,40}\ (?:agent\ )?(?:history|transcript)\b)"
-    r"|^>>>\ TRANSCRIPT\ DELTA\ START\b",
-    re.X | re.M,
+    r"|The\ following\ is\ the\ [\w\ -]{1,40}\ agent\ (?:history|transcript)\b)",
+    re.X,
 )
+# the reviewer's transcript marker, on a line of its own anywhere in the turn
+_DELTA = re.compile(r"^>>>\ TRANSCRIPT\ DELTA\ START\b", re.X | re.M)
 # a model's reply pasted on the user's side (an answer from another chat, copied in to be applied): a long
-# text that closes as an assistant's answer does, with an offer of more ("Would you like me to show …?",
+# text laid out as an answer that closes as one does, with an offer of more ("Would you like me to show …?",
 # "Let me know if you'd like me to …"), or that is addressed to "your AI developer"; a user's own short
 # offer ("let me know if you need me to run anything") is not this
 _REPLY_CLOSE = re.compile(
-    r"\b(?:would\ you\ like\ me\ to|let\ me\ know\ if\ you(?:'d|\ would)?\ (?:like|want)\ me\ to"
-    r"|i\ hope\ this\ helps)\b",
+    r"\b(?:would\ you\ like\ me\ to|let\ me\ know\ if\ you(?:'d|\ would)?\ (?:like|want)\ me\ to)\b",
     re.I | re.X,
 )
+# an answer's body is laid out as one: a fenced block or a numbered list (a user's long message that ends by
+# offering to paste more, "Would you like me to paste the CI config?", is not enough)
+_REPLY_LAYOUT = re.compile(r"^(?:```|~~~|[ \t]*\d{1,2}[.)][ \t]+\S)", re.M)
 _FOR_YOUR_AI = re.compile(r"\bfor\ your\ ai\ (?:developer|assistant|agent|coder)\b", re.I | re.X)
 _REPLY_MIN = 400  # characters: a pasted answer is long; a user's own closing line is not
 _REPLY_TAIL = 300  # the offer closes the answer: it sits in its last few lines
@@ -186,9 +189,10 @@ _REPLY_TAIL = 300  # the offer closes the answer: it sits in its last few lines
 # screen, whose tool output hangs under "└"/"⎿"): the user's own words end where the other conversation's
 # assistant turn or tool output begins, or its tool section under its "## User" heading (a brief of the user's
 # own may well have a "## Tools" section)
-_PASTED_TURN = re.compile(r"^(?:\#{1,4}\s*assistant\s*$|\s*[└⎿]\s)", re.I | re.M)
-_PASTED_USER = re.compile(r"^\#{1,4}\s*user\s*$", re.I | re.M)
-_PASTED_TOOLS = re.compile(r"^\#{1,4}\s*(?:tools?|tool\ (?:call|result)s?)\s*$", re.I | re.M)
+# (within a line only: "[ \t]", never "\s", which would run over blank lines at every line start)
+_PASTED_TURN = re.compile(r"^(?:\#{1,4}[ \t]*assistant[ \t]*$|[ \t]*[└⎿][ \t])", re.I | re.M)
+_PASTED_USER = re.compile(r"^\#{1,4}[ \t]*user[ \t]*$", re.I | re.M)
+_PASTED_TOOLS = re.compile(r"^\#{1,4}[ \t]*(?:tools?|tool\ (?:call|result)s?)[ \t]*$", re.I | re.M)
 # a link the user pastes before the request ("https://github.com/o/r Help me copy the README …")
 _LEADING_LINK = re.compile(r"^(?:<?https?://\S+>?[\s,:;-]+)+")
 
@@ -212,8 +216,10 @@ def _pasted_reply(text: str) -> bool:
     """Is ``text`` a model's answer pasted on the user's side (see ``_REPLY_CLOSE``)?"""
     if len(text) < _REPLY_MIN:
         return False
+    if _FOR_YOUR_AI.search(text):
+        return True
     tail = text.rstrip()[-_REPLY_TAIL:]
-    return _REPLY_CLOSE.search(tail) is not None or _FOR_YOUR_AI.search(text) is not None
+    return _REPLY_CLOSE.search(tail) is not None and len(_REPLY_LAYOUT.findall(text)) >= 2
 
 
 def _symbol_heavy(line: str) -> bool:
@@ -585,7 +591,8 @@ def digest(inp: DigestInput) -> DigestOutput:
     turn_order = {turn.turn_id: index for index, turn in enumerate(inp.turns)}
     for turn in inp.turns:
         position = 0
-        if _HANDOFF.match(turn.user.lstrip()) or _INJECTED.search(turn.user.lstrip()) or _pasted_reply(turn.user):
+        user = turn.user.lstrip()
+        if _HANDOFF.match(user) or _INJECTED.match(user) or _DELTA.search(user) or _pasted_reply(turn.user):
             continue
         text = _own_words(turn.user)
         for block in blocks.blocks(text):

@@ -62,8 +62,8 @@ from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.transcript import Session
 
-from ._common import SQLITE_MAGIC, drop_deep_lines, malformed, open_source
-from ._jsonl import JsonlFile, StreamedSession
+from ._common import SQLITE_MAGIC, drop_deep_lines, open_source
+from ._jsonl import JsonlFile, StreamedSession, broken_report
 
 if TYPE_CHECKING:  # the format modules, for type checkers: at run time ``__getattr__`` imports them
     from . import aider as aider
@@ -458,11 +458,16 @@ def _decode(data: bytes) -> tuple[str, tuple[CairnError, ...]]:
     issues: list[CairnError] = []
     lines = data.split(b"\n")
     complete = len(lines) if data.endswith(b"\n") else len(lines) - 1
+    broken = 0
     for index in range(complete):
         try:
             lines[index].decode("utf-8")
         except UnicodeDecodeError:
-            issues.append(malformed(index + 1, "not UTF-8 text; its broken characters were replaced"))
+            report = broken_report(broken, index + 1)
+            broken += 1
+            if report is None:
+                break
+            issues.append(report)
     return data.decode("utf-8", "replace"), tuple(issues)
 
 

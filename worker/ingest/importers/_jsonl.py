@@ -51,15 +51,30 @@ class Records(Protocol):
     def close(self) -> None: ...
 
 
+#: lines with a broken character reported one by one; past them one report says later lines may be too (a
+#: file in another encoding would otherwise report every line that holds an accent)
+MAX_BROKEN_REPORTS = 10
+
+
+def broken_report(seen: int, number: int) -> CairnError | None:
+    """The report for line ``number``, the ``seen``-th (from 0) line of its file with a broken character."""
+    if seen < MAX_BROKEN_REPORTS:
+        return malformed(number, "not UTF-8 text; its broken characters were replaced")
+    if seen == MAX_BROKEN_REPORTS:
+        return malformed(number, "not UTF-8 text, nor may later lines be; their broken characters were replaced "
+                                 "(no later line is reported)")
+    return None
+
+
 def _decode_line(raw: bytes, number: int, issues: list[CairnError] | None = None) -> Any:
-    """The JSON value of one line; a broken UTF-8 character is replaced (U+FFFD) and the line reported in
-    ``issues``: the record is kept, as the whole-file reader keeps such a line (``importers._decode``)."""
+    """The JSON value of one line; a broken UTF-8 character is replaced (U+FFFD) and the line's number put in
+    ``issues``' place: the record is kept, as the whole-file reader keeps such a line (``importers._decode``)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = raw.decode("utf-8", "replace")
         if issues is not None:
-            issues.append(malformed(number, "not UTF-8 text; its broken characters were replaced"))
+            issues.append(malformed(number, ""))  # a marker: the reader numbers its reports (``broken_report``)
     return boundedjson.loads(text)
 
 
@@ -72,6 +87,7 @@ class JsonlFile:
         self.fh: IO[bytes] = os.fdopen(fd, "rb")
         #: complete lines left out (nesting past the JSON depth bound), as ``_common.drop_deep_lines`` reports them
         self.skipped: list[CairnError] = []
+        self._broken = 0  # lines with a broken character seen (``broken_report``)
         self._kept: dict[int, dict[str, Any]] = {}  # offset -> record, for the file's first bytes
 
     def close(self) -> None:
@@ -122,7 +138,11 @@ class JsonlFile:
                 raise malformed(number, "not a JSON value") from None
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
-            self.skipped += found
+            if found:
+                report = broken_report(self._broken, number)
+                self._broken += 1
+                if report is not None:
+                    self.skipped.append(report)
             if len(raw) <= budget:
                 budget -= len(raw)
                 self._kept[start] = obj
