@@ -463,3 +463,10 @@ def test_kinds_of_content_in_parentheses_are_not_names_a_folder_holds(tmp_path: 
     assert _stale(tmp_path, "- `cli/` — UI components (app, main, rich)") == []
     # a name as files are named still counts
     assert _stale(tmp_path, "- `tools/` (eslint-config-x, prettier-config-y)") == ["tools/ holds no prettier-config-y any more"]
+
+
+def test_a_kind_of_tool_is_not_a_tool_named_for_a_role(tmp_path: Path) -> None:
+    _write(tmp_path, {"pyproject.toml": "[tool.ruff]\nline-length = 100\n"})
+    # edobry/minsky at its own head: a heading for a kind of MCP tool, not the project's tool for a job
+    assert _stale(tmp_path, "- **Missing MCP tool**: bash-before-MCP, MCP erroring for it, or:") == []
+    assert _stale(tmp_path, "- **Tool**: blackfire") == ["no manifest or configuration names blackfire any more"]

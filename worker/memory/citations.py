@@ -738,7 +738,8 @@ _CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swi
 _LINE_ONLY = frozenset({"value", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
 #: a tool named for a role (``Formatter: Prettier``, "formatted with `black`", "uses ruff for linting")
 _ROLE_END = r"`?(?=\s*(?:$|[(),.;:|+&*]|(?:and|via|with|for|or)\b))"  # the name alone, not a phrase's first word
-_ROLE = (re.compile(r"(?i)\b(?:formatter|linter|type[- ]?checker|test runner|bundler|tool)\**\s*:\s*\**\s*`?([A-Za-z][\w.-]{1,30})"
+#: ("**Tool**: ruff" names a tool for a role; "Missing MCP tool: bash-before-MCP" is a kind of tool, not a role)
+_ROLE = (re.compile(r"(?i)\b(?:formatter|linter|type[- ]?checker|test runner|bundler|(?<!\w\s)tool)\**\s*:\s*\**\s*`?([A-Za-z][\w.-]{1,30})"
                     + _ROLE_END),
          re.compile(r"(?i)\b(?:formatted|linted|type-?checked|bundled)\s+(?:with|by|using)\s+`?([A-Za-z][\w.-]{1,30})" + _ROLE_END),
          re.compile(r"(?i)\buses?\s+`?([A-Za-z][\w.-]{1,30})`?\s+for\s+(?:formatting|linting|type[- ]?checking|bundling)\b"))
