@@ -368,3 +368,8 @@ def test_the_shapes_of_pasted_text_do_not_catch_the_users_own_words() -> None:
         NoteType.FEEDBACK]
     # a bracketed list is a value, not a template's blank
     assert notes_of("Languages: [Python, Go]\n") == [(NoteType.PROJECT, "Languages: [Python, Go]")]
+
+
+def test_a_question_said_with_emphasis_is_a_question() -> None:
+    # audit-aider-aider-tests-fixture: a bug report, not a rule, though it says "always"
+    assert notes_of("diff_commits seems to always be returning colorized diffs, even when pretty=false?!") == []

@@ -31,7 +31,7 @@ Rules that drop a sentence whatever it says:
   the list items of a message that opens with such a request (its
   specification: "Fix image loading …" over "- always fall back to …");
   a request behind a pasted link ("https://… Help me copy the README");
-  questions (ends with ``?``); sentences over 1000 characters (pasted text);
+  questions (ends with ``?`` or ``?!``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
   now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
   "asap", "until …", a sentence that opens with "now"); vague directives
@@ -534,7 +534,7 @@ def classify(sentence: str) -> tuple[NoteType, str, str] | None:
     facts, references, then anything else said "from now on".
     """
     sentence = one_line(sentence).replace("\u2019", "'")
-    if not sentence or len(sentence) > MAX_SENTENCE or sentence.endswith("?"):
+    if not sentence or len(sentence) > MAX_SENTENCE or sentence.rstrip("!").endswith("?") or sentence.endswith("?!"):
         return None
     lead, _ = _strip_lead(sentence)
     s = lead
