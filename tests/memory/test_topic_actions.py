@@ -25,6 +25,21 @@ def _topic(ws: Path, text: str = "Use pnpm, not npm, to install dependencies") -
     return pending[0]["target"]
 
 
+def _aged(ws: Path, target: str, days: int) -> str:
+    """As if ``days`` had passed since ``target`` was written and accepted: its front matter's date and the
+    confirmation its acceptance recorded (the marks file) both moved back. Returns the old day."""
+    old = time.strftime("%Y-%m-%d", time.gmtime(time.time() - days * DAY))
+    topic = ws / target
+    topic.write_text("\n".join(f"confirmed: '{old}'" if line.startswith("confirmed:") else line
+                               for line in topic.read_text().split("\n")))
+    marks = ws / ".cairn" / "state" / "memory" / "verify.json"
+    data = json.loads(marks.read_text())
+    assert data[target]["confirmed"] == time.strftime("%Y-%m-%d", time.gmtime()), "the accept confirmed it"
+    data[target]["confirmed"] = old
+    marks.write_text(json.dumps(data))
+    return old
+
+
 def test_retire_proposes_and_accept_removes_topic_and_index_line_undo_restores(workspace: Path) -> None:
     target = _topic(workspace)
     topic, index = workspace / target, workspace / MEM / "MEMORY.md"
@@ -58,10 +73,7 @@ def test_retire_asked_again_after_a_rejection_is_proposed_again(workspace: Path)
 
 def test_retire_names_a_verifications_pending_retirement_of_the_same_topic(workspace: Path) -> None:
     target = _topic(workspace)
-    topic = workspace / target
-    old = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 200 * DAY))
-    topic.write_text("\n".join(f"confirmed: '{old}'" if line.startswith("confirmed:") else line
-                               for line in topic.read_text().split("\n")))
+    _aged(workspace, target, 200)
     cairn(workspace, "verify", check=False)  # proposes "revalidate or retire"
     [revalidate] = [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"]
     out = cairn_json(workspace, "memory", "retire", target)
@@ -105,11 +117,8 @@ def test_confirm_makes_a_due_topic_fresh(workspace: Path) -> None:
     target = _topic(workspace)
     # the topic was last confirmed 200 days ago (its front matter's date), past revalidateDays (90)
     topic = workspace / target
-    old = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 200 * DAY))
-    text = topic.read_text()
-    assert "confirmed: '" in text
-    topic.write_text("\n".join(f"confirmed: '{old}'" if line.startswith("confirmed:") else line
-                               for line in text.split("\n")))
+    assert "confirmed: '" in topic.read_text()
+    old = _aged(workspace, target, 200)
     row = cairn_json(workspace, "memory")[0]
     assert row["due"] is True and row["age"] >= 200
     cairn(workspace, "verify", check=False)  # proposes "revalidate or retire"
@@ -257,3 +266,21 @@ def test_a_verification_finishing_between_a_confirmations_read_and_write_is_kept
     assert info.value.code == "E_TOPIC_STALE"
     mark = load_marks(str(ws))[rel]
     assert mark["stale"] and mark["confirmed"] == "2026-01-11"
+
+
+def test_accepting_a_memory_from_an_old_session_confirms_it_today(workspace: Path) -> None:
+    """The shipped example session was held in 2025: its notes are dated then. The user who accepts one has
+    just read it and said yes: it is not "due for revalidation" the moment it lands, nor does the next
+    verification ask to revalidate or retire it. A topic nobody accepted keeps its session's date."""
+    cairn(workspace, "run")
+    pending = [p for p in cairn_json(workspace, "proposals") if p["state"] == "pending" and p["kind"] == "create"]
+    assert len(pending) >= 2
+    cairn(workspace, "accept", pending[0]["id"])
+    [row] = cairn_json(workspace, "memory")
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert row["file"] == pending[0]["target"] and row["due"] is False and row["age"] == 0
+    assert row["confirmed"] == today
+    assert "confirmed: '2025-" in (workspace / pending[0]["target"]).read_text(), "the session's date stays recorded"
+    cairn(workspace, "verify", check=False)
+    assert not [p for p in cairn_json(workspace, "proposals")
+                if p["state"] == "pending" and p["kind"] == "delete"], "no revalidation asked right after a yes"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,130 @@ def test_a_note_added_to_a_stale_topic_keeps_what_its_citations_recorded(tmp_pat
     assert len(row["sources"]["digests"]) == 2 and row["citations"] == first["citations"]
     code, out = _cairn(capsys, ws, "verify")
     assert code == 1 and "stale: Makefile has no target 'check' any more" in out
+
+
+def test_a_rename_also_renames_the_topic_name_description_and_index_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # agents load MEMORY.md, not the topic body: an update that fixed only the body left them the old command
+    ws = tmp_path / "ws"
+    mem = ws / ".agents" / "memory"
+    mem.mkdir(parents=True)
+    (ws / "Makefile").write_text(MAKEFILE)
+    body = "\n- Run the tests with `make check` (noted 2026-11-30)\n"
+    prov: dict[str, object] = {"citations": [c.as_front_matter() for c in C.find_citations(str(ws), body)],
+                               "confirmed": "2026-11-30"}
+    topic = mem / "run-the-tests-with-make-check.md"
+    topic.write_bytes(render_topic("Run the tests with `make check`", "Run the tests with `make check` first",
+                                   "project", body, prov))
+    index = ("# Memory\n\n- [Run the tests with `make check`](run-the-tests-with-make-check.md) - Run the tests"
+             " with `make check` first (confirmed 2026-11-30)\n")
+    (mem / "MEMORY.md").write_text(index)
+    before = topic.read_bytes()
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    [pid] = json.loads(out)["proposals"]
+    assert _cairn(capsys, ws, "accept", pid)[0] == 0
+    after = parse_topic(topic.read_bytes())
+    assert (after.name, after.description) == ("Run the tests with `make test`", "Run the tests with `make test` first")
+    assert after.body == "\n- Run the tests with `make test` (noted 2026-11-30)\n"
+    assert (mem / "MEMORY.md").read_text() == index.replace("make check", "make test")
+    assert "make check" not in (mem / "MEMORY.md").read_text()
+    assert _cairn(capsys, ws, "undo", pid)[0] == 0
+    assert topic.read_bytes() == before and (mem / "MEMORY.md").read_text() == index
+
+
+def test_a_topic_records_the_turns_its_note_came_from_not_every_turn_of_the_session(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped example session has ten turns and six notes: each topic made from one note names that
+    note's turns as its sources (what a reader follows to see why it is remembered), not all ten."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    code, out = _cairn(capsys, ws, "run", "--json")
+    assert code == 0
+    [digest] = json.loads(_cairn(capsys, ws, "journal", "--json")[1])
+    assert len(digest["turn_ids"]) == 10 and len(digest["notes"]) >= 2
+    for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]):
+        assert _cairn(capsys, ws, "accept", p["id"])[0] == 0
+    rows = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert len(rows) == len(digest["notes"])
+    by_body = {n["body"]: n for n in digest["notes"]}
+    for row in rows:
+        body = parse_topic((ws / row["file"]).read_bytes()).body
+        [note] = [n for b, n in by_body.items() if b in body]
+        assert row["sources"]["turns"] == list(note["turn_ids"]), row["file"]
+        assert row["sources"]["digests"] == [digest["id"]]
+
+
+def _remembered(tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], text: str) -> tuple[Path, str]:
+    """A workspace holding ``files`` whose memory holds ``text``, remembered and accepted; (workspace, topic)."""
+    ws = tmp_path / "ws"
+    for rel, content in files.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(content)
+    code, out = _cairn(capsys, ws, "remember", "--json", "--type", "project", text)
+    [proposal] = json.loads(out)["proposals"]
+    assert _cairn(capsys, ws, "accept", proposal["id"])[0] == 0
+    return ws, proposal["target"]
+
+
+def _verify_proposal(capsys: pytest.CaptureFixture[str], ws: Path) -> dict[str, object]:
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    assert code == 1
+    [pid] = json.loads(out)["proposals"]
+    return dict(json.loads(_cairn(capsys, ws, "show", "--json", pid)[1]), id=pid)
+
+
+@pytest.mark.parametrize("moved_to", ["src/app/main.py", "pkg/app/cli.py"])
+def test_a_cited_file_moved_gets_an_update_naming_where_it_is_now(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], moved_to: str) -> None:
+    """Renamed in its folder (found by the bytes it had) or moved to another folder under its name: the update
+    names the new path in the text, the name and the index line, and cites it; undo puts the old one back."""
+    ws, target = _remembered(tmp_path, capsys, {"src/app/cli.py": "def main():\n    pass\n", "src/app/util.py": "x = 1\n"},
+                             "The CLI entry point is src/app/cli.py")
+    topic, index = ws / target, ws / ".agents" / "memory" / "MEMORY.md"
+    before, before_index = topic.read_bytes(), index.read_text()
+    (ws / moved_to).parent.mkdir(parents=True, exist_ok=True)
+    os.rename(ws / "src/app/cli.py", ws / moved_to)
+    p = _verify_proposal(capsys, ws)
+    assert p["kind"] == "update" and f"src/app/cli.py \u2192 {moved_to}" in str(p["title"])
+    assert f"src/app/cli.py moved to {moved_to}" in str(p["summary"])
+    assert _cairn(capsys, ws, "accept", str(p["id"]))[0] == 0
+    after = parse_topic(topic.read_bytes())
+    assert f"is {moved_to}" in after.body and "cli.py" not in after.body.replace(moved_to, "")
+    assert after.name == f"The CLI entry point is {moved_to}"
+    assert index.read_text() == before_index.replace("src/app/cli.py", moved_to)
+    assert isinstance(after.citations, list) and after.citations[0]["path"] == moved_to
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    assert code == 0 and json.loads(out)["stale"] == 0
+    assert _cairn(capsys, ws, "undo", str(p["id"]))[0] == 0
+    assert topic.read_bytes() == before and index.read_text() == before_index
+
+
+def test_a_changed_value_gets_an_update_with_the_value_the_configuration_gives(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws, target = _remembered(tmp_path, capsys, {"pyproject.toml": "[tool.ruff]\nline-length = 100\n"},
+                             "Ruff line-length is 100")
+    (ws / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")
+    p = _verify_proposal(capsys, ws)
+    assert p["kind"] == "update" and "100 \u2192 120" in str(p["title"]) and "120 now, not 100" in str(p["summary"])
+    assert _cairn(capsys, ws, "accept", str(p["id"]))[0] == 0
+    after = parse_topic((ws / target).read_bytes())
+    assert after.name == "Ruff line-length is 120" and "Ruff line-length is 120" in after.body
+    assert "[Ruff line-length is 120]" in (ws / ".agents" / "memory" / "MEMORY.md").read_text()
+
+
+@pytest.mark.parametrize("files, text, change", [
+    # the old value is said twice: which of them changed is not known
+    ({"pyproject.toml": "[tool.ruff]\nline-length = 100\n"}, "Ruff line-length is 100, keep lines under 100",
+     lambda ws: (ws / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")),
+    # two files of the cited name elsewhere, with other bytes: where it went is not known
+    ({"src/cli.py": "def main():\n    pass\n"}, "The entry point is src/cli.py",
+     lambda ws: ((ws / "src/cli.py").unlink(), (ws / "a").mkdir(), (ws / "a/cli.py").write_text("a\n"),
+                 (ws / "b").mkdir(), (ws / "b/cli.py").write_text("b\n"))),
+])
+def test_a_change_with_no_single_replacement_gets_a_retirement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], text: str,
+        change: Callable[[Path], object]) -> None:
+    ws, _ = _remembered(tmp_path, capsys, files, text)
+    change(ws)
+    assert _verify_proposal(capsys, ws)["kind"] == "delete"

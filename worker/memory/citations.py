@@ -195,6 +195,9 @@ class Check:
     lines: tuple[int, int] | None = None  # where the cited text is now (moved lines)
     evidence: tuple[str, ...] = ()  # stale: the lines there now
     renamed: Citation | None = None  # stale target: the target now defined where it was (a rename), cited afresh
+    #: stale: what the text says (``[0]``: a path, a value) and what the tree says instead (``[1]``: the one
+    #: file it moved to, the one value given now); an update can say it. None: no single replacement is known
+    replace: tuple[str, str] | None = None
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self.citation.as_front_matter(), "verdict": self.verdict}
@@ -530,6 +533,10 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
         return Check(citation=c, verdict=UNVERIFIABLE, code=str(ErrorCode.PATH_NOT_REGULAR),
                      reason="the path is not a regular file")
     if data is None:
+        went = _moved_file(root, c, tree)
+        if went is not None:
+            return Check(citation=c, verdict=STALE, reason=f"{c.path} moved to {went.path}", renamed=went,
+                         replace=(c.path, went.path))
         return Check(citation=c, verdict=STALE, reason=f"{c.path} no longer exists")
     lines = _lines(data)
     if c.kind == "symbol" and c.target:
@@ -563,6 +570,35 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
         return Check(citation=c, verdict=OK, lines=moved)
     return Check(citation=c, verdict=STALE, reason=f"lines {c.lines[0]}-{c.lines[1]} of {c.path} changed",
                  evidence=_clip(lines[c.lines[0] - 1:c.lines[1]]))
+
+
+def _moved_file(root: str, c: Citation, tree: Tree | None) -> Citation | None:
+    """Where a cited whole file that is gone went, cited afresh: the one file of the tree with the bytes it had
+    (the recorded hash), looked for among files of the same name and the files of its folder (a rename in
+    place); else the one file of the same name (moved, and edited since). None when neither is one file."""
+    if c.kind != "path" or c.lines is not None or c.target is not None:
+        return None
+    tree = tree if tree is not None else Tree(root)
+    folder, _, base = c.path.strip("/").rpartition("/")
+    same_name = sorted(tree.by_name.get(base, []))
+    nearby = sorted(p for p in tree.files if p.rpartition("/")[0] == folder and p not in same_name)[:200]
+
+    def sha_of(path: str) -> str | None:
+        try:
+            data = _read(root, path)
+        except (_Refused, OSError):
+            return None
+        return hashlib.sha256(data).hexdigest() if data is not None else None
+
+    if c.sha256:
+        same = [p for p in same_name[:50] + nearby if sha_of(p) == c.sha256]
+        if len(same) == 1:
+            return Citation(kind="path", path=same[0], sha256=c.sha256, commit=c.commit)
+    if len(same_name) == 1 and "." in base.lstrip("."):
+        sha = sha_of(same_name[0])
+        if sha is not None:
+            return Citation(kind="path", path=same_name[0], sha256=sha if c.sha256 else None, commit=c.commit)
+    return None
 
 
 def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None, *,
@@ -1678,8 +1714,10 @@ def _defined_targets(tree: Tree, build: str, depth: int = 0) -> set[str] | None:
     return out
 
 
-def _stale(kind: str, name: str, reason: str, evidence: Iterable[str] = ()) -> Check:
-    return Check(citation=Citation(kind=kind, path=name), verdict=STALE, reason=reason, evidence=_clip(evidence))
+def _stale(kind: str, name: str, reason: str, evidence: Iterable[str] = (),
+           replace: tuple[str, str] | None = None) -> Check:
+    return Check(citation=Citation(kind=kind, path=name), verdict=STALE, reason=reason, evidence=_clip(evidence),
+                 replace=replace)
 
 
 def _ok(kind: str, name: str) -> Check:
@@ -1837,7 +1875,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if ext and parts[0] not in _BUILT and len(tree.by_name.get(base, [])) == 1 and m.build != "example":
             tree.words()
             if p not in tree.named and "/" + p not in tree.named:
-                return _stale("path", m.name, f"{m.name} moved to {tree.by_name[base][0]}")
+                return _stale("path", m.name, f"{m.name} moved to {tree.by_name[base][0]}",
+                              replace=(m.name, tree.by_name[base][0]))
         if parent not in tree.dirs and not (len(parts) > 2 and (tree.has(parent) or parts[0] in tree.dirs)):
             return None  # owner/name, a/b choices: not a path of this tree
         tree.words()
@@ -1848,7 +1887,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if m.build == "example":
             return None  # an example path: its folder stands, the name may be illustrative
         if len(moved) == 1 or (ext and len(moved) == 2):
-            return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}")
+            return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}",
+                          replace=(m.name, moved[0]) if len(moved) == 1 else None)
         return _stale("path", m.name, f"{m.name} no longer exists")
     if m.kind == "script":
         return _check_script(tree, m)
@@ -1989,7 +2029,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if any(_same_value(m.build, v) for v in seen):
             return _ok(m.kind, m.name)
         return _stale(m.kind, m.name, f"{m.name} is {seen[0]} now, not {m.build}"
-                      + (" (its default in the code)" if where == "the code" else ""))
+                      + (" (its default in the code)" if where == "the code" else ""),
+                      replace=(m.build, seen[0]) if len(set(seen)) == 1 else None)
     if m.kind == "setting":
         seen_by: dict[str, list[str]] = {}
         configs = [p for p in tree.files if p.count("/") <= 3 and _FORMAT_CONFIG.match(p.rsplit("/", 1)[-1])]
@@ -2007,7 +2048,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return None
         if any(_same_value(m.build, v) for v in values):
             return _ok("setting", m.name)
-        return _stale("setting", m.name, f"the line length is {values[0]} now, not {m.build}")
+        return _stale("setting", m.name, f"the line length is {values[0]} now, not {m.build}",
+                      replace=(m.build, values[0]) if len(set(values)) == 1 else None)
     if m.kind == "word":
         words = tree.words()
         if not words or m.name in words:

@@ -29,6 +29,7 @@ from cairn.protocol.results import (
     read,
 )
 from cairn.protocol.settings import Settings
+from cairn.protocol.vocab import ProposalState
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.memory import apply, edited
 from cairn.worker.memory.store import MemoryStore
@@ -82,7 +83,21 @@ def _decide(req: WorkerRequest, fn_name: str) -> Decisions:
         apply.recover(ms, deciding=ids)
         for pid in ids:
             out.append(fn(ms, pid))
+        if fn_name == "accept":
+            _confirm_accepted(ms, out)
     return Decisions(decisions=tuple(out))
+
+
+def _confirm_accepted(ms: MemoryStore, decided: list[Decision]) -> None:
+    """The topics an accepted proposal writes are confirmed today (:func:`verify.confirm_accepted`): the user
+    read them and said yes. Accepted again (already applied), they are confirmed again; a mark that cannot be
+    written is reported like any step after the decision (the files stay written), and the retry confirms."""
+    written = [f.path for d in decided if d.state is ProposalState.APPLIED
+               for f in apply.load_proposal(ms, d.id).files if f.after is not None]
+    if written:
+        from cairn.worker.memory.verify import confirm_accepted  # cold start: as job_verify
+
+        confirm_accepted(ms, written)
 
 
 def job_accept(req: WorkerRequest) -> Decisions:
@@ -112,7 +127,9 @@ def job_accept_edited(req: WorkerRequest) -> Decision:
         raise CairnError(ErrorCode.USAGE, "id and text: a proposal id and its edited text are required")
     with _store(req) as ms:
         apply.recover(ms, deciding=[args.id])
-        return edited.accept_edited(ms, args.id, args.text)
+        decision = edited.accept_edited(ms, args.id, args.text)
+        _confirm_accepted(ms, [decision])
+        return decision
 
 
 def job_proposals(req: WorkerRequest) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 :func:`stamp_created` takes a review's drafts and gives each CREATE draft's
 topic the front matter keys of ADR 0020: ``sources`` (the digest ids of its
-evidence, their turn ids, the sessions' ``start/end`` times), ``citations``
+evidence, the turn ids of the notes its text quotes, else all of the digests'
+turn ids, the sessions' ``start/end`` times), ``citations``
 (what its text names in the workspace, with content hashes and the git
 commit: :func:`worker.memory.citations.find_citations`) and ``confirmed``
 (the day of the latest session, else of the review). :func:`stamp_updated`
@@ -45,7 +46,13 @@ def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: 
                commit: str | None = None) -> dict[str, Any]:
     """The front matter keys recording where ``text`` came from and what it cites."""
     ids = sorted({d.id for d in digests if _ID.match(d.id)})
-    turns = list(dict.fromkeys(t for d in digests for t in d.turn_ids if _ID.match(t)))[:MAX_TURNS]
+    # the turns of the notes the text was made from; a text that quotes no note (edited, merged) names the
+    # evidence's turns, as before
+    flat = " ".join(text.split())
+    own = [t for d in digests for n in d.notes if _quoted(flat, n.body) or _quoted(flat, n.title)
+           for t in n.turn_ids]
+    turns = list(dict.fromkeys(t for t in (own or [t for d in digests for t in d.turn_ids]) if _ID.match(t)))
+    turns = turns[:MAX_TURNS]
     sessions = sorted({f"{d.session_started}/{d.session_ended}" for d in digests
                        if d.session_started and d.session_ended
                        and _INSTANT.match(d.session_started) and _INSTANT.match(d.session_ended)})
@@ -54,6 +61,12 @@ def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: 
     cites = [c.as_front_matter() for c in find_citations(workspace, text, commit=commit) if c.sha256]
     return {"sources": sources, "citations": cites,
             "confirmed": max(days) if days else time.strftime("%Y-%m-%d", time.gmtime(now))}
+
+
+def _quoted(flat_text: str, part: str) -> bool:
+    """Whether ``part`` (a note's body or title, 12 characters or more) occurs in the text, whitespace folded."""
+    flat = " ".join(part.split())
+    return len(flat) >= 12 and flat in flat_text
 
 
 def _dated(line: str, day: str) -> str:

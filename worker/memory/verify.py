@@ -7,12 +7,16 @@ records, or those its text names now. The result per topic file is kept as
 a **mark** in private state (``.cairn/state/memory/verify.json``, replaced
 whole): ``verified`` (the date of the last check that found every citation
 true), ``stale`` (reasons), ``unverifiable`` (codes), ``confirmed`` (the
-date the user last said it is still true: :func:`confirm_topic`). A topic file is never
+date the user last said it is still true: :func:`confirm_topic`, or accepted
+a proposal that wrote it: :func:`confirm_accepted`). A topic file is never
 rewritten here: a topic found stale, or not confirmed for ``revalidateDays``
 (by a session named in its ``sources``, its ``confirmed`` date or a
-verification), gets a retirement proposal through the ordinary proposal
-path (``cairn show`` / ``accept`` / ``reject`` / ``undo``), whose summary
-gives the reason and the cited lines as they read now. A topic whose front
+verification), gets a proposal through the ordinary proposal path (``cairn
+show`` / ``accept`` / ``reject`` / ``undo``), whose summary gives the reason
+and the cited lines as they read now: an update when every stale finding has
+one replacement (a target renamed in place, a file moved, a value changed:
+:func:`_renamable`), in the text, the name, the description and the index
+line; else a retirement. A topic whose front
 matter is broken is reported with its code and left alone.
 
 The proposals of one run form a review of scope ``review/verify`` (its own
@@ -41,7 +45,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -144,25 +148,63 @@ def _retire_draft(index_rel: str, file: str, name: str, path: str, data: bytes, 
     )
 
 
+def _bounded(old: str) -> re.Pattern[str]:
+    """``old`` where it is a whole path or value: not part of a longer name, path or number."""
+    return re.compile(r"(?<![\w./-])" + re.escape(old) + r"(?![\w/-]|\.\w)")
+
+
+def _renamed(text: str, stale: list[Check]) -> str:
+    """``text`` naming anew what each of ``stale`` says changed: a renamed target in every runner invocation
+    (:func:`rename_in_text`), a moved path or a changed value wherever it stands whole."""
+    for c in stale:
+        if c.replace is not None:
+            old, new = c.replace
+            text = _bounded(old).sub(new.replace("\\", "\\\\"), text)  # the new path or value, as written
+        else:
+            assert c.renamed is not None and c.citation.target and c.renamed.target
+            text = rename_in_text(text, c.citation.target, c.renamed.target)
+    return text
+
+
+def _renamable(topic: model.Topic, c: Check) -> bool:
+    """Whether an update can say what ``c`` found: a target renamed in place, a path moved to one file, or a
+    value changed to one value that the topic's text states once (a number said twice may be two things)."""
+    if c.replace is None:
+        return c.renamed is not None and c.citation.kind == "target"
+    old, new = c.replace
+    if not old or not new or old == new or not re.fullmatch(r"[\w./@:+-]{1,200}", new):
+        return False
+    said = len(_bounded(old).findall(topic.body))
+    return said >= 1 if "/" in old else said == 1
+
+
 def _renamed_topic(topic: model.Topic, stale: list[Check]) -> bytes | None:
-    """The topic with each renamed target named anew (text and citations), when every stale check is a
-    rename and the topic's front matter is exactly as cairn writes it (else None: a retirement is proposed)."""
-    if not stale or any(c.renamed is None for c in stale) or not isinstance(topic.citations, list):
+    """The topic naming anew what changed (name, description, text and citations), when every stale check says
+    what it changed to (:func:`_renamable`) and the topic's front matter is exactly as cairn writes it (else
+    None: a retirement is proposed). The index line is renamed by the caller: agents load the index, not the
+    topic."""
+    if not stale or not all(_renamable(topic, c) for c in stale) or (
+            topic.citations is not None and not isinstance(topic.citations, list)):
         return None
-    cites, bad = from_front_matter(topic.citations)
+    cites, bad = from_front_matter(topic.citations) if topic.citations else ([], [])
     prov: dict[str, object] = {"sources": topic.sources, "citations": topic.citations, "confirmed": topic.confirmed}
     try:
         if bad or model.render_topic(topic.name, topic.description, topic.type, topic.body, prov) != topic.raw:
             return None
-        body = topic.body
         for c in stale:
-            assert c.renamed is not None and c.citation.target and c.renamed.target
-            body = rename_in_text(body, c.citation.target, c.renamed.target)
-            cites = [c.renamed if x == c.citation else x for x in cites]
+            if c.renamed is not None:
+                cites = [c.renamed if x == c.citation else x for x in cites]
         prov["citations"] = [x.as_front_matter() for x in cites]
-        return model.render_topic(topic.name, topic.description, topic.type, body, prov)
+        return model.render_topic(_renamed(topic.name, stale), _renamed(topic.description, stale), topic.type,
+                                  _renamed(topic.body, stale), prov)
     except CairnError:
         return None
+
+
+def _changes(stale: list[Check]) -> str:
+    """What an update changes, for its title: ``check → test``, ``src/a.py → src/b.py``, ``100 → 120``."""
+    return ", ".join(f"{c.replace[0]} \u2192 {c.replace[1]}" if c.replace is not None
+                     else f"{c.citation.target} \u2192 {c.renamed.target if c.renamed else ''}" for c in stale)
 
 
 def _evidence_text(checks: list[Check]) -> str:
@@ -231,12 +273,14 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
             entry = index.entry(name) if index is not None else None
             renamed = _renamed_topic(tf.topic, stale)
             if renamed is not None:
-                names = ", ".join(f"{c.citation.target} \u2192 {c.renamed.target}" for c in stale if c.renamed)
                 d = ProposalDraft(
-                    kind=ProposalKind.UPDATE, title=clip(f"Update {name} ({tf.topic.name}): renamed {names}", 160),
-                    summary=_evidence_text(stale) + ". The entry is updated to the new name.", target=file,
+                    kind=ProposalKind.UPDATE,
+                    title=clip(f"Update {name} ({tf.topic.name}): "
+                               + ("renamed " if all(c.replace is None for c in stale) else "") + _changes(stale), 160),
+                    summary=_evidence_text(stale) + ". The entry is updated to say so.", target=file,
                     files={file: (tf.data, renamed)}, index_path=index_rel,
-                    index_edits=((name, entry.raw, entry.raw),) if entry is not None else (), evidence=(),
+                    index_edits=((name, entry.raw, _renamed(entry.raw, stale)),) if entry is not None else (),
+                    evidence=(),
                     fingerprint=repair_fingerprint("verify-update", index_rel,
                                                    f"{name}\0{hashlib.sha256(tf.data).hexdigest()[:16]}"),
                     review=review_id, created=now, premise=STALE_PREMISE)
@@ -446,6 +490,30 @@ def retire_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> dic
     if not ids:
         raise CairnError(ErrorCode.CLAIM_BUSY, "a verification is proposing now; try again in a moment")
     return {"file": rel, "proposal": ids[0], "new": True}
+
+
+def confirm_accepted(ms: MemoryStore, written: Iterable[str], *, now: float | None = None) -> list[str]:
+    """The user accepted a proposal that wrote ``written``: each topic file among them is confirmed today (its
+    mark's ``confirmed``, as :func:`confirm_topic` records it), so a memory made from an old session is not
+    "due for revalidation" the moment the user said yes to it. Index files, files of no memory root and
+    removed files are skipped; a stale mark stays (the next verification judges the new text). Private state
+    only; returns the topic files confirmed. Auto mode's applications are nobody's word and do not come here."""
+    roots = [posixpath.normpath(r) for r in _roots(ms)]
+    files = sorted({f for f in written if posixpath.basename(f) != model.INDEX_NAME and f.endswith(".md")
+                    and posixpath.dirname(posixpath.normpath(f)) in roots
+                    and os.path.isfile(os.path.join(ms.workspace, f))})
+    if not files:
+        return []
+    today = _date(ms.now() if now is None else now)
+
+    def confirmed(marks: dict[str, Any]) -> dict[str, Any]:
+        out = dict(marks)
+        for f in files:
+            out[f] = {**mark_of(marks, f), "confirmed": today}
+        return out
+
+    _update_marks(ms, confirmed)
+    return files
 
 
 def confirm_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> dict[str, Any]:
