@@ -252,3 +252,29 @@ def test_a_front_matter_the_user_edited_is_not_written_again(workspace: Path) ->
     # the statement is replaced in place; the front matter is not written again, so the comment stays
     assert "# kept by hand" in text and "Use pnpm, not npm" in text
     assert _row(workspace)["sources"]["digests"] == [first["remember"]]
+
+
+def test_a_statement_said_from_now_on_names_the_topic_with_a_capital(tmp_path: Path) -> None:
+    """"From now on use yarn instead of pnpm" replaces the statement and the topic's name: "Use yarn instead of
+    pnpm", not the lower-case rest of the sentence once its lead was read; a name written lower-case stays so."""
+    from cairn.worker.providers.remember import note_type
+
+    assert note_type("From now on use yarn instead of pnpm", "")[1] == "Use yarn instead of pnpm"
+    assert note_type("npm is not used here; use pnpm", "")[1].startswith("npm")
+
+
+def test_unrelated_memories_noted_the_same_day_are_not_merged(workspace: Path) -> None:
+    """Each bullet ends "(noted YYYY-MM-DD)": those words are no subject. Two short, unrelated memories noted on
+    one day were about the same thing by their words (the date's), and the next review proposed to fold
+    "Use tabs for indentation" into "Run the tests with just test"."""
+    for text in ("Run the tests with just test", "Use tabs for indentation"):
+        cairn(workspace, "accept", _remember(workspace, text)["id"])
+    cairn_json(workspace, "remember", "The API server listens on port 8080")
+    kinds = [p["kind"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"]
+    assert kinds == ["create"], kinds
+
+
+def test_a_note_said_again_in_other_words_finds_its_topic_though_its_bullet_is_dated(workspace: Path) -> None:
+    cairn(workspace, "accept", _remember(workspace, "Use tabs for indentation")["id"])
+    again = cairn_json(workspace, "remember", "Indentation uses tabs")["proposals"]
+    assert [p["kind"] for p in again] != ["create"], again

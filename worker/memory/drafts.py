@@ -34,7 +34,6 @@ fingerprints.
 from __future__ import annotations
 
 import posixpath
-import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -63,7 +62,7 @@ from cairn.worker.memory.model import (
     replace_line,
     topic_filename,
 )
-from cairn.worker.memory.similarity import BULLET_MARK, normalise
+from cairn.worker.memory.similarity import BULLET_MARK, NOTED, normalise
 from cairn.worker.memory.supersede import supersedes
 
 #: most digests one review may take (the caller bounds the scope)
@@ -340,11 +339,8 @@ def update_draft(
     )
 
 
-_NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
-
-
 def _statement(line: str) -> str:
-    return _NOTED.sub("", BULLET_MARK.sub("", line)).strip()
+    return NOTED.sub("", BULLET_MARK.sub("", line)).strip()
 
 
 def replace_superseded(data: bytes, bullets: Iterable[str]) -> tuple[bytes, list[str], list[tuple[str, str]]]:

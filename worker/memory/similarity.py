@@ -40,6 +40,8 @@ _STOP = frozenset(
 FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 HEADING = re.compile(r"^\s*#")
 BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+#: the date a bullet ends with, ``(noted YYYY-MM-DD)``: when it was said, not what it is about
+NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
 
 
 def _fold(text: str) -> str:
@@ -101,7 +103,9 @@ class TopicView:
 
 
 def topic_view(file: str, path: str, topic: Topic, data: bytes) -> TopicView:
-    lines = [tokens(BULLET_MARK.sub("", line)) for line in body_lines(topic.body) if not HEADING.match(line)]
+    # a bullet's date is no subject: two memories noted the same day would share its words
+    lines = [tokens(NOTED.sub("", BULLET_MARK.sub("", line))) for line in body_lines(topic.body)
+             if not HEADING.match(line)]
     head = tokens(f"{topic.name} {topic.description}")
     all_words = head.union(*lines) if lines else head
     return TopicView(

@@ -36,7 +36,7 @@ import functools
 import re
 
 import attrs
-from cairn.worker.memory.similarity import BULLET_MARK, SIMILARITY, jaccard, tokens
+from cairn.worker.memory.similarity import BULLET_MARK, NOTED, SIMILARITY, jaccard, tokens
 
 #: tools grouped by what they are for: two members of one group are alternative choices
 FAMILIES: tuple[frozenset[str], ...] = tuple(
@@ -79,7 +79,6 @@ _SHAPES = (
 )
 #: a lookahead, so that "tests run with vitest" offers both "with" and "vitest" as the choice
 _USE = re.compile(rf"\b(?:use|uses|using|run|runs|prefer|with|via)\s+(?=(?P<new>{_CHOICE}))", re.I)
-_NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
 _REJECTS = (
     r"(?:not|never|don'?t\s+use|do\s+not\s+use|avoid|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?)"
 )
@@ -188,7 +187,7 @@ def value_changed(note: str, line: str) -> bool:
 def supersedes(note: str, line: str) -> bool:
     """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring)."""
     change = change_of(note)
-    text = _NOTED.sub("", BULLET_MARK.sub("", line))
+    text = NOTED.sub("", BULLET_MARK.sub("", line))
     if change is None:
         return value_changed(note, text)
     if change.new and _names(text, change.new):

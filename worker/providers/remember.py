@@ -27,6 +27,8 @@ def note_type(text: str, requested: str) -> tuple[NoteType, str]:
     first = one_line(lines[0]) if lines else ""
     guess = classify(first)
     title = guess[1] if guess else first
+    if first[:1].isupper() and title[:1].islower() and not first.startswith(title):
+        title = title[:1].upper() + title[1:]  # "From now on use X" is classified as "use X"; "npm …" stays
     if requested in NoteType._value2member_map_:
         return NoteType(requested), title
     return (guess[0] if guess else NoteType.PROJECT), title
