@@ -86,6 +86,8 @@ def test_compatible_facts_about_one_tool_do_not_supersede(workspace: Path) -> No
         ("Use npm ci in CI", "- Use npm to install dependencies"),  # the same choice
         ("Use pnpm workspaces for the monorepo", "- Use npm to install dependencies"),
         ("Prefer tabs over spaces in Makefiles", "- Use spaces in Python files"),
+        ("Use 4 spaces for indentation in Python files", "- Use tabs in Makefiles"),
+        ("Use 4 spaces for indentation", "- Use 4 spaces for indentation (noted 2026-01-02)"),  # said again
     ],
 )
 def test_precision_of_subjects(note: str, line: str) -> None:
@@ -106,6 +108,9 @@ def test_precision_of_subjects(note: str, line: str) -> None:
         ("Run the tests with 8 workers", "- Run the tests with 4 workers"),
         ("Requires Python 3.12 or newer", "- Requires Python 3.11 or newer"),
         ("We now require Node 20", "- Node 18 is required"),
+        # a count before the choice is not the choice ("use 4 spaces": spaces), and another count is a change
+        ("Use 4 spaces for indentation, not tabs", "- Use tabs for indentation"),
+        ("Use 2 spaces for indentation", "- Use 4 spaces for indentation (noted 2026-01-02)"),
     ],
 )
 def test_subject_keys_beyond_package_managers(note: str, line: str) -> None:

@@ -13,7 +13,9 @@ about the same subject and the note says something different:
   are for (a package manager, a test runner …, :data:`FAMILIES`),
   backticked identifiers, and paths. A plain "use X" is a choice too when X
   is a known tool: "Use pnpm to install dependencies" and "Use npm to
-  install dependencies" choose different package managers.
+  install dependencies" choose different package managers ("use 4 spaces":
+  a count before the choice is not it; another count of the same choice is
+  a changed value).
 * **Same subject**: the line names the old choice Y (or, without a Y, a
   tool of X's family other than X) and does not name X; and the words left
   once tools and the change wording are taken out agree (token Jaccard at
@@ -77,8 +79,9 @@ _SHAPES = (
     re.compile(rf"(?P<old>{_CHOICE})\s+(?:is|are)\s+no\s+longer\b", re.I),
     re.compile(rf"\bfrom\s+now\s+on\s*,?\s+(?:(?:we|you|please)\s+)?(?:use|run)\s+(?P<new>{_CHOICE})", re.I),
 )
-#: a lookahead, so that "tests run with vitest" offers both "with" and "vitest" as the choice
-_USE = re.compile(rf"\b(?:use|uses|using|run|runs|prefer|with|via)\s+(?=(?P<new>{_CHOICE}))", re.I)
+#: a lookahead, so that "tests run with vitest" offers both "with" and "vitest" as the choice; a count before
+#: the choice is not it ("use 4 spaces": spaces)
+_USE = re.compile(rf"\b(?:use|uses|using|run|runs|prefer|with|via)\s+(?:\d+\s+)?(?=(?P<new>{_CHOICE}))", re.I)
 _REJECTS = (
     r"(?:not|never|don'?t\s+use|do\s+not\s+use|avoid|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?)"
 )
@@ -191,7 +194,9 @@ def supersedes(note: str, line: str) -> bool:
     if change is None:
         return value_changed(note, text)
     if change.new and _names(text, change.new):
-        return False  # the line already speaks of the new choice: a fact about it, or the same advice
+        # the line already speaks of the new choice: a fact about it, the same advice, or another value of it
+        # ("use 2 spaces" over "use 4 spaces")
+        return value_changed(note, text)
     if change.old:
         if not _names(text, change.old) or _rejects(text, change.old):
             return False
