@@ -206,6 +206,8 @@ def cmd_memory(ns: argparse.Namespace) -> int:
         return _topic_action(ns)
     rows = run_job(ns, "memory").result["topics"]
     def line(r: dict[str, Any]) -> str:
+        if r.get("error"):  # a topic whose front matter the user broke: reported, never rewritten
+            return printable(f"{r['file']}  {r['error']}: its front matter cannot be read; fix it by hand")
         age = r.get("age")
         fresh = (f"  [confirmed {r['confirmed']}, {age} d ago]" if r.get("confirmed") and age is not None
                  else f"  [confirmed {r['confirmed']}]" if r.get("confirmed") else "  [never confirmed]")

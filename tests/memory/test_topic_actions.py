@@ -166,6 +166,12 @@ def test_a_topic_with_broken_front_matter_is_reported_not_rewritten(workspace: P
     r = cairn(workspace, "memory", "retire", target, check=False)
     assert r.returncode == 2 and "E_TOPIC_FRONT_MATTER" in r.stderr
     assert topic.read_text() == "no front matter at all\n"
+    # the listing says what is wrong with it, in words and by its code, not a Python None
+    listed = cairn(workspace, "memory").stdout
+    assert f"{target}  E_TOPIC_FRONT_MATTER: its front matter cannot be read; fix it by hand" in listed
+    assert "None" not in listed
+    [row] = cairn_json(workspace, "memory")
+    assert row["file"] == target and row["error"] == "E_TOPIC_FRONT_MATTER" and row["type"] is None
 
 
 # -- a confirmation and a verification at the same time: the marks are one file, replaced whole ---------------

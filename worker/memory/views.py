@@ -80,7 +80,9 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
         for name, topic in sorted(snap.topics.items()):
             file = os.path.join(root, name)
             rows.append({"file": file, "name": topic.name, "type": topic.type, "description": topic.description,
-                         "root": root, **provenance_row(file, topic.topic, marks, settings.revalidateDays)})
+                         "root": root, **provenance_row(file, topic.topic, marks, settings.revalidateDays),
+                         **({"error": str(topic.error or ErrorCode.TOPIC_FRONT_MATTER)} if topic.topic is None
+                            else {})})
     return rows
 
 

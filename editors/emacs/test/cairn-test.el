@@ -642,6 +642,15 @@ An accepted edit's buffer must not stay read-only, waiting forever."
             (should (equal (buffer-file-name (window-buffer (selected-window)))
                            (cairn-test--file ".agents/memory/release.md")))))))))
 
+(ert-deftest cairn-cockpit-memories-show-a-broken-topic-by-its-code ()
+  "A topic whose front matter the user broke shows its code and what to do."
+  (let ((cols (cairn-cockpit--columns
+               "memories" (list :file ".agents/memory/x.md" :name ".agents/memory/x.md" :type nil
+                                :description "" :error "E_TOPIC_FRONT_MATTER" :stale :false :age nil))))
+    (should (string-match-p "\\`E_TOPIC_FRONT_MATTER: front matter cannot be read; fix it by hand\\'"
+                            (aref cols 4)))
+    (should (equal (aref cols 1) ""))))
+
 (ert-deftest cairn-code-actions-accept-a-proposal-in-a-memory-file ()
   "eglot's code actions in MEMORY.md offer the proposal; executing Accept writes the file."
   (cairn-test--with-workspace

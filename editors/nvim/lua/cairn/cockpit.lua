@@ -68,8 +68,13 @@ local function line_of_row(view, row, ws)
       tonumber(row.attempts) or 0, (tonumber(row.attempts) or 0) == 1 and " " or "s",
       row.lastError and ("error " .. tostring(row.lastError) .. " ") or "", row.waiting and ("(" .. row.waiting .. ")") or "")
   else
-    return string.format("%s %s %s  %s", clip(vim.fn.fnamemodify(tostring(row.file or ""), ":t"), 36),
-      clip(row.type, 10), row.stale and "stale" or "     ", tostring(row.description or ""):gsub("[%c]", " "))
+    local name = clip(vim.fn.fnamemodify(tostring(row.file or ""), ":t"), 36)
+    if type(row.error) == "string" then -- front matter the user broke: reported, never rewritten
+      return string.format("%s %s %s  %s: front matter cannot be read; fix it by hand", name, clip("", 10), "     ",
+        (row.error:gsub("[%c]", " ")))
+    end
+    return string.format("%s %s %s  %s", name, clip(row.type ~= vim.NIL and row.type or "", 10),
+      row.stale == true and "stale" or "     ", (tostring(row.description or ""):gsub("[%c]", " ")))
   end
 end
 
