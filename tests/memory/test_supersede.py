@@ -178,6 +178,10 @@ def test_a_review_near_the_budget_moves_the_note_into_a_topic_and_drops_nothing(
     p = _remember(workspace, "The billing service is written in Rust")
     # a new topic would push the index past 25 KB: the note goes into an existing topic instead
     assert p["kind"] == "update" and p["target"].startswith(f"{ROOT}/area-")
+    # filed under a topic that may be only loosely related: the proposal says why, and how to make room
+    assert p["title"].endswith("(the index is full)")
+    shown = cairn_json(workspace, "show", p["id"])
+    assert "no room for a new entry" in shown["summary"] and "retire or merge entries" in shown["summary"]
     cairn(workspace, "accept", p["id"])
     assert (workspace / ROOT / "MEMORY.md").read_bytes() == index  # every entry kept, nothing added
     assert "The billing service is written in Rust" in "\n".join(_topics(workspace).values())

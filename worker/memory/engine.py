@@ -496,7 +496,17 @@ def consolidation_drafts(
         )
         if ranked:
             home.setdefault(ranked[0][1], []).append(it)
-    return update_drafts(home, views, index, scope)
+    # the closest topic may be only loosely related: the proposal says why the note went there, and how to
+    # make room (a rejection keeps the note for a later review)
+    return [attrs.evolve(d, title=clip(f"{d.title} (the index is full)", 160),
+                         summary=f"{d.summary} {INDEX_FULL_WHY}")
+            for d in update_drafts(home, views, index, scope)]
+
+
+#: what a consolidation proposal (rule 6a) says of itself
+INDEX_FULL_WHY = ("The memory index (MEMORY.md) has no room for a new entry within its budget (index_max_lines, "
+                  "index_max_bytes: what agents load), so the note is filed under the closest topic of its type. "
+                  "Reject it to keep the note for a later review; retire or merge entries to make room.")
 
 
 # -- the review -------------------------------------------------------------------------------
