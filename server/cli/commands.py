@@ -70,7 +70,8 @@ COMMANDS: dict[str, Command] = {
                       "TOPIC` proposes a topic's retirement, `memory confirm TOPIC` says it is still true",
                       M.memory_setup, M.cmd_memory),
     "verify": Command("recheck what memory topics cite (paths, lines, Make/npm/just targets) against the working "
-                      "tree; mark stale entries and propose their update or retirement", VF.verify_setup, VF.cmd_verify),
+                      "tree; mark stale entries and propose their update or retirement; list the stale lines of "
+                      "the instruction files agents read (AGENTS.md, CLAUDE.md ...)", VF.verify_setup, VF.cmd_verify),
     "agents": Command("the coding agents this workspace is used with: whether each reads the memory and runs "
                       "cairn's hooks; `agents wire [AGENT...]` proposes the edits that make them read it",
                       AG.agents_setup, AG.cmd_agents),

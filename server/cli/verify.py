@@ -35,12 +35,15 @@ def _lines(r: dict[str, Any]) -> list[str]:
                 out.append(f"{t['file']}: unverifiable {c.get('code')}: {where}")
         if t.get("aged"):
             out.append(f"{t['file']}: not confirmed since {t.get('confirmed')}")
+    for i in r.get("instructions") or []:
+        out += [f"{i['file']}:{i['line']}: stale: {why}" for why in i["why"]]
     return [printable(line) for line in out]
 
 
 def cmd_verify(ns: argparse.Namespace) -> int:
     r: dict[str, Any] = run_job(ns, "verify", {"dryRun": bool(ns.dry_run)}).result
-    problems = r["stale"] or r["unverifiable"] or r["broken"] or any(t.get("aged") for t in r["topics"])
+    problems = (r["stale"] or r["unverifiable"] or r["broken"] or any(t.get("aged") for t in r["topics"])
+                or r.get("instructions"))
     if ns.json:
         emit_json(r)
     else:
@@ -48,5 +51,7 @@ def cmd_verify(ns: argparse.Namespace) -> int:
             print(line)
         print(f"verified {r['checked']} topic(s): {r['stale']} stale, {r['unverifiable']} unverifiable "
               f"citation(s), {len(r['proposals'])} proposal(s)"
-              + (f" (review {r['review']}: `cairn proposals`)" if r.get("review") else ""))
+              + (f" (review {r['review']}: `cairn proposals`)" if r.get("review") else "")
+              + (f"; {len(r.get('instructions') or [])} stale line(s) in {len(r['instructionFiles'])} instruction "
+                 "file(s)" if r.get("instructionFiles") else ""))
     return EXIT_PROBLEMS if problems else EXIT_OK

@@ -402,3 +402,40 @@ def test_a_change_with_no_single_replacement_gets_a_retirement(
     ws, _ = _remembered(tmp_path, capsys, files, text)
     change(ws)
     assert _verify_proposal(capsys, ws)["kind"] == "delete"
+
+
+def test_verify_reports_stale_lines_of_the_instruction_files_agents_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """AGENTS.md and CLAUDE.md are memory agents load every session: their lines are checked like a topic's
+    text and a stale one is reported by file and line with its reason (never rewritten, nothing proposed: the
+    file is the user's). The pointer cairn wired to its own memory is not judged. A link is never read."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "Makefile").write_text(MAKEFILE)
+    (ws / "src").mkdir()
+    (ws / "src" / "cli.py").write_text("def main():\n    pass\n")
+    agents = "# Agents\n\n## Working agreements\n\n- Run the tests with `make check`\n- The entry point is src/cli.py\n"
+    (ws / "AGENTS.md").write_text(agents)
+    (ws / "CLAUDE.md").write_text("## Project memory\n\nSee .agents/memory/.\n\n@.agents/memory/MEMORY.md\n\n"
+                                  "Build with `make build`.\n")
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["instructions"] == [] and r["instructionFiles"] == ["AGENTS.md", "CLAUDE.md"]
+
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:").replace("build:", "compile:"))
+    (ws / "src" / "cli.py").unlink()
+    code, out = _cairn(capsys, ws, "verify", "--json")
+    r = json.loads(out)
+    assert code == 1 and r["proposals"] == []
+    got = {(i["file"], i["line"]): i["why"] for i in r["instructions"]}
+    assert sorted(got) == [("AGENTS.md", 5), ("AGENTS.md", 6), ("CLAUDE.md", 7)]
+    assert "no target 'check'" in got[("AGENTS.md", 5)][0] and "src/cli.py no longer exists" in got[("AGENTS.md", 6)][0]
+    assert (ws / "AGENTS.md").read_text() == agents
+    code, out = _cairn(capsys, ws, "verify")
+    assert code == 1 and "AGENTS.md:5: stale: " in out and "CLAUDE.md:7: stale: " in out
+    assert "3 stale line(s) in 2 instruction file(s)" in out
+
+    (ws / "CLAUDE.md").unlink()
+    (ws / "CLAUDE.md").symlink_to(ws / "AGENTS.md")  # a link: not read
+    r = json.loads(_cairn(capsys, ws, "verify", "--json")[1])
+    assert r["instructionFiles"] == ["AGENTS.md"] and {i["file"] for i in r["instructions"]} == {"AGENTS.md"}

@@ -27,11 +27,13 @@ async def test_verify_retire_and_confirm_from_the_memories_view(workspace: Path,
     (workspace / "Makefile").write_text("check:\n\tpytest\n")
     stale = _topic(workspace, "Run the tests with `make check`")
     fresh = _topic(workspace, "Use pnpm, not npm, to install dependencies")
+    (workspace / "AGENTS.md").write_text("# Agents\n\n- Lint with `make lint`\n")
     (workspace / "Makefile").write_text("test:\n\tpytest\n")
     ws = str(workspace)
 
     answer = plain(await command(client, "cairn.verify", {"workspace": ws}))["result"]
     assert answer["checked"] == 2 and answer["stale"] == 1 and len(answer["proposals"]) == 1, answer
+    assert answer["staleInstructionLines"] == 1, answer  # AGENTS.md's `make lint`: counted, listed by the CLI
     rows = {r["file"]: r for r in plain(await request(client, "cairn/cockpit", {"workspace": ws, "view": "memories"}))}
     assert rows[stale]["stale"] is True and rows[stale]["why"] and rows[fresh]["stale"] is False
     candidates = plain(await request(client, "cairn/cockpit", {"workspace": ws, "view": "candidates"}))

@@ -273,6 +273,16 @@ def _read(root: str, path: str) -> bytes | None:
         os.close(fd)
 
 
+def read_lines(root: str, path: str) -> list[str] | None:
+    """The lines of the text file ``path`` under ``root``, read as a citation is (never a link, a FIFO or a
+    huge file); None when it is absent or refused."""
+    try:
+        data = _read(root, path)
+    except (_Refused, IsADirectoryError):
+        return None
+    return None if data is None else _lines(data)
+
+
 def _lines(data: bytes) -> list[str]:
     return [ln.rstrip("\r") for ln in data.decode("utf-8", "replace").split("\n")]
 
@@ -759,7 +769,7 @@ _FILE_EXT = _TEXT_EXT | frozenset("lock png svg jpg gif snap txt csv xml env exa
                                   "bin so dll exe pem key log patch diff db sqlite".split())
 _DOC_EXT = frozenset("md mdx rst txt html adoc".split())
 _BUILT = frozenset({"dist", "build", "out", "node_modules", "target", "tmp", ".venv", "venv", "coverage"})
-_NAMED = re.compile(r"[\w.-]*/[\w./-]+")
+_NAMED = re.compile(r"(?<![\w.-])[\w.-]*/[\w./-]+")  # from a run's start only: linear on long runs
 _COMMAND_LINE = re.compile(r"^\s*(?:#\s*)*(?:\$\s+)?([a-z][\w-]{2,30})\s+([a-z][a-z0-9_-]{1,40})"
                            r"(?=\s+(?:--|\"|\\$|#|[a-z][\w-]*\s|[A-Z]\w+\s*(?:#|$))|\s*$)")
 _PROSE = frozenset("is are was were be has have had can could will would should must may might uses is not "

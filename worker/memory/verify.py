@@ -63,13 +63,14 @@ from cairn.worker.memory.citations import (
     Check,
     Tree,
     from_front_matter,
+    read_lines,
     rename_in_text,
     verify_entry,
 )
 from cairn.worker.memory.drafts import ProposalDraft, clip
 from cairn.worker.memory.fingerprints import repair_fingerprint
 from cairn.worker.memory.marks import MARKS, STALE_PREMISE, load_marks, mark_of
-from cairn.worker.memory.store import DEFAULT_ROOT, M, MemoryStore
+from cairn.worker.memory.store import AGENT_FILES, DEFAULT_ROOT, M, MemoryStore
 
 SCOPE = "review/verify"
 _DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
@@ -308,10 +309,36 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
 
     _update_marks(ms, keep_confirmed)
     proposals = _propose(ms, drafts, review_id, now) if drafts else []
+    read, lines = verify_instructions(ms, tree)
     return {"checked": len(rows), "stale": sum(1 for r in rows if r["stale"]),
+            "instructionFiles": read, "instructions": lines,
             "unverifiable": sum(1 for r in rows for c in r["citations"] if c["verdict"] == UNVERIFIABLE),
             "broken": sum(1 for r in rows if "error" in r), "proposals": proposals, "topics": rows,
             "review": review_id if proposals else None}
+
+
+def verify_instructions(ms: MemoryStore, tree: Callable[[], Tree]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The instruction files agents load every session (``instructionFiles`` and the agents' own files
+    :data:`AGENT_FILES`, those at hand), each line checked like a topic's text (:func:`verify_entry`, the lines
+    before it as context): (the files read, ``{file, line, why}`` for each stale line). The files are the
+    user's: a stale line is reported, never rewritten, and nothing is proposed. A line naming a memory root
+    (the pointer ``cairn agents wire`` writes) is cairn's own and not judged; a link, a FIFO or a huge file is
+    never read."""
+    roots = _roots(ms)
+    read: list[str] = []
+    out: list[dict[str, Any]] = []
+    for rel in dict.fromkeys([*ms.settings.instructionFiles, *AGENT_FILES]):
+        if os.path.isabs(rel) or not (lines := read_lines(ms.workspace, rel)):
+            continue
+        read.append(rel)
+        for i, line in enumerate(lines):
+            if not line.strip() or any(root.rstrip("/") in line for root in roots):
+                continue
+            stale = [c.reason for c in verify_entry(ms.workspace, line, tree=tree(), context=lines[:i])
+                     if c.verdict == STALE]
+            if stale:
+                out.append({"file": rel, "line": i + 1, "why": stale})
+    return read, out
 
 
 def _propose(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, now: float) -> list[str]:
