@@ -439,3 +439,16 @@ def test_verify_reports_stale_lines_of_the_instruction_files_agents_read(
     (ws / "CLAUDE.md").symlink_to(ws / "AGENTS.md")  # a link: not read
     r = json.loads(_cairn(capsys, ws, "verify", "--json")[1])
     assert r["instructionFiles"] == ["AGENTS.md"] and {i["file"] for i in r["instructions"]} == {"AGENTS.md"}
+
+
+def test_a_file_of_the_same_name_elsewhere_is_no_move_to_write_into_memory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cited file gone while a test fixture of the same name (other bytes, another folder) exists: the
+    finding may name it, but the proposal is a retirement, never an update that writes the fixture's path."""
+    ws, _ = _remembered(tmp_path, capsys, {"src/shared/providers.json": "{}\n"},
+                        "Provider ids are listed in src/shared/providers.json")
+    (ws / "src/shared/providers.json").unlink()
+    (ws / "tests/configs/default").mkdir(parents=True)
+    (ws / "tests/configs/default/providers.json").write_text('{"fixture": true}\n')
+    p = _verify_proposal(capsys, ws)
+    assert p["kind"] == "delete", p

@@ -604,11 +604,19 @@ def _moved_file(root: str, c: Citation, tree: Tree | None) -> Citation | None:
         same = [p for p in same_name[:50] + nearby if sha_of(p) == c.sha256]
         if len(same) == 1:
             return Citation(kind="path", path=same[0], sha256=c.sha256, commit=c.commit)
-    if len(same_name) == 1 and "." in base.lstrip("."):
+    if len(same_name) == 1 and "." in base.lstrip(".") and _same_place(c.path, same_name[0]):
         sha = sha_of(same_name[0])
         if sha is not None:
             return Citation(kind="path", path=same_name[0], sha256=sha if c.sha256 else None, commit=c.commit)
     return None
+
+
+def _same_place(old: str, new: str) -> tuple[str, str] | None:
+    """``(old, new)`` when ``new`` reads as ``old`` moved (the same file name in a folder of the same name:
+    ``src/app/cli.py`` -> ``pkg/app/cli.py``), else None: a file of the same name elsewhere may be another
+    file (a test fixture's ``providers.json``), named in a finding but never written into a memory."""
+    a, b = old.strip("/").split("/"), new.strip("/").split("/")
+    return (old, new) if len(a) >= 2 and len(b) >= 2 and a[-2:] == b[-2:] else None
 
 
 def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None, *,
@@ -1886,7 +1894,7 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             tree.words()
             if p not in tree.named and "/" + p not in tree.named:
                 return _stale("path", m.name, f"{m.name} moved to {tree.by_name[base][0]}",
-                              replace=(m.name, tree.by_name[base][0]))
+                              replace=_same_place(m.name, tree.by_name[base][0]))
         if parent not in tree.dirs and not (len(parts) > 2 and (tree.has(parent) or parts[0] in tree.dirs)):
             return None  # owner/name, a/b choices: not a path of this tree
         tree.words()
@@ -1898,7 +1906,7 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             return None  # an example path: its folder stands, the name may be illustrative
         if len(moved) == 1 or (ext and len(moved) == 2):
             return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}",
-                          replace=(m.name, moved[0]) if len(moved) == 1 else None)
+                          replace=_same_place(m.name, moved[0]) if len(moved) == 1 else None)
         return _stale("path", m.name, f"{m.name} no longer exists")
     if m.kind == "script":
         return _check_script(tree, m)
