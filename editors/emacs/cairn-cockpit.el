@@ -1291,11 +1291,16 @@ retirement proposal in Candidates; nothing is rewritten without one."
   (interactive)
   (cairn-cockpit--decide "cairn.verify" (list :workspace cairn-cockpit--workspace) nil nil
                          (lambda (result)
-                           (let ((r (plist-get result :result)))
-                             (format "verified %s topic(s): %s stale, %d proposal(s)%s"
+                           (let* ((r (plist-get result :result))
+                                  (lines (plist-get r :staleInstructionLines)))
+                             (format "verified %s topic(s): %s stale, %d proposal(s)%s%s"
                                      (plist-get r :checked) (plist-get r :stale)
                                      (length (plist-get r :proposals))
-                                     (if (> (length (plist-get r :proposals)) 0) " (in Candidates)" ""))))))
+                                     (if (> (length (plist-get r :proposals)) 0) " (in Candidates)" "")
+                                     (if (and (integerp lines) (> lines 0))
+                                         (format "; %d stale line(s) in instruction files (cairn verify lists them)"
+                                                 lines)
+                                       ""))))))
 
 (defun cairn-cockpit-flag-undo ()
   "Flag U (undo) the decision at point (History, Recently decided).
