@@ -111,6 +111,7 @@ def test_precision_of_subjects(note: str, line: str) -> None:
         # a count before the choice is not the choice ("use 4 spaces": spaces), and another count is a change
         ("Use 4 spaces for indentation, not tabs", "- Use tabs for indentation"),
         ("Use 2 spaces for indentation", "- Use 4 spaces for indentation (noted 2026-01-02)"),
+        ("Indent with spaces instead of tabs", "- Use tabs for indentation"),  # indent / indentation: one subject
     ],
 )
 def test_subject_keys_beyond_package_managers(note: str, line: str) -> None:

@@ -156,8 +156,9 @@ def _rejects(text: str, choice: str) -> bool:
 
 
 def _stem(word: str) -> str:
-    # "required", "requires" (already "require" by ``tokens``) and "require" meet at "requir"
-    for suffix in ("ing", "ed", "e"):
+    # "required", "requires" (already "require" by ``tokens``) and "require" meet at "requir"; "indentation",
+    # "indenting" and "indent" at "indent"
+    for suffix in ("ation", "ing", "ed", "e"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
