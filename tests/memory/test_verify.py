@@ -223,6 +223,12 @@ def test_the_idle_job_verifies_after_a_checkout_and_the_status_counts_stale_topi
         r = idle_verify(ms, now=noon + 120)
     assert r["stale"] == 1 and len(r["proposals"]) == 1
     assert read_status(str(ws))["staleMemories"] == 1
+    # an instruction file's stale line is counted; its reason (which names the workspace's targets) stays out
+    (ws / "AGENTS.md").write_text("- Build with `make build`\n- Lint with `make lint`\n")
+    (ws / ".git" / "refs" / "heads" / "main").write_text("3" * 40 + "\n")
+    with MemoryStore(str(ws), Settings()) as ms:
+        r = idle_verify(ms, now=noon + 180)
+    assert r["staleInstructionLines"] == 1 and "instructions" not in r and "lint" not in json.dumps(r)
 
 
 def test_git_commit_is_read_from_the_git_directory(tmp_path: Path) -> None:

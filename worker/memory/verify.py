@@ -417,7 +417,9 @@ def idle_verify(ms: MemoryStore, *, now: float | None = None) -> dict[str, Any]:
         d.replace(SEEN, json.dumps(seen).encode("ascii"))
     finally:
         d.close()
-    return {k: v for k, v in result.items() if k != "topics"}
+    # counts and ids only: the reasons name the workspace's paths and targets
+    return {**{k: v for k, v in result.items() if k not in ("topics", "instructions", "instructionFiles")},
+            "staleInstructionLines": len(result["instructions"])}
 
 
 
