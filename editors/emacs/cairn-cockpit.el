@@ -1298,7 +1298,7 @@ retirement proposal in Candidates; nothing is rewritten without one."
                                      (length (plist-get r :proposals))
                                      (if (> (length (plist-get r :proposals)) 0) " (in Candidates)" "")
                                      (if (and (integerp lines) (> lines 0))
-                                         (format "; %d stale line(s) in instruction files (cairn verify lists them)"
+                                         (format "; %d stale line(s) in instruction files (marked in those files; cairn verify lists them)"
                                                  lines)
                                        ""))))))
 

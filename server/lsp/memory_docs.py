@@ -14,7 +14,7 @@ inclusive line numbers of the current file.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -25,9 +25,13 @@ from cairn.protocol.lsp import (
     CMD_WIRE_AGENTS,
 )
 from cairn.protocol.settings import Settings
+from cairn.protocol.text import printable
 
 MEMORY_DIR = os.path.join(".agents", "memory")
 INFORMATION = 3  # DiagnosticSeverity.Information
+WARNING = 2  # DiagnosticSeverity.Warning
+#: the diagnostic code of a line of an instruction file the last ``cairn verify`` found stale
+STALE_LINE_CODE = "stale-line"
 #: the instruction files of the coding agents (workspace-relative), as ``cairn agents`` names them
 AGENT_FILES = frozenset({"CLAUDE.md", ".claude/CLAUDE.md", "GEMINI.md", "QWEN.md", "AGENTS.md",
                          ".github/copilot-instructions.md"})
@@ -100,6 +104,38 @@ def unwired_diagnostics(agents: Sequence[str]) -> list[dict[str, Any]]:
              "code": UNWIRED_CODE,
              "message": f"{AGENT_NAMES.get(a, a)} does not read the cairn memory (.agents/memory/MEMORY.md)"}
             for a in agents]
+
+
+def stale_line_diagnostics(text: str | None, rows: Sequence[dict[str, Any]],
+                           key: Callable[[str], str]) -> list[dict[str, Any]]:
+    """One Warning per stale line the last verification found in this instruction file.
+
+    ``rows`` are ``worker.memory.marks.stale_lines`` of the file (``{line, key, why}``, 1-based) and ``key``
+    the hash that made each ``key``. A row lands on its line while that line's text is still what was
+    checked; else on the one line now holding that text (lines were added above it); else nowhere (the
+    user changed it: the next verification judges it again). Lines are split as the verifier splits them.
+    """
+    if not text or not rows:
+        return []
+    lines = text.split("\n")
+    where: dict[str, list[int]] | None = None
+    out = []
+    for r in rows:
+        n = int(r["line"]) - 1
+        if not (0 <= n < len(lines) and key(lines[n]) == r["key"]):
+            if where is None:
+                where = {}
+                for i, ln in enumerate(lines):
+                    where.setdefault(key(ln), []).append(i)
+            found = where.get(str(r["key"]), [])
+            if len(found) != 1:
+                continue
+            n = found[0]
+        why = printable("; ".join(str(w) for w in r.get("why") or []) or "what it names changed")
+        out.append({"range": _line_range({"startLine": n, "endLine": n}, len(lines)), "severity": WARNING,
+                    "source": "cairn", "code": STALE_LINE_CODE,
+                    "message": f"stale: {why} (cairn verify; fix or remove the line)"})
+    return out
 
 
 def wire_actions(workspace: str, agents: Sequence[str]) -> list[dict[str, Any]]:

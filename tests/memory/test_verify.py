@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cairn.server import cli
 from cairn.worker.memory import citations as C
+from cairn.worker.memory.marks import line_key, stale_lines
 from cairn.worker.memory.model import parse_topic, render_topic
 
 MAKEFILE = "all: build\n\nbuild:\n\tcc -o app main.c\n\ncheck:\n\t./run-tests.sh\n"
@@ -437,6 +438,12 @@ def test_verify_reports_stale_lines_of_the_instruction_files_agents_read(
     assert sorted(got) == [("AGENTS.md", 5), ("AGENTS.md", 6), ("CLAUDE.md", 7)]
     assert "no target 'check'" in got[("AGENTS.md", 5)][0] and "src/cli.py no longer exists" in got[("AGENTS.md", 6)][0]
     assert (ws / "AGENTS.md").read_text() == agents
+    assert all(set(i) == {"file", "line", "why"} for i in r["instructions"]), r["instructions"]
+    # kept for the editor (its warnings on these lines): each line's hash and reasons, never its text
+    kept = stale_lines(str(ws))
+    assert sorted((f, row["line"]) for f, rows in kept.items() for row in rows) == sorted(got)
+    assert kept[("AGENTS.md")][0]["key"] == line_key("- Run the tests with `make check`")
+    assert "Run the tests" not in (ws / ".cairn/state/memory/instruction-lines.json").read_text()
     code, out = _cairn(capsys, ws, "verify")
     assert code == 1 and "AGENTS.md:5: stale: " in out and "CLAUDE.md:7: stale: " in out
     assert "3 stale line(s) in 2 instruction file(s)" in out
@@ -445,6 +452,7 @@ def test_verify_reports_stale_lines_of_the_instruction_files_agents_read(
     (ws / "CLAUDE.md").symlink_to(ws / "AGENTS.md")  # a link: not read
     r = json.loads(_cairn(capsys, ws, "verify", "--json")[1])
     assert r["instructionFiles"] == ["AGENTS.md"] and {i["file"] for i in r["instructions"]} == {"AGENTS.md"}
+    assert set(stale_lines(str(ws))) == {"AGENTS.md"}, "a file no longer read keeps no warnings"
 
 
 def test_a_file_of_the_same_name_elsewhere_is_no_move_to_write_into_memory(

@@ -67,3 +67,29 @@ def test_a_fifo_at_a_memory_document_is_not_read_and_never_blocks(tmp_path: Path
     assert _read_text(str(tmp_path / "topic.md")) == "---\nname: x\n---\nbody\n"
     (tmp_path / "dir.md").mkdir()
     assert _read_text(str(tmp_path / "dir.md")) is None
+
+
+def _key(line: str) -> str:
+    return f"k:{line}"
+
+
+def test_stale_lines_land_on_the_line_that_still_says_it() -> None:
+    text = "# Agents\n\n- Lint with `make lint`\n- Build with `make build`\n"
+    rows = [{"line": 3, "key": _key("- Lint with `make lint`"), "why": ["no target 'lint' in Makefile"]}]
+    d = md.stale_line_diagnostics(text, rows, _key)
+    assert [(x["range"]["start"]["line"], x["severity"], x["code"]) for x in d] == [(2, md.WARNING, md.STALE_LINE_CODE)]
+    assert "no target 'lint'" in d[0]["message"]
+    # lines added above: found where its text now is
+    moved = md.stale_line_diagnostics("intro\n\n" + text, rows, _key)
+    assert [x["range"]["start"]["line"] for x in moved] == [4]
+    # changed, or said twice (which one?), or past the end: nowhere
+    assert md.stale_line_diagnostics(text.replace("make lint", "ruff check"), rows, _key) == []
+    twice = text + "- Lint with `make lint`\n"
+    assert md.stale_line_diagnostics(twice.replace("# Agents\n", ""), rows, _key) == []
+    assert md.stale_line_diagnostics(None, rows, _key) == [] and md.stale_line_diagnostics(text, [], _key) == []
+
+
+def test_a_stale_line_reason_reaches_the_editor_without_control_characters() -> None:
+    rows = [{"line": 1, "key": _key("x"), "why": ["\x1b[31mred\x1b[0m target"]}]
+    [d] = md.stale_line_diagnostics("x\n", rows, _key)
+    assert "\x1b" not in d["message"] and "\\x1b" in d["message"]

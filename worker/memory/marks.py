@@ -1,5 +1,8 @@
 """The staleness marks of the last verification (``.cairn/state/memory/verify.json``), read cheaply.
 
+Beside them, the stale lines it found in the instruction files agents load
+(``instruction-lines.json``): the editor marks them on the file's lines.
+
 Written by :mod:`worker.memory.verify`; read here without the topic model
 (no YAML) so that the status counts start without it. Private state: a
 mark is an observation, never a change to a topic.
@@ -7,6 +10,7 @@ mark is an observation, never a change to a topic.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any
@@ -26,6 +30,37 @@ def load_marks(workspace: str) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+#: in .cairn/state/memory: the instruction files' stale lines the last verification found (:func:`stale_lines`)
+LINES = "instruction-lines.json"
+
+
+def line_key(text: str) -> str:
+    """What identifies a line's text in :data:`LINES` (the line itself is the user's: only its hash is kept)."""
+    return hashlib.sha256(text.rstrip("\r\n").encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def stale_lines(workspace: str) -> dict[str, list[dict[str, Any]]]:
+    """The instruction files the last verification read, each with its stale lines ``{line, key, why}``
+    (``line`` 1-based, ``key`` :func:`line_key` of its text then, ``why`` the reasons); {} when none or
+    unreadable. A file read with no stale line maps to []: an editor clears what it showed."""
+    try:
+        with open(os.path.join(workspace, M, LINES), "rb") as fh:
+            data = json.loads(fh.read(4 << 20))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rel, rows in files.items():
+        if not isinstance(rows, list):
+            continue
+        out[str(rel)] = [{"line": r["line"], "key": str(r["key"]), "why": [str(w) for w in r["why"]]}
+                         for r in rows if isinstance(r, dict) and isinstance(r.get("line"), int)
+                         and r["line"] > 0 and isinstance(r.get("why"), list) and "key" in r]
+    return out
 
 
 def mark_of(marks: dict[str, Any], file: str) -> dict[str, Any]:

@@ -69,7 +69,7 @@ from cairn.worker.memory.citations import (
 )
 from cairn.worker.memory.drafts import ProposalDraft, clip
 from cairn.worker.memory.fingerprints import repair_fingerprint
-from cairn.worker.memory.marks import MARKS, STALE_PREMISE, load_marks, mark_of
+from cairn.worker.memory.marks import LINES, MARKS, STALE_PREMISE, line_key, load_marks, mark_of
 from cairn.worker.memory.store import AGENT_FILES, DEFAULT_ROOT, M, MemoryStore
 
 SCOPE = "review/verify"
@@ -310,6 +310,8 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
     _update_marks(ms, keep_confirmed)
     proposals = _propose(ms, drafts, review_id, now) if drafts else []
     read, lines = verify_instructions(ms, tree)
+    _save_stale_lines(ms, read, lines)
+    lines = [{k: v for k, v in row.items() if k != "key"} for row in lines]
     return {"checked": len(rows), "stale": sum(1 for r in rows if r["stale"]),
             "instructionFiles": read, "instructions": lines,
             "unverifiable": sum(1 for r in rows for c in r["citations"] if c["verdict"] == UNVERIFIABLE),
@@ -337,8 +339,23 @@ def verify_instructions(ms: MemoryStore, tree: Callable[[], Tree]) -> tuple[list
             stale = [c.reason for c in verify_entry(ms.workspace, line, tree=tree(), context=lines[:i])
                      if c.verdict == STALE]
             if stale:
-                out.append({"file": rel, "line": i + 1, "why": stale})
+                out.append({"file": rel, "line": i + 1, "why": stale, "key": line_key(line)})
     return read, out
+
+
+def _save_stale_lines(ms: MemoryStore, read: list[str], lines: list[dict[str, Any]]) -> None:
+    """Keep what :func:`verify_instructions` found for the editor (:data:`marks.LINES`): every file read,
+    each with its stale lines (a line's hash, never its text). Replaced whole by each verification; of two
+    at once the later rename stands, and either one's lines are only shown where a line's text still is
+    what was checked."""
+    files: dict[str, list[dict[str, Any]]] = {rel: [] for rel in read}
+    for row in lines:
+        files[row["file"]].append({"line": row["line"], "key": row["key"], "why": row["why"]})
+    d = ms.root.descend(M, create=True)
+    try:
+        d.replace(LINES, json.dumps({"files": files}, sort_keys=True, ensure_ascii=True).encode("ascii"))
+    finally:
+        d.close()
 
 
 def _propose(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, now: float) -> list[str]:

@@ -19,6 +19,12 @@ each document's text as of its last ``didOpen`` (when it matched the file)
 or ``didSave``: a buffer still holding that text is unmodified, even when
 the file changed on disk since (the CLI or another editor wrote it); such a
 buffer never blocks an accept, and the editors reload it afterwards.
+On any open file the last ``cairn verify`` read as an instruction file
+(``instructionFiles``, ``AGENTS.md``, ``CLAUDE.md`` …), each line it found
+stale gets a Warning diagnostic (``stale-line``) with the reason, while the
+line still says what was checked (``worker.memory.marks.stale_lines``, read
+in a thread on open, save and after every verification). Those files are the
+user's: nothing is proposed for them, the warning is all.
 """
 
 from __future__ import annotations
@@ -74,6 +80,8 @@ class Documents:
         self.unwired: dict[str, list[str]] = {}
         #: uri -> the proposals' and decisions' folders as they looked when its diagnostics were published
         self.published_at: dict[str, Any] = {}
+        #: uri of an open instruction file the last verification read -> its stale lines (``marks.stale_lines``)
+        self.stale: dict[str, list[dict[str, Any]]] = {}
 
     async def did_open(self, uri: str) -> None:
         text = self.service.client.document_text(uri)
@@ -89,6 +97,7 @@ class Documents:
     def did_close(self, uri: str) -> None:
         self.saved.pop(uri, None)
         self.unwired.pop(uri, None)
+        self.stale.pop(uri, None)
         self.published_at.pop(uri, None)
         if self.open.pop(uri, None) is not None:
             self.service.client.publish_diagnostics(uri, [])
@@ -114,6 +123,29 @@ class Documents:
                 self.unwired[uri] = await self._unwired_for(*agent_doc)
                 if uri in self.open:
                     self._publish(uri, doc_ws, self.open[uri][1])
+        await self._restale(list(self.saved), ws)
+
+    async def _restale(self, uris: list[str], ws: str | None = None) -> None:
+        """Stale lines afresh for the open documents ``uris`` (of ``ws``): one read of each workspace's
+        record; a document whose warnings changed is published again."""
+        from cairn.worker.memory.marks import stale_lines  # server start: features/status.py docstring
+
+        by_ws: dict[str, dict[str, str]] = {}
+        for uri in uris:
+            found = self._in_workspace(uri)
+            if found is not None and (ws is None or found[0] == ws):
+                by_ws.setdefault(found[0], {})[uri] = found[1]
+        for doc_ws, docs in by_ws.items():
+            record = await asyncio.to_thread(stale_lines, doc_ws)
+            for uri, rel in docs.items():
+                rows = record.get(rel, [])
+                if uri not in self.saved or not (rows or uri in self.stale):
+                    continue  # closed meanwhile, or nothing to show or to clear
+                if rows:
+                    self.stale[uri] = rows
+                else:
+                    self.stale.pop(uri, None)
+                self._publish(uri, doc_ws, self.open[uri][1] if uri in self.open else [])
 
     async def code_actions(self, uri: str, start_line: int, end_line: int) -> list[dict[str, Any]]:
         actions = await self._proposal_actions(uri, start_line, end_line)
@@ -160,6 +192,7 @@ class Documents:
             self._publish(uri, found[0], await self._pending_for(*found))
         elif agent_doc is not None:
             self._publish(uri, agent_doc[0], [])
+        await self._restale([uri])
 
     def _publish(self, uri: str, ws: str, proposals: list[dict[str, Any]]) -> None:
         self.open[uri] = (ws, proposals)
@@ -169,7 +202,27 @@ class Documents:
         text = self.service.client.document_text(uri)
         lines = len(text.splitlines()) if text else 0
         self.service.client.publish_diagnostics(uri, memory_docs.diagnostics(proposals, lines)
-                                                + memory_docs.unwired_diagnostics(self.unwired.get(uri, [])))
+                                                + memory_docs.unwired_diagnostics(self.unwired.get(uri, []))
+                                                + self._stale_diagnostics(uri, text))
+
+    def _stale_diagnostics(self, uri: str, text: str | None) -> list[dict[str, Any]]:
+        rows = self.stale.get(uri)
+        if not rows:
+            return []
+        from cairn.worker.memory.marks import line_key  # loaded with stale_lines already
+
+        return memory_docs.stale_line_diagnostics(text, rows, line_key)
+
+    def _in_workspace(self, uri: str) -> tuple[str, str] | None:
+        """(workspace, workspace-relative path) of a file under one of the served workspaces (the innermost)."""
+        path = memory_docs.uri_to_path(uri)
+        if path is None:
+            return None
+        for ws in sorted(self.service.order, key=len, reverse=True):
+            root = os.path.normpath(ws)
+            if path.startswith(root.rstrip(os.sep) + os.sep):
+                return ws, os.path.relpath(path, root).replace(os.sep, "/")
+        return None
 
     def _agent_document(self, uri: str) -> tuple[str, str] | None:
         """(workspace, workspace-relative name) of an agent's instruction file, else None."""
