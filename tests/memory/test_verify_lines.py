@@ -281,6 +281,12 @@ def test_a_line_length_stated_in_prose_is_checked_against_the_formatter_settings
     assert _stale(tmp_path, "- Keep lines under 120-character lines.") == ["the line length is 100 now, not 120"]
     assert _stale(tmp_path, "- Max line length is 88 (ruff).") == ["the line length is 100 now, not 88"]
     assert _stale(tmp_path, "- Wrap Markdown lines at 72 characters.") == []  # prose wrapping, not the code's
+    # said as a user says it: a bound on the lines, or characters per line
+    assert _stale(tmp_path, "Lines are at most 120 characters (ruff line-length)") == ["the line length is 100 now, not 120"]
+    assert _stale(tmp_path, "- Keep lines under 88 columns.") == ["the line length is 100 now, not 88"]
+    assert _stale(tmp_path, "- 100 characters per line.") == []
+    assert _stale(tmp_path, "- Keep functions under 40 lines.") == []  # a count of lines, not their width
+    assert _stale(tmp_path, "- Commit message lines are at most 72 characters.") == []
 
 
 def test_a_tool_the_project_replaced_with_another_is_flagged(tmp_path: Path) -> None:

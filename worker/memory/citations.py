@@ -740,6 +740,12 @@ _DEFAULT = (re.compile(r"(?:`-{0,2}([A-Za-z_][\w.-]{1,60})`|(?<![\w`.-])([a-z][a
 _LINE_LENGTH = (re.compile(r"(?i)\b(?:max(?:imum)?[ _-])?line[ _-]?(?:length|width)s?(?:\s+limit)?\b[^\d.;:|]{0,12}?[:=]?\s*"
                            r"`?(\d{2,3})\b(?!\.\d|%)"),
                 re.compile(r"(?i)\b(\d{2,3})[ -]?(?:char(?:acter)?|col(?:umn)?)s?\s+(?:lines?|line\s+(?:length|limit|width))\b"),
+                # "lines are at most 100 characters", "keep lines under 88 columns", "wrap lines at 80 characters"
+                re.compile(r"(?i)\blines?\b[^\d.;:|`]{0,24}?(?:\bat\s+most|\bunder|\bup\s+to|\bmax(?:imum)?(?:\s+of)?|"
+                           r"\bno\s+(?:longer|more|wider)\s+than|\bwithin|\bbelow|\bat|<=|≤)\s*(\d{2,3})\s*"
+                           r"(?:char(?:acter)?s?|col(?:umn)?s?)\b"),
+                # "100 characters per line", "max 120 columns a line"
+                re.compile(r"(?i)\b(\d{2,3})\s*(?:char(?:acter)?s?|col(?:umn)?s?)\s+(?:per|a|each)\s+line\b"),
                 re.compile(r"(?i)\b(?:printWidth|print_width|lineWidth|line_width|max_width|ColumnLimit|"
                            r"max[-_]line[-_]length)\b`?\s*[:=]?\s*`?(\d{2,3})\b"))
 _LINE_LENGTH_KEYS = {"ruff": ("line-length",), "black": ("line-length",), "isort": ("line_length", "line-length"),
