@@ -88,6 +88,10 @@ def test_compatible_facts_about_one_tool_do_not_supersede(workspace: Path) -> No
         ("Prefer tabs over spaces in Makefiles", "- Use spaces in Python files"),
         ("Use 4 spaces for indentation in Python files", "- Use tabs in Makefiles"),
         ("Use 4 spaces for indentation", "- Use 4 spaces for indentation (noted 2026-01-02)"),  # said again
+        ("The test database is SQLite", "- The database is PostgreSQL"),  # another database
+        ("Use single quotes", "- Never use double quotes"),  # agrees: one turns the other down
+        ("Use dark mode in the docs site", "- Use light mode in the app"),  # more than one word differs
+        ("Deploy the docs with `fly deploy`", "- We no longer deploy with heroku"),
     ],
 )
 def test_precision_of_subjects(note: str, line: str) -> None:
@@ -112,6 +116,14 @@ def test_precision_of_subjects(note: str, line: str) -> None:
         ("Use 4 spaces for indentation, not tabs", "- Use tabs for indentation"),
         ("Use 2 spaces for indentation", "- Use 4 spaces for indentation (noted 2026-01-02)"),
         ("Indent with spaces instead of tabs", "- Use tabs for indentation"),  # indent / indentation: one subject
+        # found by trying it as a user: each of these added a contradicting line or topic
+        ("We no longer deploy with fly; deploy with `kamal deploy`", "- Deploy with `fly deploy`"),
+        ("Format code with ruff format instead of black", "- Format code with black"),  # the tool, not its command
+        ("The database is SQLite, not PostgreSQL", "- The database is PostgreSQL"),
+        ("The database is SQLite", "- The database is PostgreSQL"),
+        ("Prefer double quotes in Python", "- Prefer single quotes in Python"),  # one word for an alternative
+        ("Write commit messages in French from now on", "- Always write commit messages in English"),
+        ("Use LF line endings", "- Use CRLF line endings"),
     ],
 )
 def test_subject_keys_beyond_package_managers(note: str, line: str) -> None:
@@ -138,6 +150,8 @@ def test_other_subjects_with_numbers_are_no_change(note: str, line: str) -> None
         ("Tests run with jest", "From now on, tests run with vitest"),
         ("Format Python with black", "Use ruff format, not black"),
         ("The API server listens on port 8000", "The API server now listens on port 9000"),
+        ("Always write commit messages in English", "Write commit messages in French from now on"),
+        ("The database is PostgreSQL", "The database is SQLite, not PostgreSQL"),
     ],
 )
 def test_a_changed_tool_or_value_replaces_the_statement_through_remember(workspace: Path, old: str,

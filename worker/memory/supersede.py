@@ -4,18 +4,21 @@ Rule 4a of the embedded engine (:mod:`worker.memory.engine`). A note
 **supersedes** a body line of an existing topic (any type) when both are
 about the same subject and the note says something different:
 
-* **Change shapes** (:func:`change_of`): "use X (for Z), not Y", "X instead of Y",
-  "X rather than Y", "we moved / switched / migrated from Y to X",
-  "no longer use Y" / "Y is no longer used", "replace Y with X", and
-  "from now on (use) X". They name the new choice X and, except the last,
-  the old one Y.
+* **Change shapes** (:func:`change_of`): "use X (for Z), not Y", "X, not Y",
+  "X instead of Y", "X rather than Y", "we moved / switched / migrated from
+  Y to X", "no longer use Y" / "no longer deploy with Y" / "Y is no longer
+  used", "replace Y with X", and "from now on (use) X". They name the new
+  choice X (a known tool just before a command: "ruff format instead of
+  black" chooses ruff) and, except the last, the old one Y.
 * **Subject keys** (:func:`subject_keys`): known tools grouped by what they
   are for (a package manager, a test runner …, :data:`FAMILIES`),
   backticked identifiers, and paths. A plain "use X" is a choice too when X
   is a known tool: "Use pnpm to install dependencies" and "Use npm to
   install dependencies" choose different package managers ("use 4 spaces":
   a count before the choice is not it; another count of the same choice is
-  a changed value).
+  a changed value). "The database is X" is a choice when X is a known tool,
+  and then the rest of the two statements must agree closely
+  (:data:`VALUE_SIMILARITY`: "the test database is SQLite" changes nothing).
 * **Same subject**: the line names the old choice Y (or, without a Y, a
   tool of X's family other than X) and does not name X; and the words left
   once tools and the change wording are taken out agree (token Jaccard at
@@ -23,7 +26,11 @@ about the same subject and the note says something different:
   words: "we moved from npm to pnpm" is about the tool alone).
 
 * **Changed values** (:func:`value_changed`): the same statement with other
-  numbers (a port, a version, a count of workers) replaces the old one.
+  numbers (a port, a version, a count of workers) replaces the old one; so
+  does the same statement with one word swapped for an alternative of it
+  (:func:`word_swapped`, :data:`ALTERNATIVES`: single/double quotes, one
+  natural language for another, LF/CRLF …), unless either turns something
+  down.
 
 Precision over recall: a line that already rejects Y ("don't use npm",
 "pnpm, not npm") is not contradicted by the note, and a second fact about
@@ -69,19 +76,25 @@ _SHAPES = (
     # (pattern, has old choice)
     # "use X, not Y", "use ruff format, not black", "use tabs in Makefiles, not spaces"
     re.compile(rf"\buse\s+(?P<new>{_CHOICE})(?:\s+[\w-]+){{0,2}}?\s*,?\s*(?:and\s+)?not\s+(?P<old>{_CHOICE})", re.I),
+    # "the database is SQLite, not PostgreSQL" (a comma before "not": a choice turned down, not a negation)
+    re.compile(rf"(?P<new>{_CHOICE})\s*,\s*(?:and\s+)?not\s+(?P<old>{_CHOICE})", re.I),
     re.compile(rf"(?P<new>{_CHOICE})\s*,?\s+(?:instead\s+of|rather\s+than|over)\s+(?P<old>{_CHOICE})", re.I),
     re.compile(
         rf"\b(?:moved|switched|migrated|changed|went)\s+(?:over\s+)?from\s+(?P<old>{_CHOICE})\s+to\s+(?P<new>{_CHOICE})",
         re.I,
     ),
     re.compile(rf"\breplac(?:e|ed|ing)\s+(?P<old>{_CHOICE})\s+(?:with|by)\s+(?P<new>{_CHOICE})", re.I),
-    re.compile(rf"\bno\s+longer\s+(?:use|using|used|run|need)\s+(?P<old>{_CHOICE})", re.I),
+    # "no longer use fly", "we no longer deploy with fly"
+    re.compile(rf"\bno\s+longer\s+(?:use|using|used|run|need|[a-z]+\s+(?:with|using|via|through))\s+(?P<old>{_CHOICE})",
+               re.I),
     re.compile(rf"(?P<old>{_CHOICE})\s+(?:is|are)\s+no\s+longer\b", re.I),
     re.compile(rf"\bfrom\s+now\s+on\s*,?\s+(?:(?:we|you|please)\s+)?(?:use|run)\s+(?P<new>{_CHOICE})", re.I),
 )
 #: a lookahead, so that "tests run with vitest" offers both "with" and "vitest" as the choice; a count before
 #: the choice is not it ("use 4 spaces": spaces)
 _USE = re.compile(rf"\b(?:use|uses|using|run|runs|prefer|with|via)\s+(?:\d+\s+)?(?=(?P<new>{_CHOICE}))", re.I)
+#: a plain statement of what something is ("the database is PostgreSQL"): a choice only when it names a known tool
+_IS = re.compile(rf"\b(?:is|are)\s+(?=(?P<new>{_CHOICE}))", re.I)
 _REJECTS = (
     r"(?:not|never|don'?t\s+use|do\s+not\s+use|avoid|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?)"
 )
@@ -104,6 +117,8 @@ class Change:
 
     new: str
     old: str
+    #: said only as what something is ("the database is SQLite"): its subject words must agree more closely
+    plain: bool = False
 
 
 @functools.lru_cache(maxsize=4096)  # a review compares each note with every line: each text is read once
@@ -116,19 +131,36 @@ def change_of(text: str) -> Change | None:
             continue
         groups = m.groupdict()
         new, old = _choice(groups.get("new")), _choice(groups.get("old"))
+        if new and new not in _TOOL_FAMILY and m.start("new") >= 0:
+            before = re.findall(r"[\w.+-]+", folded[: m.start("new")])
+            if before and before[-1].casefold() in _TOOL_FAMILY:
+                new = before[-1].casefold()  # "ruff format instead of black": the tool, not its command
         siblings = [t for t in _TOOL_FAMILY.get(old, ()) if t != old and _names(folded, t)]
         if siblings and new not in siblings:  # "use pnpm to install dependencies instead of npm"
             new = sorted(siblings)[0]
         if new != old and (new or old):
             return Change(new=new, old=old)
     stated = stated_choice(folded)
-    return Change(new=stated, old="") if stated in _TOOL_FAMILY else None
+    if stated not in _TOOL_FAMILY:
+        return None
+    used = any(_choice(m.group("new")) == stated for m in _USE.finditer(folded))
+    return Change(new=stated, old="", plain=not used)
 
 
 def stated_choice(text: str) -> str:
-    """The choice a plain statement makes ("use X", "run X", "with X"; a tool's name first), or ""."""
-    found = [_choice(m.group("new")) for m in _USE.finditer(text.replace("\u2019", "'"))]
-    return next((c for c in found if c in _TOOL_FAMILY), found[0] if found else "")
+    """The choice a plain statement makes ("use X", "run X", "with X"; a tool's name first; "… is X" only
+    when X is a known tool), or ""."""
+    folded = text.replace("\u2019", "'")
+    found = [_choice(m.group("new")) for m in _USE.finditer(folded)]
+    tool = next((c for c in found if c in _TOOL_FAMILY), None)
+    if tool is None:
+        tool = next((c for c in (_choice(m.group("new")) for m in _IS.finditer(folded)) if c in _TOOL_FAMILY), None)
+    return tool or (found[0] if found else "")
+
+
+def _states(choice: str, old_choices: set[str]) -> bool:
+    """Whether the stated ``choice`` is one of ``old_choices``, or a command of one (`fly deploy`: fly)."""
+    return choice in old_choices or (" " in choice and choice.split()[0] in old_choices)
 
 
 def subject_keys(text: str) -> frozenset[str]:
@@ -188,16 +220,54 @@ def value_changed(note: str, line: str) -> bool:
     return bool(words[0]) and jaccard(words[0], words[1]) >= VALUE_SIMILARITY
 
 
+#: words that are alternatives to one another where the rest of a statement is the same
+ALTERNATIVES: tuple[frozenset[str], ...] = tuple(
+    frozenset(group.split())
+    for group in (
+        "single double",
+        "tab space",
+        "light dark",
+        "lf crlf",
+        "true false",
+        "enabled disabled",
+        "sync async synchronou asynchronou",
+        "relative absolute",
+        "ascending descending",
+        "uppercase lowercase",
+        "main master trunk",
+        "english french german spanish italian portuguese dutch polish russian chinese japanese korean",
+    )
+)
+_ALTERNATIVE = {w: g for g in ALTERNATIVES for w in g}
+#: a statement that turns something down: its alternatives are not its choice (change shapes handle it)
+_NEGATED = re.compile(r"(?i)(?:not|never|don'?t|avoid|no\s+longer|instead\s+of|rather\s+than)")
+
+
+def word_swapped(note: str, line: str) -> bool:
+    """Whether ``note`` says ``line`` with one word swapped for an alternative of it ("prefer double quotes
+    in Python" over "prefer single quotes in Python", "write commit messages in French from now on" over
+    "always write commit messages in English"): every other content word the same, at least two of them,
+    and neither text turning something down ("never use double quotes" agrees with "use single quotes")."""
+    if _NEGATED.search(note.replace("\u2019", "'")) or _NEGATED.search(line.replace("\u2019", "'")):
+        return False
+    mine, theirs = (frozenset(w for w in tokens(t) if w not in _CHANGE_WORDS) for t in (note, line))
+    added, gone = mine - theirs, theirs - mine
+    if len(added) != 1 or len(gone) != 1 or len(mine & theirs) < 2:
+        return False
+    (a,), (b,) = added, gone
+    return a in _ALTERNATIVE and b in _ALTERNATIVE.get(a, frozenset())
+
+
 def supersedes(note: str, line: str) -> bool:
     """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring)."""
     change = change_of(note)
     text = NOTED.sub("", BULLET_MARK.sub("", line))
     if change is None:
-        return value_changed(note, text)
+        return value_changed(note, text) or word_swapped(note, text)
     if change.new and _names(text, change.new):
         # the line already speaks of the new choice: a fact about it, the same advice, or another value of it
         # ("use 2 spaces" over "use 4 spaces")
-        return value_changed(note, text)
+        return value_changed(note, text) or word_swapped(note, text)
     if change.old:
         if not _names(text, change.old) or _rejects(text, change.old):
             return False
@@ -208,7 +278,7 @@ def supersedes(note: str, line: str) -> bool:
         if not old_choices:
             return False
     line_change = change_of(text)
-    if (line_change.new if line_change else stated_choice(text)) not in old_choices:
+    if not _states(line_change.new if line_change else stated_choice(text), old_choices):
         return False  # the line must state the old choice as a choice, not merely mention it
     tools = (
         frozenset(tokens(" ".join((change.new, change.old, *old_choices))))
@@ -216,4 +286,6 @@ def supersedes(note: str, line: str) -> bool:
         | subject_keys(text)
     )
     mine, theirs = _residue(note, tools), _residue(text, tools)
+    if change.plain:  # "the test database is SQLite" is no change of "the database is PostgreSQL"
+        return bool(mine) and jaccard(mine, theirs) >= VALUE_SIMILARITY
     return not mine or jaccard(mine, theirs) >= SIMILARITY
