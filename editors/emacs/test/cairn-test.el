@@ -1775,6 +1775,19 @@ its own cockpit buffer, *cairn: NAME*."
         (should (string-match-p "verified 3 topic(s): 1 stale, 2 proposal(s) (in Candidates)" said))
         ;; AGENTS.md's `make lint` names a target the Makefile lost: counted, listed by `cairn verify`
         (should (string-match-p "; 1 stale line(s) in instruction files" said)))
+      ;; and marked on that line when the file is opened: a Flymake warning with the reason (fails before:
+      ;; the editor showed nothing in the file itself)
+      (with-current-buffer (find-file-noselect (cairn-test--file "AGENTS.md"))
+        (let ((diags (cairn-test--until "the stale line's warning"
+                                        (lambda ()
+                                          (flymake-start)
+                                          (cl-remove-if-not
+                                           (lambda (d) (string-match-p "\\[stale-line\\]: stale: .*lint"
+                                                                       (flymake-diagnostic-text d)))
+                                           (flymake-diagnostics))))))
+          (should (= (length diags) 1))
+          (should (eq (flymake-diagnostic-type (car diags)) 'eglot-warning))
+          (should (= (line-number-at-pos (flymake-diagnostic-beg (car diags))) 3))))
       (cairn-test--until "the stale mark" (lambda () (eq (plist-get (cairn-test--topic-row "Tests") :stale) t)))
       (cairn-test--goto-topic "Tests")
       (should (string-match-p "stale +stale: .*check"
