@@ -158,19 +158,29 @@ def test_io_faults_during_accept_leave_every_memory_file_whole_and_recoverable(t
     assert (labels[at - 2], labels[at]) == ("fsync-temp", "fsync-dir")
     adoption = [(at - 1, "fsync-temp", "EROFS"), (at + 1, "fsync-dir", "EROFS")]
     chosen = renames + links + fsyncs if harness.FULL else renames + links[::16] + fsyncs[::40] + adoption
+    def placed(hit: str, label: str) -> bool:
+        return hit.split(" ", 1)[0] == label.split(" ", 1)[0] and (hit == label or not label.startswith("rename "))
+
     for n, label, err in chosen:
         ws = tmp_path / f"a{n}-{err}"
-        shutil.copytree(template, ws)
         where = f"{err} at point {n} ({label})"
         # placed by label, not by number: a shard folder made only when missing shifts numbers (tests/sweep.py)
         anchor, nth, offset = sweep.anchor(labels, n)
         faulted = tmp_path / "faulted.log"
-        faulted.unlink(missing_ok=True)
-        r = accept(ws, CAIRN_FAULT_BEFORE=anchor, CAIRN_FAULT_NTH=str(nth), CAIRN_FAULT_OFFSET=str(offset),
-                   CAIRN_FAULT_ERRNO=err, CAIRN_CRASH_LOG=str(faulted))
-        hit = _faulted_at(faulted, anchor, nth, offset)
-        assert hit.split(" ", 1)[0] == label.split(" ", 1)[0] and (hit == label or not label.startswith("rename ")), \
-            (where, "the fault hit another step", hit)
+        hits = []
+        # A fault placed at an offset past its anchor once hit the next step under a loaded full suite (an
+        # fsync-temp for an fsync-dir), which no run alone reproduced: the placement is tried again on a fresh
+        # copy (at most three times), and every product assertion below holds of the run that hit its step.
+        for _ in range(3):
+            shutil.rmtree(ws, ignore_errors=True)
+            shutil.copytree(template, ws)
+            faulted.unlink(missing_ok=True)
+            r = accept(ws, CAIRN_FAULT_BEFORE=anchor, CAIRN_FAULT_NTH=str(nth), CAIRN_FAULT_OFFSET=str(offset),
+                       CAIRN_FAULT_ERRNO=err, CAIRN_CRASH_LOG=str(faulted))
+            hits.append(_faulted_at(faulted, anchor, nth, offset))
+            if placed(hits[-1], label):
+                break
+        assert placed(hits[-1], label), (where, "the fault hit another step", hits)
         said = r.stdout + r.stderr
         assert "Traceback" not in said, (where, said[-400:])
         if (n, label, err) in adoption:
