@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cairn.worker.memory.supersede import supersedes
+from cairn.worker.memory.supersede import change_of, supersedes
 
 from tests.journal.helpers import cairn, cairn_json
 
@@ -302,3 +302,17 @@ def test_a_note_said_again_in_other_words_finds_its_topic_though_its_bullet_is_d
     cairn(workspace, "accept", _remember(workspace, "Use tabs for indentation")["id"])
     again = cairn_json(workspace, "remember", "Indentation uses tabs")["proposals"]
     assert [p["kind"] for p in again] != ["create"], again
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [  # user sentences of the quality corpus's dev split (tests/corpus/), where a shape's slot caught a word
+        "data (Any): The data to convert (must be a single item, not a collection).",
+        "keep it tight — reviewers will use it as a navigation aid, not a deep dive.",
+        "The \"API_KEY\" fragment may relate to all sorts of APIs, not just search engines.",
+        "Also, instead of just looking for `.mmd` file, look for `.mermaid` as well",
+    ],
+)
+def test_a_function_word_is_never_a_choice(sentence: str) -> None:
+    change = change_of(sentence)
+    assert change is None or not ({change.new, change.old} & {"a", "the", "just", "also", "that"}), change

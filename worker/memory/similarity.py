@@ -37,6 +37,8 @@ _STOP = frozenset(
     instead also just only very use using used when while than which who what how all any each every
     avoid stop s t repo repository codebase project""".split()
 )
+#: the stop words :func:`tokens` drops (the supersession shapes never take one for a choice)
+STOP_WORDS = _STOP
 FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 HEADING = re.compile(r"^\s*#")
 BULLET_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")

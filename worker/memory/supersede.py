@@ -45,7 +45,7 @@ import functools
 import re
 
 import attrs
-from cairn.worker.memory.similarity import BULLET_MARK, NOTED, SIMILARITY, jaccard, tokens
+from cairn.worker.memory.similarity import BULLET_MARK, NOTED, SIMILARITY, STOP_WORDS, jaccard, tokens
 
 #: tools grouped by what they are for: two members of one group are alternative choices
 FAMILIES: tuple[frozenset[str], ...] = tuple(
@@ -107,6 +107,11 @@ _CHANGE_WORDS = tokens(
 )
 
 
+#: words that are never a choice, though a change shape's slot may catch them ("not a collection", "not just X")
+_FUNCTION_WORDS = STOP_WORDS | frozenset("""that also just only even still too then more less some much many other
+    another one two first last same different new old every its their your our his her""".split())
+
+
 def _choice(text: str | None) -> str:
     return (text or "").strip("`").strip().casefold().rstrip(".,;:!")
 
@@ -131,6 +136,10 @@ def change_of(text: str) -> Change | None:
             continue
         groups = m.groupdict()
         new, old = _choice(groups.get("new")), _choice(groups.get("old"))
+        if old in _FUNCTION_WORDS:
+            continue  # "… a single item, not a collection": no choice was turned down
+        if new in _FUNCTION_WORDS:
+            new = ""  # "so that instead of …": the new choice is not named here
         if new and new not in _TOOL_FAMILY and m.start("new") >= 0:
             before = re.findall(r"[\w.+-]+", folded[: m.start("new")])
             if before and before[-1].casefold() in _TOOL_FAMILY:
