@@ -13,8 +13,11 @@ local buffers = {} -- buf -> { root, view, rows = { [line] = row }, state }
 M.keys = {
   { "a", "accept" }, { "r", "reject" }, { "e", "edit, then accept" }, { "u", "undo/take back" }, { "<CR>", "diff" },
   { "P", "pending" }, { "H", "history" }, { "L", "journal" }, { "J", "jobs" }, { "M", "memories" },
-  { "R", "refresh" }, { "D", "drain" }, { "q", "quit" }, { "?", "help" },
+  { "R", "refresh" }, { "D", "drain" }, { "V", "verify" }, { "q", "quit" }, { "?", "help" },
 }
+--- The keys of the Memories view, where they act on the topic of the line.
+M.memory_keys = { { "<CR>", "visit" }, { "e", "visit (update by hand)" }, { "c", "confirm" }, { "r", "retire" },
+  { "V", "verify" } }
 
 -- The buffer named exactly `name`, or nil.
 local function find_buf(name)
@@ -73,8 +76,15 @@ local function line_of_row(view, row, ws)
       return string.format("%s %s %s  %s: front matter cannot be read; fix it by hand", name, clip("", 10), "     ",
         (row.error:gsub("[%c]", " ")))
     end
-    return string.format("%s %s %s  %s", name, clip(row.type ~= vim.NIL and row.type or "", 10),
-      row.stale == true and "stale" or "     ", (tostring(row.description or ""):gsub("[%c]", " ")))
+    local age = tonumber(row.age)
+    local fresh = row.stale == true and "stale" or (row.due == true and "due" or "")
+    local why = ""
+    if row.stale == true and type(row.why) == "table" and row.why[1] ~= nil then
+      why = "  (stale: " .. table.concat(vim.tbl_map(tostring, row.why), "; ") .. ")"
+    end
+    return string.format("%s %s %s %s  %s%s", name, clip(row.type ~= vim.NIL and row.type or "", 10),
+      clip(age and (tostring(math.floor(age)) .. "d") or "-", 5), clip(fresh, 5),
+      (tostring(row.description or ""):gsub("[%c]", " ")), (why:gsub("[%c]", " ")))
   end
 end
 
@@ -100,8 +110,11 @@ local function header(st, view, root, state)
     counts = string.format("  %s mode  %d pending", tostring(status.mode or "?"), tonumber(status.proposals) or 0)
   end
   local keys = {}
-  for _, k in ipairs(M.keys) do
+  for _, k in ipairs(view == "memories" and M.memory_keys or M.keys) do
     table.insert(keys, k[1] .. " " .. k[2])
+  end
+  if view == "memories" then
+    table.insert(keys, "P/H/L/J views")
   end
   return {
     string.format("cairn [%s] %s%s", TITLES[view], state or "", counts),
@@ -215,6 +228,25 @@ local function proposal_row(buf, views)
   return row
 end
 
+-- The memory topic on the cursor's line of the Memories view, or nil (said why).
+local function topic_row(buf)
+  local row = M.row_at_cursor(buf)
+  if not row or type(row.file) ~= "string" then
+    config.notify("no memory topic on this line")
+    return nil
+  end
+  return row
+end
+
+-- Visit the file of the topic on the cursor's line (an update by hand).
+local function visit_topic(buf)
+  local row = topic_row(buf)
+  if row then
+    local path = row.file:sub(1, 1) == "/" and row.file or (buffers[buf].root .. "/" .. row.file)
+    vim.cmd("edit " .. vim.fn.fnameescape(path))
+  end
+end
+
 --- Switch `buf` to `view` and refresh it.
 function M.set_view(buf, view, on_done)
   local st = buffers[buf]
@@ -240,6 +272,10 @@ local function keymaps(buf)
     commands.decide(buffers[buf].root, "accept", { row.id })
   end)
   map(buf, "r", function()
+    if buffers[buf].view == "memories" then
+      local topic = topic_row(buf)
+      return topic and commands.retire_topic(buffers[buf].root, topic)
+    end
     local row = proposal_row(buf, { "pending" })
     if row then
       commands.confirm_reject({ row }, function()
@@ -248,6 +284,9 @@ local function keymaps(buf)
     end
   end)
   map(buf, "e", function()
+    if buffers[buf].view == "memories" then
+      return visit_topic(buf)
+    end
     local row = proposal_row(buf, { "pending" })
     if row then
       M.edit(buffers[buf].root, row.id)
@@ -275,6 +314,9 @@ local function keymaps(buf)
     end)
   end)
   map(buf, "<CR>", function()
+    if buffers[buf].view == "memories" then
+      return visit_topic(buf)
+    end
     local row = proposal_row(buf, { "pending", "history" })
     if row then
       lsp.request(buffers[buf].root, "cairn/proposal", { id = row.id }, function(err, result)
@@ -293,6 +335,18 @@ local function keymaps(buf)
   end
   map(buf, "R", function()
     M.refresh(buf)
+  end)
+  map(buf, "V", function()
+    commands.verify(buffers[buf].root)
+  end)
+  map(buf, "c", function()
+    if buffers[buf].view ~= "memories" then
+      return config.notify("c confirms a memory topic: M lists them")
+    end
+    local topic = topic_row(buf)
+    if topic then
+      commands.confirm_topic(buffers[buf].root, topic)
+    end
   end)
   map(buf, "D", function()
     commands.execute(buffers[buf].root, "cairn.drainBacklog", {}, function(err)

@@ -485,6 +485,66 @@ function M.review()
   end)
 end
 
+--- What `cairn.verify` found, for the user: topics checked, stale, proposals made, and the stale lines
+--- of the instruction files (warnings in those files when open; `cairn verify` lists them).
+function M.verify_message(answer)
+  local r = type(answer) == "table" and type(answer.result) == "table" and answer.result or {}
+  local proposals = type(r.proposals) == "table" and #r.proposals or 0
+  local lines = tonumber(r.staleInstructionLines) or 0
+  return string.format("verified %d topic(s): %d stale, %d proposal(s)%s%s", tonumber(r.checked) or 0,
+    tonumber(r.stale) or 0, proposals, proposals > 0 and " (in the cockpit's Pending view)" or "",
+    lines > 0 and string.format("; %d stale line(s) in instruction files (marked in those files; "
+      .. "cairn verify lists them)", lines) or "")
+end
+
+-- Run a memory-topic command `name` in `ws`: on success the message `say(result)` and the cockpits
+-- refreshed, on failure the error; then `on_done(err, answer)`.
+local function topic_command(ws, name, argument, say, on_done)
+  M.execute(ws, name, argument, function(err, answer)
+    if err then
+      err_notify(err)
+    else
+      config.notify(say(type(answer) == "table" and type(answer.result) == "table" and answer.result or {}))
+      require("cairn.cockpit").refresh_root(ws)
+    end
+    if on_done then
+      on_done(err, answer)
+    end
+  end)
+end
+
+--- Recheck what every memory topic cites (`cairn.verify`) in `ws`; the message, then the cockpits
+--- refreshed; `on_done(err, answer)`.
+function M.verify(ws, on_done)
+  ws = type(ws) == "string" and ws or root()
+  topic_command(ws, "cairn.verify", {}, function(r)
+    return M.verify_message({ result = r })
+  end, on_done)
+end
+
+--- Ask to retire memory topic `row` (a Memories row), then propose its retirement (`cairn.retireTopic`).
+function M.retire_topic(ws, row, on_done)
+  vim.ui.select({ "Propose its retirement", "Keep it" }, {
+    prompt = "cairn: retire " .. tostring(row.file) .. " (" .. tostring(row.name or "") .. ")? "
+      .. "A proposal to accept, like any other",
+    kind = "cairn.confirm",
+  }, function(choice)
+    if choice == "Propose its retirement" then
+      topic_command(ws, "cairn.retireTopic", { file = row.file }, function(r)
+        return string.format("%s: retirement %s %s", tostring(row.file), tostring(r.proposal or "?"),
+          r.new == false and "was already pending" or "proposed (in the Pending view)")
+      end, on_done)
+    end
+  end)
+end
+
+--- Confirm memory topic `row` is still true (`cairn.confirmTopic`); a stale topic is refused (E_TOPIC_STALE).
+function M.confirm_topic(ws, row, on_done)
+  topic_command(ws, "cairn.confirmTopic", { file = row.file }, function(r)
+    return string.format("%s: confirmed %s", tostring(row.file), tostring(r.confirmed or ""))
+  end, on_done)
+end
+
 -- :CairnRemember [type=TYPE] [TEXT]: TEXT, else the lines of the range
 function M.remember_command(a)
   local args = vim.deepcopy(a.fargs)
@@ -512,6 +572,7 @@ M.specs = {
   { "CairnProposals", M.proposals_command, { desc = "cairn: pending proposals in the quickfix list" } },
   { "CairnDrain", M.drain, { desc = "cairn: drain the backlog" } },
   { "CairnReview", M.review, { desc = "cairn: queue a review" } },
+  { "CairnVerify", function() M.verify() end, { desc = "cairn: recheck what the memory cites" } },
   { "CairnStatus", M.status_command, { desc = "cairn: status counts" } },
   { "CairnRemember", M.remember_command, { nargs = "*", range = true, desc = "cairn: remember a text" } },
 }

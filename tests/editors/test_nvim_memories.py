@@ -1,0 +1,49 @@
+"""The Neovim cockpit's Memories view and ``:CairnVerify``: a headless Neovim against the real server.
+
+editors/nvim/test/memories.lua opens the Memories view of a workspace with
+two accepted topics, one citing a Make target the Makefile no longer has;
+``V`` verifies (its message counts the stale topic, the proposal and the
+stale line of ``AGENTS.md``), the view shows the stale mark and why, ``c``
+on the stale topic is refused with ``E_TOPIC_STALE`` and confirms the other,
+``r`` asks and proposes its retirement, ``e`` visits its file, and the open
+``AGENTS.md`` has a warning on its stale line. Here we check what landed on
+disk: the proposals, and no file rewritten. A missing Neovim is a failure,
+never a skip.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.editors.test_nvim import run_headless
+from tests.journal.helpers import cairn, cairn_json
+from tests.support import REPO, child_env
+
+SCRIPT = REPO / "editors" / "nvim" / "test" / "memories.lua"
+AGENTS = "# Agents\n\n- Lint with `make lint`\n"
+
+
+def _topic(ws: Path, text: str) -> str:
+    cairn(ws, "remember", text)
+    pending = [p for p in cairn_json(ws, "proposals") if p["state"] == "pending"]
+    cairn(ws, "accept", pending[0]["id"])
+    return str(pending[0]["target"])
+
+
+def test_nvim_memories_view_verifies_confirms_and_retires(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "Makefile").write_text("check:\n\tpytest\n")
+    stale = _topic(workspace, "Run the tests with `make check`")
+    fresh = _topic(workspace, "Use pnpm, not npm, to install dependencies")
+    (workspace / "AGENTS.md").write_text(AGENTS)
+    (workspace / "Makefile").write_text("test:\n\tpytest\n")
+    before = {p: (workspace / p).read_bytes() for p in (stale, fresh, "AGENTS.md")}
+    env = child_env(CAIRN_TEST_PYTHON=sys.executable, CAIRN_TEST_WS=str(workspace),
+                    **{k: str(tmp_path / "xdg" / k) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                                              "XDG_STATE_HOME", "XDG_DATA_HOME")})
+    returncode, stdout, stderr = run_headless(SCRIPT, env, tmp_path)
+    assert returncode == 0 and "cairn memories: OK" in stdout, stdout + stderr
+    pending = {p["target"]: p for p in cairn_json(workspace, "proposals") if p["state"] == "pending"}
+    assert set(pending) == {stale, fresh}, pending
+    assert pending[fresh]["kind"] == "delete", pending[fresh]
+    assert {p: (workspace / p).read_bytes() for p in before} == before, "nothing is rewritten without a proposal"
