@@ -232,6 +232,27 @@ def test_the_idle_job_verifies_after_a_checkout_and_the_status_counts_stale_topi
     assert r["staleInstructionLines"] == 1 and "instructions" not in r and "lint" not in json.dumps(r)
 
 
+
+def test_the_idle_job_checks_an_instruction_file_where_there_is_no_memory_yet(tmp_path: Path) -> None:
+    """A project with an AGENTS.md and no cairn memory: its stale lines are found in idle time too (the
+    editor marks them from that record); a project with neither costs nothing."""
+    from cairn.protocol.settings import Settings
+    from cairn.worker.memory.store import MemoryStore
+    from cairn.worker.memory.verify import idle_verify
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    noon = 1767268800.0
+    with MemoryStore(str(ws), Settings()) as ms:
+        assert idle_verify(ms, now=noon) == {"skipped": "no-memory"}
+    (ws / "Makefile").write_text(MAKEFILE)
+    (ws / "CLAUDE.md").write_text("- Lint with `make lint`\n")
+    with MemoryStore(str(ws), Settings()) as ms:
+        r = idle_verify(ms, now=noon)
+    assert r["staleInstructionLines"] == 1 and r["checked"] == 0
+    assert [row["line"] for row in stale_lines(str(ws))["CLAUDE.md"]] == [1]
+
+
 def test_git_commit_is_read_from_the_git_directory(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/dev\n")

@@ -414,10 +414,13 @@ def git_signature(workspace: str) -> list[Any]:
 def idle_verify(ms: MemoryStore, *, now: float | None = None) -> dict[str, Any]:
     """The idle job: verify when the checkout changed since the last idle verification, or once a day.
 
-    Costs a few ``lstat`` calls when nothing changed; without a memory root it does nothing at all.
+    Costs a few ``lstat`` calls when nothing changed; without a memory root or an instruction file agents
+    load (whose stale lines the editor marks) it does nothing at all.
     """
     ws = ms.workspace
-    if not any(os.path.isdir(os.path.join(ws, r)) for r in _roots(ms)):
+    if not any(os.path.isdir(os.path.join(ws, r)) for r in _roots(ms)) and not any(
+            os.path.isfile(os.path.join(ws, rel)) for rel in (*ms.settings.instructionFiles, *AGENT_FILES)
+            if not os.path.isabs(rel)):
         return {"skipped": "no-memory"}
     now = ms.now() if now is None else now
     seen = {"git": git_signature(ws), "day": _date(now)}
