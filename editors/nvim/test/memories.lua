@@ -58,6 +58,14 @@ local function main()
   wait_for("the Memories view", function() return buf ~= nil and line_of(buf, "run%-the%-tests") ~= nil end)
   check(vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1]:match("c confirm  r retire  V verify"),
     "the Memories view's keys: %s", vim.api.nvim_buf_get_lines(buf, 2, 3, false)[1])
+  -- the header says the embedded engine writes the digests, once, with where to get better recall
+  local got_status = false
+  require("cairn.status").status(ws, function()
+    cockpit.refresh(buf, function() got_status = true end)
+  end)
+  wait_for("the status in the header", function() return got_status end)
+  check(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]:match("embedded engine %(cairn setup for better recall%)"),
+    "the header: %s", vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1])
 
   -- V: verify now; the message counts what was found, the view shows the stale topic and why
   press("V")

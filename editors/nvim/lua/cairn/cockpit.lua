@@ -108,6 +108,14 @@ local function header(st, view, root, state)
   local status = require("cairn.status").last[root]
   if status then
     counts = string.format("  %s mode  %d pending", tostring(status.mode or "?"), tonumber(status.proposals) or 0)
+    if status.provider == "extractive" then -- said once, here: not a nag on every command
+      counts = counts .. "  · embedded engine (cairn setup for better recall)"
+    end
+    local unwired = tonumber(status.unwiredAgents) or 0
+    if unwired > 0 then
+      counts = counts .. string.format("  · %d agent%s not reading the memory (cairn agents wire)", unwired,
+        unwired == 1 and "" or "s")
+    end
   end
   local keys = {}
   for _, k in ipairs(view == "memories" and M.memory_keys or M.keys) do
