@@ -476,3 +476,37 @@ def test_a_kind_of_tool_is_not_a_tool_named_for_a_role(tmp_path: Path) -> None:
     # edobry/minsky at its own head: a heading for a kind of MCP tool, not the project's tool for a job
     assert _stale(tmp_path, "- **Missing MCP tool**: bash-before-MCP, MCP erroring for it, or:") == []
     assert _stale(tmp_path, "- **Tool**: blackfire") == ["no manifest or configuration names blackfire any more"]
+
+
+def _stale_in(root: Path, text: str, n: int) -> list[str]:
+    """The stale reasons of line ``n`` (1-based) of ``text``, checked with the lines before it as context."""
+    lines = text.split("\n")
+    return [c.reason for c in C.verify_entry(str(root), lines[n - 1], context=lines[: n - 1]) if c.verdict == C.STALE]
+
+
+def test_a_path_in_a_code_block_of_examples_is_an_illustration(tmp_path: Path) -> None:
+    """Found on instruction files of public projects at their own head (bench/README.md, "Stale memory"):
+    a file-name comment heading an "Example pattern" or "❌ Avoid" block names a file that need not exist."""
+    _write(tmp_path, {"src/app.ts": "export {}\n", "lib/queries/stream.ts": "export {}\n",
+                      "commands/tools/git.ts": "export {}\n"})
+    example = "## Data fetching\n\n#### Example pattern\n\n```ts\n// lib/queries/weather.ts\nexport const k = 1\n```\n"
+    assert _stale_in(tmp_path, example, 6) == []
+    avoid = "### \u274c Avoid: cross-module imports\n\n```ts\n// commands/tools/brew.ts\nimport x from '../x'\n```\n"
+    assert _stale_in(tmp_path, avoid, 4) == []
+    # the same comment in a block that shows the project's own file is checked
+    own = "## Entry point\n\nThe server starts here:\n\n```ts\n// src/server.ts\nlisten(8080)\n```\n"
+    assert _stale_in(tmp_path, own, 6) == ["src/server.ts no longer exists"]
+
+
+def test_a_path_its_context_calls_planned_is_not_flagged(tmp_path: Path) -> None:
+    """A folder an earlier line of the file marks planned, or a command under a heading that names a plan."""
+    _write(tmp_path, {"lib/payments.ts": "export {}\n", "graph.py": "print()\n"})
+    table = ("| Path | Role |\n|---|---|\n| `lib/ledger/` *(planned, ADR-12)* | fee math |\n\n"
+             "**Module rules:**\n\n- Fee math lives only inside `lib/ledger/`.\n")
+    assert _stale_in(tmp_path, table, 7) == []
+    plan = "## Current status & plan\n\n### Architecture plan\n\n- Start the graph: `python graph.py`\n" \
+           "- Start the agent: `python agent_main.py`\n"
+    assert _stale_in(tmp_path, plan, 6) == []
+    # without the plan, the same lines are stale
+    assert _stale_in(tmp_path, "## Running\n\n- Start the agent: `python agent_main.py`\n", 3) != []
+    assert _stale_in(tmp_path, "**Module rules:**\n\n- Fee math lives only inside `lib/ledger/`.\n", 3) != []

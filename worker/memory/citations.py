@@ -666,9 +666,10 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
 # length against the formatter settings; a file-tree diagram's line under its folders (given the
 # lines before it as ``context``); a well-known tool no longer configured while another for the
 # same job is. A line with nothing checkable has no checks: it is unverifiable, never flagged; an
-# example ("e.g.") path that is missing, a module turned into a package of the same name, a naming
-# convention (``PascalCase``), a path ``.gitignore`` ignores or a command writes, a name the
-# language defines are not flagged either.
+# example ("e.g.") path that is missing, a path in a code block introduced as an example or as what to
+# avoid, a path or script its context calls planned (an earlier line naming it, a heading naming a
+# plan), a module turned into a package of the same name, a naming convention (``PascalCase``), a path
+# ``.gitignore`` ignores or a command writes, a name the language defines are not flagged either.
 
 #: folders never listed or searched (vendored, built, or cairn's own)
 SKIP_DIRS = frozenset({".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".cairn", "dist",
@@ -1270,6 +1271,36 @@ def _in_block(context: Sequence[str]) -> bool:
     return sum(1 for ln in context if _FENCE.match(ln)) % 2 == 1
 
 
+#: what introduces a code block of examples, not of the project's own files: "Example pattern", "❌ Avoid: …"
+_EXAMPLE_LEAD = re.compile(r"(?i)\b(?:examples?|e\.\s?g\.|for\s+instance|illustrat\w*|anti-?patterns?|avoid|"
+                           r"bad|wrong|don'?t|do\s+not)\b|\u274c")
+#: a section heading that names a plan: what it lists need not exist yet
+_PLAN_HEADING = re.compile(r"(?i)^\s{0,3}#{1,6}\s.*\b(?:plans?|planned|roadmap|proposals?|proposed|future|todo|"
+                           r"next\s+steps|ideas|wish\s?list)\b")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+
+
+def _example_block(context: Sequence[str]) -> bool:
+    """Whether the line after ``context`` is in a fenced code block that its heading or the text just before
+    it introduces as an example (or as what to avoid): the paths it names are illustrations."""
+    if not context or not _in_block(context):
+        return False
+    at = next(i for i in range(len(context) - 1, -1, -1) if _FENCE.match(context[i]))
+    lead = [ln for ln in context[max(0, at - 6):at] if ln.strip()][-2:]
+    heading = next((ln for ln in reversed(context[:at]) if _HEADING.match(ln)), "")
+    return any(_EXAMPLE_LEAD.search(ln) for ln in [*lead, heading])
+
+
+def _planned_in_context(context: Sequence[str], path: str) -> bool:
+    """Whether the lines before say ``path`` is a plan: its section's heading names a plan ("Architecture
+    Plan", "Roadmap"), or an earlier line naming the same path calls it planned."""
+    heading = next((ln for ln in reversed(context) if _HEADING.match(ln)), "")
+    if _PLAN_HEADING.search(heading):
+        return True
+    bare = path.strip("/")
+    return any(bare in ln and _PLANNED.search(ln) for ln in context if "lann" in ln or "yet" in ln or "oming" in ln)
+
+
 def _block_cd(context: Sequence[str]) -> re.Match[str] | None:
     """The ``cd DIR`` line earlier in the code block the next line is in (None: not in a block, or none)."""
     for prev in reversed(context[-40:]):
@@ -1374,7 +1405,8 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         for sm in _SCRIPT_RUN.finditer(piece):
             script = sm.group(1) or sm.group(2)
             if _clean_piece(script) and not _EXAMPLE.search(script) and (run_dir or "/" not in script
-                                                                         or sm.group(2)):
+                                                                         or sm.group(2)) \
+                    and not (context and _planned_in_context(context, script)):
                 add(Mention(kind="script", name=script.removeprefix("./"), cwd=run_dir))
     for hm in _HATCH.finditer(text):
         add(Mention(kind="target", name=hm.group(1), build="hatch", cwd=cwd))
@@ -1384,9 +1416,13 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     made = {x.strip("./") for x in _MADE.findall(text)}  # what a command writes: ``> out.sql``, ``mkdir -p d``
     spaced = [t.strip() for t in _TICKED_SPAN.findall(text) if _SPACED_PATH.fullmatch(t.strip())]
     planned = _PLANNED.search(text) is not None
-    for path, _span, weak in _path_candidates(text) if not planned else ():
+    candidates = _path_candidates(text) if not planned else []
+    if not example and (candidates or spaced) and _example_block(context):
+        example = "example"  # a path a code block of examples shows: unverifiable when missing too
+    for path, _span, weak in candidates:
         if (not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted)
-                and path.strip("./") not in made and not any(path in t for t in spaced)):
+                and path.strip("./") not in made and not any(path in t for t in spaced)
+                and not (context and _planned_in_context(context, path))):
             add(Mention(kind="path", name=path, build=example))
     for t in spaced if not planned else ():
         add(Mention(kind="path", name=t, build=example))
@@ -1419,7 +1455,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         tok = tok.strip()
         if re.fullmatch(r"@[\w.-]+/[\w.-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+", tok) and not _EXAMPLE.search(tok):
             add(Mention(kind="package", name=tok))
-    if cwd:
+    if cwd and not (context and _planned_in_context(context, cwd)):
         add(Mention(kind="path", name=cwd))
     for tm in _TOOL_USE.finditer(text):
         add(Mention(kind="tool", name=tm.group(1)))
