@@ -209,7 +209,8 @@ def cmd_memory(ns: argparse.Namespace) -> int:
         if r.get("error"):  # a topic whose front matter the user broke: reported, never rewritten
             return printable(f"{r['file']}  {r['error']}: its front matter cannot be read; fix it by hand")
         age = r.get("age")
-        fresh = (f"  [confirmed {r['confirmed']}, {age} d ago]" if r.get("confirmed") and age is not None
+        ago = "today" if age == 0 else "1 day ago" if age == 1 else f"{age} days ago"
+        fresh = (f"  [confirmed {r['confirmed']}, {ago}]" if r.get("confirmed") and age is not None
                  else f"  [confirmed {r['confirmed']}]" if r.get("confirmed") else "  [never confirmed]")
         stale = f"  STALE: {'; '.join(r['why'])}" if r.get("stale") and r.get("why") else ""
         due = "  (due for revalidation)" if r.get("due") and not stale else ""

@@ -159,6 +159,12 @@ def test_what_is_not_a_topic_here_is_refused_with_a_code(workspace: Path) -> Non
     assert all(p["state"] == "applied" for p in cairn_json(workspace, "proposals"))
 
 
+def test_a_topic_accepted_today_is_listed_as_confirmed_today(workspace: Path) -> None:
+    target = _topic(workspace)
+    listed = cairn(workspace, "memory").stdout
+    assert f"{target}  (" in listed and ", today]" in listed and " d ago" not in listed, listed
+
+
 def test_a_topic_with_broken_front_matter_is_reported_not_rewritten(workspace: Path) -> None:
     target = _topic(workspace)
     topic = workspace / target
