@@ -458,3 +458,10 @@ def test_yaml_front_matter_of_rendered_topic_is_plain_yaml() -> None:
     data = model.render_topic("a: b", "- c", "project", "")
     fm = data.decode().split("---\n")[1]
     assert yaml.safe_load(fm) == {"name": "a: b", "description": "- c", "type": "project"}
+
+
+def test_a_long_title_is_not_cut_inside_a_number() -> None:
+    # "3.12" was cut to "3": the file name read "...python-3-11-and-3.md"
+    name = model.topic_filename("This repo's CI runs on Forgejo Actions (Python 3.11 and 3.12 matrix)")
+    assert name == "this-repo-s-ci-runs-on-forgejo-actions-python-3-11-and.md"
+    assert len(name) <= model.FILENAME_MAX

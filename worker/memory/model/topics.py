@@ -200,6 +200,9 @@ def topic_filename(title: str) -> str:
         cut = slug[:limit]
         if slug[limit] != "-" and cut.rfind("-") > limit // 2:
             cut = cut[: cut.rfind("-")]
+        # a number is not cut in two: "python-3-11-and-3" (of "3.12") ends at "python-3-11-and"
+        if re.search(r"\d$", cut) and re.match(r"-\d", slug[len(cut):]) and cut.rfind("-") > limit // 2:
+            cut = cut[: cut.rfind("-")]
         slug = cut.strip("-")
     if not slug:
         slug = "topic"
