@@ -487,3 +487,18 @@ def test_a_file_of_the_same_name_elsewhere_is_no_move_to_write_into_memory(
     (ws / "tests/configs/default/providers.json").write_text('{"fixture": true}\n')
     p = _verify_proposal(capsys, ws)
     assert p["kind"] == "delete", p
+
+
+def test_a_configuration_key_a_memory_states_is_cited_and_its_new_value_updates_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Said as a user says it: the topic cites the line of pyproject.toml that sets the key (issue 30: "a
+    config key"), and when the value changes the proposal is an update naming the new value, not a retirement."""
+    pyproject = '[project]\nname = "app"\n\n[tool.ruff]\nline-length = 100\n'
+    ws, target = _remembered(tmp_path, capsys, {"pyproject.toml": pyproject},
+                             "Lines are at most 100 characters (ruff line-length)")
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert row["citations"] == [{"path": "pyproject.toml", "symbol": "line-length", "lines": "5-5",
+                                 "sha256": C.lines_sha(["line-length = 100"])}], row["citations"]
+    (ws / "pyproject.toml").write_text(pyproject.replace("100", "120"))
+    p = _verify_proposal(capsys, ws)
+    assert p["kind"] == "update" and "100 \u2192 120" in str(p["title"]), p["title"]

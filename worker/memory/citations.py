@@ -441,7 +441,17 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
         if hashes:
             sha = lines_sha(lines[span[0] - 1:span[1]]) if span else hashlib.sha256(data).hexdigest()
         out.append(Citation(kind="path", path=path, lines=span, sha256=sha, commit=commit))
-    symbols = [m.name for m in mentions(text) if m.kind == "symbol"]
+    said = mentions(text)
+    keyed = [m for m in said if m.kind in ("value", "setting")]
+    if keyed:  # a configuration key the text states a value of: cited where a configuration file sets it
+        tree = tree if tree is not None else Tree(root)
+        for m in keyed:
+            found = _config_line(tree, _keys_of(m))
+            if found is not None:
+                path, at, line, key = found
+                out.append(Citation(kind="symbol", path=path, target=key, lines=(at, at),
+                                    sha256=lines_sha([line]) if hashes else None, commit=commit))
+    symbols = [m.name for m in said if m.kind == "symbol"]
     if symbols:
         tree = tree if tree is not None else Tree(root)
         for name in symbols:
@@ -451,6 +461,29 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
                 out.append(Citation(kind="symbol", path=path, target=name, lines=(at, at),
                                     sha256=lines_sha([line]) if hashes else None, commit=commit))
     return out
+
+
+def _keys_of(m: Mention) -> list[str]:
+    """The configuration keys a value or setting mention names (a line length: its formatters' keys)."""
+    if m.kind == "setting":
+        tools = m.package.split(",") if m.package else list(_LINE_LENGTH_KEYS)
+        return list(dict.fromkeys(k for t in tools for k in _LINE_LENGTH_KEYS.get(t, ())))
+    return [m.name.rsplit(".", 1)[-1]]
+
+
+def _config_line(tree: Tree, keys: Sequence[str]) -> tuple[str, int, str, str] | None:
+    """(configuration file, 1-based line, the line, key) where one of ``keys`` is first set (``key = v`` or
+    ``key: v``), else None."""
+    for key in keys:
+        pat = re.compile(r"^\s*\"?" + re.escape(key) + r"\"?\s*[=:]")
+        for p in tree.configs():
+            body = tree.text(p) or ""
+            if key not in body:
+                continue
+            for i, line in enumerate(body.split("\n")):
+                if pat.match(line):
+                    return p, i + 1, line.rstrip("\r"), key
+    return None
 
 
 def from_front_matter(value: object) -> tuple[list[Citation], list[Check]]:
