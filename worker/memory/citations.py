@@ -446,11 +446,11 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
     if keyed:  # a configuration key the text states a value of: cited where a configuration file sets it
         tree = tree if tree is not None else Tree(root)
         for m in keyed:
-            found = _config_line(tree, _keys_of(m))
-            if found is not None:
-                path, at, line, key = found
-                out.append(Citation(kind="symbol", path=path, target=key, lines=(at, at),
-                                    sha256=lines_sha([line]) if hashes else None, commit=commit))
+            setting = _config_line(tree, _keys_of(m))
+            if setting is not None:
+                conf, at_line, text_line, key = setting
+                out.append(Citation(kind="symbol", path=conf, target=key, lines=(at_line, at_line),
+                                    sha256=lines_sha([text_line]) if hashes else None, commit=commit))
     symbols = [m.name for m in said if m.kind == "symbol"]
     if symbols:
         tree = tree if tree is not None else Tree(root)
