@@ -75,7 +75,7 @@ def _classify_open_error(parent_fd: int, name: str, exc: OSError, where: str) ->
 
 
 _pool: ThreadPoolExecutor | None = None
-_entry_synced: set[tuple[int, int]] = set()  # empty directories whose parent this process fsynced
+_entry_synced: set[tuple[int, int]] = set()  # directories whose entry this process knows durable (fsynced or not empty)
 
 
 def fsync_all(fds: list[int], label: str) -> None:
@@ -100,6 +100,12 @@ def fsync_all(fds: list[int], label: str) -> None:
     first = next((e for e in errors if e is not None), None)
     if first is not None:
         raise first
+
+
+def _is_empty(fd: int) -> bool:
+    """Whether the directory ``fd`` holds nothing (its first entry read, not the whole listing)."""
+    with os.scandir(fd) as it:
+        return next(it, None) is None
 
 
 class PinnedDir:
@@ -181,14 +187,19 @@ class PinnedDir:
             else:
                 raise _classify_open_error(self.fd, name, exc, where) from None
         else:
-            if create and not os.listdir(fd):
+            if create:
                 # an empty directory may be one a killed writer made but never fsynced its parent for
                 # (it is empty until that fsync returns): make its entry durable before anything goes
-                # in (once per directory and process)
+                # in (once per directory and process). A directory seen holding something had its
+                # entry made durable by whoever put the first thing in it, so it is not listed again
+                # (listing the sessions' or captures' folder on every open made each capture cost
+                # the number of sessions)
                 try:
-                    key = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+                    info = os.fstat(fd)
+                    key = (info.st_dev, info.st_ino)
                     if key not in _entry_synced:
-                        self._sync_dir()
+                        if _is_empty(fd):
+                            self._sync_dir()
                         _entry_synced.add(key)
                 except BaseException:
                     os.close(fd)

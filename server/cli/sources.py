@@ -118,6 +118,7 @@ def import_all(ns: argparse.Namespace, *, show_bar: bool, ended: bool = False) -
     with ``ended``, every one is."""
     from cairn.protocol.digest import policy_from_config
     from cairn.server.cli.import_run import PROCESSES, foreground
+    from cairn.worker.ingest import storefile
     from cairn.worker.jobs.importing import import_all as run
     from cairn.worker.journal.imports import idle_seconds
     from cairn.worker.journal.store import Journal
@@ -126,12 +127,13 @@ def import_all(ns: argparse.Namespace, *, show_bar: bool, ended: bool = False) -
         raise CairnError(ErrorCode.USAGE, "--all takes no PATH arguments")
     ws = workspace_path(ns)
     since = _since(ns.since)
-    stores = _discover(ns)
-    config = load_config(ws)
-    with foreground(show_bar) as (bar, stop), Journal(ws) as j:
-        sealed_before = math.inf if ended else j.now() - idle_seconds(config)
-        return run(j, stores, ws, policy_from_config(config), everywhere=ns.every_workspace, since=since,
-                   progress=bar, stop=stop, processes=PROCESSES, sealed_before=sealed_before)
+    with storefile.walks():  # discovery's head reads and the import's opens share the folders' walks
+        stores = _discover(ns)
+        config = load_config(ws)
+        with foreground(show_bar) as (bar, stop), Journal(ws) as j:
+            sealed_before = math.inf if ended else j.now() - idle_seconds(config)
+            return run(j, stores, ws, policy_from_config(config), everywhere=ns.every_workspace, since=since,
+                       progress=bar, stop=stop, processes=PROCESSES, sealed_before=sealed_before)
 
 
 def all_args(ns: argparse.Namespace) -> list[str]:

@@ -15,6 +15,7 @@ import pathlib
 
 import pytest
 from cairn.protocol.digest import ModelPolicy
+from cairn.protocol.errors import CairnError
 from cairn.worker.ingest.sources import discover, walk
 from cairn.worker.jobs.importing import import_all, select
 from cairn.worker.jobs.watch import Watcher
@@ -136,3 +137,66 @@ def test_unreadable_sessions_of_the_workspace_are_reported(tmp_path, argv):
     sid = _session_id(folder / "a.jsonl")
     assert sid in out["session_ids"]
     assert "b" + sid[1:] not in out["session_ids"] and "c" + sid[1:] not in out["session_ids"]  # nothing via a link
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_one_import_walks_each_folder_once_and_never_through_a_link_swapped_in_after(tmp_path, monkeypatch):
+    """Within one import (``storefile.walks``) a file's folder is walked to from ``/`` once; a folder swapped
+    for a link after that walk is not entered: the reads go on in the folder walked (the user's own file),
+    never in the link's target. Outside the scope the swap is refused again, and no descriptor is left open."""
+    from cairn.worker.ingest import storefile
+
+    store = tmp_path / "store" / "project"
+    store.mkdir(parents=True)
+    (store / "a.jsonl").write_text("mine\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.jsonl").write_text("theirs\n")
+    walked: list[str] = []
+    real_walk = storefile._walk
+
+    def walk(path: str, parts: list[str]) -> int:
+        walked.append(path)
+        return real_walk(path, parts)
+
+    monkeypatch.setattr(storefile, "_walk", walk)
+    before = _open_fds()
+
+    def read(path: pathlib.Path) -> bytes:
+        fd, _ = storefile.open_file(str(path))
+        try:
+            return os.read(fd, 100)
+        finally:
+            os.close(fd)
+
+    with storefile.walks():
+        assert read(store / "a.jsonl") == b"mine\n"
+        _swap_for_link(store, outside)
+        assert read(store / "a.jsonl") == b"mine\n"  # the folder walked, now named project.moved
+        assert storefile.lstat(str(store / "a.jsonl")).st_size == 5
+    assert walked == [str(store / "a.jsonl")]
+    with pytest.raises(CairnError) as err:
+        read(store / "a.jsonl")
+    assert err.value.code == "E_PATH_SYMLINK"
+    assert _open_fds() == before
+
+
+def test_walks_keep_few_folders_open(tmp_path, monkeypatch):
+    """A history of many folders (a Codex store keeps one a day) holds at most ``WALKS_KEPT`` descriptors."""
+    from cairn.worker.ingest import storefile
+
+    monkeypatch.setattr(storefile, "WALKS_KEPT", 3)
+    paths = []
+    for d in range(10):
+        (tmp_path / f"day{d}").mkdir()
+        (p := tmp_path / f"day{d}" / "s.jsonl").write_text("x")
+        paths.append(p)
+    before = _open_fds()
+    with storefile.walks():
+        for p in paths * 2:
+            os.close(storefile.open_file(str(p))[0])
+            assert _open_fds() <= before + 3
+    assert _open_fds() == before

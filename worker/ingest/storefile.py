@@ -11,13 +11,17 @@ the watcher's stat of a changed file.
 
 Paths handed to :func:`open_file` and :func:`lstat` are absolute and
 canonical (made by :func:`canonical` or listed by :func:`listing` under a
-canonical root): every component is walked without following links.
+canonical root): every component is walked without following links. Within a
+:func:`walks` scope (an import) a folder is walked to once and its descriptor
+kept for the next files in it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator
 
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -58,6 +62,41 @@ def _is_link(name: str, dir_fd: int) -> bool:
         return False
 
 
+#: at most this many folders' descriptors are kept by :func:`walks` (the oldest is closed first)
+WALKS_KEPT = 64
+#: folders already walked to in the current :func:`walks` scope: path -> descriptor (``None``: no scope)
+_walked: dict[str, int] | None = None
+_walk_depth = 0
+_walk_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def walks() -> Iterator[None]:
+    """A scope in which each folder is walked to from ``/`` once: later opens of files in it start
+    from the descriptor the first walk opened (a duplicate of it), not from ``/`` again.
+
+    An import opens each session file up to three times (discovery's head read, the manifest's
+    survey, the read itself), each time walking every folder from ``/``: about 20 opens per file.
+    The descriptor kept was reached without following a link, so reading through it still never
+    leaves the store; a folder swapped for a link during the scope is not noticed (the reads go on
+    in the folder that was walked, as one read in flight would). Scopes nest and are shared by
+    threads; the descriptors are closed when the outermost scope ends."""
+    global _walked, _walk_depth
+    with _walk_lock:
+        if _walk_depth == 0:
+            _walked = {}
+        _walk_depth += 1
+    try:
+        yield
+    finally:
+        with _walk_lock:
+            _walk_depth -= 1
+            if _walk_depth == 0:
+                held, _walked = _walked or {}, None
+                for fd in held.values():
+                    os.close(fd)
+
+
 def _parent(path: str) -> tuple[int, str]:
     """An open descriptor of ``path``'s folder, reached from ``/`` without following a link, and
     the last component's name. Raises ``E_PATH_SYMLINK``, or the ``OSError`` of a folder that
@@ -65,6 +104,22 @@ def _parent(path: str) -> tuple[int, str]:
     parts = [p for p in os.path.abspath(path).split(os.sep) if p]
     if not parts:
         raise IsADirectoryError(21, "Is a directory", path)
+    folder = os.sep + os.sep.join(parts[:-1])
+    with _walk_lock:
+        known = _walked.get(folder) if _walked is not None else None
+        if known is not None:
+            return os.dup(known), parts[-1]
+    fd = _walk(path, parts)
+    with _walk_lock:
+        if _walked is not None and folder not in _walked:
+            if len(_walked) >= WALKS_KEPT:  # a history of many folders (Codex keeps one a day) holds few
+                os.close(_walked.pop(next(iter(_walked))))
+            _walked[folder] = os.dup(fd)
+    return fd, parts[-1]
+
+
+def _walk(path: str, parts: list[str]) -> int:
+    """A descriptor of the folder holding ``parts[-1]``, each folder opened in its parent."""
     fd = os.open(os.sep, DIR_FLAGS)
     try:
         for name in parts[:-1]:
@@ -79,7 +134,7 @@ def _parent(path: str) -> tuple[int, str]:
     except BaseException:
         os.close(fd)
         raise
-    return fd, parts[-1]
+    return fd
 
 
 def open_file(path: str) -> tuple[int, os.stat_result]:

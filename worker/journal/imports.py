@@ -71,7 +71,7 @@ from cairn.protocol.results import (
 )
 from cairn.protocol.vocab import Trigger
 from cairn.protocol.worker import WorkerRequest
-from cairn.worker.ingest import importers
+from cairn.worker.ingest import importers, storefile
 from cairn.worker.ingest.importers._jsonl import StreamedSession
 from cairn.worker.journal.sources import Manifest, helper_tail
 from cairn.worker.journal.store import Journal
@@ -221,6 +221,15 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     was understood. Any other file with no turn complete yet counts in
     ``empty``; nothing is left out without a count.
     """
+    with storefile.walks():  # each store folder walked to once, not once per open of each file
+        return _import_items(j, items, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
+                             workers=workers, processes=processes, sibling=sibling, tolerant=tolerant,
+                             sealed_before=sealed_before)
+
+
+def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool,
+                  progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
+                  processes: int, sibling: bool, tolerant: bool, sealed_before: float | None) -> ImportTally:
     manifest = Manifest(j, follow_symlinks=follow_symlinks)  # what earlier imports saw: docs/adr/0022
     changed = manifest.survey(items, sealed_before)  # unchanged files are neither read nor split off
     k = 0
