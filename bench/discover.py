@@ -162,7 +162,7 @@ def main() -> None:
 
 def watch(root: Path, home: Path, env: dict[str, str], rounds: int) -> None:
     from cairn.protocol.digest import ModelPolicy
-    from cairn.protocol.results import SourcesImport
+    from cairn.protocol.import_results import SourcesImport
     from cairn.worker.jobs.watch import Watcher
     from cairn.worker.journal.store import Journal
 

@@ -95,7 +95,9 @@ _LIBRARIES = ("httpx", "mcp", "pydantic", "rich", "watchfiles")  # optional or o
 _NOTHING_TO_READ = ("cairn.worker.journal.capture", "cairn.worker.journal.import_split", "cairn.worker.ingest.resume",
                     "cairn.worker.ingest.importers.claude_code", "cairn.worker.ingest.importers.codex",
                     "cairn.worker.ingest.importers.aider", "cairn.worker.ingest.importers._format",
-                    "cairn.protocol.journal", "cairn.protocol.memory", "concurrent", "subprocess", "logging")
+                    "cairn.protocol.journal", "cairn.protocol.memory", "concurrent", "subprocess", "logging",
+                    "cairn.protocol.results",  # the other jobs' records: an import's are in protocol.import_results
+                    "sqlite3")  # only where a database store is found
 
 #: path -> (code run in a fresh interpreter, packages and cairn modules it must not have loaded)
 COLD_PATHS = {

@@ -35,7 +35,7 @@ from cairn.server.watch.core import (
 from cairn.server.watch.files import FileWatcher, Plan
 
 if TYPE_CHECKING:
-    from cairn.protocol.results import ImportResult
+    from cairn.protocol.import_results import ImportResult
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ class Headless:
                  stores: tuple[str, ...] = (), foreign: Mapping[str, int] | None = None,
                  replan: Callable[[], Plan] | None = None) -> None:
         """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
-        (``"import"``: its :class:`~protocol.results.ImportResult`, None when it failed) and ignored path
+        (``"import"``: its :class:`~protocol.import_results.ImportResult`, None when it failed) and ignored path
         (``"ignored"``), for tests and benchmarks. ``stores``, ``foreign``, ``replan``: a session begun
         later in a store is followed too (:class:`server.watch.files.FileWatcher`)."""
         self.ws, self.config = ws, config
@@ -116,7 +116,7 @@ class Headless:
             self._timer = asyncio.get_running_loop().call_later(max(0.0, at - time.time()), self._tick)
 
     async def _work(self) -> None:
-        from cairn.protocol.results import (
+        from cairn.protocol.import_results import (
             ImportArgs,
             ImportResult,
             SealArgs,

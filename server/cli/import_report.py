@@ -1,7 +1,7 @@
 """What an import says besides its counts: the formats it read, why a file gave no turn, what it left out.
 
-Pure wording over the counts of :class:`~protocol.results.ImportResult` and
-:class:`~protocol.results.SourcesImport` (no import machinery loads here):
+Pure wording over the counts of :class:`~protocol.import_results.ImportResult` and
+:class:`~protocol.import_results.SourcesImport` (no import machinery loads here):
 ``cairn import`` (files and ``--all``) and ``cairn run`` print these lines
 after their summary, so an import that captured nothing says whether nothing
 is complete yet or why a file was not read, and nothing found is left out

@@ -31,7 +31,7 @@ from cairn.worker.journal.imports import idle_seconds, import_paths
 from cairn.worker.journal.store import Journal
 
 if TYPE_CHECKING:
-    from cairn.protocol.results import ImportTally
+    from cairn.protocol.import_results import ImportTally
 
 #: processes importing a long list of files (a helper takes the last ones: docs/adr/0013); 1 keeps one
 PROCESSES = env_int("CAIRN_IMPORT_PROCESSES", 2)

@@ -90,7 +90,7 @@ def seal_setup(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_seal(ns: argparse.Namespace) -> int:
-    from cairn.protocol.results import SealArgs, SealResult
+    from cairn.protocol.import_results import SealArgs, SealResult
 
     r = run_result(ns, "seal", SealResult, SealArgs(session_id=ns.session or None, trigger=ns.trigger))
     if ns.json:

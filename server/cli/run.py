@@ -51,7 +51,8 @@ from cairn.server.cli.support import (
 from cairn.worker.ingest.importers import FORMATS
 
 if TYPE_CHECKING:
-    from cairn.protocol.results import ImportResult, ReviewJobResult, SourcesImport
+    from cairn.protocol.import_results import ImportResult, SourcesImport
+    from cairn.protocol.results import ReviewJobResult
 
 
 # said once per run, only when the embedded engine wrote this run's digests (no model configured)
@@ -109,7 +110,7 @@ def _review_report(r: ReviewStage) -> str:
 
 def cmd_run(ns: argparse.Namespace) -> int:
     from cairn.protocol.codec import to_body
-    from cairn.protocol.results import ImportArgs, ImportResult, SealArgs, SealResult, SourcesImport
+    from cairn.protocol.import_results import ImportArgs, ImportResult, SealArgs, SealResult, SourcesImport
     from cairn.worker.journal.views import digest_json, public_digests
 
     ws = workspace_path(ns)

@@ -33,7 +33,7 @@ from cairn.server.cli.support import (
 )
 
 if TYPE_CHECKING:
-    from cairn.protocol.results import SourcesImport
+    from cairn.protocol.import_results import SourcesImport
 
 
 def _discover(ns: argparse.Namespace) -> list[Any]:

@@ -41,7 +41,7 @@ from cairn.server.scheduler import inprocess
 from cairn.server.scheduler.inprocess import load_config, response_error
 
 if TYPE_CHECKING:
-    from cairn.protocol.results import MalformedLine
+    from cairn.protocol.import_results import MalformedLine
 
 __all__ = ["load_config", "printable", "response_error"]  # re-exported for the command modules
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.results import FailedFile
+from cairn.protocol.import_results import FailedFile
 
 from tests import sweep
 from tests.journal.helpers import J, batches

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.results import ImportTally
+from cairn.protocol.import_results import ImportTally
 
 from tests.journal.helpers import J, batches
 from tests.support import PYTHON, REPO, child_env

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.results import ImportTally, SourceFailure, SourcesImport
+from cairn.protocol.import_results import ImportTally, SourceFailure, SourcesImport
 from cairn.worker.ingest.sources.model import SessionRef, Store
 from cairn.worker.ingest.sources.probe import claude_folder
 from cairn.worker.journal.store import Journal

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
-from cairn.protocol.results import SourceFailure, SourcesImport
+from cairn.protocol.import_results import SourceFailure, SourcesImport
 from cairn.protocol.vocab import Trigger
 from cairn.worker.ingest.sources.model import SessionRef
 from cairn.worker.ingest.sources.scan import Probes, discover

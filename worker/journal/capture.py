@@ -34,6 +34,7 @@ from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.digest import policy_from_config as policy_from_config  # its old home: re-exported
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.protocol.import_results import CaptureResult, SealArgs, SealResult, read
 from cairn.protocol.journal import (
     CaptureBatch,
     CaptureTurn,
@@ -41,7 +42,6 @@ from cairn.protocol.journal import (
     SessionInfo,
 )
 from cairn.protocol.knobs import env_int
-from cairn.protocol.results import CaptureResult, SealArgs, SealResult, read
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import OpStatus, OutcomeKind, Trigger
 from cairn.protocol.worker import WorkerRequest

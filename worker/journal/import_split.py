@@ -30,7 +30,7 @@ The contract the caller keeps (``import_paths`` with ``processes=2``):
 
 The helper reports on stdout, one JSON object per line: ``{"progress":
 [done, total]}`` now and then, then ``{"result": {...}}`` (its
-:class:`~protocol.results.ImportTally` record, decoded strictly) or
+:class:`~protocol.import_results.ImportTally` record, decoded strictly) or
 ``{"error": code, "message": ..., "detail": {...}}``. It never writes to the
 terminal.
 
@@ -53,8 +53,8 @@ from typing import IO, Any
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
+from cairn.protocol.import_results import ImportTally
 from cairn.protocol.knobs import env_int
-from cairn.protocol.results import ImportTally
 from cairn.worker.journal.store import Journal
 
 #: files below which an import stays in one process (a helper costs its start-up)

@@ -56,8 +56,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from cairn.protocol import codec
 from cairn.protocol.digest import ModelPolicy, policy_from_config
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.knobs import env_int
-from cairn.protocol.results import (
+from cairn.protocol.import_results import (
     CaptureResult,
     FailedFile,
     FileFailure,
@@ -69,6 +68,7 @@ from cairn.protocol.results import (
     SealIdleResult,
     read,
 )
+from cairn.protocol.knobs import env_int
 from cairn.protocol.vocab import Trigger
 from cairn.protocol.worker import WorkerRequest
 from cairn.worker.ingest import importers, storefile

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import attrs
 from cairn.protocol import codec
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.protocol.results import CaptureResult, ImportTally, MalformedLine
+from cairn.protocol.import_results import CaptureResult, ImportTally, MalformedLine
 from cairn.protocol.sources import FileMark, KeptLine, KeptSegment, ResumePoint, RolloutState, SourceEntry
 from cairn.protocol.transcript import Session
 from cairn.protocol.vocab import OpStatus, OutcomeKind

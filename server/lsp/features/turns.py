@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from cairn.protocol import codec
 from cairn.protocol.errors import ErrorCode
+from cairn.protocol.import_results import SealArgs, SealIdleArgs, SealIdleResult, SealResult
 from cairn.protocol.jobs import HELD_STATES, Job, JobState, JobStore
 from cairn.protocol.lsp import IdleParams, SessionEventParams, TurnCompletedParams
-from cairn.protocol.results import ProcessResult, SealArgs, SealIdleArgs, SealIdleResult, SealResult
+from cairn.protocol.results import ProcessResult
 from cairn.protocol.settings import Settings
 from cairn.protocol.worker import WorkerStatus
 from cairn.server.lsp.features.context import LOG_WARNING, SessionInfo, finished

@@ -29,7 +29,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cairn.protocol import codec
-from cairn.protocol.results import ImportArgs, ImportResult
+from cairn.protocol.import_results import ImportArgs, ImportResult
 from cairn.server.lsp.features.context import LOG_INFO, LOG_WARNING, finished
 from cairn.server.scheduler.events import Enqueue, StartWorker
 from cairn.server.scheduler.runner import RunResult

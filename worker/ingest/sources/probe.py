@@ -22,12 +22,23 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cairn.protocol import boundedjson
-from cairn.worker.ingest.importers import _sqlite
 
 from . import walk
 from .model import SessionRef
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _db() -> ModuleType:
+    """The SQLite helpers, loaded when a database store is probed: most homes have none, and ``sqlite3``
+    costs an import with nothing new 2 ms of start-up (``python -X importtime``)."""
+    from cairn.worker.ingest.importers import _sqlite  # only for a database store: docstring
+
+    return _sqlite
 
 _KEYS = {
     "claude-code": re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"'),
@@ -133,8 +144,8 @@ def _stamp(value: object, fallback: float) -> float:
 
 
 def opencode_sessions(path: str, mtime: float) -> list[SessionRef]:
-    with _sqlite.open_ro(Path(path)) as con:
-        cols = _sqlite.columns(con, "session")
+    with _db().open_ro(Path(path)) as con:
+        cols = _db().columns(con, "session")
         parent = "parent_id" if "parent_id" in cols else "NULL"
         rows = con.execute(f"SELECT id, directory, time_updated, {parent} FROM session").fetchall()
     return [SessionRef(format="opencode", path=path, key=sid, workspace=normal(d), mtime=_stamp(t, mtime))
@@ -142,8 +153,8 @@ def opencode_sessions(path: str, mtime: float) -> list[SessionRef]:
 
 
 def goose_sessions(path: str, mtime: float) -> list[SessionRef]:
-    with _sqlite.open_ro(Path(path)) as con:
-        cols = _sqlite.columns(con, "sessions")
+    with _db().open_ro(Path(path)) as con:
+        cols = _db().columns(con, "sessions")
         kind = "session_type" if "session_type" in cols else "NULL"
         updated = "updated_at" if "updated_at" in cols else "NULL"
         wd = "working_dir" if "working_dir" in cols else "NULL"
@@ -163,18 +174,18 @@ def cursor_workspaces(storage: str) -> tuple[dict[str, str], list[tuple[str, str
         except (ValueError, AttributeError):
             folder = None
         try:
-            with _sqlite.open_ro(Path(db)) as con:
-                if "ItemTable" not in _sqlite.tables(con):
+            with _db().open_ro(Path(db)) as con:
+                if "ItemTable" not in _db().tables(con):
                     continue
                 rows = dict(con.execute("SELECT key, value FROM ItemTable WHERE key IN (?, ?)",
                                         ("composer.composerData", "workbench.panel.aichat.view.aichat.chatdata")))
         except Exception:  # noqa: BLE001 - a workspace db that cannot be read names no owner
             continue
-        composers = _sqlite.json_value(rows.get("composer.composerData"))
+        composers = _db().json_value(rows.get("composer.composerData"))
         for c in composers.get("allComposers", []) if isinstance(composers, dict) else []:
             if isinstance(c, dict) and isinstance(c.get("composerId"), str) and folder:
                 owners[c["composerId"]] = folder
-        chats = _sqlite.json_value(rows.get("workbench.panel.aichat.view.aichat.chatdata"))
+        chats = _db().json_value(rows.get("workbench.panel.aichat.view.aichat.chatdata"))
         if isinstance(chats, dict) and chats.get("tabs"):
             chat_dbs.append((db, folder, info.st_mtime))
     return owners, chat_dbs
@@ -182,8 +193,8 @@ def cursor_workspaces(storage: str) -> tuple[dict[str, str], list[tuple[str, str
 
 def cursor_sessions(path: str, mtime: float, owners: dict[str, str], folder: str | None = None) -> list[SessionRef]:
     out: list[SessionRef] = []
-    with _sqlite.open_ro(Path(path)) as con:
-        names = _sqlite.tables(con)
+    with _db().open_ro(Path(path)) as con:
+        names = _db().tables(con)
         if "cursorDiskKV" in names:
             # the key range uses the table's index; SQLite extracts the two stamps without Python decoding
             # each composer (some hold a whole conversation inline)
@@ -197,7 +208,7 @@ def cursor_sessions(path: str, mtime: float, owners: dict[str, str], folder: str
         if "ItemTable" in names:
             row = con.execute("SELECT value FROM ItemTable WHERE key = ?",
                               ("workbench.panel.aichat.view.aichat.chatdata",)).fetchone()
-            chats = _sqlite.json_value(row[0]) if row else None
+            chats = _db().json_value(row[0]) if row else None
             for tab in chats.get("tabs", []) if isinstance(chats, dict) else []:
                 if isinstance(tab, dict) and isinstance(tab.get("tabId"), str):
                     out.append(SessionRef(format="cursor", path=path, key=f"cursor:{tab['tabId']}", workspace=folder,
