@@ -510,3 +510,60 @@ def test_a_path_its_context_calls_planned_is_not_flagged(tmp_path: Path) -> None
     # without the plan, the same lines are stale
     assert _stale_in(tmp_path, "## Running\n\n- Start the agent: `python agent_main.py`\n", 3) != []
     assert _stale_in(tmp_path, "**Module rules:**\n\n- Fee math lives only inside `lib/ledger/`.\n", 3) != []
+
+
+def test_placeholders_globs_and_what_a_command_makes_are_not_missing_paths(tmp_path: Path) -> None:
+    """Found on a third pool of instruction files at their own head (bench/README.md, "Stale memory"): a blank to
+    fill in (instructor's `tests/path_to_test.py`, haystack's `SCRIPT.py`), a glob's folder in a layout sketch
+    (rsbuild's `packages/plugin-*/`) and the link a command makes (aiohttp's `ln -s … CHANGES/1240.bugfix.rst`)."""
+    _write(tmp_path, {"tests/test_client.py": "", "packages/plugin-react/index.ts": "", "packages/core/index.ts": "",
+                      "CHANGES/1234.bugfix.rst": "", "pyproject.toml": "[tool.hatch.envs.test]\n"})
+    assert _stale(tmp_path, "- Run specific test: `pytest tests/path_to_test.py::test_name`") == []
+    assert _stale_in(tmp_path, "```bash\nhatch -e test run python SCRIPT.py\n```\n", 2) == []
+    assert _stale_in(tmp_path, "```\npackages/\npackages/plugin-*/          # plugins\n```\n", 3) == []
+    line = "- Both issue and PR wanted: keep the issue's file and link it: `ln -s 1234.bugfix.rst CHANGES/1240.bugfix.rst`."
+    assert _stale(tmp_path, line) == []
+    # a real name that is gone is still flagged
+    assert _stale(tmp_path, "- Run specific test: `pytest tests/test_server.py`") == ["tests/test_server.py no longer exists"]
+
+
+def test_a_path_named_as_a_pattern_of_the_tree_is_not_one_of_its_files(tmp_path: Path) -> None:
+    """instructor's "Evaluation tests in `tests/llm/test_provider/evals/`" (one folder per provider) and podman's
+    `// pkg/domain/infra/abi/command.go` (one file per command): with the generic word as a wildcard the path
+    matches several of the tree's; a path whose word is a name of its own is checked as before."""
+    _write(tmp_path, {"tests/llm/test_openai/evals/test_a.py": "", "tests/llm/test_gemini/evals/test_b.py": "",
+                      "pkg/domain/infra/abi/play.go": "", "pkg/domain/infra/abi/pods.go": ""})
+    assert _stale(tmp_path, "- Evaluation tests in `tests/llm/test_provider/evals/` assess model capabilities") == []
+    assert _stale(tmp_path, "- Local engine: `pkg/domain/infra/abi/command.go`") == []
+    assert _stale(tmp_path, "- Evaluation tests in `tests/llm/test_mistral/evals/`") == [
+        "tests/llm/test_mistral/evals no longer exists"]
+
+
+def test_a_typescript_source_by_its_emitted_name_and_a_path_in_other_case_exist(tmp_path: Path) -> None:
+    """payload's "import client components from `exports/client/index.js`" (ES modules name the `.js` a `.ts`
+    compiles to) and workers-sdk's `.github/PULL_REQUEST_TEMPLATE.md` (the tree's is lower case)."""
+    _write(tmp_path, {"packages/ui/src/exports/client/index.ts": "export {}\n",
+                      ".github/pull_request_template.md": "## Summary\n"})
+    assert _stale(tmp_path, "Server components must import client components from `exports/client/index.js`") == []
+    assert _stale(tmp_path, "- Use `.github/PULL_REQUEST_TEMPLATE.md` when preparing a pull request.") == []
+    assert _stale(tmp_path, "- Use `.github/ISSUE_TEMPLATE.md` for bugs.") == [".github/ISSUE_TEMPLATE.md no longer exists"]
+
+
+def test_a_name_the_line_says_not_to_use_or_another_project_provides_is_not_checked(tmp_path: Path) -> None:
+    """temporal's "`func (a *Activity) Store()` not `GetStore()`", aspire's "the `UpdateXlf` MSBuild target (provided
+    by [Microsoft.DotNet.XliffTasks](…))", payload's `AnotherComponent` beside `SomeComponent`, and "pnpm version:"
+    as a label, not a script."""
+    _write(tmp_path, {"service/activity.go": "type Activity struct{}\nfunc (a *Activity) Store() {}\nfunc GetStatus() {}\n",
+                      "src/update.py": "class UpdateChecker: ...\nclass UpdateRunner: ...\n",
+                      "src/elements/Other/index.ts": "export const AnotherThing = 1\n",
+                      "package.json": '{"scripts": {"build": "tsc"}}', "pnpm-lock.yaml": ""})
+    assert _stale(tmp_path, "- Don't use `Get` prefix for getters: `func (a *Activity) Store()` not `GetStore()`") == []
+    line = ("Do not edit `*.xlf` files. They are updated by the `UpdateXlf` MSBuild target (provided by "
+            "[Microsoft.DotNet.XliffTasks](https://github.com/dotnet/arcade/tree/main/src/Microsoft.DotNet.XliffTasks)).")
+    assert _stale(tmp_path, line) == []
+    assert _stale(tmp_path, "export { AnotherComponent } from '../../elements/AnotherComponent/index.js'") == []
+    assert _stale(tmp_path, "- pnpm version: ^11.9.0") == []
+    # the same names said plainly are checked
+    assert _stale(tmp_path, "- Run the `UpdateXlf` target after editing resources.") == [
+        "'UpdateXlf' no longer occurs in the tree"]
+    assert _stale(tmp_path, "- Run `pnpm run version` to bump.") == ["package.json has no target 'version' any more"]

@@ -44,7 +44,8 @@ EVIDENCE_LINES = 6
 OK, STALE, UNVERIFIABLE = "ok", "stale", "unverifiable"
 
 _TICKED = re.compile(r"`([^`\s]{1,200})`")
-_SLASHED = re.compile(r"(?<![\w./:@%-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)(?![\w%])")  # not URL-encoded
+_SLASHED = re.compile(r"(?<![\w./:@%-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)(?![\w%*.-])")  # not URL-encoded, nor
+# a glob's head (``packages/plugin-*/``: a pattern, not the folder ``packages/plugin-``)
 #: a Markdown link to a page elsewhere: its text names that page's place, not one of this tree
 _LINK_OUT = re.compile(r"\[[^\]]*\]\(https?://[^)\s]*\)")
 _LINES = re.compile(r"^(.*?):(\d{1,7})(?:-(\d{1,7}))?$")
@@ -134,6 +135,8 @@ def _parse_run(tool: str, words: list[tuple[str, int]]) -> list[_Run]:
         if tool in ("npm", "pnpm", "yarn", "bun") and not ran and w in ("run", "run-script"):
             ran, i = True, i + 1
             continue
+        if not ran and tool != "make" and w.endswith(":") and i == 0:
+            return []  # a label: "pnpm version: ^11.9.0", "yarn workspaces: …"
         if not ran and ((tool == "npm" or tool == "bun") or (tool == "pnpm" and w in _PNPM_OWN)
                         or (tool == "yarn" and w in _YARN_OWN)):
             return []  # the package manager's own command (``npm ci``, ``pnpm exec``, ``yarn add``)
@@ -702,7 +705,11 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
 # example ("e.g.") path that is missing, a path in a code block introduced as an example or as what to
 # avoid, a path or script its context calls planned (an earlier line naming it, a heading naming a
 # plan), a module turned into a package of the same name, a naming convention (``PascalCase``), a path
-# ``.gitignore`` ignores or a command writes, a name the language defines are not flagged either.
+# ``.gitignore`` ignores or a command writes (a redirect, ``mkdir``, the new name of ``ln``/``cp``/``mv``),
+# a name the language defines, a blank to fill in (``path_to_test.py``, ``SCRIPT.py``), a glob, a path
+# that reads as a pattern of the tree's (``test_provider/`` beside ``test_openai/``), a name the line
+# says not to use ("`Store()` not `GetStore()`") or another project provides are not flagged either;
+# a TypeScript source named by the ``.js`` it compiles to, or a path in other letter case, exists.
 
 #: folders never listed or searched (vendored, built, or cairn's own)
 SKIP_DIRS = frozenset({".git", "node_modules", "target", ".venv", "venv", "__pycache__", ".cairn", "dist",
@@ -719,7 +726,10 @@ _TEXT_EXT = frozenset(("py pyi ts tsx mts cts js jsx mjs cjs rs go zig c h cc cp
 _WORD = re.compile(r"[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*")
 _IDENT = re.compile(r"\$?[A-Za-z_][\w$]*(?:(?:\.|::)[A-Za-z_][\w$]*)*(?:\(\))?|\$?[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 _PLACEHOLDER = re.compile(r"[<>{}*\[\]|]|\.\.\.|path/to|^~|\$\{"
-                          r"|(?<![A-Za-z0-9])(?:N{1,4}|X{2,4})(?![A-Za-z0-9])|(?i:(?<![a-z])file_?name(?![a-z]))")
+                          r"|(?<![A-Za-z0-9])(?:N{1,4}|X{2,4})(?![A-Za-z0-9])|(?i:(?<![a-z])file_?name(?![a-z]))"
+                          r"|(?i:(?<![a-z])path_to_)"  # ``tests/path_to_test.py``
+                          # a program's file named in capitals (``python SCRIPT.py``): a blank to fill in
+                          r"|(?<![\w.-])[A-Z]{3,}(?:_[A-Z]+)*\.(?:py|js|mjs|ts|tsx|jsx|go|rs|rb|java|kt|sh)(?![\w.])")
 #: a line about what is not there yet: the paths it names are plans, not claims that they exist
 _PLANNED = re.compile(r"(?i)\b(?:planned|not\s+yet\s+(?:created|implemented|added|built|written)|"
                       r"to\s+be\s+(?:added|created|written|implemented|built)|coming\s+soon)\b")
@@ -808,7 +818,7 @@ _TICKED_SPAN = re.compile(r"`([^`]{1,300})`")
 _CODE_LINE = re.compile(r"^\s*(?:[-*]\s+|\$\s+|\d+\.\s+)?(?:[A-Z_]+=\S+\s+)*(?:make|just|npm|pnpm|yarn|bun|cd|uvx?|hatch)\s")
 _EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example)(?:[^a-z]|$))|(?:^|/)(?:my|your|foo|some)[A-Z]|(?:^|/)path/"
                       r"|(?:^|[/_\d])new_[a-z]"
-                      r"|^(?:My|Your|Foo|Type|Some)[A-Z]|TypeName")
+                      r"|^(?:My|Your|Foo|Type|Some|Another)[A-Z]|TypeName")
 #: programs that package managers run by name, not scripts of the project
 _BINS = frozenset("changeset changesets tsc vitest eslint prettier tsx turbo biome knip playwright jest vite "
                   "oxlint oxfmt dlx exec node".split())
@@ -896,9 +906,17 @@ _OTHER_RUNTIMES = re.compile(r"(?i)\b(?:chrome|safari|firefox|edge|browsers?|den
 _PROSE_FILE = re.compile(r"(?<![\w./@$-])([A-Za-z_][\w-]*)\.([a-z]{1,4})(?![\w/-])")
 #: a line about making a file: the paths it names need not exist yet
 _CREATES = re.compile(r"(?i)\b(?:create[sd]?|creating|scaffold\w*|generate[sd]?|new\s+file)\b")
-_MADE = re.compile(r"(?:>>?|\btouch|\bmkdir(?:\s+-p)?|\btee(?:\s+-a)?)\s+([\w./-]+)")
+_MADE = re.compile(r"(?:>>?|\btouch|\bmkdir(?:\s+-p)?|\btee(?:\s+-a)?"
+                   r"|\b(?:ln|cp|mv|git\s+mv)(?:\s+-[\w-]+)*\s+[\w./-]+)\s+([\w./-]+)")  # a link, a copy: its new name
 _EG = re.compile(r"(?i)\be\.\s?g\.|\bfor example\b|\bsuch as\b|\b(?:files?|paths?|folders?|names?)\s+like\b|"
                  r"\b(?:do\s+not|don'?t|never|avoid)\s+(?:\w+\s+)?(?:create|add|write|put|make)\b")
+#: the extensions a TypeScript source is imported by (ES modules name the file it compiles to)
+_EMITTED = {"js": ("ts", "tsx"), "jsx": ("tsx",), "mjs": ("mts",), "cjs": ("cts",)}
+#: a name the line tells the reader not to use: "`Store()` not `GetStore()`", "instead of `x`", "rather than `y`"
+_AVOIDED = re.compile(r"(?i)(?:\bnot|\bnever|\binstead\s+of|\brather\s+than|\bavoid(?:ing)?|\bover)\s+"
+                      r"(?:use\s+|using\s+)?`([^`]{1,200})`")
+#: a name the line says another project provides ("the `UpdateXlf` target (provided by [XliffTasks](…))")
+_PROVIDED = re.compile(r"(?i)\b(?:provided|supplied|shipped|implemented)\s+by\b|\bcomes?\s+from\s+\[")
 #: a folder and, in parentheses, what it holds: ``tools/`` (eslint-config, tsconfig)
 _DIR_TOKEN = re.compile(r"(?<![\w./@-])([\w.-]+(?:/[\w.-]+)*)/(?=[\s`|]|$)")
 _PAREN_LIST = re.compile(r"\(([^()]{3,200})\)")
@@ -923,6 +941,7 @@ class Tree:
         self.named: set[str] = set()  # paths the tree's own files name (cloned, generated, ignored paths)
         self._texts: dict[str, str] = {}
         self._tails: dict[str, str] | None = None
+        self._lower: dict[str, str] | None = None
         self._scripts: dict[str, list[str]] | None = None
         self._configs: list[str] | None = None
         self._sorted: list[str] | None = None
@@ -1043,6 +1062,23 @@ class Tree:
                 for i in range(1, len(parts)):
                     self._tails.setdefault("/".join(parts[i:]), q)
         return self._tails.get(p)
+
+    def variant(self, path: str) -> str | None:
+        """Where the tree holds ``path`` under another spelling that still names it: a TypeScript source
+        imported by its emitted name (``exports/client/index.js`` for ``index.ts``: ES modules import the
+        ``.js`` a ``.ts`` compiles to), or the same path in other letter case (``PULL_REQUEST_TEMPLATE.md``
+        for ``pull_request_template.md``, which GitHub reads either way). None when neither."""
+        p = path.strip("/")
+        stem, dot, ext = p.rpartition(".")
+        for alt in _EMITTED.get(ext.lower(), ()) if dot and stem else ():
+            hit = self.has(f"{stem}.{alt}")
+            if hit is not None:
+                return hit
+        if self._lower is None:
+            self._lower = {}
+            for q in sorted(self.files | self.dirs):
+                self._lower.setdefault(q.lower(), q)
+        return self._lower.get(p.lower())
 
     def find_word(self, word: str) -> tuple[str, int, str] | None:
         """The first (file, 1-based line, line) where ``word`` occurs whole-word; None when nowhere."""
@@ -1444,6 +1480,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     for hm in _HATCH.finditer(text):
         add(Mention(kind="target", name=hm.group(1), build="hatch", cwd=cwd))
     tainted = [t for t in _TICKED_SPAN.findall(text) if _PLACEHOLDER.search(t)]
+    avoided = {a.strip().rstrip("/").removesuffix("()") for a in _AVOIDED.findall(text)}  # its absence says nothing
     other_repo = re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
     example = "example" if _EG.search(text) or _CREATES.search(text) else ""  # unverifiable when missing
     made = {x.strip("./") for x in _MADE.findall(text)}  # what a command writes: ``> out.sql``, ``mkdir -p d``
@@ -1454,6 +1491,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         example = "example"  # a path a code block of examples shows: unverifiable when missing too
     for path, _span, weak in candidates:
         if (not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted)
+                and path.rstrip("/") not in avoided
                 and path.strip("./") not in made and not any(path in t for t in spaced)
                 and not (context and _planned_in_context(context, path))):
             add(Mention(kind="path", name=path, build=example))
@@ -1515,6 +1553,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
                 add(Mention(kind="setting", name="line length", build=lm.group(1), package=",".join(tools)))
             break
     names = [re.sub(r"\([^()`]{0,80}\)$", "()", t.strip().rstrip(".,;:")) for t in _TICKED_SPAN.findall(text)]
+    names_checked = not _PROVIDED.search(text)  # a name another project provides is that project's to change
     if _SOURCE_LINE.match(text):  # what a code line imports or builds on, not the names it defines
         used = re.sub(r"^\s*(?:export\s+)?(?:class|struct|enum|interface|type|fn|def)\s+[\w$]+", "", text)
         if re.match(r"\s*(?:export\s+)?(?:const|let|var)\s", text) or (
@@ -1540,6 +1579,8 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
             continue  # snake_case and kebab-case names are too often another tool's
         if _EXT.search(core) and "." in core and not re.search(r"[A-Z_]", core.split(".")[-1]):
             continue  # a file name, checked as a path
+        if not names_checked or core in avoided or tok.removesuffix("()") in avoided:
+            continue
         add(Mention(kind="symbol", name=core, package=_import_source(text), build="|".join(
             sorted({re.split(r"\.|::", n.removesuffix("()"))[0] for n in names if n != tok and _IDENT.fullmatch(n)}))))
     for sm in re.finditer(r"(?:^|[`\s])([a-z][\w-]{2,30})\s+(?:[a-z][\w-]*\s+)*?(--[a-z][a-z0-9-]{1,40})", text):
@@ -1917,6 +1958,32 @@ def _projects_own(tree: Tree, parts: list[str], missing: str, imported_from: str
     return _renamed_beside(tree, missing)
 
 
+#: words a path uses for "any such thing": ``test_provider``, ``command.go``, ``plugin-name``
+_GENERIC_PARTS = frozenset("provider providers name module package component feature service model plugin command "
+                           "tool app lib thing type kind language lang platform backend adapter driver target project "
+                           "sample item entity resource handler page route endpoint widget integration".split())
+
+
+def _pattern_path(tree: Tree, parts: list[str]) -> bool:
+    """Whether the missing path ``parts`` reads as a pattern of the tree's paths: one of its parts is a word
+    for "any such thing" (after a ``test_``-like head: ``test_provider``, ``command.go``) and, with that word
+    as a wildcard, the path matches two paths or more of the tree (``tests/llm/test_*/evals``,
+    ``pkg/domain/infra/abi/*.go``): the line shows the shape of the project's files, not one of them."""
+    for i, part in enumerate(parts):
+        stem, dot, ext = part.partition(".")
+        cut = max(stem.rfind("_"), stem.rfind("-")) + 1
+        if stem[cut:].lower() not in _GENERIC_PARTS:
+            continue
+        pattern = "/".join([*parts[:i], stem[:cut] + "*" + dot + ext, *parts[i + 1:]])
+        hits = 0
+        for q in tree.files | tree.dirs:
+            if fnmatch.fnmatchcase(q, pattern):
+                hits += 1
+                if hits >= 2:
+                    return True
+    return False
+
+
 def _renamed_beside(tree: Tree, name: str) -> bool:
     """Whether the tree holds a name that reads as ``name`` renamed: the same first and last words of a
     CamelCase name with another middle (``QoderCliRunner`` for ``QoderRunner``)."""
@@ -1948,7 +2015,7 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         except _Refused as exc:
             return Check(citation=Citation(kind="path", path=m.name), verdict=UNVERIFIABLE, code=str(exc.code),
                          reason=exc.reason)
-        if found is not None or tree.has(m.name):
+        if found is not None or tree.has(m.name) or tree.variant(m.name):
             return _ok("path", m.name)
         if tree.ignored(m.name):
             return None  # a local or generated path (``.gitignore``): a fresh tree need not hold it
@@ -1979,6 +2046,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
                  sorted(d for d in tree.dirs if d.rsplit("/", 1)[-1] == base))
         if m.build == "example":
             return None  # an example path: its folder stands, the name may be illustrative
+        if _pattern_path(tree, parts):
+            return None  # ``tests/llm/test_provider/evals/`` beside ``test_openai/evals``: a pattern, not a place
         if len(moved) == 1 or (ext and len(moved) == 2):
             return _stale("path", m.name, f"{m.name} moved to {' or '.join(moved)}",
                           replace=_same_place(m.name, moved[0]) if len(moved) == 1 else None)
