@@ -97,7 +97,8 @@ _NOTHING_TO_READ = ("cairn.worker.journal.capture", "cairn.worker.journal.import
                     "cairn.worker.ingest.importers.aider", "cairn.worker.ingest.importers._format",
                     "cairn.protocol.journal", "cairn.protocol.memory", "concurrent", "subprocess", "logging",
                     "cairn.protocol.results",  # the other jobs' records: an import's are in protocol.import_results
-                    "sqlite3")  # only where a database store is found
+                    "sqlite3",  # only where a database store is found
+                    "shutil")  # argparse's width: server/cli/app.py reads it without
 
 #: path -> (code run in a fresh interpreter, packages and cairn modules it must not have loaded)
 COLD_PATHS = {

@@ -43,6 +43,29 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_ERROR)
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, its width read as ``shutil.get_terminal_size`` reads it but without importing
+    ``shutil`` (with ``bz2`` and ``lzma``: 3 ms of every command's start, ``python -X importtime``), which
+    argparse does for each argument it adds."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Version(argparse.Action):
     """``--version``: the installed version, looked up only when asked (importlib.metadata is 28–48 ms of a
     command's start-up, measured with ``python -X importtime``)."""
@@ -61,15 +84,25 @@ def build_parser(commands: Mapping[str, Command] | None = None) -> argparse.Argu
         from cairn.server.cli.commands import COMMANDS
 
         commands = COMMANDS
-    parser = _Parser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding")
+    parser = _Parser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding",
+                     formatter_class=_Formatter)
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, cmd in commands.items():
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help, formatter_class=_Formatter)
         p.add_argument("-w", "--workspace", default=".", metavar="DIR", help="workspace directory (default: .)")
         cmd.setup(p)
         p.set_defaults(func=cmd.handler)
     return parser
+
+
+def _table(args: Sequence[str]) -> Mapping[str, Command]:
+    """The commands to build a parser of: the one named first (``cairn import …``; building all of them is
+    10 ms of every command's start), or all of them (``cairn --help``, a name that is no command)."""
+    from cairn.server.cli.commands import COMMANDS  # every command module: the table is the CLI's
+
+    name = args[0] if args else ""
+    return {name: COMMANDS[name]} if name in COMMANDS else COMMANDS
 
 
 def _fail(code: ErrorCode | str, message: str) -> None:
@@ -95,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         ns = hook.parse(build_parser({"hook": hook.COMMAND}), args)
     else:
-        ns = build_parser().parse_args(args)
+        ns = build_parser(_table(args)).parse_args(args)
     try:
         return int(ns.func(ns))
     except CairnError as exc:
