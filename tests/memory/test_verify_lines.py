@@ -567,3 +567,62 @@ def test_a_name_the_line_says_not_to_use_or_another_project_provides_is_not_chec
     assert _stale(tmp_path, "- Run the `UpdateXlf` target after editing resources.") == [
         "'UpdateXlf' no longer occurs in the tree"]
     assert _stale(tmp_path, "- Run `pnpm run version` to bump.") == ["package.json has no target 'version' any more"]
+
+
+def test_a_folder_or_glob_in_a_nested_list_is_checked_under_its_parent_item(tmp_path: Path) -> None:
+    """aspire's "- **`/src`**: …" then "  - `Microsoft.Extensions.ServiceDiscovery/`: …" (moved to another
+    repository), rerun's "- Type definitions in `crates/build/re_type_definitions/rerun/`" then "  - `datatypes/*.def.rs`"
+    (the folder renamed `encodings/`): new dev cases of bench/staleness-cases."""
+    _write(tmp_path, {"src/Aspire.Cli/Program.cs": "", "src/Components/README.md": "",
+                      "defs/rerun/components/color.def.rs": "", "defs/rerun/encodings/vec3d.def.rs": ""})
+    listing = ("### Directory Structure\n- **`/src`**: Main source code\n  - `Aspire.Cli/`: Command-line interface tools\n"
+               "  - `Components/`: 40+ integration packages\n  - `Microsoft.Extensions.ServiceDiscovery/`: Service discovery\n")
+    assert _stale_in(tmp_path, listing, 3) == []
+    assert _stale_in(tmp_path, listing, 4) == []
+    assert _stale_in(tmp_path, listing, 5) == ["src/Microsoft.Extensions.ServiceDiscovery no longer exists"]
+    types = ("- Type definitions in `defs/rerun/`\n  - `components/*.def.rs` - Component types\n"
+             "  - `datatypes/*.def.rs` - Low-level types (Vec3D, Mat4x4, etc.)\n")
+    assert _stale_in(tmp_path, types, 2) == []
+    assert _stale_in(tmp_path, types, 3) == ["no file matches defs/rerun/datatypes/*.def.rs"]
+
+
+def test_a_value_the_line_says_a_named_file_sets_is_read_in_that_file(tmp_path: Path) -> None:
+    """workers-sdk's "Shared vitest config (`vitest.shared.ts`): 50s timeouts, `retry: 2`, `restoreMocks: true`"
+    after the file moved to `retry: 1`: a key too common to look up in the whole tree is read in the file named."""
+    _write(tmp_path, {"vitest.shared.ts": "export default {\n  test: {\n    retry: 1,\n    restoreMocks: true,\n  },\n};\n"})
+    line = "- Shared vitest config (`vitest.shared.ts`): 50s timeouts, `retry: 2`, `restoreMocks: true`"
+    assert _stale(tmp_path, line) == ["vitest.shared.ts sets retry to 1 now, not 2"]
+    assert _stale(tmp_path, line.replace("retry: 2", "retry: 1")) == []
+    # a file and a line in it is no key and value (minsky's "`.claude/hooks/memory-search.ts:93`")
+    _write(tmp_path, {"hooks/search.ts": "const ts: string = ''\n"})
+    assert _stale(tmp_path, "The hook (`hooks/search.ts`) injects results (`search.ts:93`).") == []
+
+
+def test_a_monorepo_runner_and_a_formatter_the_tree_dropped_are_stale(tmp_path: Path) -> None:
+    """rsbuild's `npx nx build @rsbuild/core` after nx.json and the nx dependency went; workers-sdk's "Format with
+    Prettier" after oxfmt replaced it, though a scaffold's templates still ship `.prettierrc`, the lock file
+    still lists prettier (transitively) and a workflow's README names it."""
+    _write(tmp_path, {"package.json": '{"scripts": {"format": "oxfmt"}, "devDependencies": {"oxfmt": "1"}}',
+                      ".oxfmtrc.jsonc": "{}",
+                      "pnpm-lock.yaml": "packages:\n  prettier@3.0.0: {}\n",
+                      "packages/create-app/templates/hello/.prettierrc": "{}",
+                      ".github/workflows/README.md": "Runs prettier.\n", ".github/workflows/ci.yml": "on: push\n"})
+    assert _stale(tmp_path, "npx nx build @rsbuild/core") == ["nothing in the tree shows nx is used any more"]
+    assert _stale(tmp_path, "- Format with Prettier - run `pnpm format` in the workspace root before committing") == [
+        "nothing in the tree configures prettier any more (oxfmt is)"]
+    _write(tmp_path, {"nx.json": "{}", ".prettierrc": "{}"})
+    assert _stale(tmp_path, "npx nx build @rsbuild/core") == []
+    assert _stale(tmp_path, "- Format with Prettier before committing") == []
+
+
+def test_a_package_named_after_a_folder_that_is_gone_is_stale(tmp_path: Path) -> None:
+    """workers-sdk renamed `packages/vitest-pool-workers/` to `packages/vitest-plugin/`: a later line's
+    "Use `vitest-pool-workers`" names a package the workspace no longer has (a codemod still mentions it)."""
+    _write(tmp_path, {"packages/vitest-plugin/package.json": '{"name": "@cloudflare/vitest-plugin"}',
+                      "packages/wrangler/package.json": '{"name": "wrangler"}',
+                      "packages/codemods/src/v3.ts": "// vitest-pool-workers -> vitest-plugin\n"})
+    text = ("- `packages/vitest-pool-workers/` - Vitest integration\n- `packages/wrangler/` - the CLI\n\n"
+            "- Use `vitest-pool-workers` for testing actual Workers runtime behavior\n- Use `wrangler` to deploy\n")
+    assert _stale_in(tmp_path, text, 4) == [
+        "no package vitest-pool-workers in the workspace any more (packages/vitest-pool-workers is gone)"]
+    assert _stale_in(tmp_path, text, 5) == []

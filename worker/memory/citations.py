@@ -755,7 +755,10 @@ _TOOLS: dict[str, tuple[str, ...]] = {
     "lerna": ("lerna.json",),
     "bazel": ("WORKSPACE", "MODULE.bazel", "WORKSPACE.bazel"),
 }
-_TOOL_USE = re.compile(r"(?<![\w./-])(?:uvx\s+|npx\s+)?(" + "|".join(_TOOLS) + r")\s+(?:run|install|add|exec|x|dlx|sync)\b")
+_TOOL_USE = re.compile(r"(?<![\w./-])(?:uvx\s+|npx\s+)?(" + "|".join(_TOOLS) + r")\s+(?:run|install|add|exec|x|dlx|sync)\b"
+                       # a monorepo runner's own verbs: ``npx nx build @scope/core``, ``turbo build``
+                       r"|(?<![\w./-])(?:npx\s+|pnpm\s+(?:exec\s+)?|yarn\s+)?(nx|turbo|lerna)\s+"
+                       r"(?:build|test|lint|affected|run-many|graph|serve|dev|typecheck|publish|version)\b")
 _HATCH = re.compile(r"\bhatch\s+(?:run|shell|env\s+\w+)\s+(?:\+\S+\s+)*([A-Za-z0-9][\w-]*):")
 _CD = re.compile(r"\bcd\s+([\w./-]+)\s*(?:&&|;|`|$)")
 #: where a line says its commands run: "from `web/`", "in the `docs` directory", "inside frontend/"
@@ -839,7 +842,7 @@ _OWNER = re.compile(r"\b(?:class|struct|enum|trait|interface|type|union|object|p
                     r"|defmodule|impl(?:<[^<>\n]{0,80}>)?)\s+([A-Za-z_][\w]*)")
 _SOURCE_LINE = re.compile(r"^\s*(?:import|from|class|export|const|let|use|extends)\s")
 _CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swift lua sh".split())
-_LINE_ONLY = frozenset({"value", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
+_LINE_ONLY = frozenset({"value", "filevalue", "nested", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
 #: a tool named for a role (``Formatter: Prettier``, "formatted with `black`", "uses ruff for linting")
 _ROLE_END = r"`?(?=\s*(?:$|[(),.;:|+&*]|(?:and|via|with|for|or)\b))"  # the name alone, not a phrase's first word
 #: ("**Tool**: ruff" names a tool for a role; "Missing MCP tool: bash-before-MCP" is a kind of tool, not a role)
@@ -910,6 +913,11 @@ _MADE = re.compile(r"(?:>>?|\btouch|\bmkdir(?:\s+-p)?|\btee(?:\s+-a)?"
                    r"|\b(?:ln|cp|mv|git\s+mv)(?:\s+-[\w-]+)*\s+[\w./-]+)\s+([\w./-]+)")  # a link, a copy: its new name
 _EG = re.compile(r"(?i)\be\.\s?g\.|\bfor example\b|\bsuch as\b|\b(?:files?|paths?|folders?|names?)\s+like\b|"
                  r"\b(?:do\s+not|don'?t|never|avoid)\s+(?:\w+\s+)?(?:create|add|write|put|make)\b")
+#: lock files: they name every package installed, the transitive ones too
+_LOCKS = frozenset("pnpm-lock.yaml yarn.lock package-lock.json bun.lock bun.lockb npm-shrinkwrap.json Cargo.lock "
+                   "poetry.lock uv.lock pdm.lock Pipfile.lock Gemfile.lock composer.lock go.sum".split())
+#: folders whose files a project gives to others or tests with, not its own tooling: a scaffold's templates
+_SHIPPED = re.compile(r"(?:^|/)(?:templates?|examples?|fixtures?|__fixtures__|samples?|playgrounds?|boilerplates?)/")
 #: the extensions a TypeScript source is imported by (ES modules name the file it compiles to)
 _EMITTED = {"js": ("ts", "tsx"), "jsx": ("tsx",), "mjs": ("mts",), "cjs": ("cts",)}
 #: a name the line tells the reader not to use: "`Store()` not `GetStore()`", "instead of `x`", "rather than `y`"
@@ -942,6 +950,7 @@ class Tree:
         self._texts: dict[str, str] = {}
         self._tails: dict[str, str] | None = None
         self._lower: dict[str, str] | None = None
+        self._tool_blob: str | None = None
         self._scripts: dict[str, list[str]] | None = None
         self._configs: list[str] | None = None
         self._sorted: list[str] | None = None
@@ -1195,18 +1204,23 @@ class Tree:
         a workflow."""
         if tool not in self._traces:
             named = re.compile(re.escape(tool) + r"(?:$|[._-]|rc|config)")
-            if self._names is None:
-                self._names = sorted({n.lstrip(".").lower() for n in self.by_name}
+            if self._names is None:  # files the project ships to others (a scaffold's templates) are not its own
+                self._names = sorted({n.lstrip(".").lower() for n, ps in self.by_name.items()
+                                      if any(not _SHIPPED.search(p) for p in ps)}
                                      | {d.rsplit("/", 1)[-1].lstrip(".").lower() for d in self.dirs if d.count("/") <= 2})
             i = bisect.bisect_left(self._names, tool)
             found = False
             while i < len(self._names) and self._names[i].startswith(tool) and not found:
                 found, i = named.match(self._names[i]) is not None, i + 1
             if not found:
-                found = self.config_blob_has(tool)
+                if self._tool_blob is None:  # a lock file lists every transitive package; a template is another's
+                    self._tool_blob = "\n".join((self.text(p) or "") for p in self.configs()
+                                                 if p.rsplit("/", 1)[-1] not in _LOCKS and not _SHIPPED.search(p)).lower()
+                found = re.search(r"(?<![\w-])" + re.escape(tool) + r"(?![\w])", self._tool_blob) is not None
             if not found:
                 if self._run_blob is None:
-                    runs = [p for p in self.files if p.startswith(".github/workflows/") or p.rsplit("/", 1)[-1] in (
+                    runs = [p for p in self.files if p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml"))
+                            or p.rsplit("/", 1)[-1] in (
                         "Makefile", "GNUmakefile", "makefile", "justfile", "Justfile", "noxfile.py", "tox.ini")]
                     self._run_blob = "\n".join(self.text(p) or "" for p in sorted(runs)[:200]).lower()
                 found = re.search(r"(?<![\w-])" + re.escape(tool) + r"(?![\w])", self._run_blob) is not None
@@ -1525,11 +1539,14 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     for tok in _TICKED_SPAN.findall(text):
         tok = tok.strip()
         if re.fullmatch(r"@[\w.-]+/[\w.-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+", tok) and not _EXAMPLE.search(tok):
-            add(Mention(kind="package", name=tok))
+            # the package's folder an earlier line of the file names (``packages/vitest-pool-workers/``)
+            folder = next((t.strip("/") for ln in reversed(context[-400:]) for t in _TICKED.findall(ln)
+                           if "/" in t.strip("/") and t.strip("/").rsplit("/", 1)[-1] == tok), "") if context else ""
+            add(Mention(kind="package", name=tok, build=folder))
     if cwd and not (context and _planned_in_context(context, cwd)):
         add(Mention(kind="path", name=cwd))
     for tm in _TOOL_USE.finditer(text):
-        add(Mention(kind="tool", name=tm.group(1)))
+        add(Mention(kind="tool", name=tm.group(1) or tm.group(2)))
     for pat in _DEFAULT:
         for vm in pat.finditer(text):
             key = vm.group(1) or vm.group(2) if pat.groups == 3 else vm.group(1)
@@ -1544,6 +1561,13 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
             if key.lstrip("-") not in defaults and (
                     re.search(r"[._-]|[a-z][A-Z]", key.strip("-")) or key.lower() not in _GENERIC_KEYS and len(key) >= 8):
                 add(Mention(kind="value", name=key, build=vm.group(2)))
+    named_files = {t.strip() for t in _TICKED_SPAN.findall(text)
+                   if re.fullmatch(r"[\w./-]+\.(?:json|jsonc|toml|ya?ml|ts|mts|js|mjs|cjs|py|ini|cfg)", t.strip())}
+    if len(named_files) == 1:  # "Shared vitest config (`vitest.shared.ts`): `retry: 2`": the value that file sets
+        for vm in _VALUE[0].finditer(text):
+            key = vm.group(1)
+            if not (key.rsplit(".", 1)[-1].lower() in _SOURCE_EXT and "." in key):  # "`hook.ts:93`": a file's line
+                add(Mention(kind="filevalue", name=key, build=vm.group(2), package=next(iter(named_files))))
     keyed = {m.name.rsplit(".", 1)[-1] for m in out if m.kind in ("value", "default")}
     for pat in _LINE_LENGTH if not keyed & {k for ks in _LINE_LENGTH_KEYS.values() for k in ks} else ():
         lm = pat.search(text)
@@ -1597,6 +1621,9 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         if re.fullmatch(r"[A-Za-z_][\w-]*\.[a-z]{1,4}", tok) and tok.rsplit(".", 1)[1] in _CODE_EXT:
             add(Mention(kind="file", name=tok))
     lines = text.split("\n")
+    nested = _nested_path(text, context) if context else None
+    if nested is not None:
+        add(Mention(kind="nested", name=nested[0], build=nested[1]))
     for _k, path, above in _diagram_paths([*context, *lines], len(context)):
         add(Mention(kind="diagram", name=path, build="\n".join(above)))
     for fm in _PROSE_FILE.finditer(_TICKED_SPAN.sub(" ", text)):  # a file named in prose: "edit dev.ts"
@@ -1882,6 +1909,61 @@ def _check_script(tree: Tree, m: Mention) -> Check | None:
     return None
 
 
+_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
+#: a list item that opens with a relative folder or a glob of files: ``datatypes/*.fbs``, ``Aspire.Cli/``
+_NESTED_ITEM = re.compile(r"^(\s+)(?:[-*+]|\d{1,3}[.)])\s+(?:\*\*)?`([\w@][\w.@-]*(?:/[\w.@*-]+)*/|[\w@][\w.@-]*/[\w.@*-]*\*[\w.*-]*)`")
+
+
+def _nested_path(text: str, context: Sequence[str]) -> tuple[str, str] | None:
+    """(the path, its parent) of a nested list item naming a folder or a glob under the folder its parent item
+    names: ``- Type definitions in `crates/…/definitions/rerun/``` then ``  - `datatypes/*.fbs` - …``, or
+    ``- **`/src`**: …`` then ``  - `Aspire.Cli/`: …``. None for any other line."""
+    m = _NESTED_ITEM.match(text)
+    if m is None:
+        return None
+    indent, child = len(m.group(1)), m.group(2)
+    for ln in reversed(context):
+        if not ln.strip():
+            continue
+        item = _LIST_ITEM.match(ln)
+        if item is None:
+            if ln[:1].isspace():
+                continue  # a wrapped line of an item above
+            return None  # prose or a heading: the list ended
+        if len(item.group(1)) >= indent:
+            continue  # a sibling, or a sibling's child
+        ticks = [t for t in _TICKED.findall(ln) if "/" in t or t.endswith("/")]
+        if len(ticks) != 1 or _PLACEHOLDER.search(ticks[0].replace("/", "")):
+            return None
+        parent = ticks[0].strip("/").removeprefix("./")
+        if not parent or "*" in parent or child.startswith(parent + "/"):
+            return None
+        return f"{parent}/{child.rstrip('/')}", parent
+    return None
+
+
+def _check_nested(tree: Tree, m: Mention) -> Check | None:
+    """A folder or a glob a nested list item names under its parent item's folder: ok when the tree holds it,
+    stale when the parent folder stands without it (or the parent, a path, is gone too)."""
+    path, parent = m.name, m.build
+    if "*" in path:
+        if any(fnmatch.fnmatchcase(q, path) for q in tree.files):
+            return _ok("path", path)
+    elif path in tree.dirs or path in tree.files:
+        return _ok("path", path)
+    if tree.has(path.split("/", 1)[-1]) == path.split("/", 1)[-1]:
+        return None  # the item named a folder from the root after all
+    if parent in tree.dirs:
+        if "*" in path:
+            return _stale("path", path, f"no file matches {path}")
+        base = path.rsplit("/", 1)[-1]
+        moved = [d for d in tree.dirs if d.rsplit("/", 1)[-1] == base and not any(x in _BUILT for x in d.split("/"))]
+        return _stale("path", path, f"{path} moved to {moved[0]}" if len(moved) == 1 else f"{path} no longer exists")
+    if "/" in parent and not tree.has(parent):
+        return _stale("path", path, f"{path}: its folder {parent} no longer exists")
+    return None
+
+
 def _check_diagram(tree: Tree, m: Mention) -> Check | None:
     """A path a file-tree diagram shows: stale when it is gone and its name is now in one other place that the
     diagram's folders do not lead to (moved), or nowhere while its folder stands; a diagram that skips folders
@@ -2056,6 +2138,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         return _check_script(tree, m)
     if m.kind == "diagram":
         return _check_diagram(tree, m)
+    if m.kind == "nested":
+        return _check_nested(tree, m)
     if m.kind == "runtime":
         low = _runtime_min(tree, m.name)
         if low is None:
@@ -2110,6 +2194,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         names = tree.packages()
         if not names or m.name in names:
             return _ok("package", m.name) if names else None
+        if (m.build and m.build not in tree.dirs and tree.has(m.build) is None and not any(
+                n.rsplit("/", 1)[-1] == m.name for n in names) and not any(
+                x.rsplit("/", 1)[-1] == m.name for x in tree.dirs)):
+            return _stale("package", m.name, f"no package {m.name} in the workspace any more ({m.build} is gone)")
         if m.name.startswith("@"):
             scope = m.name.split("/", 1)[0] + "/"
             if sum(n.startswith(scope) for n in names) < 2:
@@ -2193,6 +2281,19 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         return _stale(m.kind, m.name, f"{m.name} is {seen[0]} now, not {m.build}"
                       + (" (its default in the code)" if where == "the code" else ""),
                       replace=(m.build, seen[0]) if len(set(seen)) == 1 else None)
+    if m.kind == "filevalue":
+        held_in = m.package if m.package in tree.files else tree.has(m.package)
+        body = tree.text(held_in) if held_in and held_in in tree.files else None
+        if not body:
+            return None
+        key = m.name.rsplit(".", 1)[-1]
+        given = re.findall(r"(?m)(?<![\w.$-])[\"']?" + re.escape(key) + r"[\"']?\s*[:=]\s*[\"']?([\w.+-]{1,40})", body)
+        if not given or len(set(given)) > 2:
+            return None  # not set there, or set to several values (per case, per environment)
+        if any(_same_value(m.build, v) for v in given):
+            return _ok("value", m.name)
+        return _stale("value", m.name, f"{held_in} sets {key} to {given[0]} now, not {m.build}",
+                      replace=(m.build, given[0]) if len(set(given)) == 1 else None)
     if m.kind == "setting":
         seen_by: dict[str, list[str]] = {}
         configs = [p for p in tree.files if p.count("/") <= 3 and _FORMAT_CONFIG.match(p.rsplit("/", 1)[-1])]
