@@ -593,6 +593,8 @@ def test_a_value_the_line_says_a_named_file_sets_is_read_in_that_file(tmp_path: 
     line = "- Shared vitest config (`vitest.shared.ts`): 50s timeouts, `retry: 2`, `restoreMocks: true`"
     assert _stale(tmp_path, line) == ["vitest.shared.ts sets retry to 1 now, not 2"]
     assert _stale(tmp_path, line.replace("retry: 2", "retry: 1")) == []
+    # an instruction to set a value says nothing of the value the file holds now
+    assert _stale(tmp_path, "- To retry more in CI, set `retry: 2` in `vitest.shared.ts`.") == []
     # a file and a line in it is no key and value (minsky's "`.claude/hooks/memory-search.ts:93`")
     _write(tmp_path, {"hooks/search.ts": "const ts: string = ''\n"})
     assert _stale(tmp_path, "The hook (`hooks/search.ts`) injects results (`search.ts:93`).") == []

@@ -913,6 +913,8 @@ _MADE = re.compile(r"(?:>>?|\btouch|\bmkdir(?:\s+-p)?|\btee(?:\s+-a)?"
                    r"|\b(?:ln|cp|mv|git\s+mv)(?:\s+-[\w-]+)*\s+[\w./-]+)\s+([\w./-]+)")  # a link, a copy: its new name
 _EG = re.compile(r"(?i)\be\.\s?g\.|\bfor example\b|\bsuch as\b|\b(?:files?|paths?|folders?|names?)\s+like\b|"
                  r"\b(?:do\s+not|don'?t|never|avoid)\s+(?:\w+\s+)?(?:create|add|write|put|make)\b")
+#: a line that tells the reader to set a value, not what the file holds ("set `retries: 3` in `ci.yml`")
+_TO_SET = re.compile(r"(?i)\b(?:set|change|add|put|configure|override|update|adjust|increase|decrease|bump|raise|lower)\b")
 #: lock files: they name every package installed, the transitive ones too
 _LOCKS = frozenset("pnpm-lock.yaml yarn.lock package-lock.json bun.lock bun.lockb npm-shrinkwrap.json Cargo.lock "
                    "poetry.lock uv.lock pdm.lock Pipfile.lock Gemfile.lock composer.lock go.sum".split())
@@ -1563,7 +1565,7 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
                 add(Mention(kind="value", name=key, build=vm.group(2)))
     named_files = {t.strip() for t in _TICKED_SPAN.findall(text)
                    if re.fullmatch(r"[\w./-]+\.(?:json|jsonc|toml|ya?ml|ts|mts|js|mjs|cjs|py|ini|cfg)", t.strip())}
-    if len(named_files) == 1:  # "Shared vitest config (`vitest.shared.ts`): `retry: 2`": the value that file sets
+    if len(named_files) == 1 and not _TO_SET.search(text):  # "Shared vitest config (`vitest.shared.ts`): `retry: 2`"
         for vm in _VALUE[0].finditer(text):
             key = vm.group(1)
             if not (key.rsplit(".", 1)[-1].lower() in _SOURCE_EXT and "." in key):  # "`hook.ts:93`": a file's line
