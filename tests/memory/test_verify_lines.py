@@ -584,6 +584,12 @@ def test_a_folder_or_glob_in_a_nested_list_is_checked_under_its_parent_item(tmp_
              "  - `datatypes/*.def.rs` - Low-level types (Vec3D, Mat4x4, etc.)\n")
     assert _stale_in(tmp_path, types, 2) == []
     assert _stale_in(tmp_path, types, 3) == ["no file matches defs/rerun/datatypes/*.def.rs"]
+    gone = "- Type definitions in `defs/flatbuffers/`\n  - `datatypes/*.fbs` - Low-level types\n"
+    assert _stale_in(tmp_path, gone, 2) == [
+        "defs/flatbuffers/datatypes/*.fbs: its folder defs/flatbuffers no longer exists"]
+    # a folder of the machine, not of the tree: its items are not the tree's
+    system = "- Configuration lives in `/etc/myapp/`\n  - `conf.d/`: drop-in files\n"
+    assert _stale_in(tmp_path, system, 2) == []
 
 
 def test_a_value_the_line_says_a_named_file_sets_is_read_in_that_file(tmp_path: Path) -> None:

@@ -1961,7 +1961,7 @@ def _check_nested(tree: Tree, m: Mention) -> Check | None:
         base = path.rsplit("/", 1)[-1]
         moved = [d for d in tree.dirs if d.rsplit("/", 1)[-1] == base and not any(x in _BUILT for x in d.split("/"))]
         return _stale("path", path, f"{path} moved to {moved[0]}" if len(moved) == 1 else f"{path} no longer exists")
-    if "/" in parent and not tree.has(parent):
+    if "/" in parent and not tree.has(parent) and parent.split("/", 1)[0] in tree.dirs:  # not ``/etc/app/``
         return _stale("path", path, f"{path}: its folder {parent} no longer exists")
     return None
 
