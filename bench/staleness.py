@@ -160,7 +160,7 @@ def baseline(case: Case, ix: Index, line: str, fenced: bool) -> str:
 
 # --- the cairn verifier, when present --------------------------------------
 
-def _verifier() -> Callable[[str, str, list[str]], str] | None:
+def _verifier() -> Callable[[str, str, list[str], str], str] | None:
     try:
         # cold start: the verifier is optional while it is being written
         from cairn.worker.memory.citations import STALE as V_STALE
@@ -170,12 +170,12 @@ def _verifier() -> Callable[[str, str, list[str]], str] | None:
         return None
     trees: dict[str, Tree] = {}
 
-    def run(root: str, text: str, context: list[str]) -> str:
+    def run(root: str, text: str, context: list[str], base: str = "") -> str:
         tree = trees.get(root)
         if tree is None:
             trees.clear()
             tree = trees[root] = Tree(root)
-        checks = verify_entry(root, text, tree=tree, context=context)
+        checks = verify_entry(root, text, tree=tree, context=context, base=base)
         if any(c.verdict == V_STALE for c in checks):
             return STALE
         if not checks or all(c.verdict == V_UNVER for c in checks):
@@ -236,7 +236,8 @@ def score(cases: list[Case], checker: str) -> Tally:
             t0 = time.perf_counter()
             lines = case.text.splitlines()
             for n, line, fenced in entries(case.text):
-                v = run(tmp, line, lines[:n - 1]) if run is not None else baseline(case, ix, line, fenced)
+                v = (run(tmp, line, lines[:n - 1], case.path.rpartition("/")[0]) if run is not None
+                     else baseline(case, ix, line, fenced))
                 t.entries += 1
                 t.unverifiable += v == UNVERIFIABLE
                 if n in case.stale:

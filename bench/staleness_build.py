@@ -7,7 +7,8 @@ code changed; the case's text is ``PATH`` at ``COMMIT_B^`` (commit A) and its
 tree snapshot is taken at ``COMMIT_B``: the top two levels of the listing, every
 path one of whose names the text mentions, the manifests (Makefile,
 package.json, pyproject.toml, Cargo.toml, justfile, …, at most three folders
-deep), the files the text cites, up to four files that use each name the
+deep; the root's build and toolchain files: pom.xml, build.gradle, global.json,
+.nvmrc, …), the files the text cites, up to four files that use each name the
 text puts in backticks or code lines import (``git grep -w``; only one for a name in over 40 files, so
 that the snapshot still shows the name occurs; a changelog only when no other file has it), and the code
 beside each Python command-line entry point (``[project.scripts]``; at most 80 files, tests left out), where
@@ -32,6 +33,10 @@ ROOT = pathlib.Path(__file__).resolve().parent / "staleness-cases"
 MANIFESTS = {"Makefile", "GNUmakefile", "makefile", "package.json", "pyproject.toml", "Cargo.toml", "justfile",
              "Justfile", "pnpm-workspace.yaml", "turbo.json", ".pre-commit-config.yaml", "hatch.toml", "tox.ini",
              "setup.cfg", "deno.json", "go.mod", "ruff.toml", ".gitmodules", ".gitignore"}
+#: build and toolchain files read at the root only: the versions a project compiles for or pins (a Java release,
+#: a .NET SDK, a Node or Python or Rust toolchain), which a line may state
+ROOT_MANIFESTS = {"pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
+                  "global.json", ".nvmrc", ".node-version", ".python-version", "rust-toolchain.toml", "rust-toolchain"}
 GREP_PER_NAME = 4
 GREP_COMMON = 40  # a name in more files than this says nothing about where it lives: one is taken (it occurs)
 FILE_MAX = 1 << 20
@@ -77,7 +82,7 @@ def build(gd: str, repo: str, b: str, path: str, licence: str, split: str, label
 
     listing_set = set(listing)
     for p in listing:
-        if p.rsplit("/", 1)[-1] in MANIFESTS and p.count("/") <= 3:
+        if p.rsplit("/", 1)[-1] in MANIFESTS and p.count("/") <= 3 or p in ROOT_MANIFESTS:
             take(p)
     for p in re.findall(r"[\w.-]+(?:/[\w.-]+)+", text):
         take(p.strip("./"))

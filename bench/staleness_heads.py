@@ -100,8 +100,8 @@ def main() -> None:
             lines = text.splitlines()
             tree = Tree(str(root))
             for n, line, _fenced in entries(text):
-                stale = [c.reason for c in verify_entry(str(root), line, tree=tree, context=lines[:n - 1])
-                         if c.verdict == STALE]
+                stale = [c.reason for c in verify_entry(str(root), line, tree=tree, context=lines[:n - 1],
+                                                        base=path.rpartition("/")[0]) if c.verdict == STALE]
                 if stale:
                     flags += 1
                     files.add((repo, path))

@@ -6,6 +6,7 @@ Each test writes a real workspace, checks a line as a user or maintainer wrote i
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -634,3 +635,132 @@ def test_a_package_named_after_a_folder_that_is_gone_is_stale(tmp_path: Path) ->
     assert _stale_in(tmp_path, text, 4) == [
         "no package vitest-pool-workers in the workspace any more (packages/vitest-pool-workers is gone)"]
     assert _stale_in(tmp_path, text, 5) == []
+
+
+def test_packages_agree_on_the_runtime_when_examples_pin_their_own(tmp_path: Path) -> None:
+    pkgs = {f"packages/p{i}/package.json": '{"engines": {"node": ">=24.15.0"}}' for i in range(3)}
+    _write(tmp_path, {"package.json": '{"private": true}', **pkgs,
+                      "examples/blog/package.json": '{"engines": {"node": "^18.20.2 || >=20.9.0"}}'})
+    assert _stale(tmp_path, "- Node version: ^18.20.2 || >=20.9.0") == [
+        "node 18 is no longer supported (the project needs 24 or later)"]
+    assert _stale(tmp_path, "- Node version: >=24.15.0") == []
+
+
+def test_a_kind_of_file_the_tree_no_longer_has_is_flagged(tmp_path: Path) -> None:
+    files = {f"crates/types/src/t{i}.rs": "" for i in range(60)}
+    _write(tmp_path, {**files, "definitions/point.fbs": "table Point {}\n", ".gitignore": "*.log\n"})
+    lines = ["- After modifying .fbs files, run `pixi run codegen` to regenerate",
+             "Three levels (generated from `.fbs` files):"]
+    assert [_stale(tmp_path, line) for line in lines] == [[], []]
+    (tmp_path / "definitions" / "point.fbs").unlink()
+    _write(tmp_path, {"definitions/point.d.rs": ""})
+    assert [_stale(tmp_path, line) for line in lines] == [["no .fbs file is left in the tree"]] * 2
+    _write(tmp_path, {"test/fixtures/.sqlfluff": "[sqlfluff]\n"})  # a dotfile's name is its kind
+    assert _stale(tmp_path, "SQLFluff uses `.sqlfluff` files (INI format) for configuration:") == []
+    # what a program reads, what the tree ignores, an example or a kind the line says is gone: not checked
+    for line in ["The importer reads .csv files from the inbox.", "Never commit .log files.",
+                 "Write new definitions in `.rs`, e.g. `.fbs` files are gone.", "We moved away from .fbs files."]:
+        assert _stale(tmp_path, line) == [], line
+
+
+def test_a_version_a_named_file_pins_is_checked_in_that_file(tmp_path: Path) -> None:
+    _write(tmp_path, {"global.json": '{"sdk": {"version": "10.0.100-rc.1.25411.109"}}'})
+    line = "- **`global.json`**: Pins .NET SDK version (10.0.100-rc.1.25411.109) - never modify without a request"
+    assert _stale(tmp_path, line) == []
+    _write(tmp_path, {"global.json": '{"sdk": {"version": "10.0.100"}}'})
+    assert _stale(tmp_path, line) == ["global.json no longer holds 10.0.100-rc.1.25411.109 (10.0.100 now)"]
+    assert _stale(tmp_path, "- Bump the SDK in `global.json` to 10.0.101 when it ships") == []  # what to set
+    # versions given as examples of a rule, or beside a file the line does not say holds them
+    _write(tmp_path, {"Cargo.toml": '[dependencies]\nserde = "1"\ntokio = "1.40.0"\n'})
+    assert _stale(tmp_path, "- Use the lowest requirement in `Cargo.toml` (for example, prefer `\"1\"` over "
+                            "`\"1.2.3\"`); versions are pinned") == []
+    assert _stale(tmp_path, "- Build with `Cargo.toml`'s features; needs rustc 1.82.0") == []
+
+
+def test_what_a_fourth_pool_of_heads_showed_is_no_stale_evidence(tmp_path: Path) -> None:
+    """Lines of widely used projects' instruction files, each checked against its own tree at the same commit:
+    a name the line says not to give, a path the reader checks on their own machine, an example value, a
+    repository issues are opened in, a package manager's commands in its own tree or handed to the registry."""
+    _write(tmp_path, {"package.json": '{"name": "root", "scripts": {"lint": "eslint ."}}',
+                      "dask/core.py": "def f(): ...\n", "deps.json": '{"statuses": "2.0.2"}',
+                      "hugo_test.go": "func TestDisablePathToLower(t *testing.T) {}\n"})
+    for line in ["* Never name tests `TestIssue1234`; always give the test function a descriptive name",
+                 "Confirm the hooks are active by checking that `.husky/_/` exists.",
+                 "  Missing permissions (e.g. `statuses: write`) cause silent 403 failures.",
+                 "6. **Community issue**: Open tracking issue in `dask/community`",
+                 "Bump versions with `pnpm version -r`; log in with `pnpm login` first."]:
+        assert _stale(tmp_path, line) == [], line
+    assert _stale(tmp_path, "Record a changeset with `pnpm change`.") == ["package.json has no target 'change' any more"]
+    _write(tmp_path, {"cli/package.json": '{"name": "pnpm", "bin": {"pnpm": "bin/pnpm.mjs"}}'})
+    assert _stale(tmp_path, "Record a changeset with `pnpm change`.") == []  # the project is pnpm: its own command
+
+
+def test_a_relative_link_is_read_from_the_files_own_folder(tmp_path: Path) -> None:
+    """pnpm's AGENTS.md after ``pacquet/`` became ``pnpm/``: a link's target is the file's own path, even where its
+    first folder is gone (a plain ``a/b`` might be owner/name; a link is not)."""
+    _write(tmp_path, {"pacquet/AGENTS.md": "rules\n", "pacquet/crates/cli/src/lib.rs": "", "docs/guide.md": ""})
+    line = "- The Rust port: see [`pacquet/AGENTS.md`](./pacquet/AGENTS.md) for its rules."
+    assert _stale(tmp_path, line) == []
+    os.rename(tmp_path / "pacquet", tmp_path / "pnpm")
+    assert _stale(tmp_path, line) == ["pacquet/AGENTS.md moved to pnpm/AGENTS.md"]
+    # a file in a folder links from there: ``crates/cli/src/lib.rs`` is ``pnpm/crates/cli/src/lib.rs``
+    nested = "- The CLI lives in [`crates/cli/src/lib.rs`](crates/cli/src/lib.rs)."
+    assert [c.reason for c in C.verify_entry(str(tmp_path), nested, base="pnpm") if c.verdict == C.STALE] == []
+    assert [c.reason for c in C.verify_entry(str(tmp_path), nested, base="pnpm/crates")
+            if c.verdict == C.STALE] == ["pnpm/crates/crates/cli/src/lib.rs moved to pnpm/crates/cli/src/lib.rs"]
+
+
+def test_a_crate_of_a_family_renamed_whole_is_flagged(tmp_path: Path) -> None:
+    crates = {f"crates/{n}/Cargo.toml": f'[package]\nname = "pacquet-{n}"\n' for n in ("cli", "lockfile", "diagnostics")}
+    _write(tmp_path, crates)
+    lines = ["cargo nextest run -p pacquet-lockfile --test <file_stem>",
+             "User-facing errors go through `miette` via the `pacquet-diagnostics` crate."]
+    assert [_stale(tmp_path, line) for line in lines] == [[], []]
+    _write(tmp_path, {p: body.replace("pacquet-", "pnpm-") for p, body in crates.items()})
+    assert [_stale(tmp_path, line) for line in lines] == [
+        ["no package pacquet-lockfile in the workspace any more (pnpm-lockfile now?)"],
+        ["no package pacquet-diagnostics in the workspace any more (pnpm-diagnostics now?)"]]
+    assert _stale(tmp_path, "cargo test -p serde-json") == []  # no family of that name: another project's
+
+
+def test_a_java_version_and_a_maven_module_are_checked_against_the_build(tmp_path: Path) -> None:
+    pom = ("<project><parent><artifactId>pinot</artifactId></parent><artifactId>{}</artifactId>"
+           "<properties><jdk.version>{}</jdk.version></properties></project>")
+    _write(tmp_path, {"pom.xml": pom.format("pinot", 21), **{f"pinot-{m}/pom.xml": pom.format(f"pinot-{m}", 21)
+                                                          for m in ("core", "common", "kafka-2.0")}})
+    lines = ["- Build JDK: Use JDK 21+ for services; client artifacts still target Java 11 bytecode.",
+             "- Use Javadoc comments; service code targets Java 21 by default.",
+             "- pinot-kafka-2.0: Kafka 2.x ingestion implementation."]
+    assert [_stale(tmp_path, line) for line in lines] == [[], [], []]
+    _write(tmp_path, {"pom.xml": pom.format("pinot", 25)})
+    (tmp_path / "pinot-kafka-2.0" / "pom.xml").unlink()
+    (tmp_path / "pinot-kafka-2.0").rmdir()
+    assert [_stale(tmp_path, line) for line in lines] == [
+        ["java 21 is no longer supported (the project needs 25 or later)"],
+        ["java 21 is no longer supported (the project needs 25 or later)"],
+        ["no package pinot-kafka-2.0 in the workspace any more"]]
+    assert _stale(tmp_path, "- e.g. runs on Java 17+ in CI images") == []  # an example
+
+
+def test_a_script_said_to_run_a_tool_that_now_runs_another_is_flagged(tmp_path: Path) -> None:
+    scripts = {"lint:js": "biome check", "lint:rs": "cargo check --workspace", "format:js": "rs fmt"}
+    _write(tmp_path, {"package.json": json.dumps({"devDependencies": {"@biomejs/biome": "1"}, "scripts": scripts}),
+                      "pnpm-lock.yaml": ""})
+    line = "- **Linting**: `pnpm run lint:js` (Biome), `pnpm run lint:rs` (cargo check)"
+    assert _stale(tmp_path, line) == []
+    _write(tmp_path, {"package.json": json.dumps({"scripts": {**scripts, "lint:js": "rslint --fix"}})})
+    assert _stale(tmp_path, line) == ["the lint:js script runs rslint now, not biome (`rslint --fix`)"]
+    # a wrapper may run the tool it names: nothing else is named, nothing is said
+    assert _stale(tmp_path, "- `pnpm run format:js` (prettier)") == []
+
+
+def test_a_configuration_file_named_alone_is_looked_for_in_the_whole_tree(tmp_path: Path) -> None:
+    _write(tmp_path, {**{f"src/m{i}.ts": "" for i in range(60)}, "tools/.dlint.json": "{}",
+                      ".gitignore": ".env.local.json\n"})
+    line = "`dlint` is a prebuilt binary. Configuration is in `.dlint.json`."
+    assert _stale(tmp_path, line) == []
+    (tmp_path / "tools" / ".dlint.json").unlink()
+    assert _stale(tmp_path, line) == ["no .dlint.json is left in the tree"]
+    for other in ["Put your keys in `.env.local.json`.", "Look at the existing `.tst.ts` files for examples.",
+                  "Create a `.prettierrc.json` if you need one."]:
+        assert _stale(tmp_path, other) == [], other

@@ -29,6 +29,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,6 +49,8 @@ _SLASHED = re.compile(r"(?<![\w./:@%-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)+/?)(?
 # a glob's head (``packages/plugin-*/``: a pattern, not the folder ``packages/plugin-``)
 #: a Markdown link to a page elsewhere: its text names that page's place, not one of this tree
 _LINK_OUT = re.compile(r"\[[^\]]*\]\(https?://[^)\s]*\)")
+#: a relative link's target (``[guide](./pnpm/AGENTS.md#rules)``): a path of the repository, from the file's folder
+_LINK_TARGET = re.compile(r"\]\(\s*(?:\./)?([\w.-]+(?:/[\w.-]+)*/?)(?:#[^)\s]*)?\s*\)")
 _LINES = re.compile(r"^(.*?):(\d{1,7})(?:-(\d{1,7}))?$")
 _PATHLIKE = re.compile(r"^[\w./-]+$")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
@@ -60,11 +63,17 @@ _COMMAND_END = re.compile(r"&&|\|\||[;|#>`]|\$\(|\)|\n")
 _PNPM_OWN = frozenset("install i add remove rm un uninstall exec dlx update up upgrade why list ls ll outdated create "
                       "publish pack link ln unlink store config c env import init patch patch-commit patch-remove "
                       "audit fetch rebuild rb prune setup self-update test t server deploy licenses root bin doctor "
-                      "help recursive m multi approve-builds ignored-builds".split())
+                      "help recursive m multi approve-builds ignored-builds get set cat-file cat-index find-hash "
+                      "dedupe install-test it "
+                      # what pnpm hands to npm: the registry's commands
+                      "access adduser bugs deprecate dist-tag docs edit info login logout owner ping prefix profile "
+                      "pkg repo search set-script star stars team token unpublish unstar version view whoami".split())
 _YARN_OWN = frozenset("add install remove upgrade up upgrade-interactive why info init create dlx exec node set config "
                       "cache constraints dedupe explain link unlink pack patch patch-commit plugin rebuild npm version "
                       "workspaces global bin audit outdated list login logout publish tag team owner licenses check "
                       "autoclean import policies generate-lock-entry help search stage sdks".split())
+#: package managers by their package's name: in their own tree, ``pnpm X`` may be a command being written
+_PACKAGE_MANAGERS = frozenset({"pnpm", "npm", "yarn", "@yarnpkg/cli", "bun"})
 #: options that take the next word as their value
 _VALUE_OPTS = {
     "make": frozenset("-C --directory -f --file --makefile -I --include-dir -o --old-file -W --what-if --new-file "
@@ -656,7 +665,7 @@ def _same_place(old: str, new: str) -> tuple[str, str] | None:
 
 
 def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None, *,
-                 context: Sequence[str] = ()) -> list[Check]:
+                 context: Sequence[str] = (), base: str = "") -> list[Check]:
     """The verification API: the citations of one memory entry and the verdict of each.
 
     ``root``: the workspace; ``text``: the entry's text (a topic's body);
@@ -666,7 +675,8 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
     a :class:`Tree` shared by the entries of one run, else one is listed here).
     ``context``: the lines before ``text`` in the file it comes from (an instruction file checked line by
     line): a line of a file-tree diagram is read as the path its diagram gives it, and a command after
-    ``cd DIR`` in the same code block runs in DIR. Pure apart from reading the workspace; never writes.
+    ``cd DIR`` in the same code block runs in DIR. ``base``: the folder of that file, relative to ``root``
+    (a relative link is read from there). Pure apart from reading the workspace; never writes.
     """
     if citations:
         if isinstance(citations, list | tuple) and all(isinstance(c, Citation) for c in citations):
@@ -680,7 +690,7 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
             out += [c for m in mentions(text) if m.kind in _LINE_ONLY
                     for c in [check_mention(tree, m)] if c is not None]
         return out
-    return check_line(root, text, tree, context=context)
+    return check_line(root, text, tree, context=context, base=base)
 
 
 # -- plain lines: what a line names, checked against the tree --------------------------------
@@ -842,7 +852,33 @@ _OWNER = re.compile(r"\b(?:class|struct|enum|trait|interface|type|union|object|p
                     r"|defmodule|impl(?:<[^<>\n]{0,80}>)?)\s+([A-Za-z_][\w]*)")
 _SOURCE_LINE = re.compile(r"^\s*(?:import|from|class|export|const|let|use|extends)\s")
 _CODE_EXT = frozenset("py ts mts cts js mjs cjs tsx jsx rs go zig rb java kt swift lua sh".split())
-_LINE_ONLY = frozenset({"value", "filevalue", "nested", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
+#: a version exact enough to be a pin: three parts, or two and a pre-release (``10.0.100-rc.1.25411.109``, ``3.12.4``)
+_PINNED = re.compile(r"(?<![\w.^~<>=/-])v?\d+\.\d+(?:\.\d+(?:-[0-9A-Za-z.]+)?|-[A-Za-z][0-9A-Za-z.]*)(?![\w.-]*\w)")
+#: a line that says the file it names holds the version ("pins", "specified in"), not only that both matter
+_PIN_WORD = re.compile(r"(?i)\b(?:pins?|pinned|specified|declared|locked)\b")
+#: the package a cargo command selects (``cargo test -p NAME``, ``--package=NAME``)
+_CARGO_PACKAGE = re.compile(r"\bcargo\s+[a-z][\w-]*(?:\s+[^\s`|;&]+){0,8}?\s+(?:-p|--package)(?:\s+|=)([A-Za-z][\w-]*)")
+#: a list item that opens with a module's name and a colon (``- pinot-kafka-2.0: Kafka 2.x ingestion``)
+_MODULE_ITEM = re.compile(r"^\s*[-*]\s+([a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:-\d+(?:\.\d+)+)?):\s")
+#: a package script and, in parentheses, the tool it runs (``pnpm run format:js`` (prettier))
+_SCRIPT_TOOL = re.compile(r"`(?:npm\s+run|pnpm(?:\s+run)?|yarn(?:\s+run)?|bun\s+run)\s+([\w:.-]+)`\s*\(([A-Za-z][\w.-]*)(?:\s+[\w.-]+)?\)")
+#: tools a script may be said to run beside the well-known ones of :data:`_TOOL_JOBS`
+_SCRIPT_TOOLS = frozenset("cargo taplo rslint tsc tsgo deno".split())
+#: a script that runs a file of the tree (its tools are inside that file, not in the script's line)
+_RUNS_FILE = re.compile(r"(?:^|&&|;|\s)(?:node|tsx|ts-node|bun|deno\s+run|bash|sh|python3?|zx)\s+[\w./-]+\.\w+|\./[\w./-]+")
+#: a project's configuration file by its name alone (``.dlint.json``, ``.eslintrc.cjs``), not a user's (``.npmrc``)
+_DOT_CONFIG = re.compile(r"\.[a-z][\w-]*(?:\.[\w-]+)*\.(?:json|jsonc|json5|toml|ya?ml|js|cjs|mjs|ts|cts|mts)")
+#: a line (or the one before it) about configuration: the dotfile it names is the project's configuration file
+_CONFIG_WORD = re.compile(r"(?i)\bconfig(?:uration|ured|ures?)?\b")
+#: a kind of file a line names by its extension ("after modifying `.fbs` files", ".proto changes affect …")
+_FILE_KIND = re.compile(r"(?<![\w/.*$-])`?\.([a-z][a-z0-9]{1,7})`?\s+(?:[a-z]+\s+)?(?:files|changes|definitions|schemas)\b")
+#: extensions of what a program reads or writes (data, documents, media), or of what a build, an editor or a user
+#: leaves behind unversioned: a tree without one says nothing about the line
+_KIND_NOT_SOURCE = frozenset(
+    "env log tmp temp bak swp orig rej pyc pyo class o so a dll dylib exe lock cache local pem key crt out pid db "
+    "sqlite csv tsv xlsx xls pdf doc docx ppt pptx txt png jpg jpeg gif svg webp ico mp3 mp4 wav mov avi zip gz tar "
+    "tgz whl jar parquet arrow npy npz pkl pt onnx safetensors bin dat jsonl ndjson har map snap".split())
+_LINE_ONLY = frozenset({"filekind", "pin", "runs", "value", "filevalue", "nested", "default", "setting", "script", "devtool", "diagram", "command", "skill", "tool", "runtime", "children", "package", "role"})
 #: a tool named for a role (``Formatter: Prettier``, "formatted with `black`", "uses ruff for linting")
 _ROLE_END = r"`?(?=\s*(?:$|[(),.;:|+&*]|(?:and|via|with|for|or)\b))"  # the name alone, not a phrase's first word
 #: ("**Tool**: ruff" names a tool for a role; "Missing MCP tool: bash-before-MCP" is a kind of tool, not a role)
@@ -904,6 +940,13 @@ _CONVENTIONS = frozenset("PascalCase camelCase CamelCase lowerCamelCase UpperCam
                          "SCREAMING_SNAKE_CASE UPPER_CASE UPPER_SNAKE_CASE Title_Case".split())
 #: a runtime's version named in a line (``Node.js v18, v20``, ``Python 3.10+``); not ``node:20`` (an image)
 _RUNTIME = re.compile(r"(?i)(?<![\w./@-])(node(?:\.?js)?|python)(?!:\d)(?![\w/@-])([^;\n]{0,60})")
+#: a Java version a line requires ("JDK 21+", "Java 11 or later"), or the one it says the code targets
+_JAVA_MIN = re.compile(r"(?i)(?<![\w.-])(?:jdk|java|jre)\s*(\d{1,2})(?:\s*\+|\s+or\s+(?:later|newer|above|higher)\b)")
+_JAVA_TARGET = re.compile(r"(?i)\btargets?\s+java\s+(\d{1,2})\b")
+_JAVA_ANY = re.compile(r"(?i)(?<![\w.-])(?:jdk|java|jre)\s*\d{1,2}\b")
+#: where a Maven or Gradle build says the Java version it compiles for
+_JAVA_BUILD = (re.compile(r"<(?:jdk\.version|java\.version|maven\.compiler\.release|maven\.compiler\.source)>\s*(?:1\.)?(\d{1,2})\s*<"),
+               re.compile(r"JavaLanguageVersion\.of\(\s*(\d{1,2})\s*\)|JavaVersion\.VERSION_(?:1_)?(\d{1,2})\b"))
 #: a line that lists browsers or other runtimes beside Node states a compatibility, not what the project needs
 _OTHER_RUNTIMES = re.compile(r"(?i)\b(?:chrome|safari|firefox|edge|browsers?|deno|bun|electron|ios|android)\s*\d")
 _PROSE_FILE = re.compile(r"(?<![\w./@$-])([A-Za-z_][\w-]*)\.([a-z]{1,4})(?![\w/-])")
@@ -924,7 +967,14 @@ _SHIPPED = re.compile(r"(?:^|/)(?:templates?|examples?|fixtures?|__fixtures__|sa
 _EMITTED = {"js": ("ts", "tsx"), "jsx": ("tsx",), "mjs": ("mts",), "cjs": ("cts",)}
 #: a name the line tells the reader not to use: "`Store()` not `GetStore()`", "instead of `x`", "rather than `y`"
 _AVOIDED = re.compile(r"(?i)(?:\bnot|\bnever|\binstead\s+of|\brather\s+than|\bavoid(?:ing)?|\bover)\s+"
-                      r"(?:use\s+|using\s+)?`([^`]{1,200})`")
+                      r"(?:use\s+|using\s+|(?:name|call|title)\s+(?:\w+\s+){0,2})?`([^`]{1,200})`")
+#: a path the reader is told to look for on their own machine ("by checking that `.husky/_/` exists"): made by
+#: an install or a hook, never a file of the tree
+_RUNTIME_PATH = re.compile(r"(?i)\b(?:check(?:ing)?|verify(?:ing)?|confirm(?:ing)?|ensur(?:e|ing)|mak(?:e|ing)\s+sure)"
+                           r"\s+(?:that\s+|whether\s+|if\s+)?(?:the\s+)?`([^`]{1,200})`\s+(?:(?:folder|directory|file)\s+)?exists\b")
+#: a repository another project's issues or pull requests live in ("open a tracking issue in `dask/community`")
+_ISSUES_IN = re.compile(r"(?i)\b(?:issues?|PRs?|pull\s+requests?|discussions?)\s+(?:in|on|at|against|to)\s+(?:the\s+)?"
+                        r"`[\w.-]+/[\w.-]+`")
 #: a name the line says another project provides ("the `UpdateXlf` target (provided by [XliffTasks](…))")
 _PROVIDED = re.compile(r"(?i)\b(?:provided|supplied|shipped|implemented)\s+by\b|\bcomes?\s+from\s+\[")
 #: a folder and, in parentheses, what it holds: ``tools/`` (eslint-config, tsconfig)
@@ -962,6 +1012,8 @@ class Tree:
         self._defaults: dict[str, list[str]] = {}
         self._traces: dict[str, bool] = {}
         self._names: list[str] | None = None
+        self._extensions: set[str] | None = None
+        self._dir_names: set[str] | None = None
         self._run_blob: str | None = None
         self._children: dict[str, set[str]] | None = None
         self._packages: set[str] | None = None
@@ -1117,6 +1169,18 @@ class Tree:
             i += 1
         return found[0] if len(found) == 1 else None
 
+    def dir_names(self) -> set[str]:
+        """The last part of every folder's path (``crates/pnpm-cli`` -> ``pnpm-cli``)."""
+        if self._dir_names is None:
+            self._dir_names = {d.rsplit("/", 1)[-1] for d in self.dirs}
+        return self._dir_names
+
+    def extensions(self) -> set[str]:
+        """Every extension a file of the tree has, lower case (``fbs`` and ``d.ts``'s ``ts``), without the dot."""
+        if self._extensions is None:
+            self._extensions = {n.rsplit(".", 1)[1].lower() for n in self.by_name if "." in n}  # ``.sqlfluff`` too
+        return self._extensions
+
     def ignored(self, path: str) -> bool:
         """Whether the root ``.gitignore`` ignores ``path`` (or a folder on its way): a local or generated file,
         which a fresh tree need not hold."""
@@ -1268,6 +1332,11 @@ class Tree:
                 if isinstance(pkg, dict) and isinstance(pkg.get("name"), str):
                     names.add(pkg["name"])
                     self._package_dirs.setdefault(pkg["name"], []).append(p.rpartition("/")[0])
+            for p in sorted(self.by_name.get("pom.xml", []))[:500]:  # a Maven module: its own artifactId
+                am = re.search(r"<artifactId>\s*([\w.-]+)\s*</artifactId>",
+                               re.sub(r"(?s)<parent>.*?</parent>", "", self.text(p) or "", count=1))
+                if am:
+                    names.add(am.group(1))
             for n, sec in (("pyproject.toml", "project"), ("Cargo.toml", "package")):
                 for p in sorted(self.by_name.get(n, []))[:500]:
                     pm = re.search(r"(?ms)^\[" + sec + r"\]\s*$(?:(?!^\[).)*?^name\s*=\s*[\"']([^\"']+)", self.text(p) or "")
@@ -1311,9 +1380,10 @@ class Tree:
 class Mention:
     kind: str  # path | target | symbol | tool | value | flag
     name: str  # the path, target, identifier, tool, key or flag
-    build: str = ""  # target: build file names "|"-separated; value: the value; flag: the script
+    build: str = ""  # target: build file names "|"-separated; value: the value; flag: the script; path: "example"/"config"
     cwd: str = ""  # target: the folder it runs in (``cd DIR &&``, ``-C DIR``, "from `DIR`")
     package: str = ""  # target: the workspace package it runs in (``--filter P``); "*": any package
+    linked: bool = False  # path: a relative link's target (``[x](./pkg/AGENTS.md)``): the file's own, from its folder
 
 
 _IMPORT_SOURCE = re.compile(r"""\bfrom\s+["']([^"'\s]+)["']|^\s*from\s+([\w.]+)\s+import\b|\brequire\(\s*["']([^"'\s]+)["']"""
@@ -1497,20 +1567,27 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         add(Mention(kind="target", name=hm.group(1), build="hatch", cwd=cwd))
     tainted = [t for t in _TICKED_SPAN.findall(text) if _PLACEHOLDER.search(t)]
     avoided = {a.strip().rstrip("/").removesuffix("()") for a in _AVOIDED.findall(text)}  # its absence says nothing
-    other_repo = re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
+    avoided |= {a.strip().rstrip("/") for a in _RUNTIME_PATH.findall(text)}
+    other_repo = (re.search(r"`[\w.-]+`\s+(?:repo|repository)\b", text) is not None  # its paths are not ours
+                  or _ISSUES_IN.search(text) is not None)
     example = "example" if _EG.search(text) or _CREATES.search(text) else ""  # unverifiable when missing
     made = {x.strip("./") for x in _MADE.findall(text)}  # what a command writes: ``> out.sql``, ``mkdir -p d``
     spaced = [t.strip() for t in _TICKED_SPAN.findall(text) if _SPACED_PATH.fullmatch(t.strip())]
     planned = _PLANNED.search(text) is not None
     candidates = _path_candidates(text) if not planned else []
+    linked = {t.rstrip("/") for t in _LINK_TARGET.findall(text) if ".." not in t.split("/")}
     if not example and (candidates or spaced) and _example_block(context):
         example = "example"  # a path a code block of examples shows: unverifiable when missing too
     for path, _span, weak in candidates:
         if (not weak and not other_repo and _clean_piece(path) and not any(path in t for t in tainted)
                 and path.rstrip("/") not in avoided
                 and path.strip("./") not in made and not any(path in t for t in spaced)
-                and not (context and _planned_in_context(context, path))):
-            add(Mention(kind="path", name=path, build=example))
+                and not (context and _planned_in_context(context, path))
+                and not (path.startswith(".") and re.search(re.escape(path) + r"`?\s+files\b", text))):  # a kind
+            config = (path.startswith(".") and "/" not in path and _DOT_CONFIG.fullmatch(path) and not example
+                      and _CONFIG_WORD.search(" ".join([*context[-1:], text])))
+            add(Mention(kind="path", name=path, build="config" if config else example,
+                        linked=path.rstrip("/") in linked))
     for t in spaced if not planned else ():
         add(Mention(kind="path", name=t, build=example))
     for rm in _RUNTIME.finditer(text) if not _OTHER_RUNTIMES.search(text) else ():
@@ -1518,6 +1595,9 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         if versions:
             rt = "python" if rm.group(1).lower() == "python" else "node"
             add(Mention(kind="runtime", name=rt, build=",".join(".".join(map(str, v)) for v in versions)))
+    jm = _JAVA_MIN.search(text) or (_JAVA_TARGET.search(text) if len(_JAVA_ANY.findall(text)) == 1 else None)
+    if jm and not _EG.search(text):  # the first version the line requires: "JDK 21+ …; clients target Java 11"
+        add(Mention(kind="runtime", name="java", build=jm.group(1)))
     negated = _NOT_USED.search(text) is not None
     for pat in (*_ROLE, _ROLE_MORE):
         for om in pat.finditer(text):
@@ -1535,17 +1615,26 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
             name = (tm.group(1) or tm.group(2)).lower()
             if name in _TOOL_JOBS and name not in _TOOL_WORDS:
                 add(Mention(kind="devtool", name=name))
+    for km in _FILE_KIND.finditer(text) if not _EG.search(text) else ():  # "generated from .fbs files": a source
+        if km.group(1) not in _KIND_NOT_SOURCE and not _NOT_USED.search(text[max(km.start() - 40, 0):km.start()]):
+            add(Mention(kind="filekind", name=km.group(1)))
+    for cm in _CARGO_PACKAGE.finditer(text):  # ``cargo nextest run -p pacquet-lockfile``
+        add(Mention(kind="package", name=cm.group(1)))
+    for sm in _SCRIPT_TOOL.finditer(text):  # "`pnpm run format:js` (prettier)": the script still runs that tool
+        if sm.group(2).lower() in _TOOL_JOBS or sm.group(2).lower() in _SCRIPT_TOOLS:
+            add(Mention(kind="runs", name=sm.group(1), build=sm.group(2).lower()))
     held = _held(text)
     if held is not None:
         add(Mention(kind="children", name=held[0], build="|".join(held[1])))
-    for tok in _TICKED_SPAN.findall(text):
+    module = _MODULE_ITEM.match(text)  # "- pinot-kafka-2.0: Kafka 2.x ingestion": a list of the project's modules
+    for tok in [*_TICKED_SPAN.findall(text), *([module.group(1)] if module else [])]:
         tok = tok.strip()
-        if re.fullmatch(r"@[\w.-]+/[\w.-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+", tok) and not _EXAMPLE.search(tok):
+        if re.fullmatch(r"@[\w.-]+/[\w.-]+|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+(?:-\d+(?:\.\d+)+)?", tok) and not _EXAMPLE.search(tok):
             # the package's folder an earlier line of the file names (``packages/vitest-pool-workers/``)
             folder = next((t.strip("/") for ln in reversed(context[-400:]) for t in _TICKED.findall(ln)
                            if "/" in t.strip("/") and t.strip("/").rsplit("/", 1)[-1] == tok), "") if context else ""
             add(Mention(kind="package", name=tok, build=folder))
-    if cwd and not (context and _planned_in_context(context, cwd)):
+    if cwd and not other_repo and not (context and _planned_in_context(context, cwd)):
         add(Mention(kind="path", name=cwd))
     for tm in _TOOL_USE.finditer(text):
         add(Mention(kind="tool", name=tm.group(1) or tm.group(2)))
@@ -1555,9 +1644,12 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
             if key and (len(key) >= 4 or "-" in key or "_" in key) and key.lower() not in _KEYWORDS:
                 add(Mention(kind="default", name=key.lstrip("-"), build=vm.group(pat.groups)))
     defaults = {m.name for m in out if m.kind == "default"}
+    eg = _EG.search(text)
     for pat in _VALUE:
         for vm in pat.finditer(text):
             key = vm.group(1)
+            if eg and eg.start() < vm.start():
+                continue  # "missing permissions (e.g. `statuses: write`)": an example of a value, not the tree's
             if key.rsplit(".", 1)[-1].lower() in _SOURCE_EXT and "." in key and re.search(r"[^\s=]:\d", vm.group(0)):
                 continue  # "`Layout.tsx:221`": a file and a line in it, not a key and its value
             if key.lstrip("-") not in defaults and (
@@ -1570,6 +1662,8 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
             key = vm.group(1)
             if not (key.rsplit(".", 1)[-1].lower() in _SOURCE_EXT and "." in key):  # "`hook.ts:93`": a file's line
                 add(Mention(kind="filevalue", name=key, build=vm.group(2), package=next(iter(named_files))))
+        for pm in _PINNED.finditer(text) if _PIN_WORD.search(text) and not eg else ():  # "`global.json`: Pins the SDK (10.0.1…)"
+            add(Mention(kind="pin", name=pm.group(0), package=next(iter(named_files))))
     keyed = {m.name.rsplit(".", 1)[-1] for m in out if m.kind in ("value", "default")}
     for pat in _LINE_LENGTH if not keyed & {k for ks in _LINE_LENGTH_KEYS.values() for k in ks} else ():
         lm = pat.search(text)
@@ -1661,13 +1755,21 @@ def _range_min(spec: str, size: int) -> tuple[int, ...] | None:
 
 def _runtime_min(tree: Tree, runtime: str) -> tuple[int, ...] | None:
     """The lowest version of ``runtime`` the project supports: the root ``engines.node`` (else the one value all
-    packages agree on), or the root ``requires-python``; None when the tree does not say."""
+    packages agree on, those an example, template or fixture folder ships left out: they pin what their own
+    users run), or the root ``requires-python``; None when the tree does not say."""
+    if runtime == "java":  # the root build's: a module may compile for an older one (its clients)
+        for name, pat in (("pom.xml", _JAVA_BUILD[0]), ("build.gradle", _JAVA_BUILD[1]), ("build.gradle.kts", _JAVA_BUILD[1])):
+            jm = pat.search(tree.text(name) or "")
+            if jm:
+                return (int(jm.group(1) or jm.group(jm.lastindex or 1)),)
+        return None
     if runtime == "python":
         body = tree.text("pyproject.toml") or ""
         rm = re.search(r"(?m)^\s*requires-python\s*=\s*[\"']([^\"']+)[\"']", body)
         return _range_min(rm.group(1), 2) if rm else None
     specs: set[str] = set()
-    for p in (["package.json"] if "package.json" in tree.files else []) + sorted(tree.by_name.get("package.json", []))[:300]:
+    for p in (["package.json"] if "package.json" in tree.files else []) + sorted(
+            q for q in tree.by_name.get("package.json", []) if not _SHIPPED.search(q))[:300]:
         try:
             pkg = json.loads(tree.text(p) or "{}")
         except ValueError:
@@ -2086,8 +2188,61 @@ def _renamed_beside(tree: Tree, name: str) -> bool:
     return False
 
 
+def _script_body(tree: Tree, name: str) -> str | None:
+    """The command of package script ``name``: the root package.json's, else the one package's defining it."""
+    found: list[str] = []
+    for p in (["package.json"] if "package.json" in tree.files else []) + sorted(
+            q for q in tree.by_name.get("package.json", []) if q != "package.json" and not _SHIPPED.search(q))[:300]:
+        try:
+            scripts = json.loads(tree.text(p) or "{}").get("scripts")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(scripts, dict) and isinstance(scripts.get(name), str):
+            if p == "package.json":
+                return scripts[name]
+            found.append(scripts[name])
+    return found[0] if len(set(found)) == 1 else None
+
+
+def _check_runs(tree: Tree, m: Mention) -> Check | None:
+    """A script the line says runs a tool: stale when its command (and the scripts it calls) no longer name it
+    and name another tool instead (``lint:js`` (Biome) now running ``rslint``)."""
+    body = _script_body(tree, m.name)
+    if body is None:
+        return None  # no such script (the target check says so), or several packages' differing ones
+    seen = [body]
+    for cm in re.finditer(r"\b(?:pnpm|npm|yarn|bun)\s+(?:run\s+)?([\w:.-]+)", body):
+        seen.append(_script_body(tree, cm.group(1)) or "")
+    blob = " ".join(seen)
+    if re.search(r"(?i)(?<!\w)" + re.escape(m.build) + r"(?!\w)", blob) or (
+            len(m.build) >= 5 and m.build in re.sub(r"\s+", "", blob.lower())):  # Rslint as ``rs lint``
+        return _ok("runs", m.name)
+    if _RUNS_FILE.search(blob):
+        return None  # the tool may be inside the file the script runs
+    others = sorted({t for t in re.findall(r"(?<![\w@/.-])([a-z][\w-]+)(?![\w/.-])", blob.lower())
+                     if t != m.build and (t in _TOOL_JOBS or t in _SCRIPT_TOOLS)})
+    if not others:
+        return None  # a wrapper (``rs check``, ``bun -F pkg x``) may run it: no other tool is named instead
+    return _stale("runs", m.name, f"the {m.name} script runs {others[0]} now, not {m.build} (`{body[:80]}`)")
+
+
+def _check_kind(tree: Tree, ext: str) -> Check | None:
+    """A kind of file (``.fbs``) the line names: stale when no file of the tree has that extension any more (the
+    tree listed whole, not a stub, and the kind not one the root ``.gitignore`` keeps out: generated)."""
+    if not 50 <= len(tree.files) < TREE_MAX_FILES or tree.ignored(f"x.{ext}"):
+        return None
+    suffix = f".{ext}"
+    if ext in tree.extensions():
+        return _ok("filekind", suffix)
+    return _stale("filekind", suffix, f"no {suffix} file is left in the tree")
+
+
 def check_mention(tree: Tree, m: Mention) -> Check | None:
     """One mention against the tree: ok, stale with the reason, unverifiable with a code; None: not checkable here."""
+    if m.kind == "filekind":
+        return _check_kind(tree, m.name)
+    if m.kind == "runs":
+        return _check_runs(tree, m)
     if m.kind == "path":
         try:
             _rel_parts(m.name)
@@ -2107,6 +2262,12 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         parts = p.split("/")
         base = parts[-1]
         ext = base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
+        if m.build == "config" and "/" not in p and not tree.ignored(base) and len(tree.files) >= 50:
+            # a configuration file the line says the project has (``.dlint.json``): anywhere in the tree, with
+            # or without its dot (``clippy.toml`` is read as ``.clippy.toml``)
+            if base in tree.by_name or base.lstrip(".") in tree.by_name:
+                return _ok("path", m.name)
+            return _stale("path", m.name, f"no {base} is left in the tree")
         if (len(parts) < 2 or any(x in _BUILT for x in parts) or base.startswith(".") and "/" not in p
                 or (ext and ext not in _FILE_EXT) or _EXAMPLE.search(p) or ".gitmodules" in tree.files
                 and re.search(r"(?m)^\s*path\s*=\s*" + re.escape(p) + r"\s*$", tree.text(".gitmodules") or "")):
@@ -2121,7 +2282,7 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             if p not in tree.named and "/" + p not in tree.named:
                 return _stale("path", m.name, f"{m.name} moved to {tree.by_name[base][0]}",
                               replace=_same_place(m.name, tree.by_name[base][0]))
-        if parent not in tree.dirs and not (len(parts) > 2 and (tree.has(parent) or parts[0] in tree.dirs)):
+        if parent not in tree.dirs and not m.linked and not (len(parts) > 2 and (tree.has(parent) or parts[0] in tree.dirs)):
             return None  # owner/name, a/b choices: not a path of this tree
         tree.words()
         if p in tree.named or "/" + p in tree.named:
@@ -2210,10 +2371,19 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
                 return _ok("package", m.name)
         else:
             prefix = re.split(r"[-_]", m.name)[0]
-            if sum(bool(re.match(re.escape(prefix) + r"[-_]", n)) for n in names) < 2:
-                return None
-            if m.name in tree.words() or any(x.rsplit("/", 1)[-1] == m.name for x in tree.dirs):
+            if m.name in tree.words() or m.name in tree.dir_names():
                 return _ok("package", m.name)
+            if sum(bool(re.match(re.escape(prefix) + r"[-_]", n)) for n in names) < 2:
+                # the whole family renamed (``pacquet-cli`` -> ``pnpm-cli``): one package of another family of
+                # two or more has the same rest, and no package keeps the old prefix
+                rest = m.name[len(prefix) + 1:]
+                peers = sorted(n for n in names if re.fullmatch(r"[a-z0-9]+[-_]" + re.escape(rest), n)
+                               and not n.startswith(prefix))
+                family = re.split(r"[-_]", peers[0])[0] if len(peers) == 1 else ""
+                if not rest or not family or any(re.match(re.escape(prefix) + r"[-_]", n) for n in names) or sum(
+                        bool(re.match(re.escape(family) + r"[-_]", n)) for n in names) < 2:
+                    return None
+                return _stale("package", m.name, f"no package {m.name} in the workspace any more ({peers[0]} now?)")
         return _stale("package", m.name, f"no package {m.name} in the workspace any more")
     if m.kind == "skill":
         skills = [d for d in tree.dirs if d.rsplit("/", 1)[-1] == "skills"]
@@ -2241,6 +2411,8 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
                 return _ok("target", m.name) if defined is not None else None
         if m.build == "package.json" and m.name in tree.dependencies():
             return None  # ``pnpm nx …``: the program of a dependency, not a script
+        if m.build == "package.json" and tree.packages() & _PACKAGE_MANAGERS:
+            return None  # the project is a package manager: ``pnpm lane`` may be one of its own commands
         where = builds[0] if len(builds) == 1 and (m.package or m.cwd) else " / ".join(
             sorted({b.rsplit("/", 1)[-1] for b in builds}))
         return _stale("target", m.name, f"{where} has no target {m.name!r} any more")
@@ -2283,6 +2455,18 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         return _stale(m.kind, m.name, f"{m.name} is {seen[0]} now, not {m.build}"
                       + (" (its default in the code)" if where == "the code" else ""),
                       replace=(m.build, seen[0]) if len(set(seen)) == 1 else None)
+    if m.kind == "pin":
+        held_in = m.package if m.package in tree.files else tree.has(m.package)
+        body = tree.text(held_in) if held_in and held_in in tree.files else None
+        stated = m.name.removeprefix("v")
+        pins = set(_PINNED.findall(body or ""))
+        if not pins:
+            return None  # no version there: the line's version is of something else
+        if re.search(r"(?<![\w.])" + re.escape(stated) + r"(?![\w.-]*\w)", body or ""):
+            return _ok("pin", m.name)
+        now = sorted(p for p in pins if p.split(".")[0].lstrip("v") == stated.split(".")[0])
+        return _stale("pin", m.name, f"{held_in} no longer holds {stated}" + (f" ({now[0]} now)" if len(now) == 1 else ""),
+                      replace=(m.name, now[0]) if len(now) == 1 else None)
     if m.kind == "filevalue":
         held_in = m.package if m.package in tree.files else tree.has(m.package)
         body = tree.text(held_in) if held_in and held_in in tree.files else None
@@ -2354,11 +2538,14 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
 
 
 def check_line(root: str, text: str, tree: Tree | None = None, *, code: bool | None = None,
-               context: Sequence[str] = ()) -> list[Check]:
-    """The checks of a plain line (no recorded citations): one per mention that can be checked here."""
+               context: Sequence[str] = (), base: str = "") -> list[Check]:
+    """The checks of a plain line (no recorded citations): one per mention that can be checked here. ``base``:
+    the folder of the file the line is in, relative to ``root`` (a relative link is read from there)."""
     tree = tree if tree is not None else Tree(root)
     out = []
     for m in mentions(text, code=code, context=context):
+        if m.linked and base.strip("/."):
+            m = attrs.evolve(m, name=posixpath.normpath(f"{base.strip('/')}/{m.name}"))
         c = check_mention(tree, m)
         if c is not None:
             out.append(c)

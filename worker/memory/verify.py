@@ -336,8 +336,8 @@ def verify_instructions(ms: MemoryStore, tree: Callable[[], Tree]) -> tuple[list
         for i, line in enumerate(lines):
             if not line.strip() or any(root.rstrip("/") in line for root in roots):
                 continue
-            stale = [c.reason for c in verify_entry(ms.workspace, line, tree=tree(), context=lines[:i])
-                     if c.verdict == STALE]
+            stale = [c.reason for c in verify_entry(ms.workspace, line, tree=tree(), context=lines[:i],
+                                                    base=posixpath.dirname(rel)) if c.verdict == STALE]
             if stale:
                 out.append({"file": rel, "line": i + 1, "why": stale, "key": line_key(line)})
     return read, out
