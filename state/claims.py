@@ -117,10 +117,6 @@ class ClaimStore:
             self._root.close()
             self._root = None
 
-    def run(self, ops: Sequence[P.Op], *, lock: str | None = None) -> P.ProgramResult:
-        """Run a program against the claims root."""
-        return P.run(self.root, ops, lock=lock, wait=self.lock_wait)
-
     # -- observation ------------------------------------------------------
     def newest(self, scope: str) -> Newest:
         """Two programs: list+clock, then read the newest claim with its outcome."""
@@ -269,6 +265,104 @@ class ClaimStore:
             self.settle(claim, OutcomeKind.FAILED, error=str(code or ErrorCode.IO_FAILED))
         except CairnError:
             pass  # not ours after all (never linked), or the device is still full: the deadline frees it
+
+    def elect_new(self, scopes: Sequence[str], *, purpose: str, ttl: float,
+                  authority: Authority) -> list[Claim | None]:
+        """Generation 1 of the scopes in ``scopes`` never used, elected in one program (ADR 0023).
+
+        For a cold import's new sessions. A first program looks for each
+        scope's first claim (no lock: an observation); the scopes that have
+        none get the same proof as :meth:`elect`'s, made for each under every
+        such scope's lock at once (no generation is there), and their claims
+        are published by one :class:`~state.program.LinkAll` (their fsyncs
+        waited on together). One item per scope, in order: its claim, or None
+        when it was in use (or another writer raced this one to a scope: then
+        None for all), for the caller to elect alone. ``E_CLAIM_BUSY`` when a
+        lock stayed held; a failure that may have left claims behind settles
+        each of them ``failed`` first (as :meth:`elect` does).
+        """
+        looked = self.run([P.Verify(f"{self.scope_dir(s)}/1.claim", absent=True, optional=True) for s in scopes])
+        looked.raise_failed()
+        free = [s for s, r in zip(scopes, looked.results, strict=True) if r.status is OpStatus.OK]
+        if not free:
+            return [None] * len(scopes)
+        sds = [self.scope_dir(s) for s in free]
+        made: dict[str, ClaimRecord] = {}
+        pid = os.getpid()
+
+        def render(scope: str) -> Any:
+            def bytes_at(now: float | None) -> bytes:
+                assert now is not None
+                made[scope] = ClaimRecord(scope=scope, generation=1, nonce=os.urandom(16).hex(), pid=pid,
+                                          host=self.host, purpose=purpose, created=now, deadline=now + ttl,
+                                          authority=authority, inputs={})
+                return codec.encode(made[scope])
+            return bytes_at
+
+        ops: list[P.Op] = [P.VerifyNewest(sd, 0) for sd in sds]  # the scopes' folders: made to lock them
+        ops += [P.Clock("", offset=self.clock_offset),
+                P.LinkAll(tuple((f"{sd}/1.claim", render(s)) for s, sd in zip(free, sds, strict=True)))]
+        res = self.run(ops, locks=sds)
+        if res.ok:
+            got = {s: Claim(s, sd, made[s]) for s, sd in zip(free, sds, strict=True)}
+            for s in free:
+                self._hint[s] = 1
+            return [got.get(s) for s in scopes]
+        bad = next(x for x in res.results if x.status is not OpStatus.OK)
+        if bad.status is OpStatus.FAILED:
+            if res.results[-1] is bad:
+                for s, sd in zip(free, sds, strict=True):
+                    if s in made:
+                        self._abandon(Claim(s, sd, made[s]), bad.code)
+            raise CairnError(bad.code or ErrorCode.IO_FAILED, bad.message)
+        return [None] * len(scopes)  # raced to a scope by another writer: one at a time
+
+    def run(self, ops: Sequence[P.Op], *, lock: str | None = None, locks: Sequence[str] = ()) -> P.ProgramResult:
+        """Run a program against the claims root (``locks``: several scope directories held at once)."""
+        return P.run(self.root, ops, lock=lock, wait=self.lock_wait, locks=locks)
+
+    def guarded_many(self, claims: Sequence[Claim], ops: Sequence[P.Op]) -> P.ProgramResult:
+        """:meth:`guarded` for several claims at once: ``ops`` run only if every claim still owns its
+        scope, proven in the one program that holds every scope's lock (results 0 … len(claims)-1 are
+        the proofs). Raises the first proof's failure; the operations then did not run."""
+        fulls = [f"{self.rel}/{c.scope_dir}" for c in claims]
+        guards = [P.VerifyOwner(f, c.generation, c.record.nonce, c.deadline, self.clock_offset,
+                                codec.encode(c.record), clock_dir=self.rel) for f, c in zip(fulls, claims, strict=True)]
+        res = P.run(self.base, [*guards, *ops], locks=fulls, wait=self.lock_wait)
+        for c, g in zip(claims, res.results, strict=False):
+            if g.status is not OpStatus.OK:
+                raise CairnError(g.code or ErrorCode.CLAIM_LOST, g.message or f"{c.scope}: ownership lost")
+        return res
+
+    def finish_many(self, claims: Sequence[Claim], payloads: Sequence[dict[str, Any]]) -> None:
+        """:meth:`finish` of several claims whose fenced effects landed: every ``completed`` outcome in
+        one program holding every scope's lock, after each claim's ownership is proven. When a proof fails
+        (a deadline passed, a takeover), each claim is finished alone, as :meth:`finish` does."""
+        sds = [c.scope_dir for c in claims]
+        guards = [P.VerifyOwner(sd, c.generation, c.record.nonce, c.deadline, self.clock_offset,
+                                codec.encode(c.record), clock_dir="") for sd, c in zip(sds, claims, strict=True)]
+        outs: dict[str, bytes] = {}
+
+        def render(c: Claim, payload: dict[str, Any]) -> Any:
+            def bytes_at(now: float | None) -> bytes:
+                rec = OutcomeRecord(scope=c.scope, generation=c.generation, kind=OutcomeKind.COMPLETED,
+                                    nonce=c.record.nonce, decided=float(now or 0.0), claim_nonce=c.record.nonce,
+                                    payload=payload)
+                outs[c.scope] = codec.encode(rec)
+                return outs[c.scope]
+            return bytes_at
+
+        link = P.LinkAll(tuple((f"{sd}/{c.generation}.outcome", render(c, p))
+                               for sd, c, p in zip(sds, claims, payloads, strict=True)))
+        res = self.run([*guards, link], locks=sds)
+        if res.ok:
+            for c in claims:
+                self._settled[c.scope] = (c.generation, outs[c.scope])
+            return
+        if res.results[-1].status is not OpStatus.SKIPPED:  # the outcomes' link itself failed or conflicted
+            res.raise_failed()
+        for c, p in zip(claims, payloads, strict=True):
+            self.finish(c, payload=p)
 
     # -- settlement -------------------------------------------------------
     def settle(

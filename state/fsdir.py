@@ -149,8 +149,14 @@ class PinnedDir:
             pass
 
     # -- navigation -------------------------------------------------------
-    def child(self, name: str, *, create: bool = False, mode: int = 0o700) -> PinnedDir:
+    def child(self, name: str, *, create: bool = False, mode: int = 0o700,
+              defer: list[PinnedDir] | None = None) -> PinnedDir:
         """Open (or create) the directory ``name`` here.
+
+        ``defer``: a directory made here is not followed by this directory's
+        fsync; this directory is appended to ``defer`` instead, and the caller
+        fsyncs it before putting anything in the new one (several made at once
+        share their parents' fsyncs).
 
         A private state root (``.cairn/state``) is checked before it is handed
         out (:func:`state.stateroot.verify`, ``E_STATE_FOREIGN``): every path
@@ -171,7 +177,10 @@ class PinnedDir:
                 else:
                     created = True
                     try:
-                        self._sync_dir()
+                        if defer is not None:
+                            defer.append(self)
+                        else:
+                            self._sync_dir()
                     except BaseException:
                         # fatal for this write (ADR 0021): drop the new, empty directory so the next
                         # attempt makes it afresh and fsyncs its parent again, never trusting this fsync
@@ -392,17 +401,21 @@ class PinnedDir:
             raise
         self._sync_dir()
 
-    def create_empty(self, name: str, *, mode: int = 0o600) -> bool:
-        """Exclusively create an empty file (a marker). False if it existed."""
+    def create_empty(self, name: str, *, mode: int = 0o600, sync: bool = True) -> bool:
+        """Exclusively create an empty file (a marker). False if it existed.
+
+        ``sync=False``: this directory is not fsynced; the caller does it before relying on the marker."""
         check_name(name)
         crash.point(f"create {name}")
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
         except FileExistsError:
-            self._sync_dir()  # it may be one a writer made but lost before this fsync (see publish)
+            if sync:
+                self._sync_dir()  # it may be one a writer made but lost before this fsync (see publish)
             return False
         os.close(fd)
-        self._sync_dir()
+        if sync:
+            self._sync_dir()
         return True
 
     def remove(self, name: str, *, sync: bool = True) -> bool:

@@ -24,6 +24,10 @@ Operations (paths are '/'-separated, relative to the base, validated):
 ``sync``        fsync a directory (after links published with ``sync=False``)
 ``link-all``    several exclusive durable publishes at once (reported as ``link``): every
                 temp written, all fsynced together, each linked, every directory fsynced together
+``create-all``  several exclusive creations of empty markers (reported as ``create``), their
+                directories fsynced together
+``ensure-dirs`` several directory chains (reported as ``ensure-dir``), the parents of those
+                created fsynced together
 
 Batched durability: several ``link``s into one directory with ``sync=False``
 followed by one ``sync`` of that directory pay one directory fsync instead of
@@ -95,6 +99,9 @@ class VerifyOwner(Step):
     deadline: float
     clock_offset: float = 0.0
     claim_bytes: bytes | None = None  # when known, compared instead of decoding the claim
+    #: read the target clock in this directory instead of the scope's, once per program: a program
+    #: proving several claims under all their locks (ADR 0023) reads one clock, not one per scope
+    clock_dir: str | None = None
     op = "verify"
 
 
@@ -167,9 +174,30 @@ class LinkAll(Step):
     the name existed). Status ``conflict`` when any name existed.
     """
 
-    items: tuple[tuple[str, bytes], ...]
+    items: tuple[tuple[str, bytes | Callable[[float | None], bytes]], ...]
     mode: int = 0o600
     op = "link"
+
+
+@attrs.frozen
+class CreateAll(Step):
+    """Exclusive creation of several empty markers, their directories fsynced together.
+
+    The guarantee per marker of :class:`Create`; ``value`` is one flag per
+    path, true when created (false: it existed). Status ``conflict`` when any
+    existed.
+    """
+
+    paths: tuple[str, ...]
+    op = "create"
+
+
+@attrs.frozen
+class EnsureDirs(Step):
+    """:class:`EnsureDir` of several chains: the directories made, then their parents fsynced together."""
+
+    paths: tuple[str, ...]
+    op = "ensure-dir"
 
 
 @attrs.frozen
@@ -214,7 +242,7 @@ class EnsureDir(Step):
 
 
 Op = (Verify | VerifyOwner | VerifyNewest | FindNewest | Read | Create | Write | Link | LinkAll | Remove | RemoveDir
-      | ListDir | Clock | EnsureDir | Sync)
+      | ListDir | Clock | EnsureDir | Sync | CreateAll | EnsureDirs)
 
 
 @attrs.frozen
@@ -266,8 +294,9 @@ class _Dirs:
         self.base = base
         self.cache: dict[str, PinnedDir] = {}
         self.clock: float | None = None
+        self.clocks: dict[str, float] = {}  # target clock read once per directory (``VerifyOwner.clock_dir``)
 
-    def get(self, rel: str, *, create: bool = False) -> PinnedDir:
+    def get(self, rel: str, *, create: bool = False, defer: list[PinnedDir] | None = None) -> PinnedDir:
         """The pinned directory ``rel``, opened from its nearest already-opened ancestor.
 
         Every component is still opened relative to its parent's pinned
@@ -285,7 +314,7 @@ class _Dirs:
             i -= 1
         cur = self.cache["/".join(parts[:i])] if i > 0 else self.base
         for k in range(i, len(parts)):
-            cur = cur.child(parts[k], create=create)
+            cur = cur.child(parts[k], create=create, defer=defer)
             self.cache["/".join(parts[:k + 1])] = cur
         return cur
 
@@ -366,7 +395,12 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
                 raw, ClaimRecord, where=f"{op.scope_dir}/{op.generation}.claim").nonce != op.nonce):
             return OpResult(op.op, OpStatus.MISMATCH, code=ErrorCode.CLAIM_LOST,
                             message=f"generation {op.generation} is not ours")
-        now = owner_dir.clock() + op.clock_offset
+        if op.clock_dir is None:
+            now = owner_dir.clock() + op.clock_offset
+        else:
+            if op.clock_dir not in dirs.clocks:
+                dirs.clocks[op.clock_dir] = dirs.get(op.clock_dir).clock()
+            now = dirs.clocks[op.clock_dir] + op.clock_offset
         dirs.clock = now
         if now >= op.deadline:
             return OpResult(op.op, OpStatus.CONFLICT, code=ErrorCode.CLAIM_EXPIRED,
@@ -435,6 +469,12 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
     if isinstance(op, EnsureDir):
         dirs.get(op.path, create=True)
         return OpResult(op.op, OpStatus.OK)
+    if isinstance(op, CreateAll):
+        made = _create_all(dirs, op)
+        return OpResult(op.op, OpStatus.OK if all(made) else OpStatus.CONFLICT, made)
+    if isinstance(op, EnsureDirs):
+        _ensure_dirs(dirs, op.paths)
+        return OpResult(op.op, OpStatus.OK)
     raise TypeError(f"unknown operation {op!r}")
 
 
@@ -446,7 +486,7 @@ def _link_all(dirs: _Dirs, op: LinkAll) -> tuple[bool, ...]:
             d, name = _dirname(path)
             check_name(name)
             pd = dirs.get(d)
-            tmp, fd = pd.stage(data, mode=op.mode)
+            tmp, fd = pd.stage(data(dirs.clock) if callable(data) else data, mode=op.mode)
             staged.append((pd, tmp, fd, name))
         fsync_all([fd for _, _, fd, _ in staged], "fsync-temp")
         for pd, tmp, _, name in staged:
@@ -466,22 +506,56 @@ def _link_all(dirs: _Dirs, op: LinkAll) -> tuple[bool, ...]:
     return tuple(won)
 
 
-def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None, wait: LockWait = DEFAULT_WAIT) -> ProgramResult:
+def _create_all(dirs: _Dirs, op: CreateAll) -> tuple[bool, ...]:
+    made: list[bool] = []
+    synced: dict[int, PinnedDir] = {}
+    for path in op.paths:
+        d, name = _dirname(path)
+        pd = dirs.get(d)
+        made.append(pd.create_empty(name, sync=False))
+        synced.setdefault(id(pd), pd)
+    # every directory, created in or found holding the marker: it may be one a writer made but lost
+    # before its directory fsync (see :meth:`PinnedDir.publish`)
+    fsync_all([pd.fd for pd in synced.values()], "fsync-dir")
+    return tuple(made)
+
+
+def _ensure_dirs(dirs: _Dirs, paths: Sequence[str]) -> None:
+    """Every chain of ``paths`` made; the parents that got a new entry fsynced together, before any
+    operation puts something in the new directories (an empty directory found later is one whose entry
+    may not be durable: :meth:`PinnedDir.child` fsyncs its parent then)."""
+    parents: list[PinnedDir] = []
+    for path in paths:
+        dirs.get(path, create=True, defer=parents)
+    fsync_all([pd.fd for pd in {id(pd): pd for pd in parents}.values()], "fsync-dir")
+
+
+def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None, wait: LockWait = DEFAULT_WAIT,
+        locks: Sequence[str] = ()) -> ProgramResult:
     """Run a control program; see the module docstring for the contract.
 
     ``lock`` names a directory (relative to ``base``) whose target lock is held
     for the whole program; a lock still held by another after ``wait`` raises
-    ``E_CLAIM_BUSY`` before any operation ran. Errors that are not statuses (a
-    symlinked component, an I/O error) report ``failed`` with their fixed code
-    and stop the program.
+    ``E_CLAIM_BUSY`` before any operation ran. ``locks``: several such
+    directories, all held for the whole program, taken in sorted order (two
+    programs needing some of the same locks never wait on each other in a
+    cycle) and released if one of them cannot be taken. Errors that are not
+    statuses (a symlinked component, an I/O error) report ``failed`` with their
+    fixed code and stop the program.
     """
     dirs = _Dirs(base)
     results: list[OpResult] = []
-    held: TargetLock | None = None
+    held: list[TargetLock] = []
     try:
-        if lock is not None:
-            held = TargetLock(dirs.get(lock, create=True), wait, name=lock)
-            held.acquire()
+        names = sorted({*locks, *([lock] if lock is not None else [])})
+        made: list[PinnedDir] = []  # several lock directories made: their parents fsynced together
+        where = [dirs.get(name, create=True, defer=made if len(names) > 1 else None) for name in names]
+        if made:
+            fsync_all([pd.fd for pd in {id(pd): pd for pd in made}.values()], "fsync-dir")
+        for name, pd in zip(names, where, strict=True):
+            tl = TargetLock(pd, wait, name=name)
+            tl.acquire()
+            held.append(tl)
         stopped = False
         for op in ops:
             if stopped:
@@ -497,7 +571,7 @@ def run(base: PinnedDir, ops: Sequence[Op], *, lock: str | None = None, wait: Lo
             if res.status is OpStatus.FAILED or (res.status is not OpStatus.OK and not op.optional):
                 stopped = True  # optional means "may be refused", never "may fail" (no space …)
     finally:
-        if held is not None:
-            held.release()
+        for tl in reversed(held):
+            tl.release()
         dirs.close()
     return ProgramResult(tuple(results))

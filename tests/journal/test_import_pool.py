@@ -21,6 +21,14 @@ from tests.support.warm import run_python
 POLICY = ModelPolicy(provider="extractive")
 
 
+@pytest.fixture(autouse=True)
+def each_file_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's own behaviour: small files are not grouped here (groups: ``test_import_group.py``)."""
+    from cairn.worker.journal import imports as I
+
+    monkeypatch.setattr(I, "GROUP_FILES", 1)
+
+
 def _ready(ws: Path) -> dict[str, list[str]]:
     caps = ws / J / "captures"
     return {cap.name: [t for b in batches(cap) for t in b.turn_ids] for cap in sorted(caps.iterdir())}

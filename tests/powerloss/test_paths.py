@@ -290,3 +290,37 @@ def test_power_loss_during_edit_accept(tmp_path: Path) -> None:
         assert_rerun_converges(crashed, actor, _edit_files, final, 0, where)
 
     assert harness.sweep(template, before, ops, tmp_path, check, stride=8) > 5
+
+
+def test_power_loss_during_a_grouped_import(tmp_path: Path) -> None:
+    """Four small new sessions captured as one group (ADR 0023): their claims elected in one program, their
+    batches written in one, their claims completed in one."""
+    from tests.journal.test_import_group import _files, _state
+
+    paths = _files(tmp_path, 4, 2)
+    template = tmp_path / "template"
+    template.mkdir()
+    env = {"CAIRN_IMPORT_PROCESSES": "1", "CAIRN_IMPORT_WORKERS": "1"}
+    argv = ["-m", "cairn.server", "import", *paths, "-w"]
+    ws, before, ops = _record(template, tmp_path, _cli(*argv), argv, **env)
+    final = _state(ws)["captures"]
+    assert len(final) == 4
+    reported = _jobs(ws)
+
+    def turns(ws: Path) -> dict[str, list[tuple[str, ...]]]:
+        return {k: [t for t, _, _ in v] for k, v in _state(ws)["captures"].items()} \
+            if (ws / ".cairn/state/journal/captures").exists() else {}
+
+    def check(where: str, at_end: bool, crashed: Path) -> None:
+        if at_end:  # the import reported its turns captured: durable before any recovery
+            assert turns(crashed) == turns(ws) and _jobs(crashed) == reported, where
+        _check_evidence_until_coverage(crashed, where)
+        r = run_python([*argv, str(crashed)], env=child_env(CAIRN_TEST_CLOCK_OFFSET="1000", **env), timeout=120)
+        assert r.returncode == 0, (where, r.stderr[-800:])
+        assert turns(crashed) == turns(ws), where  # each turn captured once, in its own capture
+        got = _state(crashed)
+        assert set(got["segments"]) <= {p[4:] for p in got["pins"]}, where  # no segment left unpinned
+        doctor = _doctor(crashed)
+        assert doctor.returncode == 0, (where, doctor.stdout[-800:])
+
+    assert harness.sweep(template, before, ops, tmp_path, check, stride=8) > 5

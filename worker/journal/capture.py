@@ -20,6 +20,11 @@ discarded whole by the next capture of the session before it writes; a ready
 batch whose segment is torn on disk is rebuilt from the transcript (the entry
 records what built it) and replaced in place when the bytes match its name.
 
+New small sessions of an import are captured in groups
+(:func:`capture_group`, docs/adr/0023): the same files per session, each
+under its own claim, but the claims of the group elected in one program, the
+batches written in one and the claims completed in one.
+
 Sealing publishes ``seal`` exclusively: repeated sealing keeps the first
 trigger. An empty capture is never sealed.
 """
@@ -399,6 +404,125 @@ def capture_session(j: Journal, session: AnySession, *, source: str, policy: Mod
                              interrupted=True, turns=pending.seen)
     return CaptureResult(captured=captured, skipped=pending.skipped, capture=obs.cid, repaired=repaired,
                          unrepaired=unrepaired, interrupted=interrupted, turns=pending.seen)
+
+
+def capture_group(j: Journal, sessions: list[tuple[Session, str]], *, policy: ModelPolicy,
+                  progress: Progress | None = None) -> list[CaptureResult | None]:
+    """Capture several new small sessions at once, each under its own claim (docs/adr/0023).
+
+    ``sessions``: (session, source) pairs of distinct sessions, their turns
+    listed. A session with no capture yet, nothing to repair or discard, and
+    turns that fit one batch is captured here: generation 1 of every such
+    session's claim elected in one program, every session's batch written in
+    one program that proves every claim (segments, pins and entries each
+    published together, their fsyncs waited on together), every claim
+    completed in one program. Each session's evidence, entry and claim are the
+    ones :func:`capture_session` would write; only the number of programs and
+    of fsync waits changes.
+
+    Returns one item per session, in order: its :class:`CaptureResult`, or
+    None for the caller to capture it alone with :func:`capture_session` — a
+    session seen before, one too long for one batch, or every session when a
+    claim is in use or the group's write failed (the one-at-a-time path then
+    meets the same cause and reports it for the session's own file).
+    """
+    out: list[CaptureResult | None] = []
+    todo: list[tuple[int, Session, str, _Observed, list[Turn], _Pending]] = []
+    # one program looks for every session's folder: a session with none was never captured (its folder is
+    # made with its first capture), and has nothing else to read; the others are observed one by one
+    dirs = [f"{SESSIONS}/{session_dir(s.session_id)}" for s, _ in sessions]
+    found = j.run([P.ListDir(d, optional=True) for d in dirs])
+    found.raise_failed()
+    for (s, source), d, seen in zip(sessions, dirs, found.results, strict=True):
+        if seen.status is OpStatus.ABSENT:
+            record = P.Link(_session_record_path(s.session_id),
+                            codec.encode(SessionInfo(session_id=s.session_id, title=s.title)), optional=True)
+            look = _Observed(set(), [], None, 0, False, 0, [P.EnsureDir(d), record])
+        else:
+            look = _observe(j, s, _Known())
+        if look.cid is not None or look.torn or any(not isinstance(op, (P.EnsureDir, P.Link)) for op in look.setup):
+            out.append(None)
+            continue
+        pending = _Pending(j, s, set())
+        batch = pending.batch(look.captured)
+        if not pending.at_end():
+            out.append(None)
+            continue
+        if not batch:  # nothing to capture: no claim, no write
+            out.append(CaptureResult(captured=0, skipped=pending.skipped, capture=None, repaired=0, unrepaired=0,
+                                     interrupted=False, turns=pending.seen))
+            continue
+        todo.append((len(out), s, source, look, batch, pending))
+        out.append(None)
+    if len(todo) < 2:
+        return out  # one session alone is captured as always
+    try:
+        elected = j.claims.elect_new([f"session/{session_dir(t[1].session_id)}" for t in todo], purpose="capture",
+                                     ttl=SESSION_TTL, authority=j.authority)
+    except CairnError as exc:
+        if exc.code is not ErrorCode.CLAIM_BUSY:
+            raise
+        return out
+    todo = [t for t, c in zip(todo, elected, strict=True) if c is not None]  # the others: alone
+    claims = [c for c in elected if c is not None]
+    if not claims:
+        return out
+    try:
+        _write_group(j, claims, todo, policy)
+    except CairnError:
+        for c in claims:
+            _settle_quietly(j, c)
+        return out  # each alone: a session's own failure is then reported for its own file
+    except BaseException:
+        for c in claims:
+            _settle_quietly(j, c)
+        raise
+    j.claims.finish_many(claims, [{"captured": len(t[4])} for t in todo])
+    for i, s, _, _, batch, pending in todo:
+        out[i] = CaptureResult(captured=len(batch), skipped=pending.skipped, capture=capture_id(s.session_id, 1),
+                               repaired=0, unrepaired=0, interrupted=False, turns=pending.seen)
+    if progress is not None:
+        progress(sum(len(t[4]) + t[5].skipped for t in todo))
+    return out
+
+
+def _write_group(j: Journal, claims: list[Claim],
+                 todo: list[tuple[int, Session, str, _Observed, list[Turn], _Pending]], policy: ModelPolicy) -> None:
+    """One guarded program writing every session's first batch: the order of :func:`_write_batch` kept
+    across the group (records and markers, then every segment, every pin, every entry)."""
+    dirs: list[str] = []
+    records: list[tuple[str, bytes]] = []
+    markers: list[str] = []
+    segments: list[tuple[str, bytes]] = []
+    pins: list[str] = []
+    entries: list[tuple[str, bytes]] = []
+    for claim, (_, s, source, look, batch, _) in zip(claims, todo, strict=True):
+        sid = s.session_id
+        cid = capture_id(sid, 1)
+        dirs += [f"{SESSIONS}/{session_dir(sid)}", f"{CAPTURES}/{cid}"]
+        for op in look.setup:
+            if isinstance(op, P.Link):
+                assert isinstance(op.data, bytes)
+                records.append((op.path, op.data))
+        markers.append(f"{SESSIONS}/{session_dir(sid)}/c-0001")
+        _, raw = build_segment(sid, batch, source=source, title=s.title, policy=policy)
+        sha, put = j.segments.put_ops(raw)
+        for op in put:
+            if isinstance(op, P.EnsureDir):
+                dirs.append(op.path)
+            elif isinstance(op, P.Link):
+                assert isinstance(op.data, bytes)
+                segments.append((op.path, op.data))
+        pins.append(f"{CAPTURES}/{cid}/pin-{sha}")
+        entry = CaptureBatch(capture=cid, seq=0, turn_ids=tuple(t.turn_id for t in batch), segment=sha,
+                             captured_at=claim.record.created, source=source, title=s.title, policy=policy)
+        entries.append((f"{CAPTURES}/{cid}/{batch_name(0, len(batch))}", codec.encode(entry)))
+    ops: list[P.Op] = [P.EnsureDirs(tuple(dict.fromkeys(dirs)))]
+    if records:
+        ops.append(P.LinkAll(tuple(records), optional=True))
+    ops += [P.CreateAll(tuple(markers), optional=True), P.LinkAll(tuple(dict(segments).items()), optional=True),
+            P.CreateAll(tuple(pins), optional=True), P.LinkAll(tuple(entries))]
+    _check(j.claims.guarded_many(claims, ops), must=len(claims) + len(ops) - 1)  # the entries
 
 
 def _settle_quietly(j: Journal, claim: Claim) -> None:

@@ -34,6 +34,17 @@ watcher and an import already run side by side). The pool only adds:
 ``CAIRN_IMPORT_WORKERS=1`` captures one file after another (the order of
 mutating operations is then deterministic, which some crash tests want).
 
+*Small files in groups* (docs/adr/0023): a small file (at most
+:data:`GROUP_TURNS` turns and :data:`GROUP_BYTES` bytes) waits, once opened,
+until :data:`GROUP_FILES` of them are gathered (or a file that is not small
+comes, or one sharing a session with them, or the end); the group is then one
+task (:meth:`_Import.run_group`): each file's sessions are read, their new
+sessions captured together by :func:`capture.capture_group` (every session
+under its own claim, three programs for the group), any other captured alone
+in its file's order. Each file of the group is still settled, reported and
+failed on its own, in the order given. ``CAIRN_IMPORT_GROUP=1`` captures each
+file alone.
+
 Imports inside functions: the capture path (:mod:`.capture` and the records
 it writes), the helper process (:mod:`.import_split`) and the thread pool are
 imported where first needed. An import whose files are all unchanged
@@ -46,6 +57,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -83,6 +95,12 @@ if TYPE_CHECKING:
 
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
 WORKERS = env_int("CAIRN_IMPORT_WORKERS", 8)
+#: small files captured together (docs/adr/0023); 1: each file alone
+GROUP_FILES = env_int("CAIRN_IMPORT_GROUP", 32)
+#: a file is small when it holds at most this many turns …
+GROUP_TURNS = 128
+#: … and this many bytes
+GROUP_BYTES = 1 << 20
 
 
 #: one source of an import: its path, its format ("auto" to detect), the session ids to keep (None: all)
@@ -115,8 +133,9 @@ class _File:
         self.malformed = malformed
         self.fmt, self.pending, self.sealed = fmt, pending, sealed
         self.ids = {s.session_id for s in sessions}
-        self.future: Future[list[CaptureResult]] | _Done | None = None
+        self.future: _Part | None = None
         self.abort = threading.Event()  # an error in a file given before it: stop at a batch boundary
+        self.small = False  # may be captured with other small files (docs/adr/0023)
 
     def tally(self, results: list[CaptureResult]) -> ImportTally:
         """What this file's captures did (its lines left out included)."""
@@ -140,21 +159,60 @@ class _Done:
     """A file's task run in the calling thread: its result or its error, read as a :class:`Future`'s
     (``result``, ``exception``) without a thread pool."""
 
-    def __init__(self, task: Callable[[_File], list[CaptureResult]], f: _File) -> None:
-        self._value: list[CaptureResult] = []
+    def __init__(self, task: Callable[[list[_File]], list[Outcome]], files: list[_File]) -> None:
+        self._value: list[Outcome] = []
         self._error: BaseException | None = None
         try:
-            self._value = task(f)
+            self._value = task(files)
         except BaseException as exc:  # given back by ``result``, as a Future does
             self._error = exc
 
-    def result(self) -> list[CaptureResult]:
+    def result(self) -> list[Outcome]:
         if self._error is not None:
             raise self._error
         return self._value
 
     def exception(self) -> BaseException | None:
         return self._error
+
+
+#: what a group's task gives each of its files: its results, or what it raised
+Outcome = list[CaptureResult] | BaseException
+
+
+class _Part:
+    """One file's share of a group's task (:meth:`_Import.run_group`), read as a :class:`Future`'s."""
+
+    def __init__(self, task: Future[list[Outcome]] | _Done | Any, k: int) -> None:
+        self.task, self.k = task, k
+
+    def _mine(self) -> Outcome:
+        got: Any = self.task.result()
+        return got[self.k]
+
+    def result(self) -> list[CaptureResult]:
+        got = self._mine()
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def exception(self) -> BaseException | None:
+        if self.task.exception() is not None:
+            return self.task.exception()
+        got = self._mine()
+        return got if isinstance(got, BaseException) else None
+
+
+def _task(f: _File) -> object:
+    """The task ``f`` is captured by (the files of a group share one)."""
+    return f.future.task if isinstance(f.future, _Part) else f.future
+
+
+def _size(path: str) -> float:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return math.inf
 
 
 def _is_sealed(path: str, sealed_before: float | None) -> bool:
@@ -304,6 +362,7 @@ class _Import:
         self.lock = threading.Lock()
         self.total = self.done = 0  # turns, for ``progress``
         self.inflight: collections.deque[_File] = collections.deque()
+        self.flush: Callable[[], None] = lambda: None  # start the small files waiting for their group
 
     def tick(self, n: int) -> None:
         with self.lock:
@@ -327,6 +386,67 @@ class _Import:
             if r.interrupted:
                 break
         return results
+
+    def run_group(self, files: list[_File]) -> list[Outcome]:
+        """Small files' sessions captured together (docs/adr/0023); the group's task.
+
+        Each file's sessions are read first, on their own (a file's error is that file's outcome); those
+        read are captured by :func:`capture.capture_group`; a session it leaves (seen before, or the
+        group's programs could not run) is captured alone, in its file's order, as :meth:`run_file` does.
+        """
+        from cairn.protocol.transcript import Session
+        from cairn.worker.journal.capture import capture_group, capture_session
+
+        def halted(f: _File) -> bool:
+            return f.abort.is_set() or (self.stop is not None and self.stop())
+
+        if any(halted(f) for f in files):
+            return [self._alone(f) for f in files]
+        listed: list[list[Session] | BaseException] = []
+        for f in files:
+            try:
+                listed.append([s if isinstance(s, Session) else
+                               Session(session_id=s.session_id, source_format=s.source_format, title=s.title,
+                                       turns=tuple(s.turns())) for s in f.sessions])
+            except TOLERATED as exc:
+                listed.append(exc)
+        pairs = [(s, f"import:{s.source_format}") for got in listed if not isinstance(got, BaseException)
+                 for s in got]
+        try:
+            grouped = iter(capture_group(self.j, pairs, policy=self.policy, progress=self.tick))
+        except TOLERATED:
+            grouped = iter([None] * len(pairs))  # each alone: the cause is reported for its own file
+        out: list[Outcome] = []
+        for f, got in zip(files, listed, strict=True):
+            if isinstance(got, BaseException):
+                out.append(got)
+                continue
+            results: list[CaptureResult] = []
+            try:
+                for s in got:
+                    r = next(grouped)
+                    if r is None:
+                        r = capture_session(self.j, s, source=f"import:{s.source_format}", policy=self.policy,
+                                            progress=self.tick, stop=functools.partial(halted, f),
+                                            busy_wait=self.busy_wait)
+                    results.append(r)
+                    if r.interrupted:
+                        for _ in got[len(results):]:
+                            next(grouped)
+                        break
+            except TOLERATED as exc:
+                for _ in got[len(results) + 1:]:
+                    next(grouped, None)
+                out.append(exc)
+                continue
+            out.append(results)
+        return out
+
+    def _alone(self, f: _File) -> Outcome:
+        try:
+            return self.run_file(f)
+        except TOLERATED as exc:
+            return exc
 
     def _stop_all_then_raise(self, f: _File) -> NoReturn:
         """``f`` failed: every file in flight was given after it and stops at its batch boundary."""
@@ -363,6 +483,8 @@ class _Import:
         if streamed:
             with self.lock:
                 self.total -= streamed
+                if self.progress:
+                    self.progress(self.done, self.total)
 
     def open(self, index: int, item: Item) -> _File | None:
         """Open the file of ``item``, or list it failed (None); a file it cannot open is raised when not
@@ -397,16 +519,19 @@ class _Import:
             if self.failed is not None:
                 self.failed.append(failure(index, Path(p).name, exc))
                 return None
+            self.flush()  # small files given before it, waiting for their group: they finish first
             while self.inflight:
                 self.settle(self.inflight.popleft())
             raise
         except BaseException:
             ctx.close()
             raise
-        return _File(index, Path(p).name, ctx, wanted,
-                     sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted),
-                     tuple(malformed_line(Path(p).name, e) for e in loaded.skipped), fmt=loaded.format,
-                     pending=pending, sealed=sealed)
+        f = _File(index, Path(p).name, ctx, wanted,
+                  sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted),
+                  tuple(malformed_line(Path(p).name, e) for e in loaded.skipped), fmt=loaded.format,
+                  pending=pending, sealed=sealed)
+        f.small = bool(wanted) and f.hint <= GROUP_TURNS and _size(p) <= GROUP_BYTES
+        return f
 
     def run(self, items: list[Item]) -> ImportTally:
         to_read = sum(not self.manifest.unchanged(i) for i in range(len(items)))
@@ -414,6 +539,36 @@ class _Import:
         self.j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
         inflight = self.inflight
         pool = _thread_pool(n_workers) if n_workers > 1 else None
+        group: list[_File] = []  # small files waiting to be captured together (docs/adr/0023)
+
+        def make_room(ids: set[str]) -> None:
+            """One session at a time; at most ``n_workers`` tasks in flight."""
+            while inflight and (len({id(_task(g)) for g in inflight}) >= n_workers
+                                or any(ids & g.ids for g in inflight)):
+                self.settle(inflight.popleft())
+
+        def submit(files: list[_File], task: Any) -> None:
+            make_room(set().union(*(f.ids for f in files)))
+            if pool is None or not files[0].sessions:  # no pool, or nothing to capture (an unchanged file)
+                done: Any = _Done(task, files)
+            else:
+                done = pool.submit(task, files)
+            for k, f in enumerate(files):
+                f.future = _Part(done, k)
+                inflight.append(f)
+            if pool is None:
+                while inflight:
+                    self.settle(inflight.popleft())
+
+        def flush() -> None:
+            files = list(group)  # the task keeps its own list: ``group`` is cleared for the next
+            group.clear()
+            if len(files) == 1:
+                submit(files, lambda fs: [self.run_file(fs[0])])
+            elif files:
+                submit(files, self.run_group)
+
+        self.flush = flush
         try:
             for index, item in enumerate(items):
                 if self.tally.interrupted or (self.stop is not None and self.stop()):
@@ -424,21 +579,20 @@ class _Import:
                     continue
                 with self.lock:
                     self.total += f.hint
-                # one session at a time; at most ``n_workers`` files open and in flight
                 try:
-                    while inflight and (len(inflight) >= n_workers or any(f.ids & g.ids for g in inflight)):
-                        self.settle(inflight.popleft())
+                    if group and (not f.small or any(f.ids & g.ids for g in group)):
+                        flush()
+                    if f.small and GROUP_FILES > 1:
+                        group.append(f)
+                        if len(group) >= GROUP_FILES:
+                            flush()
+                        continue
+                    submit([f], lambda fs: [self.run_file(fs[0])])
                 except BaseException:
-                    f.ctx.close()
+                    if f not in inflight:
+                        f.ctx.close()
                     raise
-                if pool is None or not f.sessions:  # no pool, or nothing to capture (an unchanged file)
-                    f.future = _Done(self.run_file, f)  # run now, in this thread
-                    inflight.append(f)
-                    if pool is None:
-                        self.settle(inflight.popleft())  # the only file in flight
-                else:
-                    f.future = pool.submit(self.run_file, f)
-                    inflight.append(f)
+            flush()
             while inflight:
                 self.settle(inflight.popleft())
         except BaseException as exc:
@@ -448,6 +602,8 @@ class _Import:
             # files given before a failed one finish (as they would have, one after another); then close each
             for f in inflight:
                 _wait(f)
+                f.ctx.close()
+            for f in group:  # opened, never started
                 f.ctx.close()
             raise
         finally:
