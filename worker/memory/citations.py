@@ -32,7 +32,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, KeysView, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -283,6 +283,68 @@ def _read(root: str, path: str) -> bytes | None:
         return os.read(fd, FILE_MAX + 1)[:FILE_MAX]
     finally:
         os.close(fd)
+
+
+class _Reader:
+    """:func:`_read` for many files of one tree: each folder opened once from its parent (``O_NOFOLLOW``,
+    so a link is refused at every component as :func:`_lstat_chain` refuses it), each file from its
+    folder; at most :data:`_READER_FDS` folders held open. None for a file absent or refused."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.fds: dict[str, int] = {}  # folder -> descriptor, oldest first
+
+    def _dir(self, rel: str) -> int | None:
+        fd = self.fds.pop(rel, None)
+        if fd is None:
+            if rel:
+                head, _, name = rel.rpartition("/")
+                parent = self._dir(head)
+                if parent is None:
+                    return None
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+                except OSError:
+                    return None
+            else:
+                try:
+                    fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except OSError:
+                    return None
+            while len(self.fds) >= _READER_FDS:
+                os.close(self.fds.pop(next(iter(self.fds))))
+        self.fds[rel] = fd  # the newest last
+        return fd
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            parts = _rel_parts(path)
+        except _Refused:
+            return None
+        folder = self._dir("/".join(parts[:-1]))
+        if folder is None:
+            return None
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > FILE_MAX:
+                return None
+            return os.read(fd, FILE_MAX + 1)[:FILE_MAX]
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+_READER_FDS = 32
 
 
 def read_lines(root: str, path: str) -> list[str] | None:
@@ -984,6 +1046,12 @@ _CONFIG_NAMES = frozenset({".prettierrc", ".clang-format", ".flake8", ".pylintrc
 _CONFIG_EXT = (".toml", ".ini", ".cfg", ".json", ".yaml", ".yml", ".editorconfig", ".env")
 
 
+def _whole_in(word: str, blob: str) -> bool:
+    """Whether ``word`` occurs in ``blob`` as a whole word (not inside a longer name or after a hyphen); a plain
+    substring test first, since most words looked for are not there and the blob is the size of many files."""
+    return word in blob and re.search(r"(?<![\w-])" + re.escape(word) + r"(?![\w])", blob) is not None
+
+
 class Tree:
     """The workspace as the checks of plain lines see it: its files (listed with ``lstat``, no link
     followed, :data:`SKIP_DIRS` skipped) and, built on first need, the set of words in its text files
@@ -1013,7 +1081,8 @@ class Tree:
         self._traces: dict[str, bool] = {}
         self._names: list[str] | None = None
         self._extensions: set[str] | None = None
-        self._dir_names: set[str] | None = None
+        self._dir_names: dict[str, list[str]] | None = None
+        self.targets: dict[str, frozenset[str] | None] = {}  # build file -> the targets it defines (see _defined_targets)
         self._run_blob: str | None = None
         self._children: dict[str, set[str]] | None = None
         self._packages: set[str] | None = None
@@ -1057,31 +1126,42 @@ class Tree:
 
     def words(self) -> set[str]:
         if self._words is None:
-            words: set[str] = set()
-            budget = WORDS_MAX_BYTES
-            for p in sorted(self.files):
-                name = p.rsplit("/", 1)[-1]
-                ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-                if (name in INSTRUCTION_FILES or (ext not in _TEXT_EXT and "." in name.lstrip("."))
-                        or _HISTORY.search(p)):
-                    continue
-                body = self.text(p)
-                if not body:
-                    continue
-                budget -= len(body)
-                if budget < 0:
-                    break
-                for w in _WORD.findall(body):
-                    words.add(w)
-                    if "-" in w:
-                        words.update(w.split("-"))
-                if ext not in _DOC_EXT:  # docs repeat a stale path; build files, ignores and code make paths
-                    self.named.update(x.strip("/").removeprefix("./") for x in _NAMED.findall(body))
-                if ext in _CODE_EXT:
-                    self.quoted.update(_QUOTED.findall(body))
-                    self.quoted.update(_DEFINED.findall(body))
-            self._words = words
+            reader = _Reader(self.root)
+            try:
+                self._words = self._read_words(reader)
+            finally:
+                reader.close()
         return self._words
+
+    def _read_words(self, reader: _Reader) -> set[str]:
+        """:meth:`words`, every text file read once through ``reader`` (kept as :meth:`text` keeps it)."""
+        words: set[str] = set()
+        budget = WORDS_MAX_BYTES
+        for p in sorted(self.files):
+            name = p.rsplit("/", 1)[-1]
+            ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+            if (name in INSTRUCTION_FILES or (ext not in _TEXT_EXT and "." in name.lstrip("."))
+                    or _HISTORY.search(p)):
+                continue
+            if p not in self._texts:
+                data = reader.read(p)
+                self._texts[p] = data.decode("utf-8", "replace") if data is not None else ""
+            body = self._texts[p] or None
+            if not body:
+                continue
+            budget -= len(body)
+            if budget < 0:
+                break
+            for w in _WORD.findall(body):
+                words.add(w)
+                if "-" in w:
+                    words.update(w.split("-"))
+            if ext not in _DOC_EXT:  # docs repeat a stale path; build files, ignores and code make paths
+                self.named.update(x.strip("/").removeprefix("./") for x in _NAMED.findall(body))
+            if ext in _CODE_EXT:
+                self.quoted.update(_QUOTED.findall(body))
+                self.quoted.update(_DEFINED.findall(body))
+        return words
 
     def mentioned(self, name: str) -> bool:
         """Whether some text file of the tree (not an instruction file) names ``name`` as a whole."""
@@ -1169,10 +1249,19 @@ class Tree:
             i += 1
         return found[0] if len(found) == 1 else None
 
-    def dir_names(self) -> set[str]:
+    def dir_names(self) -> KeysView[str]:
         """The last part of every folder's path (``crates/pnpm-cli`` -> ``pnpm-cli``)."""
+        return self._folders_by_name().keys()
+
+    def dirs_named(self, name: str) -> list[str]:
+        """Every folder whose last part is ``name``, sorted."""
+        return sorted(self._folders_by_name().get(name, ()))
+
+    def _folders_by_name(self) -> dict[str, list[str]]:
         if self._dir_names is None:
-            self._dir_names = {d.rsplit("/", 1)[-1] for d in self.dirs}
+            self._dir_names = {}
+            for d in self.dirs:
+                self._dir_names.setdefault(d.rsplit("/", 1)[-1], []).append(d)
         return self._dir_names
 
     def extensions(self) -> set[str]:
@@ -1262,7 +1351,7 @@ class Tree:
         """Whether ``word`` occurs (whole, any case) in the configuration files (:meth:`configs`)."""
         if self._config_blob is None:
             self._config_blob = "\n".join((self.text(p) or "") for p in self.configs()).lower()
-        return re.search(r"(?<![\w-])" + re.escape(word.lower()) + r"(?![\w])", self._config_blob) is not None
+        return _whole_in(word.lower(), self._config_blob)
 
     def tool_trace(self, tool: str) -> bool:
         """Whether the tree shows the project uses ``tool``: a file or folder named for it (``.eslintrc.json``,
@@ -1282,14 +1371,14 @@ class Tree:
                 if self._tool_blob is None:  # a lock file lists every transitive package; a template is another's
                     self._tool_blob = "\n".join((self.text(p) or "") for p in self.configs()
                                                  if p.rsplit("/", 1)[-1] not in _LOCKS and not _SHIPPED.search(p)).lower()
-                found = re.search(r"(?<![\w-])" + re.escape(tool) + r"(?![\w])", self._tool_blob) is not None
+                found = _whole_in(tool, self._tool_blob)
             if not found:
                 if self._run_blob is None:
                     runs = [p for p in self.files if p.startswith(".github/workflows/") and p.endswith((".yml", ".yaml"))
                             or p.rsplit("/", 1)[-1] in (
                         "Makefile", "GNUmakefile", "makefile", "justfile", "Justfile", "noxfile.py", "tox.ini")]
                     self._run_blob = "\n".join(self.text(p) or "" for p in sorted(runs)[:200]).lower()
-                found = re.search(r"(?<![\w-])" + re.escape(tool) + r"(?![\w])", self._run_blob) is not None
+                found = _whole_in(tool, self._run_blob)
             self._traces[tool] = found
         return self._traces[tool]
 
@@ -1953,7 +2042,18 @@ _INCLUDE = re.compile(r"(?m)^(?:-?include|sinclude|import\??|mod\??\s+[\w-]+)\s+
 
 def _defined_targets(tree: Tree, build: str, depth: int = 0) -> set[str] | None:
     """The targets a build file defines, with those of the Makefiles / justfiles it includes; None when some
-    cannot be told (an include through a variable, an included file not in the tree, a target made by a variable)."""
+    cannot be told (an include through a variable, an included file not in the tree, a target made by a variable).
+    Read once per tree and build file (the tree does not change while it is checked)."""
+    if depth == 0:
+        if build not in tree.targets:
+            found = _read_targets(tree, build, 0)
+            tree.targets[build] = None if found is None else frozenset(found)
+        known = tree.targets[build]
+        return None if known is None else set(known)
+    return _read_targets(tree, build, depth)
+
+
+def _read_targets(tree: Tree, build: str, depth: int) -> set[str] | None:
     body = tree.text(build) or ""
     name = build.rsplit("/", 1)[-1]
     out = set(_target_lines(name, _lines(body.encode())))
@@ -2287,8 +2387,7 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         tree.words()
         if p in tree.named or "/" + p in tree.named:
             return _ok("path", m.name)  # a path the project's own files make (a clone, a build output)
-        moved = (sorted(tree.by_name.get(base, [])) if ext else
-                 sorted(d for d in tree.dirs if d.rsplit("/", 1)[-1] == base))
+        moved = sorted(tree.by_name.get(base, [])) if ext else tree.dirs_named(base)
         if m.build == "example":
             return None  # an example path: its folder stands, the name may be illustrative
         if _pattern_path(tree, parts):

@@ -26,6 +26,10 @@ _WORKING_AGREEMENTS = re.compile(r"^##[ \t]+working agreements[ \t]*#*[ \t]*$", 
 _SECTION_END = re.compile(r"^#{1,2}[ \t]")
 _RESERVED_STEMS = frozenset({"memory", "agents", "claude", "readme"})
 
+#: the safe loader, libyaml's when PyYAML was built with it (the same constructor, a parser in C: a
+#: thousand topics' front matter in ~0.05 s instead of ~0.3 s)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 @attrs.frozen(kw_only=True)
 class Topic:
@@ -62,7 +66,7 @@ def parse_topic(data: bytes) -> Topic:
         raise _front_matter_error("topic front matter is not closed by a '---' line")
     yaml_text = "\n".join(line.rstrip("\r") for line in lines[1:close])
     try:
-        meta = yaml.safe_load(yaml_text)
+        meta = yaml.load(yaml_text, Loader=_LOADER)  # noqa: S506 -- a safe loader: libyaml's when built with it
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise _front_matter_error(
