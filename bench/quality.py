@@ -114,6 +114,7 @@ def audit(provider: Provider, *, unmatched: bool = False) -> str:
     verdicts = {n["key"]: n["verdict"] for n in doc["notes"]}
     owners: dict[str, Tally] = {}
     total = Tally()
+    pools: dict[int, Tally] = {}
     read = missing = 0
     lines: list[str] = []
     for entry in doc["files"]:
@@ -127,11 +128,12 @@ def audit(provider: Provider, *, unmatched: bool = False) -> str:
                   for s, turns in enumerate(sessions_of(path, entry["format"])) if turns]
         f = CorpusFile(id=entry["id"], format=entry["format"], split="audit", inputs=inputs, labels=[])
         tally = owners.setdefault(entry["repo"].split("/")[0], Tally())
+        pool = pools.setdefault(int(entry.get("pool", 1)), Tally())
         for note in digest_file(f, provider):
             key = note_key(f.id, note)
             verdict = verdicts.get(key)
             right = verdict == "durable"
-            for t in (tally, total):
+            for t in (tally, pool, total):
                 t.notes += 1
                 t.correct += right
             if unmatched and not right:
@@ -141,7 +143,7 @@ def audit(provider: Provider, *, unmatched: bool = False) -> str:
         f"### audit pool: {read} files of {len(owners)} owners read, {missing} missing; "
         f"notes from {judged} owners",
         "",
-        table("audit", [("audit", total)], recall=False),
+        table("audit", [*((f"pool {n}", t) for n, t in sorted(pools.items())), ("audit", total)], recall=False),
         *([""] + lines if lines else []),
     ])
 

@@ -9,8 +9,8 @@ path one of whose names the text mentions, the manifests (Makefile,
 package.json, pyproject.toml, Cargo.toml, justfile, …, at most three folders
 deep; the root's build and toolchain files: pom.xml, build.gradle, global.json,
 .nvmrc, …), the files the text cites, up to four files that use each name the
-text puts in backticks or code lines import (``git grep -w``; only one for a name in over 40 files, so
-that the snapshot still shows the name occurs; a changelog only when no other file has it), and the code
+text puts in backticks or code lines import (``git grep -w``, code before documents; only one for a name in
+over 40 files, so that the snapshot still shows the name occurs; a changelog only when no other file has it), and the code
 beside each Python command-line entry point (``[project.scripts]``; at most 80 files, tests left out), where
 the verifier looks up a program's commands. ``LABELS.json`` maps line numbers of
 the text at A to the reason each is stale (see bench/README.md for the
@@ -37,6 +37,8 @@ MANIFESTS = {"Makefile", "GNUmakefile", "makefile", "package.json", "pyproject.t
 #: a .NET SDK, a Node or Python or Rust toolchain), which a line may state
 ROOT_MANIFESTS = {"pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
                   "global.json", ".nvmrc", ".node-version", ".python-version", "rust-toolchain.toml", "rust-toolchain"}
+#: documents: they name what the code had as well as what it has
+DOC_EXT = {"md", "mdx", "rst", "txt", "html", "adoc"}
 GREP_PER_NAME = 4
 GREP_COMMON = 40  # a name in more files than this says nothing about where it lives: one is taken (it occurs)
 FILE_MAX = 1 << 20
@@ -96,7 +98,10 @@ def build(gd: str, repo: str, b: str, path: str, licence: str, split: str, label
                 hits = git(gd, "grep", "-l", "-w", "-F", "-e", part, b).splitlines()
             except subprocess.CalledProcessError:
                 continue
-            hits.sort(key=lambda h: bool(HISTORY.search(h.split(":", 1)[1])))  # a changelog last: it is no use
+            # code before documents, a changelog last: the verifier asks whether the *code* still has a name
+            # (documents repeat names the code dropped), and a changelog names what was renamed away
+            hits.sort(key=lambda h: (bool(HISTORY.search(h.split(":", 1)[1])),
+                                     h.split(":", 1)[1].rsplit(".", 1)[-1].lower() in DOC_EXT))
             for h in hits[:GREP_PER_NAME] if len(hits) <= GREP_COMMON else hits[:1]:
                 take(h.split(":", 1)[1])
     # the code beside each Python command-line entry point (``[project.scripts]``): where its commands are defined

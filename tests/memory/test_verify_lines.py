@@ -528,6 +528,45 @@ def test_placeholders_globs_and_what_a_command_makes_are_not_missing_paths(tmp_p
     assert _stale(tmp_path, "- Run specific test: `pytest tests/test_server.py`") == ["tests/test_server.py no longer exists"]
 
 
+def test_a_prose_pair_and_a_test_file_named_as_a_blank_are_no_paths(tmp_path: Path) -> None:
+    """Found on a fifth pool of instruction files at their own head and on new dev cases (bench/README.md, "Stale
+    memory"): a pair written with a slash in prose, no backticks (cibuildwheel's "single integration test/file",
+    celery's "adjust the docs/code" and "docs/whatsnew updates", chainlit's "docs/API references", paradocs'
+    "PascalCase for types/classes"), and a test file named as a blank to fill in (tinygrad's
+    `test/unit/test_something.py`, deepagents' `tests/unit_tests/test_specific.py`)."""
+    _write(tmp_path, {"docs/index.rst": "", "test/unit/test_ops.py": "", "tests/unit_tests/test_agent.py": "",
+                      "types/index.d.ts": ""})
+    assert _stale(tmp_path, "- `nox -s tests -- test -k before_build` — single integration test/file via pytest `-k`.") == []
+    assert _stale(tmp_path, "  - If no: Should we revert or adjust the docs/code so they remain consistent") == []
+    assert _stale(tmp_path, "- Defaults changed without corresponding docs/whatsnew updates.") == []
+    assert _stale(tmp_path, "- Kebab-case for files, camelCase for functions/vars, PascalCase for types/classes.") == []
+    assert _stale(tmp_path, "SPEC=2 python3 test/unit/test_something.py") == []
+    assert _stale(tmp_path, "uv run --group test pytest tests/unit_tests/test_specific.py") == []
+    # the same names in backticks, with a file's extension or a folder's slash, are still read as paths
+    assert _stale(tmp_path, "- Release notes go in `docs/whatsnew`.") == ["docs/whatsnew no longer exists"]
+    assert _stale(tmp_path, "- Release notes go in docs/whatsnew/ as one file per release.") == [
+        "docs/whatsnew no longer exists"]
+    assert _stale(tmp_path, "SPEC=2 python3 test/unit/test_schedule.py") == ["test/unit/test_schedule.py no longer exists"]
+
+
+def test_a_type_the_code_no_longer_has_is_stale_though_documents_still_name_it(tmp_path: Path) -> None:
+    """agent-framework's "`ChatAgent` - Main agent class" after `ChatAgent` became `Agent`, and netbox's "Use
+    `FeatureQuery` for config contexts" after `FeatureQuery` was removed: the guides, decision records and release
+    notes that still name a type say what it was, not that the code has it. A name some code file still uses, or
+    one no file of the project ever defined (a library's), is not flagged."""
+    code = "".join(f"class Helper{i}:\n    pass\n" for i in range(1000))  # a tree with code to search
+    _write(tmp_path, {"python/agent_framework/_agents.py": "class Agent:\n    pass\n\nclass ChatOptions:\n    pass\n" + code,
+                      "python/samples/README.md": "Build a `ChatAgent` and run it.\n",
+                      "docs/decisions/0001-agent-run-response.md": "`ChatAgent.run` returns an `AgentResponse`.\n",
+                      "docs/guide.md": "Use `QueryClientProvider` from the library.\n"})
+    line = "- **`ChatAgent`** - Main agent class wrapping a chat client with tools, instructions, and middleware"
+    assert _stale(tmp_path, line) == ["'ChatAgent' is named only in documentation now"]
+    assert _stale(tmp_path, "- **`ChatOptions`** - Options for a chat client") == []
+    assert _stale(tmp_path, "- Wrap the app in `QueryClientProvider`.") == []
+    _write(tmp_path, {"python/agent_framework/_compat.py": "ChatAgent = Agent  # kept for old callers\n"})
+    assert _stale(tmp_path, line) == []
+
+
 def test_a_path_named_as_a_pattern_of_the_tree_is_not_one_of_its_files(tmp_path: Path) -> None:
     """instructor's "Evaluation tests in `tests/llm/test_provider/evals/`" (one folder per provider) and podman's
     `// pkg/domain/infra/abi/command.go` (one file per command): with the generic word as a wildcard the path

@@ -40,3 +40,15 @@ def test_the_engine_publishes_blocks_as_project_notes() -> None:
     inp = DigestInput(session_id="s", title=None, turns=(turn("a", "Tech stack:\nDjango\nHTMX\n"),))
     (note,) = digest(inp).notes
     assert (note.type, note.body, note.title) == (NoteType.PROJECT, "Tech stack: Django; HTMX", "Tech stack: Django")
+
+
+def test_a_context_lead_in_is_the_task_s_background_not_a_fact() -> None:
+    """Found on both audit pools (bench/README.md, "Digest quality"): a decision record's "Context:" and a prompt's
+    "Context:" state the situation of the work asked for ("For hackathon demo, need fast subtitle search …", "We
+    need to improve the initial state of the page …"), not what the project is. "Project context:" still is."""
+    text = (
+        "Context:\n- For hackathon demo, need fast subtitle search without database complexity.\n\n"
+        "Background:\n- We need to improve the initial state of the page and the behavior when adding new fields.\n\n"
+        "Project context:\n- A static site for a bakery\n"
+    )
+    assert blocks(text) == ["Project context: A static site for a bakery"]

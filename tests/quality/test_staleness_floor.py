@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from bench.staleness import load_cases, score
 
-#: dev grew to 65 cases (174 stale lines) on 2026-12-07: 20 cases of 9 repositories, 47 lines
-FLOOR = {"dev": (0.275, 0.197, 174), "test": (0.23, 0.28, 60)}
+#: dev grew to 65 cases (174 stale lines) on 2026-12-07: 20 cases of 9 repositories, 47 lines; later that day to
+#: 87 cases (280 lines): 22 cases of 10 Python-centred repositories, 106 lines
+FLOOR = {"dev": (0.307, 0.259, 280), "test": (0.23, 0.28, 60)}
 #: the citation verifier (worker.memory.citations.verify_entry, each line with the lines before it as context) on
 #: the same cases, tuned on dev only; test measured once after the rules were set (2026-12-05). On 2026-12-06 a
 #: missing name became stale evidence only where the tree ties it to the project (bench/README.md, "At their
@@ -21,8 +22,10 @@ FLOOR = {"dev": (0.275, 0.197, 174), "test": (0.23, 0.28, 60)}
 #: 8 wrong flags are lines stale in tree B that the edit left alone) and test 0.05 / 0.20 (two more flags).
 #: On 2026-12-07 dev grew by 20 cases of 9 repositories (47 stale lines; 0.09 / 0.50 on them before any check
 #: was written for them) and the checks for them and for a fourth pool of heads gave dev 0.62 / 0.89 (13 wrong
-#: flags, each a line stale in tree B that the edit left alone) and test unchanged
-VERIFIER_FLOOR = {"dev": (0.62, 0.89), "test": (0.05, 0.20)}
+#: flags, each a line stale in tree B that the edit left alone) and test unchanged. Later that day dev grew by 22
+#: cases of 10 Python-centred repositories (106 stale lines; 0.33 / 0.64 on them before any check was written for
+#: them) and the checks for them and for a fifth pool of heads gave dev 0.55 / 0.85, test unchanged
+VERIFIER_FLOOR = {"dev": (0.546, 0.845), "test": (0.05, 0.20)}
 
 
 def test_every_labelled_line_was_changed_by_the_maintainers() -> None:

@@ -446,6 +446,9 @@ def _path_candidates(text: str) -> list[tuple[str, tuple[int, int] | None, bool]
         weak = not ("/" in token or _EXT.search(token))
         if weak and not (ticked and re.match(r"^[A-Za-z][\w.-]*$", token)):
             continue
+        if (not ticked and token.count("/") == 1 and not token.endswith("/") and not _EXT.search(token)
+                and not token.startswith(("./", "../", "/"))):
+            continue  # prose "A/B" ("docs/code", "test/file", "docs/versioning guidance"): a choice or a pair
         if token.startswith("./"):
             token = token[2:]
         seen.setdefault(token.rstrip("/"), (span, weak))
@@ -762,7 +765,8 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
 # each thing it names is checked against the tree as it is now: a path exists (or moved to
 # another folder with the same file name), a runner's target is defined in some build file of
 # its kind (Make, npm/pnpm/yarn/bun, just, hatch environments), a backticked identifier occurs
-# whole-word (``qoder`` inside ``qodercli`` does not count), a tool named for running things
+# whole-word (``qoder`` inside ``qodercli`` does not count) and in some code or configuration, not
+# only in documents (which keep what the code had), a tool named for running things
 # has a trace in the tree (its lock or config file), a ``key = value`` / "``key`` defaults to
 # N" still has that value where the key is configured, a ``--flag`` of one of the project's own
 # scripts still occurs in its sources, a Node or Python version named is still supported (the
@@ -778,7 +782,8 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
 # avoid, a path or script its context calls planned (an earlier line naming it, a heading naming a
 # plan), a module turned into a package of the same name, a naming convention (``PascalCase``), a path
 # ``.gitignore`` ignores or a command writes (a redirect, ``mkdir``, the new name of ``ln``/``cp``/``mv``),
-# a name the language defines, a blank to fill in (``path_to_test.py``, ``SCRIPT.py``), a glob, a path
+# a name the language defines, a blank to fill in (``path_to_test.py``, ``SCRIPT.py``, ``test_something.py``),
+# a pair in prose ("docs/code", "test/file": no backticks, one slash, no extension), a glob, a path
 # that reads as a pattern of the tree's (``test_provider/`` beside ``test_openai/``), a name the line
 # says not to use ("`Store()` not `GetStore()`") or another project provides are not flagged either;
 # a TypeScript source named by the ``.js`` it compiles to, or a path in other letter case, exists.
@@ -891,7 +896,8 @@ _HISTORY = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASE[-_]?NOT
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]{1,40})\b")
 _TICKED_SPAN = re.compile(r"`([^`]{1,300})`")
 _CODE_LINE = re.compile(r"^\s*(?:[-*]\s+|\$\s+|\d+\.\s+)?(?:[A-Z_]+=\S+\s+)*(?:make|just|npm|pnpm|yarn|bun|cd|uvx?|hatch)\s")
-_EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example)(?:[^a-z]|$))|(?:^|/)(?:my|your|foo|some)[A-Z]|(?:^|/)path/"
+_EXAMPLE = re.compile(r"(?i:(?:^|[^a-z])(?:your|my|foo|bar|baz|example|something)(?:[^a-z]|$))"
+                      r"|(?:^|/)test_(?:specific|thing|stuff|whatever|xyz)(?:[^a-z]|$)|(?:^|/)(?:my|your|foo|some)[A-Z]|(?:^|/)path/"
                       r"|(?:^|[/_\d])new_[a-z]"
                       r"|^(?:My|Your|Foo|Type|Some|Another)[A-Z]|TypeName")
 #: programs that package managers run by name, not scripts of the project
@@ -1067,6 +1073,7 @@ class Tree:
         self._words: set[str] | None = None
         self.quoted: set[str] = set()  # short quoted strings and defined names in source files
         self.named: set[str] = set()  # paths the tree's own files name (cloned, generated, ignored paths)
+        self.code_words: set[str] = set()  # the words of files other than documents (code, configuration, build)
         self._texts: dict[str, str] = {}
         self._tails: dict[str, str] | None = None
         self._lower: dict[str, str] | None = None
@@ -1152,12 +1159,14 @@ class Tree:
             budget -= len(body)
             if budget < 0:
                 break
-            for w in _WORD.findall(body):
-                words.add(w)
+            found = set(_WORD.findall(body))
+            words |= found
+            for w in found:
                 if "-" in w:
                     words.update(w.split("-"))
             if ext not in _DOC_EXT:  # docs repeat a stale path; build files, ignores and code make paths
                 self.named.update(x.strip("/").removeprefix("./") for x in _NAMED.findall(body))
+                self.code_words |= found
             if ext in _CODE_EXT:
                 self.quoted.update(_QUOTED.findall(body))
                 self.quoted.update(_DEFINED.findall(body))
@@ -2521,6 +2530,12 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
         if not words or not parts:
             return None
         missing = [x for x in parts[:2] if x not in words]
+        documented = [x for x in parts[:1] if not missing and x not in tree.code_words and x in words
+                      and (x[:1].isupper() or "_" in x) and len(tree.code_words) >= 1000]
+        if documented and not tree.family(documented[0]) >= 2 and _projects_own(
+                tree, parts, documented[0], m.package, m.build.split("|") if m.build else ()):
+            # the code no longer has it; only documents (guides, decision records, READMEs) still name it
+            return _stale("symbol", m.name, f"{documented[0]!r} is named only in documentation now")
         if not missing:
             return _ok("symbol", m.name)
         if tree.family(missing[0]) >= 2:

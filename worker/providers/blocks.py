@@ -22,7 +22,9 @@ cloud (s3; Terraform; Vite.js"). Only two shapes count:
 
 The lead-in is a closed set of *aspect* nouns, never a topic, so the rule
 reads any project's description. Lists of work are not facts: a lead-in of
-tasks, steps, changes or errors is not in the set, and a block any of whose
+tasks, steps, changes or errors is not in the set, nor is a bare "Context:" or
+"Background:" (the situation of the work asked for: "Context: We need to
+improve the initial state of the page …"; "Project context:" is in), and a block any of whose
 items starts with a task verb ("add", "fix", "create" …) is a specification of
 work to do ("Requirements: Add X as a new option …"), so it is dropped. Fenced
 code, quoted lines and indented lines (a pasted YAML file's "environment:" over
@@ -47,7 +49,7 @@ _ASPECT = (
     r"|languages?|platforms?|infrastructure|infra|architecture|setup|environment|dev(?:elopment)?\ environment"
     r"|requirements|constraints|conventions|coding\ (?:standards|style|conventions)|code\ style|style\ guide|rules"
     r"|guidelines|project\ (?:structure|layout|rules|conventions|context|overview|description)|(?:folder|directory)"
-    r"\ structure|design\ system|target(?:\ (?:platforms?|users|audience))?|audience|scope|mvp|context|background"
+    r"\ structure|design\ system|target(?:\ (?:platforms?|users|audience))?|audience|scope|mvp"
     r"|about(?:\ (?:me|the\ project|this\ project))?|deployment|hosting)"
 )
 _LEAD = re.compile(
