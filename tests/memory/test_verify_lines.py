@@ -567,6 +567,17 @@ def test_a_type_the_code_no_longer_has_is_stale_though_documents_still_name_it(t
     assert _stale(tmp_path, line) == []
 
 
+def test_what_an_example_s_variable_is_made_of_is_checked(tmp_path: Path) -> None:
+    """mirascope's test examples, "const db = yield* EffectDatabase;", after `EffectDatabase` became `Database`:
+    the example defines `db`, but what it is made of is the project's own name. A class the example itself
+    declares is still not checked."""
+    _write(tmp_path, {"cloud/db/database.ts": "export class Database {}\nexport class DatabaseLive {}\n",
+                      "cloud/CHANGELOG.md": "- Renamed `EffectDatabase` to `Database`.\n"})
+    assert _stale(tmp_path, "      const db = yield* EffectDatabase;") == ["'EffectDatabase' no longer occurs in the tree"]
+    assert _stale(tmp_path, "      const db = yield* Database;") == []
+    assert _stale(tmp_path, "class ExampleService extends Database {}") == []
+
+
 def test_a_path_named_as_a_pattern_of_the_tree_is_not_one_of_its_files(tmp_path: Path) -> None:
     """instructor's "Evaluation tests in `tests/llm/test_provider/evals/`" (one folder per provider) and podman's
     `// pkg/domain/infra/abi/command.go` (one file per command): with the generic word as a wildcard the path

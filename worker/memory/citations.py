@@ -1774,9 +1774,10 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
     names_checked = not _PROVIDED.search(text)  # a name another project provides is that project's to change
     if _SOURCE_LINE.match(text):  # what a code line imports or builds on, not the names it defines
         used = re.sub(r"^\s*(?:export\s+)?(?:class|struct|enum|interface|type|fn|def)\s+[\w$]+", "", text)
-        if re.match(r"\s*(?:export\s+)?(?:const|let|var)\s", text) or (
-                used != text and not re.search(r"\b(?:extends|implements)\b|\(", used)):
-            used = ""  # a variable or a class the example defines
+        if re.match(r"\s*(?:export\s+)?(?:const|let|var)\s", text):
+            used = text.split("=", 1)[1] if "=" in text else ""  # what the variable the example defines is made of
+        elif used != text and not re.search(r"\b(?:extends|implements)\b|\(", used):
+            used = ""  # a class the example defines
         names += re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?:\.[A-Za-z_]\w*)?", used)
     for tok in names:
         if not _IDENT.fullmatch(tok) or _PLACEHOLDER.search(tok):
