@@ -814,3 +814,32 @@ def test_a_configuration_file_named_alone_is_looked_for_in_the_whole_tree(tmp_pa
     for other in ["Put your keys in `.env.local.json`.", "Look at the existing `.tst.ts` files for examples.",
                   "Create a `.prettierrc.json` if you need one."]:
         assert _stale(tmp_path, other) == [], other
+
+
+def test_a_name_an_example_imports_from_the_project_s_package_must_still_be_defined_there(tmp_path: Path) -> None:
+    """agent-framework's examples, `from agent_framework import ChatAgent` and `agent = ChatAgent(`, after
+    `ChatAgent` became `Agent`: a sample nobody migrated still uses the old name, so it still occurs in the tree;
+    the package no longer defines it. A name the package defines, re-exports or lists is not flagged, nor one a
+    module may make at run time (a module `__getattr__`), nor one imported from another project's package."""
+    _write(tmp_path, {
+        "python/core/agent_framework/__init__.py": "from ._agents import *  # noqa: F403\nfrom ._types import Message as Message\n",
+        "python/core/agent_framework/_agents.py": "__all__ = ['Agent', 'AgentMiddleware']\n\nclass Agent: ...\n\n"
+                                                  "class AgentMiddleware: ...\n",
+        "python/core/agent_framework/_types.py": "class Message: ...\n",
+        "python/core/agent_framework/openai/__init__.py": "def __getattr__(name): ...\n",
+        "python/samples/old_sample.py": "from agent_framework import ChatAgent\nfrom fastapi import FastAPI\n"
+                                        "agent = ChatAgent()\n",
+    })
+    gone = "'ChatAgent' is no longer defined in agent_framework; only code that was not updated still uses it"
+    assert _stale(tmp_path, "from agent_framework import ChatAgent, AgentMiddleware") == [gone]
+    block = ["## Usage", "```python", "from agent_framework import ChatAgent", ""]
+    assert [c.reason for c in C.verify_entry(str(tmp_path), "agent = ChatAgent(", context=block)
+            if c.verdict == C.STALE] == [gone]
+    assert _stale(tmp_path, "from agent_framework import Agent, AgentMiddleware, Message") == []
+    assert [c for c in C.verify_entry(str(tmp_path), "agent = Agent(", context=[*block[:2], "from agent_framework import Agent"])
+            if c.verdict == C.STALE] == []
+    assert _stale(tmp_path, "from agent_framework.openai import ChatAgent") == []
+    assert _stale(tmp_path, "from fastapi import FastAPI") == []
+    assert [c for c in C.verify_entry(str(tmp_path), "agent = ChatAgent(", context=["Old code did:", "",
+                                                                                  "from agent_framework import ChatAgent"])
+            if c.verdict == C.STALE] == []  # not in a code block: prose, read as before

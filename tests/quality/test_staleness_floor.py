@@ -24,8 +24,10 @@ FLOOR = {"dev": (0.307, 0.259, 280), "test": (0.23, 0.28, 60)}
 #: was written for them) and the checks for them and for a fourth pool of heads gave dev 0.62 / 0.89 (13 wrong
 #: flags, each a line stale in tree B that the edit left alone) and test unchanged. Later that day dev grew by 22
 #: cases of 10 Python-centred repositories (106 stale lines; 0.33 / 0.64 on them before any check was written for
-#: them) and the checks for them and for a fifth pool of heads gave dev 0.57 / 0.85, test unchanged
-VERIFIER_FLOOR = {"dev": (0.571, 0.851), "test": (0.05, 0.20)}
+#: them) and the checks for them and for a fifth pool of heads gave dev 0.57 / 0.85, test unchanged. Then a name a
+#: Python example imports from the project's own package must still be defined there: dev 0.60 / 0.86 (168 of
+#: 280 lines, 196 flags), test unchanged
+VERIFIER_FLOOR = {"dev": (0.600, 0.857), "test": (0.05, 0.20)}
 
 
 def test_every_labelled_line_was_changed_by_the_maintainers() -> None:

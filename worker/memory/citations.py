@@ -1099,6 +1099,7 @@ class Tree:
         self._owners: set[str] | None = None
         self._history: dict[str, bool] = {}
         self._history_files: list[str] | None = None
+        self._py_files: dict[str, list[str]] = {}  # a package folder -> its .py/.pyi files (see ``_py_defined``)
         stack = [""]
         while stack and len(self.files) < TREE_MAX_FILES:
             rel = stack.pop()
@@ -1482,6 +1483,7 @@ class Mention:
     cwd: str = ""  # target: the folder it runs in (``cd DIR &&``, ``-C DIR``, "from `DIR`")
     package: str = ""  # target: the workspace package it runs in (``--filter P``); "*": any package
     linked: bool = False  # path: a relative link's target (``[x](./pkg/AGENTS.md)``): the file's own, from its folder
+    py_from: str = ""  # symbol: the Python package a code example imports it from (``from PKG import Name``)
 
 
 _IMPORT_SOURCE = re.compile(r"""\bfrom\s+["']([^"'\s]+)["']|^\s*from\s+([\w.]+)\s+import\b|\brequire\(\s*["']([^"'\s]+)["']"""
@@ -1497,6 +1499,34 @@ def _import_source(text: str) -> str:
     if src.startswith("@"):
         return "/".join(src.split("/")[:2])
     return re.split(r"[/.]", src)[0]
+
+
+_PY_IMPORT = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\s+\(?([^#]*)")
+
+
+def _py_imported(line: str, name: str) -> str:
+    """The module a Python ``from PKG.MOD import A, B as C`` line imports ``name`` (one of its own names) from,
+    else ""."""
+    im = _PY_IMPORT.match(line)
+    if im is None:
+        return ""
+    names = {n.split(" as ")[0].strip() for n in im.group(2).strip().rstrip(")\\").split(",")}
+    return im.group(1) if name in names else ""
+
+
+def _py_from(text: str, context: Sequence[str], name: str) -> str:
+    """The Python package a code example takes ``name`` from: its own import line, or an import of the name
+    earlier in the same fenced block (``from agent_framework import ChatAgent`` ... ``agent = ChatAgent(``)."""
+    found = _py_imported(text, name)
+    if found or not context or not _in_block(context):
+        return found
+    for ln in reversed(context):
+        if _FENCE.match(ln):
+            return ""
+        found = _py_imported(ln, name)
+        if found:
+            return found
+    return ""
 
 
 def _clean_piece(token: str) -> bool:
@@ -1779,6 +1809,9 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         elif used != text and not re.search(r"\b(?:extends|implements)\b|\(", used):
             used = ""  # a class the example defines
         names += re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?:\.[A-Za-z_]\w*)?", used)
+    elif context and _in_block(context):  # a Python example using what its block imported: ``agent = ChatAgent(``
+        names += [w for w in dict.fromkeys(re.findall(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b", text))
+                  if _py_from(text, context, w)]
     for tok in names:
         if not _IDENT.fullmatch(tok) or _PLACEHOLDER.search(tok):
             continue
@@ -1801,7 +1834,8 @@ def mentions(text: str, *, code: bool | None = None, context: Sequence[str] = ()
         if not names_checked or core in avoided or tok.removesuffix("()") in avoided:
             continue
         add(Mention(kind="symbol", name=core, package=_import_source(text), build="|".join(
-            sorted({re.split(r"\.|::", n.removesuffix("()"))[0] for n in names if n != tok and _IDENT.fullmatch(n)}))))
+            sorted({re.split(r"\.|::", n.removesuffix("()"))[0] for n in names if n != tok and _IDENT.fullmatch(n)})),
+            py_from=_py_from(text, context, head) if not qualified else ""))
     for sm in re.finditer(r"(?:^|[`\s])([a-z][\w-]{2,30})\s+(?:[a-z][\w-]*\s+)*?(--[a-z][a-z0-9-]{1,40})", text):
         add(Mention(kind="flag", name=sm.group(2), build=sm.group(1)))
     cmd = None if code or "`" in text or text.rstrip().endswith(".") else _COMMAND_LINE.match(text)
@@ -2227,6 +2261,55 @@ def _check_diagram(tree: Tree, m: Mention) -> Check | None:
     return None
 
 
+def _py_defined(tree: Tree, module: str, name: str) -> bool:
+    """Whether the project's own Python package that ``module`` (``pkg`` or ``pkg.sub``) is part of still
+    defines or exports ``name``; True whenever that cannot be told (not the project's package, names made at
+    run time, a compiled extension's).
+
+    An example's ``from agent_framework import ChatAgent`` names what the package provides: after a rename
+    (``ChatAgent`` -> ``Agent``) samples that were not migrated still use the old name, so the name still
+    occurs in the tree; only its definition is gone. Read: the package's ``.py``/``.pyi`` files (folders
+    named ``package`` holding an ``__init__.py``) that hold the name, for a ``class``/``def``, an
+    assignment, an ``as`` alias, an import (a re-export) or a quoted name (``__all__``, a lazy-import map).
+    A package whose ``__init__`` exports with ``*`` or a module ``__getattr__`` may define it elsewhere."""
+    package, _, sub = module.partition(".")
+    roots = [d for d in tree.dirs_named(package) if f"{d}/__init__.py" in tree.files]
+    if not roots or len(roots) > 8:
+        return True  # not a package of this tree (a dependency's), or too many to tell which
+    mods = [f"{r}/{sub.replace('.', '/')}" if sub else r for r in roots]
+    own = {f for m in mods for f in (f"{m}.py", f"{m}.pyi", f"{m}/__init__.py") if f in tree.files}
+    if not own:
+        return True  # a module the tree does not hold (generated, compiled): nothing to read
+    pat = re.compile(r"(?m)^\s*(?:async\s+)?(?:def|class|type)\s+" + re.escape(name) + r"\b|^\s*" + re.escape(name)
+                     + r"\s*(?::[^=\n]*)?=(?!=)|\bas\s+" + re.escape(name) + r"\b|\bimport\b[^\n#]*\b" + re.escape(name)
+                     + r"\b|[\"']" + re.escape(name) + r"[\"']")
+    for root in roots:
+        if root not in tree._py_files:
+            tree._py_files[root] = sorted(p for p in tree.files if p.startswith(root + "/") and p.endswith((".py", ".pyi")))
+        for p in tree._py_files[root]:
+            body = tree.text(p) or ""
+            if name in body and pat.search(body):
+                return True
+            if p in own and _py_loose(tree, p.rpartition("/")[0], body):
+                return True
+    return False
+
+
+def _py_loose(tree: Tree, folder: str, body: str) -> bool:
+    """Whether a package's ``__init__`` may export names no source file of the tree shows: a module
+    ``__getattr__``, or a ``*`` import of a module that is not a ``.py``/``.pyi`` file of the package (a
+    compiled extension, another package). ``from ._agents import *`` of the package's own file is read there."""
+    if re.search(r"(?m)^def\s+__getattr__\s*\(", body):
+        return True
+    for sm in re.finditer(r"(?m)^\s*from\s+(\.+)([\w.]*)\s+import\s+\*|^\s*from\s+[\w.]+\s+import\s+\*", body):
+        if sm.group(1) != ".":
+            return True  # an absolute or a parent's module: not this folder's own file
+        mod = f"{folder}/{sm.group(2).replace('.', '/')}"
+        if not any(f"{mod}{ext}" in tree.files for ext in (".py", ".pyi", "/__init__.py")):
+            return True
+    return False
+
+
 def _projects_own(tree: Tree, parts: list[str], missing: str, imported_from: str | None,
                   siblings: Sequence[str] = ()) -> bool:
     """Whether the tree shows that a name it no longer has was the project's own, so that its absence is
@@ -2538,6 +2621,10 @@ def check_mention(tree: Tree, m: Mention) -> Check | None:
             # the code no longer has it; only documents (guides, decision records, READMEs) still name it
             return _stale("symbol", m.name, f"{documented[0]!r} is named only in documentation now")
         if not missing:
+            gone = m.py_from if m.py_from and not _py_defined(tree, m.py_from, parts[0]) else None
+            if gone:
+                return _stale("symbol", m.name, f"{parts[0]!r} is no longer defined in {gone.split('.')[0]}; "
+                                                "only code that was not updated still uses it")
             return _ok("symbol", m.name)
         if tree.family(missing[0]) >= 2:
             return None  # the common part of several names (``AuthIR`` of ``AltAuthIR``, ``AthenaAuthIR``): a concept
