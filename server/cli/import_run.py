@@ -20,6 +20,7 @@ import math
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -85,12 +86,27 @@ def _bar(enabled: bool) -> Iterator[Any]:
     progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"), Rate(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
     task = progress.add_task("import", total=None)
+    started = threading.Lock()
+    live = [False, False]  # started, over
 
     def update(done: int, total: int) -> None:
         progress.update(task, completed=done, total=max(total, done))
+        if not live[0]:
+            with started:
+                if not live[0] and not live[1]:
+                    # the bar (and its refresh thread) starts at the import's first count: after a helper process
+                    # was forked from this one, which only a process running one thread does
+                    # (worker/journal/import_split.py)
+                    progress.start()
+                    live[0] = True
 
-    with progress:
+    try:
         yield update
+    finally:
+        with started:
+            live[1] = True
+            if live[0]:
+                progress.stop()
 
 
 @contextmanager

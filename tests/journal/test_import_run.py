@@ -126,3 +126,25 @@ def test_a_file_that_grows_during_the_import_loses_and_repeats_nothing(workspace
     turns = _ready_turns(workspace)
     assert len(turns) == 1199 == len(set(turns))
     assert cairn(workspace, "doctor", check=False).returncode == 0
+
+
+def test_the_bar_runs_no_thread_before_the_import_counts() -> None:
+    """The bar's refresh thread starts at the first count: until then the command runs one thread, so a helper
+    process for the last files can be a fork of it (docs/adr/0013, "A forked helper")."""
+    import threading
+
+    from cairn.server.cli import import_run
+
+    def refreshing() -> list[threading.Thread]:  # rich's own thread (other tests' threads come and go meanwhile)
+        return [t for t in threading.enumerate() if type(t).__name__ == "_RefreshThread" and t.is_alive()]
+
+    before = refreshing()
+    with import_run._bar(True) as update:
+        assert refreshing() == before
+        update(1, 10)
+        started = [t for t in refreshing() if t not in before]
+        assert len(started) == 1
+        update(2, 10)
+        assert [t for t in refreshing() if t not in before] == started
+    started[0].join(10)  # told to stop when the bar closed
+    assert not started[0].is_alive()

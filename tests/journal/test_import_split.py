@@ -45,6 +45,9 @@ def split(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(import_split, "MIN_FILES", 4)
     monkeypatch.setattr(import_split, "_cores", lambda: 2)  # as on a two-core machine
+    # a fork only while this process runs one thread, which a test process may not: the spawned helper here,
+    # the forked one in the commands run below as their own processes
+    monkeypatch.setenv("CAIRN_IMPORT_FORK", "0")
 
 
 def _import(ws: Path, paths: list[str], **kw: Any) -> ImportTally:
@@ -207,13 +210,15 @@ def test_with_a_failed_list_a_helper_that_dies_fails_its_files_only(tmp_path: Pa
     assert (out.files, out.captured) == (6 - k, 3 * (6 - k))
 
 
-def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fork", ["1", "0"], ids=["forked", "spawned"])
+def test_the_command_prints_the_same_summary_in_two_processes(tmp_path: Path, fork: str) -> None:
     paths = _files(tmp_path, 8, 3)
 
     def run(ws: Path, processes: str) -> subprocess.CompletedProcess[str]:
         ws.mkdir()
         return subprocess.run([PYTHON, "-m", "cairn.server", "import", *paths, "-w", str(ws)], cwd=REPO,
-                              env=child_env(CAIRN_IMPORT_PROCESSES=processes, CAIRN_IMPORT_SPLIT_MIN="4"),
+                              env=child_env(CAIRN_IMPORT_PROCESSES=processes, CAIRN_IMPORT_SPLIT_MIN="4",
+                                            CAIRN_IMPORT_FORK=fork),
                               capture_output=True, text=True, timeout=120)
 
     one, two = run(tmp_path / "one", "1"), run(tmp_path / "two", "2")
@@ -297,6 +302,7 @@ def test_the_share_needs_no_linux_only_call(monkeypatch: pytest.MonkeyPatch) -> 
     """``os.sched_getaffinity`` exists on Linux only: elsewhere the core count decides."""
     from cairn.worker.journal import import_split
 
+    monkeypatch.setattr(import_split, "_may_fork", lambda: False)
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert import_split.helper_share(100, 2) == 45
@@ -519,3 +525,44 @@ def test_a_long_request_does_not_hold_the_command_until_the_helper_has_started(
     reply = made[0].wait(stop=lambda: True)
     assert not blocked
     assert (reply.files, reply.session_ids) == (4000, ("stop\n",))
+
+
+_FORKED_IMPORT = """
+import json, sys
+from cairn.protocol.digest import ModelPolicy
+from cairn.worker.journal import import_split, imports
+from cairn.worker.journal.store import Journal
+
+how = []
+start = import_split.Helper.__init__
+def spy(self, *a, **kw):
+    start(self, *a, **kw)
+    how.append(type(self.proc).__name__)
+import_split.Helper.__init__ = spy
+import_split.MIN_FILES, import_split._cores = 4, lambda: 2
+with Journal(sys.argv[1]) as j:
+    out = imports.import_items(j, [(p, "auto", None) for p in sys.argv[2:]], ModelPolicy(provider="extractive"),
+                               processes=2)
+print(json.dumps({"how": how, "captured": out.captured, "sessions": sorted(out.session_ids)}))
+"""
+
+
+def test_a_forked_helper_gives_the_result_of_one_process(tmp_path: Path) -> None:
+    """A process that runs one thread forks its helper (no second interpreter start-up): the same captures
+    as one process, and the helper's share of the files is half."""
+    from cairn.worker.journal import import_split
+
+    paths = _files(tmp_path, 8, 3)
+    one = _import(tmp_path / "one", paths)
+    ws = tmp_path / "two"
+    ws.mkdir()
+    run = subprocess.run([PYTHON, "-c", _FORKED_IMPORT, str(ws), *paths], cwd=REPO, env=child_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got == {"how": ["_Forked"], "captured": one.captured, "sessions": sorted(one.session_ids)}
+    assert _ready(ws) == _ready(tmp_path / "one")
+    assert len(_claim_pids(ws)) == 2  # two processes captured
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(import_split, "_may_fork", lambda: True)
+        assert import_split.helper_share(100, 2) == 50
