@@ -16,32 +16,35 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
     ("sentence", "expected"),
     [
         # directives without a marker word
-        ("Every migration should be reversible.", PROJECT),
         ("We need tests that hit the database, not mocks.", PROJECT),
         ("Run it yourself rather than pasting me commands.", FEEDBACK),
         ("In the health endpoint, do NOT return stack traces ever.", FEEDBACK),
         ("We shouldn't hard-code region names.", PROJECT),
         ("Use uv pip", FEEDBACK),
         ("Periodically run the lint script to see what broke.", FEEDBACK),
-        ("Results should be sorted so that they're always listed the same way.", FEEDBACK),
+        # what one thing of the product should do or be specifies the work, and so, far more often than not, do
+        # "every X should", "follow X and …" (ADR 0024)
+        ("Every migration should be reversible.", None),
+        ("follow camelCase and add SKU and offers.", None),
+        ("Results should be sorted so that they're always listed the same way.", None),
         ("I will commit manually", FEEDBACK),
-        ("follow camelCase and add SKU and offers.", FEEDBACK),
         ("Give me the token count at the end of each response.", FEEDBACK),
         # project facts inside a request or given as context
         ("For context, this is firmware for an STM32 sensor board.", PROJECT),
         ("We will be using dependency extras so each engine installs alone.", PROJECT),
-        ("My routes should be in routes.py", PROJECT),
+        ("My routes should be in routes.py", None),
         ("The test database is in the project root and is called shop.db", PROJECT),
         ("Each source should be accessible as engine `tavily`.", PROJECT),
         ("get the connection string from env MONGODB_CONNECTION_STRING", PROJECT),
         ("Scope is intentionally small: three hardcoded properties and one wallet.", PROJECT),
         ("Program location: ~/shop/anchor/", PROJECT),
-        # preferences said as a feeling or a complaint
-        ("This is too much machinery for what should be a plain lookup table.", USER),
-        ("I shouldn't have to pass the API key into the config, it's very weird architecture.", USER),
-        ("The gradient is a little too much and I don't need the hover effects.", USER),
-        ("Keep it to the minimum, with as few external dependencies as possible.", USER),
-        ("When I use --json mode I don't want the progress spinner.", USER),
+        # a preference said as a feeling is feedback on the edit at hand far more often than a standing one
+        # (ADR 0024): none is kept
+        ("This is too much machinery for what should be a plain lookup table.", None),
+        ("I shouldn't have to pass the API key into the config, it's very weird architecture.", None),
+        ("The gradient is a little too much and I don't need the hover effects.", None),
+        ("Keep it to the minimum, with as few external dependencies as possible.", None),
+        ("When I use --json mode I don't want the progress spinner.", None),
         ("Keep in mind I often run several sessions at once in the same folder.", USER),
         # still dropped: tasks, questions, one-offs, logs, vague or empty statements
         ("Make sure the tests pass.", None),

@@ -101,6 +101,11 @@ NO_NOTE = {
         "Please don't polish endlessly — a focused, well-reasoned submission beats a sprawling one.",
         # aider-career-os 0.4 (a technique for the code of the moment; a lasting rule names the tool)
         "Do NOT use a global transaction.",
+        # a preference said as a feeling, about the edit at hand (ADR 0024)
+        # export-pdf-autofill 0.18
+        "I don't want it to have a default",
+        # specstory-xbrl-styling 0.12
+        "the gradient is a little too much and I don't need the hover effects",
         # specstory-atlia-website 0.8 (a limit on the one fix asked for in the same message)
         "can you fix the double scroll bar vertically - theres an issue with veritcal scroll. dont fix anything "
         "with horizontal scroll",
@@ -116,6 +121,14 @@ NO_NOTE = {
         # specstory-devto-json 0.0
         "whenever i rename a file inside #file:the-blog-posts folder, I want to automatically update the "
         "#file:dev-to-git.json  file so that the #sym:relativePathToArticle to adjust itself to the correct path.",
+        # what one thing of the product should do or be, said to no one (ADR 0024)
+        # specstory-twat-search-brave 0.9
+        'The result from each engine should include an additional key "result" where the value is the "NATIVE '
+        'DETAILED" form of the result returned by the engine.',
+        # specstory-twat-search-integrating 0.0
+        "- Web search (should be accessible as engine `you`)",
+        # specstory-paperbites-404 0.18
+        "Whenever I click on like, save, cite or share, the login pop-up should appear",
     ],
     # plans and goals
     "plan": [
@@ -189,14 +202,6 @@ NOTE = [
         "Do not reinit task-master, we don't want to lose the history of tasks we have worked on",
         NoteType.FEEDBACK,
     ),  # specstory-munsell-future 0.5
-    (
-        'When I use --json mode I DON\'T WANT the "rich progress spinner"',
-        NoteType.USER,
-    ),  # specstory-twat-search-unifying
-    (
-        "I shouldn't have to provide the API_KEY into the EngineConfig, it's very weird architecture.",
-        NoteType.USER,
-    ),  # specstory-twat-search-brave 0.5
     (
         "Conversion logic is located in @acfr.py and the viewer HTML is @upload.html",
         NoteType.PROJECT,
