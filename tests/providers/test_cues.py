@@ -26,15 +26,21 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         # "every X should", "follow X and …" (ADR 0024)
         ("Every migration should be reversible.", None),
         ("follow camelCase and add SKU and offers.", None),
+        ("Each source should be accessible as engine `tavily`.", None),
+        ("Whenever I click on like, the login pop-up should appear", None),
+        ("We should have a landing table for all the entries.", None),
+        ("For each model, plot the total number of errors.", None),
+        # a person in the subject, "always/never", "once in one place": rules, not the work
+        ("Validation should be done once in one place.", FEEDBACK),
+        ("Tests should always be green.", FEEDBACK),
         ("Results should be sorted so that they're always listed the same way.", None),
         ("I will commit manually", FEEDBACK),
         ("Give me the token count at the end of each response.", FEEDBACK),
         # project facts inside a request or given as context
         ("For context, this is firmware for an STM32 sensor board.", PROJECT),
         ("We will be using dependency extras so each engine installs alone.", PROJECT),
-        ("My routes should be in routes.py", None),
+        ("My routes should be in routes.py", PROJECT),
         ("The test database is in the project root and is called shop.db", PROJECT),
-        ("Each source should be accessible as engine `tavily`.", PROJECT),
         ("get the connection string from env MONGODB_CONNECTION_STRING", PROJECT),
         ("Scope is intentionally small: three hardcoded properties and one wallet.", PROJECT),
         ("Program location: ~/shop/anchor/", PROJECT),

@@ -16,23 +16,24 @@ they can only add notes. Each returns the note type or ``None``:
                 request for work and "the goal is …" a plan: neither is kept.
 ``stack``       what it is built with: "we will be using X", "I want to use X",
                 "we're using X" (X a named tool, not "the same" or a pronoun).
-``layout``      where things are: "X is/should be (located) in <file or
-                folder>", "X is called <name>", "put X inside the Y folder",
+``layout``      where things are: "X is (located) in <file or folder>", "my
+                X should be in …", "X is called <name>", "put X inside the Y folder",
                 "Logo location: ~/app/logo/" (not a log's "Syncing
                 repository: owner/name").
 ``directive``   a standing rule without a marker word: "X should be done
-                once in one place", "we should keep/follow …", "we
-                shouldn't …", a short "use <tool>", "<in context>, do
-                not … ever", "I will commit/deploy … manually/myself", a
-                recurring moment with an order for the assistant ("after
-                each file, stop and wait for my review", "each time you …").
-                "Make sure / ensure (that) all …" is the acceptance test of
-                the work at hand far more often than a rule, and keeps
-                nothing; so do "every/each X should/must …", "in/for each X,
-                <verb> …", "follow <X> and …" and "we should have/use …",
-                which on dev and the audit pools specified the work in 11
-                of 13 notes (ADR 0024); nor does a recurring moment in a description of
-                the feature ("after each tick, the value … increases").
+                once in one place", "X should always …", "we should
+                keep/follow …", "we shouldn't …", a short "use <tool>",
+                "<in context>, do not … ever", "I will commit/deploy …
+                manually/myself", a recurring moment with an order for the
+                assistant ("after each file, stop and wait for my review",
+                "each time you …"). "Make sure / ensure (that) all …" is
+                the acceptance test of the work at hand far more often than
+                a rule, and keeps nothing, as do "every/each X should/must
+                …", "in/for each X, <verb> …", "follow <a style, case or
+                convention> …" and "we should have/use …", which on dev and
+                the audit pools specified the work in 11 of 13 notes (ADR
+                0024); nor does a recurring moment in a description of the
+                feature ("after each tick, the value … increases").
 ``command``     how the project is run or meant: "run `x` to see …", "is
                 intentionally small", "that's the official extension".
 ``origin``      what the project is, by what it was or is not: "we migrated
@@ -47,10 +48,10 @@ they can only add notes. Each returns the note type or ``None``:
 A group stays only while it fires on more than one dev file (ADR 0008), and
 only while its notes hold on owners no rule was written from (ADR 0024): the
 *complaint* group (a preference said as a feeling: "it's weird design", "I
-don't want the spinner", "I only want one object") was removed when the labels
-took the rule that a description of the thing being built is never a note: of
-its 20 notes on dev and the two audit pools, 3 were right, the rest feedback on
-the edit at hand ("I don't want it to have a default"). The
+don't want the spinner", "I only want one object") was removed when it was
+measured again under ADR 0024's labels: of its 20 notes on dev and the two
+audit pools, 3 were right, the rest feedback on the edit at hand ("I don't want
+it to have a default"). The
 *hosting* ("hosted at <domain>"), *record* ("put this in the contributor
 guide"), *tooling* ("that flag was renamed") and *habit* ("no need to ask",
 "keep your answers short") groups each fired on one dev file or none and
@@ -65,9 +66,11 @@ one that says what holds now ("now", "currently") or what the user just did
 *layout* sentence about where a problem, a pronoun or "the new" thing is
 ("the bug is in app.js", "it is in src/"). A description of the feature being
 built ("each feature should …", "users can …", what a thing of the product
-"should" do or be when no person is the subject: "the result from each engine
-should include …", "should be accessible as engine `tavily`") is the work,
-not a fact; "we should …" and "you should …" stay rules of the people.
+"should" do or be with no person in the clause's subject: "the result from
+each engine should include …", "the pop-up should appear", "config should be
+defined in config.py", also after a lead-in such as "keep in mind") is the
+work, not a fact; "we should …", "you should …", "my routes should …", "X
+should always …" and "X should be done once in one place" stay rules.
 
 Type: a sentence about the user's own setup or taste ("I", "my") is
 ``user``; one that tells the assistant how to work (imperative, "you") is
@@ -224,13 +227,29 @@ _TASKISH = re.compile(
 )
 
 
-# what one thing of the product "should" do or be, said to no one ("the result from each engine should include
-# …", "the login pop-up should appear", "should be accessible as engine `tavily`"), specifies the work; "we
-# should …" and "you should …" are rules of the people working on it, "every/each/all … should" one of the code
-_SPEC = re.compile(r"\bshould(?:n'?t|\ not)?\b")
-_PEOPLE = re.compile(r"\b(?:you|your|we|us|our)\b")
-_QUOTED = re.compile(r"`[^`]*`")  # a name in backticks is no person: "accessible as engine `you`"
-_QUANTIFIED = re.compile(r"(?:each|every|all|any|no)\b")  # "every migration should be reversible": a rule of the code
+# what a thing of the product "should" do or be, with no person in the subject ("the result from each engine
+# should include …", "the login pop-up should appear", "config should be defined in config.py", "each source
+# should be accessible as engine `tavily`"), specifies the work; "we should …", "you should …", "my routes should
+# …" are rules of the people working on it, and "X should always/never …" and "X should be done once in one
+# place" rules of the code. Quoted names are not people: "accessible as engine `you`".
+_SHOULD = re.compile(r"\bshould(?:n'?t)?\b")
+_SHOULD_RULE = re.compile(
+    r"\ (?:not\ )?(?:always|never)\b|\ be\ (?:done|kept|defined|handled|written)\ (?:once|only\ once|in\ (?:one|a\ single)\ place)"
+)
+_PERSON_WORD = re.compile(r"\b(?:i|i'm|me|my|we|we're|us|our|you|your)\b")
+_CLAUSE = re.compile(r"[,;:]\s|\s[—–-]\s")  # "whenever I click …, the pop-up should …": its subject is the pop-up
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|(?<!\w)'[^']*'(?!\w)")
+
+
+def _specifies(s: str) -> bool:
+    """Does ``s`` say what a thing of the product should do or be, with no person in the subject?"""
+    m = _SHOULD.search(s)
+    if m is None or _SHOULD_RULE.match(s, m.end()):  # match() anchors at the position: no "^"
+        return False
+    subject = _CLAUSE.split(_QUOTED.sub(" ", s[: m.start()]))[-1]  # the clause "should" closes
+    return _PERSON_WORD.search(subject) is None
+
+
 # a description of the feature being built (what it shows, what a user can do) is the work, not a fact that
 # outlives it: "Each feature should have its own section", "the user can upload a video and …"
 _FEATURE = re.compile(
@@ -259,8 +278,8 @@ def _person(s: str, default: NoteType) -> NoteType:
 # Words without which a group cannot match: a substring search is far cheaper
 # than the group's regular expression, and most sentences contain none of them.
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "directive": ("follow", "sure", "ensure", "each", "every", "all ", "any ", "no ", "should", "we ", "rather than",
-                  "always", "periodically", "regularly", "routinely", "whenever", "use", "manually", "myself", "ever"),
+    "directive": ("each", "every", "should", "we ", "rather than", "always", "periodically", "regularly", "routinely",
+                  "whenever", "use", "manually", "myself", "ever"),
     "context": ("mind", "context", "reference", "note that", "fyi", "important"),
     "identity": ("this is", "this will", "this's", "it is", "it's", "it will", "i'm ", "i am ", "we're", "we are",
                  "want to", "need to", "like to", "set up", "creat", "scaffold", "bootstrap", "start", "init", "build",
@@ -325,7 +344,7 @@ def broad(s: str, original: str) -> NoteType | None:
     # the task and question guard runs last: few sentences get this far
     if (
         kind is None or _TASKISH.search(s) or _OF_THE_MOMENT.search(s) or _REPORT.search(s) or _FEATURE.search(s)
-        or _NOW.search(s) or _DONE.search(s) or (_SPEC.search(s) and not _PEOPLE.search(_QUOTED.sub(" ", s)) and not _QUANTIFIED.match(s))
+        or _NOW.search(s) or _DONE.search(s) or _specifies(s)
     ):
         return None
     return kind
