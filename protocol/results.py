@@ -143,6 +143,8 @@ class DrainResult:
 @record("decide-args", version=1)
 class DecideArgs:
     ids: tuple[str, ...]  # proposal ids (at least one)
+    #: accept even where memory says otherwise on a proposal's subject (docs/adr/0025): both are kept
+    keepBoth: bool | None = optional_key()
 
 
 @record("proposal-args", version=1)

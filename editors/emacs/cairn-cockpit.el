@@ -432,7 +432,8 @@ taken); an update, a merge or an instruction names its topic or file."
 
 (defun cairn-cockpit--candidate-state (row)
   "The State cell of candidate ROW: what is not plain pending, else its age.
-\"stale\" (its files changed since it was made: accepting is refused),
+\"stale\" (its files changed since it was made, or memory now says
+otherwise on its subject: accepting is refused),
 \"again\" (pending again after a rejection was taken back), or how long
 ago it was proposed (every row of Candidates is pending)."
   (pcase (plist-get row :state)

@@ -57,7 +57,8 @@ COMMANDS: dict[str, Command] = {
     "proposals": Command("list proposals: id, kind, target, state (pending/stale/applied/rejected/undone)",
                          json_flag, M.cmd_proposals),
     "show": Command("show a proposal as a unified diff", M.one_id_setup, M.cmd_show),
-    "accept": Command("apply proposals through the checked path", M.many_ids_setup, M.cmd_accept),
+    "accept": Command("apply proposals through the checked path (--keep-both: even where memory now says "
+                      "otherwise on their subject)", M.accept_setup, M.cmd_accept),
     "reject": Command("reject proposals (remembered: later reviews will not propose them again; "
                       "`cairn unreject ID` takes it back)",
                       M.many_ids_setup, M.cmd_reject),

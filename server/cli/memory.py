@@ -135,10 +135,17 @@ def many_ids_setup(p: argparse.ArgumentParser) -> None:
     json_flag(p)
 
 
+def accept_setup(p: argparse.ArgumentParser) -> None:
+    many_ids_setup(p)
+    p.add_argument("--keep-both", action="store_true",
+                   help="accept even where memory now says otherwise on the proposal's subject (both are kept)")
+
+
 def _decide(ns: argparse.Namespace, job: str) -> int:
     from cairn.protocol.results import DecideArgs, Decisions
 
-    r = run_result(ns, job, Decisions, DecideArgs(ids=tuple(ns.ids)))
+    keep = True if getattr(ns, "keep_both", False) else None
+    r = run_result(ns, job, Decisions, DecideArgs(ids=tuple(ns.ids), keepBoth=keep))
     if ns.json:
         emit_json(r)
     else:

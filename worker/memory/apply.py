@@ -182,8 +182,10 @@ def _resolve(ms: MemoryStore, p: Proposal) -> tuple[Target, dict[str, str]]:
     return target, {k: rel for k, (_, rel) in targets.items()}
 
 
-def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str]) -> tuple[bool, str]:
-    """(fresh?, reason): every file at its recorded before-state, every affected index entry unchanged."""
+def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str], *,
+                contradictions: bool = True) -> tuple[bool, str]:
+    """(fresh?, reason): every file at its recorded before-state, every affected index entry unchanged, its
+    premise holding and (``contradictions``) nothing it adds contradicted by the root's other topics."""
     from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
 
     current = _read_current(base, sorted(set(rels.values())))
@@ -199,7 +201,48 @@ def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, s
     gone = premise_gone(ms.workspace, p.premise, p.target)
     if gone:
         return False, gone
+    why = _contradicted(ms, p, base, rels, current) if contradictions else ""
+    if why:
+        return False, why
     return True, ""
+
+
+def _contradicted(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str],
+                  current: dict[str, bytes | None]) -> str:
+    """Why the statements ``p`` adds to topic files contradict the other topics of their root as they are
+    now (:mod:`.contradiction`), or ""."""
+    from cairn.worker.memory import contradiction
+    from cairn.worker.memory.model.root import FILE_MAX_BYTES
+
+    if p.kind in (ProposalKind.INSTRUCTION, ProposalKind.DISPOSITION):
+        return ""
+    indexes = {rels[e.index] for e in p.index}
+    written = {rels[f.path] for f in p.files}
+    changes: list[tuple[bytes | None, bytes | None]] = []
+    folders: set[str] = set()
+    for f in p.files:
+        rel = rels[f.path]
+        if rel in indexes or not rel.endswith(".md"):
+            continue
+        after = ms.mbundles.get(f.after_bundle) if f.after is not None and f.after_bundle else None
+        changes.append((current[rel], after))  # a file deleted counts too: what it held is not new elsewhere
+        folders.add(rel.rpartition("/")[0])
+    if not changes:
+        return ""
+    names: list[str] = []
+    for folder in sorted(folders):
+        listed = P.run(base, [P.ListDir(folder or ".", optional=True)]).results[0]
+        for name in (listed.value or []) if listed.status is OpStatus.OK else []:
+            rel = f"{folder}/{name}" if folder else name
+            if name.endswith(".md") and not name.startswith(".") and rel not in written and rel not in indexes \
+                    and name != "MEMORY.md":
+                names.append(rel)
+    others: dict[str, bytes] = {}
+    for rel in names:  # one at a time: a file refused (a link, too large) is left out, not the rest
+        r = P.run(base, [P.Read(rel, limit=FILE_MAX_BYTES, optional=True)]).results[0]
+        if r.status is OpStatus.OK and r.value is not None:
+            others[rel.rpartition("/")[2]] = r.value
+    return contradiction.conflict(changes, others)
 
 
 def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
@@ -220,6 +263,25 @@ def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
     except CairnError as exc:
         return ProposalState.STALE, f"{exc.code}: {exc.message}"
     return (ProposalState.PENDING, "") if fresh else (ProposalState.STALE, why)
+
+
+def contradicted(ms: MemoryStore, p: Proposal) -> bool:
+    """Whether memory as it is now contradicts what ``p`` would add (:func:`_contradicted`), its files
+    otherwise as the proposal expects them; False when that cannot be judged."""
+    if p.kind in (ProposalKind.INSTRUCTION, ProposalKind.DISPOSITION):
+        return False
+    try:
+        target, rels = _resolve(ms, p)
+        base, tclaims = ms.target_stores(target)
+        try:
+            current = _read_current(base, sorted(set(rels.values())))
+            return bool(_contradicted(ms, p, base, rels, current))
+        finally:
+            tclaims.close()
+            if base is not ms.root:
+                base.close()
+    except CairnError:
+        return False
 
 
 # -- shared steps -------------------------------------------------------------
@@ -412,8 +474,9 @@ def _with_claims(
 
 # -- decisions ----------------------------------------------------------------
 
-def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> Decision:
-    """Apply a proposal. ``undecided``: only one nobody has decided on, proven under its claim (``auto`` mode)."""
+def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: bool = False) -> Decision:
+    """Apply a proposal. ``undecided``: only one nobody has decided on, proven under its claim (``auto`` mode).
+    ``keep_both``: even where memory says otherwise on its subject (the person's call, docs/adr/0025)."""
     from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
 
     p = load_proposal(ms, pid)
@@ -433,8 +496,10 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False) -> Decision:
 
     def plan(rels: dict[str, str], base: PinnedDir) -> list[tuple[str, str, bytes | None, bytes | None]]:
         still_undecided()
-        fresh, why = check_fresh(ms, p, base, rels)
+        fresh, why = check_fresh(ms, p, base, rels, contradictions=not keep_both)
         if not fresh:
+            if check_fresh(ms, p, base, rels, contradictions=False)[0]:
+                why += f" (or keep both: `cairn accept --keep-both {pid}`)"
             raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
         current = _read_current(base, sorted(set(rels.values())))
         out: list[tuple[str, str, bytes | None, bytes | None]] = []

@@ -43,6 +43,9 @@ draft's bytes are built and how drafts are ordered is
    new note's evidence. The topic's name, description and index entry follow
    when they only repeated the old statement. A second topic that disagrees
    with the first is never proposed.
+4b. **Overruled** (:func:`overruled`). A note that a topic line supersedes
+   ("use npm" where a topic says "use pnpm, not npm") is not proposed:
+   memory already moved away from it.
 5. **Update** (:func:`route_notes`, :func:`update_drafts`). A note similar
    to an existing topic of its type is appended to it as a bullet ``- body
    (noted YYYY-MM-DD)``, the date (UTC) of the session of the first digest
@@ -340,6 +343,18 @@ def supersession_drafts(
     return out, taken
 
 
+def overruled(items: list[_Item], views: list[TopicView]) -> list[_Item]:
+    """Rule 4b: the notes a topic line supersedes while they do not supersede it ("use npm" where memory
+    says "use pnpm, not npm"): memory already moved away from what they say, so they are not proposed (a
+    topic beside it would disagree with it; accepting one is refused anyway,
+    :mod:`worker.memory.contradiction`). Where either supersedes the other (two plain choices, two
+    values, a swapped word) the note is the newer statement and goes on to the later rules; a change said
+    as one ("use npm, not pnpm", "we moved back to npm") supersedes the line instead (rule 4a)."""
+    held = [_statement(ln)[0] for v in views for ln in body_lines(v.topic.body) if not HEADING.match(ln)]
+    return [it for it in items
+            if any(supersedes(ln, it.note.body) and not supersedes(it.note.body, ln) for ln in held if ln)]
+
+
 def _old_digests(sources: object) -> str:
     """The digest ids the topic's front matter names as its sources (the old statement's), at most three."""
     ids = sources.get("digests") if isinstance(sources, dict) else None
@@ -538,6 +553,7 @@ def review(
         drafts.append(edit)
     superseding, taken = supersession_drafts([it for it in items if it not in instructed], views, index, scope)
     drafts += superseding
+    taken += overruled([it for it in items if it not in instructed and it not in taken], views)
     replaced = {d.target for d in superseding}
     views = [v for v in views if v.path not in replaced]  # one proposal per topic: its merge waits
     merged = plan_merges(views, index, scope)

@@ -9,6 +9,7 @@ views) when they run, so the decision and listing jobs of this module
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -74,8 +75,11 @@ def job_drain(req: WorkerRequest) -> tuple[DrainResult, bool]:
 
 
 def _decide(req: WorkerRequest, fn_name: str) -> Decisions:
+    args = read(DecideArgs, req.args, job=req.job)
+    ids = args.ids
     fn = getattr(apply, fn_name)
-    ids = read(DecideArgs, req.args, job=req.job).ids
+    if fn_name == "accept" and args.keepBoth:
+        fn = functools.partial(apply.accept, keep_both=True)
     if not ids:
         raise CairnError(ErrorCode.USAGE, "ids: a non-empty list of proposal ids is required")
     out = []

@@ -47,6 +47,7 @@ from cairn.protocol.memory import (
     Proposal,
     ProposalKind,
     ProposalState,
+    ReviewRecord,
     ReviewResult,
 )
 from cairn.protocol.results import DrainResult, ReviewJobResult
@@ -57,6 +58,7 @@ from cairn.state.claims import Claim
 from cairn.worker.journal.views import public_digests
 from cairn.worker.memory import engine, model
 from cairn.worker.memory.apply import (
+    contradicted,
     decisions,
     load_proposal,
     proposal_ids,
@@ -78,19 +80,49 @@ WINDOW = 24 * 3600.0
 REVIEW_TTL = 120.0
 
 
-def reviewed_digests(ms: MemoryStore) -> set[str]:
-    """Digests covered by a published review whose accepted proposals exist privately."""
+def reviewed_digests(ms: MemoryStore, digests: list[PublicDigest] | None = None) -> set[str]:
+    """Digests covered by a published review whose accepted proposals exist privately.
+
+    A digest covered by one review only, whose note an undecided proposal carries that memory now
+    contradicts (:mod:`.contradiction`: another proposal was applied first), is not covered: its notes are
+    reviewed once more, against memory as it is now, so the note becomes a replacement instead of being
+    lost with its stale proposal. The proposal may come from that review (its evidence names the digest)
+    or from a focused review of a remembered text (``digests``: the digest whose turn is the remembered
+    one). Once: a second review covers the digest for good, however it ends (no review loop)."""
     out: set[str] = set()
+    covering: dict[str, int] = {}
+    latest: list[ReviewRecord] = []
     for r in published_reviews(ms):
         present = all(ms.read_many([f"{PROPOSALS}/{p}"])[f"{PROPOSALS}/{p}"] is not None for p in r.proposals)
         if present:
             out.update(r.digests)
+            latest.append(r)
+            for d in r.digests:
+                covering[d] = covering.get(d, 0) + 1
+    by_turn: dict[str, list[str]] = {}
+    for dg in digests or ():
+        for t in dg.turn_ids:
+            by_turn.setdefault(t, []).append(dg.id)
+    for r in latest:
+        # only a review whose notes' digests one review covers can re-open one (cheap tests first)
+        reach = r.digests if r.digests else tuple(d for m in r.remembered for d in by_turn.get(m, ()))
+        if not any(covering.get(d) == 1 for d in reach):
+            continue
+        for pid in r.proposals:
+            if decisions(ms, pid):
+                continue
+            p = load_proposal(ms, pid)
+            named = [d for e in p.evidence for d in ([e] if e in covering else by_turn.get(e, []))]
+            again = [d for d in named if covering.get(d) == 1]
+            if again and contradicted(ms, p):
+                out.difference_update(again)
     return out
 
 
 def unreviewed(ms: MemoryStore) -> list[PublicDigest]:
-    seen = reviewed_digests(ms)
-    return [d for d in public_digests(ms.workspace)[0] if d.id not in seen]
+    digests = public_digests(ms.workspace)[0]
+    seen = reviewed_digests(ms, digests)
+    return [d for d in digests if d.id not in seen]
 
 
 def _suppressed(ms: MemoryStore) -> set[str]:

@@ -1,0 +1,180 @@
+"""Two proposals made while neither was applied never leave a memory that disagrees with itself.
+
+"Use npm to install dependencies" and "Use pnpm, not npm, to install dependencies", both remembered before
+either was accepted, were two pending creates; accepting both gave two topics that disagree. Now the one
+accepted second is stale (``E_PROPOSAL_STALE``, nothing written), and its note is reviewed once more:
+into a replacement when it is the newer statement, into nothing when memory already moved away from it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from cairn.worker.memory.contradiction import _key, _related, conflict
+from cairn.worker.memory.supersede import supersedes
+
+from tests.journal.helpers import cairn, cairn_json
+
+NPM = "Use npm to install dependencies"
+PNPM = "Use pnpm, not npm, to install dependencies"
+
+
+def _topic(*lines: str, heading: str = "") -> bytes:
+    body = "\n".join(f"- {ln} (noted 2026-12-01)" for ln in lines)
+    return f"---\nname: n\ndescription: d\ntype: project\n---\n\n{heading}{body}\n".encode()
+
+
+# -- the rule, pure --------------------------------------------------------------------------------------
+
+
+def test_a_new_statement_that_changes_another_topic_is_a_conflict_either_way() -> None:
+    why = conflict([(None, _topic(PNPM))], {"use-npm.md": _topic("Run the tests with make check", NPM)})
+    assert why.startswith("it changes what use-npm.md says (line 8) without replacing it")  # the file's line
+    why = conflict([(None, _topic(NPM))], {"use-pnpm.md": _topic(PNPM)})
+    assert why == "use-pnpm.md (line 7) now says otherwise on the same subject"
+    # the reason names a file and a line, never what memory says (reasons reach listings and logs)
+    assert "npm" not in why.replace("use-pnpm.md", "")
+
+
+@pytest.mark.parametrize(("new", "held"), [
+    (PNPM, "Run the tests with make check"),  # another subject
+    ("The pnpm store is in ~/.pnpm-store", NPM),  # a second fact about a tool is no change of choice
+    ("Don't use npm", PNPM),  # the same advice
+    (NPM, NPM),  # the same statement: the review drops it, it is no contradiction
+])
+def test_statements_that_do_not_disagree_are_no_conflict(new: str, held: str) -> None:
+    assert conflict([(None, _topic(new))], {"t.md": _topic(held)}) == ""
+
+
+def test_only_lines_the_proposal_adds_are_checked() -> None:
+    before = _topic(NPM)
+    after = _topic(NPM, "Release notes go in CHANGES.md")  # an update appending to a topic already in conflict
+    assert conflict([(before, after)], {"t.md": _topic(PNPM)}) == ""
+    assert conflict([(before, None)], {"t.md": _topic(PNPM)}) == ""  # a deletion adds nothing
+    headed = _topic(heading="## npm\n\n")  # a heading is no statement
+    assert conflict([(None, headed)], {"t.md": _topic(PNPM)}) == ""
+
+
+def test_the_cheap_filter_never_hides_a_supersession() -> None:
+    """``_related`` is a necessary condition of ``supersedes`` either way (it only spares work)."""
+    shapes = [NPM, PNPM, "npm is our package manager", "From now on use pnpm", "We moved from jest to vitest",
+              "Run the tests with jest", "The API server listens on port 8000",
+              "The API server now listens on port 9000", "Prefer single quotes", "Prefer double quotes",
+              "Use 4 spaces", "Use 2 spaces", "yarn is no longer used", "Install with yarn",
+              "ruff format instead of black", "Format Python with black", "Deploy with fly, not heroku",
+              "We deploy with heroku", "Answer in French", "Answer in English"]
+    rng = random.Random(7)
+    pairs = [(a, b) for a in shapes for b in shapes] + [(rng.choice(shapes), rng.choice(shapes)) for _ in range(50)]
+    found = 0
+    for a, b in pairs:
+        if supersedes(a, b):
+            found += 1
+            assert _related(_key(a), _key(b)) and _related(_key(b), _key(a)), (a, b)
+    assert found >= 8  # the shapes do exercise the rule
+
+
+# -- end to end: remembered, reviewed, accepted in either order ------------------------------------------
+
+
+def _pending(ws: Path) -> dict[str, dict]:
+    return {p["id"]: p for p in cairn_json(ws, "proposals")}
+
+
+def _both_remembered(ws: Path) -> tuple[str, str]:
+    cairn(ws, "remember", NPM)
+    cairn(ws, "remember", PNPM)
+    cairn(ws, "seal")
+    cairn(ws, "process")
+    cairn(ws, "review")  # a general review of both digests: their proposals are pending, none is made again
+    rows = _pending(ws)
+    [npm] = [i for i, p in rows.items() if p["target"].endswith("use-npm-to-install-dependencies.md")]
+    [pnpm] = [i for i, p in rows.items() if p["target"].endswith("use-pnpm-not-npm-to-install-dependencies.md")]
+    assert rows[npm]["state"] == rows[pnpm]["state"] == "pending" and len(rows) == 2
+    return npm, pnpm
+
+
+def _statements(ws: Path) -> list[str]:
+    mem = ws / ".agents" / "memory"
+    return sorted(ln for p in mem.glob("*.md") if p.name != "MEMORY.md"
+                  for ln in p.read_text().splitlines() if ln.startswith("- "))
+
+
+def test_accepting_the_older_first_makes_the_newer_a_replacement(workspace: Path) -> None:
+    npm, pnpm = _both_remembered(workspace)
+    cairn(workspace, "accept", npm)
+    assert _pending(workspace)[pnpm]["state"] == "stale"
+    r = cairn(workspace, "accept", pnpm, check=False)
+    assert r.returncode == 2 and r.stderr.startswith("cairn: E_PROPOSAL_STALE: ") and "Traceback" not in r.stderr
+    assert "nothing was written" in r.stderr
+    assert [s.split(" (noted")[0] for s in _statements(workspace)] == [f"- {NPM}"]
+    # its note is reviewed once more, against memory as it is now: a replacement of the old line
+    cairn(workspace, "review")
+    [new] = [p for p in _pending(workspace).values() if p["state"] == "pending"]
+    assert new["kind"] == "update" and new["target"].endswith("use-npm-to-install-dependencies.md")
+    cairn(workspace, "accept", new["id"])
+    assert [s.split(" (noted")[0] for s in _statements(workspace)] == [f"- {PNPM}"]
+    assert cairn(workspace, "review").stdout.strip() == "nothing to review"  # once: no review loop
+
+
+def test_accepting_the_newer_first_leaves_the_older_out(workspace: Path) -> None:
+    npm, pnpm = _both_remembered(workspace)
+    cairn(workspace, "accept", pnpm)
+    assert _pending(workspace)[npm]["state"] == "stale"
+    assert cairn(workspace, "accept", npm, check=False).returncode == 2
+    cairn(workspace, "review")  # reviewed again: memory already moved away from it, nothing is proposed
+    assert [p["id"] for p in _pending(workspace).values() if p["state"] == "pending"] == []
+    assert [s.split(" (noted")[0] for s in _statements(workspace)] == [f"- {PNPM}"]
+    assert cairn(workspace, "review").stdout.strip() == "nothing to review"
+
+
+
+def test_lines_a_merge_carries_over_are_not_new_and_non_topics_hold_no_statements() -> None:
+    # a merge folds x.md (npm) into y.md and deletes x.md; z.md already disagreed with x.md: not this merge's doing
+    y_before, x_before = _topic("Install dependencies first"), _topic(NPM)
+    y_after = _topic("Install dependencies first", NPM)
+    assert conflict([(y_before, y_after), (x_before, None)], {"z.md": _topic(PNPM)}) == ""
+    # a README in the root (no front matter) and fenced code are no statements of memory
+    readme = f"# Notes\n\n- {NPM}\n".encode()
+    fenced = _topic(heading="```\nnpm install  # Use npm to install dependencies\n```\n")
+    assert conflict([(None, _topic(PNPM))], {"README.md": readme, "code.md": fenced}) == ""
+
+
+def _write_topic(ws: Path, name: str, title: str, body: str) -> None:
+    mem = ws / ".agents" / "memory"
+    mem.mkdir(parents=True, exist_ok=True)
+    (mem / name).write_text(f"---\nname: {title}\ndescription: {title}\ntype: project\n---\n\n{body}")
+    index = mem / "MEMORY.md"
+    head = index.read_text() if index.exists() else "# Memory\n\n"
+    index.write_text(head + f"- [{title}]({name}) - {title}\n")
+
+
+def test_a_replacement_is_not_held_back_by_a_second_topic_saying_the_old_thing(workspace: Path) -> None:
+    _write_topic(workspace, "setup.md", "Setup", f"- {NPM} (noted 2026-11-01)\n")
+    _write_topic(workspace, "ci.md", "CI", "- CI: use npm to install dependencies (noted 2026-11-01)\n")
+    cairn(workspace, "remember", PNPM)
+    [p] = _pending(workspace).values()
+    assert p["state"] == "pending" and p["kind"] == "update", p
+    cairn(workspace, "accept", p["id"])  # the change lands in one topic; the other still says npm, as before
+    assert any(s.startswith(f"- {PNPM}") for s in _statements(workspace))
+
+
+def test_the_newer_of_two_plain_statements_is_still_proposed(workspace: Path) -> None:
+    # either statement supersedes the other (a swapped word): the note is the newer one, never dropped,
+    # even where the topic holds code and so is not rewritten in place
+    _write_topic(workspace, "style.md", "Style",
+                 "```\nx = 'a'\n```\n\n- Prefer single quotes in Python (noted 2026-11-01)\n")
+    out = cairn_json(workspace, "remember", "Prefer double quotes in Python")
+    assert out["proposals"], out
+    shown = cairn(workspace, "show", out["proposals"][0]["id"]).stdout
+    assert "+- Prefer double quotes in Python" in shown
+
+
+def test_the_person_may_keep_both(workspace: Path) -> None:
+    npm, pnpm = _both_remembered(workspace)
+    cairn(workspace, "accept", npm)
+    r = cairn(workspace, "accept", pnpm, check=False)
+    assert r.returncode == 2 and f"`cairn accept --keep-both {pnpm}`" in r.stderr
+    assert cairn(workspace, "accept", "--keep-both", pnpm).stdout.strip() == f"{pnpm}: applied"
+    assert [s.split(" (noted")[0] for s in _statements(workspace)] == [f"- {NPM}", f"- {PNPM}"]
