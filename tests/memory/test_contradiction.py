@@ -178,3 +178,37 @@ def test_the_person_may_keep_both(workspace: Path) -> None:
     assert r.returncode == 2 and f"`cairn accept --keep-both {pnpm}`" in r.stderr
     assert cairn(workspace, "accept", "--keep-both", pnpm).stdout.strip() == f"{pnpm}: applied"
     assert [s.split(" (noted")[0] for s in _statements(workspace)] == [f"- {NPM}", f"- {PNPM}"]
+
+
+def test_a_topic_never_disagrees_with_itself() -> None:
+    two_new = _topic("Always use npm to install dependencies in this repo", PNPM)
+    assert conflict([(None, two_new)], {}).startswith("two statements it writes into one topic disagree")
+    appended = _topic(NPM, PNPM)  # a change appended beside the line it changes instead of replacing it
+    assert conflict([(_topic(NPM), appended)], {}).startswith("two statements it writes into one topic disagree")
+    assert conflict([(_topic(NPM), _topic(PNPM))], {}) == ""  # the replacement itself
+
+
+CHAT = """
+# aider chat started at 2025-06-01 10:00:00
+
+#### Always use npm to install dependencies in this repo.
+
+OK, I will use npm.
+
+#### Actually, use pnpm, not npm, to install dependencies.
+
+Understood, pnpm from now on.
+"""
+
+
+def test_of_two_statements_of_one_session_the_later_holds(workspace: Path) -> None:
+    (workspace / "chat.md").write_text(CHAT)
+    cairn(workspace, "import", str(workspace / "chat.md"))
+    cairn(workspace, "seal")
+    cairn(workspace, "process")
+    notes = [n["body"] for e in cairn_json(workspace, "journal") for n in e["notes"]]
+    assert len(notes) == 2  # both are in the journal: what was said
+    cairn(workspace, "review")
+    [p] = _pending(workspace).values()
+    shown = cairn(workspace, "show", p["id"]).stdout
+    assert "+- Use pnpm, not npm, to install dependencies" in shown and "use npm to install" not in shown.lower()

@@ -9,6 +9,8 @@ now (:func:`conflict`, docs/adr/0025):
 
 * the **added** statements are the body lines of the proposal's after-states that none of the files it
   writes or deletes held before (a merge carries lines over: they are not new);
+* they must agree with one another and with the lines the proposal's own files keep (a topic never
+  disagrees with itself);
 * each is compared with every body line of the root's *other* topic files (those the proposal does not
   write or delete; a file without a topic's front matter, and fenced code, are no statements);
 * the proposal is in conflict when an added line supersedes a line memory holds and replaces nothing
@@ -107,6 +109,11 @@ def _related(a: tuple[frozenset[str], frozenset[int]], b: tuple[frozenset[str], 
     return bool(a[0] & b[0]) or bool(a[1] & b[1])
 
 
+def may_supersede(a: str, b: str) -> bool:
+    """False only where neither statement can supersede the other (:func:`_related`): a cheap filter."""
+    return _related(_key(a), _key(b))
+
+
 def conflict(changes: Sequence[tuple[bytes | None, bytes | None]], others: Mapping[str, bytes]) -> str:
     """Why the topic writes ``changes`` ((before, after) bytes of each topic file the proposal writes or
     deletes) contradict the topic files ``others`` (name -> bytes, as they are now), or "" when they do
@@ -119,6 +126,13 @@ def conflict(changes: Sequence[tuple[bytes | None, bytes | None]], others: Mappi
     removed = [s for s in had - now if s]
     # a replacement: the new statement takes the place of a line the proposal removes
     replaces = {new for new in added if any(supersedes(new, old) for old in removed)}
+    # what it adds against itself and against the lines its own files keep (a topic that disagrees with
+    # itself: two new statements of one session, or a change appended instead of replacing)
+    kept = sorted({s for s in now - set(added) if s})
+    for i, new in enumerate(added):
+        for other in [*added[i + 1:], *kept]:
+            if _related(_key(new), _key(other)) and (_supersedes(new, other) or _supersedes(other, new)):
+                return "two statements it writes into one topic disagree: review its notes again"
     keys = {new: _key(new) for new in added}
     by_word: dict[str, list[str]] = {}
     by_family: dict[int, list[str]] = {}

@@ -16,6 +16,8 @@ draft's bytes are built and how drafts are ordered is
    normalised body) from several digests is one note with all their
    evidence. A note whose normalised body already appears verbatim in any
    topic body or instruction file is dropped: memory already says it.
+   1a. **Outlived** (:func:`outlived`): a note that a later note of the same
+   review supersedes is dropped; the later one is what holds.
 2. **Similarity**: token Jaccard at 0.5, see :mod:`worker.memory.similarity`.
 3. **Instructions** (:func:`instruction_edit`). A ``feedback`` note whose
    title or body is an instruction to the assistant (starts with "never",
@@ -83,6 +85,7 @@ from cairn.protocol.errors import CairnError
 from cairn.protocol.journal import PublicDigest, by_session
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType
+from cairn.worker.memory.contradiction import may_supersede
 from cairn.worker.memory.drafts import (
     DESCRIPTION_MAX,
     MAX_DIGESTS,
@@ -197,6 +200,16 @@ def fresh_notes(digests: list[PublicDigest], known: list[str]) -> list[_Item]:
             elif digest.id not in found.digests:
                 found.digests.append(digest.id)
     return [it for it in items.values() if not any(it.key in text for text in known)]
+
+
+def outlived(items: list[_Item]) -> list[_Item]:
+    """Rule 1a: a note that a later note of the same review supersedes is left out ("always use npm", then
+    "use pnpm, not npm" in one session): the later statement is what holds, and the two would otherwise be
+    clustered into one topic that disagrees with itself. ``items`` are in the order the sessions were
+    held (rule 1)."""
+    return [it for i, it in enumerate(items)
+            if not any(may_supersede(later.note.body, it.note.body) and supersedes(later.note.body, it.note.body)
+                       for later in items[i + 1:])]
 
 
 # -- rule 3: instructions ----------------------------------------------------------------
@@ -545,7 +558,7 @@ def review(
         for name, tf in sorted(snapshot.topics.items())
         if tf.topic is not None
     ]
-    items = fresh_notes(digests, scope.known_texts(snapshot))
+    items = outlived(fresh_notes(digests, scope.known_texts(snapshot)))
     instructed = [it for it in items if is_instruction(it.note)] if scope.present_instructions() else []
     drafts: list[ProposalDraft] = []
     edit = instruction_edit(instructed, scope)
