@@ -69,7 +69,7 @@ def result_lines(r: RememberResult) -> list[str]:
     if not r.reviewed:
         lines.append("a focused review is running elsewhere: the proposal follows in `cairn proposals`")
     elif not r.proposals:
-        lines.append("no proposal: memory already holds it, or the same proposal was rejected or is pending")
+        lines.append("no proposal: memory already holds it or says otherwise (a newer statement on the same subject), or the same proposal was rejected or is pending")
     for p in r.proposals:
         lines.append(f"{p.id}  {p.state:<8} {p.kind:<11} {printable(p.target)}  {printable(p.title)}")
     if any(p.state == "pending" for p in r.proposals):

@@ -212,3 +212,16 @@ def test_of_two_statements_of_one_session_the_later_holds(workspace: Path) -> No
     [p] = _pending(workspace).values()
     shown = cairn(workspace, "show", p["id"]).stdout
     assert "+- Use pnpm, not npm, to install dependencies" in shown and "use npm to install" not in shown.lower()
+
+
+def test_a_note_that_changes_a_working_agreement_replaces_it(workspace: Path) -> None:
+    # agents read the instruction file and the memory: a change must not land beside the old agreement
+    (workspace / "AGENTS.md").write_text("# Agents\n\n## Working agreements\n\n- Always use npm to install dependencies\n")
+    [p] = cairn_json(workspace, "remember", PNPM)["proposals"]
+    assert p["kind"] == "instruction" and p["title"].startswith("Replace 1 working agreement in AGENTS.md")
+    cairn(workspace, "accept", p["id"])
+    assert (workspace / "AGENTS.md").read_text().endswith(f"## Working agreements\n\n- {PNPM}\n")
+    assert not (workspace / ".agents" / "memory").exists()  # no topic beside it
+    # the old statement said again later is not proposed: the agreement already moved away from it
+    out = cairn_json(workspace, "remember", NPM)
+    assert out["proposals"] == []

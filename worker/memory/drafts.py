@@ -312,6 +312,20 @@ def instruction_draft(scope: ReviewScope, path: str, before: bytes | None, adds:
     )
 
 
+def instruction_edit_draft(
+    scope: ReviewScope, path: str, before: bytes, after: bytes, adds: Additions, replaced: list[tuple[str, str]]
+) -> ProposalDraft:
+    """INSTRUCTION: lines of the instruction file ``path`` replaced by the notes that change them
+    (``replaced``: old and new statements), and the other bullets of ``adds`` already in ``after``."""
+    name = posixpath.basename(path)
+    title = f"Replace {plural(len(replaced), 'working agreement')} in {name}: " + "; ".join(
+        f"\u201c{clip(old, 60)}\u201d \u2192 \u201c{clip(new, 60)}\u201d" for old, new in replaced)
+    if len(adds.bullets) > len(replaced):
+        title = f"Add {plural(len(adds.bullets) - len(replaced), 'working agreement')} to {name}; " + title[0].lower() + title[1:]
+    return _content_draft(scope, ProposalKind.INSTRUCTION, path, adds, title=title, files={path: (before, after)},
+                          index_edits=())
+
+
 def update_draft(
     scope: ReviewScope, index: Index, file: str, name: str, data: bytes, adds: Additions
 ) -> ProposalDraft:

@@ -26,7 +26,10 @@ draft's bytes are built and how drafts are ordered is
    configured instruction file that exists: one bullet per note at the end
    of its ``## Working agreements`` section (the section is appended if
    missing). With no instruction file present it is treated as an ordinary
-   topic note.
+   topic note. 3a. A note (of any type) that supersedes a bullet line of a
+   present instruction file replaces that line instead (:func:`instruction_edits`:
+   agents read both the file and the memory, so they must not disagree);
+   one draft per file touched.
 4. **Merge** (:func:`plan_merges`, :func:`merge_drafts`). Two parsed topics
    of the same type that are similar are near duplicates: one MERGE keeps
    the survivor (the one with an index entry, else the longer body, else the
@@ -45,8 +48,9 @@ draft's bytes are built and how drafts are ordered is
    new note's evidence. The topic's name, description and index entry follow
    when they only repeated the old statement. A second topic that disagrees
    with the first is never proposed.
-4b. **Overruled** (:func:`overruled`). A note that a topic line supersedes
-   ("use npm" where a topic says "use pnpm, not npm") is not proposed:
+4b. **Overruled** (:func:`overruled`). A note that a topic line or an
+   instruction file's bullet supersedes, while it does not supersede that
+   line ("use npm" where a topic says "use pnpm, not npm"), is not proposed:
    memory already moved away from it.
 5. **Update** (:func:`route_notes`, :func:`update_drafts`). A note similar
    to an existing topic of its type is appended to it as a bullet ``- body
@@ -98,6 +102,7 @@ from cairn.worker.memory.drafts import (
     clip,
     draft,
     instruction_draft,
+    instruction_edit_draft,
     ordered,
     plural,
     unrejected,
@@ -108,6 +113,7 @@ from cairn.worker.memory.housekeeping import index_maintenance
 from cairn.worker.memory.model import (
     Index,
     MemorySnapshot,
+    add_working_agreements,
     entry_line,
     format_entry,
     one_line,
@@ -213,6 +219,57 @@ def outlived(items: list[_Item]) -> list[_Item]:
 
 
 # -- rule 3: instructions ----------------------------------------------------------------
+
+
+def instruction_edits(items: list[_Item], instructed: list[_Item], scope: ReviewScope
+                      ) -> tuple[list[ProposalDraft], list[_Item]]:
+    """Rule 3 with 3a: the drafts editing instruction files, and the notes they took.
+
+    3a. A note that supersedes a bullet line of a present instruction file ("use pnpm, not npm" where
+    ``AGENTS.md`` says "- Always use npm to install dependencies") replaces that line, whatever its type
+    (agents read the file and the memory: they must not disagree); it may also replace a topic's line
+    (rule 4a). The other instruction notes are appended to the first file's working agreements (rule 3).
+    One draft per file touched."""
+    present = scope.present_instructions()
+    if not present or not items:
+        return [], []
+    files: dict[str, tuple[bytes, list[tuple[str, str]], list[_Item]]] = {}
+    appended: list[_Item] = []
+    for it in items:
+        body = one_line(it.note.body)
+        for path, before in present.items():
+            data, replaced, its = files.get(path, (before, [], []))
+            text = data.decode("utf-8", "replace")
+            old = next((ln for ln in (x.rstrip("\r") for x in text.split("\n")) if BULLET_MARK.match(ln)
+                        and may_supersede(body, ln) and supersedes(body, ln)), None)
+            if old is not None:
+                mark = BULLET_MARK.match(old)
+                assert mark is not None
+                files[path] = (replace_line(data, old, mark.group(0) + body), [*replaced, (_statement(old)[0], body)],
+                               [*its, it])
+                break
+        else:
+            if it in instructed:
+                appended.append(it)
+    out = []
+    taken = [it for _, _, its in files.values() for it in its]
+    first = next(iter(present))
+    if appended and first not in files:
+        edit = instruction_edit(appended, scope)
+        if edit is not None:
+            out.append(edit)
+        taken += appended
+        appended = []
+    for path, (data, replaced, its) in files.items():
+        extra = appended if path == first else []
+        after = add_working_agreements(data, [f"- {one_line(it.note.body)}" for it in extra]) if extra else data
+        every = [*its, *extra]
+        texts = tuple(one_line(it.note.body) for it in every)
+        adds = Additions(bullets=tuple(f"- {t}" for t in texts), summary_of=tuple(it.note.title for it in every),
+                         parts=texts, evidence=_evidence(every))
+        out.append(instruction_edit_draft(scope, path, present[path], after, adds, replaced))
+        taken += extra
+    return out, taken
 
 
 def instruction_edit(items: list[_Item], scope: ReviewScope) -> ProposalDraft | None:
@@ -356,7 +413,7 @@ def supersession_drafts(
     return out, taken
 
 
-def overruled(items: list[_Item], views: list[TopicView]) -> list[_Item]:
+def overruled(items: list[_Item], views: list[TopicView], scope: ReviewScope | None = None) -> list[_Item]:
     """Rule 4b: the notes a topic line supersedes while they do not supersede it ("use npm" where memory
     says "use pnpm, not npm"): memory already moved away from what they say, so they are not proposed (a
     topic beside it would disagree with it; accepting one is refused anyway,
@@ -364,6 +421,8 @@ def overruled(items: list[_Item], views: list[TopicView]) -> list[_Item]:
     values, a swapped word) the note is the newer statement and goes on to the later rules; a change said
     as one ("use npm, not pnpm", "we moved back to npm") supersedes the line instead (rule 4a)."""
     held = [_statement(ln)[0] for v in views for ln in body_lines(v.topic.body) if not HEADING.match(ln)]
+    for data in (scope.present_instructions() if scope is not None else {}).values():  # the agreements too
+        held += [_statement(ln)[0] for ln in data.decode("utf-8", "replace").splitlines() if BULLET_MARK.match(ln)]
     return [it for it in items
             if any(supersedes(ln, it.note.body) and not supersedes(it.note.body, ln) for ln in held if ln)]
 
@@ -561,12 +620,13 @@ def review(
     items = outlived(fresh_notes(digests, scope.known_texts(snapshot)))
     instructed = [it for it in items if is_instruction(it.note)] if scope.present_instructions() else []
     drafts: list[ProposalDraft] = []
-    edit = instruction_edit(instructed, scope)
-    if edit is not None:
-        drafts.append(edit)
+    edits, agreed = instruction_edits(items, instructed, scope)
+    drafts += edits
+    instructed = [it for it in instructed if it not in agreed]
     superseding, taken = supersession_drafts([it for it in items if it not in instructed], views, index, scope)
     drafts += superseding
-    taken += overruled([it for it in items if it not in instructed and it not in taken], views)
+    taken += overruled([it for it in items if it not in instructed and it not in taken], views, scope)
+    taken += [it for it in agreed if it not in taken]
     replaced = {d.target for d in superseding}
     views = [v for v in views if v.path not in replaced]  # one proposal per topic: its merge waits
     merged = plan_merges(views, index, scope)
