@@ -225,3 +225,18 @@ def test_a_note_that_changes_a_working_agreement_replaces_it(workspace: Path) ->
     # the old statement said again later is not proposed: the agreement already moved away from it
     out = cairn_json(workspace, "remember", NPM)
     assert out["proposals"] == []
+
+
+def test_topics_that_cannot_be_read_are_left_out_never_followed(workspace: Path, tmp_path: Path) -> None:
+    import os
+
+    out = cairn_json(workspace, "remember", NPM)
+    [p] = out["proposals"]
+    mem = workspace / ".agents" / "memory"
+    mem.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(_topic(PNPM))  # would contradict it, if the link were followed
+    (mem / "linked.md").symlink_to(outside)
+    os.mkfifo(mem / "pipe.md")  # never opened: no read blocks
+    (mem / "huge.md").write_bytes(_topic(PNPM) + b"x" * (600 * 1024))  # past a topic's size: not read
+    assert cairn(workspace, "accept", p["id"]).stdout.strip() == f"{p['id']}: applied"

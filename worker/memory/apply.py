@@ -238,8 +238,11 @@ def _contradicted(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str,
                     and name != "MEMORY.md":
                 names.append(rel)
     others: dict[str, bytes] = {}
-    for rel in names:  # one at a time: a file refused (a link, too large) is left out, not the rest
-        r = P.run(base, [P.Read(rel, limit=FILE_MAX_BYTES, optional=True)]).results[0]
+    results = P.run(base, [P.Read(rel, limit=FILE_MAX_BYTES, optional=True) for rel in names]).results
+    for rel, r in zip(names, results, strict=True):
+        if r.status is not OpStatus.OK and r.status is not OpStatus.ABSENT:
+            # a file refused (a link, too large) stops the program: the rest one at a time, it left out
+            r = P.run(base, [P.Read(rel, limit=FILE_MAX_BYTES, optional=True)]).results[0]
         if r.status is OpStatus.OK and r.value is not None:
             others[rel.rpartition("/")[2]] = r.value
     return contradiction.conflict(changes, others)
