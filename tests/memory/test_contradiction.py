@@ -9,10 +9,11 @@ into a replacement when it is the newer statement, into nothing when memory alre
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from cairn.worker.memory.contradiction import _key, _related, conflict
+from cairn.worker.memory.contradiction import conflict, may_supersede
 from cairn.worker.memory.supersede import supersedes
 
 from tests.journal.helpers import cairn, cairn_json
@@ -71,7 +72,7 @@ def test_the_cheap_filter_never_hides_a_supersession() -> None:
     for a, b in pairs:
         if supersedes(a, b):
             found += 1
-            assert _related(_key(a), _key(b)) and _related(_key(b), _key(a)), (a, b)
+            assert may_supersede(a, b) and may_supersede(b, a), (a, b)
     assert found >= 8  # the shapes do exercise the rule
 
 
@@ -135,9 +136,9 @@ def test_lines_a_merge_carries_over_are_not_new_and_non_topics_hold_no_statement
     y_before, x_before = _topic("Install dependencies first"), _topic(NPM)
     y_after = _topic("Install dependencies first", NPM)
     assert conflict([(y_before, y_after), (x_before, None)], {"z.md": _topic(PNPM)}) == ""
-    # a README in the root (no front matter) and fenced code are no statements of memory
+    # a README in the root (no front matter) is no topic; a topic holding code is never rewritten by a review
     readme = f"# Notes\n\n- {NPM}\n".encode()
-    fenced = _topic(heading="```\nnpm install  # Use npm to install dependencies\n```\n")
+    fenced = _topic(NPM, heading="```\nnpm install\n```\n\n")
     assert conflict([(None, _topic(PNPM))], {"README.md": readme, "code.md": fenced}) == ""
 
 
@@ -240,3 +241,60 @@ def test_topics_that_cannot_be_read_are_left_out_never_followed(workspace: Path,
     os.mkfifo(mem / "pipe.md")  # never opened: no read blocks
     (mem / "huge.md").write_bytes(_topic(PNPM) + b"x" * (600 * 1024))  # past a topic's size: not read
     assert cairn(workspace, "accept", p["id"]).stdout.strip() == f"{p['id']}: applied"
+
+
+# -- the engine's side: rules 1a, 3a and 4b, on drafts ---------------------------------------------------
+
+
+def _drafts(tmp_path: Path, notes_by_session: list[list[tuple[str, str]]], *, topics: dict[str, bytes] | None = None,
+            instructions: Mapping[str, bytes | None] | None = None) -> list:
+    from tests.memory.test_engine import digest, make_root, note, run
+
+    digests = [digest(i + 1, *(note(kind, body[:20], body) for kind, body in notes))
+               for i, notes in enumerate(notes_by_session)]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return run(digests, make_root(tmp_path, None, topics or {}), instructions=dict(instructions or {}))
+
+
+def _after(d) -> str:
+    return "".join((a or b"").decode() for _, (_, a) in sorted(d.files.items()))
+
+
+def test_the_note_said_last_holds_whichever_supersedes_which(tmp_path: Path) -> None:
+    # "use pnpm, not npm", then "always use npm": the later holds; and a note said again counts from then
+    [d] = _drafts(tmp_path / "a", [[("feedback", PNPM)], [("feedback", "Always use npm to install dependencies")]])
+    assert "Always use npm" in _after(d) and "pnpm" not in _after(d)
+    [d] = _drafts(tmp_path / "b", [[("project", NPM)], [("project", "Use pnpm to install dependencies")],
+                                    [("project", NPM)]])
+    assert NPM in _after(d) and "pnpm" not in _after(d)
+
+
+def test_a_later_statement_outlives_one_memory_already_holds(tmp_path: Path) -> None:
+    topic = _topic("Use pnpm to install dependencies")
+    drafts = _drafts(tmp_path, [[("project", NPM)], [("project", "Use pnpm to install dependencies")]],
+                     topics={"package-manager.md": topic})
+    assert not any("Use npm" in _after(d) for d in drafts)  # never a replacement of pnpm by the older npm
+
+
+def test_an_agreement_overrules_an_instruction_note_too(tmp_path: Path) -> None:
+    agents = {"AGENTS.md": f"# Agents\n\n## Working agreements\n\n- {PNPM}\n".encode()}
+    assert _drafts(tmp_path, [[("feedback", "Always use npm to install dependencies")]], instructions=agents) == []
+
+
+def test_the_agreement_most_like_the_note_is_replaced_in_every_file_and_copy(tmp_path: Path) -> None:
+    agents = b"# Agents\n\n## Working agreements\n\n- Run `npm run lint` before pushing\n" \
+             b"- Always use npm to install dependencies\n- Always use npm to install dependencies\n"
+    claude = b"# Claude\n\n```md\n- Always use npm to install dependencies\n```\n\n- Always use npm to install dependencies\n"
+    drafts = _drafts(tmp_path, [[("project", PNPM)]], instructions={"AGENTS.md": agents, "CLAUDE.md": claude})
+    by_file = {next(iter(d.files)): _after(d) for d in drafts}
+    assert set(by_file) == {"AGENTS.md", "CLAUDE.md"}
+    assert by_file["AGENTS.md"].count(PNPM) == 2 and "`npm run lint`" in by_file["AGENTS.md"]
+    # the example in a code fence is no agreement: left as it is
+    assert by_file["CLAUDE.md"] == claude.decode().replace("```\n\n- Always use npm to install dependencies",
+                                                            f"```\n\n- {PNPM}")
+
+
+def test_a_stray_carriage_return_never_stops_a_review(tmp_path: Path) -> None:
+    for i, data in enumerate([b"- Always use npm to install\rdependencies\n", b"# A\r- Always use npm to install\r"]):
+        drafts = _drafts(tmp_path / str(i), [[("project", PNPM)]], instructions={"AGENTS.md": data})
+        assert [d.kind for d in drafts] == ["create"]  # the line is left alone, the note still proposed

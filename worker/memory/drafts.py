@@ -318,10 +318,11 @@ def instruction_edit_draft(
     """INSTRUCTION: lines of the instruction file ``path`` replaced by the notes that change them
     (``replaced``: old and new statements), and the other bullets of ``adds`` already in ``after``."""
     name = posixpath.basename(path)
-    title = f"Replace {plural(len(replaced), 'working agreement')} in {name}: " + "; ".join(
-        f"\u201c{clip(old, 60)}\u201d \u2192 \u201c{clip(new, 60)}\u201d" for old, new in replaced)
-    if len(adds.bullets) > len(replaced):
-        title = f"Add {plural(len(adds.bullets) - len(replaced), 'working agreement')} to {name}; " + title[0].lower() + title[1:]
+    changes = "; ".join(f"\u201c{clip(old, 60)}\u201d \u2192 \u201c{clip(new, 60)}\u201d" for old, new in replaced)
+    added = len({new for new in adds.parts if not new.startswith("replace\0")}) - len({new for _, new in replaced})
+    title = f"Replace {plural(len(replaced), 'working agreement')} in {name}: {changes}"
+    if added > 0:
+        title = f"Add {plural(added, 'working agreement')} and replace {len(replaced)} in {name}: {changes}"
     return _content_draft(scope, ProposalKind.INSTRUCTION, path, adds, title=title, files={path: (before, after)},
                           index_edits=())
 

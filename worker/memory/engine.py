@@ -89,7 +89,7 @@ from cairn.protocol.errors import CairnError
 from cairn.protocol.journal import PublicDigest, by_session
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType
-from cairn.worker.memory.contradiction import may_supersede
+from cairn.worker.memory.contradiction import _supersedes, may_supersede
 from cairn.worker.memory.drafts import (
     DESCRIPTION_MAX,
     MAX_DIGESTS,
@@ -161,6 +161,7 @@ class _Item:
     day: str  # the day the session of the first digest that carried it was held (``session_day``)
     order: int
     words: frozenset[str] = frozenset()
+    last: int = 0  # when it was said last (a count over every note of the review, in session order)
 
     @property
     def bullet(self) -> str:
@@ -188,12 +189,16 @@ def _additions(items: list[_Item]) -> Additions:
 def fresh_notes(digests: list[PublicDigest], known: list[str]) -> list[_Item]:
     """Rule 1: the distinct notes of ``digests``, oldest first, without those memory already says."""
     items: dict[tuple[NoteType, str], _Item] = {}
+    said = 0
     for digest in by_session(digests):
         for note in digest.notes:
             key = normalise(note.body)
             if not key:
                 continue
+            said += 1
             found = items.get((note.type, key))
+            if found is not None:
+                found.last = said
             if found is None:
                 items[(note.type, key)] = _Item(
                     note=note,
@@ -202,20 +207,26 @@ def fresh_notes(digests: list[PublicDigest], known: list[str]) -> list[_Item]:
                     day=digest.session_day,
                     order=len(items),
                     words=tokens(f"{note.title} {note.body}"),
+                    last=said,
                 )
             elif digest.id not in found.digests:
                 found.digests.append(digest.id)
-    return [it for it in items.values() if not any(it.key in text for text in known)]
+    # rule 1a before memory's words are taken out: a later statement also outlives an earlier one that
+    # memory holds already (that one is then replaced by rule 4a, not restored)
+    return [it for it in outlived(list(items.values())) if not any(it.key in text for text in known)]
 
 
 def outlived(items: list[_Item]) -> list[_Item]:
-    """Rule 1a: a note that a later note of the same review supersedes is left out ("always use npm", then
-    "use pnpm, not npm" in one session): the later statement is what holds, and the two would otherwise be
-    clustered into one topic that disagrees with itself. ``items`` are in the order the sessions were
-    held (rule 1)."""
-    return [it for i, it in enumerate(items)
-            if not any(may_supersede(later.note.body, it.note.body) and supersedes(later.note.body, it.note.body)
-                       for later in items[i + 1:])]
+    """Rule 1a: of two notes of the same review where either supersedes the other ("always use npm", then
+    "use pnpm, not npm"; or the other way round), the one said last holds and the other is left out: they
+    would otherwise be clustered into one topic that disagrees with itself. A note said again later counts
+    from its last mention (:attr:`_Item.last`). Both stay in the journal, which records what was said."""
+    out = []
+    for it in items:
+        newer = [o for o in items if o is not it and o.last > it.last and may_supersede(o.note.body, it.note.body)]
+        if not any(_supersedes(o.note.body, it.note.body) or _supersedes(it.note.body, o.note.body) for o in newer):
+            out.append(it)
+    return out
 
 
 # -- rule 3: instructions ----------------------------------------------------------------
@@ -237,20 +248,22 @@ def instruction_edits(items: list[_Item], instructed: list[_Item], scope: Review
     appended: list[_Item] = []
     for it in items:
         body = one_line(it.note.body)
+        hit = False
         for path, before in present.items():
             data, replaced, its = files.get(path, (before, [], []))
-            text = data.decode("utf-8", "replace")
-            old = next((ln for ln in (x.rstrip("\r") for x in text.split("\n")) if BULLET_MARK.match(ln)
-                        and may_supersede(body, ln) and supersedes(body, ln)), None)
-            if old is not None:
-                mark = BULLET_MARK.match(old)
-                assert mark is not None
-                files[path] = (replace_line(data, old, mark.group(0) + body), [*replaced, (_statement(old)[0], body)],
-                               [*its, it])
-                break
-        else:
-            if it in instructed:
-                appended.append(it)
+            lines = [ln for ln in _agreements(data) if may_supersede(body, ln) and _supersedes(body, ln)]
+            if not lines:
+                continue
+            # the agreement most like the note ("always use npm to install …" rather than "run npm run lint")
+            mine = tokens(body)
+            old = max(lines, key=lambda ln: (jaccard(mine, tokens(_statement(ln)[0])), -lines.index(ln)))
+            mark = BULLET_MARK.match(old)
+            assert mark is not None
+            data = _replace_agreements(data, old, mark.group(0) + body)  # every copy of it, outside code
+            files[path] = (data, [*replaced, (_statement(old)[0], body)], [*its, it] if it not in its else its)
+            hit = True
+        if not hit and it in instructed:
+            appended.append(it)
     out = []
     taken = [it for _, _, its in files.values() for it in its]
     first = next(iter(present))
@@ -266,7 +279,7 @@ def instruction_edits(items: list[_Item], instructed: list[_Item], scope: Review
         every = [*its, *extra]
         texts = tuple(one_line(it.note.body) for it in every)
         adds = Additions(bullets=tuple(f"- {t}" for t in texts), summary_of=tuple(it.note.title for it in every),
-                         parts=texts, evidence=_evidence(every))
+                         parts=(*texts, *(f"replace\0{old}" for old, _ in replaced)), evidence=_evidence(every))
         out.append(instruction_edit_draft(scope, path, present[path], after, adds, replaced))
         taken += extra
     return out, taken
@@ -422,9 +435,37 @@ def overruled(items: list[_Item], views: list[TopicView], scope: ReviewScope | N
     as one ("use npm, not pnpm", "we moved back to npm") supersedes the line instead (rule 4a)."""
     held = [_statement(ln)[0] for v in views for ln in body_lines(v.topic.body) if not HEADING.match(ln)]
     for data in (scope.present_instructions() if scope is not None else {}).values():  # the agreements too
-        held += [_statement(ln)[0] for ln in data.decode("utf-8", "replace").splitlines() if BULLET_MARK.match(ln)]
+        held += [_statement(ln)[0] for ln in _agreements(data)]
     return [it for it in items
-            if any(supersedes(ln, it.note.body) and not supersedes(it.note.body, ln) for ln in held if ln)]
+            if any(may_supersede(ln, it.note.body) and _supersedes(ln, it.note.body)
+                   and not _supersedes(it.note.body, ln) for ln in held if ln)]
+
+
+def _replace_agreements(data: bytes, old: str, new: str) -> bytes:
+    """``data`` with every agreement (:func:`_agreements`) reading ``old`` replaced by ``new``, line endings
+    kept; lines in fenced code stay as they are."""
+    out, fenced = [], False
+    for raw in data.split(b"\n"):
+        ln = raw.decode("utf-8", "replace").rstrip("\r")
+        if ln.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and ln == old and "\r" not in ln:
+            raw = new.encode("utf-8") + (b"\r" if raw.endswith(b"\r") else b"")
+        out.append(raw)
+    return b"\n".join(out)
+
+
+def _agreements(data: bytes) -> list[str]:
+    """The bullet lines of an instruction file outside fenced code (an example is no agreement), as
+    :func:`~worker.memory.model.replace_line` sees lines."""
+    out, fenced = [], False
+    for raw in data.split(b"\n"):
+        ln = raw.decode("utf-8", "replace").rstrip("\r")
+        if ln.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and BULLET_MARK.match(ln) and "\r" not in ln:
+            out.append(ln)
+    return out
 
 
 def _old_digests(sources: object) -> str:
@@ -617,7 +658,10 @@ def review(
         for name, tf in sorted(snapshot.topics.items())
         if tf.topic is not None
     ]
-    items = outlived(fresh_notes(digests, scope.known_texts(snapshot)))
+    items = fresh_notes(digests, scope.known_texts(snapshot))
+    # rule 4b before the instructions: a note memory or an agreement already moved away from is not proposed
+    gone = overruled(items, views, scope)
+    items = [it for it in items if it not in gone]
     instructed = [it for it in items if is_instruction(it.note)] if scope.present_instructions() else []
     drafts: list[ProposalDraft] = []
     edits, agreed = instruction_edits(items, instructed, scope)
@@ -625,7 +669,6 @@ def review(
     instructed = [it for it in instructed if it not in agreed]
     superseding, taken = supersession_drafts([it for it in items if it not in instructed], views, index, scope)
     drafts += superseding
-    taken += overruled([it for it in items if it not in instructed and it not in taken], views, scope)
     taken += [it for it in agreed if it not in taken]
     replaced = {d.target for d in superseding}
     views = [v for v in views if v.path not in replaced]  # one proposal per topic: its merge waits
