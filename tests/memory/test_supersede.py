@@ -316,3 +316,14 @@ def test_a_note_said_again_in_other_words_finds_its_topic_though_its_bullet_is_d
 def test_a_function_word_is_never_a_choice(sentence: str) -> None:
     change = change_of(sentence)
     assert change is None or not ({change.new, change.old} & {"a", "the", "just", "also", "that"}), change
+
+
+@pytest.mark.parametrize(("note", "line", "expected"), [
+    ("I prefer answers in English", "I prefer answers in French", True),  # "prefer" and "answers" in common
+    ("Prefer double quotes", "Prefer single quotes", True),  # ADR 0019's own example, without "in Python"
+    ("Use double quotes", "Single quotes", False),  # one word in common: too little to be one statement
+    ("I prefer answers in English", "I prefer short answers in French", False),  # two words differ
+    ("I prefer answers in English", "Never answer in French", False),  # one turns it down
+])
+def test_a_preference_with_one_word_swapped_is_a_change(note: str, line: str, expected: bool) -> None:
+    assert supersedes(note, line) is expected

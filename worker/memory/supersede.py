@@ -255,13 +255,15 @@ _NEGATED = re.compile(r"(?i)(?:not|never|don'?t|avoid|no\s+longer|instead\s+of|
 def word_swapped(note: str, line: str) -> bool:
     """Whether ``note`` says ``line`` with one word swapped for an alternative of it ("prefer double quotes
     in Python" over "prefer single quotes in Python", "write commit messages in French from now on" over
-    "always write commit messages in English"): every other content word the same, at least two of them,
+    "always write commit messages in English", "I prefer answers in English" over "I prefer answers in
+    French"): every other content word the same, at least two words in common ("prefer" counts),
     and neither text turning something down ("never use double quotes" agrees with "use single quotes")."""
     if _NEGATED.search(note.replace("\u2019", "'")) or _NEGATED.search(line.replace("\u2019", "'")):
         return False
     mine, theirs = (frozenset(w for w in tokens(t) if w not in _CHANGE_WORDS) for t in (note, line))
     added, gone = mine - theirs, theirs - mine
-    if len(added) != 1 or len(gone) != 1 or len(mine & theirs) < 2:
+    # the words both say count change words too: "I prefer answers in English" over "… in French"
+    if len(added) != 1 or len(gone) != 1 or len(tokens(note) & tokens(line)) < 2:
         return False
     (a,), (b,) = added, gone
     return a in _ALTERNATIVE and b in _ALTERNATIVE.get(a, frozenset())
