@@ -167,11 +167,13 @@ class NoParams:
 
 @attrs.frozen(kw_only=True)
 class DecisionParams:
-    """``cairn.accept`` / ``cairn.reject``: ``ids``, or one ``id`` (code actions send both)."""
+    """``cairn.accept`` / ``cairn.reject``: ``ids``, or one ``id`` (code actions send both); ``keepBoth``
+    (accept only): even where memory now says otherwise on a proposal's subject (docs/adr/0025)."""
 
     ids: tuple[str, ...] = attrs.field(default=(), validator=_ids)
     id: str | None = attrs.field(default=None, validator=_optional_nonempty)
     workspace: str | None = None
+    keepBoth: bool = False
 
     @property
     def proposal_ids(self) -> tuple[str, ...]:

@@ -125,6 +125,7 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
     (define-key map "U" #'cairn-cockpit-unmark-all)
     (define-key map "x" #'cairn-cockpit-execute)
     (define-key map "c" #'cairn-cockpit-flag-confirm)
+    (define-key map "K" #'cairn-cockpit-accept-keeping-both)
     (define-key map "V" #'cairn-cockpit-verify)
     (define-key map "e" #'cairn-cockpit-edit)
     (define-key map "d" #'cairn-cockpit-diff)
@@ -150,6 +151,7 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
     ("x" . "execute every flag after one confirmation (Accept 2, reject 1, undo 1?); no flags: the marked rows")
     ("e" . "edit the proposed text, then C-c C-c accepts the edited version; Memories: edit the topic file")
     ("c" . "flag C (confirm), Memories: the topic is still true, no longer due for revalidation")
+    ("K" . "accept the row now, keeping both, where it is stale only because memory now says otherwise on its subject")
     ("V" . "verify: recheck what every topic cites; stale ones get update or retirement proposals")
     ("m" . "mark the proposal (Candidates) for a, r or x; m again unmarks it, U clears every mark and flag")
     ("d" . "show the diff in a diff-mode buffer (a / r work there too)")
@@ -1401,16 +1403,28 @@ shows the server's reason."
   "IDS for a message: the id, or how many."
   (if (cdr ids) (format "%d proposals" (length ids)) (car ids)))
 
-(defun cairn-cockpit-accept ()
+(defun cairn-cockpit-accept (&optional keep-both)
   "Accept the marked proposals, else those in the region, else the one at point.
-In History, accept the undone proposal at point again (checked like any accept)."
-  (interactive)
+In History, accept the undone proposal at point again (checked like any accept).
+With a prefix argument KEEP-BOTH, accept a proposal that is stale only because
+memory now says otherwise on its subject: both statements are kept."
+  (interactive "P")
   (cairn-cockpit--accept-ids (if (equal (cairn-cockpit--at-view) "history") (list (cairn-cockpit--reaccept-id))
-                               (cairn-cockpit--selected))))
+                               (cairn-cockpit--selected))
+                             keep-both))
 
-(defun cairn-cockpit--accept-ids (ids)
-  "Accept the proposals IDS now, without blocking."
-  (cairn-cockpit--decide "cairn.accept" (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+(defun cairn-cockpit-accept-keeping-both ()
+  "Accept the proposal at point (or the marked ones), keeping both statements.
+Where it is stale only because memory now says otherwise on its subject, it is
+applied all the same; its files are still checked."
+  (interactive)
+  (cairn-cockpit-accept t))
+
+(defun cairn-cockpit--accept-ids (ids &optional keep-both)
+  "Accept the proposals IDS now, without blocking.
+KEEP-BOTH: see `cairn-cockpit-accept'."
+  (cairn-cockpit--decide "cairn.accept" (append (list :workspace cairn-cockpit--workspace :ids (vconcat ids))
+                                                (and keep-both (list :keepBoth t)))
                          (format "accepted %s (u then x in History undoes it)" (cairn-cockpit--ids-text ids))
                          (lambda () (cairn-cockpit--unmark ids))))
 

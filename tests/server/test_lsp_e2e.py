@@ -272,3 +272,19 @@ async def test_proposals_added_by_the_cli_refresh_diagnostics_and_code_actions(
     assert any(_code_action(a)["command"]["command"] == "cairn.accept" for a in received)
     await asyncio.wait_for(republished, 30)
     assert client.diagnostics[uri]
+
+
+async def test_accept_keeping_both_over_the_server(client: LanguageClient, workspace: Path) -> None:
+    """A proposal stale only because memory now says otherwise on its subject (ADR 0025): ``cairn.accept``
+    refuses it with its code; with ``keepBoth`` the person's call is applied."""
+    from tests.journal.helpers import cairn, cairn_json
+
+    npm = cairn_json(workspace, "remember", "Use npm to install dependencies")["proposals"][0]["id"]
+    pnpm = cairn_json(workspace, "remember", "Use pnpm, not npm, to install dependencies")["proposals"][0]["id"]
+    await asyncio.to_thread(cairn, workspace, "accept", npm)
+    with pytest.raises(JsonRpcInvalidParams) as info:
+        await command(client, "cairn.accept", {"workspace": str(workspace), "ids": [pnpm]})
+    assert "E_PROPOSAL_STALE" in str(info.value) and "without replacing it" in str(info.value)
+    done = plain(await command(client, "cairn.accept", {"workspace": str(workspace), "ids": [pnpm],
+                                                        "keepBoth": True}))
+    assert done["result"]["decisions"][0]["state"] == "applied"

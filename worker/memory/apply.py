@@ -502,7 +502,7 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
         fresh, why = check_fresh(ms, p, base, rels, contradictions=not keep_both)
         if not fresh:
             if check_fresh(ms, p, base, rels, contradictions=False)[0]:
-                why += f" (or keep both: `cairn accept --keep-both {pid}`)"
+                why += " (to keep both: accept --keep-both)"
             raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
         current = _read_current(base, sorted(set(rels.values())))
         out: list[tuple[str, str, bytes | None, bytes | None]] = []

@@ -137,7 +137,7 @@ def conflict(changes: Sequence[tuple[bytes | None, bytes | None]], others: Mappi
     for i, new in enumerate(added):
         for other in [*added[i + 1:], *kept]:
             if may_supersede(new, other) and (_supersedes(new, other) or _supersedes(other, new)):
-                return "two statements it writes into one topic disagree: review its notes again"
+                return "two statements it writes into one topic disagree"
     keys = {new: _key(new) for new in added}
     by_word: dict[str, list[str]] = {}
     by_family: dict[int, list[str]] = {}
@@ -159,8 +159,7 @@ def conflict(changes: Sequence[tuple[bytes | None, bytes | None]], others: Mappi
             for new in sorted(candidates):
                 forward = _supersedes(new, held)
                 if forward and new not in replaces:
-                    return (f"it changes what {name} says (line {number}) without replacing it: "
-                            "review its note again to replace that line")
+                    return f"it changes what {name} says (line {number}) without replacing it"
                 if not forward and _supersedes(held, new):
                     return f"{name} (line {number}) now says otherwise on the same subject"
     return ""

@@ -179,7 +179,7 @@ def _proposal_ids(name: str, p: DecisionParams) -> tuple[str, ...]:
 async def accept(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
     ws, ids = svc.workspace(p.workspace), _proposal_ids(CMD_ACCEPT, p)
     await svc.documents.check_live_buffers(ws, ids)
-    return await foreground(svc, ws, "accept", DecideArgs(ids=ids))
+    return await foreground(svc, ws, "accept", DecideArgs(ids=ids, keepBoth=True if p.keepBoth else None))
 
 
 async def reject(svc: CairnService, p: DecisionParams) -> dict[str, Any]:
