@@ -62,7 +62,11 @@ def proposal_rows(workspace: str, settings: Settings | None = None) -> list[dict
 def pending_count(workspace: str, settings: Settings | None = None) -> int:
     if not os.path.isdir(os.path.join(workspace, ".cairn", "state", "memory")):
         return 0
-    return sum(1 for r in proposal_rows(workspace, settings) if r["state"] in ("pending", "stale"))
+    # pending or stale is every proposal not decided since (or pending again): no file needs reading to
+    # count them, so the status the editor polls never runs the freshness checks
+    with _store(workspace, settings) as ms:
+        return sum(1 for pid in proposal_ids(ms)
+                   if not (ds := decisions(ms, pid)) or ds[-1].state is ProposalState.PENDING)
 
 
 def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[str, Any]]:
