@@ -324,6 +324,12 @@ def test_a_function_word_is_never_a_choice(sentence: str) -> None:
     ("Use double quotes", "Single quotes", False),  # one word in common: too little to be one statement
     ("I prefer answers in English", "I prefer short answers in French", False),  # two words differ
     ("I prefer answers in English", "Never answer in French", False),  # one turns it down
+    # one subject word in common and no preference: two statements that may both hold
+    ("Run the sync tests", "Run the async tests", False),
+    ("We need French translations", "We need English translations", False),
+    ("We need a light theme", "We need a dark theme", False),
+    ("Tests run on main", "Tests run on master", False),
+    ("Replaced the dark logo", "Replaced the light logo", False),
 ])
 def test_a_preference_with_one_word_swapped_is_a_change(note: str, line: str, expected: bool) -> None:
     assert supersedes(note, line) is expected

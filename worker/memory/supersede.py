@@ -252,18 +252,25 @@ _ALTERNATIVE = {w: g for g in ALTERNATIVES for w in g}
 _NEGATED = re.compile(r"(?i)(?:not|never|don'?t|avoid|no\s+longer|instead\s+of|rather\s+than)")
 
 
+def _prefers(text: str) -> bool:
+    return re.search(r"(?i)\bprefer(?:s|red)?\b", text) is not None
+
+
 def word_swapped(note: str, line: str) -> bool:
     """Whether ``note`` says ``line`` with one word swapped for an alternative of it ("prefer double quotes
     in Python" over "prefer single quotes in Python", "write commit messages in French from now on" over
     "always write commit messages in English", "I prefer answers in English" over "I prefer answers in
-    French"): every other content word the same, at least two words in common ("prefer" counts),
+    French"): every other content word the same, at least two of them (one when both are preferences),
     and neither text turning something down ("never use double quotes" agrees with "use single quotes")."""
     if _NEGATED.search(note.replace("\u2019", "'")) or _NEGATED.search(line.replace("\u2019", "'")):
         return False
     mine, theirs = (frozenset(w for w in tokens(t) if w not in _CHANGE_WORDS) for t in (note, line))
     added, gone = mine - theirs, theirs - mine
-    # the words both say count change words too: "I prefer answers in English" over "… in French"
-    if len(added) != 1 or len(gone) != 1 or len(tokens(note) & tokens(line)) < 2:
+    # two subject words in common, or one for two preferences ("I prefer answers in English" over "… in
+    # French": "prefer" is a change word, so the subject alone is "answers"); "run the sync tests" beside
+    # "run the async tests" shares one subject word and no preference: two statements, both true
+    shared = len(mine & theirs)
+    if len(added) != 1 or len(gone) != 1 or shared < 1 or (shared < 2 and not (_prefers(note) and _prefers(line))):
         return False
     (a,), (b,) = added, gone
     return a in _ALTERNATIVE and b in _ALTERNATIVE.get(a, frozenset())

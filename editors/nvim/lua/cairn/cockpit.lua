@@ -11,7 +11,8 @@ local TITLES = { pending = "Pending", history = "History (newest first)", journa
 local buffers = {} -- buf -> { root, view, rows = { [line] = row }, state }
 
 M.keys = {
-  { "a", "accept" }, { "r", "reject" }, { "e", "edit, then accept" }, { "u", "undo/take back" }, { "<CR>", "diff" },
+  { "a", "accept" }, { "K", "accept keeping both" },
+  { "r", "reject" }, { "e", "edit, then accept" }, { "u", "undo/take back" }, { "<CR>", "diff" },
   { "P", "pending" }, { "H", "history" }, { "L", "journal" }, { "J", "jobs" }, { "M", "memories" },
   { "R", "refresh" }, { "D", "drain" }, { "V", "verify" }, { "q", "quit" }, { "?", "help" },
 }
@@ -278,6 +279,12 @@ local function keymaps(buf)
       return config.notify(row.id .. " cannot be accepted from this line (" .. tostring(row.state) .. ")")
     end
     commands.decide(buffers[buf].root, "accept", { row.id })
+  end)
+  map(buf, "K", function()
+    local row = proposal_row(buf, { "pending" })
+    if row then
+      commands.decide(buffers[buf].root, "accept", { row.id }, nil, true)
+    end
   end)
   map(buf, "r", function()
     if buffers[buf].view == "memories" then

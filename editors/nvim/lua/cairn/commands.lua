@@ -303,10 +303,13 @@ local function decided(ws, name, ids, on_done)
 end
 
 --- Decide: "accept", "reject", "unreject" (ids) or "undo" (one id) in `ws`; `on_done(err, answer)` after the follow-up.
-function M.decide(ws, action, ids, on_done)
+--- `keep_both` (accept only): even where memory now says otherwise on a proposal's subject (ADR 0025).
+function M.decide(ws, action, ids, on_done, keep_both)
   local name, argument = "cairn." .. action, { ids = ids }
   if action == "undo" then
     argument = { id = ids[1] }
+  elseif action == "accept" and keep_both then
+    argument.keepBoth = true
   end
   return M.execute(ws, name, argument, decided(ws, name, ids, on_done))
 end
