@@ -28,6 +28,10 @@ show them as junk, so they are dealt with once, where text enters or leaves:
   Tab and LF are kept: they are text. Nothing else is changed; the result is
   a fixed point (cleaning it again changes nothing).
 
+* :func:`memory_text` where a note is about to become memory (a review's
+  notes): :func:`clean_text`, and without the bidirectional controls that
+  reorder what is shown.
+
 * :func:`printable` where the CLI **prints** untrusted text (journal notes
   and titles, proposal titles, file names, error messages): nothing is
   removed, each control character is shown visibly as ``\\xNN`` (``\\t``,
@@ -69,6 +73,18 @@ def clean_text(text: str) -> str:
     text = _BREAK.sub("\n", text)
     text = _CONTROL.sub("", text)
     return _SURROGATE.sub("\ufffd", text)
+
+
+#: bidirectional embeddings, overrides and isolates: they reorder what an editor or a terminal shows
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+
+
+def memory_text(text: str) -> str:
+    """:func:`clean_text`, and without bidirectional embedding, override and isolate controls (U+202A–U+202E,
+    U+2066–U+2069): text bound for a memory file, which every agent loads and a person reviews as a diff,
+    must read in the order it is stored ("Trojan Source"). The marks U+200E and U+200F stay: they order
+    nothing beyond themselves."""
+    return _BIDI.sub("", clean_text(text))
 
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}

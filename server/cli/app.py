@@ -112,6 +112,16 @@ def _fail(code: ErrorCode | str, message: str) -> None:
     sys.stderr.write(f"cairn: {code}: {printable(redact_text(message))}\n")
 
 
+def _check_workspace(ns: argparse.Namespace) -> None:
+    """Every command refuses a workspace that is no folder the same way, before doing anything (a listing
+    would otherwise say "no memory topics" of a mistyped ``-w``, and a writer fail deep inside with another
+    code)."""
+    ws = getattr(ns, "workspace", None)
+    if isinstance(ws, str) and not os.path.isdir(ws):
+        what = "does not exist" if not os.path.lexists(ws) else "is not a directory"
+        raise CairnError(ErrorCode.WORKSPACE_INVALID, f"workspace {ws[:200]} {what}; check -w")
+
+
 def _broken_pipe() -> int:
     # the reader went away (`cairn journal | head`): silence the final flush too
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -130,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         ns = build_parser(_table(args)).parse_args(args)
     try:
+        _check_workspace(ns)
         return int(ns.func(ns))
     except CairnError as exc:
         _fail(exc.code, exc.message)

@@ -87,6 +87,13 @@ def workspace_path(ns: argparse.Namespace) -> str:
     return os.path.abspath(ns.workspace)
 
 
+def budget_line(o: dict[str, Any]) -> str:
+    """One index past its budget, said with what agents miss and how to make room."""
+    return (f"{o['index']}: past its budget ({o['lines']} lines, {o['bytes']} bytes; agents load the first "
+            f"{o['maxLines']} lines, at most {o['maxBytes']} bytes): entries past it are not read; merge or retire "
+            "topics (`cairn memory retire TOPIC`) or raise index_max_lines / index_max_bytes")
+
+
 def json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 

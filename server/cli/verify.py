@@ -2,8 +2,8 @@
 
 Contract: the handler takes the parsed namespace and returns an exit code
 (:mod:`server.cli.support`): 0 when nothing is stale, 1 when an entry is
-stale, unverifiable or has a broken front matter (each listed on its own
-line). Marks go to private state and stale entries get proposals through
+stale, unverifiable or has a broken front matter, or an index is past its
+budget (each listed on its own line). Marks go to private state and stale entries get proposals through
 the worker's ``verify`` job; no topic is rewritten. Depends only on
 :mod:`server.cli.support`.
 """
@@ -13,7 +13,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cairn.server.cli.support import EXIT_OK, EXIT_PROBLEMS, emit_json, json_flag, printable, run_job
+from cairn.server.cli.support import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    budget_line,
+    emit_json,
+    json_flag,
+    printable,
+    run_job,
+)
 
 
 def verify_setup(p: argparse.ArgumentParser) -> None:
@@ -32,18 +40,20 @@ def _lines(r: dict[str, Any]) -> list[str]:
             if c["verdict"] == "stale":
                 out.append(f"{t['file']}: stale: {c.get('reason', '')}")
             elif c["verdict"] == "unverifiable":
-                out.append(f"{t['file']}: unverifiable {c.get('code')}: {where}")
+                out.append(f"{t['file']}: unverifiable {c.get('code')}: {where or c.get('reason', '')}")
         if t.get("aged"):
             out.append(f"{t['file']}: not confirmed since {t.get('confirmed')}")
     for i in r.get("instructions") or []:
         out += [f"{i['file']}:{i['line']}: stale: {why}" for why in i["why"]]
+    out += [budget_line(o) for o in r.get("overBudget") or []]
     return [printable(line) for line in out]
+
 
 
 def cmd_verify(ns: argparse.Namespace) -> int:
     r: dict[str, Any] = run_job(ns, "verify", {"dryRun": bool(ns.dry_run)}).result
     problems = (r["stale"] or r["unverifiable"] or r["broken"] or any(t.get("aged") for t in r["topics"])
-                or r.get("instructions"))
+                or r.get("instructions") or r.get("overBudget"))
     if ns.json:
         emit_json(r)
     else:

@@ -1,8 +1,9 @@
 """CLI commands about the workspace as a whole: doctor, cleanup, serve.
 
 Contract: handlers take the parsed namespace and return an exit code
-(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations
-or a memory topic file whose front matter does not parse, and shows the provider in effect and whether it answers
+(:mod:`server.cli.support`); ``doctor`` exits 1 when it finds violations,
+a memory topic file whose front matter does not parse or a memory index
+past its budget (what agents load), and shows the provider in effect and whether it answers
 (:func:`worker.settings.detect.check`: no session text is sent; a
 provider that does not answer is said, not counted as a violation).
 Depends only on :mod:`server.cli.support`.
@@ -15,16 +16,21 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cairn.server.cli.support import (
     EXIT_OK,
     EXIT_PROBLEMS,
+    budget_line,
     emit_json,
     load_config,
     printable,
     run_job,
     workspace_path,
 )
+
+if TYPE_CHECKING:
+    from cairn.protocol.settings import Settings
 
 
 def doctor_setup(p: argparse.ArgumentParser) -> None:
@@ -40,10 +46,13 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
     with PinnedDir.open_root(workspace_path(ns)) as root:
         report = check_workspace(root)
     trust = trust_line(workspace_path(ns))
-    provider = detect.check(config.from_request(load_config(workspace_path(ns))))
+    settings = config.from_request(load_config(workspace_path(ns)))
+    provider = detect.check(settings)
     broken = _broken_topics(workspace_path(ns))
+    over = _over_budget(workspace_path(ns), settings)
     if ns.json:
-        emit_json({**report.to_json(), "trust": trust, "provider": provider.to_json(), "memory": broken})
+        emit_json({**report.to_json(), "trust": trust, "provider": provider.to_json(), "memory": broken,
+                   "overBudget": over})
     else:
         print(f"scopes {report.scopes}, generations {report.generations}, bundles {report.bundles}")
         print(f"trust {trust}")
@@ -55,10 +64,12 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
         for b in broken:
             print(f"memory {b['code']} {printable(b['path'])}: its front matter is missing or invalid "
                   "(agents read no name, description or type from it)")
-        problems = len(report.violations) + len(broken)
-        print("ok" if not problems else f"{problems} problem(s)" if broken
+        for o in over:
+            print(f"memory {printable(budget_line(o))}")
+        problems = len(report.violations) + len(broken) + len(over)
+        print("ok" if not problems else f"{problems} problem(s)" if broken or over
               else f"{len(report.violations)} violation(s)")
-    return EXIT_PROBLEMS if report.violations or broken else EXIT_OK
+    return EXIT_PROBLEMS if report.violations or broken or over else EXIT_OK
 
 
 def _broken_topics(ws: str) -> list[dict[str, str]]:
@@ -73,6 +84,26 @@ def _broken_topics(ws: str) -> list[dict[str, str]]:
         return [{"code": str(exc.code), "path": rel}]
     return [{"code": str(t.error), "path": os.path.join(rel, name)}
             for name, t in snap.topics.items() if t.error is not None]
+
+
+def _over_budget(ws: str, settings: Settings) -> list[dict[str, Any]]:
+    """The memory indexes of the workspace already past their budget (what agents load), as ``cairn verify``
+    reports them."""
+    from cairn.protocol.errors import CairnError  # cold start: see the module docstring
+    from cairn.worker.memory import model
+
+    out: list[dict[str, Any]] = []
+    for rel in dict.fromkeys([os.path.join(".agents", "memory"), *settings.memoryRoots]):
+        if os.path.isabs(rel) or not os.path.isdir(os.path.join(ws, rel)):
+            continue
+        try:
+            snap = model.read_root(Path(ws, rel), workspace=ws)
+        except CairnError:
+            continue  # a root that cannot be read is reported by what reads it
+        past = model.over_budget(snap.index, model.IndexBudget.of(settings))
+        if past is not None:
+            out.append({"index": os.path.join(rel, model.INDEX_NAME), **past})
+    return out
 
 
 def cmd_cleanup(ns: argparse.Namespace) -> int:

@@ -683,6 +683,10 @@ def undo(ms: MemoryStore, pid: str) -> Decision:
                 try:
                     after = model.apply_index_edits(now or b"", edits, model.IndexBudget.of(ms.settings))
                 except CairnError as exc:
+                    if exc.code is ErrorCode.INDEX_FULL:  # the index grew since: putting the entry back crosses it
+                        raise CairnError(ErrorCode.INDEX_FULL, f"undo refused: putting its entry back would take {path} "
+                                         "over its budget; merge or retire a topic first, or raise the budget; "
+                                         "nothing was changed") from None
                     raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied "
                                      f"({exc.code}); nothing was changed") from None
                 out.append((path, f.path, now, after))

@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 from cairn.protocol.errors import ErrorCode
+from cairn.state import layout
 
 #: a cited file larger than this is never read
 FILE_MAX = 1 << 20
@@ -58,7 +59,7 @@ _TARGET = re.compile(r"[A-Za-z0-9][\w.:/-]{0,80}")
 _MAKEFILES, _JUSTFILES = "GNUmakefile|makefile|Makefile", "justfile|Justfile|.justfile"
 #: a runner at the start of a command; what it runs is read word by word up to the end of the command
 _RUNNER_WORD = re.compile(r"(?<![\w./@$<{-])(g?make|just|npm|pnpm|yarn|bun)(?=[ \t]+\S)")
-_COMMAND_END = re.compile(r"&&|\|\||[;|#>`]|\$\(|\)|\n")
+_COMMAND_END = re.compile(r"&&|\|\||[;|#>`\]]|\$\(|\)|\n")  # ``]``: a Markdown link's text ends
 #: subcommands of the package managers themselves (not scripts of the project)
 _PNPM_OWN = frozenset("install i add remove rm un uninstall exec dlx update up upgrade why list ls ll outdated create "
                       "publish pack link ln unlink store config c env import init patch patch-commit patch-remove "
@@ -149,7 +150,7 @@ def _parse_run(tool: str, words: list[tuple[str, int]]) -> list[_Run]:
         if not ran and ((tool == "npm" or tool == "bun") or (tool == "pnpm" and w in _PNPM_OWN)
                         or (tool == "yarn" and w in _YARN_OWN)):
             return []  # the package manager's own command (``npm ci``, ``pnpm exec``, ``yarn add``)
-        t = w.rstrip(".,;:)")
+        t = w.rstrip(".,;:)!?*\"'")  # closing punctuation, emphasis and quotes around the command
         if not _TARGET.fullmatch(t) or (out and t.lower() in _NOT_TARGET):
             break
         builds = file or (_MAKEFILES if tool == "make" else _JUSTFILES if tool == "just" else "package.json")
@@ -537,6 +538,19 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
                 path, at, line = where
                 out.append(Citation(kind="symbol", path=path, target=name, lines=(at, at),
                                     sha256=lines_sha([line]) if hashes else None, commit=commit))
+    # a snake_case name in backticks is cited only where the tree's code defines it as a function (``def
+    # helper_fn``): such a name is too often another tool's or a setting's to be cited where it merely occurs
+    functions = list(dict.fromkeys(m.group(1) for t in _TICKED_SPAN.findall(text)
+                                   for m in [_SNAKE_FUNCTION.fullmatch(t.strip())] if m))
+    if functions:
+        tree = tree if tree is not None else Tree(root)
+        tree.words()
+        for name in functions:
+            where = tree.find_definition(name)
+            if where is not None:
+                path, at, line = where
+                out.append(Citation(kind="symbol", path=path, target=name, lines=(at, at),
+                                    sha256=lines_sha([line]) if hashes else None, commit=commit))
     return out
 
 
@@ -568,32 +582,33 @@ def from_front_matter(value: object) -> tuple[list[Citation], list[Check]]:
     good: list[Citation] = []
     bad: list[Check] = []
     items = value if isinstance(value, list) else [value]
-    for item in items:
+    for n, item in enumerate(items, 1):
         try:
             good.append(_citation(item))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:  # which item, and what is wrong with it (never its text)
             bad.append(Check(citation=Citation(kind="path", path=""), verdict=UNVERIFIABLE,
-                             code=str(ErrorCode.TOPIC_FRONT_MATTER), reason="a citation in the front matter is not valid"))
+                             code=str(ErrorCode.TOPIC_FRONT_MATTER),
+                             reason=f"citation {n} of the front matter is not valid: {exc}"))
     return good, bad
 
 
 def _citation(item: object) -> Citation:
     if not isinstance(item, Mapping) or not isinstance(item.get("path"), str) or not item["path"]:
-        raise ValueError("no path")
+        raise ValueError("it names no path")
     target, symbol = item.get("target"), item.get("symbol")
     if symbol is not None and (target is not None or not isinstance(symbol, str) or not _IDENT.fullmatch(symbol)):
-        raise ValueError("bad symbol")
+        raise ValueError("its symbol is not one name, or it has a target too")
     lines = item.get("lines")
     span = None
     if lines is not None:
         m = re.fullmatch(r"(\d{1,7})(?:-(\d{1,7}))?", str(lines).strip())
         if not m or int(m.group(1)) < 1 or int(m.group(2) or m.group(1)) < int(m.group(1)):
-            raise ValueError("bad lines")
+            raise ValueError("its lines are not a span such as 3-7")
         span = (int(m.group(1)), int(m.group(2) or m.group(1)))
     sha, commit = item.get("sha256"), item.get("commit")
     for v in (target, sha, commit):
         if v is not None and not isinstance(v, str):
-            raise TypeError("not text")
+            raise TypeError("its target, sha256 or commit is not text")
     if symbol is not None:
         return Citation(kind="symbol", path=item["path"], target=symbol, lines=span, sha256=sha, commit=commit)
     return Citation(kind="target" if target else "path", path=item["path"], target=target, lines=span,
@@ -662,7 +677,8 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
     if c.kind == "symbol" and c.target:
         head = re.split(r"\.|::", c.target)[0]
         pat = re.compile(r"(?<![\w$-])" + re.escape(head) + r"(?![\w$]|-\w)")
-        at = next((i + 1 for i, ln in enumerate(lines) if pat.search(ln)), None)
+        in_memory = (c.path.strip("/") + "/").startswith(layout.MEMORY_ROOT + "/")  # cited by an older version
+        at = None if in_memory else next((i + 1 for i, ln in enumerate(lines) if pat.search(ln)), None)
         if at is not None:
             return Check(citation=c, verdict=OK, lines=(at, at))
         elsewhere = (tree if tree is not None else Tree(root)).find_word(head)
@@ -914,6 +930,7 @@ _COMMAND_LINE = re.compile(r"^\s*(?:#\s*)*(?:\$\s+)?([a-z][\w-]{2,30})\s+([a-z][
 _PROSE = frozenset("is are was were be has have had can could will would should must may might uses is not "
                    "does do did and or the a an of to in on for with as by at it its this that".split())
 _QUOTED = re.compile(r"[\"']([a-z][a-z0-9_-]{1,40})[\"']")
+_SNAKE_FUNCTION = re.compile(r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?:\(\))?")  # ``helper_fn`` or ``helper_fn()``
 _DEFINED = re.compile(r"\b(?:def|fn|function|func)\s+([a-z][a-z0-9_]{1,40})\b")
 #: a type, module or namespace a source file defines (``class X``, ``struct X``, ``impl<T> X``, ``defmodule X.Y``)
 _OWNER = re.compile(r"\b(?:class|struct|enum|trait|interface|type|union|object|protocol|namespace|mod|module"
@@ -1065,7 +1082,9 @@ class Tree:
 
     def __init__(self, root: str, *, exclude: Iterable[str] = ()) -> None:
         self.root = root
-        self.exclude = {e.strip("/") for e in exclude if e}
+        # the memory's own root is never evidence about the code: a topic naming ``ConfigLoader`` must not
+        # prove that ``ConfigLoader`` still exists (configured roots are added by the caller)
+        self.exclude = {e.strip("/") for e in (layout.MEMORY_ROOT, *exclude) if e}
         self.files: set[str] = set()
         self.dirs: set[str] = set()
         self.links: set[str] = set()  # symbolic links: seen by ``lstat``, never followed
@@ -1241,6 +1260,20 @@ class Tree:
         for p in sorted(self.files):
             body = self._texts.get(p)
             if body and word in body and not _HISTORY.search(p):
+                for i, ln in enumerate(body.split("\n")):
+                    if pat.search(ln):
+                        return p, i + 1, ln.rstrip("\r")
+        return None
+
+    def find_definition(self, name: str) -> tuple[str, int, str] | None:
+        """The first (file, 1-based line, line) of a code file where a function ``name`` is defined (``def``,
+        ``fn``, ``function``, ``func``); None when no code file defines it."""
+        if name not in self.quoted:  # :meth:`words` gathers the defined names of code files
+            return None
+        pat = re.compile(r"\b(?:def|fn|function|func)\s+" + re.escape(name) + r"\b")
+        for p in sorted(self.files):
+            body = self._texts.get(p)
+            if body and name in body and p.rsplit(".", 1)[-1].lower() in _CODE_EXT:
                 for i, ln in enumerate(body.split("\n")):
                     if pat.search(ln):
                         return p, i + 1, ln.rstrip("\r")

@@ -13,7 +13,7 @@ reviewed when a public review record lists it *and* that record's accepted
 result exists.
 
 Notes are read as :func:`readable` gives them: cleaned of control characters
-(:func:`protocol.text.clean_text`; a digest published before notes were
+(:func:`protocol.text.memory_text`; a digest published before notes were
 cleaned may hold them), and a note that still could not be written to a topic
 file is left out and counted by its code (``skippedNotes`` in the result),
 never stopping the proposals of the others. A review that fails settles its
@@ -51,7 +51,7 @@ from cairn.protocol.memory import (
     ReviewResult,
 )
 from cairn.protocol.results import DrainResult, ReviewJobResult
-from cairn.protocol.text import clean_text
+from cairn.protocol.text import memory_text
 from cairn.protocol.vocab import NoteType, OpStatus, OutcomeKind
 from cairn.state import program as P
 from cairn.state.claims import Claim
@@ -279,7 +279,7 @@ def readable(digests: Sequence[PublicDigest], skipped: Counter[str]) -> list[Pub
     for d in digests:
         notes = []
         for n in d.notes:
-            title, body = clean_text(n.title), clean_text(n.body)
+            title, body = memory_text(n.title), memory_text(n.body)
             code = unwritable(n.type, title, body)
             if code is not None:
                 skipped[str(code)] += 1

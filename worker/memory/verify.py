@@ -63,6 +63,7 @@ from cairn.worker.memory.citations import (
     Check,
     Tree,
     from_front_matter,
+    git_commit,
     read_lines,
     rename_in_text,
     verify_entry,
@@ -179,11 +180,12 @@ def _renamable(topic: model.Topic, c: Check) -> bool:
     return said >= 1 if "/" in old else said == 1
 
 
-def _renamed_topic(topic: model.Topic, stale: list[Check]) -> bytes | None:
+def _renamed_topic(topic: model.Topic, stale: list[Check], commit: str | None = None) -> bytes | None:
     """The topic naming anew what changed (name, description, text and citations), when every stale check says
     what it changed to (:func:`_renamable`) and the topic's front matter is exactly as cairn writes it (else
     None: a retirement is proposed). The index line is renamed by the caller: agents load the index, not the
-    topic."""
+    topic. ``commit``: the workspace's commit now, recorded on each citation cited afresh (its hash is of the
+    tree as it is now, not as it was at the old commit)."""
     if not stale or not all(_renamable(topic, c) for c in stale) or (
             topic.citations is not None and not isinstance(topic.citations, list)):
         return None
@@ -194,7 +196,7 @@ def _renamed_topic(topic: model.Topic, stale: list[Check]) -> bytes | None:
             return None
         for c in stale:
             if c.renamed is not None:
-                cites = [c.renamed if x == c.citation else x for x in cites]
+                cites = [attrs.evolve(c.renamed, commit=commit) if x == c.citation else x for x in cites]
         prov["citations"] = [x.as_front_matter() for x in cites]
         return model.render_topic(_renamed(topic.name, stale), _renamed(topic.description, stale), topic.type,
                                   _renamed(topic.body, stale), prov)
@@ -236,11 +238,16 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
         if not trees:
             trees.append(Tree(ws, exclude=_roots(ms)))
         return trees[0]
+    budget = model.IndexBudget.of(ms.settings)
+    over: list[dict[str, Any]] = []  # indexes already past what agents load (reported, never cut)
     for root in _roots(ms):
         if not os.path.isdir(os.path.join(ws, root)):
             continue
         snap = model.read_root(Path(os.path.join(ws, root)), workspace=ws)
         index_rel = posixpath.join(root, model.INDEX_NAME)
+        past = model.over_budget(snap.index, budget)
+        if past is not None:
+            over.append({"index": index_rel, **past})
         try:
             index = snap.parsed_index()
         except CairnError:
@@ -272,7 +279,7 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
             if not propose or not (stale or aged):
                 continue
             entry = index.entry(name) if index is not None else None
-            renamed = _renamed_topic(tf.topic, stale)
+            renamed = _renamed_topic(tf.topic, stale, git_commit(ws))
             if renamed is not None:
                 d = ProposalDraft(
                     kind=ProposalKind.UPDATE,
@@ -316,7 +323,7 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
             "instructionFiles": read, "instructions": lines,
             "unverifiable": sum(1 for r in rows for c in r["citations"] if c["verdict"] == UNVERIFIABLE),
             "broken": sum(1 for r in rows if "error" in r), "proposals": proposals, "topics": rows,
-            "review": review_id if proposals else None}
+            "review": review_id if proposals else None, "overBudget": over}
 
 
 def verify_instructions(ms: MemoryStore, tree: Callable[[], Tree]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -398,8 +405,6 @@ _GIT_FILES = (".git/HEAD", ".git/ORIG_HEAD", ".git/FETCH_HEAD")
 def git_signature(workspace: str) -> list[Any]:
     """A cheap signature of the checkout: ``lstat`` of ``.git/HEAD``, ``ORIG_HEAD``, ``FETCH_HEAD`` (size,
     mtime) and the commit HEAD names. A ``git pull``, checkout or reset changes it."""
-    from cairn.worker.memory.citations import git_commit  # cold start: loaded with this module already
-
     sig: list[Any] = []
     for rel in _GIT_FILES:
         try:

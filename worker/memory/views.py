@@ -15,6 +15,7 @@ server's status) start without it. Measured with ``python -X importtime``:
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -124,6 +125,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no infinity nor NaN
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)

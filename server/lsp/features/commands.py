@@ -224,7 +224,8 @@ async def verify(svc: CairnService, p: WorkspaceParams) -> dict[str, Any]:
     The answer keeps the counts and proposal ids (the per-topic detail is the Memories view's)."""
     answer = await foreground(svc, svc.workspace(p.workspace), "verify", {"dryRun": False})
     r = answer["result"] if isinstance(answer["result"], dict) else {}
-    answer["result"] = {k: r.get(k) for k in ("checked", "stale", "unverifiable", "broken", "proposals", "review")}
+    answer["result"] = {k: r.get(k) for k in ("checked", "stale", "unverifiable", "broken", "proposals", "review",
+                                                "overBudget")}
     if r:  # the instruction files' stale lines: counted here, listed by `cairn verify`
         answer["result"]["staleInstructionLines"] = len(r.get("instructions") or [])
     return answer

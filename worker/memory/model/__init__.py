@@ -27,6 +27,7 @@ from cairn.worker.memory.model.index import (
     check_topic_file,
     entry_line,
     format_entry,
+    over_budget,
     parse_index,
     with_confirmed,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "entry_line",
     "format_entry",
     "one_line",
+    "over_budget",
     "parse_index",
     "parse_topic",
     "read_root",

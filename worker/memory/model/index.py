@@ -56,6 +56,19 @@ class IndexBudget:
 INDEX_BUDGET = IndexBudget()
 
 
+def over_budget(data: bytes | None, budget: IndexBudget = INDEX_BUDGET) -> dict[str, int] | None:
+    """How far an index already is past its budget (``lines``, ``bytes`` and the budget's ``maxLines``,
+    ``maxBytes``), or None when agents load all of it. An index written past its budget (by hand, or before
+    the budget was lowered) is never cut by cairn: the entries past it are what agents do not see, so it is
+    reported until the person merges or retires some."""
+    if not data:
+        return None
+    lines = len(split_lines(data))
+    if lines <= budget.lines and len(data) <= budget.bytes:
+        return None
+    return {"lines": lines, "bytes": len(data), "maxLines": budget.lines, "maxBytes": budget.bytes}
+
+
 @attrs.frozen(kw_only=True)
 class IndexEntry:
     title: str  # link text, backslash escapes removed

@@ -72,8 +72,14 @@ def parse_topic(data: bytes) -> Topic:
         raise _front_matter_error(
             "topic front matter is not valid YAML", line=(mark.line + 2) if mark is not None else None
         ) from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # a value YAML's resolver accepts but cannot build: ``2026-02-30`` as a date, a huge exponent …
+        raise _front_matter_error(f"topic front matter holds a value YAML cannot read ({type(exc).__name__})") from None
     if not isinstance(meta, dict):
         raise _front_matter_error("topic front matter is not a mapping")
+    if not _plain_tree(meta):
+        raise _front_matter_error("topic front matter refers to itself (a YAML alias inside its own value), "
+                                  "nests too deep or holds too many values")
     name, description, kind = meta.get("name"), meta.get("description"), meta.get("type")
     if not isinstance(name, str) or not name.strip():
         raise _front_matter_error("topic front matter needs a text 'name'", field="name")
@@ -86,6 +92,31 @@ def parse_topic(data: bytes) -> Topic:
     return Topic(name=name, description=description, type=NoteType(kind), body=body, raw=data,
                  sources=meta.get("sources"), citations=meta.get("citations"),
                  confirmed=str(confirmed) if confirmed is not None else None)
+
+
+#: how deep and how large a front matter's values may be (a hand-written one is a few levels and entries)
+_MAX_DEPTH, _MAX_NODES = 32, 100_000
+
+
+def _plain_tree(value: object) -> bool:
+    """Whether ``value`` is a finite tree: no container inside itself (``&a [*a]``), at most
+    :data:`_MAX_DEPTH` levels and :data:`_MAX_NODES` values, shared ones counted each time (aliases
+    repeated into a "billion laughs" are refused, never walked)."""
+    budget = [_MAX_NODES]
+
+    def walk(v: object, depth: int, path: frozenset[int]) -> bool:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > _MAX_DEPTH:
+            return False
+        if isinstance(v, dict | list):
+            if id(v) in path:
+                return False
+            inner = path | {id(v)}
+            items = [*v.keys(), *v.values()] if isinstance(v, dict) else v
+            return all(walk(i, depth + 1, inner) for i in items)
+        return True
+
+    return walk(value, 0, frozenset())
 
 
 def _check_scalar(field: str, value: str) -> None:

@@ -1,0 +1,229 @@
+"""What a person using `cairn remember`, `accept` and `verify` on a small project found wrong, end to end.
+
+Each test follows the steps as a user took them (a git workspace, a Makefile, a remembered text accepted,
+the code changed, `cairn verify`), through the CLI in process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from cairn.protocol.text import memory_text
+from cairn.server import cli
+from cairn.worker.memory import citations as C
+from cairn.worker.memory.model import over_budget, parse_topic
+
+MAKEFILE = "check:\n\tpytest -q\n\nlint:\n\truff check .\n"
+APP = "def main():\n    return 1\n\n\ndef helper_fn():\n    return 2\n"
+
+
+def _cairn(capsys: pytest.CaptureFixture[str], ws: Path, *argv: str) -> tuple[int, str, str]:
+    code = cli.main([*argv, "-w", str(ws)])
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def _project(tmp_path: Path, commit: str = "a" * 40) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "Makefile").write_text(MAKEFILE)
+    (ws / "src" / "app.py").write_text(APP)
+    (ws / ".git" / "refs" / "heads").mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (ws / ".git" / "refs" / "heads" / "main").write_text(commit + "\n")
+    return ws
+
+
+def _cites(topic: Path) -> list[dict[str, Any]]:
+    return cast("list[dict[str, Any]]", parse_topic(topic.read_bytes()).citations)
+
+
+def _remember(capsys: pytest.CaptureFixture[str], ws: Path, text: str) -> Path:
+    code, out, _ = _cairn(capsys, ws, "remember", "--json", "--type", "project", text)
+    [proposal] = json.loads(out)["proposals"]
+    assert _cairn(capsys, ws, "accept", proposal["id"])[0] == 0
+    [row] = [r for r in json.loads(_cairn(capsys, ws, "memory", "--json")[1]) if proposal["target"] == r["file"]]
+    return ws / row["file"]
+
+
+@pytest.mark.parametrize("bad", ["confirmed: 2026-02-30", "confirmed: 2026-13-45", "citations: &a [*a]",
+                                 "x: &a [1]\ny: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                                 "z: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                                 "v: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                                 "u: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+                                 "w: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]"])
+def test_a_front_matter_value_yaml_cannot_build_is_reported_and_every_command_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    """An impossible date, an alias inside its own value or an alias bomb made `memory`, `verify`, `doctor`
+    and `review` fail with E_INTERNAL; they now report that one topic and go on."""
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Run the tests with make check")
+    other = _remember(capsys, ws, "Prefer rebase over merge for feature branches")
+    text = topic.read_text()
+    broken = text.replace("\nconfirmed:", f"\n{bad}\nold_confirmed:", 1)
+    assert broken != text
+    topic.write_text(broken)
+    with pytest.raises(Exception) as exc:
+        parse_topic(broken.encode())
+    assert "E_TOPIC_FRONT_MATTER" in str(exc.value)
+
+    code, out, err = _cairn(capsys, ws, "memory", "--json")
+    rows = json.loads(out)
+    assert code == 0 and "E_INTERNAL" not in err
+    assert {r["file"]: "error" in r for r in rows} == {str(topic.relative_to(ws)): True,
+                                                       str(other.relative_to(ws)): False}
+    code, out, err = _cairn(capsys, ws, "verify")
+    assert code == 1 and "front matter not read (E_TOPIC_FRONT_MATTER); left as it is" in out and not err
+    code, out, err = _cairn(capsys, ws, "doctor")
+    assert code == 1 and "E_TOPIC_FRONT_MATTER" in out and "E_INTERNAL" not in err
+    code, out, err = _cairn(capsys, ws, "review")
+    assert code == 0 and "E_INTERNAL" not in err
+    assert topic.read_text() == broken  # reported, never rewritten
+
+
+def test_a_renamed_class_is_stale_although_the_memory_itself_still_names_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The topic file naming `ConfigLoader` was found by the tree search and taken as proof it still exists."""
+    ws = _project(tmp_path)
+    (ws / "src" / "loader.py").write_text("class ConfigLoader:\n    def load_all(self):\n        pass\n")
+    topic = _remember(capsys, ws, "Use `ConfigLoader` to load settings")
+    assert _cites(topic)[0]["path"] == "src/loader.py"
+    assert _cairn(capsys, ws, "verify")[0] == 0
+    (ws / "src" / "loader.py").write_text("class SettingsLoader:\n    def load_all(self):\n        pass\n")
+    code, out, _ = _cairn(capsys, ws, "verify", "--json")
+    r = json.loads(out)
+    assert code == 1 and r["stale"] == 1 and len(r["proposals"]) == 1
+    assert "'ConfigLoader' no longer occurs in the tree" in r["topics"][0]["why"][0]
+
+
+def test_a_symbol_an_older_version_cited_inside_the_memory_is_not_proof(tmp_path: Path) -> None:
+    ws = _project(tmp_path)
+    mem = ws / ".agents" / "memory"
+    mem.mkdir(parents=True)
+    (mem / "other.md").write_text("Use `ConfigLoader`.\n")
+    [check] = C.verify_entry(str(ws), "Use `ConfigLoader`.",
+                             [{"path": ".agents/memory/other.md", "symbol": "ConfigLoader"}])
+    assert check.verdict == C.STALE
+
+
+def test_a_renamed_target_in_an_index_line_is_renamed_too_and_the_commit_is_the_new_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The index line's link text `[Run the tests with make check](…)` kept the old command after the update,
+    and the renamed citation kept the old commit beside the new hash."""
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Run the tests with make check")
+    index = ws / ".agents" / "memory" / "MEMORY.md"
+    assert "make check" in index.read_text()
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+    (ws / ".git" / "refs" / "heads" / "main").write_text("b" * 40 + "\n")
+    code, out, _ = _cairn(capsys, ws, "verify", "--json")
+    [pid] = json.loads(out)["proposals"]
+    assert _cairn(capsys, ws, "accept", pid)[0] == 0
+    assert "make check" not in index.read_text() and "[Run the tests with make test](" in index.read_text()
+    [cite] = _cites(topic)
+    assert (cite["target"], cite["commit"]) == ("test", "b" * 40)
+    assert _cairn(capsys, ws, "verify")[0] == 0
+
+
+@pytest.mark.parametrize(("text", "target"), [
+    ("- [Run the tests with make check](run-the-tests-with-make-check.md) - how", "check"),
+    ("run **make check** first", "check"), ('say "make check"', "check"), ("run make check!", "check"),
+    ("[npm run build](x.md)", "build")])
+def test_a_command_inside_a_link_emphasis_or_quotes_is_read_and_renamed(text: str, target: str) -> None:
+    assert [r.target for r in C._runs(text)] == [target]
+    renamed = C.rename_in_text(text, target, "new")
+    assert renamed.count("new") == 1 and renamed.replace("new", target, 1) == text
+
+
+def test_a_snake_case_function_is_cited_where_it_is_defined_and_its_rename_is_stale(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Call `helper_fn()` to compute the second value")
+    [cite] = _cites(topic)
+    assert (cite["path"], cite["symbol"], cite["lines"]) == ("src/app.py", "helper_fn", "5-5")
+    (ws / "src" / "app.py").write_text(APP.replace("helper_fn", "compute_second"))
+    code, out, _ = _cairn(capsys, ws, "verify")
+    assert code == 1 and "'helper_fn' no longer occurs in the tree" in out
+
+
+def test_a_snake_case_name_nothing_defines_is_not_cited(tmp_path: Path) -> None:
+    ws = _project(tmp_path)
+    (ws / "src" / "conf.py").write_text("line_length = 100\nprint('line_length')\n")
+    assert C.find_citations(str(ws), "Keep `line_length` at 100 and `node_modules` out of git") == []
+
+
+def test_an_index_past_its_budget_is_reported_by_verify_and_doctor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _project(tmp_path)
+    for text in ("Prefer rebase over merge for feature branches", "The API server listens on port 8080 locally",
+                 "Use tabs in Makefiles only"):
+        _remember(capsys, ws, text)
+    index = ws / ".agents" / "memory" / "MEMORY.md"
+    lines = len(index.read_text().splitlines())
+    assert _cairn(capsys, ws, "verify")[0] == 0
+    (ws / ".cairn" / "config.toml").write_text(f"index_max_lines = {lines - 1}\n")
+    before = index.read_bytes()
+    code, out, _ = _cairn(capsys, ws, "verify", "--json")
+    [o] = json.loads(out)["overBudget"]
+    assert code == 1 and o == {"index": ".agents/memory/MEMORY.md", "lines": lines, "bytes": len(before),
+                               "maxLines": lines - 1, "maxBytes": 25 * 1024}
+    code, out, _ = _cairn(capsys, ws, "verify")
+    assert f"agents load the first {lines - 1} lines" in out
+    code, out, _ = _cairn(capsys, ws, "doctor")
+    assert code == 1 and "MEMORY.md: past its budget" in out
+    assert index.read_bytes() == before  # reported, never cut
+    assert over_budget(before) is None and over_budget(b"") is None
+
+
+def test_an_undo_the_budget_refuses_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _project(tmp_path)
+    first = _remember(capsys, ws, "Prefer rebase over merge for feature branches")
+    _remember(capsys, ws, "The API server listens on port 8080 locally")
+    index = ws / ".agents" / "memory" / "MEMORY.md"
+    (ws / ".cairn" / "config.toml").write_text(f"index_max_lines = {len(index.read_text().splitlines())}\n")
+    code, out, _ = _cairn(capsys, ws, "memory", "--json", "retire", first.name)
+    retire = json.loads(out)["proposal"]
+    assert _cairn(capsys, ws, "accept", retire)[0] == 0
+    _remember(capsys, ws, "Commit messages use the imperative mood")
+    before = index.read_bytes()
+    code, _, err = _cairn(capsys, ws, "undo", retire)
+    assert code == 2 and "E_INDEX_FULL: undo refused" in err and "E_TARGET_CHANGED" not in err
+    assert index.read_bytes() == before and not first.exists()
+
+
+@pytest.mark.parametrize("command", ["memory", "journal", "proposals", "verify", "doctor", "jobs"])
+def test_a_workspace_that_is_no_folder_is_refused_the_same_way_by_every_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    (tmp_path / "file").write_text("")
+    for ws, what in ((tmp_path / "missing", "does not exist"), (tmp_path / "file", "is not a directory")):
+        code, out, err = _cairn(capsys, ws, command)
+        assert code == 2 and not out and f"E_WORKSPACE_INVALID: workspace {ws} {what}; check -w" in err
+    assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+def test_an_invalid_citation_says_which_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Run the tests with make check")
+    text = topic.read_text()
+    start = text.index("citations:")
+    end = text.index("\nconfirmed:")
+    topic.write_text(text[:start] + "citations:\n- 1\n- path: Makefile\n  lines: z-y\n- path: Makefile\n"
+                     + text[end:])
+    code, out, _ = _cairn(capsys, ws, "verify")
+    assert code == 1
+    assert "citation 1 of the front matter is not valid: it names no path" in out
+    assert "citation 2 of the front matter is not valid: its lines are not a span such as 3-7" in out
+
+
+def test_bidirectional_controls_never_reach_a_memory_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Deploy with \u202eevil\u202c scripts only from the main \u2067branch\u2069")
+    for f in (topic, ws / ".agents" / "memory" / "MEMORY.md"):
+        text = f.read_text()
+        assert "evil scripts only from the main branch" in text.replace("Deploy with ", "")
+        assert not any(c in text for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert memory_text("\u05e9\u05dc\u05d5\u05dd \u200f!") == "\u05e9\u05dc\u05d5\u05dd \u200f!"  # marks stay
