@@ -11,7 +11,7 @@ Violations (each with a fixed code and the path it concerns, never content):
 * a bundle whose bytes do not match its name;
 * a ready capture batch of an unretired capture whose evidence segment is
   missing, torn or does not match its name (``V_SEGMENT_TORN``; a re-import
-  of the transcript rebuilds it), or whose pin is missing
+  of the transcript, read whole with ``cairn import --reread``, rebuilds it), or whose pin is missing
   (``V_SEGMENT_UNPINNED``);
 * a decided proposal (a private decision) without its public decision
   record (``V_DECISION_UNPUBLISHED``: a crash between the two; the next
@@ -238,7 +238,8 @@ def check_segments(root: PinnedDir) -> list[Finding]:
             try:
                 segments.get(batch.segment)
             except CairnError as exc:
-                out.append(Finding("V_SEGMENT_TORN", fp, f"{exc.code}: {exc.message}; import its transcript again"))
+                out.append(Finding("V_SEGMENT_TORN", fp, f"{exc.code}: {exc.message}; import its transcript again "
+                                       "with `cairn import --reread PATH`"))
                 continue
             if f"pin-{batch.segment}" not in names:
                 out.append(Finding("V_SEGMENT_UNPINNED", fp, "ready batch whose segment is not pinned"))

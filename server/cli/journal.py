@@ -49,11 +49,16 @@ def import_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ended", action="store_true",
                    help="the sessions are over: capture each one's last turn even if its tool wrote no end signal "
                         "for it (otherwise that waits until the file has been quiet for seal_idle_minutes)")
+    p.add_argument("--reread", action="store_true",
+                   help="read the files whole, as if never imported: captured turns are skipped and a damaged "
+                        "capture is rebuilt (what `cairn doctor` advises for V_SEGMENT_TORN); not with --all")
     add_import_all_flags(p)
     json_flag(p)
 
 
 def cmd_import(ns: argparse.Namespace) -> int:
+    if ns.all and ns.reread:
+        raise CairnError(ErrorCode.USAGE, "--reread reads the files named: give them instead of --all")
     if ns.all:
         return report_import_all(ns, import_all(ns, show_bar=not ns.json and sys.stderr.isatty(), ended=ns.ended))
     if not ns.paths:
@@ -66,7 +71,7 @@ def cmd_import(ns: argparse.Namespace) -> int:
     paths = [os.path.abspath(p) for p in ns.paths]
     config = load_config(ws)
     r = import_result(run_import(ws, paths, ns.format, config, show_bar=not ns.json and sys.stderr.isatty(),
-                                 ended=ns.ended))
+                                 ended=ns.ended, reread=ns.reread))
     report_malformed(r.malformed)
     if ns.json:
         emit_json(r)

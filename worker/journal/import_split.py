@@ -67,7 +67,7 @@ MIN_FILES = env_int("CAIRN_IMPORT_SPLIT_MIN", 32, minimum=2)
 SHARE = 0.45
 #: seconds a process waits for its sibling's claim on a session both parts hold, counted from the
 #: sibling's latest batch (a long session is waited for while batches keep coming)
-SIBLING_WAIT = 30.0
+SIBLING_WAIT = 30.0  # the same as ``imports.HOLDER_WAIT``, which every import now waits
 #: share of the files a forked helper takes (it starts at once, with everything imported)
 FORK_SHARE = 0.5
 #: the helper's command line

@@ -93,6 +93,9 @@ if TYPE_CHECKING:
 
     from cairn.worker.journal.capture import AnySession, Stop
 
+#: seconds an import waits for a session's claim another process holds, counted from that process's latest
+#: batch (a long session is waited for while its batches keep coming; one stuck that long is ``E_CLAIM_BUSY``)
+HOLDER_WAIT = 30.0
 #: files captured at once (threads mostly waiting on fsync; the GIL bounds the CPU part)
 WORKERS = env_int("CAIRN_IMPORT_WORKERS", 8)
 #: small files captured together (docs/adr/0023); 1: each file alone
@@ -232,7 +235,7 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
                  follow_symlinks: bool = True, only: frozenset[str] | None = None,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
                  workers: int | None = None, processes: int = 1, sibling: bool = False,
-                 sealed_before: float | None = None) -> ImportTally:
+                 sealed_before: float | None = None, reread: bool = False) -> ImportTally:
     """Capture the sessions of ``paths``; ``progress(done, total)`` counts turns seen so far.
 
     ``only`` keeps the sessions with those ids (one workspace's sessions of a
@@ -250,19 +253,26 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     resumes where it stopped, since captured turns are skipped.
 
     With ``processes=2`` and many files, a helper process imports the last
-    files given (:mod:`.import_split`); the result is the same. ``sibling``
-    (set in either process of such a pair) waits for a session's claim held
-    by the other process instead of failing with ``E_CLAIM_BUSY``.
+    files given (:mod:`.import_split`); the result is the same. A session's
+    claim another process holds (the other process of such a pair, a
+    concurrent import, the watcher, a hook) is waited for while that process
+    makes progress (:data:`HOLDER_WAIT` from its latest batch), then what it
+    captured is skipped; only a holder stuck that long is ``E_CLAIM_BUSY``.
+    ``sibling``: set in either process of a pair (kept for the helper's request).
+
+    ``reread``: every file is read whole, whatever the manifest says (docs/adr/0022), in this process: its
+    captured turns are skipped and a capture whose segment was damaged is rebuilt, even when the damage left
+    the segment's size and time as they were (what ``cairn doctor`` advises for ``V_SEGMENT_TORN``).
     """
     return import_items(j, [(p, fmt, only) for p in paths], policy, follow_symlinks=follow_symlinks,
-                        progress=progress, stop=stop, workers=workers, processes=processes, sibling=sibling,
-                        sealed_before=sealed_before)
+                        progress=progress, stop=stop, workers=workers, processes=1 if reread else processes,
+                        sibling=sibling, sealed_before=sealed_before, reread=reread)
 
 
 def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool = True,
                  progress: Callable[[int, int], None] | None = None, stop: Stop | None = None,
                  workers: int | None = None, processes: int = 1, sibling: bool = False,
-                 tolerant: bool = False, sealed_before: float | None = None) -> ImportTally:
+                 tolerant: bool = False, sealed_before: float | None = None, reread: bool = False) -> ImportTally:
     """:func:`import_paths` of ``(path, format, only)`` items, each with its own format and session ids.
 
     ``tolerant``: a file that cannot be imported -- unreadable, malformed,
@@ -282,21 +292,24 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     with storefile.walks():  # each store folder walked to once, not once per open of each file
         return _import_items(j, items, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
                              workers=workers, processes=processes, sibling=sibling, tolerant=tolerant,
-                             sealed_before=sealed_before)
+                             sealed_before=sealed_before, reread=reread)
 
 
 def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool,
                   progress: Callable[[int, int], None] | None, stop: Stop | None, workers: int | None,
-                  processes: int, sibling: bool, tolerant: bool, sealed_before: float | None) -> ImportTally:
-    manifest = Manifest(j, follow_symlinks=follow_symlinks)  # what earlier imports saw: docs/adr/0022
+                  processes: int, sibling: bool, tolerant: bool, sealed_before: float | None,
+                  reread: bool = False) -> ImportTally:
+    # what earlier imports saw: docs/adr/0022
+    manifest = Manifest(j, follow_symlinks=follow_symlinks, reread=reread)
     changed = manifest.survey(items, sealed_before)  # unchanged files are neither read nor split off
     k = 0
     if any(changed) and processes > 1:
         from cairn.worker.journal.import_split import helper_share
         k = helper_tail(changed, helper_share(sum(changed), processes))
-    if sibling or k:
-        from cairn.worker.journal.import_split import SIBLING_WAIT
-    busy_wait = SIBLING_WAIT if (sibling or k) else 0.0
+    # a session another process is capturing (the other half of a split import, a concurrent `cairn import`,
+    # the watcher, an agent's hook) is waited for while that process makes progress, then skipped as captured:
+    # failing at once left a hook's seal undone and a second import exiting 1 with E_CLAIM_BUSY
+    busy_wait = HOLDER_WAIT
     if not k:
         return _Import(j, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
                        workers=workers, busy_wait=busy_wait, tolerant=tolerant, sealed_before=sealed_before,

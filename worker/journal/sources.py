@@ -151,8 +151,9 @@ class Look:
 class Manifest:
     """The manifest entries of one import's sources: looked up before each file is read, written at the end."""
 
-    def __init__(self, j: Journal, *, follow_symlinks: bool) -> None:
+    def __init__(self, j: Journal, *, follow_symlinks: bool, reread: bool = False) -> None:
         self.j, self.follow_symlinks = j, follow_symlinks
+        self.reread = reread  # every file read whole (``cairn import --reread``): nothing skipped on its marks
         self.stored: dict[str, tuple[str, SourceEntry]] = {}  # key -> (file name, entry)
         self.names: dict[str, list[str]] = {}  # key -> every file name holding an entry of it
         self.looks: dict[int, Look] = {}
@@ -229,7 +230,8 @@ class Manifest:
 
     def _judge(self, look: Look, fd: int, head: bytes) -> str:
         old, mark = look.old, look.mark
-        if old is None or mark is None or old.reader != reader_fingerprint() or (old.head_sha == "") != (look.head_sha == ""):
+        if (self.reread or old is None or mark is None or old.reader != reader_fingerprint()
+                or (old.head_sha == "") != (look.head_sha == "")):
             return "read"
         if (mark, look.wal, look.head_sha, look.tail_sha) == (old.mark, old.wal, old.head_sha, old.tail_sha):
             if old.pending and look.sealed and not old.sealed:
