@@ -67,8 +67,9 @@ MINIMAL_FORMATS: tuple[str, ...] = ()  # formats read by a parser of the bench's
 
 
 def sessions_of(path: pathlib.Path, fmt: str) -> list[list[tuple[str, str, str]]]:
-    """``[[(turn id, user text, assistant text), ...] per session]`` of a corpus file."""
-    sessions = load(path, _IMPORTER.get(fmt, fmt))
+    """``[[(turn id, user text, assistant text), ...] per session]`` of a corpus file, read as a sealed file
+    is (a corpus file is a session that is over: its last turn counts, as `cairn run` and `--ended` take it)."""
+    sessions = [s.sealed() for s in load(path, _IMPORTER.get(fmt, fmt))]
     return [
         [(f"{s}.{t}", turn.user, turn.assistant) for t, turn in enumerate(session.turns)]
         for s, session in enumerate(sessions)

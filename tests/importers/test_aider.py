@@ -15,8 +15,12 @@ CORPUS = REPO / "tests" / "corpus"
 FIXTURE = "aider/.aider.chat.history.md"
 
 
+def _whole(sessions):  # noqa: ANN001, ANN202 - the sessions as a sealed file gives them (the last turn a tail)
+    return [s.sealed() for s in sessions]
+
+
 def test_sessions_turns_and_texts(fixture_copy):
-    sessions = load(fixture_copy(FIXTURE))
+    sessions = _whole(load(fixture_copy(FIXTURE)))
     assert [len(s.turns) for s in sessions] == [2, 1]
     assert all(s.source_format == "aider" for s in sessions)
     assert sessions[0].session_id != sessions[1].session_id
@@ -35,7 +39,7 @@ def test_sessions_turns_and_texts(fixture_copy):
 
 
 def test_tool_output_and_unanswered_prompts_absent(fixture_copy):
-    assert_absent(load(fixture_copy(FIXTURE)),
+    assert_absent(_whole(load(fixture_copy(FIXTURE))),
                   ("Tokens:", "Applied edit", "Aider v0.82.1", "/add", "/run", "Added 12 lines", "fix the failing test"))
 
 
@@ -45,15 +49,17 @@ def test_ids_stable_and_growth_adds_exactly_the_answer(fixture_copy):
                          "> Applied edit to tests/test_cli.py  \n")
     assert after[0] == before[0]
     assert after[1].session_id == before[1].session_id
-    assert after[1].turns[:1] == before[1].turns
-    assert len(after[1].turns) == 2
-    assert after[1].turns[1].user == "fix the failing test"
-    assert after[1].turns[1].assistant == "The failing test compared naive and aware datetimes; I made both aware."
+    assert after[1].turns == before[1].turns  # the answered prompt is the file's last turn: a tail until sealed
+    assert after[1].tail is not None and before[1].tail is None
+    whole = after[1].sealed()
+    assert len(whole.turns) == 2
+    assert whole.turns[1].user == "fix the failing test"
+    assert whole.turns[1].assistant == "The failing test compared naive and aware datetimes; I made both aware."
 
 
 def test_identical_sessions_get_distinct_ids():
     one = "# aider chat started at 2025-01-01 10:00:00\n\n#### hi\n\nhello\n"
-    sessions = aider.parse(one + "\n" + one, source_name=".aider.chat.history.md")
+    sessions = _whole(aider.parse(one + "\n" + one, source_name=".aider.chat.history.md"))
     assert len({s.session_id for s in sessions}) == 2
     assert len({t.turn_id for s in sessions for t in s.turns}) == 2
 
@@ -65,7 +71,7 @@ GROUP_ANSWER = "#### Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't a
 
 def test_questions_answered_for_a_group_do_not_end_the_turn(fixture_copy):
     """Real bytes: after a reply naming files, aider logs its own "all" answers as ``#### `` lines."""
-    (session,) = load(fixture_copy("aider/mozgoslav-add-all.md"))
+    (session,) = _whole(load(fixture_copy("aider/mozgoslav-add-all.md")))
     assert [t.user for t in session.turns] == ["Мы работали над задачей"]
     reply = session.turns[0].assistant
     # the reply before the questions and the one aider wrote once the files were added
@@ -92,7 +98,7 @@ def test_questions_between_prompt_and_reply_keep_the_prompt():
         "#### thanks  \n\n"
         "You're welcome.\n"
     )
-    (session,) = aider.parse(text, source_name=".aider.chat.history.md")
+    (session,) = _whole(aider.parse(text, source_name=".aider.chat.history.md"))
     assert [(t.user, t.assistant) for t in session.turns] == [
         ("Improve the plan in docs/plan.md and src/render.py", "The plan is sound; step 2 can go."),
         ("thanks", "You're welcome."),
@@ -102,7 +108,7 @@ def test_questions_between_prompt_and_reply_keep_the_prompt():
 def test_a_prompt_line_shaped_like_a_question_is_kept():
     """Only a ``#### `` line that opens a block is aider's answer; inside a prompt the user's words are kept."""
     text = "# aider chat started at 2026-05-02 13:55:39\n\n#### why did it ask me this?  \n" + GROUP_ANSWER + "\nIt found file names in your message.\n"
-    (session,) = aider.parse(text, source_name=".aider.chat.history.md")
+    (session,) = _whole(aider.parse(text, source_name=".aider.chat.history.md"))
     assert [t.user for t in session.turns] == [
         "why did it ask me this?\nAdd file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: all"
     ]
@@ -123,7 +129,7 @@ def test_no_corpus_file_has_a_turn_made_of_aiders_own_answers():
     seen = 0
     for fid, path in _present_corpus_files():
         seen += 1
-        users = [t.user for s in load(path, "aider") for t in s.turns]
+        users = [t.user for s in _whole(load(path, "aider")) for t in s.turns]
         assert not [u for u in users if u.startswith(("Add file to the chat?", "Add URL to the chat?"))], fid
         if fid == "aider-luvatrix":
             assert users[1].startswith("Help me improve this plan for improving ios rendering performance:")
@@ -151,7 +157,7 @@ HANDOFF = (
 
 def test_the_architects_hand_off_to_the_editor_is_no_prompt():
     """In architect mode aider logs the architect's reply again as a prompt to the editor model: model text."""
-    (session,) = aider.parse(HANDOFF, source_name=".aider.chat.history.md")
+    (session,) = _whole(aider.parse(HANDOFF, source_name=".aider.chat.history.md"))
     assert [t.user for t in session.turns] == ["add a health check endpoint",
                                                "thanks, and always add a test with each route"]
     first = session.turns[0].assistant
@@ -160,7 +166,7 @@ def test_the_architects_hand_off_to_the_editor_is_no_prompt():
 
 def test_a_prompt_that_only_quotes_part_of_the_reply_is_the_users():
     text = HANDOFF.replace("####   \n#### 1. In `app.py`, register the route.  \n", "#### but use flask  \n")
-    (session,) = aider.parse(text, source_name=".aider.chat.history.md")
+    (session,) = _whole(aider.parse(text, source_name=".aider.chat.history.md"))
     assert [t.user for t in session.turns][1] == "Add a `/health` route that returns 200.\nbut use flask"
 
 
@@ -169,7 +175,7 @@ def test_no_corpus_file_has_a_prompt_repeating_the_reply_before_it():
     seen = 0
     for fid, path in _present_corpus_files():
         seen += 1
-        for s in load(path, "aider"):
+        for s in _whole(load(path, "aider")):
             for before, after in zip(s.turns, s.turns[1:], strict=False):
                 assert after.user.split() != before.assistant.split()[: len(after.user.split())], fid
     assert seen >= 1
@@ -181,7 +187,7 @@ def test_no_corpus_file_has_a_prompt_repeating_the_reply_before_it():
 
 def test_a_prompt_after_a_reply_cut_inside_a_code_fence_is_the_users(fixture_copy):
     """Real bytes: Ctrl-C stopped a reply inside a code fence; the user's next prompts are theirs, not the reply's."""
-    (session,) = load(fixture_copy("aider/aider-interrupted-fence.md"), "aider")  # a slice without its header
+    (session,) = _whole(load(fixture_copy("aider/aider-interrupted-fence.md"), "aider"))  # a slice without its header
     assert [t.user for t in session.turns] == [
         "don't use `IgnorantTemporaryDirectory` use GitTemporaryDirectory",
         "make `test_subtree_only` use GitTemporaryDirectory",
@@ -194,7 +200,7 @@ def test_a_prompt_after_a_reply_cut_inside_a_code_fence_is_the_users(fixture_cop
 
 def test_refusals_are_the_users_word_and_turns_carry_the_start_time(fixture_copy, utc_minus_5):
     """Real bytes: the user declined to add a file the reply named, and to share a command's output."""
-    (session,) = load(fixture_copy("aider/afi-core-refusals.md"))
+    (session,) = _whole(load(fixture_copy("aider/afi-core-refusals.md")))
     first, second = session.turns
     assert first.user.startswith("Please show me the current Git diff for:\n- schemas/universal_signal_schema.ts")
     assert first.user.endswith("whether we need to restore or ignore it.\n\n"
@@ -209,12 +215,12 @@ def test_refusals_are_the_users_word_and_turns_carry_the_start_time(fixture_copy
 
 def test_thinking_is_not_the_reply(fixture_copy):
     """Real bytes: aider logs the model's reasoning inside the reply, between ``<thinking-content-…>`` tags."""
-    (session,) = load(fixture_copy("aider/mozgoslav-add-all.md"))
+    (session,) = _whole(load(fixture_copy("aider/mozgoslav-add-all.md")))
     reply = session.turns[0].assistant
     assert "thinking process" not in reply and "thinking-content" not in reply
     assert reply.startswith("Исходя из предоставленных файлов-типов")
     text = "# aider chat started at 2025-03-01 09:00:00\n\n#### hi  \n\n<think>\nThe user greets me.\n</think>\n\nHello!\n"
-    assert [t.assistant for t in aider.parse(text, source_name=FIXTURE)[0].turns] == ["Hello!"]
+    assert [t.assistant for t in _whole(aider.parse(text, source_name=FIXTURE))[0].turns] == ["Hello!"]
 
 
 QUOTING = (
@@ -231,7 +237,7 @@ QUOTING = (
 
 def test_the_assistants_blockquote_is_kept_and_aiders_output_is_not():
     """aider ends every line it writes with two spaces; the reply is written as the model wrote it."""
-    (session,) = aider.parse(QUOTING, source_name=FIXTURE)
+    (session,) = _whole(aider.parse(QUOTING, source_name=FIXTURE))
     assert session.turns[0].assistant == (
         "It asks for one change per commit:\n\n> Keep each commit to one logical change.\n>\n"
         "> Write the subject in the imperative.\n\nSo split the refactor from the fix."
@@ -241,5 +247,41 @@ def test_the_assistants_blockquote_is_kept_and_aiders_output_is_not():
 def test_in_a_trimmed_history_every_quoted_line_is_aiders():
     """An editor trimmed the trailing spaces: aider's output can no longer be told apart, so none is kept."""
     trimmed = "\n".join(line.rstrip() for line in QUOTING.split("\n"))
-    (session,) = aider.parse(trimmed, source_name=FIXTURE)
+    (session,) = _whole(aider.parse(trimmed, source_name=FIXTURE))
     assert session.turns[0].assistant == "It asks for one change per commit:\n\n\nSo split the refactor from the fix."
+
+
+def test_a_history_read_line_by_line_as_aider_writes_it_captures_each_turn_once(tmp_path):
+    """Read at any moment (``cairn watch``, a hook, an import while aider runs), a turn that went on after its
+    reply (a refusal answered, a reply after the files it named were added) was captured, then captured again
+    under another id once it grew: the user's prompt twice. The file's last turn is now a tail until sealed."""
+    import math
+
+    from cairn.protocol.digest import ModelPolicy
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    from tests.journal.helpers import J, ready_evidence
+
+    def users(ws) -> list[str]:  # noqa: ANN001
+        return sorted(e.user for cap in sorted((ws / J / "captures").iterdir()) for _, e in ready_evidence(ws, cap))
+
+    policy = ModelPolicy(provider="extractive")
+    for name in ("afi-core-refusals.md", "mozgoslav-add-all.md"):
+        lines = (REPO / "tests" / "fixtures" / "transcripts" / "aider" / name).read_text().splitlines(keepends=True)
+        once, grown = tmp_path / f"once-{name}", tmp_path / f"grown-{name}"
+        once.mkdir()
+        grown.mkdir()
+        src = tmp_path / name
+        src.write_text("".join(lines))
+        with Journal(str(once)) as j:
+            I.import_paths(j, [str(src)], "aider", policy, sealed_before=math.inf)
+        src.write_text("")
+        step = max(1, len(lines) // 60)  # about sixty reads as the file grows, every line of the smaller one
+        with Journal(str(grown)) as j:
+            for n in range(step, len(lines) + step, step):
+                src.write_text("".join(lines[:n]))
+                I.import_paths(j, [str(src)], "aider", policy)
+            I.import_paths(j, [str(src)], "aider", policy, sealed_before=math.inf)
+        assert users(grown) == users(once), name
+        assert len(set(users(once))) == len(users(once))

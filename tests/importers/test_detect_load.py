@@ -138,7 +138,7 @@ def test_invalid_utf8_names_its_line_and_keeps_the_rest(tmp_path):
     assert [(e.code, e.detail["line"]) for e in report.skipped] == [(ErrorCode.IMPORT_MALFORMED, 5)]
     assert "byte" not in report.skipped[0].message  # the line is named by number, never by content
     (session,) = report.sessions
-    assert [(t.user, t.assistant) for t in session.turns] == [("hi", "bad \ufffd byte"), ("more", "ok")]
+    assert [(t.user, t.assistant) for t in session.sealed().turns] == [("hi", "bad \ufffd byte"), ("more", "ok")]
 
 
 def test_tool_output_cut_inside_a_character(tmp_path):
@@ -248,4 +248,4 @@ def test_a_file_in_another_encoding_reports_a_few_lines_not_all(tmp_path):
     lines = [int(str(e.detail["line"])) for e in report.skipped]
     assert len(lines) == 11 and lines == sorted(lines)
     assert "no later line is reported" in report.skipped[-1].message
-    assert sum(len(s.turns) for s in report.sessions) == 30
+    assert sum(len(s.sealed().turns) for s in report.sessions) == 30

@@ -59,7 +59,7 @@ def test_oversized_turn_is_recorded_unknown_not_truncated(workspace: Path, tmp_p
     src = tmp_path / "big.md"
     src.write_text(f"# aider chat started at 2025-01-01 10:00:00\n\n#### {big}\n\nsure.\n\n#### from now on never "
                    "use tabs\n\nNoted.\n")
-    cairn(workspace, "import", str(src), "--format", "aider")
+    cairn(workspace, "import", str(src), "--format", "aider", "--ended")  # its last turn too: the session is over
     (cap,) = _captures(workspace)
     evs = [e for _, e in ready_evidence(workspace, cap)]
     over = [e for e in evs if e.oversized]

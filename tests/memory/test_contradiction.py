@@ -204,7 +204,7 @@ Understood, pnpm from now on.
 
 def test_of_two_statements_of_one_session_the_later_holds(workspace: Path) -> None:
     (workspace / "chat.md").write_text(CHAT)
-    cairn(workspace, "import", str(workspace / "chat.md"))
+    cairn(workspace, "import", "--ended", str(workspace / "chat.md"))
     cairn(workspace, "seal")
     cairn(workspace, "process")
     notes = [n["body"] for e in cairn_json(workspace, "journal") for n in e["notes"]]

@@ -18,7 +18,7 @@ def _digests(ws: Path, n: int) -> None:
         src = ws / f"s{i}.md"
         src.write_text(f"# aider chat started at 2025-02-{i % 27 + 1:02d} 10:00:00\n\n"
                        f"#### From now on never use the word banana{i} in identifiers.\n\nUnderstood.\n")
-        cairn(ws, "import", str(src))
+        cairn(ws, "import", "--ended", str(src))
     cairn(ws, "seal")
     cairn(ws, "process")
 
@@ -64,7 +64,7 @@ def test_automatic_reviews_are_capped_at_eight_per_day_but_drain_is_not(workspac
             (workspace / "x.md").write_text(
                 f"# aider chat started at 2025-03-0{_ + 1} 10:00:00\n\n#### From now on always sign commits "
                 f"with key {_}{_}{_}.\n\nOK.\n")
-            cairn(workspace, "import", str(workspace / "x.md"))
+            cairn(workspace, "import", "--ended", str(workspace / "x.md"))
             cairn(workspace, "seal")
             cairn(workspace, "process")
             assert R.general_review(ms, automatic=True)[0].review
@@ -74,7 +74,7 @@ def test_automatic_reviews_are_capped_at_eight_per_day_but_drain_is_not(workspac
         cairn(workspace, "run", str(workspace / "y.md"))  # `run` reviews explicitly: also past the cap
         (workspace / "z.md").write_text("# aider chat started at 2025-04-02 10:00:00\n\n#### From now on always "
                                         "rebase before pushing.\n\nOK.\n")
-        cairn(workspace, "import", str(workspace / "z.md"))
+        cairn(workspace, "import", "--ended", str(workspace / "z.md"))
         cairn(workspace, "seal")
         cairn(workspace, "process")
         assert R.general_review(ms, automatic=True)[0].skipped == "cap"

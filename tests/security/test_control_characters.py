@@ -113,7 +113,7 @@ def test_a_remembered_text_with_escapes_never_wedges_the_reviews(workspace: Path
 def test_a_colour_escape_in_a_prompt_becomes_a_clean_note_and_a_clean_topic(workspace: Path) -> None:
     src = _aider(workspace, "s.md", "From now on \x1b[1mnever\x1b[0m use the word \x1b[31mbanana\x1b[0m in "
                  "identifiers\x07.\r")
-    cairn(workspace, "import", str(src))
+    cairn(workspace, "import", "--ended", str(src))
     cairn(workspace, "seal")
     cairn(workspace, "process")
     segments = list((workspace / ".cairn/state/journal/segments").rglob("*"))
@@ -230,7 +230,7 @@ def test_session_file_names_with_controls_are_printed_escaped(tmp_path: Path) ->
 
 
 def test_doctor_reports_reviews_that_keep_failing(workspace: Path) -> None:
-    cairn(workspace, "import", str(_aider(workspace, "s.md", "From now on never squash merge.")))
+    cairn(workspace, "import", "--ended", str(_aider(workspace, "s.md", "From now on never squash merge.")))
     cairn(workspace, "seal")
     cairn(workspace, "process")
     index = workspace / ".agents/memory/MEMORY.md"

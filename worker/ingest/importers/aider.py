@@ -8,6 +8,12 @@ the assistant's reply. A prompt with no reply (a ``/add`` command, the prompt
 still being answered) is not a completed turn. aider writes a reply in one
 piece once it ends, so a reply present in the file is complete, or was cut
 short for good (the user pressed Ctrl-C, the model's output limit was hit).
+But a turn can go on after its reply (below: a refusal answered, a reply
+after the files the previous one named were added), so the file's last turn
+is the session's tail (:attr:`Session.tail`): closed by the next prompt, or
+admitted once the file is sealed (quiet for the idle period, or said to be
+over). Read earlier, it was captured, and captured again under another id
+once it grew.
 
 How aider writes (``InputOutput`` in aider's ``io.py``) tells the parts apart:
 a prompt goes out as ``\\n#### line  \\n#### line  \\n`` (after a blank line,
@@ -169,14 +175,14 @@ class _Session:
         #: the turn before the prompt being read, added once that prompt proves not to be its hand-off
         self.parked: tuple[list[str], list[str], list[str]] | None = None
 
-    def _add(self, prompt: list[str] | None, reply: list[str], answers: list[str]) -> None:
+    def _add(self, prompt: list[str] | None, reply: list[str], answers: list[str], *, tail: bool = False) -> None:
         if prompt is not None:
             user = "\n".join(prompt).strip()
             assistant = "\n".join(reply).strip()
             if user and assistant:
                 if answers:
                     user = "\n\n".join([user, *answers])
-                self.builder.add(user, assistant, completed_at=self.started)
+                (self.builder.set_tail if tail else self.builder.add)(user, assistant, completed_at=self.started)
 
     def _prompt_read(self) -> None:
         """The prompt just read is whole: if it repeats the parked turn's reply, it is the architect's
@@ -192,11 +198,19 @@ class _Session:
             return
         self._add(before, answer, answers)
 
-    def close_turn(self) -> None:
+    def close_turn(self, *, last: bool = False) -> None:
+        """End the session's lines. ``last``: the file ends here, so its final turn may still grow (a
+        refusal answered, a reply after the files the previous one named were added): it is the session's
+        tail (:attr:`Session.tail`), captured once a next prompt closes it or the file is sealed, never
+        twice."""
         if self.reading_prompt:
             self._prompt_read()
         if self.parked is not None:
             self._add(*self.parked)
+        if last:
+            if self.prompt is not None:
+                self._add(self.prompt, self.reply, self.answers, tail=True)
+            return
         self._add(self.prompt, self.reply, self.answers)
         self.prompt, self.reply, self.answers, self.parked = None, [], [], None
         self.fence, self.thinking, self.reading_prompt, self.interrupted = None, None, False, False
@@ -301,12 +315,12 @@ def parse(text: str, *, source_name: str) -> list[Session]:
 
     out: list[Session] = []
     seen: dict[str, int] = {}
-    for header, lines in chunks:
+    for n, (header, lines) in enumerate(chunks):
         s = _Session(header, trailing_spaces=_keeps_trailing_spaces(lines))
         for line in lines:
             s.feed(line)
-        s.close_turn()
-        if not len(s.builder):
+        s.close_turn(last=n == len(chunks) - 1)
+        if not len(s.builder) and not s.builder.has_tail:
             continue
         sid = derived_session_id(NAME, s.header, s.builder.first_user or "")
         # Two sessions with identical header and opening prompt: number the repeats in file order,
