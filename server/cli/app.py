@@ -112,11 +112,18 @@ def _fail(code: ErrorCode | str, message: str) -> None:
     sys.stderr.write(f"cairn: {code}: {printable(redact_text(message))}\n")
 
 
+#: commands that do not work in the workspace ``-w`` names, or must never fail on it: an agent's hook exits 0
+#: whatever happens (its workspace may come from its payload), and the machine-wide ones
+_NO_WORKSPACE_NEEDED = frozenset({"hook", "setup", "discover", "trust", "untrust", "usage", "serve", "mcp"})
+
+
 def _check_workspace(ns: argparse.Namespace) -> None:
     """Every command refuses a workspace that is no folder the same way, before doing anything (a listing
     would otherwise say "no memory topics" of a mistyped ``-w``, and a writer fail deep inside with another
     code)."""
     ws = getattr(ns, "workspace", None)
+    if ns.command in _NO_WORKSPACE_NEEDED:
+        return
     if isinstance(ws, str) and not os.path.isdir(ws):
         what = "does not exist" if not os.path.lexists(ws) else "is not a directory"
         raise CairnError(ErrorCode.WORKSPACE_INVALID, f"workspace {ws[:200]} {what}; check -w")

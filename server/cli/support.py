@@ -89,9 +89,14 @@ def workspace_path(ns: argparse.Namespace) -> str:
 
 def budget_line(o: dict[str, Any]) -> str:
     """One index past its budget, said with what agents miss and how to make room."""
-    return (f"{o['index']}: past its budget ({o['lines']} lines, {o['bytes']} bytes; agents load the first "
-            f"{o['maxLines']} lines, at most {o['maxBytes']} bytes): entries past it are not read; merge or retire "
-            "topics (`cairn memory retire TOPIC`) or raise index_max_lines / index_max_bytes")
+    past = []
+    if o.get("entriesPast"):
+        past.append(f"{o['entriesPast']} entr{'y' if o['entriesPast'] == 1 else 'ies'} past line {o['maxLines']}")
+    if o["bytes"] > o["maxBytes"]:
+        past.append(f"{o['bytes']} bytes, past the {o['maxBytes']}")
+    return (f"{o['index']}: past its budget ({'; '.join(past)}): agents load the first {o['maxLines']} lines, at "
+            f"most {o['maxBytes']} bytes, and miss the rest; merge or retire topics (`cairn memory retire TOPIC`) "
+            "or raise index_max_lines / index_max_bytes")
 
 
 def json_flag(p: argparse.ArgumentParser) -> None:

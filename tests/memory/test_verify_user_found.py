@@ -15,7 +15,7 @@ import pytest
 from cairn.protocol.text import memory_text
 from cairn.server import cli
 from cairn.worker.memory import citations as C
-from cairn.worker.memory.model import over_budget, parse_topic
+from cairn.worker.memory.model import IndexBudget, over_budget, parse_topic
 
 MAKEFILE = "check:\n\tpytest -q\n\nlint:\n\truff check .\n"
 APP = "def main():\n    return 1\n\n\ndef helper_fn():\n    return 2\n"
@@ -51,6 +51,7 @@ def _remember(capsys: pytest.CaptureFixture[str], ws: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("bad", ["confirmed: 2026-02-30", "confirmed: 2026-13-45", "citations: &a [*a]",
+                                 "confirmed: 0x" + "f" * 10_000, "sources: {turns: [0x" + "f" * 10_000 + "]}",
                                  "x: &a [1]\ny: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
                                  "z: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
                                  "v: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
@@ -132,11 +133,16 @@ def test_a_renamed_target_in_an_index_line_is_renamed_too_and_the_commit_is_the_
 @pytest.mark.parametrize(("text", "target"), [
     ("- [Run the tests with make check](run-the-tests-with-make-check.md) - how", "check"),
     ("run **make check** first", "check"), ('say "make check"', "check"), ("run make check!", "check"),
-    ("[npm run build](x.md)", "build")])
+    ("[npm run build](x.md)", "build"), ('npm run "lint"', "lint"), ("make **check**", "check"),
+    ("[make check]", "check"), ("yarn 'lint'", "lint")])
 def test_a_command_inside_a_link_emphasis_or_quotes_is_read_and_renamed(text: str, target: str) -> None:
     assert [r.target for r in C._runs(text)] == [target]
     renamed = C.rename_in_text(text, target, "new")
     assert renamed.count("new") == 1 and renamed.replace("new", target, 1) == text
+
+
+def test_a_bracket_inside_a_command_does_not_end_it() -> None:
+    assert [r.target for r in C._runs("make test ARGS=[1] build")] == ["test", "build"]
 
 
 def test_a_snake_case_function_is_cited_where_it_is_defined_and_its_rename_is_stale(
@@ -152,8 +158,21 @@ def test_a_snake_case_function_is_cited_where_it_is_defined_and_its_rename_is_st
 
 def test_a_snake_case_name_nothing_defines_is_not_cited(tmp_path: Path) -> None:
     ws = _project(tmp_path)
-    (ws / "src" / "conf.py").write_text("line_length = 100\nprint('line_length')\n")
+    (ws / "src" / "conf.py").write_text("line_length = 100\nprint('line_length')\n# def commented_fn(): gone\n"
+                                        "HELP = 'def quoted_fn(x)'\n")
     assert C.find_citations(str(ws), "Keep `line_length` at 100 and `node_modules` out of git") == []
+    assert C.find_citations(str(ws), "Call `commented_fn()` or `quoted_fn`") == []
+
+
+def test_a_configured_memory_root_is_no_evidence_either(tmp_path: Path) -> None:
+    ws = _project(tmp_path)
+    (ws / "docs" / "memory").mkdir(parents=True)
+    (ws / "docs" / "memory" / "w.md").write_text("Use `WidgetNine`.\n")
+    assert [c.path for c in C.find_citations(str(ws), "Use `WidgetNine`")] == ["docs/memory/w.md"]
+    assert C.find_citations(str(ws), "Use `WidgetNine`", exclude=["docs/memory"]) == []
+    [check] = C.verify_entry(str(ws), "Use `WidgetNine`.", [{"path": "docs/memory/w.md", "symbol": "WidgetNine"}],
+                             exclude=["docs/memory"])
+    assert check.verdict == C.STALE
 
 
 def test_an_index_past_its_budget_is_reported_by_verify_and_doctor(
@@ -170,13 +189,19 @@ def test_an_index_past_its_budget_is_reported_by_verify_and_doctor(
     code, out, _ = _cairn(capsys, ws, "verify", "--json")
     [o] = json.loads(out)["overBudget"]
     assert code == 1 and o == {"index": ".agents/memory/MEMORY.md", "lines": lines, "bytes": len(before),
-                               "maxLines": lines - 1, "maxBytes": 25 * 1024}
+                               "entriesPast": 1, "maxLines": lines - 1, "maxBytes": 25 * 1024}
     code, out, _ = _cairn(capsys, ws, "verify")
-    assert f"agents load the first {lines - 1} lines" in out
+    assert f"past its budget (1 entry past line {lines - 1}): agents load the first {lines - 1} lines" in out
     code, out, _ = _cairn(capsys, ws, "doctor")
     assert code == 1 and "MEMORY.md: past its budget" in out
     assert index.read_bytes() == before  # reported, never cut
     assert over_budget(before) is None and over_budget(b"") is None
+    # the writer's rule: entries within the lines agents load; a footer or a blank line past them is no entry
+    footer = b"# Memory\n\n- [a](a.md) - x\n\n## Notes\nfoo\nbar\n\n"
+    assert over_budget(footer, IndexBudget(lines=3, bytes=1000)) is None
+    assert over_budget(footer, IndexBudget(lines=2, bytes=1000)) == {
+        "lines": 8, "bytes": len(footer), "entriesPast": 1, "maxLines": 2, "maxBytes": 1000}
+    assert over_budget(footer, IndexBudget(lines=3, bytes=10))["bytes"] == len(footer)  # type: ignore[index]
 
 
 def test_an_undo_the_budget_refuses_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,6 +218,16 @@ def test_an_undo_the_budget_refuses_says_so(tmp_path: Path, capsys: pytest.Captu
     code, _, err = _cairn(capsys, ws, "undo", retire)
     assert code == 2 and "E_INDEX_FULL: undo refused" in err and "E_TARGET_CHANGED" not in err
     assert index.read_bytes() == before and not first.exists()
+
+
+def test_an_agents_hook_never_fails_on_its_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    r_fd, w_fd = os.pipe()
+    os.write(w_fd, b"{}")
+    os.close(w_fd)
+    monkeypatch.setattr("sys.stdin", os.fdopen(r_fd, "r"))
+    code, _, err = _cairn(capsys, tmp_path / "missing", "hook", "claude-code")
+    assert code == 0 and "E_WORKSPACE_INVALID" not in err and "cairn: hook: E_" in err
 
 
 @pytest.mark.parametrize("command", ["memory", "journal", "proposals", "verify", "doctor", "jobs"])
@@ -227,3 +262,5 @@ def test_bidirectional_controls_never_reach_a_memory_file(tmp_path: Path, capsys
         assert "evil scripts only from the main branch" in text.replace("Deploy with ", "")
         assert not any(c in text for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
     assert memory_text("\u05e9\u05dc\u05d5\u05dd \u200f!") == "\u05e9\u05dc\u05d5\u05dd \u200f!"  # marks stay
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert len(row["sources"]["turns"]) == 1  # the note is still found in the topic made of it

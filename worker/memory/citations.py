@@ -59,7 +59,7 @@ _TARGET = re.compile(r"[A-Za-z0-9][\w.:/-]{0,80}")
 _MAKEFILES, _JUSTFILES = "GNUmakefile|makefile|Makefile", "justfile|Justfile|.justfile"
 #: a runner at the start of a command; what it runs is read word by word up to the end of the command
 _RUNNER_WORD = re.compile(r"(?<![\w./@$<{-])(g?make|just|npm|pnpm|yarn|bun)(?=[ \t]+\S)")
-_COMMAND_END = re.compile(r"&&|\|\||[;|#>`\]]|\$\(|\)|\n")  # ``]``: a Markdown link's text ends
+_COMMAND_END = re.compile(r"&&|\|\||[;|#>`]|\]\(|\$\(|\)|\n")  # ``](``: a Markdown link's text ends
 #: subcommands of the package managers themselves (not scripts of the project)
 _PNPM_OWN = frozenset("install i add remove rm un uninstall exec dlx update up upgrade why list ls ll outdated create "
                       "publish pack link ln unlink store config c env import init patch patch-commit patch-remove "
@@ -150,11 +150,12 @@ def _parse_run(tool: str, words: list[tuple[str, int]]) -> list[_Run]:
         if not ran and ((tool == "npm" or tool == "bun") or (tool == "pnpm" and w in _PNPM_OWN)
                         or (tool == "yarn" and w in _YARN_OWN)):
             return []  # the package manager's own command (``npm ci``, ``pnpm exec``, ``yarn add``)
-        t = w.rstrip(".,;:)!?*\"'")  # closing punctuation, emphasis and quotes around the command
+        lead = len(w) - len(w.lstrip("*\"'"))  # emphasis and quotes around the target: ``"lint"``, ``**check**``
+        t = w[lead:].rstrip(".,;:)]!?*\"'")  # and closing punctuation
         if not _TARGET.fullmatch(t) or (out and t.lower() in _NOT_TARGET):
             break
         builds = file or (_MAKEFILES if tool == "make" else _JUSTFILES if tool == "just" else "package.json")
-        out.append(_Run(t, builds, cwd.strip("/").removeprefix("./"), package, at, at + len(t)))
+        out.append(_Run(t, builds, cwd.strip("/").removeprefix("./"), package, at + lead, at + lead + len(t)))
         if tool != "make":
             break  # the words after a script or a recipe are its arguments
         i += 1
@@ -480,14 +481,15 @@ def _build_file(root: str, builds: str, cwd: str = "") -> tuple[str, list[str]] 
 
 
 def find_citations(root: str, text: str, *, commit: str | None = None, hashes: bool = True,
-                   tree: Tree | None = None) -> list[Citation]:
+                   tree: Tree | None = None, exclude: Iterable[str] = ()) -> list[Citation]:
     """What ``text`` names in the workspace ``root`` now, with the content hashes of the cited lines or files.
 
     Only what exists is cited; a path outside the workspace or through a
     symlink is cited as written (without a hash) so that its check says why
     it cannot be verified. A backticked identifier (:func:`mentions`) is cited
     where it first occurs whole-word (``kind: symbol``). ``commit``: recorded on
-    each citation (see :func:`git_commit`).
+    each citation (see :func:`git_commit`). ``exclude``: the memory roots besides ``.agents/memory`` (what
+    memory says is never where a name is cited).
     """
     out: list[Citation] = []
     for target, builds, cwd in _target_candidates(text):
@@ -522,7 +524,7 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
     said = mentions(text)
     keyed = [m for m in said if m.kind in ("value", "setting")]
     if keyed:  # a configuration key the text states a value of: cited where a configuration file sets it
-        tree = tree if tree is not None else Tree(root)
+        tree = tree if tree is not None else Tree(root, exclude=exclude)
         for m in keyed:
             setting = _config_line(tree, _keys_of(m))
             if setting is not None:
@@ -531,7 +533,7 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
                                     sha256=lines_sha([text_line]) if hashes else None, commit=commit))
     symbols = [m.name for m in said if m.kind == "symbol"]
     if symbols:
-        tree = tree if tree is not None else Tree(root)
+        tree = tree if tree is not None else Tree(root, exclude=exclude)
         for name in symbols:
             where = tree.find_word(re.split(r"\.|::", name)[0])
             if where is not None:
@@ -543,7 +545,7 @@ def find_citations(root: str, text: str, *, commit: str | None = None, hashes: b
     functions = list(dict.fromkeys(m.group(1) for t in _TICKED_SPAN.findall(text)
                                    for m in [_SNAKE_FUNCTION.fullmatch(t.strip())] if m))
     if functions:
-        tree = tree if tree is not None else Tree(root)
+        tree = tree if tree is not None else Tree(root, exclude=exclude)
         tree.words()
         for name in functions:
             where = tree.find_definition(name)
@@ -658,8 +660,8 @@ def rename_in_text(text: str, old: str, new: str) -> str:
     return "".join(out) + text[last:]
 
 
-def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
-    """One citation against the working tree of ``root``."""
+def check_citation(root: str, c: Citation, tree: Tree | None = None, *, exclude: Iterable[str] = ()) -> Check:
+    """One citation against the working tree of ``root``; ``exclude``: memory roots besides ``.agents/memory``."""
     try:
         data = _read(root, c.path)
     except _Refused as exc:
@@ -668,7 +670,7 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
         return Check(citation=c, verdict=UNVERIFIABLE, code=str(ErrorCode.PATH_NOT_REGULAR),
                      reason="the path is not a regular file")
     if data is None:
-        went = _moved_file(root, c, tree)
+        went = _moved_file(root, c, tree, exclude)
         if went is not None:
             return Check(citation=c, verdict=STALE, reason=f"{c.path} moved to {went.path}", renamed=went,
                          replace=(c.path, went.path))
@@ -677,11 +679,12 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
     if c.kind == "symbol" and c.target:
         head = re.split(r"\.|::", c.target)[0]
         pat = re.compile(r"(?<![\w$-])" + re.escape(head) + r"(?![\w$]|-\w)")
-        in_memory = (c.path.strip("/") + "/").startswith(layout.MEMORY_ROOT + "/")  # cited by an older version
+        in_memory = any((c.path.strip("/") + "/").startswith(m.strip("/") + "/")  # cited by an older version
+                        for m in (layout.MEMORY_ROOT, *exclude))
         at = None if in_memory else next((i + 1 for i, ln in enumerate(lines) if pat.search(ln)), None)
         if at is not None:
             return Check(citation=c, verdict=OK, lines=(at, at))
-        elsewhere = (tree if tree is not None else Tree(root)).find_word(head)
+        elsewhere = (tree if tree is not None else Tree(root, exclude=exclude)).find_word(head)
         if elsewhere is not None:
             return Check(citation=c, verdict=OK, reason=f"{c.target} is now in {elsewhere[0]}")
         return Check(citation=c, verdict=STALE, reason=f"{head!r} no longer occurs in the tree")
@@ -708,13 +711,13 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None) -> Check:
                  evidence=_clip(lines[c.lines[0] - 1:c.lines[1]]))
 
 
-def _moved_file(root: str, c: Citation, tree: Tree | None) -> Citation | None:
+def _moved_file(root: str, c: Citation, tree: Tree | None, exclude: Iterable[str] = ()) -> Citation | None:
     """Where a cited whole file that is gone went, cited afresh: the one file of the tree with the bytes it had
     (the recorded hash), looked for among files of the same name and the files of its folder (a rename in
     place); else the one file of the same name (moved, and edited since). None when neither is one file."""
     if c.kind != "path" or c.lines is not None or c.target is not None:
         return None
-    tree = tree if tree is not None else Tree(root)
+    tree = tree if tree is not None else Tree(root, exclude=exclude)
     folder, _, base = c.path.strip("/").rpartition("/")
     same_name = sorted(tree.by_name.get(base, []))
     nearby = sorted(p for p in tree.files if p.rpartition("/")[0] == folder and p not in same_name)[:200]
@@ -746,7 +749,7 @@ def _same_place(old: str, new: str) -> tuple[str, str] | None:
 
 
 def verify_entry(root: str, text: str, citations: object = None, tree: Tree | None = None, *,
-                 context: Sequence[str] = (), base: str = "") -> list[Check]:
+                 context: Sequence[str] = (), base: str = "", exclude: Iterable[str] = ()) -> list[Check]:
     """The verification API: the citations of one memory entry and the verdict of each.
 
     ``root``: the workspace; ``text``: the entry's text (a topic's body);
@@ -757,21 +760,24 @@ def verify_entry(root: str, text: str, citations: object = None, tree: Tree | No
     ``context``: the lines before ``text`` in the file it comes from (an instruction file checked line by
     line): a line of a file-tree diagram is read as the path its diagram gives it, and a command after
     ``cd DIR`` in the same code block runs in DIR. ``base``: the folder of that file, relative to ``root``
-    (a relative link is read from there). Pure apart from reading the workspace; never writes.
+    (a relative link is read from there). ``exclude``: the memory roots besides ``.agents/memory``, never
+    searched. Pure apart from reading the workspace; never writes.
     """
     if citations:
         if isinstance(citations, list | tuple) and all(isinstance(c, Citation) for c in citations):
             good, bad = list(citations), list[Check]()
         else:
             good, bad = from_front_matter(citations)
-        tree = tree if tree is not None else (Tree(root) if any(c.kind == "symbol" for c in good) else None)
-        out = bad + [check_citation(root, c, tree) for c in good]
+        if tree is None and any(c.kind == "symbol" for c in good):
+            tree = Tree(root, exclude=exclude)
+        out = bad + [check_citation(root, c, tree, exclude=exclude) for c in good]
         if any(m.kind in _LINE_ONLY for m in mentions(text)):  # what no citation records: values, commands, skills
-            tree = tree if tree is not None else Tree(root)
+            tree = tree if tree is not None else Tree(root, exclude=exclude)
             out += [c for m in mentions(text) if m.kind in _LINE_ONLY
                     for c in [check_mention(tree, m)] if c is not None]
         return out
-    return check_line(root, text, tree, context=context, base=base)
+    return check_line(root, text, tree if tree is not None else Tree(root, exclude=exclude), context=context,
+                      base=base)
 
 
 # -- plain lines: what a line names, checked against the tree --------------------------------
@@ -1270,7 +1276,8 @@ class Tree:
         ``fn``, ``function``, ``func``); None when no code file defines it."""
         if name not in self.quoted:  # :meth:`words` gathers the defined names of code files
             return None
-        pat = re.compile(r"\b(?:def|fn|function|func)\s+" + re.escape(name) + r"\b")
+        pat = re.compile(r"^\s*(?:(?:export|async|pub(?:\([\w:]+\))?|static|inline)\s+)*(?:def|fn|function|func)\s+"
+                         + re.escape(name) + r"\b")  # a definition's own line, not a comment or a string naming it
         for p in sorted(self.files):
             body = self._texts.get(p)
             if body and name in body and p.rsplit(".", 1)[-1].lower() in _CODE_EXT:

@@ -31,6 +31,7 @@ import attrs
 from cairn.protocol.errors import CairnError
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import ProposalKind
+from cairn.protocol.text import memory_text
 from cairn.worker.memory.citations import find_citations, git_commit
 from cairn.worker.memory.drafts import ProposalDraft
 from cairn.worker.memory.model import Topic, format_entry, parse_index, parse_topic, render_topic
@@ -43,7 +44,7 @@ _SESSION = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d:.]+Z/\d{4}-\d{2}-\d{2}T[\d:.]+Z$"
 
 
 def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: float,
-               commit: str | None = None) -> dict[str, Any]:
+               commit: str | None = None, exclude: Sequence[str] = ()) -> dict[str, Any]:
     """The front matter keys recording where ``text`` came from and what it cites."""
     ids = sorted({d.id for d in digests if _ID.match(d.id)})
     # the turns of the notes the text was made from; a text that quotes no note (edited, merged) names the
@@ -58,14 +59,15 @@ def provenance(workspace: str, text: str, digests: Sequence[PublicDigest], now: 
                        and _INSTANT.match(d.session_started) and _INSTANT.match(d.session_ended)})
     days = [d.session_day for d in digests]
     sources: dict[str, Any] = {k: v for k, v in (("digests", ids), ("turns", turns), ("sessions", sessions)) if v}
-    cites = [c.as_front_matter() for c in find_citations(workspace, text, commit=commit) if c.sha256]
+    cites = [c.as_front_matter() for c in find_citations(workspace, text, commit=commit, exclude=exclude)
+             if c.sha256]
     return {"sources": sources, "citations": cites,
             "confirmed": max(days) if days else time.strftime("%Y-%m-%d", time.gmtime(now))}
 
 
 def _quoted(flat_text: str, part: str) -> bool:
     """Whether ``part`` (a note's body or title, 12 characters or more) occurs in the text, whitespace folded."""
-    flat = " ".join(part.split())
+    flat = " ".join(memory_text(part).split())  # as the memory holds it (never a bidirectional control)
     return len(flat) >= 12 and flat in flat_text
 
 
@@ -77,7 +79,8 @@ def _dated(line: str, day: str) -> str:
     return format_entry(entry.title, entry.file, entry.hook, day)
 
 
-def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iterable[PublicDigest]) -> list[ProposalDraft]:
+def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iterable[PublicDigest],
+                  exclude: Sequence[str] = ()) -> list[ProposalDraft]:
     """``drafts`` with the provenance of each new topic in its front matter (see the module docstring)."""
     by_id = {d.id: d for d in digests}
     out: list[ProposalDraft] = []
@@ -98,7 +101,8 @@ def stamp_created(workspace: str, drafts: Iterable[ProposalDraft], digests: Iter
             continue
         if not looked:
             commit, looked = git_commit(workspace), True
-        prov = provenance(workspace, topic.body, [by_id[e] for e in d.evidence if e in by_id], d.created, commit)
+        prov = provenance(workspace, topic.body, [by_id[e] for e in d.evidence if e in by_id], d.created, commit,
+                          exclude)
         data = render_topic(topic.name, topic.description, topic.type, topic.body, prov)
         # the index line carries the same day (fixed width: the budget checked for it still holds)
         edits = tuple((f, b, _dated(a, prov["confirmed"])) if b is None and a is not None else (f, b, a)
@@ -154,9 +158,10 @@ def merged(topic: Topic, new: dict[str, Any]) -> dict[str, Any]:
 
 
 def stamp_updated(workspace: str, drafts: Iterable[ProposalDraft],
-                  digests: Iterable[PublicDigest]) -> list[ProposalDraft]:
+                  digests: Iterable[PublicDigest], exclude: Sequence[str] = ()) -> list[ProposalDraft]:
     """``drafts`` with each UPDATE of a topic carrying its new evidence in the topic's front matter (see the
-    module docstring); an UPDATE with no evidence of this review (a verification's) is returned as it was."""
+    module docstring); an UPDATE with no evidence of this review (a verification's) is returned as it was.
+    ``exclude`` (here and in :func:`stamp_created`): the memory roots besides ``.agents/memory``, never cited."""
     by_id = {d.id: d for d in digests}
     out: list[ProposalDraft] = []
     commit: str | None = None
@@ -176,7 +181,7 @@ def stamp_updated(workspace: str, drafts: Iterable[ProposalDraft],
             continue
         if not looked:
             commit, looked = git_commit(workspace), True
-        prov = merged(topic, provenance(workspace, topic.body, evidence, d.created, commit))
+        prov = merged(topic, provenance(workspace, topic.body, evidence, d.created, commit, exclude))
         data = render_topic(topic.name, topic.description, topic.type, topic.body, prov)
         out.append(attrs.evolve(d, files={path: (before, data)}) if data != after else d)
     return out

@@ -356,7 +356,8 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
                                       instruction_files={}, rejected=suppressed, now=now, review_id=review_id)
         drafts += unrejected(dispositions(list(working), drafts, known, cited, workspace_scope), workspace_scope)
     # sources and citations of new topics, and of the topics an update adds evidence to (ADR 0020)
-    return stamp_updated(ms.workspace, stamp_created(ms.workspace, drafts, batch), batch)
+    roots = [r for r in ms.settings.memoryRoots if not os.path.isabs(r)]  # the memory is never cited
+    return stamp_updated(ms.workspace, stamp_created(ms.workspace, drafts, batch, roots), batch, roots)
 
 
 def apply_in_auto_mode(ms: MemoryStore, review_id: str) -> list[str]:

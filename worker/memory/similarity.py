@@ -47,7 +47,12 @@ NOTED = re.compile(r"\s*\(noted [^()]*\)\s*$")
 
 
 def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).replace("\u2019", "'").casefold()
+    # bidirectional controls order nothing a comparison sees: a note and the memory made of it (which never
+    # holds them: protocol.text.memory_text) compare equal
+    return _BIDI.sub("", unicodedata.normalize("NFKC", text).replace("\u2019", "'").casefold())
+
+
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def normalise(text: str) -> str:

@@ -259,7 +259,7 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
                              "citations": [], "stale": False})
                 continue
             checks = verify_entry(ws, tf.topic.body, tf.topic.citations,
-                                  tree=None if tf.topic.citations else tree())
+                                  tree=None if tf.topic.citations else tree(), exclude=_roots(ms))
             stale = [c for c in checks if c.verdict == STALE]
             mark = dict(mark_of(old, file))
             if checks and not stale and any(c.verdict == OK for c in checks):

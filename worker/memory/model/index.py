@@ -57,16 +57,23 @@ INDEX_BUDGET = IndexBudget()
 
 
 def over_budget(data: bytes | None, budget: IndexBudget = INDEX_BUDGET) -> dict[str, int] | None:
-    """How far an index already is past its budget (``lines``, ``bytes`` and the budget's ``maxLines``,
-    ``maxBytes``), or None when agents load all of it. An index written past its budget (by hand, or before
-    the budget was lowered) is never cut by cairn: the entries past it are what agents do not see, so it is
-    reported until the person merges or retires some."""
+    """How far an index already is past its budget, by the writer's own rule (:func:`apply_index_edits`):
+    entries past its first ``budget.lines`` lines (``entriesPast``), or more than ``budget.bytes`` bytes.
+    None when agents load every entry. Given with the index's ``lines`` and ``bytes`` and the budget's
+    ``maxLines`` and ``maxBytes``. An index written past its budget (by hand, or before the budget was
+    lowered) is never cut by cairn: the entries past it are what agents do not see, so it is reported until
+    the person merges or retires some. An index that is not text is None here (its readers report it)."""
     if not data:
         return None
-    lines = len(split_lines(data))
-    if lines <= budget.lines and len(data) <= budget.bytes:
+    try:
+        index = parse_index(data)
+    except CairnError:
         return None
-    return {"lines": lines, "bytes": len(data), "maxLines": budget.lines, "maxBytes": budget.bytes}
+    past = sum(1 for e in index.entries if e.line >= budget.lines)
+    if not past and len(data) <= budget.bytes:
+        return None
+    return {"lines": len(index.lines), "bytes": len(data), "entriesPast": past, "maxLines": budget.lines,
+            "maxBytes": budget.bytes}
 
 
 @attrs.frozen(kw_only=True)

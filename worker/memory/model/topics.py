@@ -79,7 +79,7 @@ def parse_topic(data: bytes) -> Topic:
         raise _front_matter_error("topic front matter is not a mapping")
     if not _plain_tree(meta):
         raise _front_matter_error("topic front matter refers to itself (a YAML alias inside its own value), "
-                                  "nests too deep or holds too many values")
+                                  "nests too deep, holds too many values or too large a number")
     name, description, kind = meta.get("name"), meta.get("description"), meta.get("type")
     if not isinstance(name, str) or not name.strip():
         raise _front_matter_error("topic front matter needs a text 'name'", field="name")
@@ -101,13 +101,15 @@ _MAX_DEPTH, _MAX_NODES = 32, 100_000
 def _plain_tree(value: object) -> bool:
     """Whether ``value`` is a finite tree: no container inside itself (``&a [*a]``), at most
     :data:`_MAX_DEPTH` levels and :data:`_MAX_NODES` values, shared ones counted each time (aliases
-    repeated into a "billion laughs" are refused, never walked)."""
+    repeated into a "billion laughs" are refused, never walked), and no integer past 256 bits."""
     budget = [_MAX_NODES]
 
     def walk(v: object, depth: int, path: frozenset[int]) -> bool:
         budget[0] -= 1
         if budget[0] < 0 or depth > _MAX_DEPTH:
             return False
+        if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 256:
+            return False  # ``0xfff…`` is not digit-limited when built, and fails when printed (4,300 digits)
         if isinstance(v, dict | list):
             if id(v) in path:
                 return False
