@@ -197,6 +197,8 @@ class ClaimStore:
                             f"{scope}: generation {n} is held until its deadline",
                             generation=n,
                             deadline=cur.claim.deadline,
+                            pid=cur.claim.pid,
+                            host=cur.claim.host,
                         )
                     expired = OutcomeRecord(
                         scope=scope, generation=n, kind=OutcomeKind.EXPIRED, nonce=os.urandom(16).hex(),

@@ -132,3 +132,30 @@ def test_a_segment_damaged_in_place_is_rebuilt_by_a_reread(tmp_path: Path,
     assert cli.main(["doctor", "-w", str(ws)]) == 0
     assert cli.main(["import", "--reread", "--all", "-w", str(ws)]) == 2
     assert "E_USAGE" in capsys.readouterr().err
+
+
+def test_a_holder_that_died_is_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim whose process is gone on this host holds until its deadline (the fence); waiting for it would
+    only delay the same E_CLAIM_BUSY (a hook's agent waited 31 s for nothing)."""
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.worker.journal import capture
+    from cairn.worker.journal import imports as I
+    from cairn.worker.journal.store import Journal
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = str(write_session(tmp_path / "s.jsonl", 74, 3, words=8))
+    elect = ("import sys\nfrom pathlib import Path\nfrom cairn.worker.ingest.importers import load\n"
+             "from cairn.worker.journal.store import Journal, session_dir\n"
+             "[s] = load(Path(sys.argv[2]))\nj = Journal(sys.argv[1])\n"
+             "j.claims.elect(f'session/{session_dir(s.session_id)}', purpose='capture', ttl=60, "
+             "authority=j.authority)\n")
+    subprocess.run([PYTHON, "-c", elect, str(ws), path], env=child_env(), check=True)  # elects, then exits
+
+    def sleep(seconds: float) -> None:
+        raise AssertionError("waited for a holder that is gone")
+
+    monkeypatch.setattr(capture.time, "sleep", sleep)
+    with Journal(str(ws)) as j, pytest.raises(CairnError) as err:
+        I.import_paths(j, [path], "auto", POLICY)
+    assert err.value.code is ErrorCode.CLAIM_BUSY

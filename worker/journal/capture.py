@@ -31,8 +31,9 @@ trigger. An empty capture is never sealed.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 from cairn.protocol import codec
@@ -298,6 +299,23 @@ def _repair(j: Journal, claim: Claim, session: AnySession, b: CaptureBatch, by_i
     return True
 
 
+def _holder_gone(j: Journal, detail: Mapping[str, object]) -> bool:
+    """Whether the process holding a claim is known to be gone: it ran on this host and its pid is free.
+
+    Waiting for it would only delay the ``E_CLAIM_BUSY`` its claim gives until its deadline; the claim is
+    never taken over for that (a pid may be reused; the fence is the deadline), only not waited for."""
+    pid, host = detail.get("pid"), detail.get("host")
+    if type(pid) is not int or host != j.claims.host or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
+
+
 def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None) -> Claim | None:
     """The session's next claim generation; with ``busy_wait``, wait for a live holder.
 
@@ -313,7 +331,7 @@ def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None) -> Claim |
             return j.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=SESSION_TTL,
                                   authority=j.authority)
         except CairnError as exc:
-            if exc.code is not ErrorCode.CLAIM_BUSY or not busy_wait:
+            if exc.code is not ErrorCode.CLAIM_BUSY or not busy_wait or _holder_gone(j, exc.detail):
                 raise
             held = exc.detail.get("generation")
             if held is not None and held != seen:
