@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.server.cli.support import (
     EXIT_OK,
+    budget_line,
     emit_json,
+    indexes_over_budget,
     json_flag,
     listing,
     printable,
     run_job,
     run_result,
     warn_skipped,
+    workspace_path,
 )
 
 if TYPE_CHECKING:
@@ -223,7 +226,11 @@ def cmd_memory(ns: argparse.Namespace) -> int:
         due = "  (due for revalidation)" if r.get("due") and not stale else ""
         return printable(f"{r['file']}  ({r['type']})  {r['description']}{fresh}{stale}{due}")
 
-    return listing(ns, rows, "(no memory topics)", line)
+    code = listing(ns, rows, "(no memory topics)", line)
+    if not ns.json:  # agents miss what lies past the budget: said where the person looks at their memory
+        for o in indexes_over_budget(workspace_path(ns)):
+            sys.stderr.write(f"cairn: note: {printable(budget_line(o))}\n")
+    return code
 
 
 def _topic_action(ns: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ from cairn.server.scheduler.inprocess import load_config, response_error
 
 if TYPE_CHECKING:
     from cairn.protocol.import_results import MalformedLine
+    from cairn.protocol.settings import Settings
 
 __all__ = ["load_config", "printable", "response_error"]  # re-exported for the command modules
 
@@ -85,6 +86,31 @@ def emit_json(obj: object) -> None:
 
 def workspace_path(ns: argparse.Namespace) -> str:
     return os.path.abspath(ns.workspace)
+
+
+def indexes_over_budget(ws: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The memory indexes of the workspace already past their budget (what agents load), as ``cairn verify``
+    reports them: read here, in the command's process (``cairn doctor``, ``cairn memory``). ``settings``: the
+    workspace's, loaded when not given."""
+    from pathlib import Path  # cold start: a listing of memory only
+
+    from cairn.protocol.errors import CairnError
+    from cairn.worker.memory import model
+    from cairn.worker.settings import config
+
+    settings = settings if settings is not None else config.from_request(load_config(ws))
+    out: list[dict[str, Any]] = []
+    for rel in dict.fromkeys([os.path.join(".agents", "memory"), *settings.memoryRoots]):
+        if os.path.isabs(rel) or not os.path.isdir(os.path.join(ws, rel)):
+            continue
+        try:
+            snap = model.read_root(Path(ws, rel), workspace=ws)
+        except CairnError:
+            continue  # a root that cannot be read is reported by what reads it
+        past = model.over_budget(snap.index, model.IndexBudget.of(settings))
+        if past is not None:
+            out.append({"index": os.path.join(rel, model.INDEX_NAME), **past})
+    return out
 
 
 def budget_line(o: dict[str, Any]) -> str:

@@ -16,21 +16,18 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from cairn.server.cli.support import (
     EXIT_OK,
     EXIT_PROBLEMS,
     budget_line,
     emit_json,
+    indexes_over_budget,
     load_config,
     printable,
     run_job,
     workspace_path,
 )
-
-if TYPE_CHECKING:
-    from cairn.protocol.settings import Settings
 
 
 def doctor_setup(p: argparse.ArgumentParser) -> None:
@@ -49,7 +46,7 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
     settings = config.from_request(load_config(workspace_path(ns)))
     provider = detect.check(settings)
     broken = _broken_topics(workspace_path(ns))
-    over = _over_budget(workspace_path(ns), settings)
+    over = indexes_over_budget(workspace_path(ns), settings)
     if ns.json:
         emit_json({**report.to_json(), "trust": trust, "provider": provider.to_json(), "memory": broken,
                    "overBudget": over})
@@ -84,26 +81,6 @@ def _broken_topics(ws: str) -> list[dict[str, str]]:
         return [{"code": str(exc.code), "path": rel}]
     return [{"code": str(t.error), "path": os.path.join(rel, name)}
             for name, t in snap.topics.items() if t.error is not None]
-
-
-def _over_budget(ws: str, settings: Settings) -> list[dict[str, Any]]:
-    """The memory indexes of the workspace already past their budget (what agents load), as ``cairn verify``
-    reports them."""
-    from cairn.protocol.errors import CairnError  # cold start: see the module docstring
-    from cairn.worker.memory import model
-
-    out: list[dict[str, Any]] = []
-    for rel in dict.fromkeys([os.path.join(".agents", "memory"), *settings.memoryRoots]):
-        if os.path.isabs(rel) or not os.path.isdir(os.path.join(ws, rel)):
-            continue
-        try:
-            snap = model.read_root(Path(ws, rel), workspace=ws)
-        except CairnError:
-            continue  # a root that cannot be read is reported by what reads it
-        past = model.over_budget(snap.index, model.IndexBudget.of(settings))
-        if past is not None:
-            out.append({"index": os.path.join(rel, model.INDEX_NAME), **past})
-    return out
 
 
 def cmd_cleanup(ns: argparse.Namespace) -> int:

@@ -194,6 +194,8 @@ def test_an_index_past_its_budget_is_reported_by_verify_and_doctor(
     assert f"past its budget (1 entry past line {lines - 1}): agents load the first {lines - 1} lines" in out
     code, out, _ = _cairn(capsys, ws, "doctor")
     assert code == 1 and "MEMORY.md: past its budget" in out
+    code, out, err = _cairn(capsys, ws, "memory")
+    assert code == 0 and out.count(".md  (project)") == 3 and "cairn: note: .agents/memory/MEMORY.md: past its" in err
     assert index.read_bytes() == before  # reported, never cut
     assert over_budget(before) is None and over_budget(b"") is None
     # the writer's rule: entries within the lines agents load; a footer or a blank line past them is no entry
