@@ -5,7 +5,7 @@ rollouts when ``tests/corpus/fetch.py`` has restored them) and the Codex fixture
 bytes across the file (a grid and random bytes; every record boundary and the middle of every record
 with ``CAIRN_EXHAUSTIVE_CUTS=1``): the turns before the cut, then the turns a read resumed from the cut
 gives, are the whole file's turns, ids, parents, texts and times, its tail too, and the session keeps
-its id. A rollout whose growth changes how its earlier records read (prompts now from events, replies now
+its id. A rollout whose growth changes how its earlier records read (its first prompt as an event, replies now
 from items, a session id named where it was derived) is not resumed. Through the import (in process, then
 ``cairn import`` and ``cairn hook codex`` as processes): a grown rollout is read from its cut and captures
 what a whole read captures; a rewritten, truncated or replaced rollout, or an entry written before the
@@ -183,7 +183,8 @@ def _state_after(path: Path) -> tuple[ResumePoint, RolloutState]:
 
 
 def test_growth_that_changes_how_earlier_records_read_is_read_whole(tmp_path: Path) -> None:
-    """Prompts from items until a user_message event appears (then from events: the earlier turns change)."""
+    """Prompts from items until a user_message event appears, then from events; a rollout an older Codex began
+    and a newer one resumed keeps every prompt (its earlier turns read as before), and is read whole once."""
     path = tmp_path / "items.jsonl"
     head = _rec("session_meta", id="s-1") + "".join(
         _user_item(f"ask {i}") + _assistant_item(f"answer {i}") + _rec("event_msg", type="task_complete") for i in range(4))
@@ -194,7 +195,12 @@ def test_growth_that_changes_how_earlier_records_read_is_read_whole(tmp_path: Pa
         fh.write(_user_item("ask 4") + _rec("event_msg", type="user_message", message="ask 4") + _assistant_item("answer 4")
                  + _rec("event_msg", type="task_complete"))
     assert _resume(path, point, state) is None
-    assert len(load(path)[0].turns) == 1  # a whole read now takes the prompts from the events only
+    assert [t.user for t in load(path)[0].turns] == [f"ask {i}" for i in range(5)]  # the older prompts kept
+    with path.open("a") as fh:  # and the next turn, typed differently from its item, is the event's text
+        fh.write(_user_item("<environment_context>x</environment_context>\n\nask 5")
+                 + _rec("event_msg", type="user_message", message="ask 5") + _assistant_item("answer 5"))
+    assert [t.user for t in load(path)[0].turns] == [f"ask {i}" for i in range(5)]
+    assert load(path)[0].tail is not None and load(path)[0].tail.user == "ask 5"
 
 
 def test_replies_that_move_from_events_to_items_are_read_whole(tmp_path: Path) -> None:
@@ -303,6 +309,48 @@ def test_a_real_rollout_grown_to_its_end_is_resumed(workspace: Path, tmp_path: P
     fresh.mkdir()
     run(fresh, src)
     assert turns_of(workspace) == turns_of(fresh)
+
+
+#: rollouts that write each prompt twice, as a user message item and as its event (the 0.60 layout; the corpus's)
+TWICE = [p for p in CODEX if "2026-05" not in str(p) and "2025-08" not in str(p)
+         and b'"role":"user"' in p.read_bytes().replace(b'": "', b'":"') and b'"user_message"' in p.read_bytes()]
+
+
+def test_rollouts_with_prompts_as_items_and_events_are_among_them() -> None:
+    assert any("0.60" in str(p) for p in TWICE)
+
+
+@pytest.mark.parametrize("real", TWICE, ids=lambda p: p.name)
+def test_a_rollout_an_older_codex_began_keeps_its_first_prompt(workspace: Path, tmp_path: Path, real: Path) -> None:
+    """A rollout with its first prompt written as an older Codex wrote it (the user message item, no
+    ``user_message`` event), then resumed by a newer one: every prompt is kept, the first from its item, and
+    imported once as the file grew (before, a whole read dropped the first prompt)."""
+    lines = real.read_bytes().splitlines(keepends=True)
+    events = [i for i, line in enumerate(lines) if b'"user_message"' in line]
+    first_said = json.loads(lines[events[0]])["payload"]["message"].strip()
+    older = [line for i, line in enumerate(lines) if i != events[0]]
+    whole = load(real)[0]
+    src = tmp_path / real.name
+    src.write_bytes(b"".join(older))
+    mixed = load(src)[0]
+    said, whole_said = ([t.user for t in (*s.turns, *([s.tail] if s.tail else []))] for s in (mixed, whole))
+    assert len(said) == len(whole_said) and len(mixed.turns) == len(whole.turns)
+    assert first_said in said[0]  # from the item: before, a whole read dropped it
+    assert said[1:] == whole_said[1:]
+    later = [i for i, line in enumerate(older) if b'"user_message"' in line]
+    if later:  # imported as it grew: the first turn, closed by the second prompt, then the rest
+        src.write_bytes(b"".join(older[:later[0] + 1]))
+        assert run(workspace, src).captured == 1
+        src.write_bytes(b"".join(older))
+        r = run(workspace, src)
+        assert (r.captured, r.skipped) == (len(mixed.turns) - 1, 1)
+    else:
+        assert run(workspace, src).captured == len(mixed.turns)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    run(fresh, src)
+    assert turns_of(workspace) == turns_of(fresh)
+    assert any(first_said in user for _, _, user, _ in turns_of(workspace))
 
 
 def test_a_tail_that_comes_with_no_new_turn_is_counted_and_admitted_once_sealed(

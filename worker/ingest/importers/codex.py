@@ -14,10 +14,13 @@ of the current layout). A file is read in the older layout when its first
 record is that header.
 
 To avoid double counting, prompts come from ``event_msg``/``user_message``
-when the file has any (those hold exactly what the user typed), else from
-user messages with Codex's injected context removed
+once the file has had one (those hold exactly what the user typed), before
+that from user messages with Codex's injected context removed
 (``<environment_context>``, ``<user_instructions>``, AGENTS.md
-instructions); assistant text comes from assistant messages
+instructions): a rollout that an older Codex began and a newer one resumed
+keeps the older turns' prompts, and the event that follows a turn's user
+message (how the newer layout writes every prompt) replaces the message's
+text before any reply. Assistant text comes from assistant messages
 (``output_text``), else from ``agent_message`` events.
 
 A turn closes on ``task_complete`` (written by Codex CLI versions after
@@ -183,7 +186,7 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
     records = list(_records(src, start.legacy if start else None))
 
     started: str | None = None  # the older layout's only time
-    events_have_prompts = events_have_replies = False
+    events_have_prompts = events_have_replies = False  # prompts: a user_message event read so far
     items_have_replies = False
     given = session_id
     if start is not None:
@@ -200,8 +203,6 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
             session_id, started = payload["id"], stamp
         elif kind == "session_meta" and session_id is None and isinstance(payload.get("id"), str):
             session_id = payload["id"]
-        elif kind == "event_msg" and ptype == "user_message":
-            events_have_prompts = True
         elif kind == "event_msg" and ptype == "agent_message":
             events_have_replies = True
         elif kind == "response_item" and ptype == "message" and payload.get("role") == "assistant":
@@ -216,6 +217,7 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
     answered = False
     on_text = False  # the reply's text is the last thing read (no tool call after it)
     completed_at: str | None = None
+    from_item = False  # the turn's prompt is a user message's, no reply yet: its event may follow
 
     def close() -> None:
         if user is not None and answered:
@@ -225,12 +227,17 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
     for number, offset, kind, payload, stamp in records:
         ptype = payload.get("type")
         prompt: str | None = None
-        if kind == "event_msg" and ptype == "user_message" and events_have_prompts:
+        if kind == "event_msg" and ptype == "user_message":
+            events_have_prompts = True
             if payload.get("kind", "plain") in (None, "plain"):
                 message = payload.get("message")
                 if not isinstance(message, str):
                     raise malformed(number, "user_message has no string 'message'")
                 prompt = clean_prompt(message)
+                if prompt and from_item and user is not None and not answered:
+                    # the same prompt as the user message before it, as the user typed it
+                    user, from_item, opening = prompt, False, (offset, number)
+                    continue
         elif kind == "response_item" and ptype == "message" and payload.get("role") == "user":
             if not events_have_prompts:
                 prompt = clean_prompt("\n\n".join(_texts(payload.get("content"), ("input_text", "text"))))
@@ -263,7 +270,7 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
         if prompt:
             close()
             user, texts, answered, on_text, completed_at = prompt, [], False, False, None
-            opening = (offset, number)
+            opening, from_item = (offset, number), kind == "response_item"
 
     if user is not None and answered and on_text:
         builder.set_tail(user, join_texts(texts), completed_at=completed_at or started)
