@@ -194,12 +194,19 @@ def cmd_history(ns: argparse.Namespace) -> int:
 
 
 def memory_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=("retire", "confirm"),
-                   help="retire TOPIC: propose its retirement (accept, reject, undo as any proposal); "
-                        "confirm TOPIC: it is still true (no longer due for revalidation)")
-    p.add_argument("topic", nargs="?", metavar="TOPIC",
-                   help="a topic file as listed (or its file name alone, when one memory root has it)")
     json_flag(p)
+    # actions are subcommands, so that their options go anywhere (`retire --json TOPIC`: two optional
+    # positionals would have taken `retire` and nothing, leaving TOPIC unrecognised)
+    actions = p.add_subparsers(dest="action", metavar="{retire,confirm}")
+    for name, what in (("retire", "propose the topic's retirement (accept, reject, undo as any proposal)"),
+                       ("confirm", "the topic is still true (no longer due for revalidation)")):
+        a = actions.add_parser(name, help=what, description=what, formatter_class=p.formatter_class)
+        a.add_argument("topic", nargs="?", metavar="TOPIC",
+                       help="a topic file as listed (or its file name alone, when one memory root has it)")
+        # given before the action or after it: the parent's value stands unless given here
+        a.add_argument("-w", "--workspace", default=argparse.SUPPRESS, metavar="DIR",
+                       help="workspace directory (default: .)")
+        a.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
 
 
 def _topic_arg(ns: argparse.Namespace) -> str:

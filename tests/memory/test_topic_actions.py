@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from tests.journal.helpers import cairn, cairn_json
+from tests.support import child_env
+from tests.support.warm import run_python
 
 MEM = ".agents/memory"
 DAY = 86400
@@ -296,3 +298,18 @@ def test_accepting_a_memory_from_an_old_session_confirms_it_today(workspace: Pat
     cairn(workspace, "verify", check=False)
     assert not [p for p in cairn_json(workspace, "proposals")
                 if p["state"] == "pending" and p["kind"] == "delete"], "no revalidation asked right after a yes"
+
+
+def test_the_actions_take_their_options_before_or_after_the_topic(workspace: Path) -> None:
+    """`cairn memory retire --json TOPIC` is how a user types it (`--json` was refused as `E_USAGE` there,
+    TOPIC "unrecognized"); `-w` and `--json` go before the action or after it."""
+    target = _topic(workspace)
+    name = Path(target).name
+    for argv in (("memory", "retire", "--json", name), ("memory", "--json", "retire", name),
+                 ("memory", "confirm", "--json", name)):
+        r = cairn(workspace, *argv)
+        assert json.loads(r.stdout)["file"] == target, argv
+    r = run_python(["-m", "cairn.server", "memory", "retire", "-w", str(workspace), name], env=child_env())
+    assert r.returncode == 0 and "already proposes to retire" in r.stdout
+    r = cairn(workspace, "memory", "bogus", check=False)
+    assert r.returncode == 2 and "E_USAGE" in r.stderr and "Traceback" not in r.stderr
