@@ -200,7 +200,8 @@ def test_growth_that_changes_how_earlier_records_read_is_read_whole(tmp_path: Pa
         fh.write(_user_item("<environment_context>x</environment_context>\n\nask 5")
                  + _rec("event_msg", type="user_message", message="ask 5") + _assistant_item("answer 5"))
     assert [t.user for t in load(path)[0].turns] == [f"ask {i}" for i in range(5)]
-    assert load(path)[0].tail is not None and load(path)[0].tail.user == "ask 5"
+    tail = load(path)[0].tail
+    assert tail is not None and tail.user == "ask 5"
 
 
 def test_replies_that_move_from_events_to_items_are_read_whole(tmp_path: Path) -> None:
