@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
@@ -37,6 +38,10 @@ EXPECTED = {
     "goose": ("goose/20250611_143022.jsonl", "goose:20250611_143022", "Airflow DAG conventions",
               [("DAG ids are snake_case", "I renamed the DAG"), ("Retries are 3", "Done: default_args")]),
 }
+#: fixtures whose last turn ends on the assistant's text, which the extension may answer with a notice of its own
+#: and go on: the session's tail, a turn once the file is sealed
+SEALED = {"cline-v1"}
+
 DB_EXPECTED = {
     "opencode": ("opencode/opencode.sql", "ses_01a2b3c4d5e6ABCDEFGHIJKLMN", "Gateway timeouts",
                  [("Upstream timeouts", "I set the read timeout"), ("Health checks", "Noted: the load balancer")]),
@@ -48,9 +53,11 @@ DB_EXPECTED = {
 }
 
 
-def _check(sessions, sid, title, turns):
+def _check(sessions, sid, title, turns, *, sealed=False):
     assert len(sessions) == 1
     (s,) = sessions
+    if sealed:  # the file is over: its tail is a turn
+        s = s.sealed()
     if sid is not None:
         assert s.session_id == sid
     assert s.title == title
@@ -66,7 +73,7 @@ def test_text_formats(case, fixture_copy):
     rel, sid, title, turns = EXPECTED[case]
     path = fixture_copy(rel)
     sessions = load(path)
-    _check(sessions, sid, title, turns)
+    _check(sessions, sid, title, turns, sealed=case in SEALED)
     assert load(path) == sessions  # stable ids
 
 
@@ -169,3 +176,21 @@ def test_qwen_chat_opening_on_a_bare_system_record(tmp_path):
     assert detect(path, path.read_bytes()) == "qwen-code"
     (claude,) = load(FIXTURES / "claude-code" / "session.jsonl")
     assert claude.source_format == "claude-code"
+
+
+@pytest.mark.parametrize("case", sorted(DB_EXPECTED))
+def test_a_closed_wal_database_is_read_with_nothing_written_beside_it(case, tmp_path):
+    """The tool is closed: its database is in WAL mode with no log beside it. Reading it leaves its folder
+    as it was (before, SQLite made ``-wal`` and ``-shm`` files there to read; as root it also changed their
+    owner on every open, so every quiet import read the database again)."""
+    rel, sid, title, turns = DB_EXPECTED[case]
+    store = tmp_path / "store"
+    store.mkdir()
+    db = build_db(rel, store / "store.db")
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+    con.close()  # the last connection folds the log in and removes it
+    before = sorted(p.name for p in store.iterdir())
+    assert before == ["store.db"]
+    _check(load(db), sid, title, turns)
+    assert sorted(p.name for p in store.iterdir()) == before

@@ -45,19 +45,24 @@ def test_the_users_query_and_the_assistants_text_make_the_turns(transcript):
     assert (session.tail.user, session.tail.assistant) == ("Also write each approval to the audit log.",
                                                            "Adding an audit entry for each approval.")
     assert load(transcript) == [session]
-    with transcript.open("a") as f:  # the marker alone closes it: the same turn, under the tail's id
+    with transcript.open("a") as f:  # a marker at the end does not close it (Cursor may replace it)
         f.write(json.dumps({"type": "turn_ended", "status": "success"}) + "\n")
+    (marked,) = load(transcript)
+    assert marked.turns == session.turns and marked.tail == session.tail
+    with transcript.open("a") as f:  # something after the marker does: the same turn, under the tail's id
+        f.write(json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": "Thanks."}]}}) + "\n")
     (closed,) = load(transcript)
     assert closed.turns == (*session.turns, session.tail) and closed.tail is None
 
 
-def test_a_turn_ended_marker_completes_the_last_turn_and_the_next_prompt_replaces_it(transcript):
+def test_a_turn_ended_marker_at_the_end_leaves_the_tail_which_the_next_prompt_closes(transcript):
     before, after = grow(transcript, json.dumps({"role": "assistant", "message": {"content": [
         {"type": "text", "text": "Each approval now writes an audit entry with the approver and the amount."}]}})
         + "\n" + json.dumps({"type": "turn_ended", "status": "success"}) + "\n")
     (old,), (new,) = before, after
-    assert new.turns[:2] == old.turns  # the turns it had keep their ids
-    assert [(t.user, t.assistant, t.completed_at) for t in new.turns[2:]] == [
+    assert new.turns == old.turns  # the turns it had keep their ids
+    assert new.tail is not None and new.sealed().turns[:2] == old.turns
+    assert [(t.user, t.assistant, t.completed_at) for t in new.sealed().turns[2:]] == [
         ("Also write each approval to the audit log.",
          "Adding an audit entry for each approval.\n\nEach approval now writes an audit entry with the approver "
          "and the amount.", None)]  # that prompt carried no timestamp
@@ -65,7 +70,29 @@ def test_a_turn_ended_marker_completes_the_last_turn_and_the_next_prompt_replace
     lines = transcript.read_text().splitlines()
     lines[-1] = json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": "Thanks."}]}})
     transcript.write_text("\n".join(lines) + "\n")
-    assert load(transcript)[0].turns == new.turns
+    assert load(transcript)[0].turns == new.sealed().turns
+
+
+def test_a_subagent_result_after_the_last_marker_grows_the_tail_not_a_second_turn(transcript):
+    """Cursor replaces the file's last marker with its notice that a subagent finished and the agent's next
+    words, all of the same turn: read before and after, the turn is never two turns (it was captured twice,
+    under two ids, when the marker closed it)."""
+    with transcript.open("a") as f:
+        f.write(json.dumps({"type": "turn_ended", "status": "success"}) + "\n")
+    (first,) = load(transcript)
+    lines = transcript.read_text().splitlines()
+    notice = ("<user_query>The above subagent result is already visible to the user. DO NOT reiterate or "
+              "summarize its contents unless asked.</user_query>")
+    lines[-1:] = [json.dumps({"role": "user", "message": {"content": [{"type": "text", "text": notice}]}}),
+                  json.dumps({"role": "assistant", "message": {"content": [
+                      {"type": "text", "text": "The audit log now has a row per approval."}]}}),
+                  json.dumps({"type": "turn_ended", "status": "success"})]
+    transcript.write_text("\n".join(lines) + "\n")
+    (second,) = load(transcript)
+    assert second.turns == first.turns and first.tail is not None and second.tail is not None
+    assert second.tail.user == first.tail.user
+    assert second.tail.assistant.endswith("The audit log now has a row per approval.")
+    assert [t.user for t in second.sealed().turns].count(first.tail.user) == 1
 
 
 def test_an_aborted_turn_with_text_is_complete_and_one_without_text_is_not_a_turn(tmp_path):
@@ -78,7 +105,7 @@ def test_an_aborted_turn_with_text_is_complete_and_one_without_text_is_not_a_tur
     path.write_text("\n".join(json.dumps(r) for r in (user, said, {"type": "turn_ended", "status": "error",
                                                                       "error": "limit"})) + "\n")
     (session,) = load(path)
-    assert [(t.user, t.assistant) for t in session.turns] == [("run it", "Stopped before the build.")]
+    assert [(t.user, t.assistant) for t in session.sealed().turns] == [("run it", "Stopped before the build.")]
     assert session.session_id != "cursor-transcript:t"  # a name that is not a Cursor id: content-derived
 
 
@@ -104,7 +131,7 @@ def test_a_first_line_longer_than_the_head_is_still_recognised(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     assert detect(path, path.read_bytes()[:65536]) == "cursor-transcript"
     (session,) = load(path)
-    assert session.turns[0].assistant == "It repeats one line."
+    assert session.sealed().turns[0].assistant == "It repeats one line."
 
 
 def test_prompts_without_an_answer_join_the_next_and_cursors_own_notices_are_not_prompts(tmp_path):

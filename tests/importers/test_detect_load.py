@@ -6,6 +6,7 @@ import os
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
+from cairn.worker.ingest import importers
 from cairn.worker.ingest.importers import FORMATS, MAX_BYTES, detect, load, load_report
 
 from tests.support import REPO
@@ -154,7 +155,7 @@ def test_tool_output_cut_inside_a_character(tmp_path):
     )
     report = load_report(path)
     assert [e.code for e in report.skipped] == [ErrorCode.IMPORT_MALFORMED]
-    users = [t.user for s in report.sessions for t in s.turns]
+    users = [t.user for s in report.sessions for t in s.sealed().turns]
     assert users == ["review the installer and keep the logs", "thanks, now check the updater too"]
 
 
@@ -249,3 +250,17 @@ def test_a_file_in_another_encoding_reports_a_few_lines_not_all(tmp_path):
     assert len(lines) == 11 and lines == sorted(lines)
     assert "no later line is reported" in report.skipped[-1].message
     assert sum(len(s.sealed().turns) for s in report.sessions) == 30
+
+
+@pytest.mark.parametrize("fmt", ["auto", *sorted(f for f in FORMATS if f not in importers.DB_PARSERS or f in importers.PARSERS)])
+@pytest.mark.parametrize("content", [b"", b"\n", b"  \n\n"], ids=["empty", "newline", "blank"])
+def test_a_session_file_with_nothing_written_yet_is_no_error(tmp_path, fmt, content):
+    """A session just created (0 bytes) or cut before its first record: nothing complete yet, whatever
+    format it is read as (before: E_IMPORT_MALFORMED "not a complete JSON document", or
+    E_IMPORT_WRONG_FORMAT, and `import --all` exited 1)."""
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(content)
+    report = load_report(path, fmt)
+    assert (report.sessions, report.skipped) == ([], ())
+    if fmt != "auto":
+        assert importers.wrong_format(path, fmt) is None

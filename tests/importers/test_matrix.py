@@ -23,7 +23,7 @@ def test_each_fixture_detects_as_its_own_format_only(tmp_path):
     for fmt, rel, path in neutral_copies(tmp_path):
         assert detect(path, path.read_bytes()[:65536]) == fmt, rel
         sessions = load(path)
-        assert sessions and all(s.source_format == fmt and s.turns for s in sessions), rel
+        assert sessions and all(s.source_format == fmt and s.sealed().turns for s in sessions), rel
 
 
 def test_no_parser_reads_a_foreign_fixture(tmp_path):

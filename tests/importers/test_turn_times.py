@@ -24,7 +24,7 @@ CORPUS = REPO / "tests" / "corpus" / "files"
 
 def times(path: Path, fmt: str = "auto") -> list[str | None]:
     (s,) = load(path, fmt)
-    return [t.completed_at for t in s.turns]
+    return [t.completed_at for t in s.sealed().turns]  # a finished file: its last turn too
 
 
 def test_specstory_prompts_dated_in_their_headers() -> None:

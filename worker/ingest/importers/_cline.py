@@ -17,7 +17,11 @@ in the legacy XML tool style, the tool-call elements; ``attempt_completion``'s
 ``result`` (native or XML) is the final answer and completes the turn.
 
 A turn is complete when a new prompt follows it, or when its last assistant
-message completes the task or ends on text without calling a tool.
+message completes the task. A last turn that ends on text without calling a
+tool is the session's tail, admitted once the file is sealed: the extension
+answers such a reply with a notice of its own ("[ERROR] You did not use a
+tool…", no words of the user's) and the turn goes on, so read earlier it was
+captured again under another id once it did.
 
 Beside the history, each task folder holds ``ui_messages.json``: what the
 extension showed, a JSON array of ``{ts, type: "say" | "ask", say | ask, text,
@@ -166,9 +170,11 @@ def parse_task(text: str, fmt: str) -> list[Session]:
                 turn["at"] = iso_from_millis(m.get("ts")) or turn["at"]
             turn["calls"], turn["completes"] = calls and not completes, completes
             turn["ended_on_text"] = bool(texts)
-    if turn is not None and (turn["completes"] or (turn.get("ended_on_text") and not turn["calls"])):
+    if turn is not None and turn["completes"]:
         close(turn)
-    if not len(builder):
+    elif turn is not None and turn.get("ended_on_text") and not turn["calls"] and turn["texts"]:
+        builder.set_tail(turn["user"], join_texts(turn["texts"]), turn_id=turn["id"], completed_at=turn["at"])
+    if not len(builder) and not builder.has_tail:
         return []
     sid = sid or derived_session_id(fmt, first_raw, builder.first_user or "")
     return [builder.finish(session_id=sid, source_format=fmt, title=None)]

@@ -20,9 +20,11 @@ reasoning; ``tool_use`` blocks are tool traffic.
 
 A turn starts at a user message with words; a prompt that got no text in answer before the next prompt
 (an aborted one, a subagent's forking prompts, a plan's "Implement the plan…") is joined to that next
-prompt. A turn is complete when a new prompt follows it or a ``turn_ended`` marker does (whatever its
-status: an aborted answer gets no more text), and it has text.
-An answered last turn with neither after it is the session's tail (older versions write no marker).
+prompt. A turn is complete when a new prompt follows it or a ``turn_ended`` marker does that something else
+follows (whatever its status: an aborted answer gets no more text), and it has text. An answered last turn
+is the session's tail, with a marker after it or not (older versions write none): Cursor replaces the
+file's last marker with what comes next, and what comes next may be one of its notices and more text of
+the same turn (a subagent's result), which read earlier captured the turn again under another id.
 The session id is ``cursor-transcript:<id>`` from the file's name when it is Cursor's (a UUID), otherwise
 content-derived; turn ids are content-derived (the records have none).
 """
@@ -135,12 +137,16 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         if t is not None and t["texts"]:
             builder.add(t["user"], join_texts(t["texts"]), completed_at=t["at"])
 
+    ended = False  # a marker was read last: the turn before it is closed by whatever comes next
     for _number, rec in iter_jsonl(text):
         if rec.get("type") == "turn_ended":
+            ended = True
+            continue
+        if ended:
+            ended = False
             if turn is not None and turn["texts"]:  # a prompt without text in answer waits to join the next
                 close(turn)
                 turn = None
-            continue
         role = rec.get("role")
         message = rec.get("message")
         content = message.get("content") if isinstance(message, dict) else None
@@ -153,7 +159,7 @@ def parse(text: str, *, source_name: str) -> list[Session]:
                 turn = {"user": words, "texts": [], "at": at}
         elif role == "assistant" and turn is not None:
             turn["texts"].extend(answer_of(content))
-    if turn is not None and turn["texts"]:  # answered, not closed yet: the session's tail
+    if turn is not None and turn["texts"]:  # answered, nothing after it (a marker may yet be replaced): the tail
         builder.set_tail(turn["user"], join_texts(turn["texts"]), completed_at=turn["at"])
     if not len(builder) and not builder.has_tail:
         return []

@@ -7,10 +7,15 @@ calls and thoughts are exported as ``<details>``/``<tool-use>``/``<think>``
 blocks and ``_Tools used: …_`` lines; those are removed. Sidechain messages
 (``(sidechain)`` in the header) are sub-agent traffic and skipped.
 
-A user message starts a turn; consecutive assistant messages answer it. The
-last turn counts only when its last assistant message has text of its own
-(an export saved while the agent is still in its tool loop ends on a tool
-block); earlier turns are complete because a new prompt followed them.
+A user message starts a turn; consecutive assistant messages answer it.
+Earlier turns are complete because a new prompt followed them. The last one
+is the session's tail (:attr:`Session.tail`), admitted once the file is
+sealed (quiet for the idle period, or said to be over) or a next prompt
+closes it, and only when its last assistant message has text of its own (an
+export saved while the agent is still in its tool loop ends on a tool
+block): SpecStory saves the file as the agent works, so a reply with text
+can still grow, and read then it was captured again under another id each
+time it did.
 
 Times: newer exports date each prompt in its header (``2025-10-14 22:25Z``,
 ``2025-12-05T01:08:24.197Z``, or with an offset, ``2026-03-31 19:32:39-0400``)
@@ -72,7 +77,7 @@ def _header_time(rest: str) -> str | None:
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
-    """Parse one SpecStory export into at most one session of completed turns."""
+    """Parse one SpecStory export into at most one session of completed turns (and its tail)."""
     text = text.replace("\r\n", "\n")
     headers = headers_outside_fences(_ROLE, text)
     preamble = text[: headers[0].start()] if headers else text
@@ -108,10 +113,10 @@ def parse(text: str, *, source_name: str) -> list[Session]:
             at = stamp or at
             if body:
                 replies.append(body)
-    if user is not None and answered and last_has_text:
-        builder.add(user, "\n\n".join(replies), completed_at=at)
+    if user is not None and answered and last_has_text:  # may still grow: the tail
+        builder.set_tail(user, "\n\n".join(replies), completed_at=at)
 
-    if not len(builder):
+    if not len(builder) and not builder.has_tail:
         return []
     sid = source_sid or derived_session_id(NAME, title, builder.first_user or "")
     return [builder.finish(session_id=sid, source_format=NAME, title=title)]
