@@ -73,6 +73,22 @@ def test_oversized_turn_is_recorded_unknown_not_truncated(workspace: Path, tmp_p
     assert any("tabs" in n["body"] for n in d["notes"])
 
 
+def test_a_short_rule_before_an_oversized_reply_keeps_the_users_words(workspace: Path, tmp_path: Path) -> None:
+    """The turn is past the limit by its reply alone: the reply is left out whole, the user's words are kept
+    whole and reach the journal (before, both were emptied and the rule was lost)."""
+    rule = "Never commit generated files; regenerate them in CI."
+    src = tmp_path / "big.md"
+    src.write_text(f"# aider chat started at 2025-01-01 10:00:00\n\n#### {rule}\n\n" + "word " * (140 * 1024) + "\n")
+    cairn(workspace, "import", str(src), "--format", "aider", "--ended")
+    (cap,) = _captures(workspace)
+    (ev,) = [e for _, e in ready_evidence(workspace, cap)]
+    assert ev.oversized and ev.user == rule and ev.assistant == "" and ev.size > 512 * 1024
+    cairn(workspace, "seal")
+    cairn(workspace, "process")
+    (d,) = cairn_json(workspace, "journal")
+    assert any(ev.turn_id in n["turn_ids"] and "generated files" in n["body"] for n in d["notes"]), d["notes"]
+
+
 def test_sealing_keeps_the_first_trigger_and_never_seals_an_empty_capture(workspace: Path) -> None:
     assert cairn_json(workspace, "seal")["sealed"] == []
     cairn(workspace, "import", str(DEMO))

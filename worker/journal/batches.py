@@ -119,8 +119,10 @@ def build_segment(session_id: str, turns: list[Turn], *, source: str, title: str
     Texts and the title are kept as :func:`protocol.text.clean_text` gives
     them: transcript text enters cairn here, so no control character (a
     colour escape, an OSC sequence, a BEL) reaches the evidence. A turn whose
-    text exceeds :data:`TURN_SNAPSHOT_LIMIT` is kept as unknown (empty texts,
-    ``oversized``), never truncated.
+    text exceeds :data:`TURN_SNAPSHOT_LIMIT` is ``oversized``: nothing of it is
+    cut, its reply is left out whole, and the user's words are kept whole when
+    they alone fit (a short rule said before a long generated reply is still
+    the user's), else left out too (unknown content).
     """
     texts: list[str] = []
     index: dict[str, int] = {}
@@ -137,8 +139,9 @@ def build_segment(session_id: str, turns: list[Turn], *, source: str, title: str
         user, assistant = clean_text(t.user), clean_text(t.assistant)
         size = len(user.encode("utf-8")) + len(assistant.encode("utf-8"))
         oversized = size > TURN_SNAPSHOT_LIMIT
+        said = user if not oversized or len(user.encode("utf-8")) <= TURN_SNAPSHOT_LIMIT else ""
         out.append(SegmentTurn(turn_id=t.turn_id, parent_turn_id=t.parent_turn_id,
-                               user=intern("" if oversized else user),
+                               user=intern(said),
                                assistant=intern("" if oversized else assistant),
                                completed_at=t.completed_at, oversized=oversized, size=size))
     title = None if title is None else clean_text(title)
@@ -148,9 +151,11 @@ def build_segment(session_id: str, turns: list[Turn], *, source: str, title: str
 
 
 def kept_size(t: Turn) -> int:
-    """Bytes a turn adds to a segment (an oversized turn keeps none of its text)."""
+    """Bytes a turn adds to a segment (an oversized turn keeps at most its user's words)."""
     size = len(t.user) + len(t.assistant)  # characters: a cheap stand-in for UTF-8 bytes
-    return 0 if size > TURN_SNAPSHOT_LIMIT else size
+    if size <= TURN_SNAPSHOT_LIMIT:
+        return size
+    return len(t.user) if len(t.user) <= TURN_SNAPSHOT_LIMIT else 0
 
 
 def read_batches(j: Journal, cid: str, names: list[str]) -> list[CaptureBatch]:

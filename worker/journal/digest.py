@@ -132,7 +132,7 @@ def _input(evidence: list[TurnEvidence]) -> DigestInput:
     usable = tuple(
         Turn(turn_id=e.turn_id, parent_turn_id=e.parent_turn_id, user=e.user, assistant=e.assistant,
              completed_at=e.completed_at)
-        for e in evidence if not e.oversized
+        for e in evidence if not e.oversized or e.user  # an oversized turn's words, when they were kept
     )
     return DigestInput(session_id=evidence[0].session_id, title=evidence[0].title, turns=usable,
                        source=tool_name(evidence[0].source))

@@ -99,7 +99,7 @@ def as_digest(ms: MemoryStore, req: RememberRequest) -> PublicDigest:
         ev = turn_evidence(ms, req.bundle, req.turn_id) if req.bundle else None
     except CairnError:
         ev = None  # retired and expired meanwhile: its digest, if any, reaches memory by a general review
-    if ev is not None and not ev.oversized:
+    if ev is not None and ev.user:
         turn = Turn(turn_id=req.turn_id, parent_turn_id=None, user=ev.user, assistant="")
         notes = remember.digest(DigestInput(session_id=req.session_id, title="remember", turns=(turn,)),
                                 req.type).notes

@@ -78,8 +78,9 @@ def _turn(j: Any, session_id: str, turn_id: str) -> dict[str, Any]:
     except CairnError as exc:
         out["missing"] = str(exc.code)
         return out
-    if ev.oversized:
-        out.update(user="", assistant="", cut=True, oversized=True, completedAt=_stored(ev.completed_at))
+    if ev.oversized:  # the reply left out whole; the user's words kept when they alone fit
+        user, _, _ = bounded(ev.user, "")
+        out.update(user=user, assistant="", cut=True, oversized=True, completedAt=_stored(ev.completed_at))
         return out
     user, assistant, cut = bounded(ev.user, ev.assistant)
     out.update(user=user, assistant=assistant, cut=cut, completedAt=_stored(ev.completed_at))

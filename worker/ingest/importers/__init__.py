@@ -328,7 +328,7 @@ def wrong_format(path: pathlib.Path, fmt: str, *, follow_symlinks: bool = True,
     except CairnError:
         return None
     reg = _registry()
-    if fmt in reg.db_parsers and fmt not in reg.parsers or _holds(fmt, path, head):
+    if _blank(head) or fmt in reg.db_parsers and fmt not in reg.parsers or _holds(fmt, path, head):
         return None
     lead = _lead(head)
     if _PROMPT_LOG.match(lead):
@@ -506,6 +506,11 @@ class Opened:
     format: str = ""  # the format the file was read as (detected, or given)
 
 
+def _blank(head: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` holds nothing but white space (empty, most often)."""
+    return len(head) < HEAD_BYTES and not head.strip()
+
+
 def _head(path: pathlib.Path, *, follow_symlinks: bool) -> bytes:
     fd, _ = open_source(path, follow_symlinks=follow_symlinks)
     try:
@@ -555,9 +560,13 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     if fmt in reg.db_parsers and fmt not in reg.parsers:
         raise CairnError(ErrorCode.IMPORT_UNKNOWN_FORMAT, f"{path.name}: not a {fmt} database", path=str(path))
     given = fmt != "auto"
+    head = _head(path, follow_symlinks=follow_symlinks)
+    if _blank(head):  # a session just created (or cut before its first record): nothing complete yet
+        yield Opened([], (), fmt)
+        return
     if not given:
-        fmt = _sniff(path, _head(path, follow_symlinks=follow_symlinks), follow_symlinks=follow_symlinks)
-    elif _PROMPT_LOG.match(_lead(_head(path, follow_symlinks=follow_symlinks))):
+        fmt = _sniff(path, head, follow_symlinks=follow_symlinks)
+    elif _PROMPT_LOG.match(_lead(head)):
         raise _prompts_only(path)
     stream = reg.records[fmt].stream
     src = JsonlFile(path, follow_symlinks=follow_symlinks) if fmt in reg.streamed and stream is not None else None

@@ -4,7 +4,11 @@ A tool that is running holds its database open and may be writing to it, so
 cairn never takes a write lock and never creates files beside it:
 
 - the database is opened with ``mode=ro`` (a WAL database is read with its
-  log, so recent turns are seen); if that open or the first read fails
+  log, so recent turns are seen); a WAL database with no log beside it (the
+  tool is closed: its last connection folded the log in and removed it) is
+  opened with ``immutable=1`` at once, since SQLite would otherwise create
+  the ``-wal`` and ``-shm`` files beside it, in the tool's folder, even to
+  read (and, run as root, change their owner on every open); if an open or the first read fails
   because the file is locked or its shared-memory file cannot be made (a
   read-only directory), it is opened again with ``immutable=1``, which reads
   the main file as it is, without locks (turns still only in the log appear
@@ -77,6 +81,21 @@ def translate(path: Path, exc: sqlite3.Error) -> CairnError:
     return CairnError(ErrorCode.IMPORT_UNREADABLE, f"{path.name}: cannot read database", path=str(path))
 
 
+def _wal_without_log(path: Path) -> bool:
+    """Whether ``path`` is a WAL database (header bytes 18-19 are 2) with no ``-wal`` file beside it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False  # the open below says why
+    try:
+        header = os.pread(fd, 20, 0)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return header[18:20] == b"\x02\x02" and not os.path.lexists(f"{path}-wal")
+
+
 def _connect(path: Path, immutable: bool) -> sqlite3.Connection:
     con = sqlite3.connect(_uri(path, immutable), uri=True, timeout=0.0, check_same_thread=False)
     try:
@@ -94,7 +113,7 @@ def open_ro(path: Path) -> Iterator[sqlite3.Connection]:
     info = _check_file(path)
     try:
         try:
-            con = _connect(path, immutable=False)
+            con = _connect(path, immutable=_wal_without_log(path))
         except sqlite3.OperationalError as exc:
             text = str(exc).lower()
             if "locked" not in text and "busy" not in text and "unable to open" not in text:
