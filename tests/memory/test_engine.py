@@ -319,6 +319,42 @@ def test_full_index_gets_no_create(tmp_path: Path) -> None:
     assert {d.kind for d in drafts} == {ProposalKind.DELETE}  # only the repairs of its dangling entries
 
 
+def _budgeted(digests: list[PublicDigest], snap: model.MemorySnapshot, lines: int) -> list[engine.ProposalDraft]:
+    return engine.review(digests, snap, root_rel=ROOT, index_rel=INDEX, instruction_files={}, rejected=set(),
+                         now=DAY + 3600, review_id="r1", budget=model.IndexBudget(lines=lines))
+
+
+def _bullets(drafts: list[engine.ProposalDraft]) -> str:
+    return "".join(written(d).decode() for d in drafts if d.kind in (ProposalKind.CREATE, ProposalKind.UPDATE))
+
+
+def test_a_full_index_files_a_note_of_a_type_memory_lacks_under_another_topic(tmp_path: Path) -> None:
+    """The index takes no entry and memory has no topic of the note's type: the note goes into the closest
+    topic all the same, saying why (before, it got no proposal, the digest counted as reviewed: lost)."""
+    go = model.render_topic("The API is written in Go", "The API is written in Go", "project", "\n- The API is written in Go\n")
+    snap = make_root(tmp_path, b"# Memory\n\n- [The API is written in Go](go.md)\n", {"go.md": go})
+    (d,) = _budgeted([digest(1, note("reference", "Tracker", "The tracker is https://tracker.example.org/X"))], snap, 3)
+    assert d.kind == ProposalKind.UPDATE and d.target == f"{ROOT}/go.md" and d.title.endswith("(the index is full)")
+    assert "tracker.example.org/X" in written(d).decode() and all(old == new for _, old, new in d.index_edits)
+
+
+def test_a_review_with_room_for_fewer_topics_than_its_notes_drops_none(tmp_path: Path) -> None:
+    """Room for two entries, six notes of four types in an empty memory: two topics are created and every
+    note is in one of them (before, the four that found no topic of their type got no proposal)."""
+    notes = [note("user", "No emojis", "I'd rather not have emojis in commit messages."),
+             note("feedback", "Bare except", "Never use bare except: catch the specific exception."),
+             note("feedback", "Test suite", "Don't run the full test suite, it takes 20 minutes."),
+             note("feedback", "Migrations", "Never schedule migrations on staging on a Friday."),
+             note("project", "CI", "This repo's CI runs on Forgejo Actions."),
+             note("reference", "Tracker", "The tracker is https://tracker.example.org/CAIRN.")]
+    drafts = _budgeted([digest(1, *notes)], model.empty_snapshot(), 4)
+    assert [d.kind for d in drafts] == [ProposalKind.CREATE, ProposalKind.CREATE]
+    text = _bullets(drafts)
+    assert all(n.body in text for n in notes), text
+    assert sum(d.title.endswith("(the index is full)") for d in drafts) >= 1
+    assert _budgeted([digest(1, *notes)], model.empty_snapshot(), 4) == drafts  # deterministic
+
+
 def test_unreadable_index_fails_the_review(tmp_path: Path) -> None:
     snap = make_root(tmp_path, b"- [A](a.md) \xff\n", {})
     with pytest.raises(CairnError) as exc:

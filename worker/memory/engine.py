@@ -67,7 +67,9 @@ draft's bytes are built and how drafts are ordered is
    the root. A create the index cannot take (over 200 entries, past line
    200, or past 25 KB: what agents load) is not proposed; 6a.
    **Consolidation** (:func:`consolidation_drafts`): its notes move into the
-   closest existing topic of their type instead, so nothing is dropped.
+   closest existing topic of their type instead (of any type when memory has
+   none of theirs; into the closest topic this review creates when memory has
+   no topic to take them), so nothing is dropped.
 7. **Dangling entry** and 8. **Orphan topic**: index housekeeping of the
    snapshot alone, computed whichever provider drafted the other proposals,
    see :mod:`worker.memory.housekeeping`.
@@ -586,22 +588,53 @@ def _clusters(items: list[_Item]) -> list[list[_Item]]:
     return clusters
 
 
+def _closest(words: frozenset[str], clusters: list[list[_Item]]) -> list[_Item]:
+    return max(clusters, key=lambda c: max(jaccard(words, it.words) for it in c))
+
+
 def create_drafts(
-    items: list[_Item], snapshot: MemorySnapshot, index: Index, scope: ReviewScope, full: list[_Item] | None = None
+    items: list[_Item], snapshot: MemorySnapshot, index: Index, scope: ReviewScope, full: list[_Item] | None = None,
+    views: list[TopicView] | None = None,
 ) -> list[ProposalDraft]:
-    """Rule 6: one CREATE per cluster of similar notes no topic takes (those the index cannot take: ``full``)."""
-    new = NewTopics(snapshot, index)
-    out: list[ProposalDraft] = []
-    for cluster in _clusters(items):
-        strongest = max(cluster, key=lambda it: it.strength)
+    """Rule 6: one CREATE per cluster of similar notes no topic takes. A cluster the index cannot take goes to
+    ``full`` (rule 6a) when a topic of memory (``views``) can take its notes; else into the closest topic
+    created by this review, of its type if there is one (nothing is dropped: a full index and a memory
+    without a topic of the note's type, or none yet, left the note with no proposal at all)."""
+
+    def draft(new: NewTopics, cluster: list[_Item], joining: tuple[_Item, ...] = ()) -> ProposalDraft | None:
+        strongest = max(cluster, key=lambda it: it.strength)  # named by its own notes, whatever joins it
         name = clip(strongest.note.title, NAME_MAX)
         body_line = one_line(strongest.note.body)
         description = clip(body_line if normalise(body_line) != normalise(name) else name, DESCRIPTION_MAX)
-        created = new.draft(scope, strongest.note.type, name, description, _additions(cluster))
-        if created is not None:
-            out.append(created)
-        elif full is not None:
-            full.extend(cluster)
+        return new.draft(scope, strongest.note.type, name, description, _additions([*cluster, *joining]))
+
+    clusters = _clusters(items)
+    new = NewTopics(snapshot, index)
+    admitted = [c for c in clusters if draft(new, c) is not None]  # whether the index takes a cluster's entry
+    if len(admitted) == len(clusters):  # what its bullets do not change: drafted again below, with them
+        new = NewTopics(snapshot, index)
+        return [d for c in clusters if (d := draft(new, c)) is not None]
+    homes = {v.topic.type for v in views or ()}
+    joined: dict[int, list[_Item]] = {id(c): [] for c in admitted}
+    for cluster in clusters:
+        if any(cluster is c for c in admitted):
+            continue
+        kind = cluster[0].note.type
+        if kind in homes or not admitted:
+            if full is not None:
+                full.extend(cluster)  # rule 6a: an existing topic (or none: a later review)
+            continue
+        of_kind = [c for c in admitted if c[0].note.type == kind]
+        words = frozenset().union(*(it.words for it in cluster))
+        joined[id(_closest(words, of_kind or admitted))].extend(cluster)
+    new = NewTopics(snapshot, index)
+    out = []
+    for c in admitted:
+        d = draft(new, c, tuple(joined[id(c)]))
+        if d is not None and joined[id(c)]:  # it says why notes unlike its own are in it
+            d = attrs.evolve(d, title=clip(f"{d.title} (the index is full)", 160), summary=f"{d.summary} {INDEX_FULL_WHY}")
+        if d is not None:
+            out.append(d)
     return out
 
 
@@ -611,17 +644,18 @@ def consolidation_drafts(
     """Rule 6a: notes a full index cannot take as new topics move into the closest topic of their type.
 
     The index gains no line: each note is appended to the existing topic of
-    its type it shares most words with (ties: file name), one UPDATE per
-    topic, so nothing is dropped. A topic already updated or merged by this
-    review is passed over (one proposal per topic); a note with no such topic
-    is left for a later review, after the index was consolidated.
+    its type it shares most words with (ties: file name), else, when memory
+    has no topic of its type, to the closest topic of any type, one UPDATE
+    per topic, so nothing is dropped. A topic already updated or merged by
+    this review is passed over (one proposal per topic); a note with no topic
+    at all is left for a later review, after the index was consolidated.
     """
     busy = set(updates)
     home: dict[str, list[_Item]] = {}
     for it in items:
         ranked = sorted(
             (-v.similarity(it.words), v.file) for v in views if v.topic.type == it.note.type and v.file not in busy
-        )
+        ) or sorted((-v.similarity(it.words), v.file) for v in views if v.file not in busy)  # none of its type
         if ranked:
             home.setdefault(ranked[0][1], []).append(it)
     # the closest topic may be only loosely related: the proposal says why the note went there, and how to
@@ -678,7 +712,7 @@ def review(
     drafts += merge_drafts(merged, updates, index, scope)
     drafts += update_drafts(updates, views, index, scope)
     full: list[_Item] = []
-    drafts += create_drafts(pending, snapshot, index, scope, full)
+    drafts += create_drafts(pending, snapshot, index, scope, full, views)
     drafts += consolidation_drafts(full, views, {**dict.fromkeys(merged_files, []), **updates}, index, scope)
     drafts = unrejected(drafts, scope)
     return ordered(drafts + index_maintenance(snapshot, drafts, scope))
