@@ -92,6 +92,10 @@ def test_compatible_facts_about_one_tool_do_not_supersede(workspace: Path) -> No
         ("Use single quotes", "- Never use double quotes"),  # agrees: one turns the other down
         ("Use dark mode in the docs site", "- Use light mode in the app"),  # more than one word differs
         ("Deploy the docs with `fly deploy`", "- We no longer deploy with heroku"),
+        # numbered subjects, each its own (a tester's: the second replaced the first, also at accept)
+        ("Worker 2 runs on host node2", "- Worker 1 runs on host node1"),
+        ("Runbook 2 is at https://runbooks.example.org/r2/page-restart",
+         "- Runbook 1 is at https://runbooks.example.org/r1/page-restart"),
     ],
 )
 def test_precision_of_subjects(note: str, line: str) -> None:

@@ -220,9 +220,15 @@ def value_changed(note: str, line: str) -> bool:
     ("the API server now listens on port 9000" over "the API server listens on port 8000", "run the tests
     with 8 workers" over "… with 4 workers"). Both state as many values and at least one differs; their
     words other than numbers and change wording agree at :data:`VALUE_SIMILARITY`, so another subject
-    with its own number ("the integration tests use 8 workers") is no change."""
+    with its own number ("the integration tests use 8 workers") is no change; and the words that carry a
+    number inside them agree too, so numbered subjects are no change either ("Worker 2 runs on host node2"
+    beside "Worker 1 runs on host node1", "Runbook 2 is at …/r2/…" beside "Runbook 1 is at …/r1/…"): a
+    wrong replacement deletes a true statement, a missed one leaves two a person can reconcile."""
     mine, theirs = _VALUE.findall(note), _VALUE.findall(line)
     if not mine or len(mine) != len(theirs) or sorted(mine) == sorted(theirs):
+        return False
+    named = [frozenset(w for w in tokens(t) if any(c.isdigit() for c in w) and not w.isdigit()) for t in (note, line)]
+    if named[0] != named[1]:
         return False
     words = [frozenset(_stem(w) for w in tokens(t) if not any(c.isdigit() for c in w) and w not in _CHANGE_WORDS)
              for t in (note, line)]
