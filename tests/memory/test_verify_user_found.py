@@ -156,6 +156,31 @@ def test_a_snake_case_function_is_cited_where_it_is_defined_and_its_rename_is_st
     assert code == 1 and "'helper_fn' no longer occurs in the tree" in out
 
 
+def test_a_renamed_file_whose_function_lives_on_is_updated_not_retired(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`git mv src/app.py src/main.py`: the memory about `helper_fn` is still true. verify proposed to retire
+    it ("src/app.py no longer exists"); it proposes an update citing the function where it is now, and the
+    topic's text, true as it was, is left as it was."""
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Call `helper_fn()` to compute the second value")
+    both = _remember(capsys, ws, "The helpers live in src/app.py, such as `helper_fn()`")
+    (ws / "src" / "app.py").rename(ws / "src" / "main.py")
+    code, out, _ = _cairn(capsys, ws, "verify", "--json")
+    report = json.loads(out)
+    assert code == 1
+    code, out, _ = _cairn(capsys, ws, "proposals", "--json")
+    pending = {p["target"]: p for p in json.loads(out) if p["state"] == "pending"}
+    for t in (topic, both):
+        rel = str(t.relative_to(ws))
+        assert pending[rel]["kind"] == "update", (rel, pending[rel]["title"], report)
+        assert _cairn(capsys, ws, "accept", pending[rel]["id"])[0] == 0
+    assert "Call `helper_fn()` to compute the second value" in topic.read_text()
+    assert [(c["path"], c["symbol"]) for c in _cites(topic)] == [("src/main.py", "helper_fn")]
+    assert "src/main.py" in both.read_text() and "src/app.py" not in both.read_text()
+    code, out, _ = _cairn(capsys, ws, "verify")
+    assert code == 0, out
+
+
 def test_a_snake_case_name_nothing_defines_is_not_cited(tmp_path: Path) -> None:
     ws = _project(tmp_path)
     (ws / "src" / "conf.py").write_text("line_length = 100\nprint('line_length')\n# def commented_fn(): gone\n"

@@ -674,6 +674,10 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None, *, exclude:
         if went is not None:
             return Check(citation=c, verdict=STALE, reason=f"{c.path} moved to {went.path}", renamed=went,
                          replace=(c.path, went.path))
+        now = _moved_symbol(root, c, tree, exclude)
+        if now is not None:  # the file renamed or split (`git mv`), the name still defined: cited where it is
+            return Check(citation=c, verdict=STALE, reason=f"{c.path} no longer exists; {c.target} is now in {now.path}",
+                         renamed=now)
         return Check(citation=c, verdict=STALE, reason=f"{c.path} no longer exists")
     lines = _lines(data)
     if c.kind == "symbol" and c.target:
@@ -709,6 +713,21 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None, *, exclude:
         return Check(citation=c, verdict=OK, lines=moved)
     return Check(citation=c, verdict=STALE, reason=f"lines {c.lines[0]}-{c.lines[1]} of {c.path} changed",
                  evidence=_clip(lines[c.lines[0] - 1:c.lines[1]]))
+
+
+def _moved_symbol(root: str, c: Citation, tree: Tree | None, exclude: Iterable[str] = ()) -> Citation | None:
+    """A cited symbol whose file is gone, cited afresh where the tree defines it now (else where it occurs,
+    for a name no ``def`` line defines); None when the tree has it nowhere."""
+    if c.kind != "symbol" or not c.target:
+        return None
+    head = re.split(r"\.|::", c.target)[0]
+    tree = tree if tree is not None else Tree(root, exclude=exclude)
+    found = tree.find_definition(head) or tree.find_word(head)
+    if found is None:
+        return None
+    path, at, line = found
+    return Citation(kind="symbol", path=path, target=c.target, lines=(at, at),
+                    sha256=lines_sha([line]) if c.sha256 else None, commit=c.commit)
 
 
 def _moved_file(root: str, c: Citation, tree: Tree | None, exclude: Iterable[str] = ()) -> Citation | None:

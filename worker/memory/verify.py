@@ -162,7 +162,7 @@ def _renamed(text: str, stale: list[Check]) -> str:
         if c.replace is not None:
             old, new = c.replace
             text = _bounded(old).sub(new.replace("\\", "\\\\"), text)  # the new path or value, as written
-        else:
+        elif c.citation.kind != "symbol":  # a symbol that moved keeps its name: the text stays
             assert c.renamed is not None and c.citation.target and c.renamed.target
             text = rename_in_text(text, c.citation.target, c.renamed.target)
     return text
@@ -171,8 +171,9 @@ def _renamed(text: str, stale: list[Check]) -> str:
 def _renamable(topic: model.Topic, c: Check) -> bool:
     """Whether an update can say what ``c`` found: a target renamed in place, a path moved to one file, or a
     value changed to one value that the topic's text states once (a number said twice may be two things)."""
-    if c.replace is None:
-        return c.renamed is not None and c.citation.kind == "target"
+    if c.replace is None:  # a target renamed in place; a symbol now defined in another file (its text unchanged)
+        return c.renamed is not None and (c.citation.kind == "target" or (
+            c.citation.kind == "symbol" and c.renamed.target == c.citation.target))
     old, new = c.replace
     if not old or not new or old == new or not re.fullmatch(r"[\w./@:+-]{1,200}", new):
         return False
@@ -207,6 +208,8 @@ def _renamed_topic(topic: model.Topic, stale: list[Check], commit: str | None = 
 def _changes(stale: list[Check]) -> str:
     """What an update changes, for its title: ``check → test``, ``src/a.py → src/b.py``, ``100 → 120``."""
     return ", ".join(f"{c.replace[0]} \u2192 {c.replace[1]}" if c.replace is not None
+                     else f"{c.citation.target}: {c.citation.path} \u2192 {c.renamed.path}"
+                     if c.citation.kind == "symbol" and c.renamed is not None
                      else f"{c.citation.target} \u2192 {c.renamed.target if c.renamed else ''}" for c in stale)
 
 
