@@ -77,14 +77,27 @@ def clean_text(text: str) -> str:
 
 #: bidirectional embeddings, overrides and isolates: they reorder what an editor or a terminal shows
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+#: characters that show nothing and join or separate nothing a reader sees: zero width space, word joiner and
+#: the invisible operators, byte order mark, soft hyphen (a ZWJ or ZWNJ shapes some scripts and emoji: kept)
+_INVISIBLE = re.compile(r"[\u200b\u2060-\u2064\ufeff\u00ad]")
+#: what counts as no text at all: the above, the joiners and marks, and the fillers that render as blanks
+_BLANK = re.compile(r"[\s\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u034f\u115f\u1160"
+                    r"\u180e\u3164\uffa0]")
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only white space and characters that render as nothing (a zero width
+    space, a joiner, a bidirectional control, a Hangul filler …)."""
+    return not _BLANK.sub("", text)
 
 
 def memory_text(text: str) -> str:
     """:func:`clean_text`, and without bidirectional embedding, override and isolate controls (U+202A–U+202E,
     U+2066–U+2069): text bound for a memory file, which every agent loads and a person reviews as a diff,
     must read in the order it is stored ("Trojan Source"). The marks U+200E and U+200F stay: they order
-    nothing beyond themselves."""
-    return _BIDI.sub("", clean_text(text))
+    nothing beyond themselves. Zero width spaces, word joiners, byte order marks and soft hyphens go too: a
+    word with one inside reads whole and is found by no search for it."""
+    return _INVISIBLE.sub("", _BIDI.sub("", clean_text(text)))
 
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}

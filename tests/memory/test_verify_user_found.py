@@ -281,6 +281,28 @@ def test_an_invalid_citation_says_which_and_why(tmp_path: Path, capsys: pytest.C
     assert "citation 2 of the front matter is not valid: its lines are not a span such as 3-7" in out
 
 
+@pytest.mark.parametrize("invisible", ["\u202e\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200d\u200c",
+                                       " \u200b \n\u115f"])
+def test_a_text_that_shows_nothing_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str], invisible: str) -> None:
+    """It made a pending topic named, described and indexed by nothing a person sees (`- [\u200b](topic.md)`),
+    one more each time; it is `E_USAGE` as a text of spaces is."""
+    ws = _project(tmp_path)
+    code, _, err = _cairn(capsys, ws, "remember", invisible)
+    assert code == 2 and "E_USAGE" in err and "empty" in err
+    assert not (ws / ".agents").exists()
+
+
+def test_a_zero_width_space_inside_a_word_never_reaches_a_memory_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Format\u200b code with black\u2060 before\ufeff every com\u00admit")
+    for f in (topic, ws / ".agents" / "memory" / "MEMORY.md"):
+        assert "Format code with black before every commit" in f.read_text()
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert len(row["sources"]["turns"]) == 1  # the note is still found in the topic made of it
+    assert memory_text("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645") == "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # ZWNJ stays
+
+
 def test_bidirectional_controls_never_reach_a_memory_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ws = _project(tmp_path)
     topic = _remember(capsys, ws, "Deploy with \u202eevil\u202c scripts only from the main \u2067branch\u2069")

@@ -53,7 +53,7 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import RememberRequest
 from cairn.protocol.results import ProposalRow, RememberArgs, RememberResult, read
-from cairn.protocol.text import clean_text
+from cairn.protocol.text import blank, clean_text
 from cairn.protocol.transcript import Session, Turn
 from cairn.protocol.vocab import NoteType, Trigger
 from cairn.protocol.worker import WorkerRequest
@@ -82,7 +82,7 @@ def check_request(text: object, note_type: object = None, source: object = None)
                          f"are accepted (a remembered text becomes one note of at most {MAX_CHARS} characters)")
     text = clean_text(text)
     folded = _WS.sub(" ", text).strip()
-    if not folded:
+    if blank(folded):  # also a text of zero width or filler characters only: it would make an invisible memory
         raise CairnError(ErrorCode.USAGE, "remember: the text is empty")
     if len(folded) > MAX_CHARS:
         raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"remember: the text is {len(folded)} characters; a remembered "

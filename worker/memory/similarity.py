@@ -52,7 +52,7 @@ def _fold(text: str) -> str:
     return _BIDI.sub("", unicodedata.normalize("NFKC", text).replace("\u2019", "'").casefold())
 
 
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200b\u2060-\u2064\ufeff\u00ad]")  # and the invisible ones
 
 
 def normalise(text: str) -> str:
