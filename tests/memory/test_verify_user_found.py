@@ -181,6 +181,24 @@ def test_a_renamed_file_whose_function_lives_on_is_updated_not_retired(
     assert code == 0, out
 
 
+def test_accepting_the_update_a_verification_proposed_clears_its_stale_mark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The topic stayed marked stale after its update was accepted: `cairn memory` and both cockpits showed
+    "Makefile has no target 'check' any more" and `memory confirm` refused it, until a new `verify`."""
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Run the tests with make check")
+    (ws / "Makefile").write_text(MAKEFILE.replace("check:", "test:"))
+    assert _cairn(capsys, ws, "verify")[0] == 1
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert row["stale"]
+    [update] = [p for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["state"] == "pending"]
+    assert _cairn(capsys, ws, "accept", update["id"])[0] == 0
+    assert "make test" in topic.read_text()
+    [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert not row["stale"] and not row.get("why"), row
+    assert _cairn(capsys, ws, "memory", "confirm", topic.name)[0] == 0
+
+
 def test_a_snake_case_name_nothing_defines_is_not_cited(tmp_path: Path) -> None:
     ws = _project(tmp_path)
     (ws / "src" / "conf.py").write_text("line_length = 100\nprint('line_length')\n# def commented_fn(): gone\n"

@@ -553,8 +553,10 @@ def confirm_accepted(ms: MemoryStore, written: Iterable[str], *, now: float | No
     """The user accepted a proposal that wrote ``written``: each topic file among them is confirmed today (its
     mark's ``confirmed``, as :func:`confirm_topic` records it), so a memory made from an old session is not
     "due for revalidation" the moment the user said yes to it. Index files, files of no memory root and
-    removed files are skipped; a stale mark stays (the next verification judges the new text). Private state
-    only; returns the topic files confirmed. Auto mode's applications are nobody's word and do not come here."""
+    removed files are skipped. A topic marked stale is checked again as it now reads (one topic: what an
+    accepted update fixed is no longer shown stale, in the cockpit or by `cairn memory`, and `confirm` takes
+    it; what it did not fix stays marked). Private state only; returns the topic files confirmed. Auto mode's
+    applications are nobody's word and do not come here."""
     roots = [posixpath.normpath(r) for r in _roots(ms)]
     files = sorted({f for f in written if posixpath.basename(f) != model.INDEX_NAME and f.endswith(".md")
                     and posixpath.dirname(posixpath.normpath(f)) in roots
@@ -562,15 +564,36 @@ def confirm_accepted(ms: MemoryStore, written: Iterable[str], *, now: float | No
     if not files:
         return []
     today = _date(ms.now() if now is None else now)
+    marked = load_marks(ms.workspace)
+    again = {f: _rechecked(ms, f, today) for f in files if mark_of(marked, f).get("stale")}
 
     def confirmed(marks: dict[str, Any]) -> dict[str, Any]:
         out = dict(marks)
         for f in files:
-            out[f] = {**mark_of(marks, f), "confirmed": today}
+            out[f] = {**mark_of(marks, f), **(again.get(f) or {}), "confirmed": today}
         return out
 
     _update_marks(ms, confirmed)
     return files
+
+
+def _rechecked(ms: MemoryStore, file: str, today: str) -> dict[str, Any] | None:
+    """The verification marks of one topic as it reads now (as :func:`verify` records them), None when it
+    cannot be read as a topic (its mark is left as it was)."""
+    try:
+        _root, _name, tf, _entry = _one_topic(ms, file)
+    except CairnError:
+        return None
+    if tf.topic is None:
+        return None
+    checks = verify_entry(ms.workspace, tf.topic.body, tf.topic.citations, exclude=_roots(ms))
+    stale = [c for c in checks if c.verdict == STALE]
+    out: dict[str, Any] = {"stale": [c.reason for c in stale], "checked": today,
+                           "unverifiable": [{"path": c.citation.path, "code": c.code} for c in checks
+                                            if c.verdict == UNVERIFIABLE]}
+    if checks and not stale and any(c.verdict == OK for c in checks):
+        out["verified"] = today
+    return out
 
 
 def confirm_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> dict[str, Any]:
