@@ -277,7 +277,9 @@ class CairnService:
         settings, warnings = await asyncio.to_thread(settings_file.load, ws, self._editor_options)
         self.workspaces[ws].settings = settings
         for w in settings_file.unreported(warnings):
-            self.client.log(LOG_WARNING, f"cairn: {ws}: {redact_text(w)}")
+            # shown, not only logged: a setting ignored (an untrusted workspace, a broken config file) changes
+            # what cairn does, and an editor keeps logged messages where nobody looks (once per server)
+            self.client.show(LOG_WARNING, f"cairn: {ws}: {redact_text(w)}")
 
     async def _check_state(self, ws: str) -> None:
         """Whether ``ws``'s private state is this user's (:mod:`state.stateroot`); said once if it is not.

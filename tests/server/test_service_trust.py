@@ -28,7 +28,8 @@ async def test_editor_settings_need_no_trust_and_untrusted_files_are_reported_on
         assert (s.provider, s.endpoint, s.apiKeyEnv, s.model) == ("openai", "http://127.0.0.1:8/v1", "EDITOR_KEY_VAR",
                                                                   "em")
         await service.change_configuration({"cairn": {"provider": "extractive"}})
-        assert sum("E_WORKSPACE_UNTRUSTED" in m for m in editor.logs) == 1
+        # shown (window/showMessage), not only logged where an editor's user never looks
+        assert sum("E_WORKSPACE_UNTRUSTED" in m and "cairn trust" in m for m in editor.shown) == 1
     finally:
         await service.shutdown(0.0)
 
