@@ -24,6 +24,7 @@ from cairn.server.cli.support import (
     json_flag,
     listing,
     printable,
+    refused_why,
     run_job,
     run_result,
     warn_skipped,
@@ -223,6 +224,8 @@ def cmd_memory(ns: argparse.Namespace) -> int:
         return _topic_action(ns)
     rows = run_job(ns, "memory").result["topics"]
     def line(r: dict[str, Any]) -> str:
+        if r.get("refused"):  # never read: a symlink, a FIFO, too large
+            return printable(f"{r['file']}  {r['error']}: {refused_why(r['error'])}")
         if r.get("error"):  # a topic whose front matter the user broke: reported, never rewritten
             return printable(f"{r['file']}  {r['error']}: its front matter cannot be read; fix it by hand")
         age = r.get("age")

@@ -113,6 +113,14 @@ def indexes_over_budget(ws: str, settings: Settings | None = None) -> list[dict[
     return out
 
 
+def refused_why(code: object) -> str:
+    """Why a ``*.md`` of a memory root was not read, said to the person who can fix it."""
+    from cairn.protocol.errors import ErrorCode  # cold start
+
+    return {ErrorCode.PATH_SYMLINK: "a symlink: never followed, so cairn neither verifies nor reviews it (an agent that follows links may still load it)",
+            ErrorCode.PATH_NOT_REGULAR: "not a regular file (a FIFO, a device or a folder): never read"}.get(
+        code, f"not read ({code}): too large or unreadable")  # type: ignore[call-overload]
+
 def budget_line(o: dict[str, Any]) -> str:
     """One index past its budget, said with what agents miss and how to make room."""
     past = []

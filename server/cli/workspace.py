@@ -25,6 +25,7 @@ from cairn.server.cli.support import (
     indexes_over_budget,
     load_config,
     printable,
+    refused_why,
     run_job,
     workspace_path,
 )
@@ -59,8 +60,7 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
         for n in report.notes:
             print(f"note {n.code} {n.path}: {n.message}")
         for b in broken:
-            print(f"memory {b['code']} {printable(b['path'])}: its front matter is missing or invalid "
-                  "(agents read no name, description or type from it)")
+            print(f"memory {b['code']} {printable(b['path'])}: {b['why']}")
         for o in over:
             print(f"memory {printable(budget_line(o))}")
         problems = len(report.violations) + len(broken) + len(over)
@@ -70,7 +70,9 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
 
 
 def _broken_topics(ws: str) -> list[dict[str, str]]:
-    """Topic files of the workspace's memory whose front matter does not parse: ``{code, path}``."""
+    """What of the workspace's memory cannot be read as memory: ``{code, path, why}`` of each topic file whose
+    front matter does not parse, each ``*.md`` never read (a symlink, a FIFO, too large: silently missing
+    from every listing and review before) and an index no review or remember can write through."""
     from cairn.protocol.errors import CairnError  # cold start: see the module docstring
     from cairn.worker.memory import model  # cold start: yaml loads only for `cairn doctor`
 
@@ -78,9 +80,21 @@ def _broken_topics(ws: str) -> list[dict[str, str]]:
     try:
         snap = model.read_root(Path(ws, rel), workspace=ws)
     except CairnError as exc:
-        return [{"code": str(exc.code), "path": rel}]
-    return [{"code": str(t.error), "path": os.path.join(rel, name)}
-            for name, t in snap.topics.items() if t.error is not None]
+        return [{"code": str(exc.code), "path": rel, "why": "the memory folder cannot be read"}]
+    out = [{"code": str(t.error), "path": os.path.join(rel, name),
+            "why": "its front matter is missing or invalid (agents read no name, description or type from it)"}
+           for name, t in snap.topics.items() if t.error is not None]
+    out += [{"code": str(code), "path": os.path.join(rel, name), "why": refused_why(code)}
+            for name, code in sorted(snap.refused.items())]
+    if model.INDEX_NAME not in snap.refused:
+        try:
+            snap.parsed_index()
+        except CairnError as exc:
+            out.append({"code": str(exc.code), "path": os.path.join(rel, model.INDEX_NAME),
+                        "why": "the memory index cannot be read: no review or remember can write memory until "
+                               "it is fixed by hand (UTF-8 text)"})
+    return out
+
 
 
 def cmd_cleanup(ns: argparse.Namespace) -> int:

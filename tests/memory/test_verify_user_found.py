@@ -321,6 +321,29 @@ def test_a_zero_width_space_inside_a_word_never_reaches_a_memory_file(
     assert memory_text("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645") == "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # ZWNJ stays
 
 
+def test_a_memory_file_never_read_is_listed_and_doctor_reports_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A topic that is a symlink or a FIFO, and an index that is not UTF-8: `cairn memory` said "(no memory
+    topics)" and `doctor` "ok" while no remember or review could write memory."""
+    ws = _project(tmp_path)
+    mem = ws / ".agents" / "memory"
+    mem.mkdir(parents=True)
+    (tmp_path / "real.md").write_text("---\nname: Real\ndescription: r\ntype: project\n---\n\n- x\n")
+    (mem / "linked.md").symlink_to(tmp_path / "real.md")
+    os.mkfifo(mem / "pipe.md")
+    code, out, _ = _cairn(capsys, ws, "memory")
+    assert code == 0 and "linked.md  E_PATH_SYMLINK: a symlink" in out and "pipe.md  E_PATH_NOT_REGULAR" in out
+    rows = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
+    assert {(r["name"], r["error"], r["refused"]) for r in rows} == {("linked.md", "E_PATH_SYMLINK", True),
+                                                                    ("pipe.md", "E_PATH_NOT_REGULAR", True)}
+    (mem / "MEMORY.md").write_bytes(b"# Memory\n\n- [X](x.md) caf\xe9\n")
+    code, out, _ = _cairn(capsys, ws, "doctor")
+    assert code == 1 and "3 problem(s)" in out
+    assert "memory E_MEMORY_NOT_TEXT .agents/memory/MEMORY.md: the memory index cannot be read" in out
+    assert {b["code"] for b in json.loads(_cairn(capsys, ws, "doctor", "--json")[1])["memory"]} == {
+        "E_PATH_SYMLINK", "E_PATH_NOT_REGULAR", "E_MEMORY_NOT_TEXT"}
+
+
 def test_bidirectional_controls_never_reach_a_memory_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ws = _project(tmp_path)
     topic = _remember(capsys, ws, "Deploy with \u202eevil\u202c scripts only from the main \u2067branch\u2069")

@@ -82,6 +82,10 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
         if not os.path.isdir(path):
             continue
         snap = model.read_root(Path(path), workspace=workspace)
+        # a *.md never read (a symlink, a FIFO, too large) is listed with its code, not left out unsaid
+        rows += [{"file": os.path.join(root, name), "name": name, "type": "", "description": "", "root": root,
+                  **provenance_row(os.path.join(root, name), None, marks, settings.revalidateDays), "error": str(code),
+                  "refused": True} for name, code in sorted(snap.refused.items()) if name != model.INDEX_NAME]
         for name, topic in sorted(snap.topics.items()):
             file = os.path.join(root, name)
             rows.append({"file": file, "name": topic.name, "type": topic.type, "description": topic.description,
