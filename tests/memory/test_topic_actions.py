@@ -313,3 +313,13 @@ def test_the_actions_take_their_options_before_or_after_the_topic(workspace: Pat
     assert r.returncode == 0 and "already proposes to retire" in r.stdout
     r = cairn(workspace, "memory", "bogus", check=False)
     assert r.returncode == 2 and "E_USAGE" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_date_after_today_confirms_nothing(workspace: Path) -> None:
+    """A hand-written `confirmed: 2099-01-01` showed "-26323 days ago" and kept the topic from ever being due."""
+    target = _topic(workspace)
+    old = _aged(workspace, target, 120)
+    topic = workspace / target
+    topic.write_text(topic.read_text().replace(f"confirmed: '{old}'", "confirmed: '2099-01-01'"))
+    [row] = [r for r in cairn_json(workspace, "memory") if r["file"] == target]
+    assert row["confirmed"] != "2099-01-01" and row["due"] is True and (row["age"] or 0) >= 0, row

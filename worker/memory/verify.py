@@ -126,10 +126,13 @@ def _session_dates(sources: object) -> list[str]:
 
 def last_confirmed(topic: model.Topic, mark: dict[str, Any]) -> str | None:
     """The latest date a session, the topic's own ``confirmed`` date, a verification or the user (the mark's
-    ``confirmed``: :func:`confirm_topic`) confirmed it."""
+    ``confirmed``: :func:`confirm_topic`) confirmed it. A date after today (UTC; a typo in a hand-written
+    front matter, ``confirmed: 2099-01-01``) confirms nothing: it would keep the topic from ever being due."""
     dates = [d for d in (mark.get("verified"), topic.confirmed, mark.get("confirmed"))
              if isinstance(d, str) and _DATE.match(d)]
     dates = [_DATE.match(d).group(1) for d in dates] + _session_dates(topic.sources)  # type: ignore[union-attr]
+    today = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
+    dates = [d for d in dates if d <= today]
     return max(dates) if dates else None
 
 
