@@ -36,6 +36,8 @@ def test_several_captures_are_digested_under_one_generation_with_one_coverage_re
     # no per-capture claim was needed for the embedded engine
     assert not [d for d in (workspace / J / "claims").iterdir() if d.name.startswith("digest_") and d != scope]
     assert cairn(workspace, "doctor", check=False).returncode == 0
+    # a group published long ago is no recovery: every later pass said "recovered 3"
+    assert cairn_json(workspace, "process")["recovered"] == 0
 
 
 def test_a_group_generation_taken_over_counts_an_attempt_for_each_capture_it_named(workspace: Path) -> None:

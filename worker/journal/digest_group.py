@@ -63,14 +63,17 @@ BUDGET = GROUP_TTL / 3
 
 
 
-def publish_group(j: Journal, sha: str, decided: float) -> dict[str, str]:
-    """Publish an accepted group; idempotent. Returns capture -> published | all-none."""
+def publish_group(j: Journal, sha: str, decided: float, *, fresh: list[str] | None = None) -> dict[str, str]:
+    """Publish an accepted group; idempotent. Returns capture -> published | all-none; ``fresh`` gets the
+    captures this call published (none when an earlier call did it all)."""
     from cairn.worker.journal.digest import digest_id  # digest imports this module (a cycle)
 
     group = codec.decode(j.bundles.get(sha), DigestGroup, where=f"accepted group {sha[:16]}")
     names = j.list_many([f"{CAPTURES}/{r.capture}" for r in group.results])
     todo = [r for r in group.results if "retired" not in names[f"{CAPTURES}/{r.capture}"]]
     out = {r.capture: "published" if r.notes else "all-none" for r in group.results}
+    if fresh is not None:
+        fresh.extend(r.capture for r in todo)
     if not todo:
         return out
     entries: list[tuple[str, bytes]] = []
@@ -119,8 +122,9 @@ def recover_group(j: Journal) -> int:
     o = newest.outcome
     if o is None or o.kind is not OutcomeKind.COMPLETED or not o.bundle:
         return 0
-    done = publish_group(j, o.bundle, o.decided)
-    return len(done)
+    fresh: list[str] = []
+    publish_group(j, o.bundle, o.decided, fresh=fresh)
+    return len(fresh)  # what this pass published: a group published long ago is no recovery
 
 
 def elect_group(j: Journal, purpose: str, cids: list[str]) -> Claim:
