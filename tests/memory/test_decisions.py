@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from cairn.protocol.errors import CairnError, ErrorCode
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
 
@@ -268,3 +269,60 @@ def test_undo_of_the_first_proposal_restores_absence_exactly(workspace: Path, ow
     assert f"--- a/{MEM}/MEMORY.md\n+++ /dev/null\n" in undone["diff"]
     assert f"--- a/{create['target']}\n+++ /dev/null\n" in undone["diff"]
     assert cairn(workspace, "doctor").returncode == 0
+
+
+class _HeldTarget:
+    """A target claim store whose claim another live decision holds for ``busy`` more tries."""
+
+    host = "this-host"
+
+    def __init__(self, busy: int, pid: int) -> None:
+        self.busy, self.pid, self.tries = busy, pid, 0
+
+    def elect(self, scope: str, **_: object) -> str:
+        self.tries += 1
+        if self.tries <= self.busy:
+            raise CairnError(ErrorCode.CLAIM_BUSY, f"{scope}: generation 2 is held until its deadline",
+                             generation=2, pid=self.pid, host=self.host)
+        return "claim"
+
+
+def test_a_decision_waits_its_turn_behind_another_on_the_same_memory() -> None:
+    """Eight `cairn accept` at once: several failed after a moment with 'target: generation 2 is held until
+    its deadline'. A decision waits for a live holder (each holds for one decision), on the clock given."""
+    from cairn.worker.memory import apply
+
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    held = _HeldTarget(busy=50, pid=os.getpid())  # a live holder for one second
+    assert apply._elect_target(held, "accept:p1", None, clock=lambda: now[0], sleep=sleep) == "claim"  # type: ignore[arg-type]
+    held = _HeldTarget(busy=10_000, pid=os.getpid())  # stuck: refused in words after the wait
+    with pytest.raises(CairnError) as exc:
+        apply._elect_target(held, "accept:p1", None, clock=lambda: now[0], sleep=sleep)  # type: ignore[arg-type]
+    assert exc.value.code == ErrorCode.CLAIM_BUSY and "another cairn command is writing this memory" in exc.value.message
+    gone = _HeldTarget(busy=10_000, pid=2 ** 22 + 12345)  # a pid no process has: not waited for
+    start = now[0]
+    with pytest.raises(CairnError):
+        apply._elect_target(gone, "accept:p1", None, clock=lambda: now[0], sleep=sleep)  # type: ignore[arg-type]
+    assert now[0] == start and gone.tries == 1
+
+
+def test_accepts_of_several_proposals_at_once_all_apply(workspace: Path) -> None:
+    """Real processes: four `cairn accept` of four proposals on one memory, at once."""
+    import subprocess
+
+    from tests.support import PYTHON, child_env
+
+    for text in ("The API is written in Go", "Deploys run on Fridays only", "The staging host is stg1.example.org",
+                 "Use pnpm to install dependencies"):
+        cairn(workspace, "remember", text)
+    ids = [p["id"] for p in cairn_json(workspace, "proposals") if p["state"] == "pending"]
+    assert len(ids) == 4
+    procs = [subprocess.Popen([PYTHON, "-m", "cairn.server", "accept", pid, "-w", str(workspace)], env=child_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for pid in ids]
+    runs = [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
+    assert [code for code, _ in runs] == [0] * 4, runs
+    assert {p["state"] for p in cairn_json(workspace, "proposals")} == {"applied"}

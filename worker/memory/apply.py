@@ -78,7 +78,9 @@ accept).
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
+import time
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -117,6 +119,9 @@ from cairn.worker.memory.store import (
 from cairn.worker.redaction.redact import redact_bytes, redact_record
 
 CLAIM_TTL = 60.0
+#: how long a decision waits for another one writing the same memory (each holds it for one decision, well
+#: under a second): several accepts at once take turns instead of failing with ``E_CLAIM_BUSY``
+TARGET_WAIT = 10.0
 TARGET_LOCK = f"{WRITE}/claims/target"  # the target claim's scope directory: one lock for writes and markers
 
 
@@ -462,8 +467,7 @@ def _with_claims(
     wclaim = ms.mclaims.elect(f"proposal/{p.id}", purpose=purpose, ttl=CLAIM_TTL, authority=ms.mauthority)
     base, tclaims = ms.target_stores(target)
     try:
-        tclaim = tclaims.elect("target", purpose=f"{purpose}:{p.id}", ttl=CLAIM_TTL,
-                               authority=attrs.evolve(ms.mauthority, target=target.base))
+        tclaim = _elect_target(tclaims, f"{purpose}:{p.id}", attrs.evolve(ms.mauthority, target=target.base))
     except CairnError as exc:
         _settle_quiet(ms.mclaims, wclaim, OutcomeKind.CANCELLED, exc.code)
         tclaims.close()
@@ -473,6 +477,38 @@ def _with_claims(
         tclaims.close()
         raise
     return target, rels, wclaim, base, tclaims, tclaim
+
+
+def _elect_target(tclaims: ClaimStore, purpose: str, authority: Any, *, wait: float = TARGET_WAIT,
+                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Claim:
+    """The target's claim, waiting up to ``wait`` seconds for a live holder (another decision on the same
+    memory) to finish; a holder known gone (this host, a free pid) is not waited for: its claim holds until
+    its deadline. Still held: ``E_CLAIM_BUSY`` saying so in words, not in generations."""
+    end = clock() + wait
+    while True:
+        try:
+            return tclaims.elect("target", purpose=purpose, ttl=CLAIM_TTL, authority=authority)
+        except CairnError as exc:
+            if exc.code is not ErrorCode.CLAIM_BUSY:
+                raise
+            pid, host = exc.detail.get("pid"), exc.detail.get("host")
+            gone = type(pid) is int and pid > 0 and host == tclaims.host and not _alive(pid)
+            if gone or clock() >= end:
+                who = f" (process {pid})" if type(pid) is int else ""
+                raise CairnError(ErrorCode.CLAIM_BUSY, "another cairn command is writing this memory"
+                                 f"{who}; try again in a moment" + (" (it ended: its hold lapses within a minute)"
+                                                                    if gone else ""), **exc.detail) from None
+        sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's
+    return True
 
 
 # -- decisions ----------------------------------------------------------------
