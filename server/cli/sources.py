@@ -145,8 +145,10 @@ def all_args(ns: argparse.Namespace) -> list[str]:
 def report_failures(r: SourcesImport) -> None:
     """One stderr line per store or source that failed (code, path, message without transcript text),
     and one per line an import left out."""
-    for f in r.failed:
-        sys.stderr.write(f"cairn: {f.code}: {printable(f.path)}: {printable(f.message)}\n")
+    for f in r.failed:  # a message that starts with the file's name says it once, after the path
+        name = f.path.replace("\\", "/").rsplit("/", 1)[-1]
+        message = f.message[len(name) + 2:] if name and f.message.startswith(f"{name}: ") else f.message
+        sys.stderr.write(f"cairn: {f.code}: {printable(f.path)}: {printable(message)}\n")
     report_malformed(r.malformed)
 
 

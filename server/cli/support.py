@@ -152,8 +152,8 @@ def listing(ns: argparse.Namespace, rows: list[dict[str, Any]], empty: str,
 
 def report_malformed(malformed: tuple[MalformedLine, ...]) -> None:
     """Lines an import left out (the rest of each file was imported): one stderr line each."""
-    for bad in malformed:
-        sys.stderr.write(f"cairn: {printable(bad.file)}: {bad.code} {printable(bad.message)}\n")
+    for bad in malformed:  # as every error line reads: ``cairn: E_CODE: file: reason``
+        sys.stderr.write(f"cairn: {bad.code}: {printable(bad.file)}: {printable(bad.message)}\n")
 
 
 def warn_skipped(skipped: dict[str, int] | None) -> None:

@@ -253,3 +253,16 @@ def test_no_dev_export_keeps_a_repeat_or_a_status():
         repeats = [j for j in range(1, len(turns)) for i in range(j - 1)
                    if turns[i:i + 2] == turns[j:j + 2] and len(turns[j:j + 2]) == 2]
         assert not repeats, fid
+
+
+@pytest.mark.parametrize("preamble", ["claude\n", "# phase-4-may-31-2025\n\n",
+                                      "Here is a transcript of my session.\n\n```\n"])
+def test_an_export_committed_with_a_line_or_two_before_its_welcome_box_is_detected(tmp_path, preamble):
+    """As public exports were committed (the `claude` command typed, a `# title`, a sentence and a code fence
+    before the box): auto-detection refused them (E_IMPORT_UNKNOWN_FORMAT) though `--format` read them."""
+    data = (FIXTURES / "claude-code-export" / "2025-07-21-retry-upload.txt").read_text()
+    assert data.lstrip().startswith("╭")
+    path = tmp_path / "export.md"
+    path.write_text(preamble + data)
+    assert detect(path, path.read_bytes()[:65536]) == "claude-code-export"
+    assert load(path) == load(path, "claude-code-export") and load(path)[0].sealed().turns

@@ -67,6 +67,7 @@ _V2_CWD = re.compile(r"^ *▘▘ ▝▝ +(\S.*?)\s*$", re.M)
 _COLLAPSED = re.compile(r"\(ctrl\+\w to expand\)")
 _STATUS = ("✻", "✢", "✶", "✳", "✽", "·", "*", "※", RESULT)
 _HEADER_LINES = 12
+_PREAMBLE = 3  # lines before the welcome box a file may start with and still be sniffed as an /export
 # A command's status where its prompt was: "/init is analyzing your codebase…", "/name is running… <arguments>"
 _COMMAND_STATUS = re.compile(r"(/[\w:.-]+) is [^\n…]{1,80}…[ \t]*(.*)", re.S)
 _NAME_PART = re.compile(r"[/\\._]")  # a path or an identifier: where a cut inside a word can be told
@@ -78,12 +79,14 @@ def _first_lines(text: str, n: int) -> list[str]:
 
 def sniff(text: str) -> bool:
     """True when ``text`` (the head of a file) is an ``/export``: it starts with the welcome box
-    or a prompt, and a reply marker (``⏺`` or ``●``) opens a line."""
+    (after at most :data:`_PREAMBLE` lines a person put before it when committing it: the ``claude``
+    command typed, a ``# title``, a sentence and a code fence) or a prompt, and a reply marker (``⏺`` or
+    ``●``) opens a line."""
     first = _first_lines(text, _HEADER_LINES)
     if not first:
         return False
-    welcome = any("Welcome to Claude Code" in line or "Claude Code v" in line for line in first) and (
-        first[0].lstrip().startswith(("╭", "▐▛", "*", "✻")))
+    welcome = any("Welcome to Claude Code" in line or "Claude Code v" in line for line in first) and any(
+        line.lstrip().startswith(("╭", "▐▛", "*", "✻")) for line in first[:_PREAMBLE + 1])
     prompt = first[0].startswith(PROMPTS)
     return (welcome or prompt) and re.search(r"^[⏺●] ", text, re.M) is not None
 
