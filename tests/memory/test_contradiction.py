@@ -172,6 +172,21 @@ def test_the_newer_of_two_plain_statements_is_still_proposed(workspace: Path) ->
     assert "+- Prefer double quotes in Python" in shown
 
 
+def test_the_refusal_says_how_to_get_the_replacement_and_that_way_gives_it(workspace: Path) -> None:
+    """"review again" led nowhere: `cairn review` said "nothing to review" until the remembered texts' digests
+    were published. The refusal names the commands, and they propose the newer statement as a replacement."""
+    npm, pnpm = _both_remembered(workspace)
+    cairn(workspace, "accept", npm)
+    r = cairn(workspace, "accept", pnpm, check=False)
+    assert r.returncode == 2 and "`cairn process && cairn review` proposes it as a replacement" in r.stderr
+    cairn(workspace, "process")
+    cairn(workspace, "review")
+    fresh = [p for p in cairn_json(workspace, "proposals") if p["state"] == "pending" and p["id"] != pnpm]
+    assert [p["kind"] for p in fresh] == ["update"], fresh
+    cairn(workspace, "accept", fresh[0]["id"])
+    assert [s.split(" (noted")[0] for s in _statements(workspace)] == [f"- {PNPM}"]
+
+
 def test_the_person_may_keep_both(workspace: Path) -> None:
     npm, pnpm = _both_remembered(workspace)
     cairn(workspace, "accept", npm)

@@ -538,7 +538,11 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
         fresh, why = check_fresh(ms, p, base, rels, contradictions=not keep_both)
         if not fresh:
             if check_fresh(ms, p, base, rels, contradictions=False)[0]:
-                why += " (to keep both: accept --keep-both)"
+                # the newer statement is proposed again as a replacement once its digest is reviewed again
+                # (ADR 0025); a remembered text's digest is published by `cairn process` first
+                again = ("; `cairn process && cairn review` proposes it as a replacement"
+                         if "without replacing it" in why else "")
+                why += f"{again} (to keep both: accept --keep-both)"
             raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
         current = _read_current(base, sorted(set(rels.values())))
         out: list[tuple[str, str, bytes | None, bytes | None]] = []
