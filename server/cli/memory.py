@@ -42,6 +42,13 @@ def review_line(r: ReviewJobResult, more: bool) -> str:
                 + (f", {r.notes} working note(s)" if r.notes else "") + f", {r.proposals} proposal(s)"
                 + (f", applied {len(r.applied)}" if r.applied else "")
                 + ("; more digests wait: run `cairn drain`" if more else ""))
+    also = []  # what the job did besides a general review: said, not "nothing to review" beside new proposals
+    if r.recovered:
+        also.append("an interrupted review's proposals were published")
+    if r.focused:
+        also.append(f"{r.focused} remembered text(s) reviewed (`cairn proposals` lists what they propose)")
+    if also:
+        return ("no digest to review" if not r.skipped else f"skipped: {r.skipped}") + "; " + "; ".join(also)
     return "nothing to review" if not r.skipped else f"skipped: {r.skipped}"
 
 

@@ -148,3 +148,15 @@ def test_doctor_reports_a_topic_with_broken_front_matter(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     assert "memory E_TOPIC_FRONT_MATTER .agents/memory/release.md" in out and "good.md" not in out
     assert "\nok\n" not in out and "1 problem(s)" in out
+
+
+def test_a_review_that_proposed_from_remembered_texts_does_not_say_nothing_to_review() -> None:
+    """A remembered text whose review was interrupted is reviewed by the next `cairn review`: it printed
+    "nothing to review" while a new proposal appeared."""
+    from cairn.protocol.results import ReviewJobResult
+    from cairn.server.cli.memory import review_line
+
+    assert review_line(ReviewJobResult(review=None, recovered=False), False) == "nothing to review"
+    line = review_line(ReviewJobResult(review=None, recovered=False, focused=1), False)
+    assert line.startswith("no digest to review; 1 remembered text(s) reviewed") and "cairn proposals" in line
+    assert "interrupted review" in review_line(ReviewJobResult(review=None, recovered=True), False)
