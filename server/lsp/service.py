@@ -291,7 +291,8 @@ class CairnService:
         if exc is not None:
             self.workspaces[ws].foreign = exc
             log.warning("workspace state refused (%s)", exc.code)
-            self.client.show(LOG_ERROR, f"cairn: {exc.code}: {exc.message}; then restart the server")
+            self.client.show(LOG_ERROR, f"cairn: {exc.code}: {exc.message}; then refresh (the next request "
+                             "serves the workspace)")
 
     def _workspace_started(self, ws: str) -> None:
         """A workspace joins: one recovery pass (recovery before replacement), then a snapshot;
@@ -355,7 +356,16 @@ class CairnService:
     def _usable(self, ws: str) -> str:
         exc = self.workspaces[ws].foreign
         if exc is not None:
-            raise CairnError(exc.code, exc.message, **exc.detail)
+            # checked again (a few stats): once the user moved the folder aside as told, the next request (the
+            # cockpit's refresh) serves the workspace, with no server restart
+            exc = refusal(ws)
+            if exc is not None:
+                self.workspaces[ws].foreign = exc
+                raise CairnError(exc.code, exc.message, **exc.detail)
+            self.workspaces[ws].foreign = None
+            log.info("workspace state accepted on a later request")
+            if self.adapter is not None:
+                self._workspace_started(ws)
         return ws
 
     # ------------------------------------------------------------ workers

@@ -68,3 +68,14 @@ async def test_a_shipped_state_folder_is_reported_once_and_serves_nothing(
     assert not any("Traceback" in m or "E_INTERNAL" in m for m in everything), everything
     assert not (workspace / ".cairn/state/server").exists()  # no job store, no recovery pass in it
     assert not (workspace / create["target"]).exists()
+
+
+async def test_once_the_state_folder_is_moved_aside_the_next_request_serves_the_workspace(
+        shipped: list[dict[str, Any]], client: LanguageClient, workspace: Path) -> None:
+    """The cockpit said "g tries again" and the message "move it aside", but only a server restart helped."""
+    with pytest.raises(JsonRpcException):
+        await request(client, "cairn/status")
+    (workspace / ".cairn" / "state").rename(workspace / ".cairn" / "state.foreign")
+    await request(client, "cairn/status")
+    rows = await request(client, "cairn/cockpit", {"workspace": str(workspace), "view": "candidates"})
+    assert not any(r.get("id") in {p["id"] for p in shipped} for r in (rows or [])), "no shipped proposal served"
