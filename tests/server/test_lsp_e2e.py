@@ -47,8 +47,9 @@ async def test_turns_then_session_end_publish_digests(client: LanguageClient, wo
 @pytest.mark.lsp_options({"mode": "sometimes", "idleMinutes": "soon"})
 async def test_bad_options_are_reported_and_defaults_kept(client: LanguageClient) -> None:
     await request(client, "cairn/status")  # answered: initialization finished
-    warnings = [m.message for m in client.log_messages if "E_CONFIG_INVALID" in m.message]
+    warnings = [m.message for m in client.messages if "E_CONFIG_INVALID" in m.message]  # shown, not only logged
     assert len(warnings) == 2, warnings
+    assert all(m.type == lsp.MessageType.Warning for m in client.messages if "E_CONFIG_INVALID" in m.message)
 
 
 async def test_unknown_workspace_is_refused_with_a_code(client: LanguageClient, tmp_path: Path) -> None:
