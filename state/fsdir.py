@@ -312,9 +312,11 @@ class PinnedDir:
         return os.stat(".clock", dir_fd=self.fd, follow_symlinks=False).st_mtime_ns / 1e9
 
     # -- durable writes ---------------------------------------------------
-    def _write_temp(self, data: bytes, mode: int) -> str:
+    def _write_temp(self, data: bytes, mode: int, exact: int | None = None) -> str:
         tmp, fd = self.stage(data, mode=mode)
         try:
+            if exact is not None:
+                os.fchmod(fd, exact)  # the umask does not apply: the mode the replaced file had
             crash.point("fsync-temp")
             os.fsync(fd)
         except BaseException:
@@ -384,15 +386,18 @@ class PinnedDir:
             self._sync_dir()
         return won
 
-    def replace(self, name: str, data: bytes, *, mode: int = 0o600) -> None:
-        """Durably replace ``name`` with complete bytes (temp, fsync, rename, fsync dir)."""
+    def replace(self, name: str, data: bytes, *, mode: int = 0o600, keep_mode: bool = False) -> None:
+        """Durably replace ``name`` with complete bytes (temp, fsync, rename, fsync dir). ``keep_mode``: a
+        file that exists keeps its permission bits exactly (a user's 0600 settings file stays private);
+        ``mode`` is then only for a new file."""
         check_name(name)
         st = self.stat(name)
         if st is not None and stat.S_ISLNK(st.st_mode):
             raise CairnError(ErrorCode.PATH_SYMLINK, f"{self.path}/{name} is a symlink; refusing to replace it")
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise not_regular(f"{self.path}/{name}", st.st_mode)
-        tmp = self._write_temp(data, mode)
+        kept = stat.S_IMODE(st.st_mode) if keep_mode and st is not None else None
+        tmp = self._write_temp(data, mode if kept is None else kept & 0o600, exact=kept)
         try:
             crash.point(f"rename {name}")
             os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)

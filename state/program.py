@@ -147,6 +147,7 @@ class Write(Step):
     path: str
     data: bytes
     mode: int = 0o600
+    keep_mode: bool = False  # an existing file keeps its permission bits (``mode``: a new file's)
     op = "write"
 
 
@@ -420,7 +421,7 @@ def _run_one(dirs: _Dirs, op: Op) -> OpResult:
         return OpResult(op.op, OpStatus.OK if dirs.get(d).create_empty(name) else OpStatus.CONFLICT)
     if isinstance(op, Write):
         d, name = _dirname(op.path)
-        dirs.get(d).replace(name, op.data, mode=op.mode)
+        dirs.get(d).replace(name, op.data, mode=op.mode, keep_mode=op.keep_mode)
         return OpResult(op.op, OpStatus.OK)
     if isinstance(op, Link):
         d, name = _dirname(op.path)

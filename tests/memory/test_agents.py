@@ -351,3 +351,21 @@ def test_the_status_rule_for_claude_folders_is_discoverys() -> None:
 
     for path in ("/home/dev/my_project", "/srv/a.b/c-d", "/tmp/ü/x y", "C:\\Users\\dev"):
         assert quick(path) == claude_folder(path)
+
+
+def test_wiring_keeps_the_users_own_lines_and_the_files_mode(tmp_path: Path, workspace: Path) -> None:
+    """`wire` only appends a pointer: a line of the user's that looks like a credential is theirs (it was
+    rewritten to [REDACTED:password] in the proposal), and a 0600 AGENTS.md stays 0600 through accept and undo."""
+    home = make_home(tmp_path, workspace, ("codex",))
+    memory(workspace)
+    own = b"# Rules\n\nTest creds: password=Hunter2Secret99 for the local db.\n"
+    agents = workspace / "AGENTS.md"
+    agents.write_bytes(own)
+    agents.chmod(0o600)
+    (p,) = _json(workspace, home, "agents", "wire", "codex")["proposals"]
+    shown = _run(workspace, home, "show", p["id"]).stdout
+    assert "REDACTED" not in shown
+    assert _run(workspace, home, "accept", p["id"]).returncode == 0
+    assert agents.read_bytes().startswith(own) and oct(agents.stat().st_mode & 0o777) == "0o600"
+    assert _run(workspace, home, "undo", p["id"]).returncode == 0
+    assert agents.read_bytes() == own and oct(agents.stat().st_mode & 0o777) == "0o600"

@@ -91,3 +91,21 @@ def test_worker_failure_messages_are_redacted(monkeypatch: pytest.MonkeyPatch) -
 def test_the_docstring_table_names_every_kind_of_the_rule_table() -> None:
     doc = secret_rules.__doc__ or ""
     assert not [r.kind for r in secret_rules.RULES if f"\n{r.kind} " not in doc]
+
+
+def test_a_write_redacts_what_it_adds_and_keeps_what_the_file_held() -> None:
+    """The gate before a memory or agent file is written: the user's own lines (a token in their settings)
+    stay byte for byte; added lines are redacted, a key over several added lines as one text."""
+    from cairn.worker.redaction.redact import redact_added
+
+    from tests.security.samples import PEM_BODY
+
+    token = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"
+    before = f'{{\r\n  "env": {{"GITHUB_TOKEN": "{token}"}}\r\n}}\r\n'.encode()
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n"
+    after = before + b"- added note with key sk-ant-api03-" + b"x" * 90 + b"\n" + pem.encode() + b"- plain\n"
+    out = redact_added(before, after)
+    assert out.startswith(before) and token.encode() in out  # the user's line, byte for byte
+    assert b"sk-ant-api03-" not in out and b"BEGIN RSA PRIVATE KEY" not in out and PEM_BODY.encode()[:64] not in out
+    assert out.endswith(b"- plain\n")
+    assert redact_added(None, before) == redact_added(b"", before) and token.encode() not in redact_added(None, before)

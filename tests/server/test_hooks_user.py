@@ -93,3 +93,22 @@ def test_user_and_file_together_are_a_usage_error(workspace: Path, tmp_path: Pat
     r = cairn(workspace, "agents", "hooks", "claude-code", "--user", "--file", ".claude/settings.json",
               env=_env(tmp_path), check=False)
     assert r.returncode != 0 and "E_USAGE" in r.stderr
+
+
+def test_the_users_own_tokens_and_file_mode_survive_accept_and_undo(workspace: Path, tmp_path: Path) -> None:
+    """A tester's: accepting the hooks replaced the user's real tokens in their settings with [REDACTED:…]
+    (cairn show did not show it), and accept and undo left a 0600 settings file world-readable (0644)."""
+    env = _env(tmp_path)
+    settings = tmp_path / "home" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    token = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"
+    own = json.dumps({"env": {"GITHUB_PERSONAL_ACCESS_TOKEN": token}, "model": "opus"}, indent=2).encode() + b"\n"
+    settings.write_bytes(own)
+    settings.chmod(0o600)
+    pid = _json(workspace, env, "agents", "hooks", "claude-code", "--user")["proposal"]["id"]
+    cairn(workspace, "accept", pid, env=env)
+    data = json.loads(settings.read_bytes())
+    assert data["env"]["GITHUB_PERSONAL_ACCESS_TOKEN"] == token and "SessionEnd" in data["hooks"]
+    assert oct(settings.stat().st_mode & 0o777) == "0o600"
+    cairn(workspace, "undo", pid, env=env)
+    assert settings.read_bytes() == own and oct(settings.stat().st_mode & 0o777) == "0o600"

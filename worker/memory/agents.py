@@ -58,7 +58,7 @@ from cairn.state import program as P
 from cairn.state.fsdir import PinnedDir
 from cairn.worker.memory.apply import decisions
 from cairn.worker.memory.store import AGENT_FILES, PROPOSALS, MemoryStore
-from cairn.worker.redaction.redact import redact_bytes
+from cairn.worker.redaction.redact import redact_added
 
 #: the memory index every agent is brought to
 INDEX = f"{layout.MEMORY_ROOT}/MEMORY.md"
@@ -486,7 +486,7 @@ def propose(ms: MemoryStore, path: str, agents: list[str]) -> tuple[Proposal, bo
     from cairn.worker.memory.fingerprints import fingerprint
 
     before = read_before(ms, path)
-    after = redact_bytes(wire_bytes(path, before))  # the gate every memory file's after-state passes
+    after = redact_added(before, wire_bytes(path, before))  # the gate a memory file's additions pass: the user's lines stay
     edit, ops = ms.edit_ops(path, before, after)
     seed = _sha(f"{REVIEW}\0{path}\0{edit.before}\0{edit.after}")
     for n in range(1, 1000):

@@ -116,7 +116,7 @@ from cairn.worker.memory.store import (
     MemoryStore,
     Target,
 )
-from cairn.worker.redaction.redact import redact_bytes, redact_record
+from cairn.worker.redaction.redact import redact_added, redact_record
 
 CLAIM_TTL = 60.0
 #: how long a decision waits for another one writing the same memory (each holds it for one decision, well
@@ -419,7 +419,7 @@ def _execute_write(ms: MemoryStore, p: Proposal, wclaim: Claim, action: str,
         else:
             if d:
                 ops.append(P.EnsureDir(d))
-            ops.append(P.Write(rel, after, mode=0o644))
+            ops.append(P.Write(rel, after, mode=0o644, keep_mode=True))  # a user's 0600 file stays 0600
     if undo_dirs:
         ops += _remove_dirs_ops(dirs)
     verifies = len(edits)
@@ -550,15 +550,17 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
             after = ms.mbundles.get(f.after_bundle) if f.after_bundle else None
             if (None if after is None else sha(after)) != f.after:
                 raise CairnError(ErrorCode.BUNDLE_HASH_MISMATCH, f"proposal {pid}: after-state of {f.path} is corrupt")
-            # the redaction gate once more before a memory file is written (a no-op for proposals it made)
-            out.append((f.path, rels[f.path], current[rels[f.path]], None if after is None else redact_bytes(after)))
+            # the redaction gate once more before a memory file is written (a no-op for proposals it made), over
+            # what the write adds: the user's own lines are theirs (a token in their agent settings stays)
+            before = current[rels[f.path]]
+            out.append((f.path, rels[f.path], before, None if after is None else redact_added(before, after)))
         by_index: dict[str, list[tuple[str, str | None, str | None]]] = {}
         for e in p.index:
             by_index.setdefault(e.index, []).append((e.file, e.before, e.after))
         for index, edits in by_index.items():
             before = current[rels[index]]
             after = model.apply_index_edits(before or b"", edits, model.IndexBudget.of(ms.settings))
-            out.append((index, rels[index], before, redact_bytes(after)))
+            out.append((index, rels[index], before, redact_added(before, after)))
         return out
 
     written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
@@ -882,7 +884,7 @@ def _reconcile(ms: MemoryStore, p: Proposal, intent: WriteIntent, base: PinnedDi
             if s == "after":  # exact-expected rollback: only what this write itself wrote
                 ops.append(P.Verify(f.path, absent=True) if f.after is None else P.Verify(f.path, sha256=f.after))
                 before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
-                ops.append(P.Remove(f.path) if before is None else P.Write(f.path, before, mode=0o644))
+                ops.append(P.Remove(f.path) if before is None else P.Write(f.path, before, mode=0o644, keep_mode=True))
         if intent.action == "apply":  # back to before: what the application created goes again, once empty
             ops += _remove_dirs_ops(intent.dirs)
         tclaims.settle(tclaim, OutcomeKind.COMPLETED, payload={"write": intent.id, "recovered": kind}, extra_ops=ops)

@@ -73,7 +73,7 @@ from cairn.worker.memory.notes import WorkingNote, as_digest, dispositions, read
 from cairn.worker.memory.provenance import stamp_created, stamp_updated
 from cairn.worker.memory.store import DEFAULT_ROOT, PROPOSALS, REVIEWS_PUBLIC, MemoryStore
 from cairn.worker.providers.access import route
-from cairn.worker.redaction.redact import redact_bytes, redact_text
+from cairn.worker.redaction.redact import redact_added, redact_text
 
 AUTO_CAP = 8
 WINDOW = 24 * 3600.0
@@ -171,7 +171,7 @@ def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, 
         for path, (before, after) in sorted(d.files.items()):
             ms.check_target(path)  # a proposal can only touch configured roots and instruction files
             # the after-state is what accept writes and ``show`` diffs: it passes the redaction gate
-            edit, put = ms.edit_ops(path, before, None if after is None else redact_bytes(after))
+            edit, put = ms.edit_ops(path, before, None if after is None else redact_added(before, after))
             files.append(edit)
             ops += put
         index = tuple(IndexEdit(index=d.index_path, file=f, before=b, after=None if a is None else redact_text(a))

@@ -63,7 +63,7 @@ from cairn.worker.redaction.secret_labels import VENDOR_KINDS, VENDOR_PARTS, is_
 from cairn.worker.redaction.secret_rules import RULES, Rule
 
 __all__ = [
-    "FOLLOW_MIN", "KnownSecrets", "RedactingFilter", "kinds", "known_secrets", "redact", "redact_bytes", "redact_collect",
+    "FOLLOW_MIN", "KnownSecrets", "RedactingFilter", "kinds", "known_secrets", "redact", "redact_added", "redact_bytes", "redact_collect",
     "redact_known", "redact_obj", "redact_record", "redact_session", "redact_text",
 ]
 
@@ -817,6 +817,29 @@ def redact_bytes(data: bytes) -> bytes:
     text = data.decode("utf-8", "surrogateescape")
     out = redact_text(text)
     return data if out == text else out.encode("utf-8", "surrogateescape")
+
+
+def redact_added(before: bytes | None, after: bytes) -> bytes:
+    """``after`` through the redaction gate where it adds to ``before``: each run of lines the file did not
+    hold is redacted as one text (a key split over lines is still found); the lines it held are kept byte
+    for byte. Redacting the whole file replaced a user's own tokens in the agent settings a hooks proposal
+    edits, and credentials a user keeps in their instruction file, with ``[REDACTED:…]``."""
+    if not before:
+        return redact_bytes(after)
+    held = set(before.splitlines())
+    out: list[bytes] = []
+    run: list[bytes] = []
+    for line in after.splitlines(keepends=True):
+        if line.rstrip(b"\r\n") in held:
+            if run:
+                out.append(redact_bytes(b"".join(run)))
+                run = []
+            out.append(line)
+        else:
+            run.append(line)
+    if run:
+        out.append(redact_bytes(b"".join(run)))
+    return b"".join(out)
 
 
 def redact_obj(obj: Any) -> Any:
