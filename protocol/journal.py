@@ -25,7 +25,8 @@ from cairn.protocol.digest import ModelPolicy, Note
 from cairn.protocol.transcript import utc_instant, utc_stamp
 from cairn.protocol.vocab import Trigger
 
-#: a turn whose text exceeds this is captured as unknown/oversized, never truncated
+#: a turn whose text exceeds this is ``oversized``, never truncated: its reply is left out whole, the user's
+#: words kept when they alone fit (else unknown content)
 TURN_SNAPSHOT_LIMIT = 512 * 1024
 #: total bound of one public digest entry
 PUBLIC_ENTRY_LIMIT = 8 * 1024 * 1024
@@ -43,7 +44,7 @@ class TurnEvidence:
     completed_at: str | None
     source: str  # "lsp" | "import:<format>"
     title: str | None
-    oversized: bool  # true: text exceeded TURN_SNAPSHOT_LIMIT and is not kept (unknown)
+    oversized: bool  # true: text exceeded TURN_SNAPSHOT_LIMIT: no reply kept, the user's words when they fit
     size: int  # UTF-8 bytes of user + assistant as received (control characters cleaned)
     policy: ModelPolicy
 

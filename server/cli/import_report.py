@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 def formats_said(formats: Iterable[str]) -> str:
     """``" (codex)"``, ``" (2 codex, 1 claude-code)"``: the formats the files were read as, in the order
     first met; ``""`` when no file was read."""
-    counts = Counter(formats)
+    counts = Counter(f for f in formats if f)  # a file with nothing in it yet was read as no format
     if not counts:
         return ""
     if len(counts) == 1:

@@ -285,7 +285,8 @@ class CairnService:
         """Whether ``ws``'s private state is this user's (:mod:`state.stateroot`); said once if it is not.
 
         A refused workspace gets no recovery pass, no job store and no jobs; every request naming it
-        answers the refusal (:meth:`workspace`). The check is made once per workspace and server.
+        answers the refusal (:meth:`workspace`), checking it again first: said once per workspace and server,
+        served once the user moved the folder aside.
         """
         exc = await asyncio.to_thread(refusal, ws)
         if exc is not None:
@@ -365,6 +366,11 @@ class CairnService:
             self.workspaces[ws].foreign = None
             log.info("workspace state accepted on a later request")
             if self.adapter is not None:
+                # as :meth:`start` does for a workspace it accepts: its job store (the state folder is new, so
+                # there are no stored jobs to read), then recovery and a snapshot
+                if not self.store.own(ws):
+                    self.client.log(LOG_INFO, f"cairn: another cairn server owns the job store of {ws}; this one "
+                                    "keeps its jobs in memory (claims still fence every job)")
                 self._workspace_started(ws)
         return ws
 

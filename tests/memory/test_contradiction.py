@@ -179,6 +179,7 @@ def test_the_refusal_says_how_to_get_the_replacement_and_that_way_gives_it(works
     cairn(workspace, "accept", npm)
     r = cairn(workspace, "accept", pnpm, check=False)
     assert r.returncode == 2 and "`cairn process && cairn review` proposes it as a replacement" in r.stderr
+    assert r.stderr.index("(to keep both: accept --keep-both)") < r.stderr.index("cairn process")
     cairn(workspace, "process")
     cairn(workspace, "review")
     fresh = [p for p in cairn_json(workspace, "proposals") if p["state"] == "pending" and p["id"] != pnpm]

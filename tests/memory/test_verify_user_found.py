@@ -181,6 +181,39 @@ def test_a_renamed_file_whose_function_lives_on_is_updated_not_retired(
     assert code == 0, out
 
 
+@pytest.mark.parametrize("left", [("docs/notes.md", "We dropped `helper_fn` in v2.\n"),
+                                  ("tests/test_app.py", "# helper_fn was removed\n"),
+                                  ("bench/stub.py", "def helper_fn():\n    pass\n")])
+def test_a_deleted_function_named_elsewhere_is_still_retired(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], left: tuple[str, str]) -> None:
+    """A second reader's: with the file deleted, a mention (a note, a comment) made an update re-citing the
+    mention; with the file renamed and a second definition elsewhere, the first in file order was cited."""
+    ws = _project(tmp_path)
+    topic = _remember(capsys, ws, "Call `helper_fn()` to compute the second value")
+    path, text = left
+    (ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (ws / path).write_text(text)
+    if path.endswith("stub.py"):  # renamed, and defined twice now: which one is meant is unknown
+        (ws / "src" / "app.py").rename(ws / "src" / "main.py")
+    else:
+        (ws / "src" / "app.py").unlink()
+    assert _cairn(capsys, ws, "verify")[0] == 1
+    pending = [p for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["state"] == "pending"]
+    assert [(p["kind"], p["target"]) for p in pending] == [("delete", str(topic.relative_to(ws)))], pending
+
+
+def test_a_topic_verified_now_is_not_due_whatever_the_clocks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second reader's: a verification dated by the state's clock, days past the wall clock's, judged its own
+    "verified today" a date in the future, and proposed to revalidate the topic it had just verified."""
+    ws = _project(tmp_path)
+    _remember(capsys, ws, "Call `helper_fn()` to compute the second value")
+    monkeypatch.setenv("CAIRN_TEST_CLOCK_OFFSET", str(200 * 86400))
+    _cairn(capsys, ws, "verify")
+    pending = [p["title"] for p in json.loads(_cairn(capsys, ws, "proposals", "--json")[1]) if p["state"] == "pending"]
+    assert pending == []
+
+
 def test_accepting_the_update_a_verification_proposed_clears_its_stale_mark(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The topic stayed marked stale after its update was accepted: `cairn memory` and both cockpits showed

@@ -542,7 +542,7 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
                 # (ADR 0025); a remembered text's digest is published by `cairn process` first
                 again = ("; `cairn process && cairn review` proposes it as a replacement"
                          if "without replacing it" in why else "")
-                why += f"{again} (to keep both: accept --keep-both)"
+                why += f" (to keep both: accept --keep-both){again}"  # the editors' hint first: messages are clipped
             raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
         current = _read_current(base, sorted(set(rels.values())))
         out: list[tuple[str, str, bytes | None, bytes | None]] = []

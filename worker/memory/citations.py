@@ -716,16 +716,17 @@ def check_citation(root: str, c: Citation, tree: Tree | None = None, *, exclude:
 
 
 def _moved_symbol(root: str, c: Citation, tree: Tree | None, exclude: Iterable[str] = ()) -> Citation | None:
-    """A cited symbol whose file is gone, cited afresh where the tree defines it now (else where it occurs,
-    for a name no ``def`` line defines); None when the tree has it nowhere."""
-    if c.kind != "symbol" or not c.target:
+    """A cited function whose file is gone, cited afresh in the one code file that defines it now (a ``def``,
+    ``fn``, ``function`` or ``func`` line); None when no file or several do, or the target is dotted (a
+    method, a class: no definition line tells): a mention (a note saying it was dropped, a comment) is no
+    evidence that it lives on, so the retirement stands."""
+    if c.kind != "symbol" or not c.target or re.search(r"\.|::", c.target):
         return None
-    head = re.split(r"\.|::", c.target)[0]
     tree = tree if tree is not None else Tree(root, exclude=exclude)
-    found = tree.find_definition(head) or tree.find_word(head)
-    if found is None:
+    found = tree.find_definitions(c.target, limit=2)
+    if len(found) != 1:
         return None
-    path, at, line = found
+    path, at, line = found[0]
     return Citation(kind="symbol", path=path, target=c.target, lines=(at, at),
                     sha256=lines_sha([line]) if c.sha256 else None, commit=c.commit)
 
@@ -1293,17 +1294,28 @@ class Tree:
     def find_definition(self, name: str) -> tuple[str, int, str] | None:
         """The first (file, 1-based line, line) of a code file where a function ``name`` is defined (``def``,
         ``fn``, ``function``, ``func``); None when no code file defines it."""
-        if name not in self.quoted:  # :meth:`words` gathers the defined names of code files
-            return None
+        found = self.find_definitions(name, limit=1)
+        return found[0] if found else None
+
+    def find_definitions(self, name: str, *, limit: int) -> list[tuple[str, int, str]]:
+        """Up to ``limit`` code files' first definitions of a function ``name`` (see :meth:`find_definition`),
+        one per file, in file order."""
+        self.words()  # reads the tree: the texts, and the defined names of code files
+        if name not in self.quoted:
+            return []
         pat = re.compile(r"^\s*(?:(?:export|async|pub(?:\([\w:]+\))?|static|inline)\s+)*(?:def|fn|function|func)\s+"
                          + re.escape(name) + r"\b")  # a definition's own line, not a comment or a string naming it
+        out: list[tuple[str, int, str]] = []
         for p in sorted(self.files):
             body = self._texts.get(p)
             if body and name in body and p.rsplit(".", 1)[-1].lower() in _CODE_EXT:
                 for i, ln in enumerate(body.split("\n")):
                     if pat.search(ln):
-                        return p, i + 1, ln.rstrip("\r")
-        return None
+                        out.append((p, i + 1, ln.rstrip("\r")))
+                        break
+                if len(out) >= limit:
+                    break
+        return out
 
     def prefixed(self, word: str) -> str | None:
         """The one identifier of the tree that starts with ``word`` and goes on (``qodercli`` for ``qoder``)."""

@@ -124,14 +124,15 @@ def _session_dates(sources: object) -> list[str]:
     return out
 
 
-def last_confirmed(topic: model.Topic, mark: dict[str, Any]) -> str | None:
+def last_confirmed(topic: model.Topic, mark: dict[str, Any], today: str | None = None) -> str | None:
     """The latest date a session, the topic's own ``confirmed`` date, a verification or the user (the mark's
-    ``confirmed``: :func:`confirm_topic`) confirmed it. A date after today (UTC; a typo in a hand-written
-    front matter, ``confirmed: 2099-01-01``) confirms nothing: it would keep the topic from ever being due."""
+    ``confirmed``: :func:`confirm_topic`) confirmed it. A date after ``today`` (the caller's clock, the one its
+    marks are dated by; else UTC now; a typo in a hand-written front matter, ``confirmed: 2099-01-01``)
+    confirms nothing: it would keep the topic from ever being due."""
     dates = [d for d in (mark.get("verified"), topic.confirmed, mark.get("confirmed"))
              if isinstance(d, str) and _DATE.match(d)]
     dates = [_DATE.match(d).group(1) for d in dates] + _session_dates(topic.sources)  # type: ignore[union-attr]
-    today = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
+    today = today or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
     dates = [d for d in dates if d <= today]
     return max(dates) if dates else None
 
@@ -274,7 +275,7 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
             mark["unverifiable"] = [{"path": c.citation.path, "code": c.code} for c in checks
                                     if c.verdict == UNVERIFIABLE]
             mark["checked"] = today
-            confirmed = last_confirmed(tf.topic, mark)
+            confirmed = last_confirmed(tf.topic, mark, today)
             age = ((_dt.date.fromisoformat(today) - _dt.date.fromisoformat(confirmed)).days
                    if confirmed else None)
             aged = age is not None and days > 0 and age > days

@@ -30,9 +30,10 @@ alone is reported, never sent. A digest first makes every turn fit with
   order, into parts marked ``"part": "k of n"`` (the assistant's reply, cut
   the same way, goes with the last part).
 
-What is left out is never more than what the window cannot hold. (Text
-beyond :data:`protocol.journal.TURN_SNAPSHOT_LIMIT` is not captured at all:
-that is the capture's limit, not a window's.)
+What is left out is never more than what the window cannot hold. (A turn
+beyond :data:`protocol.journal.TURN_SNAPSHOT_LIMIT` has no reply captured,
+and its user's words only when they alone fit: that is the capture's limit,
+not a window's.)
 """
 
 from __future__ import annotations

@@ -162,7 +162,8 @@ async def foreground(svc: CairnService, ws: str, kind: str, args: Any) -> dict[s
         await svc.documents.republish(ws)
     if result.status is not WorkerStatus.OK:
         code = result.error if result.error in _KNOWN_CODES else ErrorCode.WORKER_BAD_RESPONSE
-        raise CairnError(ErrorCode(code or ErrorCode.INTERNAL), f"{kind} {result.status}: {result.message}"[:200])
+        # bounded, but long enough for a refusal's advice (a stale proposal's hints) to reach the editor whole
+        raise CairnError(ErrorCode(code or ErrorCode.INTERNAL), f"{kind} {result.status}: {result.message}"[:400])
     if kind not in RESULTS:  # a job that still answers a plain object (``verify``): protocol.results docstring
         return {"workspace": ws, "status": str(result.status), "result": result.result}
     record: Any = read(RESULTS[kind], result.result, job=kind)

@@ -562,7 +562,7 @@ def open_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     given = fmt != "auto"
     head = _head(path, follow_symlinks=follow_symlinks)
     if _blank(head):  # a session just created (or cut before its first record): nothing complete yet
-        yield Opened([], (), fmt)
+        yield Opened([], (), fmt if given else "")  # no format is known of it ("auto" is none)
         return
     if not given:
         fmt = _sniff(path, head, follow_symlinks=follow_symlinks)
