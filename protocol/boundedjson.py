@@ -62,3 +62,16 @@ def loads(text: str, *, limit: int = MAX_DEPTH) -> Any:
         return json.loads(text)
     except RecursionError:  # a caller already deep in its own stack: same answer, no traceback
         raise TooDeep(limit) from None
+
+
+_JSONC_PARTS = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def strip_comments(text: str) -> str:
+    """``text`` with ``//`` and ``/* */`` comments outside strings blanked (JSON with comments, as Gemini CLI
+    and Qwen Code read their ``settings.json``: strip-json-comments); positions and line numbers kept."""
+    def blank(m: re.Match[str]) -> str:
+        part = m.group()
+        return part if part.startswith('"') else re.sub(r"[^\n]", " ", part)
+
+    return _JSONC_PARTS.sub(blank, text)

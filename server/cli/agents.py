@@ -27,18 +27,27 @@ HOOKS = "hooks"
 
 
 def agents_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=[WIRE, HOOKS], help="wire: propose the edits that make the agents "
-                   "read the memory; hooks AGENT: propose the settings edit that runs `cairn hook` on its session "
-                   "events")
-    p.add_argument("agents", nargs="*", metavar="AGENT",
-                   help="with wire: claude-code, codex, gemini-cli, copilot, cursor, cline, opencode, qwen-code "
-                        "(default: every agent in use that does not read the memory)")
-    p.add_argument("--file", metavar="PATH", help="with hooks: the workspace settings file to edit (claude-code: "
-                   ".claude/settings.local.json, the default, or .claude/settings.json)")
-    p.add_argument("--user", action="store_true", help="with hooks: the user's own settings (~/.claude/settings.json, "
-                   "~/.gemini/settings.json) instead of the workspace's; codex: ~/.codex/config.toml, the only place "
-                   "Codex reads `notify` from")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(action=None, agents=[], file=None, user=False)
+    # actions are subcommands, so that their options go anywhere (`wire --json AGENT`, `wire -w DIR AGENT`:
+    # an optional positional before a list took the action and nothing, leaving AGENT unrecognised)
+    actions = p.add_subparsers(dest="action", metavar="{wire,hooks}")
+    for name, what in ((WIRE, "propose the edits that make the agents read the memory"),
+                       (HOOKS, "propose the settings edit that runs `cairn hook` on the agent's session events")):
+        a = actions.add_parser(name, help=what, description=what, formatter_class=p.formatter_class)
+        a.add_argument("agents", nargs="*", metavar="AGENT",
+                       help="claude-code, codex, gemini-cli, copilot, cursor, cline, opencode, qwen-code (wire's "
+                            "default: every agent in use that does not read the memory)" if name == WIRE else
+                            "claude-code, codex or gemini-cli")
+        a.add_argument("-w", "--workspace", default=argparse.SUPPRESS, metavar="DIR",
+                       help="workspace directory (default: .)")
+        a.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+        if name == HOOKS:
+            a.add_argument("--file", metavar="PATH", help="the workspace settings file to edit (claude-code: "
+                           ".claude/settings.local.json, the default, or .claude/settings.json)")
+            a.add_argument("--user", action="store_true", help="the user's own settings (~/.claude/settings.json, "
+                           "~/.gemini/settings.json) instead of the workspace's; codex: ~/.codex/config.toml, the "
+                           "only place Codex reads `notify` from")
 
 
 def _via(row: dict[str, Any]) -> str:

@@ -369,3 +369,52 @@ def test_wiring_keeps_the_users_own_lines_and_the_files_mode(tmp_path: Path, wor
     assert agents.read_bytes().startswith(own) and oct(agents.stat().st_mode & 0o777) == "0o600"
     assert _run(workspace, home, "undo", p["id"]).returncode == 0
     assert agents.read_bytes() == own and oct(agents.stat().st_mode & 0o777) == "0o600"
+
+
+def test_options_go_before_or_after_the_agents_named(tmp_path: Path, workspace: Path) -> None:
+    """`agents wire --json codex` and `agents hooks --json claude-code` were E_USAGE ("unrecognized arguments")."""
+    home = make_home(tmp_path, workspace, ("codex", "claude-code"))
+    memory(workspace)
+    r = _run(workspace, home, "agents", "wire", "--json", "codex")
+    assert r.returncode == 0 and [p["agents"] for p in json.loads(r.stdout)["proposals"]] == [["codex"]], r.stderr
+    r = _run(workspace, home, "agents", "hooks", "--json", "claude-code")
+    assert r.returncode == 0 and json.loads(r.stdout)["agent"] == "claude-code", r.stderr
+    r = _run(workspace, home, "agents", "--json")
+    assert r.returncode == 0 and {row["agent"] for row in json.loads(r.stdout)} == {"codex", "claude-code"}
+
+
+def test_a_long_agents_md_gets_the_pointer_where_codex_reads_it(tmp_path: Path, workspace: Path) -> None:
+    """Codex reads AGENTS.md up to 32 KiB: the pointer appended to a 47 KB file was never read, while `cairn
+    agents` said codex read the memory. It goes under the title now, and a pointer past the window is no wiring."""
+    home = make_home(tmp_path, workspace, ("codex",))
+    memory(workspace)
+    rules = "# Rules\n\n" + "".join(f"- rule number {i}: keep the code tidy and documented\n" for i in range(900))
+    agents = workspace / "AGENTS.md"
+    agents.write_text(rules + "\nSee .agents/memory/MEMORY.md.\n")  # a pointer by hand, past what Codex reads
+    assert _rows(workspace, home)["codex"]["wired"] is False
+    agents.write_text(rules)
+    (p,) = _json(workspace, home, "agents", "wire", "codex")["proposals"]
+    assert _run(workspace, home, "accept", p["id"]).returncode == 0
+    assert _codex_reads_index(workspace) and agents.read_text().startswith("# Rules\n\n## Project memory\n")
+    assert agents.read_text().replace(agents.read_text()[9:agents.read_text().index("- rule number 0")], "") == rules
+    assert _rows(workspace, home)["codex"]["wired"] is True
+    assert _run(workspace, home, "undo", p["id"]).returncode == 0 and agents.read_text() == rules
+
+
+def test_gemini_settings_with_comments_are_read_as_gemini_reads_them(tmp_path: Path, workspace: Path) -> None:
+    """Gemini CLI reads settings.json through strip-json-comments: a commented file naming AGENTS.md as its context
+    file made `cairn agents` report E_CONFIG_INVALID and wire GEMINI.md, a file Gemini then did not read."""
+    home = make_home(tmp_path, workspace, ("gemini-cli",))
+    memory(workspace)
+    (workspace / ".gemini").mkdir()
+    settings = b'{\n  // my context files\n  "context": {"fileName": ["AGENTS.md"]} /* only that */\n}\n'
+    (workspace / ".gemini" / "settings.json").write_bytes(settings)
+    (workspace / "GEMINI.md").write_text("# gem\n")
+    (workspace / "AGENTS.md").write_text("# agents\n")
+    row = _rows(workspace, home)["gemini-cli"]
+    assert row["target"] == "AGENTS.md" and not row.get("problems"), row
+    (p,) = _json(workspace, home, "agents", "wire", "gemini-cli")["proposals"]
+    assert p["target"] == "AGENTS.md"
+    r = _run(workspace, home, "agents", "hooks", "gemini-cli")
+    assert r.returncode == 2 and "holds comments" in r.stderr
+    assert (workspace / ".gemini" / "settings.json").read_bytes() == settings

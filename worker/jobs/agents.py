@@ -36,6 +36,7 @@ at the top, about 20 ms with the settings layer and TOML.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -69,6 +70,10 @@ def _read(path: str) -> bytes | None:
         return d.read(name, limit=MAX_SETTINGS, follow=True)
 
 
+#: settings files their agents read as JSON with comments (Gemini CLI's strip-json-comments; Qwen Code is its fork)
+_JSONC = re.compile(r"/\.(?:gemini|qwen)/settings\.json$")
+
+
 def _parse(path: str) -> Any:
     """A settings file parsed (JSON, or TOML for ``.toml``); None when absent. Raises a fixed code."""
     import tomllib  # Codex's settings only, never for the status counts: module docstring
@@ -78,7 +83,11 @@ def _parse(path: str) -> Any:
         return None
     try:
         text = data.decode("utf-8")
-        return tomllib.loads(text) if path.endswith(".toml") else boundedjson.loads(text)
+        if path.endswith(".toml"):
+            return tomllib.loads(text)
+        if _JSONC.search(path.replace("\\", "/")):  # Gemini CLI and Qwen Code allow comments in their settings
+            text = boundedjson.strip_comments(text)
+        return boundedjson.loads(text)
     except (UnicodeDecodeError, ValueError, tomllib.TOMLDecodeError):
         raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}") \
             from None

@@ -146,13 +146,26 @@ def _runs_cairn(groups: list[Any]) -> bool:
     return False
 
 
+def _jsonc_ok(text: str) -> bool:
+    """Whether ``text`` is JSON once its comments are taken out (as Gemini CLI reads its settings)."""
+    try:
+        boundedjson.loads(boundedjson.strip_comments(text))
+    except ValueError:
+        return False
+    return bool(text)
+
+
 def hooks_bytes(agent: str, path: str, before: bytes | None) -> bytes | None:
     """``path``'s bytes with ``agent``'s hooks in it; None when every event already runs ``cairn hook``."""
     data: Any = {}
     if before is not None and before.strip():
+        text = before.decode("utf-8", "replace")
         try:
             data = boundedjson.loads(before.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
+            if agent == "gemini-cli" and _jsonc_ok(text):
+                raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: holds comments, which rewriting it would lose; "
+                                 f"nothing proposed: add `{command(agent)}` to its hooks by hand") from None
             raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: not valid JSON; nothing proposed") from None
     if not isinstance(data, dict):
         raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: not a JSON object; nothing proposed")

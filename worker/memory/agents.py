@@ -282,8 +282,8 @@ def _reach(files: Files, rel: str, imports: bool, hops: int, seen: frozenset[str
                     break
     if nested is not None and nested.mechanism == "import":
         return nested
-    if INDEX in text:
-        return Via(rel, "pointer")
+    if INDEX in text.encode("utf-8", "surrogatepass")[:POINTER_WINDOW].decode("utf-8", "ignore"):
+        return Via(rel, "pointer")  # where the agent reads it: past the window it is never seen
     return nested
 
 
@@ -432,6 +432,28 @@ def _append(data: bytes, block: list[str]) -> bytes:
     return join_lines(out, final, nl)
 
 
+#: what of a pointer file an agent is sure to read: Codex reads AGENTS.md up to ``project_doc_max_bytes``, 32 KiB
+#: by default, and drops the rest
+POINTER_WINDOW = 32 * 1024
+
+
+def _insert_near_top(data: bytes, block: list[str]) -> bytes:
+    """``data`` with ``block`` after its title line (a ``# `` heading first in the file) or first, a blank line
+    either side; its line endings followed, every byte kept."""
+    from cairn.worker.memory.model.lines import is_blank, join_lines, newline_of, split_lines
+
+    nl = newline_of(data)
+    lines = split_lines(data)
+    final = not lines or bool(lines[-1][1])
+    at = 1 if lines and lines[0][0].startswith(b"# ") else 0
+    head = [*lines[:at], *([(b"", b"")] if at else [])]
+    rest = lines[at:]
+    while rest and is_blank(rest[0][0]):
+        rest = rest[1:]
+    out = [*head, *((line.encode("utf-8"), b"") for line in block), *([(b"", b"")] if rest else []), *rest]
+    return join_lines(out, final, nl)
+
+
 def wire_bytes(path: str, before: bytes | None) -> bytes:
     """The bytes of ``path`` once it wires its agents (``before``: its bytes now, None when absent).
 
@@ -450,7 +472,11 @@ def wire_bytes(path: str, before: bytes | None) -> bytes:
             raise CairnError(ErrorCode.USAGE, f"{path} exists and is not an always-applied rule: edit it (or remove "
                              "it) and wire cursor again; nothing was proposed for it")
         return _append(before, _POINTER)
-    return _append(before or b"", IMPORT_BLOCK if mechanism_of(path) == "import" else POINTER_BLOCK)
+    if mechanism_of(path) == "import":
+        return _append(before or b"", IMPORT_BLOCK)
+    after = _append(before or b"", POINTER_BLOCK)
+    # a pointer past what the agent reads of the file (a long AGENTS.md) is never read: it goes near the top
+    return after if len(after) <= POINTER_WINDOW else _insert_near_top(before or b"", POINTER_BLOCK)
 
 
 def _sha(data: str) -> str:
