@@ -214,28 +214,41 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
   "VIEW capitalised."
   (capitalize view))
 
-(defun cairn-cockpit--counts (st)
-  "The header's counts of status ST: proposals and mode first, zeros hidden."
+(defun cairn-cockpit--count-parts (st)
+  "The header's counts of status ST, each (LONG SHORT RANK); zeros hidden.
+The pending proposals and the mode come first.  SHORT is the text a
+narrow window shows; RANK orders what a narrow header keeps (the
+lower, the sooner; see `cairn-cockpit--header-split')."
   (if (or (null st) (null (plist-get st :refreshed)))
-      "… proposals"
+      (list (list "… proposals" "… proposals" 1))
     (let* ((n (plist-get st :proposals))
+           (proposals (format "%d proposal%s" n (if (eql n 1) "" "s")))
+           (mode (and (plist-get st :mode) (format "%s mode" (plist-get st :mode))))
            (others (delq nil
                          (mapcar (lambda (k)
                                    (let ((v (plist-get st (cdr k))))
                                      (and (integerp v) (> v 0) (format "%s %d" (car k) v))))
                                  '(("pending" . :pending) ("running" . :running)
                                    ("retry" . :retryWaiting) ("attention" . :attention)
-                                   ("exhausted" . :exhausted) ("digests" . :digests))))))
-      (concat (format "%d proposal%s" n (if (eql n 1) "" "s"))
-              (if (plist-get st :mode) (format " · %s mode" (plist-get st :mode)) "")
-              (if (equal (plist-get st :provider) "extractive")
-                  " · embedded engine (cairn setup for better recall)" "")
-              (if others (concat " · " (string-join others " ")) "")
-              (let ((u (plist-get st :unwiredAgents)))
-                (if (and (integerp u) (> u 0))
-                    (format " · %d agent%s not reading the memory (cairn agents wire)" u (if (eql u 1) "" "s"))
-                  ""))
-              (let ((usage (cairn-cockpit--usage st))) (if usage (concat " · " usage) ""))))))
+                                   ("exhausted" . :exhausted) ("digests" . :digests)))))
+           (others (and others (string-join others " ")))
+           (u (plist-get st :unwiredAgents))
+           (agents (and (integerp u) (> u 0) (if (eql u 1) "1 agent" (format "%d agents" u))))
+           (usage (cairn-cockpit--usage st)))
+      (delq nil
+            (list (list proposals proposals 1)
+                  (and mode (list mode mode 2))
+                  (and (equal (plist-get st :provider) "extractive")
+                       (list "embedded engine (cairn setup for better recall)"
+                             "embedded engine (cairn setup)" 3))
+                  (and others (list others others 6))
+                  (and agents (list (concat agents " not reading the memory (cairn agents wire)")
+                                    (concat agents " unwired (cairn agents wire)") 7))
+                  (and usage (list usage usage 8)))))))
+
+(defun cairn-cockpit--counts (st)
+  "The header's counts of status ST: proposals and mode first, zeros hidden."
+  (mapconcat #'car (cairn-cockpit--count-parts st) " · "))
 
 (defun cairn-cockpit--usage (st)
   "Today's provider usage in status ST, for the header; nil when there was none.
@@ -282,13 +295,33 @@ reason, \"needs attention: ? j\" without the time of the last update."
                (get-buffer-window (current-buffer) t))))
     (if win (window-total-width win) 80)))
 
+(defun cairn-cockpit--join (parts)
+  "PARTS, each (TEXT . GROUP), as one line: · between counts, | between the others."
+  (let (out prev)
+    (dolist (p parts)
+      (when out
+        (push (if (and (eq prev 'counts) (eq (cdr p) 'counts)) " · " " | ") out))
+      (push (car p) out)
+      (setq prev (cdr p)))
+    (apply #'concat (nreverse out))))
+
+(defconst cairn-cockpit--essential-rank 3
+  "Header parts of this rank or lower are the essential ones.
+They are the pending count, the mode and the embedded-engine hint (see
+`cairn-cockpit--count-parts'): a narrow header shows the other views
+by their initials when in full they leave no room for these.")
+
 (defun cairn-cockpit--header-split (&optional width)
   "The header for WIDTH columns and what does not fit it: (HEADER . REST).
-The header starts with the views and the state, never cut: when the
-whole line is wider than WIDTH, the other views show by their initials,
-the state in its short form, and the counts, today's usage and the
-server's identity (with an error's reason) move to REST, for the mode
-line.  REST is nil when everything fits."
+The header starts with the views and the state, never cut.  When the
+whole line is wider than WIDTH, the state shows in its short form, the
+other views by their initials unless the essential parts still fit
+\(see `cairn-cockpit--essential-rank'), and each of the other parts (the
+marks, the flags, each count, today's usage, the server's identity)
+stays in the header if it fits there, in its short form when only that
+fits, most important first.  The others, after an error's reason, are
+REST, in their short forms, for the mode line.  REST is nil when
+everything fits."
   (let* ((width (or width (cairn-cockpit--header-width)))
          (st cairn-cockpit--status)
          (views (mapconcat (lambda (v) (if (equal v cairn-cockpit--view)
@@ -301,33 +334,51 @@ line.  REST is nil when everything fits."
                                                (upcase (substring v 0 1))))
                                  cairn-cockpit-views " "))
          (state (cairn-cockpit--state-text st))
-         (marks (string-join (delq nil (list (and cairn-cockpit--marks
-                                                  (format "%d marked" (length cairn-cockpit--marks)))
-                                             (and cairn-cockpit--flags
-                                                  (format "%d flagged (x)" (length cairn-cockpit--flags)))))
-                             " | "))
-         (tail (delq nil (list (and (not (string-empty-p marks)) marks)
-                               (cairn-cockpit--counts st)
-                               (format "%s @ %s" cairn-cockpit--server-name
-                                       (if cairn-cockpit--workspace
-                                           (abbreviate-file-name cairn-cockpit--workspace) "?")))))
-         (full (concat " " views " | " (car state) (mapconcat (lambda (p) (concat " | " p)) tail ""))))
+         ;; (LONG SHORT RANK GROUP), in the order the line shows them
+         (parts (append
+                 (and cairn-cockpit--marks
+                      (let ((m (format "%d marked" (length cairn-cockpit--marks)))) (list (list m m 5 'marks))))
+                 (and cairn-cockpit--flags
+                      (let ((f (format "%d flagged (x)" (length cairn-cockpit--flags)))) (list (list f f 4 'marks))))
+                 (mapcar (lambda (c) (append c '(counts))) (cairn-cockpit--count-parts st))
+                 (let ((s (format "%s @ %s" cairn-cockpit--server-name
+                                  (if cairn-cockpit--workspace
+                                      (abbreviate-file-name cairn-cockpit--workspace) "?"))))
+                   (list (list s s 9 'server)))))
+         (full (concat " " views " | " (car state) " | "
+                       (cairn-cockpit--join (mapcar (lambda (p) (cons (car p) (nth 3 p))) parts)))))
     (if (<= (string-width full) width)
         (cons full nil)
-      (let* ((head (concat " " (if (<= (+ 4 (string-width views) (string-width (cdr state))) width)
+      (let* ((essential (apply #'+ (mapcar (lambda (p) (if (<= (nth 2 p) cairn-cockpit--essential-rank)
+                                                           (+ 3 (string-width (nth 1 p))) 0))
+                                           parts)))
+             (head (concat " " (if (<= (+ 4 (string-width views) (string-width (cdr state)) essential) width)
                                    views short-views)
                            " | " (cdr state)))
+             (room (- width (string-width head)))
+             (by-rank (sort (copy-sequence parts) (lambda (a b) (< (nth 2 a) (nth 2 b)))))
              (reason (and (not (equal (car state) (cdr state)))
                           (string-trim (string-remove-prefix (cdr state) (car state)) "[:, ]+")))
-             rest)
-        ;; whole parts that still fit stay in the header (marks first); the others go below
-        (dolist (part tail)
-          (if (and (null rest) (<= (+ (string-width head) 3 (string-width part)) width))
-              (setq head (concat head " | " part))
-            (push part rest)))
-        (cons head (string-join (delq nil (cons (and reason (not (string-empty-p reason)) reason)
-                                                (nreverse rest)))
-                                " | "))))))
+             shown)
+        ;; the parts that fit in short, most important first; then the long forms where room is left
+        (dolist (p by-rank)
+          (let ((w (+ 3 (string-width (nth 1 p)))))
+            (when (<= w room)
+              (push (cons p (nth 1 p)) shown)
+              (setq room (- room w)))))
+        (dolist (p by-rank)
+          (let ((cell (assq p shown))
+                (extra (- (string-width (car p)) (string-width (nth 1 p)))))
+            (when (and cell (> extra 0) (<= extra room))
+              (setcdr cell (car p))
+              (setq room (- room extra)))))
+        (let ((in (delq nil (mapcar (lambda (p) (let ((cell (assq p shown))) (and cell (cons (cdr cell) (nth 3 p)))))
+                                    parts)))
+              (out (append (and reason (not (string-empty-p reason)) (list (cons reason 'reason)))
+                           (delq nil (mapcar (lambda (p) (and (not (assq p shown)) (cons (nth 1 p) (nth 3 p))))
+                                             parts)))))
+          (cons (if in (concat head " | " (cairn-cockpit--join in)) head)
+                (and out (cairn-cockpit--join out))))))))
 
 (defun cairn-cockpit--header ()
   "Header line: views and state first (never cut), then what fits of the rest.
@@ -396,8 +447,12 @@ there only when some row's title does not name its target (see
   (string-remove-prefix ".agents/memory/" (cairn-cockpit--str (plist-get row :target))))
 
 (defun cairn-cockpit--slug (text)
-  "TEXT as the server names a new topic's file: lower case words joined by -."
-  (string-trim (replace-regexp-in-string "[^a-z0-9]+" "-" (downcase (cairn-cockpit--str text))) "-+" "-+"))
+  "TEXT as the server names a new topic's file: lower case words joined by -.
+Letters fold as the server folds them: decomposed (NFKD), then only the
+ASCII characters kept, so \"Für Übersetzungen\" is fur-ubersetzungen."
+  (let ((ascii (replace-regexp-in-string
+                "[^[:ascii:]]+" "" (ucs-normalize-NFKD-string (cairn-cockpit--str text)))))
+    (string-trim (replace-regexp-in-string "[^a-z0-9]+" "-" (downcase ascii)) "-+" "-+")))
 
 (defun cairn-cockpit--target-shown (row)
   "ROW's target topic file's short name; nil when ROW's title names it already.
@@ -1275,7 +1330,7 @@ On a row flagged R, clear the flag.
 
 (defun cairn-cockpit-flag-confirm ()
   "Flag C (confirm) the memory topic at point: it is still true.
-Executed (\<cairn-cockpit-mode-map>\[cairn-cockpit-execute]), its
+Executed (\\<cairn-cockpit-mode-map>\\[cairn-cockpit-execute]), its
 confirmation date becomes today, so it is no longer due for
 revalidation; the topic file is not rewritten.  A stale topic is
 refused: update it (e visits it) or retire it (r).  On a row flagged C,

@@ -58,6 +58,7 @@
 (require 'cairn)
 
 (declare-function cairn-cockpit--row "cairn-cockpit" (&rest views))
+(declare-function cairn-cockpit--at-view "cairn-cockpit" ())
 (declare-function transient-setup "transient" (&optional name layout edit &rest params))
 (declare-function flymake-diag-region "flymake" (buffer line &optional col))
 (declare-function flymake-make-diagnostic "flymake" (locus beg end type text &optional data overlay-properties))
@@ -476,6 +477,13 @@ with the edited text and the echo area says why."
   "Non-nil if `cairn-dispatch' is to be a transient menu."
   (and cairn-use-transient (require 'transient nil t)))
 
+(defun cairn--menu-r-description ()
+  "The menu's label of r: it retires a topic in Memories, else rejects."
+  (if (and (derived-mode-p 'cairn-cockpit-mode)
+           (equal (cairn-cockpit--at-view) "memories"))
+      "flag R: retire the topic"
+    "flag R: reject"))
+
 (defun cairn--define-transient ()
   "Define the transient prefix `cairn-transient' (once transient is loaded).
 Defined at run time so that the package neither needs nor loads
@@ -492,10 +500,11 @@ transient until the menu is first used."
              [:if-derived cairn-cockpit-mode
               ["Flag, then x"
                ("a" "flag A: accept" cairn-cockpit-flag-accept)
-               ("r" "flag R: reject" cairn-cockpit-flag-reject)
+               ("r" cairn-cockpit-flag-reject :description cairn--menu-r-description)
                ("u" "flag U: undo / un-reject" cairn-cockpit-flag-undo)
                ("c" "flag C: topic still true" cairn-cockpit-flag-confirm)
-               ("x" "execute the flags" cairn-cockpit-execute)]
+               ("x" "execute the flags" cairn-cockpit-execute)
+               ("K" "accept now, keeping both" cairn-cockpit-accept-keeping-both)]
               ["Marks"
                ("m" "mark / unmark" cairn-cockpit-mark)
                ("U" "clear marks and flags" cairn-cockpit-unmark-all)

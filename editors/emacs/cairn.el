@@ -542,9 +542,20 @@ FUNCTION and cuts it short."
                      (apply #'cairn--run-soon function args)
                    (apply function args)))))
 
+(defun cairn--in-emacs-terms (text)
+  "TEXT, a server's error message, with its hint for the CLI said as in Emacs.
+A proposal refused as stale only because memory now says otherwise on
+its subject (`E_PROPOSAL_STALE') says \"(to keep both: accept
+--keep-both)\": in Emacs that is K in the cockpit."
+  (if (and (string-prefix-p "E_PROPOSAL_STALE" text) (string-search "accept --keep-both" text))
+      (string-replace "accept --keep-both" "K in the cockpit" text)
+    text))
+
 (defun cairn--error-message (err)
   "The server's message from ERR, a `jsonrpc-error' or any error."
-  (or (and (eq (car err) 'jsonrpc-error) (alist-get 'jsonrpc-error-message (cdr err)))
+  (or (and (eq (car err) 'jsonrpc-error)
+           (let ((message (alist-get 'jsonrpc-error-message (cdr err))))
+             (and (stringp message) (cairn--in-emacs-terms message))))
       (and (eq (car err) 'user-error) (stringp (cadr err)) (string-prefix-p "cairn: " (cadr err))
            (substring (cadr err) 7))
       (error-message-string err)))
@@ -654,7 +665,7 @@ is not counted.  Return nil."
                                 (when on-done (funcall on-done result)))
                             (cairn--stop-in-flight nil)))))
          :error-fn (lambda (err)
-                     (funcall failed (format "%s" (or (plist-get err :message) err))))
+                     (funcall failed (cairn--in-emacs-terms (format "%s" (or (plist-get err :message) err)))))
          :timeout-fn (lambda ()
                        (funcall failed (format "%s timed out (see `cairn-request-timeout')" command))))
       (t (cairn--stop-in-flight nil)

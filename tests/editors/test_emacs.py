@@ -79,6 +79,32 @@ def test_package_files_are_checkdoc_and_package_lint_clean(tmp_path: Path) -> No
     assert f"0 finding(s) in {len(PACKAGE_FILES)} file(s)" in output, output
 
 
+BROKEN_DOCSTRING = """
+(defun cairn-menu--lint-probe ()
+  "Probe.
+Executed (\\<cairn-cockpit-mode-map>\\[cairn-cockpit-execute]), shown as typed."
+  (interactive))
+"""
+
+
+def test_lint_finds_a_docstring_whose_key_substitution_lost_its_backslash(tmp_path: Path) -> None:
+    """``\\<map>\\[command]`` written with one backslash in a Lisp string shows literally in the docstring:
+    checkdoc passes it, the lint's `documentation` check does not (fails before: 0 findings)."""
+    for file in PACKAGE_FILES:
+        shutil.copyfile(EMACS_DIR / file, tmp_path / file)
+    menu = tmp_path / "cairn-menu.el"
+    text = menu.read_text(encoding="utf-8")
+    menu.write_text(text.replace("(provide 'cairn-menu)", BROKEN_DOCSTRING.lstrip() + "\n(provide 'cairn-menu)"),
+                    encoding="utf-8")
+    proc = _run(["-l", str(LINT_FILE), "-f", "cairn-lint-batch-and-exit",
+                 *[str(tmp_path / f) for f in PACKAGE_FILES]], tmp_path, 120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert re.search(r"^cairn-menu\.el:\d+: docstring of `cairn-menu--lint-probe' shows "
+                     r"<cairn-cockpit-mode-map> \[cairn-cockpit-execute\] literally", output, re.M), output
+    assert "1 finding(s) in 4 file(s)" in output, output
+
+
 def test_loading_changes_nothing_until_cairn_mode(tmp_path: Path) -> None:
     proc = _run(["-l", "ert", "-l", str(LOAD_TEST_FILE), "-f", "ert-run-tests-batch-and-exit"], tmp_path, 120)
     output = proc.stdout + proc.stderr

@@ -21,7 +21,15 @@ from tests.journal.helpers import cairn, cairn_json
 from tests.support import REPO, child_env
 
 SCRIPT = REPO / "editors" / "nvim" / "test" / "memories.lua"
+KEEP_BOTH = REPO / "editors" / "nvim" / "test" / "keep_both.lua"
 AGENTS = "# Agents\n\n- Lint with `make lint`\n"
+
+
+def _env(workspace: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return child_env(CAIRN_TEST_PYTHON=sys.executable, CAIRN_TEST_WS=str(workspace),
+                     **{k: str(tmp_path / "xdg" / k) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                                               "XDG_STATE_HOME", "XDG_DATA_HOME")},
+                     **extra)
 
 
 def _topic(ws: Path, text: str) -> str:
@@ -38,12 +46,22 @@ def test_nvim_memories_view_verifies_confirms_and_retires(workspace: Path, tmp_p
     (workspace / "AGENTS.md").write_text(AGENTS)
     (workspace / "Makefile").write_text("test:\n\tpytest\n")
     before = {p: (workspace / p).read_bytes() for p in (stale, fresh, "AGENTS.md")}
-    env = child_env(CAIRN_TEST_PYTHON=sys.executable, CAIRN_TEST_WS=str(workspace),
-                    **{k: str(tmp_path / "xdg" / k) for k in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME",
-                                                              "XDG_STATE_HOME", "XDG_DATA_HOME")})
-    returncode, stdout, stderr = run_headless(SCRIPT, env, tmp_path)
+    returncode, stdout, stderr = run_headless(SCRIPT, _env(workspace, tmp_path), tmp_path)
     assert returncode == 0 and "cairn memories: OK" in stdout, stdout + stderr
     pending = {p["target"]: p for p in cairn_json(workspace, "proposals") if p["state"] == "pending"}
     assert set(pending) == {stale, fresh}, pending
     assert pending[fresh]["kind"] == "delete", pending[fresh]
     assert {p: (workspace / p).read_bytes() for p in before} == before, "nothing is rewritten without a proposal"
+
+
+def test_nvim_stale_accept_names_the_cockpits_key_to_keep_both(workspace: Path, tmp_path: Path) -> None:
+    """editors/nvim/test/keep_both.lua: ``a`` on a proposal that memory now contradicts is refused with
+    ``E_PROPOSAL_STALE``, the message naming ``K`` (not the CLI's ``--keep-both``); ``K`` accepts it."""
+    npm = cairn_json(workspace, "remember", "Use npm to install dependencies")["proposals"][0]["id"]
+    pnpm = cairn_json(workspace, "remember", "Use pnpm, not npm, to install dependencies")["proposals"][0]["id"]
+    cairn(workspace, "accept", pnpm)  # memory moves on to pnpm: npm's proposal now contradicts it
+    returncode, stdout, stderr = run_headless(KEEP_BOTH, _env(workspace, tmp_path, CAIRN_TEST_PROPOSAL=npm),
+                                              tmp_path)
+    assert returncode == 0 and "cairn keep-both: OK" in stdout, stdout + stderr
+    states = {p["id"]: p["state"] for p in cairn_json(workspace, "proposals")}
+    assert states[npm] == "applied", states

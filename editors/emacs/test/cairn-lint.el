@@ -18,6 +18,14 @@
 ;;  - package-lint 0.16 predates Emacs 28 and calls any (emacs "28.x")
 ;;    dependency uninstallable; that one message is dropped when the
 ;;    running Emacs satisfies the dependency.
+;;
+;; Checkdoc reads the source, not what `documentation' shows: a
+;; docstring whose Lisp string writes \<MAP> or \[COMMAND] with one
+;; backslash loses it, and the user reads "<MAP>[COMMAND]".  So the
+;; files are also loaded and every docstring of a function or variable
+;; they define is checked as `documentation' shows it: a keymap's name
+;; in <...> or {...}, or a command's name in [...], left there is a
+;; substitution that did not happen.
 
 ;;; Code:
 
@@ -72,6 +80,53 @@ REQUIRES are MAIN-FILE's dependencies."
                collect (format "%s:%d:%d: package-lint %s: %s"
                                (file-name-nondirectory file) line col type message)))))
 
+(defun cairn-lint--unsubstituted (doc)
+  "The substitutions DOC, a docstring as `documentation' shows it, missed.
+Each is the text left: <MAP> or {MAP} naming a keymap variable, [COMMAND]
+naming a command."
+  (let ((start 0) found)
+    (while (string-match "\\([<{[]\\)\\([-a-zA-Z0-9/*+]+\\)\\([]>}]\\)" doc start)
+      (let ((open (match-string 1 doc))
+            (sym (intern-soft (match-string 2 doc)))
+            (close (match-string 3 doc)))
+        (when (and sym
+                   (if (equal open "[")
+                       (and (equal close "]") (commandp sym))
+                     (and (equal close (if (equal open "<") ">" "}"))
+                          (boundp sym) (keymapp (symbol-value sym)))))
+          (push (match-string 0 doc) found)))
+      (setq start (match-end 0)))
+    (nreverse found)))
+
+(defun cairn-lint--docstrings (files)
+  "Docstring findings in FILES: substitutions that `documentation' did not make.
+FILES are loaded, the main file first; each function and variable they
+define is checked (see `cairn-lint--unsubstituted')."
+  (require 'find-func)
+  (dolist (file files) (load file nil t))
+  (let ((truenames (mapcar #'file-truename files))
+        found)
+    (mapatoms
+     (lambda (sym)
+       (dolist (kind '(defun defvar))
+         (let ((file (symbol-file sym kind)))
+           (when (and file (member (file-truename file) truenames)
+                      (if (eq kind 'defun) (fboundp sym) (boundp sym)))
+             (let* ((doc (ignore-errors
+                           (if (eq kind 'defun) (documentation sym)
+                             (documentation-property sym 'variable-documentation))))
+                    (left (and (stringp doc) (cairn-lint--unsubstituted doc))))
+               (when left
+                 (let* ((where (ignore-errors (find-function-search-for-symbol
+                                               sym (and (eq kind 'defvar) 'defvar) file)))
+                        (line (if (and where (cdr where))
+                                  (with-current-buffer (car where) (line-number-at-pos (cdr where)))
+                                0)))
+                   (push (format "%s:%d: docstring of `%s' shows %s literally: write \\\\< \\\\[ \\\\{ in the Lisp string"
+                                 (file-name-nondirectory file) line sym (string-join left " "))
+                         found)))))))))
+    (sort found #'string<)))
+
 (defun cairn-lint-batch-and-exit ()
   "Lint the files left on the command line; the first is the main file."
   (let* ((files (mapcar #'expand-file-name command-line-args-left))
@@ -80,7 +135,8 @@ REQUIRES are MAIN-FILE's dependencies."
          (text-quoting-style 'grave)
          (found (cl-loop for file in files
                          append (cairn-lint--checkdoc file)
-                         append (cairn-lint--package-lint file main-file requires))))
+                         append (cairn-lint--package-lint file main-file requires)))
+         (found (append found (cairn-lint--docstrings files))))
     (setq command-line-args-left nil)
     (dolist (line found) (princ (concat line "\n")))
     (princ (format "cairn-lint: %d finding(s) in %d file(s)\n" (length found) (length files)))

@@ -1312,6 +1312,73 @@ diagnostics update does (and shows a decision made with the CLI)."
           (dolist (key '("c" "R" "D" "j" "J" "A" "S" "E" "a" "r" "m" "x" "u" "RET" "TAB" "q"))
             (should (funcall 'transient-get-suffix 'cairn-transient key))))))))
 
+(defun cairn-test--transient-suffixes (layout)
+  "The (KEY . COMMAND) of each suffix in transient LAYOUT, groups included.
+A group is [LEVEL CLASS PLIST CHILDREN], a suffix (LEVEL CLASS PLIST)."
+  (cond ((vectorp layout) (cairn-test--transient-suffixes (append (aref layout 3) nil)))
+        ((and (consp layout) (integerp (car layout)) (symbolp (nth 1 layout)))
+         (list (cons (plist-get (nth 2 layout) :key) (plist-get (nth 2 layout) :command))))
+        ((listp layout) (apply #'append (mapcar #'cairn-test--transient-suffixes layout)))))
+
+;; fails before: the transient menu had no K (accept keeping both), and its r said "reject"
+;; in Memories, where r retires the topic
+(ert-deftest cairn-menu-offers-every-cockpit-letter-key-and-says-what-r-does ()
+  "The cockpit's transient menu lists each of its letter keys, K included; r says retire in Memories."
+  (with-temp-buffer
+    (cairn-cockpit-mode)
+    (let ((keys nil))
+      (map-keymap (lambda (key command)
+                    (when (and (characterp key) (or (<= ?a key ?z) (<= ?A key ?Z))
+                               (symbolp command) (string-prefix-p "cairn-cockpit-" (symbol-name command)))
+                      (push (cons (string key) command) keys)))
+                  cairn-cockpit-mode-map)
+      (should (equal (cdr (assoc "K" keys)) 'cairn-cockpit-accept-keeping-both))
+      ;; the plain key help names K too
+      (should (assoc "K" cairn-cockpit--keys))
+      (if (not (locate-library "transient"))
+          (should-not (let ((cairn-use-transient t)) (featurep 'transient)))
+        (let ((cairn-use-transient t))
+          (should (cairn--transient-p))
+          (cairn--define-transient)
+          (let ((suffixes (cairn-test--transient-suffixes (get 'cairn-transient 'transient--layout))))
+            (dolist (k keys)
+              (unless (member k suffixes)
+                (ert-fail (list "not in the menu" k)))))
+          ;; r's label follows the view: it rejects a proposal, it retires a topic
+          (let ((describe (plist-get (nth 2 (funcall 'transient-get-suffix 'cairn-transient "r")) :description)))
+            (should (functionp describe))
+            (setq cairn-cockpit--view "candidates")
+            (should (equal (funcall describe) "flag R: reject"))
+            (setq cairn-cockpit--view "memories")
+            (should (equal (funcall describe) "flag R: retire the topic"))))))))
+
+;; fails before: the refusal told an Emacs user to run "accept --keep-both", the CLI's flag
+(ert-deftest cairn-cockpit-stale-accept-says-K-keeps-both ()
+  "An accept refused because memory now says otherwise names K, which then accepts keeping both."
+  (cairn-test--with-workspace
+    (make-directory (cairn-test--file ".cairn") t)
+    (let* ((first (lambda (text) (plist-get (aref (plist-get (cairn-remember text nil cairn-test--ws) :proposals) 0)
+                                            :id)))
+           (npm (funcall first "Use npm to install dependencies"))
+           (pnpm (funcall first "Use pnpm, not npm, to install dependencies")))
+      ;; memory moves on to pnpm: npm's proposal now contradicts it
+      (cairn-command cairn-test--ws "cairn.accept" (list :workspace cairn-test--ws :ids (vector pnpm)))
+      (with-current-buffer (cairn-cockpit cairn-test--ws)
+        (cairn-test--goto-row npm)
+        (cairn-test--execute "a")
+        (let ((said (cairn-test--messages)))
+          (should (string-match-p (concat "cairn: E_PROPOSAL_STALE: .*proposal " npm " is stale: .*"
+                                          "now says otherwise on the same subject "
+                                          "(to keep both: K in the cockpit)")
+                                  said))
+          (should-not (string-match-p "--keep-both" said)))
+        (cairn-test--goto-row npm)
+        (cairn-test--press "K")
+        (should-not (member npm (cairn-test--ids)))
+        (cairn-cockpit-switch-view "history")
+        (cairn-test--goto-row npm)
+        (should (equal (plist-get (tabulated-list-get-id) :state) "applied"))))))
+
 ;;;; Remember
 
 (ert-deftest cairn-remember-sends-the-region-and-names-the-proposal ()
@@ -1480,6 +1547,26 @@ its own cockpit buffer, *cairn: NAME*."
             (with-current-buffer two (should-not tabulated-list-entries)))
         (cairn-test--cleanup ws2)))))
 
+;; fails before: the client's slug dropped "ü" where the server's makes it "u", so a title in
+;; German got "fur-ubersetzungen-….md: " before it although it names that file
+(ert-deftest cairn-cockpit-title-with-accents-names-its-target ()
+  "A new topic titled with accented letters shows no target: its file is the title's slug, folded."
+  (should (equal (cairn-cockpit--slug "Für Übersetzungen: Straße, Café, ﬁle") "fur-ubersetzungen-strae-cafe-file"))
+  (cairn-test--with-workspace
+    (make-directory (cairn-test--file ".cairn") t)
+    (let* ((proposal (aref (plist-get (cairn-remember "Für Übersetzungen immer gettext verwenden, nie eigene Funktionen"
+                                                      "feedback" cairn-test--ws)
+                                      :proposals)
+                           0))
+           (file (file-name-nondirectory (plist-get proposal :target))))
+      ;; the server's name for it, folded: fur-ubersetzungen-…
+      (should (string-prefix-p "fur-ubersetzungen-" file))
+      (with-current-buffer (cairn-cockpit cairn-test--ws)
+        (cairn-test--goto-row (plist-get proposal :id))
+        (should-not (cairn-cockpit--target-shown (tabulated-list-get-id)))
+        (should-not (cl-find "Target" tabulated-list-format :key #'car :test #'equal))
+        (should (string-prefix-p "Für Übersetzungen immer gettext" (nth 1 (assoc "Title" (cairn-test--cells)))))))))
+
 (ert-deftest cairn-cockpit-region-confirmation-spinner-and-id-completion ()
   "a on a region decides its rows; r asks first (no keeps them); decisions spin; ids complete."
   (cairn-test--with-workspace
@@ -1591,7 +1678,51 @@ its own cockpit buffer, *cairn: NAME*."
     (switch-to-buffer (current-buffer))
     (should (= 80 (window-total-width)))
     (should (<= (string-width (cairn-cockpit--header)) 80))
-    (should (string-match-p "12 proposals" (cairn-cockpit--mode-line)))))
+    (should (string-match-p "| 12 proposals · propose mode" (cairn-cockpit--header)))
+    (should (string-match-p "cairn 0\\.9\\.0 @ " (cairn-cockpit--mode-line)))))
+
+;; What `emacs -nw -Q' shows of the cockpit's part of the mode line: at 80
+;; columns "-UUU:%%--F1  *cairn: ws1*   All L1     (Cairn " takes 46, the
+;; rest of the line is the width less about 50.
+(defun cairn-test--mode-line-seen (width)
+  "The part of the cockpit's mode-line text a WIDTH-column window shows."
+  (truncate-string-to-width (cairn-cockpit--mode-line) (- width 50)))
+
+;; fails before: the counts were one part; once it did not fit, it and every later part went
+;; to the mode line, which shows 30 columns of it at 80: the mode and the engine's hint
+;; were never seen
+(ert-deftest cairn-cockpit-counts-show-at-80-and-100-columns ()
+  "At 80 and 100 columns the pending count, the mode and the engine hint show in the header or the mode line."
+  (with-current-buffer (get-buffer-create "*cairn: ws1*")
+    (cairn-cockpit-mode)
+    (setq cairn-cockpit--workspace "/home/someone/ws1"
+          cairn-cockpit--server-name "cairn 0.1.0"
+          cairn-cockpit--state "updated 16:33:22")
+    (dolist (status (list (list :refreshed 1.0 :proposals 3 :mode "propose" :provider "extractive")
+                          (list :refreshed 1.0 :proposals 12 :mode "propose" :provider "extractive"
+                                :digests 40 :unwiredAgents 2
+                                :usage (list :requests 3 :tokensIn 12345 :tokensOut 678 :cost 0.0421))))
+      (setq cairn-cockpit--status status)
+      (let ((parts (list (format "%d proposals" (plist-get status :proposals)) "propose mode"
+                         "embedded engine (cairn setup")))
+        (dolist (view '("candidates" "memories" "history" "overview"))
+          (setq cairn-cockpit--view view)
+          (dolist (width '(80 100))
+            (cl-letf (((symbol-function 'cairn-cockpit--header-width) (lambda () width)))
+              (let ((header (cairn-cockpit--header))
+                    (seen (cairn-test--mode-line-seen width)))
+                (should (<= (string-width header) width))
+                (should (string-match-p "| updated 16:33:22" header))
+                (dolist (part parts)
+                  (unless (or (string-match-p (regexp-quote part) header)
+                              (string-match-p (regexp-quote part) seen))
+                    (ert-fail (list part :width width :view view :header header :mode-line seen))))))))))
+    ;; the hint in full where the window has room for it
+    (cl-letf (((symbol-function 'cairn-cockpit--header-width) (lambda () 140)))
+      (setq cairn-cockpit--status (list :refreshed 1.0 :proposals 3 :mode "propose" :provider "extractive"))
+      (should (string-match-p "3 proposals · propose mode · embedded engine (cairn setup for better recall)"
+                              (cairn-cockpit--header))))
+    (kill-buffer)))
 
 (ert-deftest cairn-cockpit-header-shows-todays-usage ()
   "The header adds today's provider usage (requests, tokens, cost) and hides it when there was none."

@@ -7,6 +7,7 @@
 --   CAIRN_TEST_WS        a workspace with two accepted topics ("Tests": `make check`, whose target the
 --                        Makefile lost; "Package manager": pnpm) and an AGENTS.md naming `make lint`
 --
+-- ? lists the Memories view's keys, u says it is not for this view (no undo picker opens);
 -- V verifies (the stale topic shows why, the instruction file's stale line is counted), r on a topic
 -- proposes its retirement after asking, c confirms one (a stale one is refused), e visits its file; the
 -- open AGENTS.md gets a warning on its stale line.  Every wait is bounded.  Success prints
@@ -67,9 +68,26 @@ local function main()
   check(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]:match("embedded engine %(cairn setup for better recall%)"),
     "the header: %s", vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1])
 
+  -- ? lists this view's keys (fails before: the Pending view's, a accept, u undo, ...)
+  local before = #messages
+  press("?")
+  local keys = messages[before + 1] or ""
+  check(keys:match("^cairn: <CR> visit, e visit %(update by hand%), c confirm, r retire, V verify")
+    and not keys:match("accept") and not keys:match("undo"), "? in Memories: %s", keys)
+  -- u is not for Memories: it says so and opens no picker (fails before: the global undo picker)
+  local select, picked = vim.ui.select, nil
+  vim.ui.select = function(_, opts)
+    picked = opts.prompt
+  end
+  press("u")
+  check((messages[before + 2] or ""):match("^cairn: u undoes a decision: H lists them"), "u in Memories: %s",
+    tostring(messages[before + 2]))
+
   -- V: verify now; the message counts what was found, the view shows the stale topic and why
   press("V")
   wait_for("the verification's message", function() return said("^cairn: verified 2 topic") ~= nil end)
+  check(picked == nil, "u in Memories opened a picker: %s", tostring(picked))
+  vim.ui.select = select
   local m = said("^cairn: verified 2 topic")
   check(m:match("1 stale, 1 proposal%(s%) %(in the cockpit's Pending view%)"), "message: %s", m)
   check(m:match("; 1 stale line%(s%) in instruction files"), "message: %s", m)

@@ -20,6 +20,18 @@ M.keys = {
 M.memory_keys = { { "<CR>", "visit" }, { "e", "visit (update by hand)" }, { "c", "confirm" }, { "r", "retire" },
   { "V", "verify" } }
 
+--- The keys of `view` as its header and `?` list them: "KEY what".
+function M.view_keys(view)
+  local keys = {}
+  for _, k in ipairs(view == "memories" and M.memory_keys or M.keys) do
+    table.insert(keys, k[1] .. " " .. k[2])
+  end
+  if view == "memories" then
+    table.insert(keys, "P/H/L/J views")
+  end
+  return keys
+end
+
 -- The buffer named exactly `name`, or nil.
 local function find_buf(name)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -118,13 +130,7 @@ local function header(st, view, root, state)
         unwired == 1 and "" or "s")
     end
   end
-  local keys = {}
-  for _, k in ipairs(view == "memories" and M.memory_keys or M.keys) do
-    table.insert(keys, k[1] .. " " .. k[2])
-  end
-  if view == "memories" then
-    table.insert(keys, "P/H/L/J views")
-  end
+  local keys = M.view_keys(view)
   return {
     string.format("cairn [%s] %s%s", TITLES[view], state or "", counts),
     vim.fn.fnamemodify(root, ":~"),
@@ -309,6 +315,9 @@ local function keymaps(buf)
   end)
   map(buf, "u", function()
     local st = buffers[buf]
+    if st.view == "memories" then
+      return config.notify("u undoes a decision: H lists them (here: c confirms a topic, r retires it, e visits it)")
+    end
     if st.view ~= "history" then
       return commands.undo({ args = "" })
     end
@@ -378,11 +387,7 @@ local function keymaps(buf)
     end
   end)
   map(buf, "?", function()
-    local keys = {}
-    for _, k in ipairs(M.keys) do
-      table.insert(keys, k[1] .. " " .. k[2])
-    end
-    config.notify(table.concat(keys, ", "))
+    config.notify(table.concat(M.view_keys(buffers[buf].view), ", "))
   end)
 end
 

@@ -129,12 +129,20 @@ function M.notify(msg, level)
   vim.notify("cairn: " .. msg, level or vim.log.levels.INFO)
 end
 
---- A person's message for an LSP error (its message carries the fixed code first).
+--- A person's message for an LSP error (its message carries the fixed code first). A proposal
+--- refused as stale only because memory now says otherwise on its subject (E_PROPOSAL_STALE)
+--- ends "(to keep both: accept --keep-both)", the CLI's flag: in Neovim that is K in the cockpit.
 function M.error_text(err)
+  local text
   if type(err) == "table" then
-    return tostring(err.message or vim.inspect(err))
+    text = tostring(err.message or vim.inspect(err))
+  else
+    text = tostring(err)
   end
-  return tostring(err)
+  if text:find("^E_PROPOSAL_STALE") and text:find("accept --keep-both", 1, true) then
+    text = text:gsub("accept %-%-keep%-both", "K in the cockpit (:Cairn)")
+  end
+  return text
 end
 
 return M
