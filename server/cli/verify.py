@@ -45,6 +45,9 @@ def _lines(r: dict[str, Any]) -> list[str]:
             out.append(f"{t['file']}: not confirmed since {t.get('confirmed')}")
     for i in r.get("instructions") or []:
         out += [f"{i['file']}:{i['line']}: stale: {why}" for why in i["why"]]
+    # a note, not a problem: a CLAUDE.md linked to AGENTS.md is a common setup (agents follow the link)
+    out += [f"{f['file']}: not checked ({f['code']}): cairn never follows or reads it; agents may still load it"
+            for f in r.get("instructionRefused") or []]
     out += [budget_line(o) for o in r.get("overBudget") or []]
     return [printable(line) for line in out]
 

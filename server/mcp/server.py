@@ -215,7 +215,9 @@ def search_digests(digests: list[dict[str, Any]], *, query: str = "", note_type:
 
 def build(ns: argparse.Namespace) -> Any:
     """The server for ``ns.workspace`` (tools and resources registered; not running)."""
-    server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    from cairn.server import version  # looked up once the server starts (importlib.metadata: not at import)
+
+    server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING", version=version())
     root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
 
     @server.tool()

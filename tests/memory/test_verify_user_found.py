@@ -387,3 +387,17 @@ def test_bidirectional_controls_never_reach_a_memory_file(tmp_path: Path, capsys
     assert memory_text("\u05e9\u05dc\u05d5\u05dd \u200f!") == "\u05e9\u05dc\u05d5\u05dd \u200f!"  # marks stay
     [row] = json.loads(_cairn(capsys, ws, "memory", "--json")[1])
     assert len(row["sources"]["turns"]) == 1  # the note is still found in the topic made of it
+
+
+def test_an_instruction_file_never_read_is_said_by_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A linked, FIFO or folder AGENTS.md was skipped without a word (`instructionFiles: []`)."""
+    ws = _project(tmp_path)
+    (tmp_path / "real.md").write_text("Run `make check`.\n")
+    (ws / "AGENTS.md").symlink_to(tmp_path / "real.md")
+    os.mkfifo(ws / "CLAUDE.md")
+    code, out, _ = _cairn(capsys, ws, "verify", "--dry-run")
+    assert code == 0, out  # a note: agents follow such links, and cairn never does
+    assert "AGENTS.md: not checked (E_PATH_SYMLINK)" in out and "CLAUDE.md: not checked (E_PATH_NOT_REGULAR)" in out
+    r = json.loads(_cairn(capsys, ws, "verify", "--dry-run", "--json")[1])
+    assert {(f["file"], f["code"]) for f in r["instructionRefused"]} == {("AGENTS.md", "E_PATH_SYMLINK"),
+                                                                         ("CLAUDE.md", "E_PATH_NOT_REGULAR")}

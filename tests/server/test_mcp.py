@@ -36,7 +36,9 @@ async def test_an_agent_remembers_searches_and_lists_through_the_sdk(workspace: 
     cairn(workspace, "seal")
     cairn(workspace, "process")
     async with stdio_client(_params(workspace)) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        init = await session.initialize()
+        from cairn.server import version
+        assert (init.server_info.name, init.server_info.version) == ("cairn", version())  # the version was ""
         tools = {t.name for t in (await session.list_tools()).tools}
         assert tools == {"remember", "journal_search", "memory_list"}
 

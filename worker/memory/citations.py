@@ -359,6 +359,18 @@ def read_lines(root: str, path: str) -> list[str] | None:
     return None if data is None else _lines(data)
 
 
+def refused_code(root: str, path: str) -> str | None:
+    """Why ``path`` under ``root`` is never read as a text file (a link, a FIFO, a folder, a huge file: its
+    code), None when it is absent or readable."""
+    try:
+        _read(root, path)
+    except _Refused as exc:
+        return str(exc.code)
+    except IsADirectoryError:
+        return str(ErrorCode.PATH_NOT_REGULAR)
+    return None
+
+
 def _lines(data: bytes) -> list[str]:
     return [ln.rstrip("\r") for ln in data.decode("utf-8", "replace").split("\n")]
 

@@ -65,6 +65,7 @@ from cairn.worker.memory.citations import (
     from_front_matter,
     git_commit,
     read_lines,
+    refused_code,
     rename_in_text,
     verify_entry,
 )
@@ -326,8 +327,11 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
     read, lines = verify_instructions(ms, tree)
     _save_stale_lines(ms, read, lines)
     lines = [{k: v for k, v in row.items() if k != "key"} for row in lines]
+    # an instruction file there but never read (a link, a FIFO, a folder, too large) is said, not skipped unsaid
+    refused = [{"file": rel, "code": code} for rel in dict.fromkeys([*ms.settings.instructionFiles, *AGENT_FILES])
+               if not os.path.isabs(rel) and (code := refused_code(ms.workspace, rel))]
     return {"checked": len(rows), "stale": sum(1 for r in rows if r["stale"]),
-            "instructionFiles": read, "instructions": lines,
+            "instructionFiles": read, "instructions": lines, "instructionRefused": refused,
             "unverifiable": sum(1 for r in rows for c in r["citations"] if c["verdict"] == UNVERIFIABLE),
             "broken": sum(1 for r in rows if "error" in r), "proposals": proposals, "topics": rows,
             "review": review_id if proposals else None, "overBudget": over}
