@@ -298,7 +298,8 @@ def test_a_decision_waits_its_turn_behind_another_on_the_same_memory() -> None:
         now[0] += s
 
     held = _HeldTarget(busy=50, pid=os.getpid())  # a live holder for one second
-    assert apply._elect_target(held, "accept:p1", None, clock=lambda: now[0], sleep=sleep) == "claim"  # type: ignore[arg-type]
+    got: object = apply._elect_target(held, "accept:p1", None, clock=lambda: now[0], sleep=sleep)  # type: ignore[arg-type]
+    assert got == "claim"
     held = _HeldTarget(busy=10_000, pid=os.getpid())  # stuck: refused in words after the wait
     with pytest.raises(CairnError) as exc:
         apply._elect_target(held, "accept:p1", None, clock=lambda: now[0], sleep=sleep)  # type: ignore[arg-type]
