@@ -204,3 +204,40 @@ def test_an_approved_plan_is_the_assistants_and_the_approval_the_users(keep_plan
     assert turn.assistant == PLAN + "\n\nDone: the gutter keeps its digits together."
     assert "transcript at" not in turn.assistant and "TeamCreate" not in turn.assistant
     assert turn.completed_at == "2026-04-30T16:03:00.000Z"
+
+
+def _without_last_stop_signal(path):
+    """The file as Claude Code 2.1.x leaves it when a session ends (or is killed) before the Stop hook of its
+    last turn ran: every assistant record has ``stop_reason: null``, and no signal follows the last one."""
+    lines = path.read_text().splitlines()
+    last = max(i for i, line in enumerate(lines) if json.loads(line).get("type") == "assistant")
+    kept = lines[:last + 1] + [ln for ln in lines[last + 1:] if not claude_code._stop_signal(json.loads(ln))]
+    path.write_text("\n".join(kept) + "\n")
+
+
+def test_a_2_1_session_ended_before_its_last_stop_signal_keeps_its_last_turn_as_the_tail(fixture_copy):
+    """The last prompt of such a session, answered with text, was never captured, even sealed (by the
+    SessionEnd hook, `import --ended`, the idle seal): it is the tail now, a turn once the file is sealed."""
+    path = fixture_copy("claude-code/entire-plan-clear-context.jsonl")
+    (whole,) = load(path)
+    _without_last_stop_signal(path)
+    (cut,) = load(path)
+    assert cut.tail is not None and cut.turns == whole.turns[:-1]
+    assert cut.sealed().turns == whole.turns  # the same turn, with the id the signal would have given it
+
+
+def test_an_older_session_still_streaming_its_last_reply_has_no_tail(fixture_copy):
+    """Versions that give a stop_reason: a null one on the last record is a reply still being written."""
+    (s,) = load(fixture_copy(FIXTURE))
+    assert s.tail is None
+
+
+@pytest.mark.parametrize("name", ["claude-code-bollywood-story.jsonl", "a2-claude-code-captainrandom-1.jsonl"])
+def test_real_sessions_that_ended_before_their_last_signal(name):
+    from tests.support import REPO
+
+    path = REPO / "tests" / "corpus" / "cache" / name
+    if not path.exists():
+        pytest.skip("corpus file not restored (tests/corpus/fetch.py)")
+    (s,) = load(path)
+    assert s.tail is not None and s.tail.user and s.tail.assistant

@@ -149,3 +149,25 @@ def test_unknown_and_malformed_files_lose_nothing(workspace: Path, tmp_path: Pat
     r = cairn(workspace, "import", str(broken), check=False)
     assert r.returncode == 2 and "E_IMPORT_MALFORMED" in r.stderr and "line" in r.stderr
     assert sorted(p.name for p in _captures(workspace)[0].iterdir()) == before
+
+
+def test_a_claude_session_ended_before_its_last_signal_is_captured_whole_once_it_is_over(
+        workspace: Path, tmp_path: Path) -> None:
+    """Read while it may go on, its last turn waits (counted pending); read once it is over (the hook's
+    session end, `--ended`), the file unchanged, the turn is captured, once."""
+    import json as _json
+
+    from cairn.worker.ingest.importers import claude_code
+
+    from tests.support.transcripts import FIXTURES
+
+    src = tmp_path / "s.jsonl"
+    lines = (FIXTURES / "claude-code" / "entire-plan-clear-context.jsonl").read_text().splitlines()
+    last = max(i for i, ln in enumerate(lines) if _json.loads(ln).get("type") == "assistant")
+    lines = lines[:last + 1] + [ln for ln in lines[last + 1:] if not claude_code._stop_signal(_json.loads(ln))]
+    src.write_text("\n".join(lines) + "\n")
+    first = cairn_json(workspace, "import", str(src))
+    assert first["pending"] == 1 and first["captured"] >= 1
+    again = cairn_json(workspace, "import", "--ended", str(src))
+    assert (again["captured"], again["skipped"]) == (1, first["captured"])
+    assert cairn_json(workspace, "import", "--ended", str(src))["captured"] == 0

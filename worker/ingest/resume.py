@@ -305,7 +305,7 @@ def whole(reader: Reader) -> list[StreamedSession]:
             reader.exhausted = True
 
         out.append(StreamedSession(session_id=s.session_id, source_format=s.source_format, title=s.title,
-                                   turn_hint=s.turn_hint, turns=turns, tail=s.tail))
+                                   turn_hint=s.turn_hint, turns=turns, tail=s.tail, late_tail=s.late_tail))
     return out
 
 
@@ -333,11 +333,12 @@ def resume(path: Path, fd: int, point: ResumePoint, rollout: RolloutState | None
         if reader.hit or first is None or first[0] != point.offset or not turns:
             reader.close()
             return None
+        tail = sessions[0].found_tail()  # the last turn, answered with no stop signal yet: pending until sealed
     except BaseException:
         reader.close()
         raise
     return Session(session_id=point.session_id, source_format=claude_code.NAME, title=point.title,
-                   turns=tuple(turns)), reader
+                   turns=tuple(turns), tail=tail), reader
 
 
 def _resume_rollout(path: Path, fd: int, point: ResumePoint, state: RolloutState) -> tuple[Session, Reader] | None:

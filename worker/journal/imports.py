@@ -143,11 +143,14 @@ class _File:
     def tally(self, results: list[CaptureResult]) -> ImportTally:
         """What this file's captures did (its lines left out included)."""
         seen = [(s, r) for s, r in zip(self.sessions, results, strict=False) if r.turns or r.interrupted]
+        # a tail known only once a stream's turns were read (Claude Code's): pending until the file is sealed
+        late = sum(1 for s in self.sessions if isinstance(s, StreamedSession) and s.tail is None
+                   and s.late_tail is not None and s.late_tail() is not None)
         return ImportTally(files=1, sessions=len(seen), session_ids=tuple(s.session_id for s, _ in seen),
                            captured=sum(r.captured for r in results), skipped=sum(r.skipped for r in results),
                            repaired=sum(r.repaired for r in results),
                            interrupted=any(r.interrupted for r in results), malformed=self.malformed,
-                           pending=self.pending, empty=int(not seen and not self.pending),
+                           pending=self.pending + late, empty=int(not seen and not (self.pending + late)),
                            formats=(self.fmt,) if self.fmt else (),
                            sealed_ids=tuple(s.session_id for s, _ in seen) if self.sealed else ())
 
@@ -517,10 +520,11 @@ class _Import:
             for s in loaded.sessions:
                 if only is not None and s.session_id not in only:
                     continue
-                if s.tail is not None and sealed:
+                late = isinstance(s, StreamedSession) and s.late_tail is not None
+                if (s.tail is not None or late) and sealed:
                     s = s.sealed()
                 elif s.tail is not None:
-                    pending += 1
+                    pending += 1  # a late tail is counted once its turns are read (:meth:`_File.tally`)
                 if isinstance(s, StreamedSession) or s.turns:
                     wanted.append(s)
             if not wanted and not pending and fmt != "auto":  # nothing read: was it this format at all?

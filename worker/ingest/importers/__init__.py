@@ -595,8 +595,9 @@ def load_report(path: pathlib.Path, fmt: str = "auto", *, follow_symlinks: bool 
     """:func:`open_report` with every turn read into memory."""
     with open_report(path, fmt, follow_symlinks=follow_symlinks) as opened:
         return Loaded([s if isinstance(s, Session) else
+                       # turns first: a stream's tail may be known only once they are read (``late_tail``)
                        Session(session_id=s.session_id, source_format=s.source_format, title=s.title,
-                               turns=tuple(s.turns()), tail=s.tail) for s in opened.sessions],
+                               turns=tuple(s.turns()), tail=s.found_tail()) for s in opened.sessions],
                       opened.skipped, opened.format)
 
 

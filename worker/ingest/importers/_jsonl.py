@@ -195,23 +195,33 @@ class StreamedSession:
     """
 
     def __init__(self, *, session_id: str, source_format: str, title: str | None, turn_hint: int,
-                 turns: Callable[[], Iterator[Turn]], tail: Turn | None = None) -> None:
+                 turns: Callable[[], Iterator[Turn]], tail: Turn | None = None,
+                 late_tail: Callable[[], Turn | None] | None = None) -> None:
         self.session_id = session_id
         self.source_format = source_format
         self.title = title
         self.turn_hint = turn_hint
         self.turns = turns
         self.tail = tail
+        #: the tail known only once ``turns()`` has been read to its end (the file's last turn, answered with no
+        #: completion signal: Claude Code's), None before or when there is none
+        self.late_tail = late_tail
+
+    def found_tail(self) -> Turn | None:
+        """The tail, once ``turns()`` has been read to its end."""
+        return self.tail if self.tail is not None else self.late_tail() if self.late_tail is not None else None
 
     def sealed(self) -> StreamedSession:
         """This session as read from a sealed file: its tail (if any) is yielded after its turns."""
-        tail, turns = self.tail, self.turns
-        if tail is None:
+        tail, turns, late = self.tail, self.turns, self.late_tail
+        if tail is None and late is None:
             return self
 
         def all_turns() -> Iterator[Turn]:
             yield from turns()
-            yield tail
+            last = tail if tail is not None else late() if late is not None else None
+            if last is not None:
+                yield last
 
         return StreamedSession(session_id=self.session_id, source_format=self.source_format, title=self.title,
                                turn_hint=self.turn_hint + 1, turns=all_turns)

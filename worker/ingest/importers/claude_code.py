@@ -22,8 +22,14 @@ messages. A turn is complete when a new prompt follows it, when its last
 assistant message stopped for a reason other than ``tool_use``, or when a
 record says the assistant finished (the ``Stop`` hook's progress, a
 ``stop_hook_summary`` or ``turn_duration`` system record: 2.1.x writes
-``stop_reason: null`` on every assistant record); a trailing turn still
-streaming or waiting on a tool is skipped.
+``stop_reason: null`` on every assistant record). A trailing turn waiting on a
+tool is skipped, and so is one still streaming (older versions: a null
+``stop_reason`` where other records of the file give one). In a file whose
+records never give one (2.1.x), a last turn answered with text and none of
+these signals after it is the session's tail (:attr:`Session.tail`), admitted
+once the file is sealed (its stop signal may never come: a session ended or
+killed before it, as public transcripts show); read from a stream it is known
+once the turns have been read (:attr:`StreamedSession.late_tail`).
 """
 
 from __future__ import annotations
@@ -171,8 +177,13 @@ def _active_branch(parents: array, leaf: int) -> list[int]:
     return chain
 
 
-def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> Iterator[Turn]:
-    """Pass 2: read the branch's records again by offset and yield completed root turns in order."""
+def _turns(src: Records, chain: list[int], offsets: array, numbers: array,
+           found: dict[str, Turn | None] | None = None) -> Iterator[Turn]:
+    """Pass 2: read the branch's records again by offset and yield completed root turns in order; ``found``
+    gets the tail (``"tail"``) once they are all read."""
+    if found is not None:
+        found["tail"] = None
+    stops = False  # an assistant record said why it stopped: a null stop_reason then means still streaming
     current: _Open | None = None
     pending_command: tuple[str, str] | None = None
     parent: list[str | None] = [None]
@@ -240,12 +251,17 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array) -> It
         current.texts.extend(_claude.block_texts(content))
         stop = message.get("stop_reason")
         current.stop = stop if isinstance(stop, str) else None
+        stops = stops or current.stop is not None
         current.ended_on_tool = _claude.has_tool_use(content)
         if isinstance(rec.get("timestamp"), str):
             current.completed_at = rec["timestamp"]
 
     if current is not None and not current.ended_on_tool and current.stop not in (None, "tool_use"):
         yield from close(current)
+    elif (found is not None and current is not None and current.answered and not current.ended_on_tool
+          and current.stop is None and not stops and join_texts(current.texts)):
+        found["tail"] = Turn(turn_id=current.turn_id, parent_turn_id=parent[0], user=current.user,
+                             assistant=join_texts(current.texts), completed_at=current.completed_at)
 
 
 def stream(src: Records) -> list[StreamedSession]:
@@ -268,18 +284,26 @@ def stream(src: Records) -> list[StreamedSession]:
                 title = summary
     del nodes
     if session_id is None:
-        first = next(_turns(src, chain, offsets, numbers), None)
+        probe: dict[str, Turn | None] = {}
+        first = next(_turns(src, chain, offsets, numbers, probe), None) or probe.get("tail")  # (read to its end)
         if first is None:
             return []
         session_id = derived_session_id(NAME, None, first.user)
+    found: dict[str, Turn | None] = {}
     return [StreamedSession(session_id=session_id, source_format=NAME, title=title, turn_hint=prompts,
-                            turns=lambda: _turns(src, chain, offsets, numbers))]
+                            turns=lambda: _turns(src, chain, offsets, numbers, found),
+                            late_tail=lambda: found.get("tail"))]
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
-    """Parse one Claude Code session file into at most one session of completed root turns."""
-    return [Session(session_id=s.session_id, source_format=NAME, title=s.title, turns=tuple(s.turns()))
-            for s in stream(JsonlText(text)) if next(s.turns(), None) is not None]
+    """Parse one Claude Code session file into at most one session of completed root turns (and its tail)."""
+    out = []
+    for s in stream(JsonlText(text)):
+        turns = tuple(s.turns())
+        tail = s.found_tail()
+        if turns or tail is not None:
+            out.append(Session(session_id=s.session_id, source_format=NAME, title=s.title, turns=turns, tail=tail))
+    return out
 
 
 def is_session_record(rec: dict[str, Any]) -> bool:
