@@ -6,7 +6,7 @@ import json
 
 import pytest
 from cairn.protocol.errors import CairnError, ErrorCode
-from cairn.worker.ingest.importers import claude_code, load
+from cairn.worker.ingest.importers import claude_code, load, load_report
 
 from tests.support.transcripts import assert_absent
 
@@ -107,17 +107,19 @@ def test_truncated_last_line_is_ignored(fixture_copy):
     assert [t.turn_id for t in load(path)[0].turns] == TURN_IDS
 
 
-def test_malformed_line_names_line_number(fixture_copy):
+def test_malformed_line_names_line_number_and_the_rest_is_read(fixture_copy):
+    """A line that is no JSON (a record torn by a writer that died, then appended to): reported with its number,
+    never its content, and the rest of the file read (it refused the whole file, every turn with it)."""
     path = fixture_copy(FIXTURE)
+    whole = load(path)
     lines = path.read_text().splitlines(keepends=True)
     lines.insert(6, "this is { not json\n")
     path.write_text("".join(lines))
-    with pytest.raises(CairnError) as err:
-        load(path)
-    assert err.value.code == ErrorCode.IMPORT_MALFORMED
-    assert err.value.detail["line"] == 7
-    assert "line 7" in err.value.message
-    assert "not json" not in str(err.value)
+    report = load_report(path)
+    [err] = report.skipped
+    assert err.code == ErrorCode.IMPORT_MALFORMED and err.detail["line"] == 7 and "line 7" in err.message
+    assert "not json" not in str(err)
+    assert report.sessions == whole
 
 
 @pytest.mark.parametrize(

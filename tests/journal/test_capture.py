@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cairn.protocol import codec
 from cairn.protocol.journal import Seal
+from cairn.worker.ingest.importers import load
 
 from tests.journal.helpers import ALL_FORMATS, DEMO, batches, cairn, cairn_json, ready_evidence, segment_path
 
@@ -171,3 +172,15 @@ def test_a_claude_session_ended_before_its_last_signal_is_captured_whole_once_it
     again = cairn_json(workspace, "import", "--ended", str(src))
     assert (again["captured"], again["skipped"]) == (1, first["captured"])
     assert cairn_json(workspace, "import", "--ended", str(src))["captured"] == 0
+
+
+def test_a_record_torn_in_the_middle_of_a_session_leaves_out_that_line_only(workspace: Path, tmp_path: Path) -> None:
+    """A writer that died mid-record, then the agent went on appending: the torn line is reported and left out,
+    every turn around it captured (the whole file was refused, on every later run too)."""
+    src = tmp_path / "s.jsonl"
+    lines = ALL_FORMATS["claude-code"].read_text().splitlines()
+    src.write_text("\n".join([*lines[:4], '{"type": "user", "message": {"role": "us', *lines[4:]]) + "\n")
+    r = cairn(workspace, "import", "--ended", str(src), "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["captured"] == len(load(ALL_FORMATS["claude-code"])[0].sealed().turns)
+    assert [(m["line"], m["code"]) for m in out["malformed"]] == [(5, "E_IMPORT_MALFORMED")]

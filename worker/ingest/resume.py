@@ -116,6 +116,17 @@ class Reader(JsonlFile):
     WATCHES = True
 
     def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        """The records, in order (see the module docstring); a file none of whose lines is JSON is malformed
+        (its first line that is not), not a file with nothing in it."""
+        read = False
+        for item in self._scan():
+            read = True
+            yield item
+        torn = [e for e in self.skipped if e.message.endswith("not a JSON value; line skipped")]
+        if not read and torn:
+            raise malformed(int(str(torn[0].detail.get("line") or 0)), "not a JSON value")
+
+    def _scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
         self.fh.seek(self.start)
         self._kept.clear()
         watches = self.WATCHES
@@ -147,7 +158,9 @@ class Reader(JsonlFile):
                     continue
                 if isinstance(exc, CairnError):
                     raise
-                raise malformed(number, "not a JSON value") from None
+                self.skipped.append(malformed(number, "not a JSON value; line skipped"))  # as JsonlFile does
+                self.end = offset
+                continue
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
             if found:

@@ -17,10 +17,10 @@ past that many bytes of source lines), and what ``at`` returns is what the
 scan read, so a small file is read once, as one consistent snapshot.
 
 The rules are those of ``_common.iter_jsonl`` and ``load``: blank lines are
-skipped; a line that is not a JSON object is malformed, except an
+skipped; a record that is not a JSON object is malformed, except an
 unterminated last line that does not parse (a write in progress), which is
-ignored; a complete line nesting past the JSON depth bound is left out and
-reported (:attr:`JsonlFile.skipped`). A file
+ignored; a complete line that is no JSON at all (a torn record) or nests past
+the JSON depth bound is left out and reported (:attr:`JsonlFile.skipped`). A file
 that changes under a second read (not only grown) is refused.
 :class:`JsonlText` gives the same interface over text already in memory.
 """
@@ -107,6 +107,17 @@ class JsonlFile:
         return raw
 
     def scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        """The records, in order (see the module docstring); a file none of whose lines is JSON is malformed
+        (its first line that is not), not a file with nothing in it."""
+        read = False
+        for item in self._scan():
+            read = True
+            yield item
+        torn = [e for e in self.skipped if e.message.endswith("not a JSON value; line skipped")]
+        if not read and torn:
+            raise malformed(int(str(torn[0].detail.get("line") or 0)), "not a JSON value")
+
+    def _scan(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
         self.fh.seek(0)
         self._kept.clear()
         budget = REREAD_CACHE_BYTES
@@ -135,7 +146,10 @@ class JsonlFile:
                     continue
                 if isinstance(exc, CairnError):
                     raise
-                raise malformed(number, "not a JSON value") from None
+                # a complete line that is no JSON (a record torn by a writer that died, then appended to when
+                # the agent went on): left out and reported, the rest read; refusing the file hid every turn
+                self.skipped.append(malformed(number, "not a JSON value; line skipped"))
+                continue
             if not isinstance(obj, dict):
                 raise malformed(number, "record is not a JSON object")
             if found:
