@@ -60,7 +60,8 @@ class Headless:
         self.say = say or (lambda line: print(line, flush=True))
         self.observe = observe or (lambda kind, detail: None)
         self.totals = {"batches": 0, "captured": 0, "sealed": 0}
-        self._digest = False
+        # a first pass digests what was sealed before the watch began (a hook's session end, `cairn seal`)
+        self._digest = True
         self._actions: asyncio.Queue[Action] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
@@ -126,6 +127,7 @@ class Headless:
         )
 
         assert self._actions is not None
+        await self._digest_pass()  # what others sealed before the watch began
         while True:
             action = await self._actions.get()
             if isinstance(action, Ignored):
@@ -142,6 +144,9 @@ class Headless:
                 idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds,
                                                                  paths=action.paths), SealIdleResult)
                 self._sealed(len(idle.captures) if idle else 0, "idle")
+                # captures another process sealed (an agent's session-end hook) are digested here too: the
+                # watcher's own seals were the only ones that led to a digest
+                self._digest = True
                 await self._digest_pass()
             elif isinstance(action, Seal):
                 sealed = await self._job("seal", SealArgs(session_id=action.session, trigger=action.trigger),
@@ -183,8 +188,10 @@ class Headless:
             self._digest = True
 
     async def _digest_pass(self) -> None:
-        """A digest pass after a seal (in a thread): sealed captures are what digests are made of."""
+        """A digest pass after a seal (in a thread): sealed captures are what digests are made of, whoever
+        sealed them; said when it did something."""
         if self._digest:
             self._digest = False
             counts = await asyncio.to_thread(process_workspace, self.ws)
-            print_process(counts, prefix=f"{time.strftime('%H:%M:%S')} digests: ")
+            if counts.recovered or counts.published or counts.all_none or counts.failed or counts.exhausted:
+                print_process(counts, prefix=f"{time.strftime('%H:%M:%S')} digests: ")

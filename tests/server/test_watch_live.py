@@ -71,3 +71,27 @@ def test_cairn_watch_with_nothing_to_watch_is_a_usage_error(workspace: Path) -> 
     r = subprocess.run([PYTHON, "-m", "cairn.server", "watch", "-w", str(workspace)], cwd=REPO, env=child_env(),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("cairn: E_USAGE: nothing to watch")
+
+
+def test_cairn_watch_digests_what_another_process_sealed(workspace: Path, tmp_path: Path) -> None:
+    """A session sealed by an agent's session-end hook (here `cairn seal`) before or while the watch runs was
+    never digested by it: only its own seals led to a digest pass."""
+    from tests.journal.helpers import DEMO, cairn, cairn_json
+
+    cairn(workspace, "import", str(DEMO))
+    cairn(workspace, "seal")
+    assert cairn_json(workspace, "journal") == []
+    start_session(tmp_path / "store" / "session.jsonl")
+    proc = subprocess.Popen([PYTHON, "-m", "cairn.server", "watch", "-w", str(workspace), str(tmp_path / "store")],
+                            cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]  # the first capture and the digest pass, either order
+        assert any(" digests: published 1" in line for line in lines), lines
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert len(cairn_json(workspace, "journal")) == 1
