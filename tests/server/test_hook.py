@@ -105,6 +105,15 @@ def test_an_event_cairn_does_not_act_on_or_a_relative_path_is_refused(workspace:
     _refused(workspace, home, _payload(Path("projects") / transcript.name, workspace), "E_HOOK_PAYLOAD_INVALID")
 
 
+def test_a_path_no_file_can_have_is_refused_with_its_code(workspace: Path, tmp_path: Path) -> None:
+    """A lone surrogate in the path, a name over 255 bytes: they were E_INTERNAL ("report a bug")."""
+    home, transcript = _store(tmp_path)
+    odd = json.dumps({"session_id": SESSION, "transcript_path": str(transcript.parent) + "/x\ud800.jsonl",
+                      "cwd": str(workspace), "hook_event_name": "SessionEnd"}).encode()
+    _refused(workspace, home, odd, "E_HOOK_PAYLOAD_INVALID")
+    _refused(workspace, home, _payload(transcript.parent / ("x" * 300 + ".jsonl"), workspace), "E_HOOK_PAYLOAD_INVALID")
+
+
 def test_a_transcript_outside_the_store_and_the_workspace_is_not_read(workspace: Path, tmp_path: Path) -> None:
     home, transcript = _store(tmp_path)
     elsewhere = tmp_path / "elsewhere.jsonl"

@@ -97,6 +97,10 @@ def parse(agent: str, raw: bytes) -> Payload:
             return None
         if not isinstance(v, str) or not v or len(v) > 4096 or "\x00" in v:
             raise _bad(f"payload field {key!r} missing or not a string")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (JSON allows "\ud800"): no file or id is named so
+            raise _bad(f"payload field {key!r} is not valid Unicode") from None
         return v
 
     session_id, transcript, event = text("session_id"), text("transcript_path"), text("hook_event_name")
@@ -113,6 +117,8 @@ def parse(agent: str, raw: bytes) -> Payload:
         raise _bad(f"event {event[:40]!r} is not one cairn acts on ({ends}, {compacts})")
     if not os.path.isabs(transcript):
         raise _bad("payload field 'transcript_path' is not an absolute path")
+    if any(len(part.encode("utf-8")) > 255 for part in transcript.split("/")):  # NAME_MAX: no file is named so
+        raise _bad("payload field 'transcript_path' names a file no file system holds (a name over 255 bytes)")
     return Payload(agent, session_id, transcript, cwd, event, trigger, ended)
 
 
