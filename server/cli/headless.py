@@ -5,6 +5,12 @@ import`` above all) do not load asyncio, ssl and the watch modules at start:
 about 34 ms of every run, measured with ``python -X importtime``.
 :class:`Headless` is still importable from :mod:`server.cli.watch`.
 
+A job refused because another process holds a claim it needs (``E_CLAIM_BUSY``: a watcher killed a
+moment ago holds its session's claim until its deadline, 60 s) is reported to the core as such
+(:class:`~server.watch.core.Imported` with ``busy``, :class:`~server.watch.core.Busy` for a seal), which
+tries it again on its own after a back-off and seals nothing in the meantime (rule 8 of
+:mod:`server.watch.core`); said once on stderr until a job of that kind runs.
+
 Imports inside functions: as they were in :mod:`server.cli.watch` (the job records and the worker
 entry, loaded when the first job runs).
 """
@@ -19,10 +25,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cairn.protocol.errors import ErrorCode
 from cairn.server.cli.journal import print_process, process_workspace
 from cairn.server.cli.support import printable, response_error
 from cairn.server.watch.core import (
     Action,
+    Busy,
     FileEvent,
     Ignored,
     Import,
@@ -65,6 +73,7 @@ class Headless:
         self._actions: asyncio.Queue[Action] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
+        self._waiting: set[str] = set()  # job kinds refused for a busy claim, said once until one runs
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -134,29 +143,38 @@ class Headless:
                 sys.stderr.write(f"cairn: {action.code}: {printable(os.path.basename(action.path))} ignored\n")
                 self.observe("ignored", action)
             elif isinstance(action, Import):
-                imported = await self._job("import", ImportArgs(paths=tuple(action.paths), each=True), ImportResult)
+                imported, busy = await self._job("import", ImportArgs(paths=tuple(action.paths), each=True),
+                                                 ImportResult)
                 # no importer reports a session as ended yet: the core's session-end seal waits for one
-                self._queue(self.core.handle(Imported(action.group, action.paths), time.time()))
+                self._queue(self.core.handle(Imported(action.group, action.paths, busy=busy), time.time()))
                 if imported is not None:
                     self._report(imported, len(action.paths))
                 self.observe("import", imported)
             elif isinstance(action, SealIdle):
-                idle = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds,
-                                                                 paths=action.paths), SealIdleResult)
+                idle, busy = await self._job("seal-idle", SealIdleArgs(quiet_seconds=action.quiet_seconds,
+                                                                       paths=action.paths), SealIdleResult)
+                if busy:  # tried again after the core's back-off, not at the next change
+                    self._queue(self.core.handle(Busy(action), time.time()))
                 self._sealed(len(idle.captures) if idle else 0, "idle")
                 # captures another process sealed (an agent's session-end hook) are digested here too: the
                 # watcher's own seals were the only ones that led to a digest
                 self._digest = True
                 await self._digest_pass()
             elif isinstance(action, Seal):
-                sealed = await self._job("seal", SealArgs(session_id=action.session, trigger=action.trigger),
-                                         SealResult)
+                sealed, busy = await self._job("seal", SealArgs(session_id=action.session, trigger=action.trigger),
+                                               SealResult)
+                if busy:
+                    self._queue(self.core.handle(Busy(action), time.time()))
                 self._sealed(len(sealed.sealed) if sealed else 0, action.trigger)
                 await self._digest_pass()
 
-    async def _job(self, kind: str, args: Any, result: type[T]) -> T | None:
-        """Run job ``kind`` with ``args`` (its argument record) in a thread: its ``result`` record, or None
-        when it failed (said on stderr, code only; the watch goes on)."""
+    async def _job(self, kind: str, args: Any, result: type[T]) -> tuple[T | None, bool]:
+        """Run job ``kind`` with ``args`` (its argument record) in a thread: (its ``result`` record, or None
+        when it failed; whether it was refused because another process holds a claim it needs).
+
+        A failure is said on stderr, code only, and the watch goes on. A refusal for a busy claim is for the
+        core to try again (module docstring): said once until a job of that kind runs, not at every retry;
+        any other failure is tried again at the file's next change."""
         from cairn.protocol.codec import to_body
         from cairn.protocol.results import read
         from cairn.protocol.worker import WorkerRequest
@@ -166,9 +184,16 @@ class Headless:
         resp = await asyncio.to_thread(run_request, request)
         if resp.status != "ok":
             err = response_error(resp)
-            sys.stderr.write(f"cairn: {err.code}: {kind} failed; tried again at the next change\n")
-            return None
-        return read(result, resp.result, job=kind)
+            busy = resp.status == "busy" or err.code is ErrorCode.CLAIM_BUSY
+            if not busy:
+                sys.stderr.write(f"cairn: {err.code}: {kind} failed; tried again at the next change\n")
+            elif kind not in self._waiting:
+                self._waiting.add(kind)
+                sys.stderr.write(f"cairn: {err.code}: {kind} waits for a claim another process holds (one that "
+                                 "was killed holds it until its deadline); tried again on its own\n")
+            return None, busy
+        self._waiting.discard(kind)
+        return read(result, resp.result, job=kind), False
 
     def _report(self, r: ImportResult, files: int) -> None:
         for bad in r.failed or ():

@@ -11,9 +11,14 @@ worker's job functions in a thread (never on the event loop; claims fence it
 against a server doing the same); idle and session-end seals are
 ``seal-idle`` and ``seal`` jobs, and a seal that sealed something is
 followed by a digest pass. One line per batch that captured turns; a file
-ignored or failed is said on stderr with its fixed code. Ctrl-C (SIGINT) or
+ignored or failed is said on stderr with its fixed code. An import or seal
+refused because another process holds a claim it needs (``E_CLAIM_BUSY``) is
+tried again by itself after a back-off, and nothing is sealed before that
+import went through (rule 8 of :mod:`server.watch.core`). Ctrl-C (SIGINT) or
 SIGTERM stops it after the job under way: a summary line, exit 130. A
-stopped watcher loses nothing: the next one imports again, idempotently.
+stopped watcher loses nothing: the next one imports again, idempotently; one
+killed (SIGKILL) leaves its session's claim held until its deadline, which the
+next one started at once waits out that way.
 
 ``--once`` is one discovery pass instead (:class:`worker.jobs.watch.Watcher`:
 import what changed, seal what went idle, digest), for hooks and cron; it
