@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import pathlib
 import re
 import sys
@@ -46,6 +47,10 @@ from dataclasses import dataclass, field
 
 ROOT = pathlib.Path(__file__).resolve().parent / "staleness-cases"
 OK, STALE, UNVERIFIABLE = "ok", "stale", "unverifiable"
+#: where the cases' trees are written: a memory file system where there is one. The trees hold 441,000 empty
+#: files; on a disk-backed /tmp each costs about a millisecond of system time to create and remove (8 minutes
+#: for the verifier's run), in memory a few microseconds. The checker reads the tree the same way on either.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
 @dataclass
@@ -185,16 +190,14 @@ def _verifier() -> Callable[[str, str, list[str], str], str] | None:
 
 
 def materialize(case: Case, root: pathlib.Path) -> None:
+    """Write ``case``'s tree under ``root``: each folder made once, the files without a body left empty."""
+    for d in sorted({os.path.dirname(p) for p in (*case.tree, *case.files)} - {""}):
+        os.makedirs(root / d, exist_ok=True)
     for p in case.tree:
-        if p in case.files:
-            continue
-        f = root / p
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.touch()
+        if p not in case.files:
+            os.close(os.open(root / p, os.O_CREAT | os.O_WRONLY, 0o644))
     for p, body in case.files.items():
-        f = root / p
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(body, encoding="utf-8")
+        (root / p).write_text(body, encoding="utf-8")
 
 
 # --- scoring ---------------------------------------------------------------
@@ -230,7 +233,7 @@ def score(cases: list[Case], checker: str) -> Tally:
     run = _verifier() if checker == "verifier" else None
     for case in cases:
         ix = index(case)
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=SCRATCH) as tmp:
             if run is not None:
                 materialize(case, pathlib.Path(tmp))
             t0 = time.perf_counter()
