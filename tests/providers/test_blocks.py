@@ -11,8 +11,27 @@ from tests.providers.sessions import turn
 
 
 def test_a_lead_in_over_a_list_is_one_fact() -> None:
-    text = "The MVP is:\nupload a video\nlist the titles\n\nTech stack:\n- Terraform\n- Vite.js\n\nUse it to plan the work"
-    assert blocks(text) == ["The MVP is: upload a video; list the titles", "Tech stack: Terraform; Vite.js"]
+    text = "Our setup:\nDocker on a VPS\nnginx in front\n\nTech stack:\n- Terraform\n- Vite.js\n\nUse it to plan the work"
+    assert blocks(text) == ["Our setup: Docker on a VPS; nginx in front", "Tech stack: Terraform; Vite.js"]
+
+
+def test_a_specification_of_what_is_built_is_no_fact() -> None:
+    """The requirements, the scope and the MVP of the work asked for (quoted from the corpus: claude-code-kalshi-
+    scanner 0.0, the audit pool's movie-search session, specstory-video-share-scope 0.0) specify the work: on dev and
+    the audit pools their notes kept 3 task requests and were wrong 3 times in 6 (bench/README.md)."""
+    text = (
+        "REQUIREMENTS:\n- Connect to Kalshi's live API (production, not demo)\n- Pull all currently active markets\n\n"
+        "Requirements:\n- **Debounce:** **400ms** after last input change before calling search API; typing does not "
+        "spam TMDB.\n\n"
+        "The MVP is:\n- Amazon Cloud based\n- Web form to upload video from desktop or mobile.\n"
+    )
+    assert blocks(text) == []
+
+
+def test_css_custom_properties_are_code_not_a_list() -> None:
+    # claude-code-bhavana 0.0: a palette pasted under "Design system:" is the stylesheet of the work asked for
+    text = "Design system:\n--bg-primary: #0F1923\n--bg-card: #162230\n--accent: #1D9E75\n"
+    assert blocks(text) == []
 
 
 def test_labelled_stack_lines_are_facts() -> None:

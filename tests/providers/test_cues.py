@@ -18,7 +18,10 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         # directives without a marker word
         ("We need tests that hit the database, not mocks.", PROJECT),
         ("Run it yourself rather than pasting me commands.", FEEDBACK),
-        ("In the health endpoint, do NOT return stack traces ever.", FEEDBACK),
+        ("In the tests, do not mock the database ever.", FEEDBACK),
+        # what the program returns or shows specifies the feature, however firmly said
+        ("In the health endpoint, do NOT return stack traces ever.", None),
+        ("Don't show me the whole file.", FEEDBACK),
         ("We shouldn't hard-code region names.", PROJECT),
         ("Use uv pip", FEEDBACK),
         ("Periodically run the lint script to see what broke.", FEEDBACK),
@@ -41,7 +44,7 @@ USER, FEEDBACK, PROJECT, REFERENCE = NoteType.USER, NoteType.FEEDBACK, NoteType.
         ("We will be using dependency extras so each engine installs alone.", PROJECT),
         ("My routes should be in routes.py", PROJECT),
         ("The test database is in the project root and is called shop.db", PROJECT),
-        ("get the connection string from env MONGODB_CONNECTION_STRING", PROJECT),
+        ("get the connection string from env MONGODB_CONNECTION_STRING", None),  # a request, "get …"
         ("Scope is intentionally small: three hardcoded properties and one wallet.", PROJECT),
         ("Program location: ~/shop/anchor/", PROJECT),
         # a preference said as a feeling is feedback on the edit at hand far more often than a standing one

@@ -49,6 +49,17 @@ NO_NOTE = {
         # aider-prompt-sail 0.0 (a request behind the link it is about)
         "https://github.com/sabelosimelane/prompt_sail Help me copy the read MD for this project as I have cloned "
         "it, I've forked it actually and I'm writing a better version.",
+        # aider-haav-catalog 1.10 ("get …")
+        'get the connection string from env MONGODB_CONNECTION_STRING and use the DB "ProductDB"',
+        # a2-specstory-skillz-2 0.0, audit pool ("compare …")
+        "compare @DESIGN.md and @DESIGN-codex.md take the best of both and  make a final design in "
+        "`DESIGN-combined.md`",
+        # a2-specstory-4dhh-1 0.3, audit pool ("we should also <work verb> …" proposes the work)
+        "Looks good. I think the hero font should be sans serif. We should also adjust the color pallet to use "
+        "blue/black instead of the light brown.",
+        # aider-pocketflow 0.0 ("put …" asks for the work, as "move …" does)
+        "Create a plan for how to make this command line app into a webservice using FastAPI. Put the webservice "
+        "project inside backend folder.",
         # specstory-devto-json 0.8 (a request after a connective)
         "Moreover, update the tasks in #file:tasks.json  so that instead of running each 10 seconds, we instead run "
         "the script whenever a user saves a .md file present in #file:the-blog-posts",
@@ -57,6 +68,8 @@ NO_NOTE = {
     "blocker": [
         # aider-luvatrix 0.2
         "I tried to build onto my phone but got hit with a build error:",
+        # a2-specstory-inkwell-4 0.4, audit pool
+        "The app keeps freezing when trying to run the AI Assistance.",
     ],
     # time pressure of the moment
     "deadline": [
@@ -74,6 +87,13 @@ NO_NOTE = {
         "Let's stay with 200 px wide hexagons for now.",
         # specstory-cozy-dinner-menu 0.1
         "Just without shopping list feature for now.",
+        # a2-specstory-policy-1 0.32, audit pool (one of the options the assistant offered, quoted back)
+        "Option 1: Use the browser interface instead of fetch\nInstead of using fetch commands, try logging in "
+        "through the actual website:",
+        # a2-specstory-economicbc-1 0.97, audit pool ("in this case")
+        "The HTTP Get works, but its only retriving the first entry in the api. I need it to fetch all data. In this "
+        "case its all data from 2022 since we are using https://restapi.e-conomic.com/accounting-years/2022/entries"
+        "?demo=true",
         # specstory-munsell-future 0.3
         "In addition, I think that we should add vector calculations in the Munsell space, which could have a "
         "utility (I would assume that we can do a transformation of coordinate and apply regular vector arithmetic) "
@@ -112,6 +132,10 @@ NO_NOTE = {
     ],
     # what the feature being built does
     "feature description": [
+        # claude-code-will-it-rain 0.5 and aider-pocketflow 0.27 (what the program shows or returns)
+        "I need to get (only if there is) the snow and ice (verglas en francais).\nBut don't display if there is no "
+        "chance",
+        "In health endpoint, do NOT return sqlite://// ever. Its only sqlite://.",
         # export-daiflo 0.2
         "Each feature should have it's own unique section.",
         # codex-raveera 0.1 (what the component does, not what the assistant does)
@@ -378,3 +402,26 @@ def test_the_shapes_of_pasted_text_do_not_catch_the_users_own_words() -> None:
 def test_a_question_said_with_emphasis_is_a_question() -> None:
     # audit-aider-aider-tests-fixture: a bug report, not a rule, though it says "always"
     assert notes_of("diff_commits seems to always be returning colorized diffs, even when pretty=false?!") == []
+
+
+def test_a_requests_own_facts_and_who_the_user_is_still_count() -> None:
+    # aider-item-info 0.47: a fact said inside a request is the project's, and kept
+    assert [k for k, _ in notes_of(
+        "Create a complete user management interface using React that connects to this backend API. The backend is "
+        "at http://192.168.254.20:3000 and uses JWT authentication with token stored in localStorage as 'token'."
+    )] == [NoteType.PROJECT]
+    # specstory-video-share-scope 0.0: who the user is, said in a request, is still theirs
+    assert [k for k, _ in notes_of(
+        "Review the project scope.  let's start with phase 1.  Since I'm learning, help me to:\n"
+        "1. understand the overall process"
+    )] == [NoteType.USER]
+
+
+def test_a_document_pasted_whole_is_not_the_users_words() -> None:
+    # a2-claude-code-eduardodmb-3 0.1 (audit pool) pasted a 39 KB source of truth with its rules ("Never speculate
+    # about code you haven't opened."); 12 of its 13 notes were judged wrong. Written for the rule: the same rule
+    # under 32 KiB of pasted sections is left out, on its own it is kept
+    rule = "Never speculate about code you haven't opened."
+    section = "## Section\n\nContext matures through a lifecycle from idea to learning to skill to standard.\n\n"
+    assert [k for k, _ in notes_of(rule)] == [NoteType.FEEDBACK]
+    assert notes_of("only update you: some like\n\n" + rule + "\n\n" + section * 400) == []

@@ -7,8 +7,9 @@ publishes only on strong evidence, so precision is the figure held high; a
 change that loses either figure, or keeps one more request for work or
 description of the thing being built as a memory, fails here. The labels
 follow ADR 0024 (a description of what is being built is a task, never
-durable), under which the engine still keeps 13 of dev's 439 task items: the
-floor holds that number, it does not bless it. Two floors:
+durable), under which the engine still keeps 5 of dev's 439 task items (13
+before the rules of 2026-12-07, third round): the floor holds that
+number, it does not bless it. Two floors:
 
 ``dev-committed``  the dev files the repository carries (always present);
 ``dev``            every dev file, including those restored by

@@ -11,9 +11,9 @@ finds, each as the one-line statement a note quotes ("Tech stack: Amazon
 cloud (s3; Terraform; Vite.js"). Only two shapes count:
 
 ``list``   a line that is a lead-in (a project aspect such as "tech stack",
-           "requirements", "conventions", "our setup", or "the MVP/app/
-           project is/uses") ending in ``:`` and followed by 1-12 short item
-           lines; the block ends at a blank line or the next lead-in.
+           "conventions", "our setup", or "the app/project is/uses") ending
+           in ``:`` and followed by 1-12 short item lines; the block ends at
+           a blank line or the next lead-in.
 ``label``  a line "<attribute>: <value>" whose attribute names a part of a
            project's stack or setup (framework, language, database, hosting,
            package manager, …) and whose value is short; the colon is
@@ -22,14 +22,17 @@ cloud (s3; Terraform; Vite.js"). Only two shapes count:
 
 The lead-in is a closed set of *aspect* nouns, never a topic, so the rule
 reads any project's description. Lists of work are not facts: a lead-in of
-tasks, steps, changes or errors is not in the set, nor is a bare "Context:" or
+tasks, steps, changes or errors is not in the set, nor are "Requirements:",
+"Constraints:", "Scope:" and "The MVP is:" (the specification of what is
+being built: "REQUIREMENTS: Connect to Kalshi's live API …; Pull all currently
+active markets …", "Requirements: Debounce 400ms after last input …"), nor is a bare "Context:" or
 "Background:" (the situation of the work asked for: "Context: We need to
 improve the initial state of the page …"; "Project context:" is in), and a block any of whose
 items starts with a task verb ("add", "fix", "create" …) is a specification of
 work to do ("Requirements: Add X as a new option …"), so it is dropped. Fenced
 code, quoted lines and indented lines (a pasted YAML file's "environment:" over
-"PMA_HOST: mysql") are skipped; items that look like code or logs end the
-block.
+"PMA_HOST: mysql") are skipped; items that look like code (a CSS custom
+property, "--accent: #1D9E75") or logs end the block.
 """
 
 from __future__ import annotations
@@ -47,14 +50,14 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _ASPECT = (
     r"(?:tech(?:nology|nical)?\ stack|stack|tech|technologies|tools|tooling|libraries|dependencies|frameworks?"
     r"|languages?|platforms?|infrastructure|infra|architecture|setup|environment|dev(?:elopment)?\ environment"
-    r"|requirements|constraints|conventions|coding\ (?:standards|style|conventions)|code\ style|style\ guide|rules"
+    r"|conventions|coding\ (?:standards|style|conventions)|code\ style|style\ guide|rules"
     r"|guidelines|project\ (?:structure|layout|rules|conventions|context|overview|description)|(?:folder|directory)"
-    r"\ structure|design\ system|target(?:\ (?:platforms?|users|audience))?|audience|scope|mvp"
+    r"\ structure|design\ system|target(?:\ (?:platforms?|users|audience))?|audience"
     r"|about(?:\ (?:me|the\ project|this\ project))?|deployment|hosting)"
 )
 _LEAD = re.compile(
     rf"""^(?:(?:our|my|the|current|project|technical|non-functional|functional)\ )*{_ASPECT}$
-    |^(?:the|our|my|this)\ (?:mvp|project|app|application|site|website|product|platform|tool|stack|setup|scope|idea|goal)
+    |^(?:the|our|my|this)\ (?:project|app|application|site|website|product|platform|tool|stack|setup)
       \ (?:is|are|will\ be|includes?|uses|has|needs|should\ be)$
     |^(?:we|i)\ (?:use|are\ using|'re\ using|am\ using)$|^built\ (?:with|on|using)$""",
     re.I | re.X,
@@ -71,7 +74,10 @@ _TASK_ITEM = re.compile(
     r"|complete|review|todo)\b",
     re.I,
 )
-_CODEISH = re.compile(r"[;{}]\s*$|^\s*[})\]<]|^\s*(?:def|class|import|from|function|const|let|var|return)\b|=>|\(\)\s*\{")
+# code, not prose: a statement's end, a closing bracket, a keyword, an arrow, a CSS custom property ("--accent: #1D9E75")
+_CODEISH = re.compile(
+    r"[;{}]\s*$|^\s*[})\]<]|^\s*(?:def|class|import|from|function|const|let|var|return)\b|=>|\(\)\s*\{|^\s*--[\w-]+\s*:"
+)
 # a template's blank ("Framework: [Your specific framework]", "Database: <your database>"): nothing is stated
 _PLACEHOLDER = re.compile(r"^[\[<{][^\]>}]*\b(?:your|specific|insert|placeholder|tbd|todo)\b|\byour\b", re.I)
 _MOMENT = re.compile(r"\b(?:error|errors|exception|traceback|failed|failing|broken|bug|todo|tasks?|steps?|changes?)\b", re.I)

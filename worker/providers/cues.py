@@ -17,13 +17,15 @@ they can only add notes. Each returns the note type or ``None``:
 ``stack``       what it is built with: "we will be using X", "I want to use X",
                 "we're using X" (X a named tool, not "the same" or a pronoun).
 ``layout``      where things are: "X is (located) in <file or folder>", "my
-                X should be in …", "X is called <name>", "put X inside the Y folder",
-                "Logo location: ~/app/logo/" (not a log's "Syncing
-                repository: owner/name").
+                X should be in …", "X is called <name>", "keep X in the Y
+                folder" ("put X inside …" asks for the work), "Logo
+                location: ~/app/logo/" (not a log's "Syncing repository:
+                owner/name").
 ``directive``   a standing rule without a marker word: "X should be done
                 once in one place", "X should always …", "we should
                 keep/follow …", "we shouldn't …", a short "use <tool>",
-                "<in context>, do not … ever", "I will commit/deploy …
+                "<in context>, do not … ever" (not "do not return/display …", what
+                the program does), "I will commit/deploy …
                 manually/myself", a recurring moment with an order for the
                 assistant ("after each file, stop and wait for my review",
                 "each time you …"). "Make sure / ensure (that) all …" is
@@ -60,7 +62,8 @@ Any cued sentence that points at content of the moment ("the following",
 "below", "above", "attached", "this error", "step 2", a deictic "here", a
 closing colon that introduces what follows) is a task, whatever its form;
 so is one that reports a problem or hides a request ("nothing happens",
-"doesn't load", "broken", "why", "can you …", "can we …", "…, put it back"),
+"doesn't load", "broken", "keeps freezing", "crashes", "stuck", "why", "can
+you …", "can we …", "…, put it back"),
 one that says what holds now ("now", "currently") or what the user just did
 ("I edited … manually", "I just added …": progress), and a
 *layout* sentence about where a problem, a pronoun or "the new" thing is
@@ -136,7 +139,7 @@ DIRECTIVE = re.compile(
     |\buse\ (?!(?:a\ |an\ |the\ )?(?:better|clearer|cleaner|nicer|simpler|more|less|different|another|proper
       |appropriate|correct|right|good|meaningful|descriptive)\b)[^,;]{1,40}?\ (?:instead\ of|rather\ than)\b
     |^use\ [`'"]?[\w.+-]+(?:\ [\w.+-]+)?[`'"]?\.?$
-    |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ \w+.*\bever\b
+    |^(?:in|for|on|with|when)\ [^,]{1,40},\ (?:do\ not|don'?t|never)\ (?!(?:return|display|show|render|log|emit|send)\b)\w+.*\bever\b
     |\bi(?:'ll|\ will)\ (?:commit|push|deploy|merge|run\ the\ tests|test)\ (?:it\ |this\ |them\ )?(?:manually|myself)\b""",
     _X,
 )
@@ -198,6 +201,7 @@ _REPORT = re.compile(
     |\bnothing\ (?:happens|works|shows)|\bi\ (?:get|see|got|saw)\b|\bit\ (?:shows|says|throws|returns)\b
     |\b(?:doesn'?t|does\ not|won'?t|isn'?t|is\ not)\ (?:work|load|show|appear|render|update|display|run)\w*
     |\bnot\ (?:working|showing|loading|rendering|displaying)\b|\b(?:broken|failing|fails|failed|blank)\b
+    |\b(?:freez(?:e|es|ing)|froze|hang(?:s|ing)?|hung|crash(?:es|ed|ing)?|stuck|lag(?:s|gy|ging))\b
     |,\s+(?:and\ )?(?:please\ )?(?:put|cut|fix|remove|change|make|move|revert|undo|check|bring)\ (?:it|this|that|them)\b""",
     _X,
 )

@@ -11,7 +11,9 @@ nor is a model's answer the user pasted in (a long message that closes with
 an assistant's offer, "Would you like me to …?", or is written "for your AI
 developer"), nor, in a message, what follows the start of another agent's
 pasted conversation (an "## Assistant" or "## Tools" heading, a terminal
-agent's "└"/"⎿" tool output). Before matching, each user message is cleaned: fenced code
+agent's "└"/"⎿" tool output), nor a message over 32 KiB (``PASTED_DOCUMENT``: a
+document pasted whole, someone else's ``CLAUDE.md`` or a product's terms, whose
+rules are its author's, not a user's words). Before matching, each user message is cleaned: fenced code
 blocks (an unclosed fence runs to the end), indented blocks, quoted lines
 (``>``) and lines that look like logs, tracebacks, console prompts, aligned
 program output, compiler output, Dockerfile or environment-file lines, or
@@ -25,16 +27,17 @@ keeps nothing where it is unsure (recall is the model path's job).
 
 Rules that drop a sentence whatever it says:
   requests for work addressed to the assistant ("add/create/initialize/
-  implement/fix/refactor/rewrite/unify …", "let's …", "can you …", "I want
-  you to …", "your task is …", also after "moreover," / "finally," …), unless said
-  "always/never …" or "from now on …";
+  implement/fix/refactor/rewrite/unify/compare/get/put …", "let's …", "can you …",
+  "I want you to …", "your task is …", "we should (also) adjust …", also after
+  "moreover," / "finally," …), unless said "always/never …" or "from now on …";
   the list items of a message that opens with such a request (its
   specification: "Fix image loading …" over "- always fall back to …");
   a request behind a pasted link ("https://… Help me copy the README");
   questions (ends with ``?`` or ``?!``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
-  now", "today", "yet", "this PR/commit/branch/file/bug …", "deadline",
-  "asap", "until …", a sentence that opens with "now"); vague directives
+  now", "today", "yet", "this PR/commit/branch/file/bug/case …", "in this case",
+  "deadline", "asap", "until …", a sentence that opens with "now", one of the
+  options the assistant offered, "Option 1: …"); vague directives
   whose object is only a pronoun ("don't do that", "never mind").
 
 ``feedback`` — how the assistant should work. The sentence addresses the
@@ -44,7 +47,9 @@ Rules that drop a sentence whatever it says:
   the edit verbs ("don't change/modify/remove/fix …" fences the edit of the
   moment), fences of the work at hand ("don't add new …", "… again",
   "… endlessly", "don't skip/write/generate …", "… any(thing) …", "don't use a
-  <technique>" where a lasting rule names the tool) and scope limits
+  <technique>" where a lasting rule names the tool), what the program does
+  ("don't display/show/render/return/log/emit/send …": the feature's
+  specification; "don't show me …" is about the answers) and scope limits
   ("… anything else", "…, just explain"), "stop <verb>ing …"; "always
   falls back …" describes the feature, not the assistant's work), a
   correction ("no, use X instead (of Y)", "use X, not Y"; "use a better
@@ -98,6 +103,7 @@ from cairn.worker.providers.notes import Draft, finalize, one_line
 from cairn.worker.redaction.redact import KnownSecrets, known_secrets
 
 MAX_SENTENCE = 1000
+PASTED_DOCUMENT = 32 * 1024
 
 # ---------------------------------------------------------------- cleaning
 
@@ -301,14 +307,15 @@ _HOW_TO_WORK = re.compile(r"\b(?:yourself|you|me)\b.*\b(?:rather\ than|instead\ 
 # for a CLI tool called …", "Add a `session start` command that …", "let's refactor …", "I want you to …"
 _WORK_REQUEST = re.compile(
     r"""^(?:(?:now|then|next|first|and\ then|so|moreover|furthermore|additionally|in\ addition|lastly|finally
-      |after\ that)[\s,]+)?(?:please\s+)?
+      |after\ that)[\s,]+)?(?:please\s+)?(?:we\ (?:should|need\ to|have\ to|must)\ (?:also\ )?)?
     (?!make\ sure\b|i\ want\ you\ to\ (?:keep\ in\ mind|remember|always|never)\b)
     (?:(?:add|create|initiali[sz]e|init|implement|fix|refactor|build|make|write|generate|set\ up|setup|scaffold
       |bootstrap|update|change|modify|rename|move|remove|delete|integrate|install|convert|migrate|improve|optimi[sz]e
       |re-?write|re-?implement|re-?do|rework|unify|simplify|split|extract|clean\ up|reorgani[sz]e|restructure|adjust
       |tweak|polish|replace|extend|enable|disable|configure|wire|hook\ up|introduce|design|develop|finish|complete
       |continue|start|run|test|deploy|commit|push|merge|review|check|investigate|debug|analy[sz]e|look\ at|go\ ahead
-      |help\ me|show\ me|tell\ me|explain|summari[sz]e|list|find|read|open|try)\b
+      |help\ me|show\ me|tell\ me|explain|summari[sz]e|list|find|read|open|try|compare|revert|upgrade|translate|get|put|fetch|pull|copy|download|upload|hide|display|insert|append
+      |attach|draw|render|plot|connect|call|send)\b
     |let'?s\b|let\ us\b|i\ (?:want|need|would\ like|'d\ like)\ you\ to\b|(?:can|could|would|will)\ you\b
     |your\ (?:task|job|goal|mission|assignment)\ (?:is|will\ be)\b)""",
     re.I | re.X,
@@ -318,7 +325,8 @@ _ONE_OFF = re.compile(
     r"\b(?:for\ now|this\ time|right\ now|at\ the\ moment|today|tonight|tomorrow|yesterday|yet|asap"
     r"|deadline|due\ (?:on|by)|by\ (?:eod|end\ of)|until\ (?:we|i|you|the|it|this|tomorrow|next)"
     r"|this\ (?:pr|commit|change|branch|file|function|method|test|bug|issue|ticket|session|task|sprint"
-    r"|week|release|one)|for\ this\ (?:one|pr|change|task|file|fix))\b",
+    r"|week|release|one|case)|in\ (?:this|that)\ case|for\ this\ (?:one|pr|change|task|file|fix)"
+    r"|^option\ (?:\d{1,2}|[a-e])(?=[:.)\s]))\b",
     re.I | re.X,
 )
 # a sentence that opens with "now" is about the moment: "now that we have the rules ready, we should run …",
@@ -362,6 +370,10 @@ _MOMENT_FENCE = re.compile(r"\b(?:new|again|endlessly|anymore|any\ more|extra)\b
 # the work at hand ("any" spans the work's own items), not a rule that outlives it
 _ACTIVITY_VERBS = frozenset("skip write generate output produce print proceed continue".split())
 _ANY = re.compile(r"\bany(?:thing)?\b", re.I)
+# "don't display if there is no chance", "do NOT return sqlite://// ever", "don't log if not self.mp": what the
+# program does, a specification of the feature; "don't show me the whole file" is how the assistant answers
+_PRODUCT_VERBS = frozenset("return display show render log emit send".split())
+_TO_ME = re.compile(r"^\s+(?:me|us)\b", re.I)
 # "do not use a global transaction": a technique for the code of the moment; a lasting rule names the tool
 # ("do not use Prisma")
 _GENERIC_OBJECT = re.compile(r"^\s+(?:a|an)\s", re.I)
@@ -487,6 +499,8 @@ def _directive(s: str) -> bool:
         rest = m.group("rest")
         if verb in _EDIT_VERBS or verb in _ACTIVITY_VERBS or _MOMENT_FENCE.search(rest) or _ANY.search(rest):
             return False
+        if verb in _PRODUCT_VERBS and not _TO_ME.match(rest):
+            return False
         if verb == "use" and _GENERIC_OBJECT.match(rest):
             return False
         return verb not in _DONT_EXCLUDED and not _vague(verb + rest) and not _SCOPE.search(rest)
@@ -592,7 +606,8 @@ def digest(inp: DigestInput) -> DigestOutput:
     for turn in inp.turns:
         position = 0
         user = turn.user.lstrip()
-        if _HANDOFF.match(user) or _INJECTED.match(user) or _DELTA.search(user) or _pasted_reply(turn.user):
+        if (len(user) > PASTED_DOCUMENT or _HANDOFF.match(user) or _INJECTED.match(user) or _DELTA.search(user)
+                or _pasted_reply(turn.user)):
             continue
         text = _own_words(turn.user)
         for block in blocks.blocks(text):
