@@ -27,7 +27,12 @@ Failures are tool errors whose text is ``Error executing tool NAME: E_CODE:
 message`` (fixed codes, never evidence): arguments that fail the tool's
 schema (a string where ``limit`` wants an integer, a number for ``text``) are
 ``E_USAGE`` naming the fields, an unknown tool ``E_METHOD_UNKNOWN``, anything
-unexpected ``E_INTERNAL``. A resource read fails alike with ``Error reading
+unexpected ``E_INTERNAL``. A request whose params fail the protocol's own
+schema, so that no tool can be called (``tools/call`` with ``arguments`` that
+is no object, no ``name`` or one that is no string, no params at all) stays
+JSON-RPC's ``-32602``, its message ``E_USAGE: METHOD: FIELD: problem`` and its
+``data`` ``{"code": "E_USAGE"}`` as over LSP, where the SDK answered a bare
+``Invalid request parameters`` (:func:`_malformed`). A resource read fails alike with ``Error reading
 resource URI: E_CODE: message`` (a symlinked topic ``E_PATH_SYMLINK``, a FIFO
 ``E_PATH_NOT_REGULAR``, one over 4 MiB ``E_RECORD_TOO_LARGE``, an unknown one
 ``E_NOT_FOUND``). The server logs to stderr at WARNING, one plain line per
@@ -57,6 +62,7 @@ from cairn.state.fsdir import PinnedDir
 from cairn.worker.memory.remember import TYPES, check_request
 from cairn.worker.memory.store import DEFAULT_ROOT
 from cairn.worker.redaction.redact import RedactingFilter
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import (
     ResourceError,
@@ -65,6 +71,8 @@ from mcp.server.mcpserver.exceptions import (
     UnexpectedResourceError,
     UnexpectedToolError,
 )
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
 log = logging.getLogger("cairn.server.mcp")
@@ -97,9 +105,17 @@ def _job(ns: argparse.Namespace, job: str, args: Any = None) -> dict[str, Any]:
         raise ToolError(f"{exc.code}: {exc.message}") from None
 
 
-def _usage(exc: Any) -> str:
-    """A pydantic validation error as field names and what each expects (never the values sent)."""
-    problems = sorted({f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+def _usage(exc: Any, *, under: str | None = None) -> str:
+    """A pydantic validation error as field names and what each expects (never the values sent); ``under``:
+    a first name left out of each field (``params``, which every field of a request's own is under)."""
+
+    def field(loc: tuple[Any, ...]) -> str:
+        names = [str(p) for p in loc]
+        if under is not None and len(names) > 1 and names[0] == under:
+            names = names[1:]
+        return ".".join(names) or "arguments"
+
+    problems = sorted({f"{field(err['loc'])}: {err['msg']}"
                        for err in exc.errors(include_url=False, include_input=False)})
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return "; ".join(p[:160] for p in problems[:5]) + more
@@ -112,6 +128,25 @@ def _cause(exc: BaseException) -> BaseException:
             break
         exc = exc.__cause__
     return exc
+
+
+async def _malformed(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware (the SDK's ``MCPServer(middleware=...)``, around every request): params that fail
+    the protocol's schema for their method (checked before any handler: a ``tools/call`` whose
+    ``arguments`` is no object never reaches :meth:`_Server.call_tool`) are ``E_USAGE`` naming the fields.
+    JSON-RPC's ``-32602`` stays (clients act on it); the fixed code leads the message and is ``data.code``,
+    as over LSP. Only errors about the params are taken: a result that fails its own schema is a fault of
+    this server, left to the SDK."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        if ctx.request_id is None or not errors or any(err["loc"][:1] != ("params",) for err in errors):
+            raise
+        method = str(ctx.method)[:60]
+        log.warning("%s refused (%s)", method, ErrorCode.USAGE)
+        raise MCPError(INVALID_PARAMS, f"{ErrorCode.USAGE}: {method}: {_usage(exc, under='params')}",
+                       {"code": str(ErrorCode.USAGE)}) from None
 
 
 def _server_class() -> Any:
@@ -217,7 +252,8 @@ def build(ns: argparse.Namespace) -> Any:
     """The server for ``ns.workspace`` (tools and resources registered; not running)."""
     from cairn.server import version  # looked up once the server starts (importlib.metadata: not at import)
 
-    server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING", version=version())
+    server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING", version=version(),
+                                  middleware=[_malformed])
     root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
 
     @server.tool()

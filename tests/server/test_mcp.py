@@ -6,8 +6,9 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import mcp.types as types
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -24,6 +25,13 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 def _params(ws: Path) -> StdioServerParameters:
     return StdioServerParameters(command=PYTHON, args=["-m", "cairn.server", "mcp", "-w", str(ws)], cwd=str(REPO),
                                  env=child_env())
+
+
+class RawToolCall(types.Request[dict[str, Any] | None, Literal["tools/call"]]):
+    """A ``tools/call`` whose params go out as given: the client's own ``call_tool`` refuses to send them."""
+
+    method: Literal["tools/call"] = "tools/call"
+    params: dict[str, Any] | None = None
 
 
 def _structured(result: Any) -> Any:
@@ -178,3 +186,40 @@ async def test_a_remembered_text_with_escapes_is_cleaned_and_reviews_go_on(works
     cairn(workspace, "accept", p["id"])
     for topic in (workspace / ".agents/memory").glob("*.md"):
         assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", topic.read_bytes()), topic
+
+
+async def test_a_tool_call_with_malformed_params_answers_e_usage_naming_the_field(workspace: Path,
+                                                                                  tmp_path: Path) -> None:
+    """``arguments`` that is no object, a missing or non-string ``name``, no ``params`` at all: the SDK
+    answered a bare ``-32602 Invalid request parameters`` (no code, nothing said of what was wrong). The
+    answer keeps JSON-RPC's code and carries cairn's: ``E_USAGE: tools/call: FIELD: ...``, and
+    ``data.code``, as over LSP; stderr: one plain line per refusal, no traceback."""
+    errlog = tmp_path / "mcp-stderr.txt"
+    cases: list[tuple[dict[str, Any] | None, str]] = [
+        ({"name": "remember", "arguments": "Run make check"}, "arguments"),
+        ({"name": "journal_search", "arguments": ["staging"]}, "arguments"),
+        ({"arguments": {"text": "Run make check"}}, "name"),
+        ({"name": 5, "arguments": {}}, "name"),
+        (None, "params"),
+    ]
+    with errlog.open("w") as err:
+        async with stdio_client(_params(workspace), errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for params, field in cases:
+                with pytest.raises(MCPError) as info:
+                    await session.send_request(RawToolCall(params=params), types.CallToolResult)
+                assert info.value.code == -32602 and info.value.data == {"code": "E_USAGE"}, info.value.error
+                assert str(info.value).startswith(f"E_USAGE: tools/call: {field}: "), str(info.value)
+                assert "validation error" not in str(info.value) and "input_value" not in str(info.value)
+            # the arguments a tool declares, as before: a tool error naming the field; an unknown tool's code
+            bad = await session.call_tool("remember", {"text": ["Run make check"]})
+            assert bad.is_error and "E_USAGE: text: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
+            bad = await session.call_tool("remember", {})
+            assert bad.is_error and "E_USAGE: text: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
+            bad = await session.call_tool("forget", {})
+            assert bad.is_error and ": E_METHOD_UNKNOWN: " in bad.content[0].text, bad.content  # type: ignore[union-attr]
+            assert _structured(await session.call_tool("memory_list", {})) == {"topics": []}  # still serving
+    log = errlog.read_text()
+    assert "Traceback" not in log, log
+    refused = [line for line in log.splitlines() if "tools/call" in line]
+    assert len(refused) == len(cases) and all("(E_USAGE)" in line for line in refused), log

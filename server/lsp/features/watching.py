@@ -17,6 +17,19 @@ become coordinator jobs, never work on the event loop:
   capture then offers digest processing, as for editor sessions);
 - ``Ignored`` → one log line with the file name and its fixed code.
 
+A job refused because another process holds a claim it needs
+(``E_CLAIM_BUSY``: a watcher killed a moment ago holds its session's claim
+until its deadline, 60 s) is the core's to try again, as in ``cairn watch``
+(:mod:`server.cli.headless`): an import is reported as ``Imported`` with
+``busy``, a seal as ``Busy``, and the core imports again after its back-off
+(2 s, doubling to 16 s) and seals nothing of the workspace before that
+import went through (rule 8 of :mod:`server.watch.core`). The coordinator's
+own copy of the refused job (``retry-waiting``, 30 s) is discarded at once,
+so the same import never runs twice and no seal runs behind the core's back
+(this also lifts the hold that waiting copy put on the workspace's later
+jobs, coordinator rule 4: the core holds the watched files' seals instead).
+Said once in the log until a job of that kind runs.
+
 The core's one timer lives on the service clock. Settings changes restart
 the watchers; the core keeps what it knew, so nothing is imported again.
 :meth:`Watching.summary` is the ``watch`` record of ``cairn/status``.
@@ -29,12 +42,16 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cairn.protocol import codec
+from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.import_results import ImportArgs, ImportResult
+from cairn.protocol.jobs import PENDING_STATES, JobState
+from cairn.protocol.worker import WorkerStatus
 from cairn.server.lsp.features.context import LOG_INFO, LOG_WARNING, finished
-from cairn.server.scheduler.events import Enqueue, StartWorker
+from cairn.server.scheduler.events import Discard, Enqueue, StartWorker
 from cairn.server.scheduler.runner import RunResult
 from cairn.server.watch.core import (
     Action,
+    Busy,
     FileEvent,
     Ignored,
     Import,
@@ -64,7 +81,8 @@ class Watching:
         self.core = WatchCore()
         self.watcher: FileWatcher | None = None
         self._timer: Any = None
-        self._jobs: dict[str, tuple[str, tuple[str, ...]]] = {}  # import job id -> (workspace, paths)
+        self._jobs: dict[str, Import | SealIdle | Seal] = {}  # job id -> the core's action it carries out
+        self._waiting: set[str] = set()  # job kinds refused for a busy claim: said once until one runs
         self.counts: dict[str, dict[str, int]] = {}  # workspace -> batches, captured
         self._generation = 0
         self.discover = os.environ.get(NO_STORES_ENV) != "1"
@@ -128,20 +146,26 @@ class Watching:
         svc = self.service
         for action in actions:
             if isinstance(action, Import):
-                args = import_args(action.paths)
-                svc.submit(Enqueue(action.group, "import", args))
-                job = svc.need_adapter().coordinator.lookup(action.group, "import", args)
-                if job is not None:
-                    self._jobs[job.id] = (action.group, action.paths)
+                self._enqueue(action, "import", import_args(action.paths))
             elif isinstance(action, SealIdle):
-                svc.submit(Enqueue(action.group, "seal-idle", {"quiet_seconds": f"{action.quiet_seconds:g}",
-                                                               "paths": "\n".join(action.paths)}))
+                self._enqueue(action, "seal-idle", {"quiet_seconds": f"{action.quiet_seconds:g}",
+                                                    "paths": "\n".join(action.paths)})
             elif isinstance(action, Seal):
-                svc.submit(Enqueue(action.group, "seal", {"session": action.session, "trigger": action.trigger}))
+                self._enqueue(action, "seal", {"session": action.session, "trigger": action.trigger})
             elif isinstance(action, Ignored):
                 svc.client.log(LOG_WARNING, f"cairn: watched file {os.path.basename(action.path)} ignored "
                                f"({action.code})")
         self._arm()
+
+    def _enqueue(self, action: Import | SealIdle | Seal, kind: str, args: dict[str, str]) -> None:
+        """Queue the job of ``action`` and remember which job carries it out (its end goes to the core)."""
+        self.service.submit(Enqueue(action.group, kind, args))
+        coordinator = self.service.need_adapter().coordinator
+        job = coordinator.lookup(action.group, kind, args)
+        if job is not None and job.state is JobState.RUNNING:  # an equal job under way: ours is the queued one
+            job = next((j for j in coordinator.store.jobs if j.key == job.key and j.state in PENDING_STATES), job)
+        if job is not None:
+            self._jobs[job.id] = action
 
     def _arm(self) -> None:
         if self._timer is not None:
@@ -162,17 +186,40 @@ class Watching:
         return None
 
     def worker_finished(self, start: StartWorker, result: RunResult) -> None:
-        entry = self._jobs.pop(start.job_id, None)
-        if entry is None:
+        action = self._jobs.pop(start.job_id, None)
+        if action is None:
             return
-        ws, paths = entry
-        counts = self.counts.setdefault(ws, {"batches": 0, "captured": 0})
-        imported = finished(self.service.client, start, result, ImportResult)
-        if imported is not None:
-            counts["batches"] += 1
-            counts["captured"] += imported.captured
-        # no importer reports a session as ended yet: the core's session-end seal waits for one
-        self._act(self.core.handle(Imported(ws, paths), self.service.clock.now()))
+        busy = result.status is WorkerStatus.BUSY or result.error == str(ErrorCode.CLAIM_BUSY)
+        if busy:
+            self._leave_to_core(start)
+        elif result.status is WorkerStatus.OK:
+            self._waiting.discard(start.kind)
+        now = self.service.clock.now()
+        if isinstance(action, Import):
+            counts = self.counts.setdefault(action.group, {"batches": 0, "captured": 0})
+            imported = finished(self.service.client, start, result, ImportResult)
+            if imported is not None:
+                counts["batches"] += 1
+                counts["captured"] += imported.captured
+            # no importer reports a session as ended yet: the core's session-end seal waits for one
+            self._act(self.core.handle(Imported(action.group, action.paths, busy=busy), now))
+        elif busy:  # a seal that ran is not reported: nothing waits for it
+            self._act(self.core.handle(Busy(action), now))
+
+    def _leave_to_core(self, start: StartWorker) -> None:
+        """A job refused for a busy claim: the core tries it again (module docstring), so the coordinator's
+        copy, waiting for its own retry, is discarded; said once until a job of that kind runs."""
+        svc = self.service
+        job = svc.need_adapter().coordinator.job(start.job_id)
+        if job is not None and job.state is JobState.RETRY_WAITING:
+            try:
+                svc.submit(Discard(job.id))
+            except CairnError as exc:  # not expected: the core's retry then only comes first
+                svc.client.log(LOG_WARNING, f"cairn: {job.id} {start.kind}: not discarded ({exc.code})")
+        if start.kind not in self._waiting:
+            self._waiting.add(start.kind)
+            svc.client.log(LOG_INFO, f"cairn: {ErrorCode.CLAIM_BUSY}: watched {start.kind} waits for a claim another "
+                           "process holds (one that was killed holds it until its deadline); tried again on its own")
 
     def summary(self, ws: str) -> dict[str, Any]:
         counts = self.counts.get(ws, {"batches": 0, "captured": 0})
