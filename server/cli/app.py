@@ -11,9 +11,17 @@ command module behind it (``python -X importtime``: about 0.2 s of its start).
 :mod:`server.cli.support`): 0 success, 1 the command ran and found problems,
 2 bad usage or a fixed error (``cairn: E_…: message`` on stderr), 3 an
 unexpected internal error (``cairn: E_INTERNAL: …``, one line; the
-traceback too when ``CAIRN_DEBUG=1``), 130 interrupted. An ``OSError`` that
-escapes a command is a fixed error: ``E_NO_SPACE`` for a full disk, else
-``E_IO_FAILED``.
+traceback too when ``CAIRN_DEBUG=1``), 130 interrupted, 141 the reader of
+stdout went away (``cairn journal | head``: the output stops there, nothing on
+stderr, as a tool killed by SIGPIPE). An ``OSError`` that escapes a command is
+a fixed error: ``E_NO_SPACE`` for a full disk, else ``E_IO_FAILED``; an
+``E_IO_FAILED`` whose message names no path (a read-only workspace: the state
+layer says only ``Read-only file system (EROFS)``) is completed here with the
+folder that cannot be written.
+
+``-w/--workspace DIR`` is an option of every command; given before the
+command's name (``cairn -w DIR journal``) it is moved after it. The same file
+named twice (``cairn import chat.md ./chat.md``) is read once.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import NoReturn
 
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.protocol.text import printable
-from cairn.server.cli.support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, Command
+from cairn.server.cli.support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PIPE, Command
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,8 +93,11 @@ def build_parser(commands: Mapping[str, Command] | None = None) -> argparse.Argu
 
         commands = COMMANDS
     parser = _Parser(prog="cairn", description="cairn: a memory keeper for AI-assisted coding",
-                     formatter_class=_Formatter)
+                     formatter_class=_Formatter, allow_abbrev=False)  # `--work DIR` is no -w (main)
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
+    # only for the help and for a `-w DIR` with no command after it: main moves `-w DIR COMMAND` to `COMMAND -w DIR`
+    parser.add_argument("-w", "--workspace", metavar="DIR", dest="workspace_first",
+                        help="workspace directory, before or after the command (default: .)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, cmd in commands.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help, formatter_class=_Formatter)
@@ -94,6 +105,58 @@ def build_parser(commands: Mapping[str, Command] | None = None) -> argparse.Argu
         cmd.setup(p)
         p.set_defaults(func=cmd.handler)
     return parser
+
+
+_WORKSPACE_FLAGS = ("-w", "--workspace")
+
+
+def _workspace_after_command(args: list[str]) -> list[str]:
+    """``-w DIR COMMAND …`` as ``COMMAND -w DIR …``: the workspace is an option of every command, and a user
+    gives it before the command's name as often as after. Several ``-w`` before it keep their order (the
+    last one given counts, as argparse counts them), and one given after the command's name comes later
+    still. Anything else before the name (``--version``, a typo) is left to the parser."""
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in _WORKSPACE_FLAGS and i + 1 < len(args):
+            moved += [a, args[i + 1]]
+            i += 2
+        elif a.startswith("--workspace=") or (a.startswith("-w") and len(a) > 2 and not a.startswith("--")):
+            moved.append(a)
+            i += 1
+        else:
+            break
+    if not moved or i >= len(args) or not _is_command(args[i]):
+        return args
+    return [args[i], *moved, *args[i + 1:]]
+
+
+def _same_file_once(ns: argparse.Namespace) -> None:
+    """The transcript files of ``import``, ``run`` and ``watch``, each once: one file named several ways
+    (``chat.md /abs/chat.md ./chat.md``, a link to it) was read as that many files, its sessions and turns
+    counted as often. Same file: the same resolved path. The first mention is kept, unless it is a
+    symbolic link and a later one is not (the file itself, which nothing refuses)."""
+    paths = getattr(ns, "paths", None)
+    if ns.command not in ("import", "run", "watch") or not isinstance(paths, list) or len(paths) < 2:
+        return
+    kept: dict[str, str] = {}
+    for p in paths:
+        try:
+            key = os.path.realpath(p)
+        except (OSError, ValueError):
+            key = os.path.abspath(p)
+        if key not in kept or (os.path.islink(kept[key]) and not os.path.islink(p)):
+            kept[key] = p
+    ns.paths = list(kept.values())
+
+
+def _is_command(name: str) -> bool:
+    if name == "hook":  # an agent's hook waits for this process: no table's imports (main)
+        return True
+    from cairn.server.cli.commands import COMMANDS  # every command module: the table is the CLI's
+
+    return name in COMMANDS
 
 
 def _table(args: Sequence[str]) -> Mapping[str, Command]:
@@ -129,15 +192,77 @@ def _check_workspace(ns: argparse.Namespace) -> None:
         raise CairnError(ErrorCode.WORKSPACE_INVALID, f"workspace {ws[:200]} {what}; check -w")
 
 
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader went away (a broken pipe may also be a provider program's
+    stdin, which is an error of the command). Linux and the BSDs report a pipe without reader as
+    ``POLLERR``; when stdout cannot be polled, the broken pipe is taken to be it."""
+    import select  # cold start: only after a broken pipe
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return True
+
+
 def _broken_pipe() -> int:
-    # the reader went away (`cairn journal | head`): silence the final flush too
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return EXIT_ERROR
+    """The reader of stdout went away (``cairn journal | head -1``): stop quietly, as a Unix tool that
+    SIGPIPE ends, with the status a shell gives one (128 + 13): no error line, since nobody misses the
+    rest, and the final flush of what is still buffered silenced."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is no file descriptor (a test's capture): nothing to flush into a closed pipe
+    return EXIT_PIPE
+
+
+#: the folders of a workspace cairn writes in, each with what it keeps there
+_WRITTEN = (((".cairn", "state"), "its private state (.cairn/state)"), ((".agents", "memory"), "memory (.agents/memory)"))
+
+
+def _unwritable(ws: str) -> str | None:
+    """The first folder of the workspace cairn writes in and cannot (a read-only file system, no write
+    permission), said with what it keeps there: the private state (``.cairn/state``, or the deepest of its
+    folders already made), then the memory folder. None when each can be written (the error is elsewhere)."""
+    for chain, what in _WRITTEN:
+        here = ws
+        for part in chain:  # the deepest folder of the chain that exists is where the next write goes
+            below = os.path.join(here, part)
+            if not os.path.isdir(below) or os.path.islink(below):
+                break
+            here = below
+        if os.path.isdir(here) and not os.access(here, os.W_OK):
+            return f"{here}, where cairn keeps {what}"
+    return None
+
+
+def _io_failed_where(ns: argparse.Namespace, message: str) -> str:
+    """``E_IO_FAILED: Read-only file system (EROFS)`` named no path: the folder that cannot be written is
+    added (a path only, never what was being written)."""
+    ws = getattr(ns, "workspace", None)
+    if not isinstance(ws, str) or ns.command in _NO_WORKSPACE_NEEDED or not os.path.isdir(ws):
+        return message
+    where = _unwritable(os.path.abspath(ws))
+    if where is None or where.split(",", 1)[0] in message:
+        return message
+    return f"{message}: cannot write in {where}"
+
+
+def _unwritable_note(ns: argparse.Namespace) -> str:
+    """An unexpected error in a workspace that cannot be written: the likely cause, said after it."""
+    ws = getattr(ns, "workspace", None)
+    if not isinstance(ws, str) or ns.command in _NO_WORKSPACE_NEEDED or not os.path.isdir(ws):
+        return ""
+    where = _unwritable(os.path.abspath(ws))
+    return f"; note: cannot write in {where}" if where else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] and args[0].startswith(("-w", "--workspace")):
+        args = _workspace_after_command(args)
     if args[:1] == ["hook"]:
         # an agent's session hook waits for this process: its parser is built from the hook module alone,
         # without the command table's imports (bench/hook.py measures the difference)
@@ -148,17 +273,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = build_parser(_table(args)).parse_args(args)
     try:
         _check_workspace(ns)
-        return int(ns.func(ns))
+        _same_file_once(ns)
+        code = int(ns.func(ns))
+        sys.stdout.flush()  # a reader gone before the last buffered lines: said here, not at the interpreter's exit
+        return code
     except CairnError as exc:
-        _fail(exc.code, exc.message)
+        message = _io_failed_where(ns, exc.message) if exc.code is ErrorCode.IO_FAILED else exc.message
+        _fail(exc.code, message)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return _broken_pipe()
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_gone():
+            return _broken_pipe()
         err = os_error(exc)
-        _fail(err.code, err.message)
+        message = _io_failed_where(ns, err.message) if err.code is ErrorCode.IO_FAILED else err.message
+        _fail(err.code, message)
         return EXIT_ERROR
     except Exception as exc:
         if os.environ.get("CAIRN_DEBUG") == "1":
@@ -166,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             traceback.print_exc()
         _fail(ErrorCode.INTERNAL, f"unexpected {type(exc).__name__} in `cairn {ns.command}` "
-                                  "(set CAIRN_DEBUG=1 for the traceback)")
+                                  f"(set CAIRN_DEBUG=1 for the traceback){_unwritable_note(ns)}")
         return EXIT_INTERNAL
 
 

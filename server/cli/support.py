@@ -12,7 +12,9 @@ Exit codes (the README's command table documents them):
 * 2 bad usage or a fixed error: ``cairn: E_…: message`` on stderr;
 * 3 an unexpected internal error: ``cairn: E_INTERNAL: …`` on stderr, one
   line (the traceback only with ``CAIRN_DEBUG=1``);
-* 130 interrupted.
+* 130 interrupted;
+* 141 the reader of stdout went away (``cairn journal | head``): the output
+  stops there quietly, with the status a shell gives a tool SIGPIPE ends.
 
 Untrusted text (journal notes and titles, proposal titles and diffs, file
 and session names, error messages) is printed through :func:`printable`
@@ -53,6 +55,7 @@ EXIT_PROBLEMS = 1
 EXIT_ERROR = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141  # 128 + SIGPIPE: stdout's reader went away (`cairn journal | head -1`)
 
 Handler = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]

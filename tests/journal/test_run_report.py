@@ -58,7 +58,8 @@ def test_run_leaves_review_to_the_process_holding_its_claim(workspace: Path) -> 
     # import, seal and digests happened and are said to have happened; review is not a failure
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("imported ") and lines[0] != "imported 0 new turn(s) from 1 session(s), 0 already captured"
+    assert lines[0].startswith("imported ") and lines[0] != ("imported 0 new turn(s) from 1 session(s) in 1 file(s) "
+                                                             "(claude-code), 0 already captured")
     assert lines[1] == "sealed 1 capture(s)"
     assert lines[2].startswith("digests: published 1, ")
     assert lines[3].startswith("review: left to another process, which holds the review claim (E_CLAIM_BUSY: ")
