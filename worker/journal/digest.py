@@ -26,6 +26,9 @@
   Whatever escapes the provider call leaves it with a fixed code
   (:func:`worker.providers.route.provider_error`, never ``E_INTERNAL``), so
   it is a counted failed attempt, not a crash retried (and paid) every pass.
+  A Ctrl-C while the provider runs is the user's stop, not a failure: the
+  claim is settled ``cancelled`` and no attempt is spent (three stops of a
+  slow model would otherwise leave the capture exhausted).
 * **Kept windows** (a model digest in several requests, docs/adr/0018):
   each window's validated reply is kept at once as
   ``captures/<cid>/w-<key>`` (:class:`KeptWindows`), linked exclusively in a
@@ -215,6 +218,10 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
         return trio.run(go)
     except trio.TooSlowError:
         raise CairnError(ErrorCode.PROVIDER_TIMEOUT, "digest inference passed the claim deadline") from None
+    except BaseExceptionGroup as group:  # Ctrl-C inside a task of the provider's nursery: the user's stop, no failure
+        if group.subgroup(KeyboardInterrupt) is not None:
+            raise KeyboardInterrupt from None
+        raise
     except Exception as exc:  # a fixed code, so the attempt is counted (never E_INTERNAL: a retry loop that pays)
         raise provider_error(exc) from None
 
@@ -352,10 +359,12 @@ def process_capture(j: Journal, st: CaptureState, *, env: dict[str, str] | None 
                               provider=policy.provider, **session_fields(evidence))
         sha, put = j.bundles.put_ops(codec.encode(result))
         outcome = j.claims.settle(claim, OutcomeKind.COMPLETED, bundle=sha, extra_ops=put)
-    except BaseException:
+    except BaseException as exc:
         try:
             o = j.claims.outcome(claim)
-            if o is None:
+            if o is None and isinstance(exc, KeyboardInterrupt):  # the user stopped it: no attempt was spent
+                j.claims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
+            elif o is None:
                 j.claims.settle(claim, OutcomeKind.FAILED, error=str(ErrorCode.INTERNAL))
         except CairnError:
             pass
