@@ -218,12 +218,12 @@ def infer(evidence: list[TurnEvidence], *, deadline: float, env: dict[str, str] 
         return trio.run(go)
     except trio.TooSlowError:
         raise CairnError(ErrorCode.PROVIDER_TIMEOUT, "digest inference passed the claim deadline") from None
+    except Exception as exc:  # a fixed code, so the attempt is counted (never E_INTERNAL: a retry loop that pays)
+        raise provider_error(exc) from None
     except BaseExceptionGroup as group:  # Ctrl-C inside a task of the provider's nursery: the user's stop, no failure
         if group.subgroup(KeyboardInterrupt) is not None:
             raise KeyboardInterrupt from None
         raise
-    except Exception as exc:  # a fixed code, so the attempt is counted (never E_INTERNAL: a retry loop that pays)
-        raise provider_error(exc) from None
 
 
 def digest_id(cid: str, bundle: str) -> str:
