@@ -9,7 +9,9 @@ A job refused because another process holds a claim it needs (``E_CLAIM_BUSY``: 
 moment ago holds its session's claim until its deadline, 60 s) is reported to the core as such
 (:class:`~server.watch.core.Imported` with ``busy``, :class:`~server.watch.core.Busy` for a seal), which
 tries it again on its own after a back-off and seals nothing in the meantime (rule 8 of
-:mod:`server.watch.core`); said once on stderr until a job of that kind runs.
+:mod:`server.watch.core`); said once on stderr until a job of that kind runs. A digest pass that found
+sealed captures held by another process (a watcher killed while it digested holds its claim until the
+deadline) is run again the same way, after 2 s doubling to 16 s: sealed captures wait for no file change.
 
 Imports inside functions: as they were in :mod:`server.cli.watch` (the job records and the worker
 entry, loaded when the first job runs).
@@ -48,6 +50,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class _DigestAgain:
+    """The moment to run a digest pass again, after one found captures another process held."""
+
+
 class Headless:
     """The watch core driven by files and in-process jobs; runs until :meth:`stop`."""
 
@@ -58,8 +64,8 @@ class Headless:
                  stores: tuple[str, ...] = (), foreign: Mapping[str, int] | None = None,
                  replan: Callable[[], Plan] | None = None) -> None:
         """``say``: where lines go (stdout); ``observe(kind, detail)``: told of every import result
-        (``"import"``: its :class:`~protocol.import_results.ImportResult`, None when it failed) and ignored path
-        (``"ignored"``), for tests and benchmarks. ``stores``, ``foreign``, ``replan``: a session begun
+        (``"import"``: its :class:`~protocol.import_results.ImportResult`, None when it failed), digest pass
+        (``"digest"``: its counts) and ignored path (``"ignored"``), for tests and benchmarks. ``stores``, ``foreign``, ``replan``: a session begun
         later in a store is followed too (:class:`server.watch.files.FileWatcher`)."""
         self.ws, self.config = ws, config
         self.core = WatchCore(seal_idle=float(config.get("sealIdleMinutes", 20.0)) * 60.0)
@@ -70,10 +76,12 @@ class Headless:
         self.totals = {"batches": 0, "captured": 0, "sealed": 0}
         # a first pass digests what was sealed before the watch began (a hook's session end, `cairn seal`)
         self._digest = True
-        self._actions: asyncio.Queue[Action] | None = None
+        self._actions: asyncio.Queue[Action | _DigestAgain] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._stopped: asyncio.Event | None = None
         self._waiting: set[str] = set()  # job kinds refused for a busy claim, said once until one runs
+        self.digest_retry = (2.0, 16.0)  # a digest pass that met busy captures: first wait, doubled up to the last
+        self._digest_wait: float | None = None  # the wait before the next such pass, None when none is owed
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -139,7 +147,10 @@ class Headless:
         await self._digest_pass()  # what others sealed before the watch began
         while True:
             action = await self._actions.get()
-            if isinstance(action, Ignored):
+            if isinstance(action, _DigestAgain):
+                self._digest = True
+                await self._digest_pass()
+            elif isinstance(action, Ignored):
                 sys.stderr.write(f"cairn: {action.code}: {printable(os.path.basename(action.path))} ignored\n")
                 self.observe("ignored", action)
             elif isinstance(action, Import):
@@ -218,5 +229,20 @@ class Headless:
         if self._digest:
             self._digest = False
             counts = await asyncio.to_thread(process_workspace, self.ws)
+            self.observe("digest", counts)
             if counts.recovered or counts.published or counts.all_none or counts.failed or counts.exhausted:
                 print_process(counts, prefix=f"{time.strftime('%H:%M:%S')} digests: ")
+            if counts.busy:  # held by another process: run again on its own (module docstring), said once
+                first, most = self.digest_retry
+                self._digest_wait = first if self._digest_wait is None else min(most, self._digest_wait * 2)
+                if "digest" not in self._waiting:
+                    self._waiting.add("digest")
+                    sys.stderr.write(f"cairn: {ErrorCode.CLAIM_BUSY}: {counts.busy} sealed capture(s) wait for a "
+                                     "claim another process holds (one that was killed holds it until its "
+                                     "deadline); digested on their own once it is free\n")
+                queue = self._actions
+                assert queue is not None
+                asyncio.get_running_loop().call_later(self._digest_wait, queue.put_nowait, _DigestAgain())
+            else:
+                self._digest_wait = None
+                self._waiting.discard("digest")

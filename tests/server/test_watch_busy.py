@@ -129,3 +129,36 @@ async def test_an_idle_seal_refused_busy_is_tried_again_on_its_own(workspace: Pa
     assert run.lines[0] == "captured 2 turn(s) from 1 file(s)"
     captures = cairn_json(workspace, "jobs")
     assert [c["turns"] for c in captures] == [2, 2] and "open" not in {c["state"] for c in captures}
+
+
+DEAD_DIGESTER = """\
+import sys
+from cairn.worker.journal.store import Journal
+from cairn.worker.journal.digest_group import GROUP_SCOPE
+j = Journal(sys.argv[1])
+j.claims.elect(GROUP_SCOPE, purpose='digest', ttl=float(sys.argv[2]), authority=j.authority)
+"""
+
+
+async def test_captures_a_dead_digester_held_are_digested_with_no_file_change(
+        workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by killing `cairn watch` while it digested and restarting it: its first digest pass met the dead
+    watcher's claim, counted the capture busy without a word, and the capture stayed undigested until some
+    file changed and went quiet again."""
+    session = write_session(tmp_path / "done.jsonl", 79, 2, words=8)
+    assert cli.main(["import", "-w", str(workspace), str(session)]) == 0
+    assert cli.main(["seal", "-w", str(workspace)]) == 0
+    subprocess.run([PYTHON, "-c", DEAD_DIGESTER, str(workspace), str(HELD)], env=child_env(), check=True, timeout=60)
+    (tmp_path / "store").mkdir()
+    capsys.readouterr()
+    run = Run(workspace, [str(tmp_path / "store")])  # follows nothing that changes
+    run.watch.digest_retry = (0.5, 1.0)
+    try:
+        passes = await run.until("digest", lambda counts: not counts.busy)
+        assert passes[0].busy == 1  # the first pass met the dead watcher's claim
+    finally:
+        await run.stop()
+    assert passes[-1].published + passes[-1].all_none == 1 and passes[-1].remaining == 0
+    assert [c["state"] for c in cairn_json(workspace, "jobs")] not in (["pending"], ["open"])
+    err = capsys.readouterr().err
+    assert err.count("E_CLAIM_BUSY") == 1 and "digested on their own" in err
