@@ -19,7 +19,7 @@ Which files count: ``*.jsonl`` under a watched folder (but ``agent-*``), or
 a file named explicitly that ends in ``.jsonl``. Those are the formats
 (:func:`followed_formats`, from the importers' format records) whose importers
 ignore an unterminated last line that does not parse, so a file caught
-mid-write never yields a half-written turn. Another name
+mid-write never yields a half-written turn. Another regular file's name
 given explicitly is ignored with ``E_IMPORT_UNKNOWN_FORMAT``; a symlink, or
 a file reached through a symlinked folder, with ``E_PATH_SYMLINK``; another
 path that is not a regular file (a FIFO) with ``E_PATH_NOT_REGULAR``.
@@ -229,8 +229,10 @@ def scan(group: str, root: str) -> list[FileEvent]:
     if stat.S_ISDIR(st.st_mode):
         return [_event(group, path, info)
                 for path, info, _ in storefile.listing(root, MAX_DEPTH, _candidate, limit=MAX_FILES)]
-    if not root.endswith(SUFFIX):
-        return [Refused(group, root, str(ErrorCode.IMPORT_UNKNOWN_FORMAT))]
+    if not root.endswith(SUFFIX):  # a FIFO or a device named explicitly is no file of any format
+        code = ErrorCode.IMPORT_UNKNOWN_FORMAT if stat.S_ISREG(st.st_mode) else (
+            ErrorCode.PATH_SYMLINK if stat.S_ISLNK(st.st_mode) else ErrorCode.PATH_NOT_REGULAR)
+        return [Refused(group, root, str(code))]
     return [probe(group, root)]
 
 

@@ -214,3 +214,17 @@ async def test_polling_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPa
     assert FileWatcher({}, lambda events: None).polling is True
     monkeypatch.delenv("CAIRN_WATCH_POLL")
     assert FileWatcher({}, lambda events: None).polling is False
+
+
+def test_a_fifo_or_device_named_explicitly_is_not_regular_not_of_an_unknown_format(tmp_path: Path) -> None:
+    """`cairn watch FIFO` said E_IMPORT_UNKNOWN_FORMAT (whose advice, pass --format, watch has no way to follow)
+    where `cairn import FIFO` and a FIFO in a watched folder say the path is not a regular file."""
+    from cairn.server.watch.files import scan
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "notes.md").write_text("not a session\n")
+    (tmp_path / "link").symlink_to(tmp_path / "notes.md")
+    assert [e.code for e in scan("ws", str(tmp_path / "fifo"))] == ["E_PATH_NOT_REGULAR"]
+    assert [e.code for e in scan("ws", "/dev/null")] == ["E_PATH_NOT_REGULAR"]
+    assert [e.code for e in scan("ws", str(tmp_path / "link"))] == ["E_PATH_SYMLINK"]
+    assert [e.code for e in scan("ws", str(tmp_path / "notes.md"))] == ["E_IMPORT_UNKNOWN_FORMAT"]
