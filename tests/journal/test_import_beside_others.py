@@ -19,7 +19,7 @@ from cairn.protocol.digest import ModelPolicy
 from cairn.protocol.vocab import OutcomeKind
 from cairn.server import cli
 
-from tests.journal.helpers import J
+from tests.journal.helpers import J, batches
 from tests.support import PYTHON, child_env
 from tests.support.generated import write_session
 
@@ -159,3 +159,88 @@ def test_a_holder_that_died_is_not_waited_for(tmp_path: Path, monkeypatch: pytes
     with Journal(str(ws)) as j, pytest.raises(CairnError) as err:
         I.import_paths(j, [path], "auto", POLICY)
     assert err.value.code is ErrorCode.CLAIM_BUSY
+
+
+HOLDER = """\
+import sys
+from cairn.protocol.vocab import OutcomeKind
+from cairn.worker.journal.store import Journal, session_dir
+j = Journal(sys.argv[1])
+held = j.claims.elect(f'session/{session_dir(sys.argv[2])}', purpose='seal:session-end', ttl=60,
+                      authority=j.authority)
+print('held', flush=True)
+sys.stdin.readline()
+j.claims.settle(held, OutcomeKind.COMPLETED)
+print('settled', flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_seal_waits_for_another_process_holding_the_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two `cairn run --all` at once: one sealed a session while the other wanted to, and the other exited 2
+    with E_CLAIM_BUSY and no report, although its import, like the seal it wanted, was done. A seal now waits
+    for a live holder as an import does. The holder is another live process (a `cairn run` sealing); it
+    settles the first time the seal under test waits (the wait's sleep is its turn: no real sleep)."""
+    from cairn.worker.ingest.importers import load
+    from cairn.worker.journal import capture
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = write_session(tmp_path / "s.jsonl", 75, 3, words=8)
+    assert cli.main(["import", "-w", str(ws), str(path)]) == 0
+    [session] = load(path)
+    holder = subprocess.Popen([PYTHON, "-c", HOLDER, str(ws), session.session_id], env=child_env(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    waited: list[float] = []
+    real_sleep = capture.time.sleep
+
+    def sleep(seconds: float) -> None:
+        if not waited:
+            assert holder.stdin is not None and holder.stdout is not None
+            holder.stdin.write("settle\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline() == "settled\n"
+        waited.append(seconds)
+
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(capture.time, "sleep", sleep)
+        capsys.readouterr()
+        code = cli.main(["run", "--json", "-w", str(ws), str(path)])
+    finally:
+        monkeypatch.setattr(capture.time, "sleep", real_sleep)
+        holder.communicate("exit\n", timeout=60)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert waited and "E_CLAIM_BUSY" not in err
+    r = json.loads(out)
+    assert len(r["sealed"]) == 1 and r["process"]["published"] + r["process"]["all_none"] == 1
+
+
+def test_two_runs_of_the_same_history_at_once_both_succeed(tmp_path: Path) -> None:
+    """The race itself, as found: two `cairn run --all` over many small sessions (a helper process each,
+    ADR 0013; groups, ADR 0023), each sealing every session the other also seals."""
+    home = tmp_path / "home"
+    store = home / ".claude" / "projects" / "-p"
+    store.mkdir(parents=True)
+    for i in range(200):
+        write_session(store / f"s{i:03d}.jsonl", 100 + i, 10, words=8)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = child_env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local"),
+                    XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".state"))
+    argv = [PYTHON, "-m", "cairn.server", "run", "--all", "--every-workspace", "--json", "-w", str(ws)]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err.decode()[-400:]
+        assert b"E_CLAIM_BUSY" not in err
+    got = [json.loads(out) for out, _ in outs]
+    assert sum(r["import"]["captured"] for r in got) == 2000  # every turn once, by one of them
+    assert sum(len(r["sealed"]) for r in got) == 200  # every capture sealed once, by one of them
+    caps = sorted((ws / J / "captures").iterdir())
+    turns = [t for c in caps for b in batches(c) for t in b.turn_ids]
+    assert len(caps) == 200 and len(turns) == 2000 == len(set(turns))
+    doctor = subprocess.run([PYTHON, "-m", "cairn.server", "doctor", "-w", str(ws)], env=env, capture_output=True)
+    assert doctor.returncode == 0, doctor.stdout.decode()[-400:]

@@ -220,6 +220,10 @@ def test_an_interrupt_while_waiting_for_the_oldest_file_stops_it_at_its_batch_bo
             waiting.set()  # the import's own thread now waits for the oldest file
             return super().result(timeout)
 
+        def exception(self, timeout: float | None = None) -> BaseException | None:
+            waiting.set()  # ... in short waits, between which Python runs its signal handlers
+            return super().exception(timeout)
+
     class Pool(ThreadPoolExecutor):
         def submit(self, fn: Any, /, *args: Any, **kw: Any) -> Any:
             out: Future[Any] = Watched()

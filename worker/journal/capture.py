@@ -65,6 +65,9 @@ from cairn.worker.journal.batches import (
 from cairn.worker.journal.store import CAPTURES, SESSIONS, TURNS, Journal, capture_id, h, session_dir
 
 SESSION_TTL = 60.0
+#: seconds a capture or a seal waits for a session's claim another live process holds, counted from that
+#: process's latest generation (``imports.HOLDER_WAIT``, which an import passes to :func:`capture_session`)
+HOLDER_WAIT = 30.0
 #: turns per batch (one segment, one pin, one entry, one claim generation)
 BATCH_TURNS = env_int("CAIRN_CAPTURE_BATCH_TURNS", 512)
 #: characters of kept text per batch (a single turn may exceed it: it then forms a batch alone)
@@ -316,19 +319,20 @@ def _holder_gone(j: Journal, detail: Mapping[str, object]) -> bool:
     return False
 
 
-def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None) -> Claim | None:
+def _elect(j: Journal, sid: str, busy_wait: float, stop: Stop | None, *, purpose: str = "capture") -> Claim | None:
     """The session's next claim generation; with ``busy_wait``, wait for a live holder.
 
     The wait is ``busy_wait`` seconds from the holder's latest generation: a holder
     settling batch after batch (the other half of a split import capturing a long
     session) is waited for as long as it makes progress; one stuck on a generation
     for that long is ``E_CLAIM_BUSY``. None: ``stop`` answered true while waiting.
+    The wait is a retry of the same election: nothing about the fence changes.
     """
     end = time.monotonic() + busy_wait
     seen: object = None
     while True:
         try:
-            return j.claims.elect(f"session/{session_dir(sid)}", purpose="capture", ttl=SESSION_TTL,
+            return j.claims.elect(f"session/{session_dir(sid)}", purpose=purpose, ttl=SESSION_TTL,
                                   authority=j.authority)
         except CairnError as exc:
             if exc.code is not ErrorCode.CLAIM_BUSY or not busy_wait or _holder_gone(j, exc.detail):
@@ -550,14 +554,21 @@ def _settle_quietly(j: Journal, claim: Claim) -> None:
         pass
 
 
-def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before: float | None = None) -> str | None:
+def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before: float | None = None,
+                 busy_wait: float = HOLDER_WAIT) -> str | None:
     """Seal the session's open capture; returns its id when this call or an earlier one sealed it now.
 
     With ``quiet_before`` (target-clock time), seal only if the newest ready
     turn was captured before it (idle sealing).
+
+    The session's claim another live process holds (a second ``cairn run`` sealing the same session, an
+    import capturing it, an agent's hook) is waited for as an import waits for it (``busy_wait`` seconds
+    from the holder's latest generation, :func:`_elect`); then the capture is sealed, or found sealed by
+    the other process (None: a repeated seal keeps the first trigger). A holder known to be gone is not
+    waited for (its claim holds until its deadline: ``E_CLAIM_BUSY``, which the watcher tries again).
     """
-    sdir = session_dir(session_id)
-    claim = j.claims.elect(f"session/{sdir}", purpose=f"seal:{trigger}", ttl=SESSION_TTL, authority=j.authority)
+    claim = _elect(j, session_id, busy_wait, None, purpose=f"seal:{trigger}")
+    assert claim is not None  # no stop to answer
     try:
         cid, _, sealed = current_capture(j, session_id)
         sealed_now = None

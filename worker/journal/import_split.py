@@ -23,10 +23,11 @@ The contract the caller keeps (``import_paths`` with ``processes=2``):
   helper at its next batch boundary and is raised once the helper is done;
   the helper's error is raised after this process's part has finished, as
   one after another;
-* *stop*: a stop request (Ctrl-C) is passed on; both stop at a batch
-  boundary. The helper runs in its own session (the terminal's Ctrl-C
-  reaches this process only) and stops by itself if this process dies (its
-  request pipe closes).
+* *stop*: a stop request (Ctrl-C) is passed on (at once: the importer's
+  own thread asks for it every ``imports.POLL`` seconds while it waits for
+  its files); both stop at a batch boundary. The helper runs in its own
+  session (the terminal's Ctrl-C reaches this process only) and stops by
+  itself if this process dies (its request pipe closes).
 
 The helper reports on stdout, one JSON object per line: ``{"progress":
 [done, total]}`` now and then, then ``{"result": {...}}`` (its

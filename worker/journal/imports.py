@@ -22,8 +22,17 @@ watcher and an import already run side by side). The pool only adds:
   handle, so they are captured one after another in that file's task;
 * *results in order*: files are reported in the order given, whatever order
   they finish in, so the summary and ``session_ids`` do not change;
-* *stop*: once ``stop()`` answers true (Ctrl-C) no new file starts; files in
-  flight stop at their next batch boundary, as a single import does. On an
+* *stop*: once ``stop()`` answers true (Ctrl-C) no new file starts — a file's
+  or a group's task handed out before the stop but begun after it captures
+  nothing (:data:`NOT_STARTED`), and a file of several sessions starts no
+  other —; files in flight stop at their next batch boundary, as a single
+  import does (a group's three programs are one batch). The import's own
+  thread waits for its files :data:`POLL` seconds at a time, asking ``stop``
+  in between: Python runs a signal handler only in that thread, and a Ctrl-C
+  the kernel gave a capture thread would not wake it from a blocking wait
+  (the stop was seen, and passed on to a helper process, only once the
+  oldest file was done). A stop asked before the import returns makes it
+  ``interrupted`` even when nothing was left (the caller stops too). On an
   error the files given before the failing one finish (as they would have
   one after another), those given after it stop the same way, all are
   waited for (their batches are whole), then the error is raised: the error of the
@@ -106,8 +115,15 @@ GROUP_TURNS = 128
 GROUP_BYTES = 1 << 20
 
 
+#: seconds the import's own thread waits for a file's task before it looks at ``stop`` again (and runs
+#: Python's signal handlers: a Ctrl-C the kernel gave a capture thread does not wake a thread blocked on a lock)
+POLL = 0.05
+
 #: one source of an import: its path, its format ("auto" to detect), the session ids to keep (None: all)
 Item = tuple[str, str, frozenset[str] | None]
+#: a session a stop came before (Ctrl-C): nothing of it captured or counted, and its file not entered in the
+#: manifest (the import is ``interrupted``); compared by identity
+NOT_STARTED = CaptureResult(captured=0, skipped=0, capture=None, repaired=0, unrepaired=0, interrupted=True, turns=0)
 #: what a tolerant import lists and goes on from: the fixed errors, and record shapes no importer check foresaw
 TOLERATED = (CairnError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
 
@@ -141,8 +157,12 @@ class _File:
         self.small = False  # may be captured with other small files (docs/adr/0023)
 
     def tally(self, results: list[CaptureResult]) -> ImportTally:
-        """What this file's captures did (its lines left out included)."""
-        seen = [(s, r) for s, r in zip(self.sessions, results, strict=False) if r.turns or r.interrupted]
+        """What this file's captures did (its lines left out included); a file a stop came before counts in
+        no total (as one never opened), only as ``interrupted``."""
+        if results and all(r is NOT_STARTED for r in results):
+            return ImportTally(interrupted=True)
+        seen = [(s, r) for s, r in zip(self.sessions, results, strict=False)
+                if r is not NOT_STARTED and (r.turns or r.interrupted)]
         # a tail known only once a stream's turns were read (Claude Code's): pending until the file is sealed
         late = sum(1 for s in self.sessions if isinstance(s, StreamedSession) and s.tail is None
                    and s.late_tail is not None and s.late_tail() is not None)
@@ -150,7 +170,9 @@ class _File:
                            captured=sum(r.captured for r in results), skipped=sum(r.skipped for r in results),
                            repaired=sum(r.repaired for r in results),
                            interrupted=any(r.interrupted for r in results), malformed=self.malformed,
-                           pending=self.pending + late, empty=int(not seen and not (self.pending + late)),
+                           pending=self.pending + late,
+                           empty=int(not seen and not (self.pending + late)
+                                     and not any(r is NOT_STARTED for r in results)),
                            formats=(self.fmt,) if self.fmt else (),
                            sealed_ids=tuple(s.session_id for s, _ in seen) if self.sealed else ())
 
@@ -177,6 +199,9 @@ class _Done:
         if self._error is not None:
             raise self._error
         return self._value
+
+    def done(self) -> bool:
+        return True
 
     def exception(self) -> BaseException | None:
         return self._error
@@ -212,6 +237,11 @@ class _Part:
 def _task(f: _File) -> object:
     """The task ``f`` is captured by (the files of a group share one)."""
     return f.future.task if isinstance(f.future, _Part) else f.future
+
+
+def _hint(s: AnySession) -> int:
+    """The turns a session is counted for in the progress total before it is read."""
+    return s.turn_hint if isinstance(s, StreamedSession) else len(s.turns)
 
 
 def _size(path: str) -> float:
@@ -252,8 +282,9 @@ def import_paths(j: Journal, paths: list[str], fmt: str, policy: ModelPolicy, *,
     once the signal comes, a next prompt closes it or its file is sealed.
 
     With ``stop``, the import ends at the next batch boundary once it answers
-    true (``interrupted`` in the result); a later import of the same paths
-    resumes where it stopped, since captured turns are skipped.
+    true (``interrupted`` in the result, also when it answered true only as the
+    last batch landed); a later import of the same paths resumes where it
+    stopped, since captured turns are skipped.
 
     With ``processes=2`` and many files, a helper process imports the last
     files given (:mod:`.import_split`); the result is the same. A session's
@@ -293,9 +324,14 @@ def import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_s
     ``empty``; nothing is left out without a count.
     """
     with storefile.walks():  # each store folder walked to once, not once per open of each file
-        return _import_items(j, items, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
-                             workers=workers, processes=processes, sibling=sibling, tolerant=tolerant,
-                             sealed_before=sealed_before, reread=reread)
+        out = _import_items(j, items, policy, follow_symlinks=follow_symlinks, progress=progress, stop=stop,
+                            workers=workers, processes=processes, sibling=sibling, tolerant=tolerant,
+                            sealed_before=sealed_before, reread=reread)
+    # a stop that came after the last batch (Ctrl-C as the import ended) was still asked for: the caller stops
+    # too (``cairn run`` seals, digests and reviews only after an import nobody stopped), with exit 130
+    if stop is not None and not out.interrupted and stop():
+        out = codec.evolve(out, interrupted=True)
+    return out
 
 
 def _import_items(j: Journal, items: list[Item], policy: ModelPolicy, *, follow_symlinks: bool,
@@ -387,7 +423,10 @@ class _Import:
                 self.progress(self.done, self.total)
 
     def run_file(self, f: _File) -> list[CaptureResult]:
-        """A file's sessions, one after another (they share its handle); the thread's task."""
+        """A file's sessions, one after another (they share its handle); the thread's task.
+
+        A session a stop came before is not started (:data:`NOT_STARTED`): once stopped, a task handed out
+        earlier captures nothing, and a file of several sessions stops between two of them."""
         def halted() -> bool:
             return f.abort.is_set() or (self.stop is not None and self.stop())
 
@@ -396,6 +435,9 @@ class _Import:
             return results  # an unchanged file (docs/adr/0022): nothing to capture, nothing to load
         from cairn.worker.journal.capture import capture_session
         for s in f.sessions:
+            if halted():
+                results += [NOT_STARTED] * (len(f.sessions) - len(results))
+                break
             r = capture_session(self.j, s, source=f"import:{s.source_format}", policy=self.policy,
                                 progress=self.tick, stop=halted, busy_wait=self.busy_wait)
             results.append(r)
@@ -441,15 +483,11 @@ class _Import:
             try:
                 for s in got:
                     r = next(grouped)
-                    if r is None:
-                        r = capture_session(self.j, s, source=f"import:{s.source_format}", policy=self.policy,
-                                            progress=self.tick, stop=functools.partial(halted, f),
-                                            busy_wait=self.busy_wait)
-                    results.append(r)
-                    if r.interrupted:
-                        for _ in got[len(results):]:
-                            next(grouped)
-                        break
+                    if r is None:  # a stop meanwhile (it stays true): a session left to capture alone is not begun
+                        r = NOT_STARTED if halted(f) else capture_session(
+                            self.j, s, source=f"import:{s.source_format}", policy=self.policy, progress=self.tick,
+                            stop=functools.partial(halted, f), busy_wait=self.busy_wait)
+                    results.append(r)  # the group's own results are kept after a stop: they were captured
             except TOLERATED as exc:
                 for _ in got[len(results) + 1:]:
                     next(grouped, None)
@@ -476,11 +514,18 @@ class _Import:
         """Consume the oldest file's results (in the order given), then close it.
 
         If that file failed, every file in flight was given after it: each is asked to stop. If the
-        wait itself was interrupted (Ctrl-C with no ``stop``), that file stops at its batch boundary
-        too, and its file stays open until its thread has let go of it.
+        wait itself was interrupted (Ctrl-C with no ``stop``, or a second Ctrl-C), that file stops at its
+        batch boundary too, and its file stays open until its thread has let go of it.
+
+        The wait is never one blocking call: a Ctrl-C the kernel gave another thread (a capture thread, the
+        bar's) does not wake this one, and Python runs its handler only in this thread, so the first Ctrl-C
+        was seen (and passed on to the helper process) only once the oldest file was done, and a second one
+        not at all. Every :data:`POLL` seconds the handlers run and ``stop`` is asked again (which passes a
+        stop on to the helper).
         """
         assert f.future is not None
         try:
+            self._await(f)
             results = f.future.result()
         except TOLERATED as exc:
             if self.failed is None:
@@ -493,14 +538,33 @@ class _Import:
         except BaseException:
             self._stop_all_then_raise(f)
         f.ctx.close()
+        if results and all(r is NOT_STARTED for r in results):  # a stop came first: counted as never opened
+            self.tally = self.tally.add(ImportTally(interrupted=True))
+            self._untotal(f.hint)
+            return
         streamed = sum(s.turn_hint - r.turns for s, r in zip(f.sessions, results, strict=False)
                        if isinstance(s, StreamedSession) and not r.interrupted)  # the hint was an upper bound
+        streamed += sum(_hint(s) for s, r in zip(f.sessions, results, strict=False) if r is NOT_STARTED)
         self.tally = self.tally.add(self.manifest.settled(f.index, f.name, f.sessions, results, f.tally(results)))
-        if streamed:
+        self._untotal(streamed)
+
+    def _untotal(self, turns: int) -> None:
+        """Turns counted in the progress total that will not be seen (a hint's excess, files not started)."""
+        if turns:
             with self.lock:
-                self.total -= streamed
+                self.total -= turns
                 if self.progress:
                     self.progress(self.done, self.total)
+
+    def _await(self, f: _File) -> None:
+        """Wait until ``f``'s task is over, :data:`POLL` seconds at a time, asking ``stop`` in between (see
+        :meth:`settle`); a second Ctrl-C's ``KeyboardInterrupt`` is raised from here."""
+        task: Any = _task(f)
+        while not task.done():
+            if self.stop is not None:
+                self.stop()
+            with contextlib.suppress(TimeoutError):
+                task.exception(timeout=POLL)
 
     def open(self, index: int, item: Item) -> _File | None:
         """Open the file of ``item``, or list it failed (None); a file it cannot open is raised when not
@@ -543,8 +607,7 @@ class _Import:
         except BaseException:
             ctx.close()
             raise
-        f = _File(index, Path(p).name, ctx, wanted,
-                  sum(s.turn_hint if isinstance(s, StreamedSession) else len(s.turns) for s in wanted),
+        f = _File(index, Path(p).name, ctx, wanted, sum(_hint(s) for s in wanted),
                   tuple(malformed_line(Path(p).name, e) for e in loaded.skipped), fmt=loaded.format,
                   pending=pending, sealed=sealed)
         f.small = bool(wanted) and f.hint <= GROUP_TURNS and _size(p) <= GROUP_BYTES
