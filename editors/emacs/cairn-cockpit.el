@@ -189,8 +189,7 @@ DIFF is `loading' while asked, (error . MESSAGE) when refused.")
         (let ((place (cairn-cockpit--place))
               (view cairn-cockpit--view))
           (setq tabulated-list-format format
-                tabulated-list-entries (mapcar (lambda (e) (list (car e) (cairn-cockpit--columns view (car e) format)))
-                                               tabulated-list-entries))
+                tabulated-list-entries (cairn-cockpit--entries view (mapcar #'car tabulated-list-entries) format))
           (tabulated-list-init-header)
           (tabulated-list-print)
           (cairn-cockpit--tag-marks)
@@ -559,6 +558,94 @@ server's revalidation period."
                   (and targets (list target))
                   (list (cairn-cockpit--title-cell row (cdr kt) targets)))))))
 
+;;;; Cutting names to fit
+
+(defun cairn-cockpit--head (text width)
+  "The start of TEXT that fits in WIDTH columns, without trailing spaces."
+  (string-trim-right (truncate-string-to-width text (max 0 width))))
+
+(defun cairn-cockpit--tail (text width)
+  "The end of TEXT that fits in WIDTH columns, without leading spaces."
+  (let ((i (length text)) (w 0))
+    (while (and (> i 0) (<= (+ w (char-width (aref text (1- i)))) width))
+      (setq w (+ w (char-width (aref text (1- i))))
+            i (1- i)))
+    (string-trim-left (substring text i))))
+
+(defun cairn-cockpit--common-prefix (a b)
+  "How many characters strings A and B share at their start."
+  (let ((n (compare-strings a nil nil b nil nil)))
+    (if (eq n t) (length a) (1- (abs n)))))
+
+(defun cairn-cockpit--cut (text width &optional from)
+  "TEXT cut to WIDTH columns with … in the middle: its start and its end.
+The start says what the text is and keeps the sort order readable;
+the end is where names made from the same words differ (\"… the CLI
+tool\", \"… the web app\") and where the server puts the -2 of a
+name that was taken.  With FROM, the index of the character where
+TEXT differs from another text the middle cut made alike, a short
+start is followed by the text from the start of that character's
+word on (with a second … when its end does not fit)."
+  (cond
+   ((<= (string-width text) width) text)
+   ((< width 5) (truncate-string-to-width text width nil nil "…"))
+   ((null from)
+    (let ((head (cairn-cockpit--head text (- (1- width) (/ (1- width) 2)))))
+      (concat head "…" (cairn-cockpit--tail text (- width 1 (string-width head))))))
+   (t
+    (let* ((head (cairn-cockpit--head text (max 1 (/ (1- width) 3))))
+           (room (- width 1 (string-width head)))
+           (tail (cairn-cockpit--tail text room)))
+      (if (>= from (- (length text) (length tail)))
+          (concat head "…" tail)
+        ;; from the start of the word that differs, while the character that differs still shows
+        (let ((start (max from (length head))))
+          (while (and (> start (length head)) (< (- from start) (- room 3))
+                      (string-match-p "[[:alnum:]]" (string (aref text (1- start)))))
+            (setq start (1- start)))
+          (concat head "…" (cairn-cockpit--head (substring text start) (1- room)) "…")))))))
+
+(defun cairn-cockpit--cut-distinct (texts width)
+  "Each of TEXTS cut to WIDTH columns, different texts kept apart.
+Return an alist (TEXT . SHOWN).  A text that fits is shown as it is;
+a longer one is cut in the middle (`cairn-cockpit--cut').  Texts the
+middle cut leaves alike are cut again around where they differ."
+  (let ((first (mapcar (lambda (text) (cons text (cairn-cockpit--cut text width)))
+                       (delete-dups (copy-sequence texts)))))
+    (mapcar (lambda (cell)
+              (let ((alike (cl-loop for other in first
+                                    when (and (not (eq other cell)) (equal (cdr other) (cdr cell)))
+                                    collect (car other))))
+                (if (null alike)
+                    cell
+                  (cons (car cell)
+                        (cairn-cockpit--cut (car cell) width
+                                            (apply #'max (mapcar (lambda (other)
+                                                                   (cairn-cockpit--common-prefix (car cell) other))
+                                                                 alike)))))))
+            first)))
+
+(defconst cairn-cockpit--cut-columns '("Name" "Target")
+  "Columns whose cells are names: cut in the middle, kept apart, when too long.")
+
+(defun cairn-cockpit--entries (view rows format)
+  "The `tabulated-list-entries' of ROWS in VIEW for the columns of FORMAT.
+A cell of a column in `cairn-cockpit--cut-columns' that its column
+cannot hold is cut with `cairn-cockpit--cut-distinct', so that two
+different names never look the same; its help text is the whole name."
+  (let ((entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row format))) rows)))
+    (dotimes (i (length format))
+      (let ((column (aref format i)))
+        (when (and (member (car column) cairn-cockpit--cut-columns) (< (1+ i) (length format)))
+          (let ((cut (cairn-cockpit--cut-distinct (mapcar (lambda (e) (aref (cadr e) i)) entries)
+                                                  (nth 1 column))))
+            (dolist (e entries)
+              (let* ((full (aref (cadr e) i))
+                     (shown (cdr (assoc full cut))))
+                (unless (equal shown full)
+                  (aset (cadr e) i (propertize shown 'help-echo (format "%s: %s" (car column) full))))))))))
+    entries))
+
 ;;;; Drawing
 
 (defun cairn-cockpit--key (row)
@@ -681,7 +768,7 @@ newest decision) carries it."
   "Draw ROWS as the table of VIEW."
   (let ((format (cairn-cockpit--format view rows)))
     (setq tabulated-list-format format
-          tabulated-list-entries (mapcar (lambda (row) (list row (cairn-cockpit--columns view row format))) rows)))
+          tabulated-list-entries (cairn-cockpit--entries view rows format)))
   (tabulated-list-init-header)
   (tabulated-list-print)
   (cairn-cockpit--tag-marks)

@@ -471,7 +471,52 @@ with the edited text and the echo area says why."
     (dolist (c cairn-dispatch-commands)
       (define-key map (car c) (nth 2 c)))
     map)
-  "Keys of the plain cairn menu (when transient is not used).")
+  "Keys of the plain cairn menu (when transient is not used).
+In the cockpit the menu's next key runs a global command only where
+the cockpit has no key of its own for it: see `cairn--dispatch-globals'.")
+
+(defconst cairn--cockpit-menu
+  '(["Flag, then x"
+     ("a" "flag A: accept" cairn-cockpit-flag-accept)
+     ("r" cairn-cockpit-flag-reject :description cairn--menu-r-description)
+     ("u" "flag U: undo / un-reject" cairn-cockpit-flag-undo)
+     ("c" "flag C: topic still true" cairn-cockpit-flag-confirm)
+     ("x" "execute the flags" cairn-cockpit-execute)
+     ("K" "accept now, keeping both" cairn-cockpit-accept-keeping-both)
+     ("e" "edit, then accept" cairn-cockpit-edit)]
+    ["Look"
+     ("RET" "details" cairn-cockpit-act)
+     ("d" "diff" cairn-cockpit-diff)
+     ("i" "info" cairn-cockpit-info)
+     ("w" "evidence" cairn-cockpit-evidence)
+     ("V" "verify memory" cairn-cockpit-verify)
+     ("F" "follow point" cairn-cockpit-follow)]
+    ["Views, marks"
+     ("TAB" "next view" cairn-cockpit-next-view)
+     ("o" "overview" cairn-cockpit-overview)
+     ("v" "choose a view" cairn-cockpit-choose-view)
+     ("l" "previous view" cairn-cockpit-back)
+     ("g" "refresh" revert-buffer)
+     ("m" "mark / unmark" cairn-cockpit-mark)
+     ("U" "clear marks and flags" cairn-cockpit-unmark-all)])
+  "The cockpit's columns of the transient cairn menu, side by side.
+Three columns, so that the menu is no wider than 80 columns and no
+taller than the cockpit's keys need.")
+
+(defun cairn--cockpit-menu-keys ()
+  "The keys of the cockpit's part of the transient menu."
+  (cl-loop for column in cairn--cockpit-menu
+           append (mapcar #'car (cdr (append column nil)))))
+
+(defun cairn--dispatch-globals ()
+  "Return the global commands of the plain cairn menu in this buffer.
+Each is (KEY DESCRIPTION COMMAND), as in `cairn-dispatch-commands'.
+In the cockpit a global command whose key the cockpit has for its
+own is left out: c flags a topic as confirmed there (the cockpit is
+already open), D drains there as well."
+  (if (derived-mode-p 'cairn-cockpit-mode)
+      (cl-remove-if (lambda (c) (assoc (car c) cairn-cockpit--keys)) cairn-dispatch-commands)
+    cairn-dispatch-commands))
 
 (defun cairn--transient-p ()
   "Non-nil if `cairn-dispatch' is to be a transient menu."
@@ -487,61 +532,50 @@ with the edited text and the echo area says why."
 (defun cairn--define-transient ()
   "Define the transient prefix `cairn-transient' (once transient is loaded).
 Defined at run time so that the package neither needs nor loads
-transient until the menu is first used."
+transient until the menu is first used.  In the cockpit, the global
+command whose key the cockpit's columns use (c: the cockpit itself)
+is hidden, so that each key shows once and runs what it says."
   (unless (fboundp 'cairn-transient)
-    ;; columns side by side (a vector of vectors), so the menu stays short on any frame
-    (eval `(transient-define-prefix cairn-transient ()
-             "The cairn menu."
-             [["cairn"
-               ,@(mapcar (lambda (c) (list (car c) (nth 1 c) (nth 2 c))) (cl-subseq cairn-dispatch-commands 0 5))]
-              ["Proposals by id"
-               ,@(mapcar (lambda (c) (list (car c) (nth 1 c) (nth 2 c))) (nthcdr 5 cairn-dispatch-commands))
-               ("q" "quit this menu" transient-quit-one)]]
-             [:if-derived cairn-cockpit-mode
-              ["Flag, then x"
-               ("a" "flag A: accept" cairn-cockpit-flag-accept)
-               ("r" cairn-cockpit-flag-reject :description cairn--menu-r-description)
-               ("u" "flag U: undo / un-reject" cairn-cockpit-flag-undo)
-               ("c" "flag C: topic still true" cairn-cockpit-flag-confirm)
-               ("x" "execute the flags" cairn-cockpit-execute)
-               ("K" "accept now, keeping both" cairn-cockpit-accept-keeping-both)]
-              ["Marks"
-               ("m" "mark / unmark" cairn-cockpit-mark)
-               ("U" "clear marks and flags" cairn-cockpit-unmark-all)
-               ("e" "edit, then accept" cairn-cockpit-edit)]
-              ["Look"
-               ("RET" "details" cairn-cockpit-act)
-               ("d" "diff" cairn-cockpit-diff)
-               ("i" "info" cairn-cockpit-info)
-               ("w" "evidence" cairn-cockpit-evidence)
-               ("V" "verify memory" cairn-cockpit-verify)
-               ("F" "follow point" cairn-cockpit-follow)]
-              ["Views"
-               ("TAB" "next view" cairn-cockpit-next-view)
-               ("o" "overview" cairn-cockpit-overview)
-               ("v" "choose a view" cairn-cockpit-choose-view)
-               ("l" "previous view" cairn-cockpit-back)
-               ("g" "refresh" revert-buffer)]])
-          t)))
+    (let* ((cockpit-keys (cairn--cockpit-menu-keys))
+           (suffix (lambda (c)
+                     (append (list (car c) (nth 1 c) (nth 2 c))
+                             (and (member (car c) cockpit-keys) '(:if-not-derived cairn-cockpit-mode))))))
+      ;; columns side by side (a vector of vectors), so the menu stays short on any frame
+      (eval `(transient-define-prefix cairn-transient ()
+               "The cairn menu."
+               [["cairn"
+                 ,@(mapcar suffix (cl-subseq cairn-dispatch-commands 0 5))]
+                ["Proposals by id"
+                 ,@(mapcar suffix (nthcdr 5 cairn-dispatch-commands))
+                 ("q" "quit this menu" transient-quit-one)]]
+               [:if-derived cairn-cockpit-mode ,@cairn--cockpit-menu])
+            t))))
 
 ;;;###autoload
 (defun cairn-dispatch ()
   "The cairn menu: the cockpit's keys and the global commands.
 A transient menu when transient is available and `cairn-use-transient'
-is non-nil; otherwise a key help whose next key runs the command."
+is non-nil; otherwise a key help whose next key runs the command.
+Each key shows once and runs what it says: in the cockpit, c flags a
+topic as confirmed (the cockpit is open already), elsewhere it opens
+the cockpit."
   (interactive)
   (if (cairn--transient-p)
       (progn (cairn--define-transient)
              (call-interactively 'cairn-transient))
-    (with-help-window "*cairn keys*"
-      (princ "cairn menu: press a key\n\n")
-      (dolist (c cairn-dispatch-commands)
-        (princ (format "  %-5s %s\n" (car c) (nth 1 c))))
-      (when (derived-mode-p 'cairn-cockpit-mode)
-        (princ "\ncairn cockpit keys\n\n")
-        (dolist (k cairn-cockpit--keys)
-          (princ (format "  %-5s %s\n" (car k) (cdr k))))))
-    (set-transient-map cairn-dispatch-map)))
+    (let ((globals (cairn--dispatch-globals))
+          (map (make-sparse-keymap)))
+      (with-help-window "*cairn keys*"
+        (princ "cairn menu: press a key\n\n")
+        (dolist (c globals)
+          (princ (format "  %-5s %s\n" (car c) (nth 1 c))))
+        (when (derived-mode-p 'cairn-cockpit-mode)
+          (princ "\ncairn cockpit keys\n\n")
+          (dolist (k cairn-cockpit--keys)
+            (princ (format "  %-5s %s\n" (car k) (cdr k))))))
+      (dolist (c globals)
+        (define-key map (car c) (lookup-key cairn-dispatch-map (car c))))
+      (set-transient-map map))))
 
 (provide 'cairn-menu)
 ;;; cairn-menu.el ends here

@@ -22,6 +22,7 @@ from tests.support import REPO, child_env
 
 SCRIPT = REPO / "editors" / "nvim" / "test" / "memories.lua"
 KEEP_BOTH = REPO / "editors" / "nvim" / "test" / "keep_both.lua"
+COLUMNS = REPO / "editors" / "nvim" / "test" / "columns.lua"
 AGENTS = "# Agents\n\n- Lint with `make lint`\n"
 
 
@@ -65,3 +66,24 @@ def test_nvim_stale_accept_names_the_cockpits_key_to_keep_both(workspace: Path, 
     assert returncode == 0 and "cairn keep-both: OK" in stdout, stdout + stderr
     states = {p["id"]: p["state"] for p in cairn_json(workspace, "proposals")}
     assert states[npm] == "applied", states
+
+
+def test_nvim_cockpit_at_80_columns_keeps_names_apart_and_columns_aligned(workspace: Path, tmp_path: Path) -> None:
+    """editors/nvim/test/columns.lua: at 80 columns, topic names and targets alike at their start (or in their
+    middle) are cut to different texts, a name with accented letters is never cut inside a character, the
+    columns line up (a refused topic's error too), and the keys lines show every key within 80 columns."""
+    memory = workspace / ".agents" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Memory\n")
+    for stem, name in [("release-process-for-the-web-app-and-the-docs-site", "Docs site release"),
+                       ("release-process-for-the-web-app-and-the-api-server", "API server release"),
+                       ("release-process-for-the-cli-tool", "CLI release"),
+                       ("release-process-for-the-tui-tool", "TUI release"),
+                       ("tests", "Tests"),
+                       ("übersicht-für-die-benutzeroberfläche-und-größen-der-dialoge", "Größen")]:
+        (memory / f"{stem}.md").write_text(f"---\nname: {name}\ndescription: about {stem}\ntype: project\n---\nText.\n")
+    for text in ("Build the docker images for the web app with make images",
+                 "Build the docker images for the worker with make images-worker"):
+        cairn(workspace, "remember", text)
+    returncode, stdout, stderr = run_headless(COLUMNS, _env(workspace, tmp_path), tmp_path)
+    assert returncode == 0 and "cairn columns: OK" in stdout, stdout + stderr

@@ -1955,5 +1955,138 @@ its own cockpit buffer, *cairn: NAME*."
       (should (equal (buffer-file-name (window-buffer (selected-window)))
                      (cairn-test--file ".agents/memory/release.md"))))))
 
+;;;; What a user sees at 80 columns
+
+(defun cairn-test--shown-line ()
+  "The line at point as the window shows it.
+A `display' string stands for the text it covers (the … of a cut
+cell), a `display' space pads to its :align-to column."
+  (let ((pos (line-beginning-position)) (end (line-end-position)) (out ""))
+    (while (< pos end)
+      (let ((d (get-text-property pos 'display))
+            (next (next-single-property-change pos 'display nil end)))
+        (setq out (cond ((stringp d) (concat out d))
+                        ((eq (car-safe d) 'space)
+                         (concat out (make-string (max 0 (- (plist-get (cdr d) :align-to) (string-width out)))
+                                                  ?\s)))
+                        (t (concat out (buffer-substring-no-properties pos next))))
+              pos next)))
+    out))
+
+(defun cairn-test--shown-names ()
+  "Alist (NAME . SHOWN-LINE) of the Memories rows, top to bottom."
+  (save-excursion
+    (goto-char (point-min))
+    (let (out)
+      (while (not (eobp))
+        (let ((row (tabulated-list-get-id)))
+          (when row (push (cons (plist-get row :name) (cairn-test--shown-line)) out)))
+        (forward-line 1))
+      (nreverse out))))
+
+;; fails before: the three "Release process for …" topics all showed as "Release proce…" at 80
+;; columns (the Name column is 14 wide there): nothing told them apart
+(ert-deftest cairn-cockpit-memories-names-cut-to-fit-stay-distinct ()
+  "A name too long for its column is cut in the middle: its start, …, its end.
+Names that the middle cut leaves alike are cut again around where they
+differ, so different topics never look the same; every column stays
+aligned, and the full name is the cell's help text."
+  (cairn-test--with-workspace
+    (cairn-test--write ".agents/memory/MEMORY.md" "# Memory\n")
+    (dolist (topic '(("release-web.md" "Release process for the web app")
+                     ("release-cli.md" "Release process for the CLI tool")
+                     ("release-tui.md" "Release process for the TUI tool")
+                     ("tests.md" "Tests")
+                     ("ui.md" "Übersetzungsrichtlinien für die Oberfläche")
+                     ("images-web.md" "Build the docker images for the web app with make images")
+                     ("images-worker.md" "Build the docker images for the worker with make images")))
+      (cairn-test--write (concat ".agents/memory/" (car topic))
+                         (format "---\nname: %s\ndescription: about %s\ntype: project\n---\nText.\n"
+                                 (nth 1 topic) (car topic))))
+    (with-current-buffer (cairn-cockpit cairn-test--ws "memories")
+      (cairn-test--until "the memories" (lambda () (= 7 (length (cairn-test--rows)))))
+      (should (= 80 (window-body-width (get-buffer-window (current-buffer)))))
+      (let* ((width (nth 1 (aref tabulated-list-format 0)))
+             (type-column (+ tabulated-list-padding width 1))
+             (lines (cairn-test--shown-names))
+             (shown (mapcar (lambda (l) (cons (car l) (string-trim-right (substring (cdr l) 2 (+ 2 width)))))
+                            lines)))
+        (should (= width 14))
+        (should (equal (sort (mapcar #'cdr shown) #'string<)
+                       (sort (list "Release…eb app" "Rele…CLI tool" "Rele…TUI tool" "Tests" "Überset…fläche"
+                                   ;; alike at both ends: from the word where they differ
+                                   "Buil…web app…" "Buil…worker w…")
+                             #'string<)))
+        ;; aligned: every row's Type starts in the same column, its description after Age and Fresh
+        (dolist (l lines)
+          (should (string-match-p "\\`project +-  +about " (substring (cdr l) type-column))))
+        ;; the full name is the cell's help text
+        (cairn-test--goto-topic "Release process for the CLI tool")
+        (should (equal (get-text-property (+ (point) tabulated-list-padding) 'help-echo)
+                       "Name: Release process for the CLI tool")))
+      ;; wider: a wider Name column, still distinct, redrawn without a request
+      (cl-letf (((symbol-function 'window-body-width) (lambda (&rest _) 120)))
+        (cairn-cockpit--resized (get-buffer-window (current-buffer)))
+        (let* ((width (nth 1 (aref tabulated-list-format 0)))
+               (shown (mapcar (lambda (l) (string-trim-right (substring (cdr l) 2 (+ 2 width))))
+                              (cairn-test--shown-names))))
+          (should (= width 24))
+          (should (equal (length (delete-dups (copy-sequence shown))) 7))
+          (should (member "Release proc…the web app" shown))
+          (should (member "Build t…worker with mak…" shown))
+          (should (cl-every (lambda (s) (<= (string-width s) width)) shown)))))))
+
+(defun cairn-test--menu (mode transient)
+  "Open the cairn menu in a buffer in MODE, as ? does; TRANSIENT: its transient variant.
+Return (KEYS LINES BINDINGS): the keys it offers, the lines it shows
+and the command each key runs while it is open.  Close it again."
+  (with-current-buffer (get-buffer-create "*cairn-test-menu*")
+    (funcall mode)
+    (switch-to-buffer (current-buffer))
+    (let ((cairn-use-transient transient))
+      (if transient
+          (progn
+            (cairn-dispatch)
+            (unwind-protect
+                (let ((keys (mapcar (lambda (o) (slot-value o 'key)) (symbol-value 'transient--suffixes))))
+                  (list keys
+                        (with-current-buffer " *transient*" (split-string (buffer-string) "\n"))
+                        (mapcar (lambda (k) (cons k (lookup-key (symbol-value 'transient--transient-map) (kbd k))))
+                                keys)))
+              (funcall 'transient--emergency-exit)))
+        (let ((exit (cairn-dispatch)))
+          (unwind-protect
+              (let* ((lines (with-current-buffer "*cairn keys*" (split-string (buffer-string) "\n")))
+                     (keys (delq nil (mapcar (lambda (l) (and (string-match "\\`  \\([^ ]+\\) " l) (match-string 1 l)))
+                                             lines))))
+                (list keys lines (mapcar (lambda (k) (cons k (key-binding (kbd k)))) keys)))
+            (funcall exit)
+            (kill-buffer "*cairn keys*")))))))
+
+;; fails before: in the cockpit the menu offered c twice, "cockpit" and "flag C: topic still true",
+;; and c ran only one of them; the transient's cockpit columns were 95 wide, wrapped at 80
+(ert-deftest cairn-menu-keys-are-unique-and-reachable-in-and-out-of-the-cockpit ()
+  "Each key shows once in the cairn menu and runs what it says; c confirms in the cockpit.
+Outside the cockpit c opens it.  At 80 columns no line of the menu wraps."
+  (cairn-test--with-workspace
+    (let ((variants (if (locate-library "transient") '(nil t) '(nil))))
+      (dolist (transient variants)
+        (pcase-dolist (`(,mode ,c) '((cairn-cockpit-mode cairn-cockpit-flag-confirm)
+                                     (fundamental-mode cairn-cockpit)))
+          (pcase-let ((`(,keys ,lines ,bindings) (cairn-test--menu mode transient)))
+            (let ((what (list :transient transient :mode mode)))
+              (should (member "c" keys))
+              (unless (equal (length keys) (length (delete-dups (copy-sequence keys))))
+                (ert-fail (list what "a key shows twice" keys)))
+              (should (eq (cdr (assoc "c" bindings)) c))
+              (dolist (b bindings)
+                (unless (commandp (cdr b)) (ert-fail (list what "key runs nothing" b))))
+              (should (eq (cdr (assoc "j" bindings)) 'cairn-jobs))
+              (when (eq mode 'cairn-cockpit-mode)
+                (should (eq (cdr (assoc "x" bindings)) 'cairn-cockpit-execute)))
+              (when transient
+                (dolist (l lines)
+                  (when (> (string-width l) 79) (ert-fail (list what "wider than 80 columns" l))))))))))))
+
 (provide 'cairn-test)
 ;;; cairn-test.el ends here

@@ -46,12 +46,118 @@ local function err_notify(err)
   config.notify(config.error_text(err), vim.log.levels.ERROR)
 end
 
+-- Display columns of `text` (a wide character counts 2, a multibyte one 1).
+local strwidth = vim.api.nvim_strwidth
+
+local ELLIPSIS = "…"
+
+-- The characters of `text`, each a string (a multibyte character is never split).
+local function chars(text)
+  return vim.fn.split(text, "\\zs")
+end
+
+-- The start of `text` that fits in `cols` display columns, without trailing spaces.
+local function head(text, cols)
+  local out, w = {}, 0
+  for _, ch in ipairs(chars(text)) do
+    w = w + strwidth(ch)
+    if w > cols then
+      break
+    end
+    table.insert(out, ch)
+  end
+  return (table.concat(out):gsub("%s+$", ""))
+end
+
+-- The end of `text` that fits in `cols` display columns, without leading spaces.
+local function tail(text, cols)
+  local cs, out, w = chars(text), {}, 0
+  for i = #cs, 1, -1 do
+    w = w + strwidth(cs[i])
+    if w > cols then
+      break
+    end
+    table.insert(out, 1, cs[i])
+  end
+  return (table.concat(out):gsub("^%s+", ""))
+end
+
+--- `text` cut to `cols` display columns with … in the middle: its start (what it is, and the
+--- sort order stays readable) and its end (where names made of the same words differ, and where
+--- the server puts the -2 of a name that was taken).  With `from`, the index (0-based, in
+--- characters) where `text` differs from another text the middle cut made alike, a short start
+--- is followed by the text from the start of that character's word on (with a second … when its end
+--- does not fit).
+function M.cut(text, cols, from)
+  text = tostring(text or "")
+  if strwidth(text) <= cols then
+    return text
+  end
+  local ew = strwidth(ELLIPSIS)
+  if cols < 4 + ew then
+    return head(text, cols - ew) .. ELLIPSIS
+  end
+  local room = cols - ew
+  if not from then
+    local h = head(text, room - math.floor(room / 2))
+    return h .. ELLIPSIS .. tail(text, room - strwidth(h))
+  end
+  local h = head(text, math.max(1, math.floor(room / 3)))
+  local rest = room - strwidth(h)
+  local t = tail(text, rest)
+  local cs = chars(text)
+  if from >= #cs - #chars(t) then
+    return h .. ELLIPSIS .. t
+  end
+  -- from the start of the word that differs, while the character that differs still shows
+  local start = math.max(from, #chars(h))
+  while start > #chars(h) and from - start < rest - ew - 2 and cs[start]:match("^%w$") do
+    start = start - 1
+  end
+  return h .. ELLIPSIS .. head(table.concat(cs, "", start + 1), rest - ew) .. ELLIPSIS
+end
+
+-- How many characters `a` and `b` share at their start.
+local function common_prefix(a, b)
+  local ca, cb = chars(a), chars(b)
+  local n = 0
+  while n < #ca and n < #cb and ca[n + 1] == cb[n + 1] do
+    n = n + 1
+  end
+  return n
+end
+
+--- Each of `texts` cut to `cols` display columns (`M.cut`), different texts kept apart: a table
+--- TEXT -> SHOWN.  Texts the middle cut leaves alike are cut again around where they differ.
+function M.cut_distinct(texts, cols)
+  local first, order = {}, {}
+  for _, text in ipairs(texts) do
+    text = tostring(text or "")
+    if first[text] == nil then
+      first[text] = M.cut(text, cols)
+      table.insert(order, text)
+    end
+  end
+  local out = {}
+  for _, text in ipairs(order) do
+    local from
+    for _, other in ipairs(order) do
+      if other ~= text and first[other] == first[text] then
+        from = math.max(from or 0, common_prefix(text, other))
+      end
+    end
+    out[text] = from and M.cut(text, cols, from) or first[text]
+  end
+  return out
+end
+
+-- `text` on one line in exactly `width` display columns: cut (… at its end) or padded.
 local function clip(text, width)
   text = tostring(text or ""):gsub("[%c]", " ")
-  if #text > width then
-    return text:sub(1, width - 1) .. "~"
+  if strwidth(text) > width then
+    text = head(text, width - strwidth(ELLIPSIS)) .. ELLIPSIS
   end
-  return text .. string.rep(" ", width - #text)
+  return text .. string.rep(" ", width - strwidth(text))
 end
 
 -- A time for display: epoch seconds or an ISO 8601 text, as "YYYY-MM-DD HH:MM" (UTC).
@@ -66,13 +172,50 @@ local function base(path)
   return vim.fn.fnamemodify(tostring(path or ""), ":t")
 end
 
-local function line_of_row(view, row, ws)
+-- The Target column's width (Pending, History).
+local TARGET_WIDTH = 24
+-- Columns of a Memories line besides the name and the description: type, age, fresh, separators.
+local MEMORY_FIXED = 1 + 10 + 1 + 5 + 1 + 5 + 2
+
+local function topic_name(row)
+  return vim.fn.fnamemodify(tostring(row.file or ""), ":t")
+end
+
+-- What the lines of `rows` in `view` share at `cols` display columns: the cut names (Memories) or
+-- targets (Pending, History), each column kept apart (`M.cut_distinct`), and the Name column's width:
+-- the longest name, at most half of what the type, age and fresh columns leave.
+local function layout(view, rows, cols)
+  local ctx = {}
+  if view == "memories" then
+    local names, longest = {}, 1
+    for _, row in ipairs(rows) do
+      local name = (topic_name(row):gsub("[%c]", " "))
+      table.insert(names, name)
+      longest = math.max(longest, strwidth(name))
+    end
+    ctx.name_width = math.min(longest, math.max(16, math.floor((cols - MEMORY_FIXED) / 2)))
+    ctx.names = M.cut_distinct(names, ctx.name_width)
+  elseif view == "pending" or view == "history" then
+    ctx.targets = M.cut_distinct(vim.tbl_map(function(row) return (base(row.target):gsub("[%c]", " ")) end, rows),
+      TARGET_WIDTH)
+  end
+  return ctx
+end
+
+-- The cell of `text` in a column cut by `layout` (`shown`: TEXT -> SHOWN), `width` columns wide.
+local function cell(shown, text, width)
+  text = (tostring(text or ""):gsub("[%c]", " "))
+  return clip(shown and shown[text] or text, width)
+end
+
+local function line_of_row(view, row, ctx)
   if view == "pending" then
     return string.format("%s  %s %s %s  %s", clip(row.id, 14), clip(row.state, 8), clip(row.kind, 11),
-      clip(base(row.target), 24), tostring(row.title or ""):gsub("[%c]", " "))
+      cell(ctx.targets, base(row.target), TARGET_WIDTH), tostring(row.title or ""):gsub("[%c]", " "))
   elseif view == "history" then
     return string.format("%s  %s  %s %s  %s%s", clip(when(row.decided), 16), clip(row.id, 14),
-      clip(row.state, 8), clip(base(row.target), 24), tostring(row.title or ""):gsub("[%c]", " "),
+      clip(row.state, 8), cell(ctx.targets, base(row.target), TARGET_WIDTH),
+      tostring(row.title or ""):gsub("[%c]", " "),
       (commands.undoable(row) and "  (u: undo)") or (row.canUnreject and "  (u: take back)")
         or (row.canAccept and "  (a: accept again)") or "")
   elseif view == "journal" then
@@ -84,10 +227,11 @@ local function line_of_row(view, row, ws)
       tonumber(row.attempts) or 0, (tonumber(row.attempts) or 0) == 1 and " " or "s",
       row.lastError and ("error " .. tostring(row.lastError) .. " ") or "", row.waiting and ("(" .. row.waiting .. ")") or "")
   else
-    local name = clip(vim.fn.fnamemodify(tostring(row.file or ""), ":t"), 36)
+    local name = cell(ctx.names, topic_name(row), ctx.name_width or 36)
     if type(row.error) == "string" then -- front matter the user broke: reported, never rewritten
-      return string.format("%s %s %s  %s: front matter cannot be read; fix it by hand", name, clip("", 10), "     ",
-        (row.error:gsub("[%c]", " ")))
+      -- in the Description column, as the other topics' descriptions
+      return string.format("%s %s %s %s  %s: front matter cannot be read; fix it by hand", name, clip("", 10),
+        clip("", 5), clip("", 5), (row.error:gsub("[%c]", " ")))
     end
     local age = tonumber(row.age)
     local fresh = row.stale == true and "stale" or (row.due == true and "due" or "")
@@ -116,7 +260,27 @@ local function set_lines(buf, lines)
   vim.bo[buf].modified = false
 end
 
-local function header(st, view, root, state)
+-- `items` joined by two spaces into lines of at most `cols` display columns (an item is never split).
+local function wrap(items, cols)
+  local lines, line = {}, nil
+  for _, item in ipairs(items) do
+    if line and strwidth(line .. "  " .. item) > cols then
+      table.insert(lines, line)
+      line = nil
+    end
+    line = line and (line .. "  " .. item) or item
+  end
+  table.insert(lines, line or "")
+  return lines
+end
+
+-- The display columns of the window showing cockpit `buf` (the editor's width when none does).
+local function cols_of(buf)
+  local win = vim.fn.win_findbuf(buf)[1]
+  return win and vim.api.nvim_win_get_width(win) or vim.o.columns
+end
+
+local function header(st, view, root, state, cols)
   local counts = ""
   local status = require("cairn.status").last[root]
   if status then
@@ -130,15 +294,13 @@ local function header(st, view, root, state)
         unwired == 1 and "" or "s")
     end
   end
-  local keys = M.view_keys(view)
-  return {
-    string.format("cairn [%s] %s%s", TITLES[view], state or "", counts),
-    vim.fn.fnamemodify(root, ":~"),
-    table.concat(keys, "  "),
-    "",
-  }
+  -- the keys wrapped to the window: at 80 columns every key shows, ? and q too
+  local lines = { string.format("cairn [%s] %s%s", TITLES[view], state or "", counts), vim.fn.fnamemodify(root, ":~") }
+  vim.list_extend(lines, wrap(M.view_keys(view), cols))
+  table.insert(lines, "")
+  return lines
 end
-M.HEADER_LINES = 4
+M.HEADER_LINES = 4 -- the fewest header lines: the keys take more in a narrow window
 
 -- Draw `buf` from its rows.
 local function draw(buf)
@@ -146,7 +308,10 @@ local function draw(buf)
   if not st or not vim.api.nvim_buf_is_valid(buf) then
     return
   end
-  local lines = header(st, st.view, st.root, st.state)
+  local cols = cols_of(buf)
+  local lines = header(st, st.view, st.root, st.state, cols)
+  local first_row = #lines + 1
+  local ctx = layout(st.view, st.rows or {}, cols)
   st.by_line = {}
   if st.error then
     table.insert(lines, "error: " .. st.error)
@@ -154,7 +319,7 @@ local function draw(buf)
     table.insert(lines, EMPTY[st.view])
   end
   for _, row in ipairs(st.rows or {}) do
-    table.insert(lines, line_of_row(st.view, row, st.root))
+    table.insert(lines, line_of_row(st.view, row, ctx))
     st.by_line[#lines] = row
   end
   local cursor = {}
@@ -165,7 +330,7 @@ local function draw(buf)
   end
   set_lines(buf, lines)
   for win, pos in pairs(cursor) do
-    local line = math.max(math.min(pos[1], #lines), math.min(M.HEADER_LINES + 1, #lines))
+    local line = math.max(math.min(pos[1], #lines), math.min(first_row, #lines))
     pcall(vim.api.nvim_win_set_cursor, win, { line, 0 })
   end
 end
@@ -391,6 +556,23 @@ local function keymaps(buf)
   end)
 end
 
+local resize_group
+-- Redraw the cockpits shown when the editor is resized: their keys and columns follow its width.
+-- Set up when the first cockpit opens, once.
+local function watch_resize()
+  if resize_group then
+    return
+  end
+  resize_group = vim.api.nvim_create_augroup("cairn-cockpit-resize", { clear = true })
+  vim.api.nvim_create_autocmd("VimResized", { group = resize_group, callback = function()
+    for buf, _ in pairs(buffers) do
+      if vim.api.nvim_buf_is_valid(buf) and #vim.fn.win_findbuf(buf) > 0 then
+        draw(buf)
+      end
+    end
+  end })
+end
+
 --- Open the cockpit of workspace `root` (nil: the current buffer's) on `view`
 --- ("pending" unless given); `on_done(buf)` once its rows are drawn.
 function M.open(root, view, on_done)
@@ -415,6 +597,7 @@ function M.open(root, view, on_done)
     vim.api.nvim_buf_set_var(buf, "cairn_root", root)
     buffers[buf] = { root = root, view = view }
     keymaps(buf)
+    watch_resize()
     -- back in the cockpit: show what changed meanwhile (the command line, another editor)
     vim.api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function()
       if buffers[buf] and buffers[buf].rows then
