@@ -214,7 +214,7 @@ class WireProposal:
     id: str
     target: str
     agents: tuple[str, ...]
-    mechanism: str  # "import" (an ``@`` line) or "pointer" (a section naming the index)
+    mechanism: str  # "import" (an ``@`` line), "pointer" (a section naming the index) or "read" (aider's ``read:``)
     title: str
     new: bool  # True: a new proposal (False: the same one was pending already)
 

@@ -3,8 +3,11 @@
 ``cairn agents [--json]`` lists the agents this workspace is used with
 (sessions discovery found for it, or their instruction files here): for each
 whether it reads ``.agents/memory/MEMORY.md`` (``wired``, ``via`` which file
-and mechanism), whether its settings run ``cairn hook`` (``hooks``), and the
-file that would wire it. ``cairn agents hooks AGENT [--file PATH | --user]`` proposes
+and mechanism, ``CLAUDE.md -> AGENTS.md`` when that file is a link read where
+it leads), whether its settings run ``cairn hook`` (``hooks``), and the
+files that would wire it (aider may need two: its ``.aider.conf.yml`` and
+``AGENTS.md``; one with a problem is shown refused, never as one it would
+edit). ``cairn agents hooks AGENT [--file PATH | --user]`` proposes
 the settings edit that makes the agent run ``cairn hook`` on its session events. ``cairn agents wire [AGENT...] [--json]`` makes one
 proposal per file to edit (every agent in use, or the ones named), decided
 with ``cairn accept`` / ``reject`` / ``undo`` like every memory edit; a file
@@ -36,8 +39,8 @@ def agents_setup(p: argparse.ArgumentParser) -> None:
                        (HOOKS, "propose the settings edit that runs `cairn hook` on the agent's session events")):
         a = actions.add_parser(name, help=what, description=what, formatter_class=p.formatter_class)
         a.add_argument("agents", nargs="*", metavar="AGENT",
-                       help="claude-code, codex, gemini-cli, copilot, cursor, cline, opencode, qwen-code (wire's "
-                            "default: every agent in use that does not read the memory)" if name == WIRE else
+                       help="claude-code, codex, gemini-cli, copilot, cursor, cline, opencode, qwen-code, aider "
+                            "(wire's default: every agent in use that does not read the memory)" if name == WIRE else
                             "claude-code, codex or gemini-cli")
         a.add_argument("-w", "--workspace", default=argparse.SUPPRESS, metavar="DIR",
                        help="workspace directory (default: .)")
@@ -54,8 +57,20 @@ def _via(row: dict[str, Any]) -> str:
     via = row.get("via")
     if not via:
         return "-"
+    link = f" -> {via['link']}" if via.get("link") else ""
     through = "".join(f" > {t}" for t in via.get("through") or ())
-    return f"{via['file']}{through} ({via['mechanism']})"
+    return f"{via['file']}{link}{through} ({via['mechanism']})"
+
+
+def _edits(row: dict[str, Any]) -> str:
+    """What ``wire`` would do for a row not wired: the files it would edit, and those it refuses (a problem
+    was found with them: a link it does not follow, a config it cannot edit), never edited."""
+    refused = {p["file"]: p["code"] for p in row["problems"]}
+    targets = row.get("targets") or ([row["target"]] if row.get("target") else [])
+    edit = [t for t in targets if t not in refused]
+    parts = [f"would edit {', '.join(edit)}"] if edit else []
+    parts += [f"{t} refused ({refused[t]}, not edited)" for t in targets if t in refused]
+    return "; ".join(parts) or "-"
 
 
 def _listing(rows: list[dict[str, Any]]) -> None:
@@ -65,7 +80,7 @@ def _listing(rows: list[dict[str, Any]]) -> None:
         return
     print(f"{'AGENT':<12} {'SESSIONS':>8}  {'WIRED':<5}  {'HOOKS':<5}  VIA / WOULD EDIT")
     for r in rows:
-        where = _via(r) if r["wired"] else f"would edit {r['target']}"
+        where = _via(r) if r["wired"] else _edits(r)
         print(f"{r['agent']:<12} {r['sessions']:>8}  {'yes' if r['wired'] else 'no':<5}  "
               f"{'yes' if r['hooks'] else 'no':<5}  {printable(where)}")
         for p in r["problems"]:
@@ -89,9 +104,15 @@ def _wired(ns: argparse.Namespace) -> int:
             print("see each with `cairn show ID`; `cairn accept ID...` applies them (`cairn undo ID` reverts)")
         elif not r["refused"] and not r["wired"]:
             print("nothing to wire: no coding agent found for this workspace")
+    proposed = {a for p in r["proposals"] for a in p["agents"]}
     for f in r["refused"]:
-        sys.stderr.write(f"cairn: {f['code']}: {printable(f['message'])} ({', '.join(f['agents'])} not wired; "
-                         "nothing proposed for it)\n")
+        # an agent with another file proposed (aider: its config and AGENTS.md) is not wired by that one alone
+        alone = [a for a in f["agents"] if a not in proposed]
+        partly = [a for a in f["agents"] if a in proposed]
+        said = ([f"{', '.join(alone)} not wired"] if alone else []) + (
+            [f"{', '.join(partly)} not wired by the other proposal alone"] if partly else [])
+        sys.stderr.write(f"cairn: {f['code']}: {printable(f['message'])} (nothing proposed for "
+                         f"{printable(f['target'])}; {'; '.join(said)})\n")
     if r["proposals"] and not r["indexExists"]:
         sys.stderr.write(f"cairn: note: {r['index']} does not exist yet; the agents find it once the first "
                          "memory topic is accepted\n")

@@ -87,13 +87,15 @@ def agent_file(path: str, workspace: str) -> str | None:
 
 def unwired_here(rel: str, rows: Iterable[dict[str, Any]]) -> list[str]:
     """The agents of ``cairn agents`` rows not wired whose wiring this file decides: it names the agent,
-    is the file a wiring would edit, or (Cursor) is one of its rules."""
+    is a file a wiring would edit (any of ``targets``: aider's config and ``AGENTS.md``), or (Cursor) is one
+    of its rules."""
     out = []
     for r in rows:
         if r.get("wired"):
             continue
         files = [str(f) for f in r.get("files") or []]
-        if rel == r.get("target") or rel in files or (rel.startswith(CURSOR_RULES + "/") and CURSOR_RULES in files):
+        targets = [str(t) for t in [r.get("target"), *(r.get("targets") or [])] if t]  # aider: two files
+        if rel in targets or rel in files or (rel.startswith(CURSOR_RULES + "/") and CURSOR_RULES in files):
             out.append(str(r.get("agent")))
     return out
 

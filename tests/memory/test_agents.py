@@ -200,11 +200,12 @@ def test_a_wiring_written_by_hand_is_recognised_and_never_proposed_again(tmp_pat
     before = _visible(workspace)
 
     rows = _rows(workspace, home)
-    assert rows["claude-code"]["via"] == {"file": "CLAUDE.md", "mechanism": "import", "through": []}
-    assert rows["codex"]["via"] == {"file": "AGENTS.md", "mechanism": "pointer", "through": []}
-    assert rows["qwen-code"]["via"] == {"file": "QWEN.md", "mechanism": "import", "through": ["docs/agents.md"]}
+    assert rows["claude-code"]["via"] == {"file": "CLAUDE.md", "mechanism": "import", "through": [], "link": None}
+    assert rows["codex"]["via"] == {"file": "AGENTS.md", "mechanism": "pointer", "through": [], "link": None}
+    assert rows["qwen-code"]["via"] == {"file": "QWEN.md", "mechanism": "import", "through": ["docs/agents.md"],
+                                        "link": None}
     # only in code: Gemini CLI imports nothing, and reads the path as text
-    assert rows["gemini-cli"]["via"] == {"file": "GEMINI.md", "mechanism": "pointer", "through": []}
+    assert rows["gemini-cli"]["via"] == {"file": "GEMINI.md", "mechanism": "pointer", "through": [], "link": None}
 
     wired = _json(workspace, home, "agents", "wire")
     assert sorted(wired["wired"]) == ["claude-code", "codex", "gemini-cli", "qwen-code"]
@@ -261,7 +262,8 @@ def test_qwen_code_imports_the_memory_from_qwen_md_and_undo_restores_every_byte(
     after = (workspace / "QWEN.md").read_bytes()
     assert after.startswith(qwen_md + b"\n")
     assert _imports_index(workspace, "QWEN.md", _gemini_imports(after.decode()))
-    assert _rows(workspace, home)["qwen-code"]["via"] == {"file": "QWEN.md", "mechanism": "import", "through": []}
+    assert _rows(workspace, home)["qwen-code"]["via"] == {"file": "QWEN.md", "mechanism": "import", "through": [],
+                                                          "link": None}
     assert _run(workspace, home, "undo", pid).returncode == 0
     assert _visible(workspace) == before
 

@@ -401,3 +401,31 @@ def test_an_instruction_file_never_read_is_said_by_verify(tmp_path: Path, capsys
     r = json.loads(_cairn(capsys, ws, "verify", "--dry-run", "--json")[1])
     assert {(f["file"], f["code"]) for f in r["instructionRefused"]} == {("AGENTS.md", "E_PATH_SYMLINK"),
                                                                          ("CLAUDE.md", "E_PATH_NOT_REGULAR")}
+
+
+def test_a_link_to_an_instruction_file_verify_checked_is_no_refusal(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """`CLAUDE.md -> AGENTS.md` (a common layout) was "not checked (E_PATH_SYMLINK)" although AGENTS.md was, and
+    `cairn agents` reads the link as wiring: the lines were checked once, through the file the link names."""
+    ws = _project(tmp_path)
+    (ws / "AGENTS.md").write_text("Run `make check`.\n")
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")
+    (ws / "GEMINI.md").symlink_to(tmp_path / "outside.md")  # leaves the workspace: still never read
+    (tmp_path / "outside.md").write_text("x\n")
+    r = json.loads(_cairn(capsys, ws, "verify", "--dry-run", "--json")[1])
+    assert "AGENTS.md" in r["instructionFiles"]
+    assert [(f["file"], f["code"]) for f in r["instructionRefused"]] == [("GEMINI.md", "E_PATH_SYMLINK")]
+
+
+def test_a_link_reached_through_a_linked_folder_is_still_refused(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`.github -> ../other/gh` with `gh/copilot-instructions.md -> ../AGENTS.md`: the file read would be
+    `other/AGENTS.md`, outside the workspace; the note that it is not checked must stay."""
+    ws = _project(tmp_path)
+    (ws / "AGENTS.md").write_text("Run `make check`.\n")
+    (tmp_path / "other" / "gh").mkdir(parents=True)
+    (tmp_path / "other" / "AGENTS.md").write_text("x\n")
+    (tmp_path / "other" / "gh" / "copilot-instructions.md").symlink_to("../AGENTS.md")
+    (ws / ".github").symlink_to(tmp_path / "other" / "gh")
+    r = json.loads(_cairn(capsys, ws, "verify", "--dry-run", "--json")[1])
+    assert ".github/copilot-instructions.md" in {f["file"] for f in r["instructionRefused"]}

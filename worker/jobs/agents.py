@@ -4,12 +4,18 @@ An agent is *in use* here when discovery (``cairn discover``) finds
 sessions of it recorded in this workspace (or below it), when the
 workspace holds one of its files (``CLAUDE.md``, ``AGENTS.md`` for Codex,
 ``GEMINI.md``, ``QWEN.md``, ``.github/copilot-instructions.md``,
-``.cursor/rules/``, ``.clinerules``), or when Claude Code or Gemini CLI
-keep a session folder for this very workspace. Whether it is *wired* (reads
-``.agents/memory/MEMORY.md``) and which file would wire it are
-:mod:`worker.memory.agents`' rules. ``hooks`` says whether the agent's
-settings run ``cairn hook``: Claude Code's ``.claude/settings.json`` and
-``settings.local.json`` (the workspace's and the user's), Gemini CLI's and
+``.cursor/rules/``, ``.clinerules``, aider's ``.aider.conf.yml`` or the
+histories it keeps in the project), or when Claude Code or Gemini CLI
+keep a session folder for this very workspace. A program on ``PATH`` is not
+a use of this workspace: an ``aider`` installed for other projects must not
+get a config created in every one. Whether it is *wired* (reads
+``.agents/memory/MEMORY.md``) and which files would wire it are
+:mod:`worker.memory.agents`' rules; what the user's own settings decide
+(Gemini CLI's context file names, the ``read:`` of ``~/.aider.conf.yml``,
+read only when aider is in use) is gathered here (:meth:`Settings.user`).
+``hooks`` says whether the agent's settings run ``cairn hook``: Claude
+Code's ``.claude/settings.json`` and ``settings.local.json`` (the
+workspace's and the user's), Gemini CLI's and
 Qwen Code's ``settings.json`` (the workspace's and the user's), Codex's
 ``config.toml`` (``notify`` in the user's only, which is where Codex reads
 it; or a ``hooks`` table); the other agents have no hook cairn knows of
@@ -21,13 +27,20 @@ Jobs: ``agents`` (the rows ``cairn agents --json`` prints) and
 counts take :func:`unwired` (no scan: files and session folders only).
 Settings files are read-only here, bounded (1 MiB), never blocking on a
 FIFO, and may be links (dotfiles often are); one that cannot be read or
-parsed counts as no hook and is listed in the row's ``problems``.
+parsed counts as no hook and is listed in the row's ``problems`` (so is a
+``~/.aider.conf.yml`` aider would refuse: it never stops the listing, the
+status counts nor the wiring of the other agents).
+
+An instruction file that is a link is followed only to an instruction file
+(:class:`worker.memory.agents.Files`): ``agents`` and ``agents-wire`` pass
+the configured ``instructionFiles`` for that; the status counts, which get
+no settings, only :data:`worker.memory.store.AGENT_FILES`.
 
 Imports inside functions: discovery (:mod:`worker.ingest.sources`, with the
 importers it names) and the selection of this workspace's sessions
 (:mod:`worker.jobs.importing`) load only when ``agents`` or ``agents-wire``
 scans, the TOML parser only to read Codex's settings and the settings
-layer only for a wiring, so the status counts, which import this module,
+layer only for those two jobs, so the status counts, which import this module,
 start without them. Measured with ``python -X importtime`` and a timer
 around the imports: 55 to 85 ms more for the ``status`` job with discovery
 at the top, about 20 ms with the settings layer and TOML.
@@ -45,6 +58,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.results import AgentsWireArgs, AgentsWireResult, WireProposal, WireRefusal, read
 from cairn.protocol.worker import WorkerRequest
 from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory import agent_aider as aider_conf
 from cairn.worker.memory import agent_hooks as H
 from cairn.worker.memory import agents as A
 from cairn.worker.memory.store import MemoryStore
@@ -130,6 +144,11 @@ def settings_files(agent: str, workspace: str, home: str, env: Mapping[str, str]
     return []
 
 
+def user_files(agent: str, home: str) -> list[str]:
+    """The user's files, besides the hook settings, that decide ``agent``'s wiring (their problems go in its row)."""
+    return [os.path.join(home, aider_conf.CONF)] if agent == "aider" else []
+
+
 class Settings:
     """The agents' settings files, parsed once each; problems kept per agent."""
 
@@ -152,6 +171,19 @@ class Settings:
         files = settings_files(agent, self.workspace, self.home, self.env)
         return any(_calls_cairn(agent, self.parsed(p), notify=not (agent == "codex" and i == 0))
                    for i, p in enumerate(files))
+
+    def user(self, aider: bool = True) -> A.User:
+        """What the user's own settings decide about the workspace's agents (Gemini CLI's context names, the
+        ``read:`` of aider's ``~/.aider.conf.yml``; ``aider``: read that file, aider being in use)."""
+        read: list[str] | None = None
+        path = os.path.join(self.home, aider_conf.CONF)
+        try:
+            data = _read(path) if aider else None
+            read = aider_conf.entries(data, path) if data is not None else None
+        except CairnError as exc:  # aider refuses to start with it: listed in the row's problems
+            self.problems[path] = A.Problem(path, str(exc.code), exc.message)
+        return A.User(gemini_names=tuple(self.gemini_names()), home=self.home,
+                      aider_file=path if read else None, aider_read=tuple(read) if read else None)
 
     def gemini_names(self) -> list[str]:
         """Gemini CLI's context file names (``context.fileName``, the workspace's settings first), else ``GEMINI.md``."""
@@ -186,28 +218,31 @@ def session_counts(workspace: str, home: str, env: Mapping[str, str]) -> dict[st
 
 
 def report(workspace: str, home: str, env: Mapping[str, str], *, scan: bool = True,
-           hooks: bool = True) -> list[dict[str, Any]]:
+           hooks: bool = True, instruction_files: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One row per agent in use: ``agent``, ``sessions``, ``files``, ``wired``, ``via``, ``hooks``, ``target``,
-    ``problems`` (see the module docstring). ``scan``: run discovery (else files and session folders only)."""
+    ``problems`` (see the module docstring). ``scan``: run discovery (else files and session folders only);
+    ``instruction_files``: the configured ones, which a linked instruction file may lead to."""
     ws = os.path.abspath(workspace)
     counts = session_counts(ws, home, env) if scan else {}
     cfg = Settings(ws, home, env)
-    names = cfg.gemini_names()
     quick = A.quick_sessions(ws, home, env)
     rows = []
-    with A.Files(ws) as files:
+    with A.Files(ws, instruction_files) as files:
         marks = A.in_use_by_files(files)
+        user = cfg.user(aider="aider" in marks or bool(counts.get("aider")))
         for agent in A.AGENTS:
             if not (counts.get(agent) or agent in marks or agent in quick):
                 continue
-            via = A.wired(agent, files, names)
+            via = A.wired(agent, files, user)
             on = cfg.hooks(agent) if hooks else False
-            paths = A.related(agent, files, names)
+            todo = [] if via is not None else A.targets(agent, files, user)
+            paths = A.related(agent, files, user)
             problems = [files.problems[p] for p in paths if p in files.problems]
-            problems += [cfg.problems[p] for p in settings_files(agent, ws, home, env) if p in cfg.problems]
+            problems += [cfg.problems[p] for p in settings_files(agent, ws, home, env) + user_files(agent, home)
+                         if p in cfg.problems]
             rows.append({"agent": agent, "sessions": counts.get(agent, 0), "files": marks.get(agent, []),
                          "wired": via is not None, "via": None if via is None else via.to_json(), "hooks": on,
-                         "target": None if via is not None else A.target(agent, files, names),
+                         "target": todo[0] if todo else None, "targets": todo,
                          "problems": [p.to_json() for p in problems]})
     return rows
 
@@ -223,9 +258,15 @@ def _home_env() -> tuple[str, Mapping[str, str]]:
     return os.path.expanduser("~"), os.environ
 
 
+def _instruction_files(req: WorkerRequest) -> tuple[str, ...]:
+    from cairn.worker.settings import config  # not for the status counts: module docstring
+
+    return tuple(config.from_request(req.config).instructionFiles)
+
+
 def job_agents(req: WorkerRequest) -> dict[str, Any]:
     home, env = _home_env()
-    return {"agents": report(req.workspace, home, env)}
+    return {"agents": report(req.workspace, home, env, instruction_files=_instruction_files(req))}
 
 
 def _names(args: Mapping[str, Any]) -> list[str]:
@@ -244,7 +285,8 @@ def job_wire(req: WorkerRequest) -> AgentsWireResult:
     names = _names({"agents": list(args.agents)})
     home, env = _home_env()
     ws = os.path.abspath(req.workspace)
-    rows = {r["agent"]: r for r in report(ws, home, env, hooks=False)}
+    given = _instruction_files(req)
+    rows = {r["agent"]: r for r in report(ws, home, env, hooks=False, instruction_files=given)}
     absent = [n for n in names if n not in rows]
     if absent:
         raise CairnError(ErrorCode.AGENT_NOT_IN_USE, f"{absent[0]} is not used in this workspace (no session of it "
@@ -252,8 +294,10 @@ def job_wire(req: WorkerRequest) -> AgentsWireResult:
     wanted = names or list(rows)
     todo = [n for n in wanted if not rows[n]["wired"]]
     already = tuple(n for n in wanted if rows[n]["wired"])
-    with A.Files(ws) as files:
-        groups = A.plan(todo, files, Settings(ws, home, env).gemini_names())
+    with A.Files(ws, given) as files:
+        user = Settings(ws, home, env).user(aider="aider" in rows)  # ~/.aider.conf.yml only when aider is in use
+        groups = A.plan(todo, files, user)
+        entries = A.aider_new_entries(files, user)
         index = files.exists(A.INDEX)
     proposals: list[WireProposal] = []
     refused: list[WireRefusal] = []
@@ -263,7 +307,7 @@ def job_wire(req: WorkerRequest) -> AgentsWireResult:
         with MemoryStore(ws, config.from_request(req.config)) as ms:
             for path, agents in groups.items():
                 try:
-                    p, new = A.propose(ms, path, agents)
+                    p, new = A.propose(ms, path, agents, entries)
                 except CairnError as exc:
                     refused.append(WireRefusal(target=path, agents=tuple(agents), code=str(exc.code),
                                                message=exc.message))

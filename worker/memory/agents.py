@@ -16,12 +16,32 @@ file it reads brings it to the memory index ``.agents/memory/MEMORY.md``:
   (an ``AGENTS.md`` section, a Copilot instructions file, an always-applied
   Cursor rule): agents without imports (Codex, opencode) read it when told to.
 
+aider reads no instruction file of its own: it reads the files its
+``.aider.conf.yml`` lists under ``read:`` (the workspace's, else the user's:
+:mod:`.agent_aider`), as text, so an ``AGENTS.md`` listed there that points
+to the index wires it (``via.through``), and an entry naming the index (or
+its folder) is as good as an import. Its wiring may take two files: the
+``read:`` entry and the pointer in ``AGENTS.md`` (:func:`targets`).
+
 A wiring a person wrote by hand counts the same as one cairn proposed.
 
-:func:`plan` picks, for each agent not wired, the one file that wires it
-(an existing file first; a file is created only for an agent in use), one
-proposal per file whatever the number of agents it serves; :func:`propose`
-stores it as an ``instruction`` proposal with its exact before-state, so it
+An instruction file that is a symlink to another instruction file of the
+workspace (``CLAUDE.md -> AGENTS.md``, common) is read where it leads, as
+the agent reads it (``via.link``), one hop: a link that leaves the
+workspace, climbs through a folder it does not come from, leads to another
+link, or leads to a file that is no instruction file (:data:`AGENT_FILES`
+or the configured ``instructionFiles``: never ``.claude/settings.json``,
+aider's config or the memory index, which a wiring would corrupt), and
+aider's config when it is a link, are refused (``E_PATH_SYMLINK``). A link
+is never written through nor replaced: the wiring edits the file it leads
+to.
+Its ``@`` imports count only where they resolve the same from the link's
+folder and from its target's (a doubtful import never counts).
+
+:func:`plan` picks, for each agent not wired, the file that wires it (two
+for aider; an existing file first; a file is created only for an agent in
+use), one proposal per file whatever the number of agents it serves;
+:func:`propose` stores it as an ``instruction`` proposal with its exact before-state, so it
 is shown, accepted, rejected and undone like every other memory edit
 (:mod:`.apply`). The id is a function of the file, its before and after
 hashes: wiring again before a decision gives the same pending proposal.
@@ -30,13 +50,21 @@ Imports inside functions: the memory model's line layer and the
 fingerprints (their package loads yaml) only where a proposal is built
 (:func:`_append`, :func:`propose`), so the
 status counts, which read the wiring of every agent through here, start
-without it; measured with ``python -X importtime``: yaml alone is about
-15 ms of the ``status`` job.
+without it (but in a workspace with an aider config, whose ``read:`` is
+parsed with yaml: :mod:`.agent_aider`); measured with ``python -X
+importtime``: yaml alone is about 15 ms of the ``status`` job.
 
-Instruction files are read without following a link and without blocking:
-a symlink (``E_PATH_SYMLINK``), a FIFO or folder (``E_PATH_NOT_REGULAR``),
-a file over :data:`MAX_FILE` (``E_RECORD_TOO_LARGE``) or not UTF-8
-(``E_MEMORY_NOT_TEXT``) is reported with its code and never proposed for.
+Instruction files are read without following a link (but for the one hop
+above) and without blocking: any other symlink (``E_PATH_SYMLINK``), a FIFO
+or folder (``E_PATH_NOT_REGULAR``), a file over :data:`MAX_FILE`
+(``E_RECORD_TOO_LARGE``) or not UTF-8 (``E_MEMORY_NOT_TEXT``) is reported
+with its code and never proposed for; so is an aider config the edit cannot
+place safely (``E_CONFIG_INVALID``). The redaction gate every memory edit
+passes (:func:`propose`) must leave the edit as it is: the edit never
+rewrites what the user wrote, and a redaction there (a token-like name on
+the line aider's ``read:`` entry joins) would change a file an agent reads,
+so the proposal is refused instead (aider's config: ``E_CONFIG_INVALID``,
+add the entry by hand).
 """
 
 from __future__ import annotations
@@ -45,6 +73,7 @@ import hashlib
 import os
 import posixpath
 import re
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -56,8 +85,9 @@ from cairn.protocol.memory import Proposal, ProposalKind
 from cairn.state import layout
 from cairn.state import program as P
 from cairn.state.fsdir import PinnedDir
+from cairn.worker.memory import agent_aider as aider
 from cairn.worker.memory.apply import decisions
-from cairn.worker.memory.store import AGENT_FILES, PROPOSALS, MemoryStore
+from cairn.worker.memory.store import AGENT_FILES, HOOK_FILES, PROPOSALS, MemoryStore
 from cairn.worker.redaction.redact import redact_added
 
 #: the memory index every agent is brought to
@@ -71,11 +101,11 @@ MAX_RULES = 200
 #: the proposal's ``review`` field: no review made it
 REVIEW = "agents-wire"
 
-AGENTS = ("claude-code", "codex", "gemini-cli", "copilot", "cursor", "cline", "opencode", "qwen-code")
+AGENTS = ("claude-code", "codex", "gemini-cli", "copilot", "cursor", "cline", "opencode", "qwen-code", "aider")
 #: session formats (``cairn discover``) -> the agent that writes them
 FORMAT_AGENT = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini-cli", "qwen-code": "qwen-code",
                 "opencode": "opencode", "cline": "cline", "copilot-cli": "copilot", "cursor": "cursor",
-                "cursor-transcript": "cursor"}
+                "cursor-transcript": "cursor", "aider": "aider"}
 #: a file (or folder) in the workspace that says the agent is used here
 MARKS = {"CLAUDE.md": "claude-code", ".claude/CLAUDE.md": "claude-code", "AGENTS.md": "codex",
          "GEMINI.md": "gemini-cli", "QWEN.md": "qwen-code", ".github/copilot-instructions.md": "copilot",
@@ -111,14 +141,36 @@ CURSOR_RULE = ["---", "description: Project memory kept by cairn (.agents/memory
 
 @attrs.frozen
 class Via:
-    """How an agent reaches the index: from ``file`` (through ``through``, the files it imports) by ``mechanism``."""
+    """How an agent reaches the index: from ``file`` (through ``through``, the files it imports or, for aider,
+    lists under ``read:``) by ``mechanism``; ``link``: the file ``file`` is a symlink to, read in its place."""
 
     file: str
     mechanism: str  # import | pointer
     through: tuple[str, ...] = ()
+    link: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "mechanism": self.mechanism, "through": list(self.through)}
+        return {"file": self.file, "mechanism": self.mechanism, "through": list(self.through), "link": self.link}
+
+
+@attrs.frozen
+class User:
+    """What the user's own settings, outside the workspace, decide about its agents (read by the jobs layer).
+
+    ``gemini_names``: Gemini CLI's context file names; ``home``: for aider's
+    ``~`` entries; ``aider_file`` and ``aider_read``: the user's
+    ``.aider.conf.yml`` and the ``read`` entries it sets (None: none), which
+    aider takes when the workspace's config sets none.
+    """
+
+    gemini_names: tuple[str, ...] = ("GEMINI.md",)
+    home: str = ""
+    aider_file: str | None = None
+    aider_read: tuple[str, ...] | None = None
+
+
+#: no user settings: each agent's defaults
+NO_USER = User()
 
 
 @attrs.frozen
@@ -134,17 +186,24 @@ class Problem:
 
 
 class Files:
-    """The workspace's instruction files, read once each, never through a link, never blocking.
+    """The workspace's instruction files, read once each, never blocking, never through a link but one hop
+    inside the workspace (module docstring).
 
     :meth:`text` gives the text, or None when the file is absent or refused;
-    a refused file is remembered in :attr:`problems` with its code.
+    a refused file is remembered in :attr:`problems` with its code, a link
+    followed in :attr:`links` (link -> the workspace file it leads to).
+    ``instruction_files``: the configured ``instructionFiles``, which a link
+    may lead to besides :data:`AGENT_FILES`.
     """
 
-    def __init__(self, workspace: str) -> None:
+    def __init__(self, workspace: str, instruction_files: Iterable[str] = ()) -> None:
         self.workspace = os.path.abspath(workspace)
+        self.destinations = (set(AGENT_FILES) | {posixpath.normpath(f) for f in instruction_files}) - set(HOOK_FILES)
         self._texts: dict[str, str | None] = {}
         self._dirs: dict[str, list[str] | None] = {}
         self.problems: dict[str, Problem] = {}
+        self.links: dict[str, str] = {}
+        self.memo: dict[str, Any] = {}  # what is derived from the files once (aider's `read:` entries)
         self._root = PinnedDir.open_root(self.workspace)
 
     def close(self) -> None:
@@ -159,8 +218,12 @@ class Files:
     def _refuse(self, rel: str, exc: CairnError) -> None:
         self.problems.setdefault(rel, Problem(rel, str(exc.code), exc.message if rel in exc.message else f"{rel}: {exc.message}"))
 
-    def raw(self, rel: str) -> bytes | None:
-        """The bytes of ``rel`` (bounded by :data:`MAX_FILE`); None when absent. Raises the refusal."""
+    def raw(self, rel: str, *, hop: bool = True) -> bytes | None:
+        """The bytes of ``rel`` (bounded by :data:`MAX_FILE`); None when absent. Raises the refusal.
+
+        ``hop``: a symlink to another file of the workspace is read where it
+        leads (recorded in :attr:`links`); without it, or for any other link, ``E_PATH_SYMLINK``.
+        """
         folder, name = posixpath.split(rel)
         try:
             d = self._root.descend(folder) if folder else None
@@ -168,11 +231,45 @@ class Files:
             if exc.code is ErrorCode.NOT_FOUND:
                 return None
             raise
+        base = d or self._root
         try:
-            return (d or self._root).read(name, limit=MAX_FILE)
+            st = base.stat(name) if hop else None
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                return self._through(rel, base, name)
+            return base.read(name, limit=MAX_FILE)
         finally:
             if d is not None:
                 d.close()
+
+    def _through(self, rel: str, base: PinnedDir, name: str) -> bytes | None:
+        """The bytes of the file the link ``rel`` leads to, when it is a file of the workspace (one hop)."""
+        try:
+            dest = os.readlink(name, dir_fd=base.fd)
+        except FileNotFoundError:  # gone since the stat
+            return None
+        except OSError as exc:
+            raise CairnError(ErrorCode.IO_FAILED, f"{rel}: cannot read the link ({exc.strerror})") from None
+        to = link_target(self.workspace, rel, dest)
+        if to is None:
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{rel} is a symlink to {dest[:200]!r}, which is not a file of "
+                             "the workspace reached without another link; refusing to follow")
+        if rel in HOOK_FILES:  # aider's config: a wiring would edit what it leads to as a config
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{rel} is a symlink to {to}; a config is read and edited "
+                             "only as a file of its own, never through a link")
+        if to not in self.destinations:  # a wiring would edit it as an instruction file
+            raise CairnError(ErrorCode.PATH_SYMLINK, f"{rel} is a symlink to {to}, which is not an instruction file "
+                             "cairn may edit; refusing to follow")
+        try:
+            data = self.raw(to, hop=False)
+        except CairnError as exc:  # a link on the way, a FIFO, too large: the link stays refused, never edited
+            raise CairnError(exc.code, f"{rel} is a symlink to {to}: {exc.message}") from None
+        self.links[rel] = to  # also when ``to`` is absent: a wiring creates it there, never in the link's place
+        return data
+
+    def real(self, rel: str) -> str:
+        """The file an edit of ``rel`` must change: where ``rel`` leads when it is a link followed, else ``rel``."""
+        self.text(rel)
+        return self.links.get(rel, rel)
 
     def text(self, rel: str) -> str | None:
         if rel not in self._texts:
@@ -193,6 +290,14 @@ class Files:
         """Whether ``rel`` is there in any form (a refused file counts: it is the agent's, just unreadable)."""
         return self.text(rel) is not None or rel in self.problems
 
+    def present(self, rel: str) -> bool:
+        """Whether anything is at the top-level name ``rel``: one ``stat``, nothing read (a history file may be
+        large)."""
+        try:
+            return self._root.stat(rel) is not None
+        except CairnError:
+            return False
+
     def listing(self, rel: str) -> list[str] | None:
         """Names in folder ``rel`` (at most :data:`MAX_RULES`, sorted); None when absent, not a folder or refused."""
         if rel not in self._dirs:
@@ -208,6 +313,35 @@ class Files:
 
     def is_dir(self, rel: str) -> bool:
         return self.listing(rel) is not None
+
+
+def link_target(workspace: str, rel: str, dest: str) -> str | None:
+    """The workspace file the link ``rel`` (its text ``dest``) leads to; None when it leaves the workspace.
+
+    Read as text, never resolved by the system: ``..`` only at the start (it
+    climbs the link's own folders, which were opened without following a
+    link), an absolute path only under the workspace. The file found is then
+    opened from the workspace without following a link on its way.
+    """
+    if not dest or "\0" in dest:
+        return None
+    if dest.startswith("/"):
+        parts = dest.split("/")
+        if ".." in parts:
+            return None
+        path = posixpath.normpath(dest)
+        for ws in dict.fromkeys((os.path.normpath(workspace), os.path.realpath(workspace))):
+            if path.startswith(ws.rstrip("/") + "/"):
+                return posixpath.relpath(path, ws)
+        return None
+    parts = [p for p in dest.split("/") if p not in ("", ".")]
+    ups = 0
+    while ups < len(parts) and parts[ups] == "..":
+        ups += 1
+    if ".." in parts[ups:] or ups == len(parts):
+        return None
+    to = posixpath.normpath(posixpath.join(posixpath.dirname(rel), *parts))
+    return None if to in (".", rel) or to == ".." or to.startswith("../") else to
 
 
 # -- reading an agent's files -----------------------------------------------------------
@@ -263,13 +397,20 @@ def resolve(workspace: str, importer: str, path: str) -> str | None:
     return None if rel == ".." or rel.startswith("../") else rel
 
 
+def _resolve_in(files: Files, rel: str, path: str) -> str | None:
+    """An import of ``rel`` resolved; for a link followed, only when its folder and its target's agree."""
+    found = {resolve(files.workspace, base, path) for base in (rel, files.links.get(rel, rel))}
+    return found.pop() if len(found) == 1 else None
+
+
 def _reach(files: Files, rel: str, imports: bool, hops: int, seen: frozenset[str]) -> Via | None:
     text = files.text(rel)
     if text is None:
         return None
-    found = [resolve(files.workspace, rel, p) for p in import_paths(text)] if imports else []
+    link = files.links.get(rel)
+    found = [_resolve_in(files, rel, p) for p in import_paths(text)] if imports else []
     if INDEX in found:
-        return Via(rel, "import")
+        return Via(rel, "import", link=link)
     nested: Via | None = None
     if hops < MAX_HOPS:
         for sub in found:
@@ -277,14 +418,57 @@ def _reach(files: Files, rel: str, imports: bool, hops: int, seen: frozenset[str
                 continue
             via = _reach(files, sub, True, hops + 1, seen | {sub})
             if via is not None and (via.mechanism == "import" or nested is None):
-                nested = Via(rel, via.mechanism, (sub, *via.through))
+                nested = Via(rel, via.mechanism, (sub, *via.through), link)
                 if via.mechanism == "import":
                     break
     if nested is not None and nested.mechanism == "import":
         return nested
     if INDEX in text.encode("utf-8", "surrogatepass")[:POINTER_WINDOW].decode("utf-8", "ignore"):
-        return Via(rel, "pointer")  # where the agent reads it: past the window it is never seen
+        return Via(rel, "pointer", link=link)  # where the agent reads it: past the window it is never seen
     return nested
+
+
+def aider_reads(files: Files, user: User = NO_USER) -> tuple[str | None, list[str]]:
+    """(the config whose ``read:`` aider takes, the workspace files it lists): the workspace's
+    ``.aider.conf.yml`` when it sets ``read``, else the user's (aider's order: :mod:`.agent_aider`).
+
+    A workspace config aider cannot parse is listed in :attr:`Files.problems`
+    (``E_CONFIG_INVALID``) and nothing is read: aider refuses to start with it.
+    """
+    if "aider" not in files.memo:
+        conf: str | None = None
+        entries: list[str] | None = None
+        text = files.text(aider.CONF)
+        if text is not None:
+            try:
+                entries = aider.entries(text, aider.CONF)
+                conf = aider.CONF if entries else None
+            except CairnError as exc:
+                files._refuse(aider.CONF, exc)
+                files.memo["aider"] = (None, [])
+                return files.memo["aider"]
+        if conf is None and user.aider_read:
+            conf, entries = user.aider_file, list(user.aider_read)
+        bases = (files.workspace, os.path.realpath(files.workspace))
+        paths = [aider.entry_path(bases, e, user.home) for e in entries or []]
+        files.memo["aider"] = (conf, list(dict.fromkeys(p for p in paths if p is not None)))
+    conf, paths = files.memo["aider"]
+    return conf, list(paths)
+
+
+def _aider_wired(files: Files, user: User) -> Via | None:
+    conf, paths = aider_reads(files, user)
+    if conf is None:
+        return None
+    if any(p == INDEX or (p != "." and INDEX.startswith(p + "/")) for p in paths):
+        return Via(conf, "import")  # the index itself (or its folder) is read: as good as an import
+    for rel in paths:
+        if files.is_dir(rel):  # aider reads a folder's files whole; only a file listed by name is looked at
+            continue
+        via = _reach(files, rel, False, 0, frozenset({rel}))
+        if via is not None:
+            return Via(conf, via.mechanism, (rel, *via.through))
+    return None
 
 
 def _always_applied(text: str) -> bool:
@@ -300,12 +484,12 @@ def _always_applied(text: str) -> bool:
     return False
 
 
-def reads(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> list[tuple[str, bool]]:
+def reads(agent: str, files: Files, user: User = NO_USER) -> list[tuple[str, bool]]:
     """The workspace files ``agent`` reads, in its order, each with whether it expands ``@`` imports there."""
     if agent == "claude-code":
         return [("CLAUDE.md", True), (".claude/CLAUDE.md", True), ("CLAUDE.local.md", True)]
     if agent == "gemini-cli":
-        return [(n, True) for n in gemini_names]
+        return [(n, True) for n in user.gemini_names]
     if agent == "qwen-code":
         return [("QWEN.md", True), ("AGENTS.md", True)]
     if agent == "codex":  # one file per folder: the override when it is there and not empty
@@ -323,13 +507,17 @@ def reads(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)
         names = files.listing(CURSOR_RULES) or []
         rules = [f"{CURSOR_RULES}/{n}" for n in names if n.endswith(".mdc")]
         return [(r, False) for r in rules if _always_applied(files.text(r) or "")] + [("AGENTS.md", False)]
+    if agent == "aider":  # the files its `read:` lists, as text
+        return [(rel, False) for rel in aider_reads(files, user)[1]]
     raise CairnError(ErrorCode.USAGE, f"unknown agent {agent[:40]!r}")
 
 
-def wired(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> Via | None:
+def wired(agent: str, files: Files, user: User = NO_USER) -> Via | None:
     """How ``agent`` reaches the index, by its documented rule; None when it does not."""
+    if agent == "aider":
+        return _aider_wired(files, user)
     best: Via | None = None
-    for rel, imports in reads(agent, files, gemini_names):
+    for rel, imports in reads(agent, files, user):
         via = _reach(files, rel, imports, 0, frozenset({rel}))
         if via is not None and via.mechanism == "import" and not via.through:
             return via
@@ -351,15 +539,23 @@ def in_use_by_files(files: Files) -> dict[str, list[str]]:
             there = files.exists(rel)
         if there:
             out.setdefault(agent, []).append(rel)
+    for rel in aider.MARKS:  # its config, or the histories it keeps: present, not read (they may be large)
+        if files.present(rel):
+            out.setdefault("aider", []).append(rel)
     return out
 
 
-def related(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> list[str]:
-    """Every workspace path whose state decides ``agent``'s wiring (its files, its target, their folders)."""
-    paths = [rel for rel, _ in reads(agent, files, gemini_names)] + [target(agent, files, gemini_names)]
+def related(agent: str, files: Files, user: User = NO_USER) -> list[str]:
+    """Every workspace path whose state decides ``agent``'s wiring (its files, its targets, their folders, the
+    links followed among them)."""
+    # aider's `read:` may list any file (a large spec, a folder): only its config and AGENTS.md are its own
+    own = [rel for rel, _ in reads(agent, files, user)] if agent != "aider" else []
+    paths = own + targets(agent, files, user)
     extra = {"codex": ["AGENTS.override.md"], "cursor": [CURSOR_RULES], "cline": [".clinerules"],
-             "copilot": [".github"]}
-    return list(dict.fromkeys(paths + extra.get(agent, [])))
+             "copilot": [".github"], "aider": [aider.CONF, "AGENTS.md"]}
+    paths += extra.get(agent, [])
+    paths += [files.links[p] for p in paths if p in files.links]
+    return list(dict.fromkeys(paths))
 
 
 def claude_folder(directory: str) -> str:
@@ -391,12 +587,41 @@ def quick_sessions(workspace: str, home: str, env: Mapping[str, str]) -> set[str
 
 # -- the edits ---------------------------------------------------------------------------
 
-def target(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> str:
-    """The one file that wires ``agent``: the one it already reads when there is a choice."""
+def targets(agent: str, files: Files, user: User = NO_USER) -> list[str]:
+    """The files whose edits wire ``agent``: one for every agent but aider, which may need two (a ``read:``
+    entry for ``AGENTS.md`` in its config, the pointer in ``AGENTS.md``). A link is never the file edited:
+    the file it leads to is (:meth:`Files.real`)."""
+    if agent != "aider":
+        return [files.real(_target(agent, files, user))]
+    out = []
+    if aider.ENTRY not in aider_reads(files, user)[1]:
+        out.append(files.real(aider.CONF))
+    if _reach(files, aider.ENTRY, False, 0, frozenset({aider.ENTRY})) is None:
+        out.append(files.real(aider.ENTRY))
+    return out or [files.real(aider.CONF)]
+
+
+def target(agent: str, files: Files, user: User = NO_USER) -> str:
+    """The first file :func:`targets` edits."""
+    return targets(agent, files, user)[0]
+
+
+def aider_new_entries(files: Files, user: User = NO_USER) -> list[str]:
+    """What the wiring adds to the workspace's ``read:``: ``AGENTS.md``, after the user's own entries when
+    those are what aider reads now (a workspace ``read:`` replaces them whole: :mod:`.agent_aider`)."""
+    conf, _ = aider_reads(files, user)
+    if conf is not None and conf != aider.CONF and user.aider_read:
+        return [*user.aider_read, aider.ENTRY]
+    return [aider.ENTRY]
+
+
+def _target(agent: str, files: Files, user: User) -> str:
+    """The one instruction file that wires ``agent`` (not aider): the one it already reads when there is a
+    choice."""
     if agent == "claude-code":
         return "CLAUDE.md"
     if agent == "gemini-cli":
-        names = [n for n in gemini_names if n in AGENT_FILES]
+        names = [n for n in user.gemini_names if n in AGENT_FILES]
         return "GEMINI.md" if "GEMINI.md" in names or not names else names[0]
     if agent == "qwen-code":
         return "QWEN.md"
@@ -414,7 +639,8 @@ def target(agent: str, files: Files, gemini_names: Iterable[str] = ("GEMINI.md",
 
 
 def mechanism_of(path: str) -> str:
-    return "import" if path in IMPORTING else "pointer"
+    """How the edit of ``path`` wires: ``import`` (an ``@`` line), ``read`` (aider's ``read:`` entry), ``pointer``."""
+    return "import" if path in IMPORTING else "read" if path == aider.CONF else "pointer"
 
 
 def _append(data: bytes, block: list[str]) -> bytes:
@@ -454,12 +680,16 @@ def _insert_near_top(data: bytes, block: list[str]) -> bytes:
     return join_lines(out, final, nl)
 
 
-def wire_bytes(path: str, before: bytes | None) -> bytes:
-    """The bytes of ``path`` once it wires its agents (``before``: its bytes now, None when absent).
+def wire_bytes(path: str, before: bytes | None, read: Iterable[str] = (aider.ENTRY,)) -> bytes:
+    """The bytes of ``path`` once it wires its agents (``before``: its bytes now, None when absent; ``read``:
+    what aider's ``read:`` gets, for its config).
 
-    Raises ``E_MEMORY_NOT_TEXT`` for a file that is not UTF-8, and ``E_USAGE``
-    for a Cursor rule of cairn's name that someone made not always-applied.
+    Raises ``E_MEMORY_NOT_TEXT`` for a file that is not UTF-8, ``E_USAGE``
+    for a Cursor rule of cairn's name that someone made not always-applied,
+    and ``E_CONFIG_INVALID`` for an aider config the edit cannot place safely.
     """
+    if path == aider.CONF:
+        return aider.add_entries(before, list(read), path)
     if before is not None:
         try:
             text = before.decode("utf-8")
@@ -502,17 +732,27 @@ def read_before(ms: MemoryStore, path: str) -> bytes | None:
     return r.value if r.status.value == "ok" else None
 
 
-def propose(ms: MemoryStore, path: str, agents: list[str]) -> tuple[Proposal, bool]:
+def propose(ms: MemoryStore, path: str, agents: list[str],
+            read: Iterable[str] = (aider.ENTRY,)) -> tuple[Proposal, bool]:
     """The proposal that makes ``agents`` read the index through ``path``; (proposal, newly made?).
 
+    ``read``: the entries aider's config gets (:func:`aider_new_entries`).
     Wiring again while it waits gives the same proposal; after it was
     rejected or undone, a new one (the user asked again).
     """
     # fingerprints import the memory model (yaml): only a wiring needs them (module docstring)
     from cairn.worker.memory.fingerprints import fingerprint
 
+    read = list(read)
     before = read_before(ms, path)
-    after = redact_added(before, wire_bytes(path, before))  # the gate a memory file's additions pass: the user's lines stay
+    after = wire_bytes(path, before, read)
+    # the gate a memory file's additions pass; the edit keeps every byte the user wrote, so a redaction would
+    # rewrite them (a token-like name on the line aider's entry joins): refused, never written (module docstring)
+    if redact_added(before, after) != after:
+        how = f"add {', '.join(read)} to its `read:` by hand" if path == aider.CONF else "edit it by hand"
+        raise CairnError(ErrorCode.CONFIG_INVALID,  # only aider's entry joins a line of the user's
+                         f"{path}: the edit writes, or joins a line holding, text that looks like a secret, and "
+                         f"redacting it would change what the file says; {how}")
     edit, ops = ms.edit_ops(path, before, after)
     seed = _sha(f"{REVIEW}\0{path}\0{edit.before}\0{edit.after}")
     for n in range(1, 1000):
@@ -526,9 +766,14 @@ def propose(ms: MemoryStore, path: str, agents: list[str]) -> tuple[Proposal, bo
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"{path}: too many decided wirings of this file state")
     mechanism = mechanism_of(path)
     names = ", ".join(agents)
+    summary = f"{names} will read {INDEX} ({mechanism} in {path})"
+    if path == aider.CONF:
+        summary = (f"{names} will read {', '.join(read)} (`read:` in {path}); {aider.ENTRY} points to {INDEX}"
+                   + ("; the user's own `read:` entries are kept, as a workspace `read:` replaces them"
+                      if len(read) > 1 else ""))
     p = Proposal(id=pid, review=REVIEW, kind=ProposalKind.INSTRUCTION,
                  title=f"Wire {path} to the memory for {names}",
-                 summary=f"{names} will read {INDEX} ({mechanism} in {path})", target=path, files=(edit,),
+                 summary=summary, target=path, files=(edit,),
                  index=(), evidence=(), fingerprint=fingerprint(ProposalKind.INSTRUCTION, path, [REVIEW, mechanism]),
                  created=time.time())
     res = ms.run([*ops, P.EnsureDir(PROPOSALS), P.Link(f"{PROPOSALS}/{pid}", codec.encode(p), optional=True)])
@@ -538,9 +783,10 @@ def propose(ms: MemoryStore, path: str, agents: list[str]) -> tuple[Proposal, bo
     return p, True
 
 
-def plan(agents: Iterable[str], files: Files, gemini_names: Iterable[str] = ("GEMINI.md",)) -> dict[str, list[str]]:
+def plan(agents: Iterable[str], files: Files, user: User = NO_USER) -> dict[str, list[str]]:
     """Target file -> the agents it wires, for ``agents`` (none of them wired yet), in a stable order."""
     out: dict[str, list[str]] = {}
     for agent in agents:
-        out.setdefault(target(agent, files, gemini_names), []).append(agent)
+        for path in targets(agent, files, user):
+            out.setdefault(path, []).append(agent)
     return dict(sorted(out.items()))

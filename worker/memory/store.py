@@ -51,8 +51,9 @@ MARKERS = f"{WRITE}/markers"
 #: whatever ``instructionFiles`` says: each one a fixed workspace-relative path
 AGENT_FILES = ("CLAUDE.md", "GEMINI.md", "QWEN.md", "AGENTS.md", "AGENTS.override.md",
                ".github/copilot-instructions.md", ".cursor/rules/cairn-memory.mdc")
-#: the agents' workspace settings files ``cairn agents hooks`` proposes hooks in
-HOOK_FILES = (".claude/settings.local.json", ".claude/settings.json", ".gemini/settings.json")
+#: the agents' workspace settings files ``cairn agents hooks`` proposes hooks in, and aider's config, whose
+#: ``read:`` ``cairn agents wire`` adds ``AGENTS.md`` to
+HOOK_FILES = (".claude/settings.local.json", ".claude/settings.json", ".gemini/settings.json", ".aider.conf.yml")
 
 
 def user_hook_files() -> tuple[str, ...]:

@@ -54,7 +54,7 @@ from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.memory import ProposalKind, ProposalState, ReviewResult
 from cairn.protocol.vocab import OpStatus, OutcomeKind
 from cairn.state import program as P
-from cairn.worker.memory import model
+from cairn.worker.memory import agents, model
 from cairn.worker.memory.apply import load_proposal, proposal_ids, publish_review, state_of
 from cairn.worker.memory.citations import (
     OK,
@@ -327,14 +327,31 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
     read, lines = verify_instructions(ms, tree)
     _save_stale_lines(ms, read, lines)
     lines = [{k: v for k, v in row.items() if k != "key"} for row in lines]
-    # an instruction file there but never read (a link, a FIFO, a folder, too large) is said, not skipped unsaid
+    # an instruction file there but never read (a link, a FIFO, a folder, too large) is said, not skipped unsaid;
+    # a link to an instruction file of the workspace that was checked (CLAUDE.md -> AGENTS.md) was checked with it,
+    # as `cairn agents` reads it
     refused = [{"file": rel, "code": code} for rel in dict.fromkeys([*ms.settings.instructionFiles, *AGENT_FILES])
-               if not os.path.isabs(rel) and (code := refused_code(ms.workspace, rel))]
+               if not os.path.isabs(rel) and (code := refused_code(ms.workspace, rel))
+               and not (code == ErrorCode.PATH_SYMLINK and _linked_to(ms.workspace, rel) in read)]
     return {"checked": len(rows), "stale": sum(1 for r in rows if r["stale"]),
             "instructionFiles": read, "instructions": lines, "instructionRefused": refused,
             "unverifiable": sum(1 for r in rows for c in r["citations"] if c["verdict"] == UNVERIFIABLE),
             "broken": sum(1 for r in rows if "error" in r), "proposals": proposals, "topics": rows,
             "review": review_id if proposals else None, "overBudget": over}
+
+
+def _linked_to(workspace: str, rel: str) -> str | None:
+    """The workspace file the link ``rel`` names (read as text, never followed), or None; None too when a folder
+    on the way to ``rel`` is itself a link (what is read then lies wherever that folder leads)."""
+    parts = rel.split("/")
+    try:
+        for i in range(1, len(parts)):
+            if os.path.islink(os.path.join(workspace, *parts[:i])):
+                return None
+        dest = os.readlink(os.path.join(workspace, rel))
+    except OSError:
+        return None
+    return agents.link_target(workspace, rel, dest)
 
 
 def verify_instructions(ms: MemoryStore, tree: Callable[[], Tree]) -> tuple[list[str], list[dict[str, Any]]]:
