@@ -135,15 +135,18 @@ def _workspace_after_command(args: list[str]) -> list[str]:
 def _same_file_once(ns: argparse.Namespace) -> None:
     """The transcript files of ``import``, ``run`` and ``watch``, each once: one file named several ways
     (``chat.md /abs/chat.md ./chat.md``, a link to it) was read as that many files, its sessions and turns
-    counted as often. Same file: the same resolved path. The first mention is kept, unless it is a
-    symbolic link and a later one is not (the file itself, which nothing refuses)."""
+    counted as often. Same file: the same device and inode (a hard link too), else the same resolved path.
+    The first mention is kept, unless it is a symbolic link and a later one is not (the file itself, which
+    nothing refuses)."""
     paths = getattr(ns, "paths", None)
     if ns.command not in ("import", "run", "watch") or not isinstance(paths, list) or len(paths) < 2:
         return
-    kept: dict[str, str] = {}
+    kept: dict[object, str] = {}
     for p in paths:
+        key: object
         try:
-            key = os.path.realpath(p)
+            st = os.stat(p)
+            key = (st.st_dev, st.st_ino) if os.path.isfile(p) else os.path.realpath(p)
         except (OSError, ValueError):
             key = os.path.abspath(p)
         if key not in kept or (os.path.islink(kept[key]) and not os.path.islink(p)):
@@ -275,7 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_workspace(ns)
         _same_file_once(ns)
         code = int(ns.func(ns))
-        sys.stdout.flush()  # a reader gone before the last buffered lines: said here, not at the interpreter's exit
+        if not sys.stdout.closed:  # `cairn serve` hands stdout to the language server, which closes it at exit
+            sys.stdout.flush()  # a reader gone before the last buffered lines: said here, not at the interpreter's exit
         return code
     except CairnError as exc:
         message = _io_failed_where(ns, exc.message) if exc.code is ErrorCode.IO_FAILED else exc.message

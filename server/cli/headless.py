@@ -82,6 +82,7 @@ class Headless:
         self._waiting: set[str] = set()  # job kinds refused for a busy claim, said once until one runs
         self.digest_retry = (2.0, 16.0)  # a digest pass that met busy captures: first wait, doubled up to the last
         self._digest_wait: float | None = None  # the wait before the next such pass, None when none is owed
+        self._digest_timer: asyncio.TimerHandle | None = None
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -90,14 +91,22 @@ class Headless:
             loop.add_signal_handler(sig, self.stop)
         watcher = asyncio.ensure_future(self.watcher.run())
         worker = asyncio.ensure_future(self._work())
+        stopped = asyncio.ensure_future(self._stopped.wait())
         try:
-            await self._stopped.wait()
+            # the work ending on its own is an error it raised (the reader of stdout gone: BrokenPipeError, a
+            # full disk): raised here, so the command ends and says it, never a watcher left capturing nothing
+            await asyncio.wait({stopped, worker, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (worker, watcher):
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
         finally:
+            stopped.cancel()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             self.watcher.stop()
-            if self._timer is not None:
-                self._timer.cancel()
+            for timer in (self._timer, self._digest_timer):
+                if timer is not None:
+                    timer.cancel()
             for task in (watcher, worker):
                 task.cancel()
             await asyncio.gather(watcher, worker, return_exceptions=True)
@@ -242,7 +251,10 @@ class Headless:
                                      "deadline); digested on their own once it is free\n")
                 queue = self._actions
                 assert queue is not None
-                asyncio.get_running_loop().call_later(self._digest_wait, queue.put_nowait, _DigestAgain())
+                if self._digest_timer is not None:  # one pass owed at a time, whichever seal led to this one
+                    self._digest_timer.cancel()
+                self._digest_timer = asyncio.get_running_loop().call_later(self._digest_wait, queue.put_nowait,
+                                                                           _DigestAgain())
             else:
                 self._digest_wait = None
                 self._waiting.discard("digest")

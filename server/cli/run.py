@@ -100,8 +100,8 @@ def _project_entries(ws: str) -> list[str]:
     """What ``ws`` holds besides cairn's own folders, sorted (empty: a scratch folder)."""
     try:
         return sorted(set(os.listdir(ws)) - _CAIRN_OWN)
-    except OSError:
-        return []  # a folder that cannot be listed is reported by the import that writes in it
+    except OSError:  # a folder that cannot be listed may hold anything: never taken for an empty one
+        return ["(a folder cairn cannot list)"]
 
 
 def _example_or_refuse(ns: argparse.Namespace, ws: str) -> bool:

@@ -3,6 +3,7 @@ a workspace that cannot be written."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -164,3 +165,14 @@ def test_a_read_only_workspace_with_state_names_the_state_folder(tmp_path: Path)
 
 if sys.platform != "linux":  # a pipe without reader is POLLERR, a read-only tmpfs in a namespace: Linux
     pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_a_file_and_its_hard_link_are_read_once(tmp_path: Path) -> None:
+    """Same file by device and inode: a hard link was read as a second file (its turns counted again)."""
+    from cairn.server.cli import app
+
+    (tmp_path / "s.jsonl").write_text("{}\n")
+    os.link(tmp_path / "s.jsonl", tmp_path / "hard.jsonl")
+    ns = argparse.Namespace(command="import", paths=[str(tmp_path / "s.jsonl"), str(tmp_path / "hard.jsonl")])
+    app._same_file_once(ns)
+    assert ns.paths == [str(tmp_path / "s.jsonl")]

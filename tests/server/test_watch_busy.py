@@ -162,3 +162,20 @@ async def test_captures_a_dead_digester_held_are_digested_with_no_file_change(
     assert [c["state"] for c in cairn_json(workspace, "jobs")] not in (["pending"], ["open"])
     err = capsys.readouterr().err
     assert err.count("E_CLAIM_BUSY") == 1 and "digested on their own" in err
+
+
+async def test_a_watcher_whose_reader_went_away_ends_instead_of_capturing_nothing(workspace: Path,
+                                                                                  tmp_path: Path) -> None:
+    """`cairn watch | head -1`: the line after the first raised BrokenPipeError in the watcher's work, which
+    ended there while the command waited for Ctrl-C, capturing nothing more and saying nothing. The error ends
+    the run now (the command then stops quietly with 141, as every command does when its reader goes away)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    write_session(store / "session.jsonl", 80, 2, words=8)
+
+    def gone(line: str) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    watch = Headless(str(workspace), [str(store)], {"sealIdleMinutes": IDLE_MINUTES}, say=gone)
+    with pytest.raises(BrokenPipeError):
+        await asyncio.wait_for(watch.run(), WAIT)
