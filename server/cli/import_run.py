@@ -122,7 +122,7 @@ def run_import(ws: str, paths: list[str], fmt: str, config: dict[str, Any], *, s
     """Import ``paths`` in the foreground. A file quiet for the workspace's idle period is sealed (the last
     turn of each of its sessions is captured even with no end signal); with ``ended``, every file is."""
     with foreground(show_bar) as (bar, stop), Journal(ws) as j:
-        sealed_before = math.inf if ended else j.now() - idle_seconds(config)
+        sealed_before = math.inf if ended else j.source_now() - idle_seconds(config)
         return import_paths(j, paths, fmt, policy_from_config(config), progress=bar, stop=stop, processes=PROCESSES,
                             sealed_before=sealed_before, reread=reread)
 

@@ -131,7 +131,7 @@ def import_all(ns: argparse.Namespace, *, show_bar: bool, ended: bool = False) -
         stores = _discover(ns)
         config = load_config(ws)
         with foreground(show_bar) as (bar, stop), Journal(ws) as j:
-            sealed_before = math.inf if ended else j.now() - idle_seconds(config)
+            sealed_before = math.inf if ended else j.source_now() - idle_seconds(config)
             return run(j, stores, ws, policy_from_config(config), everywhere=ns.every_workspace, since=since,
                        progress=bar, stop=stop, processes=PROCESSES, sealed_before=sealed_before)
 

@@ -32,7 +32,9 @@ schema, so that no tool can be called (``tools/call`` with ``arguments`` that
 is no object, no ``name`` or one that is no string, no params at all) stays
 JSON-RPC's ``-32602``, its message ``E_USAGE: METHOD: FIELD: problem`` and its
 ``data`` ``{"code": "E_USAGE"}`` as over LSP, where the SDK answered a bare
-``Invalid request parameters`` (:func:`_malformed`). A resource read fails alike with ``Error reading
+``Invalid request parameters`` (:func:`_malformed`). A line the SDK's transport cannot read at all (params that
+is an array or a string, a line that is no JSON) is answered alike (``-32602``, ``-32700``, ``-32600``;
+:func:`_refusal`), where the SDK answered nothing and the client waited. A resource read fails alike with ``Error reading
 resource URI: E_CODE: message`` (a symlinked topic ``E_PATH_SYMLINK``, a FIFO
 ``E_PATH_NOT_REGULAR``, one over 4 MiB ``E_RECORD_TOO_LARGE``, an unknown one
 ``E_NOT_FOUND``). The server logs to stderr at WARNING, one plain line per
@@ -62,6 +64,7 @@ from cairn.state.fsdir import PinnedDir
 from cairn.worker.memory.remember import TYPES, check_request
 from cairn.worker.memory.store import DEFAULT_ROOT
 from cairn.worker.redaction.redact import RedactingFilter
+from mcp import types as mcp_types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import (
@@ -71,8 +74,10 @@ from mcp.server.mcpserver.exceptions import (
     UnexpectedResourceError,
     UnexpectedToolError,
 )
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from pydantic import ValidationError
 
 log = logging.getLogger("cairn.server.mcp")
@@ -149,9 +154,83 @@ async def _malformed(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -
                        {"code": str(ErrorCode.USAGE)}) from None
 
 
+def _refusal(exc: Exception) -> mcp_types.JSONRPCError | None:
+    """The answer to a line the SDK's transport could not read as a JSON-RPC message (it hands the reader an
+    exception and answers nothing, so the client would wait for ever): a line that is no JSON ``-32700`` (id
+    null, as JSON-RPC says); a request (an object with an ``id`` and a ``method``) whose ``params`` is no object
+    ``-32602``, anything else with an ``id`` ``-32600``; each message ``E_USAGE: ...`` with ``data`` ``{"code":
+    "E_USAGE"}``. None for what has no id to answer (a malformed notification): it is dropped, logged."""
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    data = {"code": str(ErrorCode.USAGE)}
+    if any(e["type"] == "json_invalid" for e in errors):
+        return mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=mcp_types.ErrorData(
+            code=PARSE_ERROR, message=f"{ErrorCode.USAGE}: the message is not JSON", data=data))
+    whole: dict[str, Any] = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), {})
+    rid = whole.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        return None
+    method = whole.get("method")
+    if isinstance(method, str) and "params" in whole and not isinstance(whole["params"], dict):
+        code, message = INVALID_PARAMS, f"{ErrorCode.USAGE}: {method[:60]}: params: an object is expected"
+    else:
+        code, message = INVALID_REQUEST, f"{ErrorCode.USAGE}: not a JSON-RPC 2.0 request (jsonrpc, id, method)"
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=rid, error=mcp_types.ErrorData(code=code, message=message,
+                                                                                    data=data))
+
+
+class _Answering:
+    """The transport's read stream, with every line it could not read answered (:func:`_refusal`) on the
+    write stream instead of being passed on (the SDK would only log it at debug level)."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner, self._write = inner, write
+
+    def __getattr__(self, name: str) -> Any:  # ``last_context`` and whatever else the SDK may look for
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            answer = _refusal(item)
+            log.warning("a message refused (%s)", ErrorCode.USAGE)
+            if answer is not None:
+                await self._write.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Answering:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc)
+
+
 def _server_class() -> Any:
     """:class:`MCPServer` whose every tool and resource failure carries a fixed code (see the module docstring)."""
     class _Server(MCPServer):
+        async def run_stdio_async(self) -> None:
+            """As the SDK's, with a malformed line answered (:class:`_Answering`)."""
+            async with stdio_server() as (read_stream, write_stream):
+                await self._lowlevel_server.run(_Answering(read_stream, write_stream), write_stream,
+                                                self._lowlevel_server.create_initialization_options())
+
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             try:
                 return await super().call_tool(name, arguments, context)

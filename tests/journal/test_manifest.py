@@ -39,6 +39,11 @@ def snapshot(ws: Path) -> dict[str, str]:
             for p in sorted((ws / ".cairn").rglob("*")) if p.is_file()}
 
 
+def stamps(ws: Path) -> dict[str, int]:
+    """Every file's and folder's modification time under ``.cairn/`` (a touch shows here, not in the bytes)."""
+    return {str(p.relative_to(ws)): p.stat().st_mtime_ns for p in sorted((ws / ".cairn").rglob("*"))}
+
+
 def write(path: Path, session: int, turns: int) -> Path:
     path.write_text("".join(line + "\n" for line in session_lines(session, turns, words=12)))
     return path
@@ -78,9 +83,10 @@ def test_import_all_with_nothing_new_writes_no_file_and_counts_as_a_full_reread(
     env = env_for(home)
     first = json.loads(cairn(ws, "import", "--all", "--every-workspace", "--json", env=env).stdout)
     assert first["captured"] > 20 and first["sources"] >= 15
-    before = snapshot(ws)
+    before, stamped = snapshot(ws), stamps(ws)
     again = json.loads(cairn(ws, "import", "--all", "--every-workspace", "--json", env=env).stdout)
     assert snapshot(ws) == before  # no claim pair, no entry, no segment: not one file created or changed
+    assert stamps(ws) == stamped  # nor touched: the storage clock's file keeps its time (a backup sees no change)
     assert (again["captured"], again["skipped"], again["sessions"], again["sources"]) == (
         0, first["captured"] + first["skipped"], first["sessions"], first["sources"])
     assert again.get("failed") == first.get("failed") and again.get("pending") == first.get("pending")

@@ -223,3 +223,37 @@ async def test_a_tool_call_with_malformed_params_answers_e_usage_naming_the_fiel
     assert "Traceback" not in log, log
     refused = [line for line in log.splitlines() if "tools/call" in line]
     assert len(refused) == len(cases) and all("(E_USAGE)" in line for line in refused), log
+
+
+async def test_a_line_the_transport_cannot_read_is_answered_and_the_server_goes_on(workspace: Path) -> None:
+    """params that is an array or a string, a line that is no JSON, a request without ``jsonrpc``: the SDK's
+    transport hands its reader an exception and answered nothing, so a client waited for ever. Each now gets
+    JSON-RPC's code (``-32602``, ``-32700`` with id null, ``-32600``) and cairn's ``E_USAGE``, one plain stderr
+    line each, and the next request is served. Raw stdio: the SDK's client cannot send such lines."""
+    import subprocess
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": ["remember", "Run make check"]},
+        {"jsonrpc": "2.0", "id": "three", "method": "tools/list", "params": "all"},
+        "{not json",
+        {"id": 4, "method": "tools/list"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}},
+    ]
+    stdin = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
+    p = subprocess.run([PYTHON, "-m", "cairn.server", "mcp", "-w", str(workspace)], input=stdin, cwd=str(REPO),
+                       env=child_env(), capture_output=True, text=True, timeout=60)
+    answers = {a.get("id"): a for a in map(json.loads, p.stdout.splitlines())}
+    assert set(answers) == {1, 2, "three", None, 4, 5}, p.stdout  # the malformed notification has no id to answer
+    for rid, code, text in [(2, -32602, "E_USAGE: tools/call: params: an object is expected"),
+                            ("three", -32602, "E_USAGE: tools/list: params: an object is expected"),
+                            (None, -32700, "E_USAGE: the message is not JSON"),
+                            (4, -32600, "E_USAGE: not a JSON-RPC 2.0 request")]:
+        error = answers[rid]["error"]
+        assert error["code"] == code and error["message"].startswith(text) and error["data"] == {"code": "E_USAGE"}
+    assert {t["name"] for t in answers[5]["result"]["tools"]} == {"remember", "journal_search", "memory_list"}
+    assert "Traceback" not in p.stderr and p.stderr.count("(E_USAGE)") == 5, p.stderr
+    assert "Run make check" not in p.stderr

@@ -762,7 +762,7 @@ def job_import(req: WorkerRequest) -> ImportResult:
     paths = [p if os.path.isabs(p) else os.path.join(req.workspace, p) for p in args.paths]
     policy = policy_from_config(req.config)
     with Journal(req.workspace) as j:
-        sealed_before = math.inf if args.ended else j.now() - idle_seconds(req.config)
+        sealed_before = math.inf if args.ended else j.source_now() - idle_seconds(req.config)
         if args.each:
             return import_each(j, paths, args.format, policy, sealed_before=sealed_before)
         return import_result(import_paths(j, paths, args.format, policy, sealed_before=sealed_before))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections.abc import Iterable
 from typing import Self, TypeVar
 
@@ -98,6 +99,12 @@ class Journal:
     def now(self) -> float:
         r = self.claims.run([P.Clock("", offset=self.claims.clock_offset)])
         return float(r[0].value)
+
+    def source_now(self) -> float:
+        """Now on this machine's clock, which stamps the session files an import compares with it (is a file
+        quiet?), shifted like the claims' clock in tests. Unlike :meth:`now` (the storage's own clock, read by
+        touching ``claims/.clock``) it writes nothing: an import that finds nothing new changes no file."""
+        return time.time() + self.claims.clock_offset
 
     def has_legacy_turns(self) -> bool:
         """Whether ``turns/`` (the turn index of captures made before segments) exists.
