@@ -68,6 +68,8 @@ def result_lines(r: RememberResult) -> list[str]:
     lines = [f"remembered {r.remember}"]
     if not r.reviewed:
         lines.append("a focused review is running elsewhere: the proposal follows in `cairn proposals`")
+    elif not r.proposals and (r.skippedNotes or {}).get(str(ErrorCode.INDEX_FULL)):
+        lines.append("no proposal: the memory index is full (E_INDEX_FULL; see below)")
     elif not r.proposals:
         lines.append("no proposal: memory already holds it or says otherwise (a newer statement on the same subject), or the same proposal was rejected or is pending")
     for p in r.proposals:

@@ -161,9 +161,17 @@ def report_malformed(malformed: tuple[MalformedLine, ...]) -> None:
 
 def warn_skipped(skipped: dict[str, int] | None) -> None:
     """A review's notes left out because they cannot be written to a memory file: one stderr line per code."""
+    from cairn.protocol.errors import ErrorCode  # cold start
+
     for code, n in sorted((skipped or {}).items()):
-        sys.stderr.write(f"cairn: warning: {n} note(s) left out of the review ({code}): they cannot be written "
-                         "to a memory file; the other notes were reviewed\n")
+        why = (INDEX_FULL_HINT if code == str(ErrorCode.INDEX_FULL)
+               else "they cannot be written to a memory file; the other notes were reviewed")
+        sys.stderr.write(f"cairn: warning: {n} note(s) left out of the review ({code}): {why}\n")
+
+
+#: why a note was left out with ``E_INDEX_FULL``, and what to do
+INDEX_FULL_HINT = ("MEMORY.md has no room within its budget (index_max_lines, index_max_bytes) and memory has no "
+                   "topic to file them under; retire or merge entries, or raise the budget, then remember them again")
 
 
 def call(ns: argparse.Namespace, job: str, job_args: Any = None) -> Any:

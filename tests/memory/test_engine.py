@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -317,6 +318,19 @@ def test_full_index_gets_no_create(tmp_path: Path) -> None:
     snap = make_root(tmp_path, full, {})
     drafts = run([digest(1, note("project", "Deploys", "Deploys happen on Fridays only."))], snap)
     assert {d.kind for d in drafts} == {ProposalKind.DELETE}  # only the repairs of its dangling entries
+
+
+def test_a_full_index_with_no_topic_counts_the_note_left_out(tmp_path: Path) -> None:
+    """A hand-written MEMORY.md past its budget and no topic at all: the note has nowhere to go. It is counted
+    as left out (``E_INDEX_FULL``), so the user reads why nothing was proposed (before, it vanished silently,
+    and ``cairn remember`` said memory already held it)."""
+    index = b"# Memory\n" + b"".join(b"- a line written by hand %d\n" % i for i in range(205))
+    snap = make_root(tmp_path, index, {})
+    left: Counter[str] = Counter()
+    drafts = engine.review([digest(1, note("feedback", "Lint", "Always run ruff before committing."))], snap,
+                           left_out=left, root_rel=ROOT, index_rel=INDEX, instruction_files={}, rejected=set(),
+                           now=DAY + 3600, review_id="r1")
+    assert drafts == [] and left == Counter({"E_INDEX_FULL": 1})
 
 
 def _budgeted(digests: list[PublicDigest], snap: model.MemorySnapshot, lines: int) -> list[engine.ProposalDraft]:

@@ -247,3 +247,16 @@ def test_concurrent_remembers_coalesce_and_lose_nothing(workspace: Path) -> None
     # every caller got its own proposal, whoever ran the review that covered it
     assert all(o["reviewed"] and len(o["proposals"]) == 1 for o in outs), outs
     assert len(cairn_json(workspace, "proposals")) == CONCURRENT
+
+
+def test_remember_into_a_full_index_with_no_topic_says_why_nothing_was_proposed(workspace: Path) -> None:
+    """MEMORY.md written by hand past its budget, no topic: the note cannot be placed. The user reads that the
+    index is full, its code and what to do (before: "memory already holds it", which was false)."""
+    index = workspace / ".agents" / "memory" / "MEMORY.md"
+    index.parent.mkdir(parents=True)
+    index.write_text("# Memory\n" + "".join(f"- a line written by hand {i}\n" for i in range(205)))
+    r = cairn(workspace, "remember", "Always run the linter with ruff before committing")
+    assert r.returncode == 0, r.stderr
+    assert "no proposal: the memory index is full (E_INDEX_FULL" in r.stdout and "already holds" not in r.stdout
+    assert "1 note(s) left out of the review (E_INDEX_FULL): MEMORY.md has no room" in r.stderr
+    assert "Traceback" not in r.stderr and index.read_text().count("\n") == 206  # never cut by cairn

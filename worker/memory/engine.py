@@ -82,12 +82,13 @@ draft's bytes are built and how drafts are ordered is
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 from cairn.protocol.digest import Note
-from cairn.protocol.errors import CairnError
+from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.journal import PublicDigest, by_session
 from cairn.protocol.memory import ProposalKind
 from cairn.protocol.vocab import NoteType
@@ -639,7 +640,8 @@ def create_drafts(
 
 
 def consolidation_drafts(
-    items: list[_Item], views: list[TopicView], updates: Mapping[str, list[_Item]], index: Index, scope: ReviewScope
+    items: list[_Item], views: list[TopicView], updates: Mapping[str, list[_Item]], index: Index, scope: ReviewScope,
+    unplaced: list[_Item] | None = None,
 ) -> list[ProposalDraft]:
     """Rule 6a: notes a full index cannot take as new topics move into the closest topic of their type.
 
@@ -648,7 +650,8 @@ def consolidation_drafts(
     has no topic of its type, to the closest topic of any type, one UPDATE
     per topic, so nothing is dropped. A topic already updated or merged by
     this review is passed over (one proposal per topic); a note with no topic
-    at all is left for a later review, after the index was consolidated.
+    at all is left for a later review, after the index was consolidated; it is put in ``unplaced`` (the
+    review counts it as left out, ``E_INDEX_FULL``, so that the user learns why nothing was proposed).
     """
     busy = set(updates)
     home: dict[str, list[_Item]] = {}
@@ -658,6 +661,8 @@ def consolidation_drafts(
         ) or sorted((-v.similarity(it.words), v.file) for v in views if v.file not in busy)  # none of its type
         if ranked:
             home.setdefault(ranked[0][1], []).append(it)
+        elif unplaced is not None:
+            unplaced.append(it)
     # the closest topic may be only loosely related: the proposal says why the note went there, and how to
     # make room (a rejection keeps the note for a later review)
     return [attrs.evolve(d, title=clip(f"{d.title} (the index is full)", 160),
@@ -675,14 +680,16 @@ INDEX_FULL_WHY = ("The memory index (MEMORY.md) has no room for a new entry with
 
 
 def review(
-    digests: list[PublicDigest], snapshot: MemorySnapshot, scope: ReviewScope | None = None, **fields: Any
+    digests: list[PublicDigest], snapshot: MemorySnapshot, scope: ReviewScope | None = None, *,
+    left_out: Counter[str] | None = None, **fields: Any
 ) -> list[ProposalDraft]:
     """Review ``digests`` against one memory root; see the module docstring for the rules.
 
     ``scope`` (or its fields as keywords) says where the root is and what
     each draft is stamped with. An index that cannot be read raises its
     error code (nothing is proposed rather than proposals that could not be
-    applied).
+    applied). A note a full index cannot take and no topic can hold (rule 6a)
+    is counted in ``left_out`` as ``E_INDEX_FULL``.
     """
     scope = ReviewScope.of(scope, fields)
     assert len(digests) <= MAX_DIGESTS, f"a review takes at most {MAX_DIGESTS} digests"
@@ -713,6 +720,10 @@ def review(
     drafts += update_drafts(updates, views, index, scope)
     full: list[_Item] = []
     drafts += create_drafts(pending, snapshot, index, scope, full, views)
-    drafts += consolidation_drafts(full, views, {**dict.fromkeys(merged_files, []), **updates}, index, scope)
+    unplaced: list[_Item] = []
+    drafts += consolidation_drafts(full, views, {**dict.fromkeys(merged_files, []), **updates}, index, scope,
+                                   unplaced)
+    if unplaced and left_out is not None:
+        left_out[str(ErrorCode.INDEX_FULL)] += len(unplaced)
     drafts = unrejected(drafts, scope)
     return ordered(drafts + index_maintenance(snapshot, drafts, scope))

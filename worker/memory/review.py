@@ -350,7 +350,7 @@ def draft_review(ms: MemoryStore, batch: list[PublicDigest], *, review_id: str, 
             if dropped is not None:
                 dropped.update(lost.report() or {})
         else:
-            drafts += engine.review(sub, snapshot, scope)
+            drafts += engine.review(sub, snapshot, scope, left_out=skipped)
     if working:
         workspace_scope = ReviewScope(root_rel=DEFAULT_ROOT, index_rel=f"{DEFAULT_ROOT}/MEMORY.md",
                                       instruction_files={}, rejected=suppressed, now=now, review_id=review_id)
