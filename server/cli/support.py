@@ -121,8 +121,12 @@ def refused_why(code: object) -> str:
     from cairn.protocol.errors import ErrorCode  # cold start
 
     return {ErrorCode.PATH_SYMLINK: "a symlink: never followed, so cairn neither verifies nor reviews it (an agent that follows links may still load it)",
-            ErrorCode.PATH_NOT_REGULAR: "not a regular file (a FIFO, a device or a folder): never read"}.get(
-        code, f"not read ({code}): too large or unreadable")  # type: ignore[call-overload]
+            ErrorCode.PATH_NOT_REGULAR: "not a regular file (a FIFO, a device or a folder): never read",
+            ErrorCode.PATH_INVALID_NAME: "a name cairn does not read (only ASCII letters, digits, '.', '_' and "
+                                         "'-'): never read; rename the file",
+            ErrorCode.RECORD_TOO_LARGE: "too large to read: never read"}.get(
+        code, f"not read ({code}): unreadable")  # type: ignore[call-overload]
+
 
 def budget_line(o: dict[str, Any]) -> str:
     """One index past its budget, said with what agents miss and how to make room."""

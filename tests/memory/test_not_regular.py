@@ -114,3 +114,15 @@ def test_review_refuses_or_skips_a_non_regular_file_promptly(tmp_path: Path, whe
         assert created[0] not in targets
     assert "Traceback" not in r.stderr
     assert _visible(ws) == before
+
+
+def test_a_topic_whose_name_cairn_does_not_read_is_said_so_not_called_too_large(workspace: Path) -> None:
+    """``my notes.md`` (a space) or a name with a control character is never read: ``cairn memory`` says what
+    is wrong with the name and what to do, not "too large or unreadable" (neither was true)."""
+    root = workspace / ".agents" / "memory"
+    root.mkdir(parents=True)
+    (root / "my notes.md").write_text("---\nname: x\ndescription: y\ntype: project\n---\n\n- body\n")
+    r = cairn(workspace, "memory")
+    assert r.returncode == 0, r.stderr
+    assert "my notes.md  E_PATH_INVALID_NAME: a name cairn does not read" in r.stdout and "rename" in r.stdout
+    assert "too large" not in r.stdout

@@ -70,8 +70,17 @@ def test_session_end_captures_every_turn_the_last_one_too_and_seals_with_the_rea
     assert len(_turns(workspace)) == 1  # the session's only turn is its last, closed by nothing but the end
     (seal,) = _seals(workspace)
     assert (seal.session_id, str(seal.trigger), seal.turns) == (SESSION, trigger, 1)
+    before = _tree(workspace)
     again = _hook(workspace, home, _payload(transcript, workspace, reason=reason))  # idempotent
     assert again.returncode == 0 and len(_turns(workspace)) == 1
+    # and it writes nothing: no claim elected to find the capture sealed (a claim pair per repeated hook before)
+    assert _tree(workspace) == before
+
+
+def _tree(ws: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file and folder under ``.cairn/`` with its modification time and bytes."""
+    return {str(p.relative_to(ws)): (p.stat().st_mtime_ns, p.read_bytes() if p.is_file() else b"")
+            for p in sorted((ws / ".cairn").rglob("*"))}
 
 
 @pytest.mark.parametrize("when", ["manual", "auto"])

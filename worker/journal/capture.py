@@ -567,10 +567,13 @@ def seal_session(j: Journal, session_id: str, trigger: Trigger, *, quiet_before:
     the other process (None: a repeated seal keeps the first trigger). A holder known to be gone is not
     waited for (its claim holds until its deadline: ``E_CLAIM_BUSY``, which the watcher tries again).
     """
+    cid, _, sealed = current_capture(j, session_id)
+    if cid is None or sealed:  # nothing open to seal: no claim elected, no file written (a repeated hook)
+        return None
     claim = _elect(j, session_id, busy_wait, None, purpose=f"seal:{trigger}")
     assert claim is not None  # no stop to answer
     try:
-        cid, _, sealed = current_capture(j, session_id)
+        cid, _, sealed = current_capture(j, session_id)  # again, under the claim: what was seen may have moved
         sealed_now = None
         if cid is not None and not sealed:
             names = j.names(f"{CAPTURES}/{cid}")

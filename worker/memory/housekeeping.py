@@ -18,9 +18,13 @@ housekeeping only), and carry no evidence.
    entry links (compared as in rule 7, ``./`` and ``#anchor`` ignored) gets
    its entry back by one UPDATE: ``- [name](file.md) - description``, name
    and hook clipped like a create's (no hook when it only repeats the
-   name), added after the last entry. The topic is a freshness guard
-   (``files`` maps it to its unchanged bytes) and is not written. An entry
-   the index cannot take after the review's creates is not proposed.
+   name), added after the last entry. The topic may be hand-written: its
+   name and description enter the index as memory text
+   (:func:`~cairn.protocol.text.memory_text`: control characters and ANSI
+   sequences removed), and a name left blank by that is the file name. The
+   topic is a freshness guard (``files`` maps it to its unchanged bytes)
+   and is not written. An entry the index cannot take after the review's
+   creates is not proposed.
 
 Both leave alone every file another draft of the same review touches — a
 topic being merged away or updated, a created file — so two proposals of
@@ -37,6 +41,7 @@ from collections.abc import Sequence
 
 from cairn.protocol.errors import CairnError
 from cairn.protocol.memory import ProposalKind
+from cairn.protocol.text import blank, memory_text
 from cairn.worker.memory.drafts import (
     DESCRIPTION_MAX,
     NAME_MAX,
@@ -61,6 +66,14 @@ def _is_topic_name(file: str) -> bool:
 def _linked_name(link: str) -> str:
     """The root file an entry's link names, for comparisons: anchor and ``./`` dropped, casefolded."""
     return posixpath.normpath(link.split("#", 1)[0] or ".").casefold()
+
+
+def _entry_texts(file: str, name: str, description: str) -> tuple[str, str]:
+    """The title and hook of a restored entry: a hand-written topic's name and description as memory text
+    (no control character, an ANSI escape sequence removed whole: the index is what agents load and a
+    terminal prints), clipped like a create's; a name that is nothing but controls is the file's name."""
+    title = clip(memory_text(name), NAME_MAX)
+    return (title if not blank(title) else file), clip(memory_text(description), DESCRIPTION_MAX)
 
 
 class _Touched:
@@ -127,10 +140,8 @@ def orphan_topics(
         fingerprint = repair_fingerprint("orphan-topic", scope.index_rel, file)
         if fingerprint in scope.rejected:
             continue
-        admitted = admit_entry(
-            simulated, clip(tf.topic.name, NAME_MAX), file, clip(tf.topic.description, DESCRIPTION_MAX), scope.budget,
-            tf.topic.confirmed,
-        )
+        name, description = _entry_texts(file, tf.topic.name, tf.topic.description)
+        admitted = admit_entry(simulated, name, file, description, scope.budget, tf.topic.confirmed)
         if admitted is None:
             continue
         simulated, line = admitted

@@ -76,6 +76,7 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
     settings = settings or Settings()
     rows = []
     marks = load_marks(workspace)
+    today = _today()
     roots = [DEFAULT_ROOT, *settings.memoryRoots]
     for root in roots:
         path = root if os.path.isabs(root) else os.path.join(workspace, root)
@@ -84,40 +85,57 @@ def memory_rows(workspace: str, settings: Settings | None = None) -> list[dict[s
         snap = model.read_root(Path(path), workspace=workspace)
         # a *.md never read (a symlink, a FIFO, too large) is listed with its code, not left out unsaid
         rows += [{"file": os.path.join(root, name), "name": name, "type": "", "description": "", "root": root,
-                  **provenance_row(os.path.join(root, name), None, marks, settings.revalidateDays), "error": str(code),
+                  **provenance_row(os.path.join(root, name), None, marks, settings.revalidateDays, today),
+                  "error": str(code),
                   "refused": True} for name, code in sorted(snap.refused.items()) if name != model.INDEX_NAME]
         for name, topic in sorted(snap.topics.items()):
             file = os.path.join(root, name)
             rows.append({"file": file, "name": topic.name, "type": topic.type, "description": topic.description,
-                         "root": root, **provenance_row(file, topic.topic, marks, settings.revalidateDays),
+                         "root": root, **provenance_row(file, topic.topic, marks, settings.revalidateDays, today),
                          **({"error": str(topic.error or ErrorCode.TOPIC_FRONT_MATTER)} if topic.topic is None
                             else {})})
     return rows
 
 
-def provenance_row(file: str, topic: Any, marks: dict[str, Any], revalidate: int = 90) -> dict[str, Any]:
+def _today() -> str:
+    """Today (UTC, ``YYYY-MM-DD``) on the clock verification dates marks by: this machine's, moved on by
+    ``CAIRN_TEST_CLOCK_OFFSET`` seconds as the journal's is (:class:`~cairn.worker.journal.store.Journal`),
+    so that a topic ``cairn memory verify`` finds due is listed due."""
+    import datetime as dt
+    import time
+
+    offset = float(os.environ.get("CAIRN_TEST_CLOCK_OFFSET", "0") or 0)
+    return dt.datetime.fromtimestamp(time.time() + offset, dt.UTC).strftime("%Y-%m-%d")
+
+
+def provenance_row(file: str, topic: Any, marks: dict[str, Any], revalidate: int = 90,
+                   today: str | None = None) -> dict[str, Any]:
     """A topic's ``sources``, ``citations`` (as recorded), ``confirmed``, and its last verification's
-    ``verified`` date, ``stale`` flag and reasons (``why``), ``unverifiable`` codes (private marks)."""
+    ``verified`` date, ``stale`` flag and reasons (``why``), ``unverifiable`` codes (private marks);
+    ``age`` and ``due`` as of ``today`` (default: :func:`_today`)."""
     from cairn.worker.memory.verify import last_confirmed  # yaml: module docstring
 
     mark = mark_of(marks, file)
+    today = today or _today()
     if topic is None:
         return {"sources": None, "citations": [], "confirmed": None, "verified": None, "stale": False, "why": [],
                 "age": None, "due": False}
+    confirmed = last_confirmed(topic, mark, today)
     cites = topic.citations if isinstance(topic.citations, list) else ([] if topic.citations is None
                                                                           else [topic.citations])
     return {"sources": _plain(topic.sources), "citations": _plain(cites),
-            "confirmed": last_confirmed(topic, mark), "verified": mark.get("verified"),
+            "confirmed": confirmed, "verified": mark.get("verified"),
             "stale": bool(mark.get("stale")), "why": list(mark.get("stale") or []),
-            "unverifiable": list(mark.get("unverifiable") or []), **_age(last_confirmed(topic, mark), revalidate)}
+            "unverifiable": list(mark.get("unverifiable") or []), **_age(confirmed, revalidate, today)}
 
 
-def _age(confirmed: str | None, revalidate: int) -> dict[str, Any]:
-    """``age``: whole days since ``confirmed`` (None: never confirmed); ``due``: older than ``revalidate`` days."""
+def _age(confirmed: str | None, revalidate: int, today: str) -> dict[str, Any]:
+    """``age``: whole days from ``confirmed`` to ``today`` (None: never confirmed); ``due``: older than
+    ``revalidate`` days."""
     import datetime as dt
 
     try:
-        age = (dt.datetime.now(dt.UTC).date() - dt.date.fromisoformat(confirmed)).days if confirmed else None
+        age = (dt.date.fromisoformat(today) - dt.date.fromisoformat(confirmed)).days if confirmed else None
     except ValueError:
         age = None
     return {"age": age, "due": age is not None and revalidate > 0 and age > revalidate}

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import attrs
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.settings import Settings
+from cairn.protocol.text import memory_text
 from cairn.worker.memory.model.lines import BOM, decode_text, join_lines, newline_of, one_line, split_lines
 
 INDEX_NAME = "MEMORY.md"
@@ -139,14 +140,18 @@ def entry_line(index: Index, file: str) -> str | None:
 def format_entry(title: str, file: str, hook: str, confirmed: str | None = None) -> str:
     """An index entry ``- [Title](file.md) - hook`` (``- [Title](file.md)`` for an empty hook).
 
-    Title and hook are collapsed to one line; brackets and backslashes in the
-    title are escaped so :func:`parse_index` gives the title back. A
+    Title and hook are memory text (:func:`cairn.protocol.text.memory_text`:
+    no control character, an ANSI escape sequence removed whole, no
+    bidirectional control: they may come from a hand-written topic or entry,
+    and the index is what every agent loads and a terminal prints) collapsed
+    to one line; brackets and backslashes in the title are escaped so
+    :func:`parse_index` gives the title back. A
     ``confirmed`` day (``YYYY-MM-DD``) ends the line as `` (confirmed
     YYYY-MM-DD)``: the date of the entry's last confirmation, fixed width so
     that refreshing it never changes the index's size.
     """
     check_topic_file(file)
-    title, hook = one_line(title), one_line(hook)
+    title, hook = one_line(memory_text(title)), one_line(memory_text(hook))
     if not title:
         raise CairnError(ErrorCode.INDEX_ENTRY_INVALID, "an index entry needs a title", file=file)
     escaped = title.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")

@@ -10,6 +10,8 @@ exactly. Pure.
 
 from __future__ import annotations
 
+import unicodedata
+
 import yaml
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.worker.memory.model.lines import join_lines, newline_of, split_lines
@@ -35,7 +37,14 @@ def replace_line(data: bytes, old: str, new: str | None) -> bytes:
 
 
 def set_front_matter(data: bytes, field: str, value: str) -> bytes:
-    """``data`` with the front matter line ``field: …`` rewritten to hold ``value`` (one line)."""
+    """``data`` with the front matter line ``field: …`` rewritten to hold ``value`` (one line).
+
+    ``value`` must be text as :func:`~worker.memory.model.topics.render_topic` takes it: a control character
+    (other than tab), a line or paragraph separator or a lone surrogate is ``E_TOPIC_FRONT_MATTER`` (YAML
+    would write an ESC as ``\\e`` and give it back raw to whoever reads the topic)."""
+    if any((unicodedata.category(ch) == "Cc" and ch != "\t") or unicodedata.category(ch) in ("Zl", "Zp", "Cs")
+           for ch in value):
+        raise CairnError(ErrorCode.TOPIC_FRONT_MATTER, f"topic {field} must be one line of text", field=field)
     lines = split_lines(data)
     prefix = f"{field}:".encode()
     for i, (content, ending) in enumerate(lines[1:], start=1):
