@@ -69,6 +69,7 @@ def cmd_import(ns: argparse.Namespace) -> int:
 
     ws = workspace_path(ns)
     paths = [os.path.abspath(p) for p in ns.paths]
+    _all_openable(paths)
     config = load_config(ws)
     r = import_result(run_import(ws, paths, ns.format, config, show_bar=not ns.json and sys.stderr.isatty(),
                                  ended=ns.ended, reread=ns.reread))
@@ -86,6 +87,21 @@ def cmd_import(ns: argparse.Namespace) -> int:
         sys.stderr.write(resume_hint(paths, r.captured) + "\n")
         return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def _all_openable(paths: list[str]) -> None:
+    """Refuse the import before anything is captured when one of the files named cannot be opened (missing,
+    unreadable, a folder, a FIFO): its code as an import of it alone gives. Else the files before it were
+    captured and those after it not, with no summary, depending on the order they were named in."""
+    if len(paths) < 2:
+        return
+    from pathlib import Path
+
+    from cairn.worker.ingest.importers._common import open_source
+
+    for p in paths:
+        fd, _ = open_source(Path(p))
+        os.close(fd)
 
 
 def seal_setup(p: argparse.ArgumentParser) -> None:

@@ -152,6 +152,20 @@ def test_unknown_and_malformed_files_lose_nothing(workspace: Path, tmp_path: Pat
     assert sorted(p.name for p in _captures(workspace)[0].iterdir()) == before
 
 
+def test_a_missing_file_among_those_named_refuses_the_import_whatever_its_place(workspace: Path,
+                                                                              tmp_path: Path) -> None:
+    """``cairn import good.jsonl nope.jsonl`` captured good.jsonl, then failed with no summary, and named the
+    other way round captured nothing: the files before the bad one were captured, those after it not. Now no
+    file is captured until every file named can be opened; the error names the bad one."""
+    good = tmp_path / "good.jsonl"
+    shutil.copy(ALL_FORMATS["claude-code"], good)
+    for argv in ([str(good), str(tmp_path / "nope.jsonl")], [str(tmp_path / "nope.jsonl"), str(good)]):
+        r = cairn(workspace, "import", *argv, check=False)
+        assert r.returncode == 2 and r.stderr.startswith("cairn: E_IMPORT_UNREADABLE: nope.jsonl: cannot open")
+        assert not (workspace / ".cairn" / "state" / "journal" / "captures").exists()
+    assert cairn_json(workspace, "import", str(good))["captured"] > 0
+
+
 def test_a_claude_session_ended_before_its_last_signal_is_captured_whole_once_it_is_over(
         workspace: Path, tmp_path: Path) -> None:
     """Read while it may go on, its last turn waits (counted pending); read once it is over (the hook's
