@@ -280,6 +280,10 @@ def test_an_index_past_its_budget_is_reported_by_verify_and_doctor(
     assert over_budget(footer, IndexBudget(lines=2, bytes=1000)) == {
         "lines": 8, "bytes": len(footer), "entriesPast": 1, "maxLines": 2, "maxBytes": 1000}
     assert over_budget(footer, IndexBudget(lines=3, bytes=10))["bytes"] == len(footer)  # type: ignore[index]
+    # the bytes too: an entry that ends past the bytes agents load is missed (entriesPast counted lines only)
+    three = b"# Memory\n\n- [a](a.md) - first\n- [b](b.md) - second\n- [c](c.md) - third\n"
+    assert over_budget(three, IndexBudget(lines=200, bytes=three.index(b"- [b]") + 5))["entriesPast"] == 2  # type: ignore[index]
+    assert over_budget(three, IndexBudget(lines=200, bytes=len(three))) is None
 
 
 def test_an_undo_the_budget_refuses_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

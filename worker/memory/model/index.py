@@ -59,7 +59,8 @@ INDEX_BUDGET = IndexBudget()
 
 def over_budget(data: bytes | None, budget: IndexBudget = INDEX_BUDGET) -> dict[str, int] | None:
     """How far an index already is past its budget, by the writer's own rule (:func:`apply_index_edits`):
-    entries past its first ``budget.lines`` lines (``entriesPast``), or more than ``budget.bytes`` bytes.
+    entries past its first ``budget.lines`` lines or ending past its first ``budget.bytes`` bytes
+    (``entriesPast``), or more than ``budget.bytes`` bytes.
     None when agents load every entry. Given with the index's ``lines`` and ``bytes`` and the budget's
     ``maxLines`` and ``maxBytes``. An index written past its budget (by hand, or before the budget was
     lowered) is never cut by cairn: the entries past it are what agents do not see, so it is reported until
@@ -70,7 +71,13 @@ def over_budget(data: bytes | None, budget: IndexBudget = INDEX_BUDGET) -> dict[
         index = parse_index(data)
     except CairnError:
         return None
-    past = sum(1 for e in index.entries if e.line >= budget.lines)
+    ends, at = [], 0  # the byte offset where each line ends (its line ending included)
+    for content, ending in split_lines(data):
+        at += len(content) + len(ending)
+        ends.append(at)
+    # an entry is missed when it starts past the lines agents load, or ends past the bytes they load
+    past = sum(1 for e in index.entries
+               if e.line >= budget.lines or (e.line < len(ends) and ends[e.line] > budget.bytes))
     if not past and len(data) <= budget.bytes:
         return None
     return {"lines": len(index.lines), "bytes": len(data), "entriesPast": past, "maxLines": budget.lines,
