@@ -186,6 +186,8 @@ def test_index_bound_of_200_entry_lines() -> None:
     with pytest.raises(CairnError) as exc:
         model.apply_index_edits(full, [("new.md", None, "- [New](new.md) - h")])
     assert _code(exc) == ErrorCode.INDEX_FULL
+    # the refusal says what to do next (it said only what was wrong: a create then stayed pending for ever)
+    assert "cairn memory retire TOPIC" in str(exc.value) and "or reject it" in str(exc.value)
     # replacing or removing in a full index is still fine
     out = model.apply_index_edits(full, [("t5.md", "- [T5](t5.md) - h", None)])
     assert len(model.parse_index(out).entries) == 199

@@ -218,7 +218,7 @@ def apply_index_edits(
         raise CairnError(
             ErrorCode.INDEX_FULL,
             f"the index would be {len(after)} bytes, past the {budget.bytes} agents load: "
-            "merge or delete topics, or shorten entries",
+            f"merge or delete topics, or shorten entries; {MAKE_ROOM}",
         )
     return after
 
@@ -257,7 +257,7 @@ def _apply_index_edits(original: bytes, edits: Iterable[IndexEditTuple], max_lin
     new_count = len(index.entries) + len(insert) - len(remove)
     if insert and new_count > max_lines:
         raise CairnError(
-            ErrorCode.INDEX_FULL, f"the index would hold {new_count} entries (at most {max_lines})"
+            ErrorCode.INDEX_FULL, f"the index would hold {new_count} entries (at most {max_lines}); {MAKE_ROOM}"
         )
     if not index.lines:
         head = b"# Memory\n\n"
@@ -282,11 +282,17 @@ def _apply_index_edits(original: bytes, edits: Iterable[IndexEditTuple], max_lin
     return join_lines(out, index.final_newline, index.newline)
 
 
+#: what to do when an accept would cross the budget (the person reading the refusal decides)
+MAKE_ROOM = ("make room (`cairn memory retire TOPIC`) or raise index_max_lines / index_max_bytes, then accept "
+             "again; or reject it, and the next review of the journal (`cairn process && cairn review`) files "
+             "the note under an existing topic")
+
+
 def _check_positions(first: int, count: int, max_lines: int) -> None:
     last = first + count - 1
     if count and last >= max_lines:
         raise CairnError(
             ErrorCode.INDEX_FULL,
-            f"a new entry would be on line {last + 1}, past the {max_lines} lines agents load",
+            f"a new entry would be on line {last + 1}, past the {max_lines} lines agents load; {MAKE_ROOM}",
             line=last + 1,
         )
