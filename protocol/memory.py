@@ -53,9 +53,11 @@ class Proposal:
     fingerprint: str  # stable identity of "the same proposal" (rejections are remembered by it)
     created: float
     requires: tuple[str, ...] = ()  # proposals that must be applied before this one (a note disposition)
-    #: what the proposal answers besides its files' before-states: ``"stale-citations"`` (``cairn verify``
-    #: found what the topic cites changed); once a later verification finds the topic true again, the
-    #: proposal is stale (``worker.memory.apply.check_fresh``), never applied over a memory that holds
+    #: what the proposal answers besides its files' before-states: ``"stale-citations:KEY"`` (``cairn verify``
+    #: found what the topic cites changed) or ``"unconfirmed:KEY"`` (a revalidation), KEY naming the proposal
+    #: the topic's mark says answers it now (plain ``"stale-citations"`` before keys); once a later verification
+    #: finds the topic true again, or another proposal answers it, the proposal is stale
+    #: (``worker.memory.apply.check_fresh``), never applied over a memory that holds
     premise: str | None = optional_key()
 
 

@@ -62,8 +62,14 @@ def cmd_verify(ns: argparse.Namespace) -> int:
     else:
         for line in _lines(r):
             print(line)
+        # each thing that makes the exit 1 is counted here, not only listed above
+        due = sum(1 for t in r["topics"] if t.get("aged"))
         print(f"verified {r['checked']} topic(s): {r['stale']} stale, {r['unverifiable']} unverifiable "
-              f"citation(s), {len(r['proposals'])} proposal(s)"
+              f"citation(s), "
+              + (f"{r['broken']} unreadable, " if r["broken"] else "")
+              + (f"{due} due for revalidation, " if due else "")
+              + (f"{len(r['overBudget'])} index(es) past budget, " if r.get("overBudget") else "")
+              + f"{len(r['proposals'])} proposal(s)"
               + (f" (review {r['review']}: `cairn proposals`)" if r.get("review") else "")
               + (f"; {len(r.get('instructions') or [])} stale line(s) in {len(r['instructionFiles'])} instruction "
                  "file(s)" if r.get("instructionFiles") else ""))

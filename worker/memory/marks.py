@@ -18,8 +18,23 @@ from typing import Any
 from cairn.worker.memory.store import M
 
 MARKS = "verify.json"  # in .cairn/state/memory
-#: ``Proposal.premise`` of a proposal made because a verification marked its topic stale
+#: ``Proposal.premise`` of a proposal made because a verification marked its topic stale; a verification's
+#: own proposals add ``:KEY`` (:func:`premise_of`), the key its mark records while that proposal is the one
+#: answering the topic
 STALE_PREMISE = "stale-citations"
+#: ``Proposal.premise`` (with ``:KEY``) of a "revalidate or retire" proposal: the topic is due for revalidation
+AGED_PREMISE = "unconfirmed"
+
+
+def premise_of(kind: str, fingerprint: str) -> str:
+    """The premise of a verification's proposal of ``kind`` (:data:`STALE_PREMISE`, :data:`AGED_PREMISE`) whose
+    fingerprint is ``fingerprint``; its key is what the topic's mark records as ``proposal``."""
+    return f"{kind}:{proposal_key(fingerprint)}"
+
+
+def proposal_key(fingerprint: str) -> str:
+    """What a mark records (``proposal``) of the proposal that answers its topic as the verification found it."""
+    return fingerprint[:16]
 
 
 def load_marks(workspace: str) -> dict[str, Any]:
@@ -78,12 +93,24 @@ def premise_gone(workspace: str, premise: str | None, target: str) -> str:
 
     A proposal made because ``target`` was marked stale answers that mark; once a later verification
     found the topic true again (the code was switched back, a branch checked out again), accepting it
-    would rewrite or retire a memory that holds. A topic with no mark (never verified, the marks file
-    gone) is not judged: only a verification says the premise is gone.
+    would rewrite or retire a memory that holds. One made with a key (:func:`premise_of`) answers the topic
+    only while the topic's mark names that key as its ``proposal``: a later verification that found it
+    stale in another way (a file gone, then moved) or no longer due for revalidation made another one, or
+    none, and this one is no longer live. A topic with no mark (never verified, the marks file gone) is not
+    judged: only a verification says the premise is gone.
     """
-    if premise != STALE_PREMISE:
+    kind, _, key = (premise or "").partition(":")
+    if kind not in (STALE_PREMISE, AGED_PREMISE) or (kind == AGED_PREMISE and not key):
         return ""
     mark = mark_of(load_marks(workspace), target)
-    if "checked" not in mark or mark.get("stale"):
+    if "checked" not in mark:
         return ""
-    return f"what {target} cites holds again (verified {mark.get('verified') or mark['checked']})"
+    if kind == STALE_PREMISE and not mark.get("stale"):
+        return f"what {target} cites holds again (verified {mark.get('verified') or mark['checked']})"
+    if not key or mark.get("proposal") == key:
+        return ""
+    if kind == AGED_PREMISE and not mark.get("stale") and not mark.get("proposal"):
+        return f"{target} is no longer due for revalidation (checked {mark['checked']})"
+    if "proposal" not in mark:
+        return ""  # a mark written before marks named their proposal: not judged
+    return f"a later verification of {target} (checked {mark['checked']}) made another proposal for it"

@@ -18,6 +18,12 @@ closed pattern, paths made of ``[\\w./-]``), so no transcript text does. The
 other drafts, and a topic whose bytes do not parse, are returned as they
 were. Reads the cited files (never a link, a FIFO or a huge file); writes
 nothing.
+
+:func:`edit_front_matter` changes a few keys of a front matter the user
+edited (a verification's update of a renamed target or a moved file): the
+lines of those keys are written anew, every other line (the user's keys,
+comments, layout) is kept; where no such line can be told, the front matter
+is written again with every key it has (its comments lost, its keys kept).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
+import yaml
 from cairn.protocol.errors import CairnError
 from cairn.protocol.journal import PublicDigest
 from cairn.protocol.memory import ProposalKind
@@ -185,3 +192,77 @@ def stamp_updated(workspace: str, drafts: Iterable[ProposalDraft],
         data = render_topic(topic.name, topic.description, topic.type, topic.body, prov)
         out.append(attrs.evolve(d, files={path: (before, data)}) if data != after else d)
     return out
+
+
+_DUMP: dict[str, Any] = {"sort_keys": False, "allow_unicode": True, "width": 1 << 30, "default_flow_style": False}
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _mapping(lines: Sequence[str]) -> dict[Any, Any] | None:
+    try:
+        meta = yaml.load("\n".join(line.rstrip("\r") for line in lines), Loader=_LOADER)  # noqa: S506 -- safe
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def edit_front_matter(raw: bytes, values: dict[str, Any], body: str) -> bytes | None:
+    """``raw`` (a topic file :func:`parse_topic` reads) with the front matter keys ``values`` set and ``body``
+    after it, every other key kept: each key's lines (``key:`` at the start of a line and the indented or
+    ``-`` lines after it) are written anew where the file has exactly one such line, every other line kept as
+    it was (comments, quoting, the line endings); else the front matter is written again whole with all its
+    keys (their comments lost). A key set to None or an empty value is left as it is when absent. None when
+    the result would not read back as the same mapping with ``values`` set."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    lines = text[len(bom):].split("\n")
+    close = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r").rstrip(" \t") == "---"), None)
+    if not lines or lines[0].rstrip("\r").rstrip(" \t") != "---" or close is None:
+        return None
+    head = lines[1:close]
+    meta = _mapping(head)
+    if meta is None:
+        return None
+    values = {k: v for k, v in values.items() if k in meta or v}
+    want = {**meta, **values}
+    cr = "\r" if lines[0].endswith("\r") else ""
+
+    def done(new_head: list[str]) -> bytes | None:
+        if _mapping(new_head) != want:
+            return None
+        out = (bom + "\n".join([lines[0], *new_head, lines[close]]) + "\n" + body).encode("utf-8")
+        try:
+            parse_topic(out)
+        except CairnError:
+            return None
+        return out
+
+    edited: list[str] | None = list(head)
+    for key, value in values.items():
+        if key in meta and meta[key] == value:
+            continue
+        assert edited is not None
+        starts = [i for i, line in enumerate(edited) if re.match(re.escape(key) + r"[ \t]*:(?:[ \t]|$)", line.rstrip("\r"))]
+        if key in meta and len(starts) != 1:
+            edited = None
+            break
+        new = [line + cr for line in yaml.safe_dump({key: value}, **_DUMP).rstrip("\n").split("\n")]
+        if not starts:  # a key the file did not have: after the others
+            edited += new
+            continue
+        i = j = starts[0]
+        j += 1
+        while j < len(edited) and (edited[j][:1] in (" ", "\t") or edited[j].rstrip("\r") == "-"
+                                   or edited[j].startswith("- ")):
+            j += 1
+        edited[i:j] = new
+    if edited is not None and (out := done(edited)) is not None:
+        return out
+    try:
+        whole = yaml.safe_dump(want, **_DUMP).rstrip("\n").split("\n")
+    except yaml.YAMLError:
+        return None
+    return done([line + cr for line in whole])

@@ -16,13 +16,18 @@ show`` / ``accept`` / ``reject`` / ``undo``), whose summary gives the reason
 and the cited lines as they read now: an update when every stale finding has
 one replacement (a target renamed in place, a file moved, a value changed:
 :func:`_renamable`), in the text, the name, the description and the index
-line; else a retirement. A topic whose front
-matter is broken is reported with its code and left alone.
+line (a front matter the user edited keeps their lines:
+:func:`worker.memory.provenance.edit_front_matter`); else a retirement. A
+topic whose front matter is broken is reported with its code and left alone.
 
 The proposals of one run form a review of scope ``review/verify`` (its own
 claim, beside general and focused reviews). A proposal's fingerprint names
-the topic file and its bytes: a rejected or pending one is not proposed
-again until the topic changes.
+the topic file and its bytes (a "revalidate or retire" one's also the last
+confirmation: :func:`revalidate_fingerprint`): a rejected or pending one is
+not proposed again until the topic changes (or, for age, is confirmed). Each
+proposal's premise carries a key the topic's mark names (``proposal``) while
+it is the one answering the topic: an older one for the same topic is no
+longer live (:func:`worker.memory.marks.premise_gone`).
 
 One topic at the user's word (the cockpit's Memories view, ``cairn memory
 retire|confirm TOPIC``; a topic file as listed, or a bare file name found in
@@ -71,7 +76,18 @@ from cairn.worker.memory.citations import (
 )
 from cairn.worker.memory.drafts import ProposalDraft, clip
 from cairn.worker.memory.fingerprints import repair_fingerprint
-from cairn.worker.memory.marks import LINES, MARKS, STALE_PREMISE, line_key, load_marks, mark_of
+from cairn.worker.memory.marks import (
+    AGED_PREMISE,
+    LINES,
+    MARKS,
+    STALE_PREMISE,
+    line_key,
+    load_marks,
+    mark_of,
+    premise_of,
+    proposal_key,
+)
+from cairn.worker.memory.provenance import edit_front_matter
 from cairn.worker.memory.store import AGENT_FILES, DEFAULT_ROOT, M, MemoryStore
 
 SCOPE = "review/verify"
@@ -142,17 +158,37 @@ def _roots(ms: MemoryStore) -> list[str]:
     return [r for r in dict.fromkeys([DEFAULT_ROOT, *ms.settings.memoryRoots]) if not os.path.isabs(r)]
 
 
+def _retire_fingerprint(index_rel: str, file: str, data: bytes) -> str:
+    """A verification's retirement of topic ``file`` as it reads (``data``): not proposed again until it changes."""
+    return repair_fingerprint("verify-retire", index_rel, f"{file}\0{hashlib.sha256(data).hexdigest()[:16]}")
+
+
+def revalidate_fingerprint(index_rel: str, file: str, data: bytes, since: str) -> str:
+    """A "revalidate or retire" proposal of topic ``file`` as it reads (``data``), due because nothing confirmed
+    it after ``since``: one per period, so a confirmation makes the next period's a new proposal, while one
+    rejected stays rejected until the topic is confirmed or changed."""
+    return repair_fingerprint("verify-revalidate", index_rel,
+                              f"{file}\0{hashlib.sha256(data).hexdigest()[:16]}\0{since}")
+
+
 def _retire_draft(index_rel: str, file: str, name: str, path: str, data: bytes, entry: str | None,
-                  why: str, title: str, review_id: str, now: float, *, premise: str | None = None) -> ProposalDraft:
-    sha = hashlib.sha256(data).hexdigest()[:16]
+                  why: str, title: str, review_id: str, now: float, *, premise: str | None = None,
+                  fingerprint: str | None = None) -> ProposalDraft:
     return ProposalDraft(
         kind=ProposalKind.DELETE, title=title, summary=why, target=path,
         files={path: (data, None)},
         index_path=index_rel,
         index_edits=((file, entry, None),) if entry is not None else (),
-        evidence=(), fingerprint=repair_fingerprint("verify-retire", index_rel, f"{file}\0{sha}"),
+        evidence=(), fingerprint=fingerprint or _retire_fingerprint(index_rel, file, data),
         review=review_id, created=now, premise=premise,
     )
+
+
+def _asked_before(made: Iterable[Any], legacy: str, since: str | None) -> bool:
+    """Whether a "revalidate or retire" proposal of an older version (its fingerprint ``legacy``, the topic's
+    bytes only; no premise) was made after ``since``, the topic's last confirmation: it asked for this period."""
+    return since is not None and any(p.fingerprint == legacy and p.premise is None and _date(p.created) >= since
+                                     for p in made)
 
 
 def _bounded(old: str) -> re.Pattern[str]:
@@ -196,18 +232,24 @@ def _renamed_topic(topic: model.Topic, stale: list[Check], commit: str | None = 
             topic.citations is not None and not isinstance(topic.citations, list)):
         return None
     cites, bad = from_front_matter(topic.citations) if topic.citations else ([], [])
-    prov: dict[str, object] = {"sources": topic.sources, "citations": topic.citations, "confirmed": topic.confirmed}
-    try:
-        if bad or model.render_topic(topic.name, topic.description, topic.type, topic.body, prov) != topic.raw:
-            return None
-        for c in stale:
-            if c.renamed is not None:
-                cites = [attrs.evolve(c.renamed, commit=commit) if x == c.citation else x for x in cites]
-        prov["citations"] = [x.as_front_matter() for x in cites]
-        return model.render_topic(_renamed(topic.name, stale), _renamed(topic.description, stale), topic.type,
-                                  _renamed(topic.body, stale), prov)
-    except CairnError:
+    if bad:
         return None
+    prov: dict[str, object] = {"sources": topic.sources, "citations": topic.citations, "confirmed": topic.confirmed}
+    for c in stale:
+        if c.renamed is not None:
+            cites = [attrs.evolve(c.renamed, commit=commit) if x == c.citation else x for x in cites]
+    name, description, body = (_renamed(topic.name, stale), _renamed(topic.description, stale),
+                               _renamed(topic.body, stale))
+    try:
+        own = model.render_topic(topic.name, topic.description, topic.type, topic.body, prov) == topic.raw
+        if own:
+            prov["citations"] = [x.as_front_matter() for x in cites]
+            return model.render_topic(name, description, topic.type, body, prov)
+    except CairnError:
+        pass
+    # a front matter the user edited (a comment, a key of theirs): its lines of these keys only are written anew
+    return edit_front_matter(topic.raw, {"name": name, "description": description,
+                                         "citations": [x.as_front_matter() for x in cites]}, body)
 
 
 def _changes(stale: list[Check]) -> str:
@@ -239,7 +281,8 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
     rows: list[dict[str, Any]] = []
     drafts: list[ProposalDraft] = []
     review_id = "v" + hashlib.sha256(f"{ws}\0{now}".encode()).hexdigest()[:12]
-    known = {load_proposal(ms, pid).fingerprint for pid in proposal_ids(ms)} if propose else set()
+    made = [load_proposal(ms, pid) for pid in proposal_ids(ms)] if propose else []
+    known = {p.fingerprint for p in made}
     trees: list[Tree] = []  # listed once, when the first topic without recorded citations needs it
 
     def tree() -> Tree:
@@ -284,11 +327,16 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
             rows.append({"file": file, "citations": [c.as_json() for c in checks], "stale": bool(stale),
                          "why": mark["stale"], "verified": mark.get("verified"), "confirmed": confirmed,
                          "aged": aged})
-            if not propose or not (stale or aged):
+            if not (stale or aged):
+                mark.pop("proposal", None)  # nothing answers it now: a proposal made before is no longer live
                 continue
+            if not propose:
+                continue  # a dry run proposes nothing: the proposal live before stays the one
             entry = index.entry(name) if index is not None else None
             renamed = _renamed_topic(tf.topic, stale, git_commit(ws))
             if renamed is not None:
+                fp = repair_fingerprint("verify-update", index_rel,
+                                        f"{name}\0{hashlib.sha256(tf.data).hexdigest()[:16]}")
                 d = ProposalDraft(
                     kind=ProposalKind.UPDATE,
                     title=clip(f"Update {name} ({tf.topic.name}): "
@@ -296,22 +344,26 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
                     summary=_evidence_text(stale) + ". The entry is updated to say so.", target=file,
                     files={file: (tf.data, renamed)}, index_path=index_rel,
                     index_edits=((name, entry.raw, _renamed(entry.raw, stale)),) if entry is not None else (),
-                    evidence=(),
-                    fingerprint=repair_fingerprint("verify-update", index_rel,
-                                                   f"{name}\0{hashlib.sha256(tf.data).hexdigest()[:16]}"),
-                    review=review_id, created=now, premise=STALE_PREMISE)
-                if d.fingerprint not in known:
-                    drafts.append(d)
-                continue
-            if stale:
-                title = f"Retire {name} ({tf.topic.name}): what it cites changed"
-                why = _evidence_text(stale) + ". Accept to retire it, or edit it before accepting."
+                    evidence=(), fingerprint=fp, review=review_id, created=now,
+                    premise=premise_of(STALE_PREMISE, fp))
+            elif stale:
+                fp = _retire_fingerprint(index_rel, name, tf.data)
+                d = _retire_draft(index_rel, name, tf.topic.name, file, tf.data, entry.raw if entry else None,
+                                  _evidence_text(stale) + ". Accept to retire it, or edit it before accepting.",
+                                  clip(f"Retire {name} ({tf.topic.name}): what it cites changed", 160), review_id,
+                                  now, premise=premise_of(STALE_PREMISE, fp))
             else:
-                title = f"Revalidate or retire {name} ({tf.topic.name}): not confirmed since {confirmed}"
-                why = f"No session or verification confirmed it for {age} days (revalidateDays {days})."
-            d = _retire_draft(index_rel, name, tf.topic.name, file, tf.data, entry.raw if entry else None,
-                              why, clip(title, 160), review_id, now, premise=STALE_PREMISE if stale else None)
-            if d.fingerprint not in known:
+                assert confirmed is not None
+                fp = revalidate_fingerprint(index_rel, name, tf.data, confirmed)
+                d = _retire_draft(index_rel, name, tf.topic.name, file, tf.data, entry.raw if entry else None,
+                                  f"No session or verification confirmed it for {age} days (revalidateDays {days}).",
+                                  clip(f"Revalidate or retire {name} ({tf.topic.name}): not confirmed since "
+                                       f"{confirmed}", 160), review_id, now,
+                                  premise=premise_of(AGED_PREMISE, fp), fingerprint=fp)
+            # the one proposal that answers the topic now: one made before for what it was is no longer live
+            mark["proposal"] = proposal_key(fp)
+            if d.fingerprint not in known and not (
+                    not stale and _asked_before(made, _retire_fingerprint(index_rel, name, tf.data), confirmed)):
                 drafts.append(d)
 
     def keep_confirmed(current: dict[str, Any]) -> dict[str, Any]:
@@ -644,12 +696,14 @@ def confirm_topic(ms: MemoryStore, file: str, *, now: float | None = None) -> di
     # the "revalidate or retire" proposal of these bytes is answered: the user keeps the topic
     from cairn.worker.memory.apply import reject  # cold start: as the review machinery in _propose
 
-    retire = repair_fingerprint("verify-retire", posixpath.join(root, model.INDEX_NAME),
-                                f"{name}\0{hashlib.sha256(tf.data).hexdigest()[:16]}")
+    legacy = _retire_fingerprint(posixpath.join(root, model.INDEX_NAME), name, tf.data)  # made before periods
     answered = []
     for pid in proposal_ids(ms):
         p = load_proposal(ms, pid)
-        if p.fingerprint == retire and state_of(ms, p)[0] is ProposalState.PENDING:
+        asks = (p.target == rel and (p.premise or "").startswith(AGED_PREMISE + ":")
+                or p.fingerprint == legacy and p.premise is None)
+        if asks and _retires(p, rel, hashlib.sha256(tf.data).hexdigest()) and \
+                state_of(ms, p)[0] is ProposalState.PENDING:
             reject(ms, pid)
             answered.append(pid)
     return {"file": rel, "confirmed": today, "rejected": answered}
