@@ -12,8 +12,8 @@ now (:func:`conflict`, docs/adr/0025):
 * they must agree with one another and with the lines the proposal's own files keep (a topic never
   disagrees with itself);
 * each is compared with every body line of the root's *other* topic files (those the proposal does not
-  write or delete; a file without a topic's front matter is no topic, and a topic holding fenced code is
-  left out, as a review never rewrites one);
+  write or delete; a file without a topic's front matter, or with one that does not parse, is no topic,
+  and a topic holding fenced code is left out, as a review never rewrites one);
 * the proposal is in conflict when an added line supersedes a line memory holds and replaces nothing
   (it changes a statement without replacing it: it should have been a replacement), or when a line
   memory holds supersedes the added one and not the other way round (memory already moved away from
@@ -34,6 +34,8 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 
+from cairn.protocol.errors import CairnError
+from cairn.worker.memory.model import parse_topic
 from cairn.worker.memory.similarity import BULLET_MARK, HEADING, NOTED, tokens
 from cairn.worker.memory.supersede import FAMILIES, supersedes
 
@@ -42,7 +44,11 @@ from cairn.worker.memory.supersede import FAMILIES, supersedes
 MAX_LINES = 400
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _WORDS = re.compile(r"[\w.+-]+|[^\W_]+")
-_TOOL_FAMILY = {tool: i for i, fam in enumerate(FAMILIES) for tool in fam}
+#: each tool with the groups it is in (ruff formats and lints: two)
+_TOOL_FAMILY: dict[str, frozenset[int]] = {}
+for _i, _fam in enumerate(FAMILIES):
+    for _tool in _fam:
+        _TOOL_FAMILY[_tool] = _TOOL_FAMILY.get(_tool, frozenset()) | {_i}
 
 
 def _body(data: bytes | None, *, topic_only: bool = False) -> list[tuple[int, str]]:
@@ -72,6 +78,18 @@ def _body(data: bytes | None, *, topic_only: bool = False) -> list[tuple[int, st
     return out
 
 
+@functools.lru_cache(maxsize=256)  # a listing checks every pending proposal against the same files
+def _readable(data: bytes) -> bool:
+    """Whether ``data`` is a topic the review can read (:func:`~worker.memory.model.parse_topic`): one whose
+    front matter does not parse is no topic to a review (it is reported, ``E_TOPIC_FRONT_MATTER``, and left
+    as it is), so its body holds no statement a proposal could be held to, nor replace."""
+    try:
+        parse_topic(data)
+    except CairnError:
+        return False
+    return True
+
+
 def _statement(line: str) -> str:
     return NOTED.sub("", BULLET_MARK.sub("", line)).strip()
 
@@ -83,7 +101,7 @@ def _key(text: str) -> tuple[frozenset[str], frozenset[int]]:
     words = tokens(text)
     stems = {_stem(w) for w in words | raw}
     every = frozenset(raw | words | stems)
-    return every, frozenset(_TOOL_FAMILY[w] for w in every if w in _TOOL_FAMILY)
+    return every, frozenset(i for w in every for i in _TOOL_FAMILY.get(w, ()))
 
 
 def _stem(word: str) -> str:
@@ -149,6 +167,8 @@ def conflict(changes: Sequence[tuple[bytes | None, bytes | None]], others: Mappi
     for name in sorted(others):
         if any(_FENCE.match(ln) for ln in others[name].decode("utf-8", "replace").split("\n")):
             continue  # a topic holding code is never rewritten by a review (rule 4a): no claim on it here
+        if not _readable(others[name]):
+            continue  # a front matter the review cannot read: it could never replace a line of this file
         for number, line in _body(others[name], topic_only=True)[:MAX_LINES]:
             held = _statement(line)
             if not held:
