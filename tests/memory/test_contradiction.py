@@ -314,3 +314,13 @@ def test_a_stray_carriage_return_never_stops_a_review(tmp_path: Path) -> None:
     for i, data in enumerate([b"- Always use npm to install\rdependencies\n", b"# A\r- Always use npm to install\r"]):
         drafts = _drafts(tmp_path / str(i), [[("project", PNPM)]], instructions={"AGENTS.md": data})
         assert [d.kind for d in drafts] == ["create"]  # the line is left alone, the note still proposed
+
+
+def test_a_topic_whose_front_matter_does_not_parse_holds_no_statement_a_proposal_is_held_to() -> None:
+    # the review cannot read it (E_TOPIC_FRONT_MATTER), so it could never replace its line: a proposal made
+    # beside it was stale at once, and every later review only added another stale one
+    pnpm, npm = "Use pnpm, not npm, to install dependencies", "Use npm to install dependencies"
+    good = _topic(npm)
+    broken = good.replace(b"type: project\n", b"type: project\n  bad: indent: here\n")
+    assert conflict([(None, _topic(pnpm))], {"npm.md": good}).startswith("it changes what npm.md says")
+    assert conflict([(None, _topic(pnpm))], {"npm.md": broken}) == ""

@@ -6,12 +6,10 @@ about the same subject and the note says something different:
 
 * **Change shapes** (:func:`change_of`): "use X (for Z), not Y", "X, not Y",
   "X instead of Y", "X rather than Y", "we moved / switched / migrated from
-  Y to X", "replace Y with X", a negation "never use Y" / "don't run the
-  tests with Y" (", use X" after it names X), "no longer use Y" / "no longer
-  deploy with Y" / "Y is no longer used", and, naming no Y, "from now on /
-  going forward (deploy with) X" and "switched / migrated to X". They name
-  the new choice X (a known tool just before a command: "ruff format instead
-  of black" chooses ruff) and the old one Y.
+  Y to X", "no longer use Y" / "no longer deploy with Y" / "Y is no longer
+  used", "replace Y with X", and "from now on (use) X". They name the new
+  choice X (a known tool just before a command: "ruff format instead of
+  black" chooses ruff) and, except the last, the old one Y.
 * **Subject keys** (:func:`subject_keys`): known tools grouped by what they
   are for (a package manager, a test runner …, :data:`FAMILIES`),
   backticked identifiers, and paths. A plain "use X" is a choice too when X
@@ -21,22 +19,11 @@ about the same subject and the note says something different:
   a changed value). "The database is X" is a choice when X is a known tool,
   and then the rest of the two statements must agree closely
   (:data:`VALUE_SIMILARITY`: "the test database is SQLite" changes nothing).
-* **Same subject**: the line names the old choice Y (or, when it does not
-  or the note names no Y, it states a tool of X's family other than X and Y:
-  "use pnpm, not npm" over "use yarn") and does not name X; and the words
-  left once tools and the change wording are taken out agree (token Jaccard
-  at :data:`~worker.memory.similarity.SIMILARITY`, or the note has no such
-  words: "we moved from npm to pnpm" is about the tool alone; or it names Y
-  and says less of the subject than the line), and not each of them has
-  words the other lacks ("lint with ruff" beside "format with black"). A
-  tool may be in two families (ruff formats and lints). A known tool said to
-  be used ("Jest is used for unit tests") states it as a choice.
-* **Narrower scope** (:func:`narrower`): a note that restricts the statement
-  to a part of it ("… in the docs folder only", "except in CI", a path the
-  line does not name) replaces nothing: the old statement holds elsewhere.
-* **Another command** (:func:`command_changed`): said as a change ("from now
-  on deploy with make ship" over "deploy with make release"), the same
-  tool with another first argument, the other words agreeing.
+* **Same subject**: the line names the old choice Y (or, without a Y, a
+  tool of X's family other than X) and does not name X; and the words left
+  once tools and the change wording are taken out agree (token Jaccard at
+  :data:`~worker.memory.similarity.SIMILARITY`, or the note has no such
+  words: "we moved from npm to pnpm" is about the tool alone).
 
 * **Changed values** (:func:`value_changed`): the same statement with other
   numbers (a port, a version, a count of workers) replaces the old one; so
@@ -68,7 +55,7 @@ FAMILIES: tuple[frozenset[str], ...] = tuple(
         "pip pipenv poetry uv conda pdm hatch",
         "pytest unittest nose nose2",
         "jest vitest mocha ava jasmine",
-        "black autopep8 yapf ruff",  # ruff formats too ("ruff format") and lints (below)
+        "black autopep8 yapf",
         "ruff flake8 pylint",
         "eslint tslint biome oxlint",
         "prettier dprint",
@@ -82,19 +69,9 @@ FAMILIES: tuple[frozenset[str], ...] = tuple(
         "tabs spaces",
     )
 )
-#: each tool with every tool it is an alternative to (a tool of two groups, ruff, with both)
-_TOOL_FAMILY: dict[str, frozenset[str]] = {}
-for _fam in FAMILIES:
-    for _tool in _fam:
-        _TOOL_FAMILY[_tool] = _TOOL_FAMILY.get(_tool, frozenset()) | _fam
+_TOOL_FAMILY = {tool: fam for fam in FAMILIES for tool in fam}
 
 _CHOICE = r"`[^`\n]{1,80}`|[\w./~@+-]{1,80}"
-#: a negation before the old choice: "never use npm", "don't run the tests with jest", "do not deploy via fly"
-_NEGATION = (r"\b(?:never|don'?t|do\s+not|avoid|stop)\s+"
-             r"(?:[a-z]+\s+(?:[\w-]+\s+){0,3}?(?:with|using|via)\s+|(?:use|using|run|running)\s+)")
-#: a change said as one, with no old choice: "from now on (we) use X", "going forward, deploy with X"
-_FROM_NOW = (r"\b(?:from\s+now\s+on|going\s+forward|henceforth)\s*,?\s+(?:(?:we|you|please)\s+)?"
-             r"(?:[a-z]+\s+(?:[\w-]+\s+){0,3}?(?:with|using|via)\s+|(?:use|run)\s+)")
 _SHAPES = (
     # (pattern, has old choice)
     # "use X, not Y", "use ruff format, not black", "use tabs in Makefiles, not spaces"
@@ -107,38 +84,26 @@ _SHAPES = (
         re.I,
     ),
     re.compile(rf"\breplac(?:e|ed|ing)\s+(?P<old>{_CHOICE})\s+(?:with|by)\s+(?P<new>{_CHOICE})", re.I),
-    # "never use npm to install dependencies, use pnpm", "don't use npm; use pnpm" (the new choice after a
-    # comma or semicolon), then the negation alone
-    re.compile(rf"{_NEGATION}(?P<old>{_CHOICE})[^,;.]*[,;]\s*(?:(?:and|but|instead)\s*,?\s*)?(?:use|run|with)\s+"
-               rf"(?P<new>{_CHOICE})", re.I),
-    re.compile(rf"{_NEGATION}(?P<old>{_CHOICE})", re.I),
     # "no longer use fly", "we no longer deploy with fly"
     re.compile(rf"\bno\s+longer\s+(?:use|using|used|run|need|[a-z]+\s+(?:with|using|via|through))\s+(?P<old>{_CHOICE})",
                re.I),
     re.compile(rf"(?P<old>{_CHOICE})\s+(?:is|are)\s+no\s+longer\b", re.I),
-    re.compile(rf"{_FROM_NOW}(?P<new>{_CHOICE})", re.I),
-    # "switched to pnpm", "we migrated to vitest" (no old choice named)
-    re.compile(rf"\b(?:moved|switched|migrated|changed|went)\s+(?:over\s+)?to\s+(?:using\s+)?(?P<new>{_CHOICE})",
-               re.I),
+    re.compile(rf"\bfrom\s+now\s+on\s*,?\s+(?:(?:we|you|please)\s+)?(?:use|run)\s+(?P<new>{_CHOICE})", re.I),
 )
 #: a lookahead, so that "tests run with vitest" offers both "with" and "vitest" as the choice; a count before
 #: the choice is not it ("use 4 spaces": spaces)
 _USE = re.compile(rf"\b(?:use|uses|using|run|runs|prefer|with|via)\s+(?:\d+\s+)?(?=(?P<new>{_CHOICE}))", re.I)
 #: a plain statement of what something is ("the database is PostgreSQL"): a choice only when it names a known tool
 _IS = re.compile(rf"\b(?:is|are)\s+(?=(?P<new>{_CHOICE}))", re.I)
-#: a known tool as what a statement is about: "Jest is used for …", "npm is our package manager"
-_SUBJECT = re.compile(rf"(?:^|(?<=\s))(?P<new>{_CHOICE})\s+(?:is|are)\s+(?:(?:still|now|also)\s+)?(?:used|our|the)\b",
-                      re.I)
 _REJECTS = (
-    r"(?:not|never(?:\s+use)?|don'?t\s+use|do\s+not\s+use|avoid|stop\s+using|instead\s+of|rather\s+than|"
-    r"no\s+longer(?:\s+use)?)"
+    r"(?:not|never|don'?t\s+use|do\s+not\s+use|avoid|instead\s+of|rather\s+than|no\s+longer(?:\s+use)?)"
 )
 _BACKTICK = re.compile(r"`([^`\n]{1,80})`")
 _PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]*")
 #: words that say a choice changed, not what it is about
 _CHANGE_WORDS = tokens(
     "moved switched migrated changed went over replace replaced replacing longer now on from instead rather "
-    "prefer preferred we run need needed going forward henceforth"
+    "prefer preferred we run need needed"
 )
 
 
@@ -199,9 +164,6 @@ def stated_choice(text: str) -> str:
     tool = next((c for c in found if c in _TOOL_FAMILY), None)
     if tool is None:
         tool = next((c for c in (_choice(m.group("new")) for m in _IS.finditer(folded)) if c in _TOOL_FAMILY), None)
-    if tool is None:  # "Jest is used for unit tests", "npm is our package manager"
-        tool = next((c for c in (_choice(m.group("new")) for m in _SUBJECT.finditer(folded)) if c in _TOOL_FAMILY),
-                    None)
     return tool or (found[0] if found else "")
 
 
@@ -237,13 +199,9 @@ def _rejects(text: str, choice: str) -> bool:
 def _stem(word: str) -> str:
     # "required", "requires" (already "require" by ``tokens``) and "require" meet at "requir"; "indentation",
     # "indenting" and "indent" at "indent"
-    # "formatted" and "format", "shipping" and "ship" meet too (a doubled consonant, but "installed": "install")
     for suffix in ("ation", "ing", "ed", "e"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            stem = word[: -len(suffix)]
-            if suffix in ("ing", "ed") and len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeioulsz":
-                stem = stem[:-1]
-            return stem
+            return word[: -len(suffix)]
     return word
 
 
@@ -324,72 +282,23 @@ def word_swapped(note: str, line: str) -> bool:
     return a in _ALTERNATIVE and b in _ALTERNATIVE.get(a, frozenset())
 
 
-#: a statement restricted to a part of what the other says: "… in the docs folder only", "… except in CI"
-_SCOPE = re.compile(r"(?i)\b(?:only|except|excluding|but\s+not)\b")
-_SCOPE_NOUNS = frozenset("folder directory dir subdirectory subfolder package module workspace subproject".split())
-#: a change said as one though it names no old choice ("from now on", "going forward", "now", "switched to")
-_MARKED = re.compile(r"(?i)\b(?:from\s+now\s+on|going\s+forward|henceforth|now|no\s+longer|instead|switched|moved|"
-                     r"migrated)\b")
-
-
-def narrower(note: str, line: str, drop: frozenset[str] = frozenset()) -> bool:
-    """Whether ``note`` restricts what ``line`` says to a part of it ("use pnpm in the docs folder only" beside
-    "use npm to install dependencies"): it has subject words the line lacks and says so with "only" /
-    "except", a folder or package, or a path the line does not name. The old statement still holds
-    elsewhere: the note is added beside it, never in its place."""
-    extra = _residue(note, drop) - _residue(line, drop)
-    if not extra:
-        return False
-    if _SCOPE.search(note) and not _SCOPE.search(line):
-        return True
-    paths = {p.rstrip(".,;:") for p in _PATH.findall(note.casefold()) if len(p) > 2}
-    theirs = {p.rstrip(".,;:") for p in _PATH.findall(line.casefold())}
-    return bool(extra & _SCOPE_NOUNS) or bool(paths - theirs)
-
-
-def _argument(text: str, tool: str) -> str:
-    """The word after ``tool`` when it is a command of it ("make ship": ship), or ""."""
-    m = re.search(rf"(?<![\w.-])`?{re.escape(tool)}\s+([\w:.-]+)", text.casefold())
-    word = m.group(1).rstrip(".:") if m else ""
-    return "" if not word or word in _FUNCTION_WORDS or word in _TOOL_FAMILY else word
-
-
-def command_changed(note: str, line: str, tool: str) -> bool:
-    """Whether ``note`` says, as a change ("from now on", "now" …), to run another command of ``tool`` for
-    what ``line`` runs one for ("from now on deploy with make ship" over "deploy with make release"): the
-    other words agree at :data:`VALUE_SIMILARITY`."""
-    if not _MARKED.search(note) or _MARKED.search(line):
-        return False
-    mine, theirs = _argument(note, tool), _argument(line, tool)
-    if not mine or not theirs or mine == theirs:
-        return False
-    drop = frozenset({tool, mine, theirs, *tokens(f"{mine} {theirs}")})
-    a, b = _residue(note, drop), _residue(line, drop)
-    return bool(a) and jaccard(a, b) >= VALUE_SIMILARITY
-
-
 def supersedes(note: str, line: str) -> bool:
     """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring)."""
     change = change_of(note)
     text = NOTED.sub("", BULLET_MARK.sub("", line))
     if change is None:
         return value_changed(note, text) or word_swapped(note, text)
-    head = change.new.split()[0] if change.new else ""
-    if change.new and not change.old and head in _TOOL_FAMILY and _names(text, head) and not _rejects(text, head):
-        if command_changed(note, text, head):  # another command of the same tool, said as a change
-            return True
     if change.new and _names(text, change.new):
         # the line already speaks of the new choice: a fact about it, the same advice, or another value of it
         # ("use 2 spaces" over "use 4 spaces")
         return value_changed(note, text) or word_swapped(note, text)
-    family = {t for t in _TOOL_FAMILY.get(change.new, frozenset()) if t not in (change.new, change.old)}
-    if change.old and _names(text, change.old):
-        if _rejects(text, change.old):
+    if change.old:
+        if not _names(text, change.old) or _rejects(text, change.old):
             return False
         old_choices = {change.old}
     else:
-        # "use pnpm, not npm" over "use yarn …": the line states a third choice of the new one's family
-        old_choices = {t for t in family if _names(text, t) and not _rejects(text, t)}
+        family = _TOOL_FAMILY.get(change.new, frozenset())
+        old_choices = {t for t in family if t != change.new and _names(text, t) and not _rejects(text, t)}
         if not old_choices:
             return False
     line_change = change_of(text)
@@ -401,12 +310,6 @@ def supersedes(note: str, line: str) -> bool:
         | subject_keys(text)
     )
     mine, theirs = _residue(note, tools), _residue(text, tools)
-    if narrower(note, text, tools):
-        return False  # the old statement still holds outside what the note is about
-    if mine - theirs and theirs - mine and jaccard(mine, theirs) < VALUE_SIMILARITY:
-        return False  # each says something the other does not ("lint with ruff" beside "format with black")
     if change.plain:  # "the test database is SQLite" is no change of "the database is PostgreSQL"
         return bool(mine) and jaccard(mine, theirs) >= VALUE_SIMILARITY
-    if change.old in old_choices and mine <= theirs:
-        return True  # it names the old choice and says less of the subject ("use ruff format instead of black")
     return not mine or jaccard(mine, theirs) >= SIMILARITY
