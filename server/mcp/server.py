@@ -207,7 +207,7 @@ class _Answering:
         return self
 
     async def __anext__(self) -> Any:
-        import anyio
+        import anyio  # the SDK's own dependency, needed only when a stream ends
 
         try:
             return await self.receive()
