@@ -14,7 +14,7 @@ import hashlib
 import json
 
 import pytest
-from cairn.worker.ingest.importers import claude_code, load
+from cairn.worker.ingest.importers import _claude, claude_code, load
 
 from tests.support import REPO
 
@@ -29,16 +29,18 @@ def test_ide_context_block_is_not_the_users_words(fixture_copy):
 
 def test_task_notices_are_not_turns_and_a_queued_message_is(fixture_copy):
     (session,) = load(fixture_copy("claude-code/queued-and-notices.jsonl"))
-    ids = [f"00000000-0000-4000-8000-{n:012d}" for n in (1, 10, 14)]
+    ids = [f"00000000-0000-4000-8000-{n:012d}" for n in (1, 7, 10, 14)]
     assert [(t.turn_id, t.user) for t in session.turns] == [
         (ids[0], "Fetch the merged pull requests of the last 90 days into data/prs.json."),
-        (ids[1], "Contributors with fewer than 3 pull requests are one-off contributors; keep that threshold in one constant."),
-        (ids[2], "From now on use British spelling in the dashboard labels."),
+        (ids[1], ""),  # the notice is no prompt: the reply to it, after the turn ended, is a continuation
+        (ids[2], "Contributors with fewer than 3 pull requests are one-off contributors; keep that threshold in one constant."),
+        (ids[3], "From now on use British spelling in the dashboard labels."),
     ]
-    assert [t.parent_turn_id for t in session.turns] == [None, *ids[:2]]
-    # the reply to a notice stays with the turn whose task it reports on
-    assert session.turns[0].assistant.endswith("Page 2 is in: 100 of 619 fetched so far.")
-    assert session.turns[2].assistant == "Done: the threshold is one constant, and the labels will use British spelling."
+    assert [t.parent_turn_id for t in session.turns] == [None, *ids[:3]]
+    # the reply to a notice after the turn ended is a turn of its own (the first may be captured already)
+    assert session.turns[0].assistant.endswith("I will report when it ends.")
+    assert session.turns[1].assistant == "Page 2 is in: 100 of 619 fetched so far."
+    assert session.turns[3].assistant == "Done: the threshold is one constant, and the labels will use British spelling."
 
 
 @pytest.mark.parametrize("attachment", [
@@ -88,6 +90,14 @@ def _real_files() -> list:
     return out
 
 
+def _no_prompt(rec: dict) -> bool:
+    """A user record that carries no words of the user's (a notice, a compaction summary, meta, boilerplate)."""
+    if rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("origin") not in (None, {"kind": "human"}):
+        return True
+    content = rec["message"]["content"]
+    return not _claude.clean_prompt("\n\n".join(_claude.block_texts(content)))
+
+
 def test_real_sessions_user_sides_are_the_users_messages():
     """Each turn's user side is one user record's words (or a slash command), never injected context.
 
@@ -101,6 +111,9 @@ def test_real_sessions_user_sides_are_the_users_messages():
         assert turns, path.name
         for turn in turns:
             rec = by_uuid[turn.turn_id]
+            if not turn.user:  # a continuation: the assistant went on after its turn, woken by no prompt
+                assert rec["type"] == "assistant" or _no_prompt(rec), (path.name, turn.turn_id)
+                continue
             if rec["type"] == "attachment":  # a prompt typed while the assistant worked
                 queued = rec["attachment"]
                 assert queued["type"] == "queued_command" and queued.get("commandMode", "prompt") == "prompt", (

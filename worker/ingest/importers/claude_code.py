@@ -4,7 +4,10 @@ Each line is one record. Messages (``type`` user/assistant/system) form a tree
 through ``uuid``/``parentUuid``; a rewind starts a new branch from an earlier
 message, so the conversation that counts is the *active branch*: the chain
 from the most recent message back to the root (across compaction boundaries
-through ``logicalParentUuid``). Sidechain records (sub-agents) are skipped.
+through ``logicalParentUuid``; a compaction with no parent, or a record whose
+parent the file does not hold before it, hangs from the record written just
+before it, so the turns before a compaction stay the session's). Sidechain
+records (sub-agents) are skipped.
 
 A root turn starts at a user message carrying the user's own words; its id is
 that message's ``uuid`` (a fork-point id that survives rewinds). A message
@@ -19,7 +22,9 @@ approval and whose assistant text opens with the plan (``_claude.plan_approval``
 boilerplate never start a turn. The turn's
 assistant text is the concatenation of the text blocks of its assistant
 messages. A turn is complete when a new prompt follows it, when its last
-assistant message stopped for a reason other than ``tool_use``, or when a
+assistant message stopped for a reason other than ``tool_use`` (and holds a
+text or a tool call: each block of a message is a record of its own, and the
+record of its thinking says ``end_turn`` before its text is written), or when a
 record says the assistant finished (the ``Stop`` hook's progress, a
 ``stop_hook_summary`` or ``turn_duration`` system record: 2.1.x writes
 ``stop_reason: null`` on every assistant record). A trailing turn waiting on a
@@ -29,7 +34,11 @@ records never give one (2.1.x), a last turn answered with text and none of
 these signals after it is the session's tail (:attr:`Session.tail`), admitted
 once the file is sealed (its stop signal may never come: a session ended or
 killed before it, as public transcripts show); read from a stream it is known
-once the turns have been read (:attr:`StreamedSession.late_tail`).
+once the turns have been read (:attr:`StreamedSession.late_tail`). So is a
+last turn whose reply is thinking only so far. Output after a complete turn
+with no prompt before it (a background task's notice woke the assistant, a
+compaction) is a turn of its own with an empty user side (a *continuation*,
+see :func:`_turns`): the complete turn may have been captured already.
 """
 
 from __future__ import annotations
@@ -58,16 +67,24 @@ _HEAD_KEYS = re.compile(
 class _Open:
     """The turn being read: who started it and what the assistant has said so far."""
 
-    __slots__ = ("turn_id", "user", "texts", "answered", "stop", "ended_on_tool", "completed_at")
+    __slots__ = ("turn_id", "user", "texts", "answered", "said", "message", "stop", "ended_on_tool", "completed_at")
 
     def __init__(self, turn_id: str, user: str) -> None:
         self.turn_id = turn_id
         self.user = user
         self.texts: list[str] = []
         self.answered = False
+        self.said = False  # the reply's last message holds a text or a tool call (not only thinking)
+        self.message: str | None = None  # the id of the reply's last message (its records share it)
         self.stop: str | None = None
         self.ended_on_tool = False
         self.completed_at: str | None = None
+
+    def done(self) -> bool:
+        """Whether the assistant has finished: it stopped for a reason other than a tool, and its last message
+        holds more than thinking (Claude Code writes each block of a message as a record of its own, the
+        stop reason on each: a thinking block's record says ``end_turn`` seconds before its text is written)."""
+        return self.answered and self.said and not self.ended_on_tool and self.stop not in (None, "tool_use")
 
 
 def _check(number: int, rec: dict[str, Any]) -> None:
@@ -112,6 +129,14 @@ def _fresh_start(rec: dict[str, Any]) -> bool:
             and not rec.get("parentUuid") and not rec.get("logicalParentUuid"))
 
 
+def _compaction(rec: dict[str, Any]) -> bool:
+    """A record Claude Code writes where it compacted the conversation: a ``compact_boundary`` system record
+    (2.x), or the summary itself written as a user record (``isCompactSummary``; 1.0.x writes it with no
+    parent at all)."""
+    return ((rec.get("type") == "system" and rec.get("subtype") == "compact_boundary")
+            or (rec.get("type") == "user" and bool(rec.get("isCompactSummary"))))
+
+
 def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tuple[str, str]], str | None, int, int,
                                   list[int]]:
     """Pass 1: the message tree as ids and offsets only (no text is kept here; the reader keeps a small
@@ -120,7 +145,17 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
     Returns (uuid -> node, parent node per node (-1: none), offsets, line
     numbers, summaries, session id, leaf node, prompt-like node count, and the leaf before each fresh
     start of the conversation in the file).
+
+    A compaction record with no parent (1.0.x's summary) or whose ``logicalParentUuid`` names no record
+    before it (2.1.x even names a record written after the boundary, a cycle), and a record whose parent
+    the file does not hold at all (a write lost, a disk full), hangs from the leaf written just before it:
+    the conversation before it is still in the file and still the session's. A read resumed inside the
+    file (``src.start`` > 0) cannot tell a parent before its start from one the file never held: it leaves
+    such a record a root, and :func:`resume.resume <cairn.worker.ingest.resume.resume>` then reads the
+    file whole unless that record is where it started.
     """
+    whole = getattr(src, "start", 0) == 0
+    fallback: dict[int, tuple[int, bool]] = {}  # node with no parent before it -> (the leaf before it, compaction)
     nodes: dict[str, int] = {}
     parent_ids: list[str | None] = []
     offsets = array("q")
@@ -149,7 +184,11 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
                 parent_ids.append(None)
             else:  # a repeated uuid: the later record wins, as a dict of records would have it
                 offsets[i], numbers[i] = offset, number
-            parent_ids[i] = rec.get("parentUuid") or rec.get("logicalParentUuid")
+            parent_ids[i] = up = rec.get("parentUuid") or rec.get("logicalParentUuid")
+            fallback.pop(i, None)
+            if (leaf >= 0 and leaf != i and not rec.get("isSidechain") and up not in nodes
+                    and (up is not None or _compaction(rec))):
+                fallback[i] = (leaf, not rec.get("parentUuid") and _compaction(rec))  # see the docstring
             if leaf >= 0 and _fresh_start(rec) and not rec.get("isSidechain"):
                 earlier.append(leaf)
             if (kind in _MESSAGE_TYPES or _stop_signal(rec)) and not rec.get("isSidechain"):
@@ -161,6 +200,13 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
             elif kind == "attachment" and not rec.get("isSidechain") and _claude.queued_prompt(rec.get("attachment")):
                 prompts += 1
     parents = array("q", (nodes.get(p, -1) if p is not None else -1 for p in parent_ids))
+    for i, (before, compaction) in fallback.items():
+        up = parent_ids[i]
+        if up in nodes:  # written after it: a record's parent may be (records of one message come out of
+            if compaction:  # order), a compaction's logical parent may not (2.1.x names one of its own
+                parents[i] = before  # continuation: a cycle)
+        elif up is None or whole:  # no parent, or one the file never held
+            parents[i] = before
     del parent_ids
     return nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts, earlier
 
@@ -180,12 +226,19 @@ def _active_branch(parents: array, leaf: int) -> list[int]:
 def _turns(src: Records, chain: list[int], offsets: array, numbers: array,
            found: dict[str, Turn | None] | None = None) -> Iterator[Turn]:
     """Pass 2: read the branch's records again by offset and yield completed root turns in order; ``found``
-    gets the tail (``"tail"``) once they are all read."""
+    gets the tail (``"tail"``) once they are all read.
+
+    Assistant output after a finished turn with no prompt before it (the assistant woken by a background
+    task's notice, or going on after a compaction) is a turn of its own, a *continuation*: its user side is
+    empty, its id that of the record that woke the assistant (the notice), else of its first message. The
+    finished turn may have been captured already, by id: output added to it would never be.
+    """
     if found is not None:
         found["tail"] = None
     stops = False  # an assistant record said why it stopped: a null stop_reason then means still streaming
     current: _Open | None = None
     pending_command: tuple[str, str] | None = None
+    woken: str | None = None  # a record that is no prompt, after a finished turn: a continuation opens there
     parent: list[str | None] = [None]
 
     def close(turn: _Open | None) -> Iterator[Turn]:
@@ -202,7 +255,7 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array,
             queued = _claude.queued_prompt(rec.get("attachment"))
             if queued:
                 yield from close(current)
-                current, pending_command = _Open(rec["uuid"], queued), None
+                current, pending_command, woken = _Open(rec["uuid"], queued), None, None
             continue
         if rec.get("type") not in _MESSAGE_TYPES:
             if current is not None and current.answered and _stop_signal(rec):
@@ -211,55 +264,76 @@ def _turns(src: Records, chain: list[int], offsets: array, numbers: array,
         _check(numbers[node], rec)
         content = rec["message"]["content"]
         if rec["type"] == "user":
+            opened = False
             if (rec.get("isMeta") or rec.get("isCompactSummary") or rec.get("isVisibleInTranscriptOnly")
                     or not _claude.human(rec.get("origin"))):
-                continue
-            if _claude.only_tool_results(content):
+                pass
+            elif _claude.only_tool_results(content):
                 reply = _claude.tool_reply(content, rec.get("toolUseResult"))
-                if reply and isinstance(rec.get("uuid"), str):
+                if reply:
                     yield from close(current)
-                    current, pending_command = _Open(rec["uuid"], reply), None
+                    current, pending_command, opened = _Open(rec["uuid"], reply), None, True
                 elif current is not None:
                     current.ended_on_tool = True
-                continue
-            raw = "\n\n".join(_claude.block_texts(content))
-            approval = _claude.plan_approval(raw, rec.get("planContent"))
-            if approval is not None:  # the user approved the plan; the plan is the assistant's
+                    continue
+            else:
+                raw = "\n\n".join(_claude.block_texts(content))
+                approval = _claude.plan_approval(raw, rec.get("planContent"))
+                prompt = _claude.clean_prompt(raw) if approval is None else ""
+                command = _claude.slash_command(raw) if approval is None and not prompt else None
+                if approval is not None:  # the user approved the plan; the plan is the assistant's
+                    yield from close(current)
+                    current, pending_command, opened = _Open(rec["uuid"], approval[0]), None, True
+                    current.texts.append(approval[1])
+                elif prompt:
+                    yield from close(current)
+                    current, pending_command, opened = _Open(rec["uuid"], prompt), None, True
+                elif command:
+                    yield from close(current)
+                    current, pending_command, opened = None, (rec["uuid"], command), True
+            if opened:
+                woken = None
+            elif current is not None and current.done():  # a notice, a compaction summary…: no prompt
                 yield from close(current)
-                current, pending_command = _Open(rec["uuid"], approval[0]), None
-                current.texts.append(approval[1])
-                continue
-            prompt = _claude.clean_prompt(raw)
-            if prompt:
-                yield from close(current)
-                current, pending_command = _Open(rec["uuid"], prompt), None
-                continue
-            command = _claude.slash_command(raw)
-            if command:
-                yield from close(current)
-                current, pending_command = None, (rec["uuid"], command)
+                current, woken = None, rec["uuid"]
+            elif current is None and pending_command is None and woken is None:
+                woken = rec["uuid"]
             continue
         # assistant
         message = rec["message"]
         if message.get("model") == "<synthetic>" or rec.get("isApiErrorMessage"):
             continue
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        if current is not None and current.done() and (message_id is None or message_id != current.message):
+            yield from close(current)  # the assistant goes on after its turn ended, with no prompt
+            current = None
         if current is None:
-            if pending_command is None:
-                continue  # output with no prompt on this branch (e.g. after a compaction summary)
-            current, pending_command = _Open(*pending_command), None
+            if pending_command is not None:
+                current = _Open(*pending_command)
+            else:  # a continuation (or output with no prompt before it on this branch)
+                current = _Open(woken or rec["uuid"], "")
+            pending_command, woken = None, None
         current.answered = True
-        current.texts.extend(_claude.block_texts(content))
+        texts = _claude.block_texts(content)
+        current.texts.extend(texts)
+        tool = _claude.has_tool_use(content)
+        if message_id is None or message_id != current.message:
+            current.said = False
+        current.said = current.said or bool(texts) or tool
+        current.message = message_id
         stop = message.get("stop_reason")
         current.stop = stop if isinstance(stop, str) else None
         stops = stops or current.stop is not None
-        current.ended_on_tool = _claude.has_tool_use(content)
+        current.ended_on_tool = tool
         if isinstance(rec.get("timestamp"), str):
             current.completed_at = rec["timestamp"]
 
-    if current is not None and not current.ended_on_tool and current.stop not in (None, "tool_use"):
+    if current is not None and current.done():
         yield from close(current)
     elif (found is not None and current is not None and current.answered and not current.ended_on_tool
-          and current.stop is None and not stops and join_texts(current.texts)):
+          and ((current.stop is None and not stops and join_texts(current.texts))
+               or (current.stop not in (None, "tool_use") and not current.said))):
+        # no stop signal yet, or only the thinking of a message whose text is still to come
         found["tail"] = Turn(turn_id=current.turn_id, parent_turn_id=parent[0], user=current.user,
                              assistant=join_texts(current.texts), completed_at=current.completed_at)
 
