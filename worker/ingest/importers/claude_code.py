@@ -4,7 +4,7 @@ Each line is one record. Messages (``type`` user/assistant/system) form a tree
 through ``uuid``/``parentUuid``; a rewind starts a new branch from an earlier
 message, so the conversation that counts is the *active branch*: the chain
 from the most recent message back to the root (across compaction boundaries
-through ``logicalParentUuid``; a compaction with no parent, or a record whose
+through ``logicalParentUuid``; a compaction with no parent, or whose logical
 parent the file does not hold before it, hangs from the record written just
 before it, so the turns before a compaction stay the session's). Sidechain
 records (sub-agents) are skipped.
@@ -147,9 +147,11 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
     start of the conversation in the file).
 
     A compaction record with no parent (1.0.x's summary) or whose ``logicalParentUuid`` names no record
-    before it (2.1.x even names a record written after the boundary, a cycle), and a record whose parent
-    the file does not hold at all (a write lost, a disk full), hangs from the leaf written just before it:
-    the conversation before it is still in the file and still the session's. A read resumed inside the
+    before it (2.1.x even names a record written after the boundary, a cycle) hangs from the leaf written
+    just before it: the conversation before it is still in the file and still the session's. Any other
+    record whose parent is not (yet) in the file stays a root: Claude Code writes records before the
+    record they hang from (a ``turn_duration`` one line before the reply's text), so a file read while it
+    grows cannot tell a parent still to come from one never written. A read resumed inside the
     file (``src.start`` > 0) cannot tell a parent before its start from one the file never held: it leaves
     such a record a root, and :func:`resume.resume <cairn.worker.ingest.resume.resume>` then reads the
     file whole unless that record is where it started.
@@ -186,8 +188,7 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
                 offsets[i], numbers[i] = offset, number
             parent_ids[i] = up = rec.get("parentUuid") or rec.get("logicalParentUuid")
             fallback.pop(i, None)
-            if (leaf >= 0 and leaf != i and not rec.get("isSidechain") and up not in nodes
-                    and (up is not None or _compaction(rec))):
+            if leaf >= 0 and leaf != i and not rec.get("isSidechain") and up not in nodes and _compaction(rec):
                 fallback[i] = (leaf, not rec.get("parentUuid") and _compaction(rec))  # see the docstring
             if leaf >= 0 and _fresh_start(rec) and not rec.get("isSidechain"):
                 earlier.append(leaf)
