@@ -44,7 +44,11 @@ from cairn.worker.memory.supersede import FAMILIES, supersedes
 MAX_LINES = 400
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _WORDS = re.compile(r"[\w.+-]+|[^\W_]+")
-_TOOL_FAMILY = {tool: i for i, fam in enumerate(FAMILIES) for tool in fam}
+#: each tool with the groups it is in (ruff formats and lints: two)
+_TOOL_FAMILY: dict[str, frozenset[int]] = {}
+for _i, _fam in enumerate(FAMILIES):
+    for _tool in _fam:
+        _TOOL_FAMILY[_tool] = _TOOL_FAMILY.get(_tool, frozenset()) | {_i}
 
 
 def _body(data: bytes | None, *, topic_only: bool = False) -> list[tuple[int, str]]:
@@ -97,7 +101,7 @@ def _key(text: str) -> tuple[frozenset[str], frozenset[int]]:
     words = tokens(text)
     stems = {_stem(w) for w in words | raw}
     every = frozenset(raw | words | stems)
-    return every, frozenset(_TOOL_FAMILY[w] for w in every if w in _TOOL_FAMILY)
+    return every, frozenset(i for w in every for i in _TOOL_FAMILY.get(w, ()))
 
 
 def _stem(word: str) -> str:
