@@ -217,3 +217,23 @@ def test_a_reversal_said_as_a_change_replaces_the_line_that_turned_it_down(new: 
     """ADR 0025 said "use npm, not pnpm" replaces "use pnpm, not npm"; it never did (the line names npm, so
     it was read as a fact about the new choice)."""
     assert supersedes(new, old) is replaces
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Jest is used for unit tests", "Vitest is also used for unit tests"),
+    ("Use jest for unit tests", "Also use vitest for unit tests"),
+    ("CI tests Python 3.11", "CI also tests Python 3.12"),
+    ("Tests run on Python 3.11", "Tests also run on Python 3.12"),
+    ("Docs are written in English", "Docs are also written in French"),
+    ("The API listens on port 8000", "The API also listens on port 9090"),
+    ("Use npm to install dependencies", "Also use pnpm to install dependencies"),
+    ("Use npm to install dependencies", "We use pnpm to install dependencies as well"),
+])
+def test_a_note_that_adds_replaces_nothing_and_is_not_overruled(old: str, new: str) -> None:
+    """"also" is a stop word to the subject, so an added runner, version or port read as a change (a second
+    reader's pairs): both statements hold, both ways."""
+    assert not supersedes(new, old) and not supersedes(old, new)
+
+
+def test_a_leading_also_only_joins_the_sentence_to_what_came_before() -> None:
+    assert supersedes("Also, we switched to pnpm to install dependencies", "Use npm to install dependencies")

@@ -475,10 +475,19 @@ def word_swapped(note: str, line: str) -> bool:
     return a in _ALTERNATIVE and b in _ALTERNATIVE.get(a, frozenset())
 
 
+#: a statement that adds to what is said ("Vitest is also used", "CI also tests 3.12", "as well"): never a change
+_ADDITIVE = re.compile(r"(?i)\balso\b(?!,)|\bas\s+well\b|\bin\s+addition\s+to\b")
+
+
 def supersedes(note: str, line: str) -> bool:
-    """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring)."""
-    change = change_of(note)
+    """Whether the note text ``note`` replaces the topic body line ``line`` (see the module docstring).
+
+    A note that says it adds ("also", "as well", "in addition to"; not a leading "Also," that joins it to what
+    was said before) replaces nothing, nor is replaced by a line that says so: both hold."""
     text = NOTED.sub("", BULLET_MARK.sub("", line))
+    if _ADDITIVE.search(note) or _ADDITIVE.search(text):
+        return False
+    change = change_of(note)
     if change is None:
         return value_changed(note, text) or word_swapped(note, text)
     if change.new and (change.old or change.marked) and not change.plain and _rejects(text, change.new):
