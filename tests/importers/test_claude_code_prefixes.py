@@ -263,12 +263,14 @@ def test_a_record_written_before_the_one_it_hangs_from_never_closes_a_turn_early
     """Claude Code writes a ``turn_duration`` one line before the reply's text it hangs from (posthog lines
     20-21, bhavana 10-11). Read at that cut, the record's parent is not in the file yet: it stays a root
     (only a compaction hangs from the record before it), so the turn is not captured without its text."""
-    tool = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
-    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt b.txt"}]
+    tool: dict[str, object] = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    result = {"type": "user", "uuid": "r1", "parentUuid": "a1", "sessionId": SID, "isSidechain": False,
+              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                       "content": "a.txt b.txt"}]}}
     duration = {"type": "system", "subtype": "turn_duration", "uuid": "td", "parentUuid": "a2", "sessionId": SID,
                 "isSidechain": False, "content": ""}
     recs = [_user("u1", None, "check the files"), _assistant("a1", "u1", tool, msg="m1", stop="tool_use"),
-            _user("r1", "a1", result), duration,
+            result, duration,
             _assistant("a2", "r1", _text("There are two files."), msg="m2"),
             _user("u2", "td", "thanks"), _assistant("a3", "u2", _text("welcome"), msg="m3")]
     path = _write(tmp_path / "s.jsonl", recs[:4])

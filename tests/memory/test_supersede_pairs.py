@@ -237,3 +237,29 @@ def test_a_note_that_adds_replaces_nothing_and_is_not_overruled(old: str, new: s
 
 def test_a_leading_also_only_joins_the_sentence_to_what_came_before() -> None:
     assert supersedes("Also, we switched to pnpm to install dependencies", "Use npm to install dependencies")
+
+
+@pytest.mark.parametrize(("line", "note"), [
+    ("We moved from npm to pnpm", "Use npm to publish packages"),
+    ("Use pnpm instead of npm", "Use npm for global tools"),
+    ("yarn is no longer used", "Use yarn for the legacy docs site"),
+    ("Replace pip with uv", "Use pip to install the docs requirements"),
+    ("Migrated from webpack to vite", "Use webpack for the legacy admin app"),
+    ("Use pnpm", "Use npm to publish packages"),
+])
+def test_an_older_change_never_drops_a_newer_note_about_another_job_of_the_old_tool(line: str, note: str) -> None:
+    """Rule 4b dropped these notes ("memory already holds it or says otherwise"): the note was lost. A line
+    overrules a note only when the note speaks of no more than it."""
+    from cairn.worker.memory.supersede import overrules
+
+    assert not overrules(line, note)
+
+
+@pytest.mark.parametrize(("line", "note"), [
+    ("Use pnpm, not npm", "Use npm"),
+    ("Use pnpm, not npm, to install dependencies", "Always use npm to install dependencies"),
+])
+def test_memory_still_overrules_a_bare_step_back(line: str, note: str) -> None:
+    from cairn.worker.memory.supersede import overrules
+
+    assert overrules(line, note)

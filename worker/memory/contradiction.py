@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from cairn.protocol.errors import CairnError
 from cairn.worker.memory.model import parse_topic
 from cairn.worker.memory.similarity import BULLET_MARK, HEADING, NOTED, tokens
-from cairn.worker.memory.supersede import FAMILIES, supersedes
+from cairn.worker.memory.supersede import FAMILIES, overrules, supersedes
 
 #: another topic with more body lines than this is compared by its first lines only (a hand-made dump;
 #: the check stays linear in what a memory root normally holds)
@@ -180,6 +180,6 @@ def conflict(changes: Sequence[tuple[bytes | None, bytes | None]], others: Mappi
                 forward = _supersedes(new, held)
                 if forward and new not in replaces:
                     return f"it changes what {name} says (line {number}) without replacing it"
-                if not forward and _supersedes(held, new):
+                if not forward and overrules(held, new):
                     return f"{name} (line {number}) now says otherwise on the same subject"
     return ""

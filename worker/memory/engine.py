@@ -136,7 +136,7 @@ from cairn.worker.memory.similarity import (
     tokens,
     topic_view,
 )
-from cairn.worker.memory.supersede import supersedes
+from cairn.worker.memory.supersede import overrules, supersedes
 
 _INSTRUCTION = re.compile(
     r"^(?:(?:please|kindly)[ ,]+|you\s+should\s+|from\s+now\s+on[ ,]+)*(?:never|always|don'?t|do\s+not|avoid|stop)\b",
@@ -440,8 +440,7 @@ def overruled(items: list[_Item], views: list[TopicView], scope: ReviewScope | N
     for data in (scope.present_instructions() if scope is not None else {}).values():  # the agreements too
         held += [_statement(ln)[0] for ln in _agreements(data)]
     return [it for it in items
-            if any(may_supersede(ln, it.note.body) and _supersedes(ln, it.note.body)
-                   and not _supersedes(it.note.body, ln) for ln in held if ln)]
+            if any(may_supersede(ln, it.note.body) and overrules(ln, it.note.body) for ln in held if ln)]
 
 
 def _replace_agreements(data: bytes, old: str, new: str) -> bytes:

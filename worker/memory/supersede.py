@@ -538,3 +538,18 @@ def supersedes(note: str, line: str) -> bool:
     if change.plain or third:  # "the test database is SQLite" is no change of "the database is PostgreSQL"
         return bool(mine) and mine == theirs
     return mine == theirs
+
+
+def overrules(line: str, note: str) -> bool:
+    """Whether the memory ``line`` overrules the newer ``note`` (ADR 0025, rule 4b: memory already moved
+    away from what it says): the line supersedes it, it does not supersede the line, and it speaks of no
+    more than the line does. "Use npm to publish packages" after "we moved from npm to pnpm" is another job
+    of the old tool, not a step back: it is proposed, never dropped."""
+    if not supersedes(line, note) or supersedes(note, line):
+        return False
+    text = NOTED.sub("", BULLET_MARK.sub("", line))
+    change = change_of(text)
+    chosen = {c for c in ((change.new, change.old) if change else ()) if c} | ({stated_choice(note)} - {""})
+    tools = frozenset(t for c in chosen for t in (c, *c.split()))
+    mine, theirs = _without_implied(_subject(note, tools), _subject(text, tools), chosen)
+    return not (mine - theirs)
