@@ -32,13 +32,14 @@ def _remember(capsys: pytest.CaptureFixture[str], ws: Path, text: str) -> Path:
     return ws / proposal["target"]
 
 
-def _aged_workspace(tmp_path: Path) -> Path:
+def _aged_workspace(tmp_path: Path, file: str = "commits.md", name: str = "Small commits",
+                    hook: str = "how we commit", body: str = "We prefer small commits.") -> Path:
+    """A workspace whose one topic was last confirmed on 2026-01-01."""
     ws = tmp_path / "ws"
     mem = ws / ".agents" / "memory"
     mem.mkdir(parents=True)
-    (mem / "commits.md").write_bytes(render_topic("Small commits", "how we commit", "project",
-                                                  "\n- We prefer small commits.\n", {"confirmed": "2026-01-01"}))
-    (mem / "MEMORY.md").write_text("- [Small commits](commits.md) - how we commit\n")
+    (mem / file).write_bytes(render_topic(name, hook, "project", f"\n- {body}\n", {"confirmed": "2026-01-01"}))
+    (mem / "MEMORY.md").write_text(f"- [{name}]({file}) - {hook}\n")
     return ws
 
 
@@ -78,6 +79,14 @@ def test_a_confirmation_answers_the_pending_revalidation_of_its_period(tmp_path:
         assert confirm_topic(ms, "commits.md", now=JAN1 + 183 * DAY)["rejected"] == [second]
 
 
+def _make_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """A workspace whose Makefile has ``check`` and the accepted topic that cites it: (workspace, topic)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "Makefile").write_text("check:\n\tpytest -q\n")
+    return ws, _remember(capsys, ws, "run the tests with `make check`")
+
+
 def _annotated(topic: Path) -> None:
     text = topic.read_text()
     assert "\ntype: project\n" in text
@@ -86,10 +95,7 @@ def _annotated(topic: Path) -> None:
 
 def test_a_renamed_target_in_a_hand_annotated_topic_is_an_update_keeping_the_users_keys(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "Makefile").write_text("check:\n\tpytest -q\n")
-    topic = _remember(capsys, ws, "run the tests with `make check`")
+    ws, topic = _make_check(tmp_path, capsys)
     index = ws / ".agents" / "memory" / "MEMORY.md"
     _annotated(topic)
     before = topic.read_bytes()
@@ -112,10 +118,7 @@ def test_a_renamed_target_in_a_hand_annotated_topic_is_an_update_keeping_the_use
 
 def test_a_front_matter_that_cannot_be_edited_line_by_line_is_still_updated_with_its_keys(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "Makefile").write_text("check:\n\tpytest -q\n")
-    topic = _remember(capsys, ws, "run the tests with `make check`")
+    ws, topic = _make_check(tmp_path, capsys)
     text = topic.read_text()
     topic.write_text(text.replace("\nname: ", '\n"owner": alice\n"name": '))  # a quoted key: no line of `name:`
     (ws / "Makefile").write_text("test:\n\tpytest -q\n")
@@ -183,12 +186,7 @@ def test_a_revalidation_is_no_longer_live_once_the_topic_is_verified_or_found_st
     from cairn.worker.memory.store import MemoryStore
     from cairn.worker.memory.verify import verify_workspace
 
-    ws = tmp_path / "ws"
-    mem = ws / ".agents" / "memory"
-    mem.mkdir(parents=True)
-    (mem / "deploy.md").write_bytes(render_topic("Deploying", "how we deploy", "project",
-                                                 "\n- Deploy with `make release`.\n", {"confirmed": "2026-01-01"}))
-    (mem / "MEMORY.md").write_text("- [Deploying](deploy.md) - how we deploy\n")
+    ws = _aged_workspace(tmp_path, "deploy.md", "Deploying", "how we deploy", "Deploy with `make release`.")
     with MemoryStore(str(ws), Settings(revalidateDays=90)) as ms:
         [aged] = verify_workspace(ms, now=JAN1 + 91 * DAY)["proposals"]
 
