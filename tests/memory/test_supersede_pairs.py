@@ -263,3 +263,12 @@ def test_memory_still_overrules_a_bare_step_back(line: str, note: str) -> None:
     from cairn.worker.memory.supersede import overrules
 
     assert overrules(line, note)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Use prettier to format code", "Use biome to format code"),
+    ("Run biome on save", "Run prettier on save"),
+])
+def test_biome_formats_too(old: str, new: str) -> None:
+    """Biome lints and formats: a formatter change to or from it replaces the line (a third reader's misses)."""
+    assert supersedes(new, old)

@@ -81,7 +81,7 @@ FAMILIES: tuple[frozenset[str], ...] = tuple(
         "black autopep8 yapf ruff",
         "ruff flake8 pylint",
         "eslint tslint biome oxlint",
-        "prettier dprint",
+        "prettier dprint biome",
         "webpack vite rollup esbuild parcel rspack turbopack",
         "docker podman",
         "make just task",
