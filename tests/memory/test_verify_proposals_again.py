@@ -201,3 +201,26 @@ def test_a_revalidation_is_no_longer_live_once_the_topic_is_verified_or_found_st
         (ws / "Makefile").write_text("ship:\n\t./ship.sh\n\nbuild:\n\tcc main.c\n")
         extra[:] = verify_workspace(ms, now=JAN1 + 93 * DAY)["proposals"]
         assert len(extra) == 1 and states() == {aged: "stale", extra[0]: "pending"}
+
+
+def test_an_update_applied_then_taken_back_by_a_checkout_is_proposed_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A checkout of another branch brings the topic back as it was before an update was applied: the topic
+    is stale again, and the update (the same fingerprint: the same bytes) was proposed no more, while the
+    one applied could be neither applied again nor undone. An update undone by the user stays undone."""
+    ws, topic = _make_check(tmp_path, capsys)
+    index = ws / ".agents" / "memory" / "MEMORY.md"
+    (ws / "Makefile").write_text("test:\n\tpytest -q\n")
+    assert _cairn(capsys, ws, "verify")[0] == 1
+    [p] = _pending(capsys, ws)
+    old_topic, old_index = topic.read_bytes(), index.read_bytes()
+    assert _cairn(capsys, ws, "accept", p["id"])[0] == 0
+    topic.write_bytes(old_topic)  # what `git checkout OTHER -- .agents` does
+    index.write_bytes(old_index)
+    assert _cairn(capsys, ws, "verify")[0] == 1
+    [again] = _pending(capsys, ws)
+    assert again["id"] != p["id"] and again["kind"] == "update" and again["title"] == p["title"]
+    assert _cairn(capsys, ws, "verify")[0] == 1 and [q["id"] for q in _pending(capsys, ws)] == [again["id"]]
+    assert _cairn(capsys, ws, "accept", again["id"])[0] == 0 and "`make test`" in topic.read_text()
+    assert _cairn(capsys, ws, "undo", again["id"])[0] == 0  # the user's undo: not proposed again
+    assert _cairn(capsys, ws, "verify")[0] == 1 and _pending(capsys, ws) == []

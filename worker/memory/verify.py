@@ -163,6 +163,17 @@ def _retire_fingerprint(index_rel: str, file: str, data: bytes) -> str:
     return repair_fingerprint("verify-retire", index_rel, f"{file}\0{hashlib.sha256(data).hexdigest()[:16]}")
 
 
+def _went_back(ms: MemoryStore, made: list[Any], fp: str, data: bytes) -> bool:
+    """Whether every proposal made before with fingerprint ``fp`` was applied and the topic now holds again
+    the bytes it had before (a checkout or a pull brought back memory as it was): the same proposal is
+    made again, since the one applied cannot be applied twice nor undone (its files changed). One rejected,
+    undone or pending still stands for it."""
+    sha = hashlib.sha256(data).hexdigest()
+    same = [p for p in made if p.fingerprint == fp]
+    return bool(same) and all(state_of(ms, p)[0] is ProposalState.APPLIED and p.files and p.files[0].before == sha
+                              for p in same)
+
+
 def revalidate_fingerprint(index_rel: str, file: str, data: bytes, since: str) -> str:
     """A "revalidate or retire" proposal of topic ``file`` as it reads (``data``), due because nothing confirmed
     it after ``since``: one per period, so a confirmation makes the next period's a new proposal, while one
@@ -362,7 +373,7 @@ def verify_workspace(ms: MemoryStore, *, now: float | None = None, propose: bool
                                   premise=premise_of(AGED_PREMISE, fp), fingerprint=fp)
             # the one proposal that answers the topic now: one made before for what it was is no longer live
             mark["proposal"] = proposal_key(fp)
-            if d.fingerprint not in known and not (
+            if (d.fingerprint not in known or _went_back(ms, made, d.fingerprint, tf.data)) and not (
                     not stale and _asked_before(made, _retire_fingerprint(index_rel, name, tf.data), confirmed)):
                 drafts.append(d)
 
