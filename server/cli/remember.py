@@ -60,7 +60,12 @@ def request_text(ns: argparse.Namespace) -> str:
         raise CairnError(ErrorCode.USAGE, "remember: give TEXT or --file, not both")
     if ns.file is not None:
         return _read_file(ns.file)
-    return " ".join(ns.text)
+    text = " ".join(ns.text)
+    try:  # bytes that are not UTF-8 reach argv as lone surrogates: refused as --file refuses them
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CairnError(ErrorCode.USAGE, "remember: TEXT is not UTF-8 text") from None
+    return text
 
 
 def result_lines(r: RememberResult) -> list[str]:

@@ -85,6 +85,8 @@ def test_remember_from_a_file_and_from_stdin(workspace: Path) -> None:
     (["remember", "é" * (MAX_BYTES // 2 + 1)], "E_RECORD_TOO_LARGE", f"at most {MAX_BYTES}"),
     (["remember", "--file", "/nonexistent/n.txt"], "E_USAGE", "cannot read"),
     (["remember", "--file", "n.txt", "words"], "E_USAGE", "not both"),
+    # bytes that are not UTF-8 (argv carries them as lone surrogates): refused, as --file refuses them
+    (["remember", "caf\udce9 au lait"], "E_USAGE", "not UTF-8"),
 ])
 def test_bad_remember_input_is_a_fixed_error_and_writes_nothing(workspace: Path, argv: list[str], code: str,
                                                                  words: str) -> None:
