@@ -92,6 +92,20 @@ def test_import_all_with_nothing_new_writes_no_file_and_counts_as_a_full_reread(
     assert again.get("failed") == first.get("failed") and again.get("pending") == first.get("pending")
 
 
+def test_import_all_with_no_session_to_read_makes_no_state_folder(tmp_path: Path) -> None:
+    """A first `import --all` where this workspace has no session (and `--every-workspace` where the home has
+    none) wrote `.cairn/state` (owner, .gitignore, the claims folder): a run that finds nothing writes nothing."""
+    ws = tmp_path / "work" / "proj"
+    ws.mkdir(parents=True)
+    home = make_home(tmp_path, str(tmp_path / "work" / "other"), str(tmp_path / "work" / "third"))
+    for argv in (["import", "--all"], ["import", "--all", "--every-workspace"]):
+        empty = tmp_path / "empty-home"
+        empty.mkdir(exist_ok=True)
+        cairn(ws, *argv, "--json", env=env_for(empty))
+    cairn(ws, "import", "--all", "--json", env=env_for(home))  # sessions of other workspaces only
+    assert not (ws / ".cairn").exists()
+
+
 def test_a_named_file_with_nothing_new_is_not_read(workspace: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     src = write(tmp_path / "s.jsonl", 1, 12)

@@ -616,7 +616,8 @@ class _Import:
     def run(self, items: list[Item]) -> ImportTally:
         to_read = sum(not self.manifest.unchanged(i) for i in range(len(items)))
         n_workers = max(1, min(self.workers or WORKERS, to_read))  # one file to read: no thread to start
-        self.j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
+        if to_read:  # nothing to read (no source, none changed): no state folder made for it either
+            self.j.claims.root  # noqa: B018 -- pinned once here, never raced for by the threads
         inflight = self.inflight
         pool = _thread_pool(n_workers) if n_workers > 1 else None
         group: list[_File] = []  # small files waiting to be captured together (docs/adr/0023)
