@@ -272,3 +272,14 @@ def test_memory_still_overrules_a_bare_step_back(line: str, note: str) -> None:
 def test_biome_formats_too(old: str, new: str) -> None:
     """Biome lints and formats: a formatter change to or from it replaces the line (a third reader's misses)."""
     assert supersedes(new, old)
+
+
+@pytest.mark.parametrize(("old", "new", "replaces"), [
+    ("The database is Postgres", "We switched the database to MySQL", True),
+    ("Use Postgres for the database", "We moved the database to MySQL", True),
+    ("The database is Postgres", "We switched the test database to SQLite", False),  # another database
+    ("Use npm to install dependencies", "We switched the docs site to pnpm", False),  # another scope
+])
+def test_switched_the_thing_to_another_choice(old: str, new: str, replaces: bool) -> None:
+    """"switched/moved THE X to Y" names what moved (a third reader's miss: the shape needed "to" at once)."""
+    assert supersedes(new, old) is replaces

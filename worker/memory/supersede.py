@@ -134,7 +134,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(?P<old>{_CHOICE})\s+(?:is|are)\s+no\s+longer\b", re.I), "no longer"),
     (re.compile(rf"\bfrom\s+now\s+on\s*,?\s+(?:(?:we|you|please)\s+)?(?:use|run)\s+(?P<new>{_CHOICE})", re.I), ""),
     # "switched to pnpm for installing dependencies": the new choice only (the old one is whatever the line says)
-    (re.compile(rf"\b(?:moved|switched|migrated|changed|went)\s+(?:over\s+|back\s+)?to\s+(?P<new>{_CHOICE})", re.I), ""),
+    (re.compile(rf"\b(?:moved|switched|migrated|changed|went)\s+(?:(?:the|our)\s+[a-z][\w-]*(?:\s+[a-z][\w-]*)?\s+)?(?:over\s+|back\s+)?to\s+(?P<new>{_CHOICE})", re.I), ""),
 )
 #: a sentence (or a clause after ";" / ":") that turns something down: "never use npm …", "don't run the tests
 #: with pytest -s", "avoid npm install -g", "stop using npm link"; its first known tool is the one turned down
