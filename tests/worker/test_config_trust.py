@@ -103,7 +103,34 @@ def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Pa
     _ws_file(workspace, f'memory_roots = [{json.dumps(outside)}]\n')
     assert _load(str(workspace))[0].memoryRoots == ()  # the layers below decide
     trust.trust(str(workspace))
-    assert _load(str(workspace)) == (attrs.evolve(s, mode="propose", memoryRoots=(outside,)), [])
+    # honoured, and as every reader takes it: absolute (`~` expanded, `..` resolved against the workspace)
+    resolved = outside if "\\" in outside else os.path.normpath(
+        os.path.join(str(workspace), os.path.expanduser(outside)))
+    assert _load(str(workspace)) == (attrs.evolve(s, mode="propose", memoryRoots=(resolved,)), [])
+
+
+def test_a_root_with_dot_dot_is_honoured_by_verify_and_reviews(workspace: Path) -> None:
+    """`memory_roots = ["../shared"]` in a trusted workspace was kept as written, and each reader took it for
+    a folder inside the workspace: `cairn verify` failed (E_PATH_INVALID_NAME: '..'), the backlog drain's
+    review E_PATH_OUTSIDE_ROOT. It is the folder beside the workspace, as an absolute root is."""
+    shared = workspace.parent / "shared"
+    shared.mkdir()
+    _ws_file(workspace, 'memory_roots = ["../shared", "notes/../kept"]\n')
+    trust.trust(str(workspace))
+    assert _load(str(workspace))[0].memoryRoots == (str(shared), "kept")
+    env = child_env()
+    run = [PYTHON, "-m", "cairn.server"]
+    r = subprocess.run([*run, "remember", "-w", str(workspace), "--type", "user", "I prefer short commit messages",
+                        "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    [p] = json.loads(r.stdout)["proposals"]
+    assert p["target"].startswith(str(shared) + os.sep)
+    r = subprocess.run([*run, "accept", "-w", str(workspace), p["id"]], cwd=REPO, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([*run, "verify", "-w", str(workspace)], cwd=REPO, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "E_PATH_INVALID_NAME" not in r.stderr, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("option,value", [("instruction_files", ".git/config"), ("instruction_files", "sub/.git/config"),

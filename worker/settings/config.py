@@ -267,10 +267,26 @@ def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[
         warnings += w
     settings, w = _auto_outside(workspace, data, editor_options or {}, users, settings)
     warnings += w
+    settings = _rooted(workspace, settings)
     if settings.provider == "command" and not settings.command:
         warnings.append(_warning(ErrorCode.CONFIG_INVALID, 'provider "command" needs the program to run: '
                                  'command = ["program", "arg", ...]; digests and reviews through it fail until it is set'))
     return settings, warnings
+
+
+def _rooted(workspace: str, settings: Settings) -> Settings:
+    """``memoryRoots`` as every reader takes them: a folder inside the workspace relative to it, any other
+    absolute (``~`` expanded, ``..`` resolved against the workspace). A relative root with ``..`` was kept as
+    written, and each reader took it for a folder inside the workspace: `cairn verify` refused its ``..``
+    (``E_PATH_INVALID_NAME``) and the backlog drain its target (``E_PATH_OUTSIDE_ROOT``)."""
+    roots = []
+    for r in settings.memoryRoots:
+        if not os.path.isabs(r) and outside_workspace(r) and "\\" not in r:
+            full = os.path.normpath(os.path.join(os.path.abspath(workspace), os.path.expanduser(r)))
+            inside = os.path.relpath(full, os.path.abspath(workspace))
+            r = full if inside == ".." or inside.startswith(".." + os.sep) else inside
+        roots.append(r)
+    return attrs.evolve(settings, memoryRoots=tuple(roots)) if tuple(roots) != settings.memoryRoots else settings
 
 
 def from_request(config: dict[str, Any] | None) -> Settings:
