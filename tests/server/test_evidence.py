@@ -139,3 +139,17 @@ def test_ids_and_dates_from_stored_data_reach_the_editor_without_control_charact
     assert found["notes"][0]["turnIds"] == ["t1[31m", "t2"]
     assert [(t["id"], t["completedAt"]) for t in found["turns"]] == [("t1[31m", "2026-01-01[31m"),
                                                                       ("t2", "2026-01-02Z")]
+
+
+def test_a_remembered_notes_evidence_is_the_remembered_text_at_once(workspace: Path) -> None:
+    """A `cairn remember` proposal cites its request, whose digest the journal publishes only once processed:
+    its evidence came back as gone (E_BUNDLE_MISSING) right after the remember. It is the text remembered."""
+    from cairn.server.lsp.features.evidence import evidence
+
+    out = cairn_json(workspace, "remember", "--type", "feedback", "Always run the linter with ruff before pushing")
+    [p] = out["proposals"]
+    [d] = evidence(str(workspace), p["id"])["digests"]
+    assert "missing" not in d, d
+    assert [n["body"] for n in d["notes"]] == ["Always run the linter with ruff before pushing"]
+    [turn] = d["turns"]
+    assert turn["user"] == "Always run the linter with ruff before pushing" and "missing" not in turn

@@ -87,6 +87,17 @@ def _turn(j: Any, session_id: str, turn_id: str) -> dict[str, Any]:
     return out
 
 
+def _remembered(ms: Any, did: str) -> Any:
+    """The digest a focused review read for the remember request ``did`` (``cairn remember``: its proposals
+    cite the request, whose digest the journal publishes only once it is processed), or None."""
+    if not did.startswith("m"):
+        return None
+    from cairn.worker.memory.focused import _requests, as_digest  # server start: module docstring
+
+    req = next((r for r in _requests(ms) if r.id == did), None)
+    return as_digest(ms, req) if req is not None else None
+
+
 def evidence(workspace: str, proposal_id: str, settings: Settings | None = None) -> dict[str, Any]:
     """The answer of ``cairn/evidence`` for ``proposal_id`` (see the module docstring)."""
     from cairn.worker.journal.views import public_digests  # server start: module docstring
@@ -101,7 +112,7 @@ def evidence(workspace: str, proposal_id: str, settings: Settings | None = None)
     with MemoryStore(workspace, settings) as ms:
         p = load_proposal(ms, proposal_id)
         for did in p.evidence:
-            d = by_id.get(did)
+            d = by_id.get(did) or _remembered(ms, did)
             if d is None:
                 out.append({"id": clean(did), "missing": str(ErrorCode.BUNDLE_MISSING)})  # expired from the journal
                 continue
