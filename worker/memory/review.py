@@ -16,7 +16,10 @@ Notes are read as :func:`readable` gives them: cleaned of control characters
 (:func:`protocol.text.memory_text`; a digest published before notes were
 cleaned may hold them), and a note that still could not be written to a topic
 file is left out and counted by its code (``skippedNotes`` in the result),
-never stopping the proposals of the others. A review that fails settles its
+never stopping the proposals of the others. So is an instruction file the
+review cannot take (a symlink, ``AGENTS.md -> CLAUDE.md`` too, a FIFO, a file
+too large: :func:`_instruction_files`): left out of its instruction scope and
+said once as a warning with its code. A review that fails settles its
 claim ``failed`` with the error's code and the number of reviews of its scope
 failed in a row (``failures`` in the outcome's payload), which ``cairn
 doctor`` reports once it reaches :data:`state.doctor.FAILING_REVIEWS`.
@@ -31,6 +34,7 @@ recovery if the review dies first (:mod:`worker.memory.autoapply`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from collections import Counter
@@ -78,6 +82,8 @@ from cairn.worker.redaction.redact import redact_added, redact_text
 AUTO_CAP = 8
 WINDOW = 24 * 3600.0
 REVIEW_TTL = 120.0
+
+log = logging.getLogger("cairn.worker.memory.review")
 
 
 def reviewed_digests(ms: MemoryStore, digests: list[PublicDigest] | None = None) -> set[str]:
@@ -148,17 +154,47 @@ def _suppressed(ms: MemoryStore) -> set[str]:
     return out
 
 
+#: (workspace, instruction file, code) already said by this process: a file left out is said once
+_LEFT_OUT_SAID: set[tuple[str, str, str]] = set()
+
+
 def _instruction_files(ms: MemoryStore) -> dict[str, bytes]:
+    """The configured instruction files present, as a review reads them (what memory already says, and
+    what rule 3 may edit).
+
+    One the review cannot take never fails it: a symlink (``AGENTS.md ->
+    CLAUDE.md`` too, or a link out of the workspace: never read nor written
+    through a link), a FIFO or folder, a file too large, or one on a path
+    through a linked folder is left out of the review's instruction scope
+    (no instruction edit is proposed for it) and said once per process as
+    a warning with its code; every topic proposal goes through as usual. A
+    file a link leads to is read when it is configured itself.
+    """
     out = {}
     for rel in ms.settings.instructionFiles:
         try:
             ms.check_target(rel)
         except CairnError:
             continue
-        raw = ms.read_many([rel])[rel]
+        try:
+            raw = ms.read_many([rel])[rel]
+        except CairnError as exc:
+            _say_left_out(ms.workspace, rel, exc)
+            continue
         if raw is not None:
             out[rel] = raw
     return out
+
+
+def _say_left_out(workspace: str, rel: str, exc: CairnError) -> None:
+    key = (workspace, rel, str(exc.code))
+    if key in _LEFT_OUT_SAID:
+        return
+    _LEFT_OUT_SAID.add(key)
+    why = ("a review never reads nor edits an instruction file through a link" if exc.code is ErrorCode.PATH_SYMLINK
+           else "it cannot be read as a text file")
+    log.warning("review: instruction file %s left out (%s): %s; the notes were reviewed without it",
+                rel, exc.code, why)
 
 
 def _to_proposals(ms: MemoryStore, drafts: list[ProposalDraft], review_id: str, now: float) -> tuple[list[Proposal], list[P.Op]]:
