@@ -14,6 +14,11 @@ refusal -32602 (invalid params). Messages that cannot be read at all get
   :class:`protocol.errors.CairnError` keeps its code; anything else is
   ``E_INTERNAL`` and only the request id and the exception's class name are
   logged (stderr), never its text or a traceback;
+- a request before ``initialize`` answers ``ServerNotInitialized``
+  (-32002, ``E_USAGE``) at once and runs nothing; a notification before it
+  is dropped (``exit`` still ends the server), as LSP asks;
+- a ``textDocument/didChange`` for a document that is not open is ignored
+  (one stderr warning with ``E_USAGE``), not a ``KeyError``;
 - a request after ``shutdown`` answers ``E_SHUT_DOWN`` at once, as LSP
   asks, instead of going unanswered (``exit``, a notification, still ends
   the server; other notifications are ignored);
@@ -38,6 +43,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator
 from typing import Any
+from urllib.parse import unquote
 
 import attrs
 import pygls.io_  # noqa: F401  (creates the logger quiet_pygls_logs quiets)
@@ -52,10 +58,12 @@ log = logging.getLogger("cairn.server.lsp.server")
 
 _RPC_CODES = {ErrorCode.METHOD_UNKNOWN: -32601, ErrorCode.INTERNAL: -32603, ErrorCode.SHUT_DOWN: -32600}
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+SERVER_NOT_INITIALIZED = -32002  # LSP's ServerNotInitialized: a request before ``initialize``
 
 
-def response_error(exc: BaseException, where: object = "") -> lsp.ResponseError:
-    """The JSON-RPC error for a handler's exception (see the module docstring)."""
+def response_error(exc: BaseException, where: object = "", *, rpc_code: int | None = None) -> lsp.ResponseError:
+    """The JSON-RPC error for a handler's exception (see the module docstring); ``rpc_code`` overrides
+    the JSON-RPC code the cairn code would give (``data.code`` stays the cairn code)."""
     if isinstance(exc, JsonRpcInvalidParams):
         exc = CairnError(ErrorCode.USAGE, "invalid parameters")
     elif isinstance(exc, JsonRpcMethodNotFound):
@@ -63,7 +71,8 @@ def response_error(exc: BaseException, where: object = "") -> lsp.ResponseError:
     if not isinstance(exc, CairnError):
         log.error("request %s failed (%s: %s)", where, ErrorCode.INTERNAL, type(exc).__name__)
         exc = CairnError(ErrorCode.INTERNAL, "internal error; the server log has the request id")
-    return lsp.ResponseError(code=_RPC_CODES.get(exc.code, -32602), message=f"{exc.code}: {exc.message}",
+    code = rpc_code if rpc_code is not None else _RPC_CODES.get(exc.code, -32602)
+    return lsp.ResponseError(code=code, message=f"{exc.code}: {exc.message}",
                              data={"code": str(exc.code), "message": exc.message})
 
 
@@ -112,6 +121,8 @@ class CairnProtocol(LanguageServerProtocol):
     """Methods whose parameters reach their handler as plain JSON (set by :func:`server.lsp.server.build_server`)."""
     notify_plain: Callable[[str, Any], None] | None = None
     """Where a plain method's notification goes, past pygls' dispatch."""
+    initialize_seen: bool = False
+    """Whether ``initialize`` arrived: before it, requests are refused and notifications dropped."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" not in data:
@@ -129,6 +140,8 @@ class CairnProtocol(LanguageServerProtocol):
             return _Malformed(id=data.get("id") if "method" in data else None, method=str(data.get("method", "")))
 
     def handle_message(self, message: Any) -> None:
+        if not self.initialize_seen and not self._before_initialize(message):
+            return
         if self._shutdown and _is_request(message) and message.method != lsp.EXIT:
             error = CairnError(ErrorCode.SHUT_DOWN, "the server is shut down; only exit is accepted")
             self._send_response(message.id, None, response_error(error))
@@ -150,6 +163,20 @@ class CairnProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _before_initialize(self, message: Any) -> bool:
+        """A message before ``initialize``: whether to handle it (LSP: a request is answered -32002 and
+        nothing runs, a notification other than ``exit`` is dropped)."""
+        method = getattr(message, "method", None)
+        if method is None or method == lsp.EXIT:
+            return True  # a reply (the server sends no request before initialize), or exit: as always
+        if method == lsp.INITIALIZE and _is_request(message):
+            self.initialize_seen = not isinstance(message, _Malformed)  # a malformed one is answered E_USAGE
+            return True
+        if _is_request(message):
+            error = CairnError(ErrorCode.USAGE, "the server is not initialized; send initialize first")
+            self._send_response(message.id, None, response_error(error, rpc_code=SERVER_NOT_INITIALIZED))
+        return False
+
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         if method_name not in self.fm.builtin_features and method_name not in self.fm.features:
             error = CairnError(ErrorCode.METHOD_UNKNOWN, f"the server has no method {method_name[:60]!r}")
@@ -168,6 +195,15 @@ class CairnProtocol(LanguageServerProtocol):
         if not future.cancelled() and (exc := future.exception()) is not None:
             code = exc.code if isinstance(exc, CairnError) else ErrorCode.INTERNAL
             log.error("notification failed (%s: %s)", code, type(exc).__name__)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Generator[Any, Any, Any]:
+        if unquote(params.text_document.uri) not in self.workspace.text_documents:
+            # pygls would fail with a KeyError: a change to a document never opened (or closed) has nothing to
+            # apply to; the server keeps no text of its own, so it is ignored
+            log.warning("textDocument/didChange for a document that is not open; ignored (%s)", ErrorCode.USAGE)
+            return None
+        return (yield from super().lsp_text_document__did_change(params))
 
     @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
     def lsp_workspace__execute_command(self, params: lsp.ExecuteCommandParams) -> Generator[Any, Any, Any]:

@@ -106,6 +106,16 @@ REQUESTS: dict[str, Route] = {
 }
 
 
+def too_wide(path: str) -> bool:
+    """Whether ``path`` (absolute, normalized) is the file system root or the user's home folder itself,
+    by name or once links are resolved: never a workspace (a folder inside either is fine)."""
+    home = os.path.expanduser("~")
+    wide = {os.path.abspath(os.sep)}
+    if os.path.isabs(home):
+        wide |= {os.path.normpath(home), os.path.realpath(home)}
+    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path
+
+
 def unknown(name: str) -> CairnError:
     return CairnError(ErrorCode.METHOD_UNKNOWN, f"the server has no method or command {name[:60]!r}")
 
@@ -267,11 +277,21 @@ class CairnService:
 
     # ------------------------------------------------------------ workspaces and settings
 
-    def _add_workspace(self, path: str) -> None:
+    def _add_workspace(self, path: str) -> bool:
+        """Serve ``path`` (a folder from the editor); whether it is served (a refusal is shown to the user)."""
         path = os.path.normpath(os.path.abspath(path))
-        if path not in self.workspaces:
-            self.workspaces[path] = WorkspaceState(path)
-            self.order.append(path)
+        if path in self.workspaces:
+            return True
+        if too_wide(path):
+            # the file system root or the home folder itself: its .cairn/state would collect every project's
+            # sessions (and a recovery pass would write at /); an editor opened on it by accident is told so
+            log.warning("workspace folder refused (%s)", ErrorCode.WORKSPACE_INVALID)
+            self.client.show(LOG_WARNING, f"cairn: {ErrorCode.WORKSPACE_INVALID}: {path} is the file system root "
+                             "or the home folder; it is not served (open a project folder)")
+            return False
+        self.workspaces[path] = WorkspaceState(path)
+        self.order.append(path)
+        return True
 
     async def _load_settings(self, ws: str) -> None:
         settings, warnings = await asyncio.to_thread(settings_file.load, ws, self._editor_options)
@@ -333,7 +353,8 @@ class CairnService:
         for path in added:
             path = os.path.normpath(os.path.abspath(path))
             if path not in self.workspaces:
-                self._add_workspace(path)
+                if not self._add_workspace(path):
+                    continue
                 await self._load_settings(path)
                 await self._check_state(path)
                 if self.adapter is not None:
