@@ -283,3 +283,16 @@ def test_biome_formats_too(old: str, new: str) -> None:
 def test_switched_the_thing_to_another_choice(old: str, new: str, replaces: bool) -> None:
     """"switched/moved THE X to Y" names what moved (a third reader's miss: the shape needed "to" at once)."""
     assert supersedes(new, old) is replaces
+
+
+@pytest.mark.parametrize(("old", "new", "replaces"), [
+    ("Use semicolons", "Don't use semicolons", True),
+    ("Use single quotes", "Use double quotes", True),
+    ("Use single quotes for strings", "Use double quotes for strings", True),
+    ("Use single quotes for strings", "Use double buffering for the canvas", False),
+    ("Use semicolons", "Use semicolons in generated code too", False),
+])
+def test_code_style_values_change_like_tools(old: str, new: str, replaces: bool) -> None:
+    """Semicolons and single/double quotes are choices like tabs and spaces (a third reader's misses); the
+    subject must still be the same ("quotes for strings"), so another use of "double" is no change."""
+    assert supersedes(new, old) is replaces

@@ -90,6 +90,8 @@ FAMILIES: tuple[frozenset[str], ...] = tuple(
         "gradle maven",
         "postgres postgresql mysql mariadb sqlite",
         "tabs spaces",
+        "semicolons",
+        "single double",
     )
 )
 #: each tool with every tool it is an alternative to (itself included)
