@@ -244,10 +244,28 @@ async def test_a_line_the_transport_cannot_read_is_answered_and_the_server_goes_
         {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}},
     ]
     stdin = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
-    p = subprocess.run([PYTHON, "-m", "cairn.server", "mcp", "-w", str(workspace)], input=stdin, cwd=str(REPO),
-                       env=child_env(), capture_output=True, text=True, timeout=60)
-    answers = {a.get("id"): a for a in map(json.loads, p.stdout.splitlines())}
-    assert set(answers) == {1, 2, "three", None, 4, 5}, p.stdout  # the malformed notification has no id to answer
+    # stdin stays open until the last answer came, as a client keeps it (at end of input the server may end
+    # before it answered what it read last)
+    proc = subprocess.Popen([PYTHON, "-m", "cairn.server", "mcp", "-w", str(workspace)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(REPO), env=child_env(), text=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
+        answers: dict[object, Any] = {}
+        while 5 not in answers:
+            line = proc.stdout.readline()  # the server answers each line; a hang fails by the test's timeout
+            assert line, f"the server ended before answering: {answers}"
+            answer = json.loads(line)
+            answers[answer.get("id")] = answer
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert set(answers) == {1, 2, "three", None, 4, 5}, answers  # the malformed notification has no id to answer
     for rid, code, text in [(2, -32602, "E_USAGE: tools/call: params: an object is expected"),
                             ("three", -32602, "E_USAGE: tools/list: params: an object is expected"),
                             (None, -32700, "E_USAGE: the message is not JSON"),
@@ -255,5 +273,5 @@ async def test_a_line_the_transport_cannot_read_is_answered_and_the_server_goes_
         error = answers[rid]["error"]
         assert error["code"] == code and error["message"].startswith(text) and error["data"] == {"code": "E_USAGE"}
     assert {t["name"] for t in answers[5]["result"]["tools"]} == {"remember", "journal_search", "memory_list"}
-    assert "Traceback" not in p.stderr and p.stderr.count("(E_USAGE)") == 5, p.stderr
-    assert "Run make check" not in p.stderr
+    assert "Traceback" not in stderr and stderr.count("(E_USAGE)") == 5, stderr
+    assert "Run make check" not in stderr
