@@ -20,6 +20,7 @@ from cairn.protocol.memory import RememberRequest
 
 from tests import sweep
 from tests.journal.helpers import batches, cairn_json
+from tests.memory.converge import undated
 from tests.support import child_env
 from tests.support.warm import run_python
 
@@ -37,7 +38,7 @@ def _state(ws: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, bytes]]
     mem = ws / ".agents/memory"
     files = {p.name: p.read_bytes() for p in sorted(mem.iterdir()) if not p.name.startswith(".tmp-")} \
         if mem.exists() else {}
-    return rows, files
+    return rows, undated(files)  # a rerun near midnight writes the next day: see converge.undated
 
 
 def _workspace(path: Path, mode: str) -> Path:
