@@ -150,16 +150,7 @@ def _check(path: Path, tmp_path: Path) -> None:
         assert not twice, f"{path.name} (resumed: {resumes}): words captured twice, under: {twice[:5]}"
 
 
-#: sessions a cold import still reads short (not one of the defects these tests were written for): in
-#: claude-code-speakfree, Claude Code 2.1.x chains its hook ``progress`` records from a record written long
-#: before, and the records after them hang from those: the branch skips the assistant's replies between, so a
-#: cold import gives 8 of its 10 turns an empty reply, where an import of a prefix reads them
-SHORT_COLD = {"claude-code-speakfree.jsonl"}
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="progress records "
-                                                                           "cut the branch (SHORT_COLD)"))
-                                  if p.name in SHORT_COLD else p for p in COMMITTED], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
 def test_imports_while_written_capture_a_cold_imports_words_once(path: Path, tmp_path: Path) -> None:
     _check(path, tmp_path)
 
@@ -276,3 +267,35 @@ def test_a_record_written_before_the_one_it_hangs_from_never_closes_a_turn_early
     path = _write(tmp_path / "s.jsonl", recs[:4])
     assert _whole(path, sealed=False)[0] == []  # before: ("u1", "") captured, its text then lost by id
     _check(_write(tmp_path / "whole.jsonl", recs), tmp_path)
+
+
+def _hook(uid: str, parent: str, event: str, tool: str) -> dict[str, object]:
+    return {"type": "progress", "uuid": uid, "parentUuid": parent, "sessionId": SID, "isSidechain": False,
+            "data": {"type": "hook_progress", "hookEvent": event, "hookName": f"{event}:Bash", "command": "x.sh"},
+            "toolUseID": tool, "parentToolUseID": tool}
+
+
+def test_tool_hooks_written_at_the_end_of_a_turn_do_not_cut_its_replies_out(tmp_path: Path) -> None:
+    """Claude Code 2.1.x writes a turn's tool hooks' records when the turn ends, hanging from the tool call,
+    and the ``Stop`` hook, the turn's summary and the next prompt hang from them (claude-code-speakfree lines
+    12-45). Followed as written, the branch skipped every reply after the tool call: a cold import gave 8 of
+    the file's 10 turns an empty reply."""
+    tool: dict[str, object] = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    result = {"type": "user", "uuid": "r1", "parentUuid": "a1", "sessionId": SID, "isSidechain": False,
+              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                       "content": "a.txt b.txt"}]}}
+    recs = [_user("u1", None, "List the files, then say which is the config."),
+            _assistant("a1", "u1", tool, stop="tool_use"), result,
+            _assistant("a2", "r1", _text("b.txt is the config."), stop=None),
+            _hook("h1", "a1", "PreToolUse", "toolu_1"), _hook("h2", "h1", "PostToolUse", "toolu_1"),
+            _hook("h3", "h2", "Stop", "stop-1"),
+            {"type": "system", "subtype": "stop_hook_summary", "uuid": "s1", "parentUuid": "h3", "sessionId": SID,
+             "isSidechain": False},
+            _user("u2", "s1", "we deploy with make ship, never by hand"),
+            _assistant("a3", "u2", _text("Noted."), stop=None),
+            _hook("h4", "a3", "Stop", "stop-2")]
+    path = _write(tmp_path / "s.jsonl", recs)
+    assert _cold(path) == [("u1", "List the files, then say which is the config.", "b.txt is the config."),
+                           ("u2", "we deploy with make ship, never by hand", "Noted.")]
+    _check(path, tmp_path)  # and imported line by line
+

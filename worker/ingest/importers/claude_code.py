@@ -6,8 +6,10 @@ message, so the conversation that counts is the *active branch*: the chain
 from the most recent message back to the root (across compaction boundaries
 through ``logicalParentUuid``; a compaction with no parent, or whose logical
 parent the file does not hold before it, hangs from the record written just
-before it, so the turns before a compaction stay the session's). Sidechain
-records (sub-agents) are skipped.
+before it, so the turns before a compaction stay the session's; a tool hook's
+record written when the turn ended hangs from the record before it, not from
+its tool call: :func:`_hang_late_hooks`). Sidechain records (sub-agents) are
+skipped.
 
 A root turn starts at a user message carrying the user's own words; its id is
 that message's ``uuid`` (a fork-point id that survives rewinds). A message
@@ -121,6 +123,13 @@ def _stop_signal(rec: dict[str, Any]) -> bool:
     return kind == "progress" and isinstance(data, dict) and data.get("hookEvent") == "Stop"
 
 
+def _tool_hook(rec: dict[str, Any]) -> bool:
+    """A ``PreToolUse``/``PostToolUse`` hook's progress record (it reports on the tool call it hangs from)."""
+    data = rec.get("data")
+    return (rec.get("type") == "progress" and isinstance(data, dict) and data.get("type") == "hook_progress"
+            and data.get("hookEvent") in ("PreToolUse", "PostToolUse"))
+
+
 def _fresh_start(rec: dict[str, Any]) -> bool:
     """A ``SessionStart`` hook record with no parent: the conversation starts afresh in the same file (plan
     mode's "clear context" approval); what was said before it still belongs to the session."""
@@ -158,6 +167,7 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
     """
     whole = getattr(src, "start", 0) == 0
     fallback: dict[int, tuple[int, bool]] = {}  # node with no parent before it -> (the leaf before it, compaction)
+    late: dict[int, int] = {}  # a tool hook's progress record -> the leaf written before it (see _hang_late_hooks)
     nodes: dict[str, int] = {}
     parent_ids: list[str | None] = []
     offsets = array("q")
@@ -190,6 +200,8 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
             fallback.pop(i, None)
             if leaf >= 0 and leaf != i and not rec.get("isSidechain") and up not in nodes and _compaction(rec):
                 fallback[i] = (leaf, not rec.get("parentUuid") and _compaction(rec))  # see the docstring
+            if leaf >= 0 and leaf != i and _tool_hook(rec) and not rec.get("isSidechain"):
+                late[i] = leaf
             if leaf >= 0 and _fresh_start(rec) and not rec.get("isSidechain"):
                 earlier.append(leaf)
             if (kind in _MESSAGE_TYPES or _stop_signal(rec)) and not rec.get("isSidechain"):
@@ -209,7 +221,34 @@ def _index(src: Records) -> tuple[dict[str, int], array, array, array, list[tupl
         elif up is None or whole:  # no parent, or one the file never held
             parents[i] = before
     del parent_ids
+    _hang_late_hooks(parents, offsets, late)
     return nodes, parents, offsets, numbers, summaries, session_id, leaf, prompts, earlier
+
+
+def _hang_late_hooks(parents: array, offsets: array, late: dict[int, int]) -> None:
+    """Hang a tool hook's progress records written after the turn went on from the record written just before
+    them, not from the tool call they report on.
+
+    Claude Code 2.1.x writes a turn's ``PreToolUse``/``PostToolUse`` hook records when the turn ends, each
+    chain hanging from the tool call that ran its hooks, several messages back; the ``Stop`` hook's records,
+    the turn's summary and the next prompt hang from the end of that chain. Followed as written, the active
+    branch goes from the next prompt through the hooks to that tool call and skips every message between:
+    the turn's replies after the tool call look abandoned. A hook record is an annotation of its tool call,
+    never a rewind: when its parent is an ancestor of the leaf written before it (the same line of the
+    conversation, further on), it hangs from that leaf. A parent that is not such an ancestor (a real fork,
+    a hook continuing a chain of hooks) is kept."""
+    for node, before in late.items():
+        up = parents[node]
+        if up < 0 or up == before:
+            continue
+        start = offsets[up]
+        current, steps = before, 0
+        while current >= 0 and current != node and offsets[current] >= start and steps < 100_000:
+            if current == up:
+                parents[node] = before
+                break
+            current = parents[current]
+            steps += 1
 
 
 def _active_branch(parents: array, leaf: int) -> list[int]:
