@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cairn.protocol.worker import WorkerRequest
@@ -20,7 +20,7 @@ Files = dict[str, bytes | None]
 _DAY = re.compile(rb"\b\d{4}-\d{2}-\d{2}\b")
 
 
-def undated(files: Files) -> Files:
+def undated(files: Mapping[str, bytes | None]) -> Files:
     """``files`` with every calendar day written as ``<day>``.
 
     A topic carries the day of the run that wrote it (``noted``, ``confirmed``):

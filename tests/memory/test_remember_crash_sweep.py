@@ -33,7 +33,7 @@ def _remember(ws: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return run_python(["-m", "cairn.server", "remember", "--type", "project", TEXT, "-w", str(ws)], env=child_env(**env), timeout=120)
 
 
-def _state(ws: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, bytes]]:
+def _state(ws: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, bytes | None]]:
     rows = sorted((r["kind"], r["target"], r["title"], r["state"]) for r in cairn_json(ws, "proposals"))
     mem = ws / ".agents/memory"
     files = {p.name: p.read_bytes() for p in sorted(mem.iterdir()) if not p.name.startswith(".tmp-")} \
