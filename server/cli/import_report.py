@@ -33,7 +33,7 @@ def waiting_lines(*, turns: int, pending: int, empty: int, idle_minutes: float, 
             "if the session is over")
     if pending:
         head = "nothing complete yet: " if not turns else ""
-        out.append(f"{head}{pending} last turn(s) have a reply but no end signal or next prompt yet; {wait}")
+        out.append(f"{head}{pending} last turn(s) not over yet (no end signal or next prompt after them); {wait}")
     if empty and not turns and not pending:
         out.append("nothing complete yet: no prompt has been answered in it" if empty == 1
                    else f"nothing complete yet: no prompt has been answered in these {empty} files")

@@ -21,7 +21,7 @@ def _whole(sessions):  # noqa: ANN001, ANN202 - the sessions as a sealed file gi
 
 def test_sessions_turns_and_texts(fixture_copy):
     sessions = _whole(load(fixture_copy(FIXTURE)))
-    assert [len(s.turns) for s in sessions] == [2, 1]
+    assert [len(s.turns) for s in sessions] == [2, 2]  # the last prompt, with no reply yet, is kept when sealed
     assert all(s.source_format == "aider" for s in sessions)
     assert sessions[0].session_id != sessions[1].session_id
     first, second = sessions[0].turns
@@ -38,9 +38,12 @@ def test_sessions_turns_and_texts(fixture_copy):
     assert sessions[1].turns[0].parent_turn_id is None
 
 
-def test_tool_output_and_unanswered_prompts_absent(fixture_copy):
-    assert_absent(_whole(load(fixture_copy(FIXTURE))),
-                  ("Tokens:", "Applied edit", "Aider v0.82.1", "/add", "/run", "Added 12 lines", "fix the failing test"))
+def test_tool_output_and_commands_absent_and_an_unanswered_prompt_kept(fixture_copy):
+    sessions = load(fixture_copy(FIXTURE))
+    assert_absent(_whole(sessions), ("Tokens:", "Applied edit", "Aider v0.82.1", "/add", "/run", "Added 12 lines"))
+    # the file's last prompt has no reply (yet): the tail, with an empty reply, admitted when the file is sealed
+    tail = sessions[-1].tail
+    assert tail is not None and (tail.user, tail.assistant) == ("fix the failing test", "")
 
 
 def test_ids_stable_and_growth_adds_exactly_the_answer(fixture_copy):
@@ -50,7 +53,8 @@ def test_ids_stable_and_growth_adds_exactly_the_answer(fixture_copy):
     assert after[0] == before[0]
     assert after[1].session_id == before[1].session_id
     assert after[1].turns == before[1].turns  # the answered prompt is the file's last turn: a tail until sealed
-    assert after[1].tail is not None and before[1].tail is None
+    assert before[1].tail.assistant == "" and after[1].tail.assistant  # the tail grew its answer (not yet admitted)
+    assert after[1].tail.turn_id != before[1].tail.turn_id and after[1].tail.parent_turn_id == before[1].tail.parent_turn_id
     whole = after[1].sealed()
     assert len(whole.turns) == 2
     assert whole.turns[1].user == "fix the failing test"

@@ -128,16 +128,24 @@ def test_a_resumed_session_closes_its_tail_with_the_same_id(fixture_copy):
     assert after.tail.parent_turn_id == s.tail.turn_id
 
 
-def test_a_pending_tool_call_or_an_unanswered_prompt_is_no_tail(fixture_copy):
+def test_a_pending_tool_call_or_an_unanswered_prompt_is_still_the_tail(fixture_copy):
+    """The last prompt of a finished session is never lost: ending on a pending tool call, or with no
+    reply at all, it is the tail, with whatever reply text it has, and keeps its id once a prompt closes it."""
     path = fixture_copy(ROLLOUT_060)
+    (before,) = load(path)
     with path.open("a") as f:  # the model went on after its reply: a tool call, no output yet
         f.write(_line("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c"}))
     (s,) = load(path)
-    assert s.tail is None and len(s.turns) == 2
+    assert s.tail == before.tail and len(s.turns) == 2
     with path.open("a") as f:
         f.write(_line("event_msg", {"type": "user_message", "message": "And a reset button.", "images": []}))
     (s,) = load(path)
-    assert s.tail is None and s.turns[-1].user == LAST_PROMPT  # the new prompt closed it; it has no answer yet
+    assert s.turns[-1] == before.tail  # the new prompt closed it: the same turn, the same id
+    assert s.tail is not None and (s.tail.user, s.tail.assistant) == ("And a reset button.", "")
+    with path.open("a") as f:
+        f.write(_line("event_msg", {"type": "user_message", "message": "Also a pause key.", "images": []}))
+    (s,) = load(path)
+    assert s.turns[-1] == s.sealed().turns[-2] and (s.turns[-1].user, s.turns[-1].assistant) == ("And a reset button.", "")
 
 
 def test_a_session_whose_only_prompt_has_no_task_complete_is_kept(fixture_copy):
@@ -174,7 +182,8 @@ def test_the_older_layout_cut_inside_a_line_yields_only_whole_turns(fixture_copy
     cut = data.rindex(b'{"type":"message","id":"msg_')
     path.write_bytes(data[: cut + 40])  # the last reply half-written
     (s,) = load(path)
-    assert len(s.turns) == 1 and s.tail is None
+    assert len(s.turns) == 1 and s.tail is not None and s.tail.assistant == ""  # the prompt is the tail; its
+    # half-written reply is not read
 
 
 def test_state_lines_in_the_current_layout_are_skipped(fixture_copy):

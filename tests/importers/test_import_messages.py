@@ -36,10 +36,13 @@ def test_a_file_with_no_answered_prompt_says_nothing_is_complete_yet(workspace: 
     src = tmp_path / "rollout.jsonl"
     src.write_text("".join(ln for ln in ROLLOUT_060.read_text().splitlines(keepends=True)[:4]))  # meta, a prompt
     r = cairn(workspace, "import", str(src))
+    # the prompt is the session's last turn: kept, captured once the file is sealed (its words are never lost)
     assert r.stdout == ("imported 1 file(s) (codex), 0 session(s): 0 new turn(s), 0 already captured\n"
-                        "nothing complete yet: no prompt has been answered in it\n")
+                        "nothing complete yet: 1 last turn(s) not over yet (no end signal or next prompt after them); "
+                        "captured once the file has been quiet 20 minute(s), or now with --ended if the session is "
+                        "over\n")
     out = json.loads(cairn(workspace, "import", str(src), "--json").stdout)
-    assert (out["empty"], out["formats"], out["captured"]) == (1, ["codex"], 0)
+    assert (out["pending"], out["formats"], out["captured"]) == (1, ["codex"], 0)
 
 
 def test_format_given_for_a_whole_file_json_names_what_it_is(workspace: Path, tmp_path: Path) -> None:
@@ -98,7 +101,7 @@ def test_import_all_counts_what_it_left_out_and_what_waits(tmp_path: Path) -> No
     assert out["left_out"] == {"other-workspace": 1, "no-workspace": 1}
     said = cairn(ws, "import", "--all", env=env).stdout.splitlines()
     assert said[0] == "imported 1 session(s) from 1 source(s) (codex): 0 new turn(s), 2 already captured"
-    assert said[1] == ("1 last turn(s) have a reply but no end signal or next prompt yet; captured once the file "
+    assert said[1] == ("1 last turn(s) not over yet (no end signal or next prompt after them); captured once the file "
                        "has been quiet 20 minute(s), or now with --all --ended if the session is over")
     assert said[2] == ("left out: 1 session(s) of other workspaces, 1 session(s) whose tool records no workspace; "
                        "--every-workspace takes every workspace's sessions")

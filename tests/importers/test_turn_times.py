@@ -30,7 +30,7 @@ def times(path: Path, fmt: str = "auto") -> list[str | None]:
 def test_specstory_prompts_dated_in_their_headers() -> None:
     # real export (VS Code, SpecStory Markdown v2.1.0): `_**User (2025-11-25 12:37Z)**_`, answers undated
     assert times(CORPUS / "specstory-esphome-astro-site.md") == ["2025-11-25T12:37:00.000Z",
-                                                                "2025-11-25T12:49:00.000Z"]
+                                                                "2025-11-25T12:49:00.000Z", "2025-11-25T13:03:00.000Z"]
 
 
 def test_specstory_dated_answers_give_the_turn_its_end() -> None:

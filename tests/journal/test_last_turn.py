@@ -53,7 +53,7 @@ def test_import_captures_the_last_turn_once_the_file_is_quiet_and_a_resumed_sess
     assert (live["captured"], live["pending"], live["formats"]) == (2, 1, ["codex"])
     said = cairn(workspace, "import", str(src)).stdout.splitlines()
     assert said == ["imported 1 file(s) (codex), 1 session(s): 0 new turn(s), 2 already captured",
-                    "1 last turn(s) have a reply but no end signal or next prompt yet; captured once the file has "
+                    "1 last turn(s) not over yet (no end signal or next prompt after them); captured once the file has "
                     "been quiet 20 minute(s), or now with --ended if the session is over"]
     _quiet(src)
     sealed = cairn_json(workspace, "import", str(src))

@@ -24,9 +24,9 @@ from tests.journal.helpers import cairn, cairn_json
 from tests.support import REPO
 
 # a real SpecStory export (MIT, see tests/corpus/manifest.json): a VS Code session held on 2025-11-25,
-# prompts dated 12:37Z and 12:49Z
+# prompts dated 12:37Z, 12:49Z and 13:03Z (the last one, unanswered when the export ends, is kept at seal)
 ESPHOME = REPO / "tests" / "corpus" / "files" / "specstory-esphome-astro-site.md"
-STARTED, ENDED = "2025-11-25T12:37:00.000Z", "2025-11-25T12:49:00.000Z"
+STARTED, ENDED = "2025-11-25T12:37:00.000Z", "2025-11-25T13:03:00.000Z"
 STARTED_EPOCH = 1764074220.0  # 2025-11-25T12:37:00Z
 
 

@@ -105,10 +105,37 @@ _HOUSEKEEPING = ("Open URL for more info?", "Open documentation url for more inf
                  "No git repo found", "Add .aider")
 _INTERRUPTED = ("^C again to exit", "^C KeyboardInterrupt")
 _THINKING = re.compile(r"<(thinking-content-[0-9a-f]+|think)>")
+# aider's in-chat commands (``Commands`` in aider's ``commands.py``); aider takes any unambiguous prefix (``/ex``)
+_COMMANDS = ("add", "architect", "ask", "chat-mode", "clear", "clipboard", "code", "commit", "context", "copy",
+             "copy-context", "diff", "drop", "edit", "editor", "editor-model", "exit", "git", "help", "lint", "load",
+             "ls", "map", "map-refresh", "model", "models", "multiline-mode", "paste", "quit", "read-only",
+             "reasoning-effort", "report", "reset", "run", "save", "settings", "test", "think-tokens", "tokens",
+             "undo", "voice", "weak-model", "web")
+# commands whose argument is a message to the model: with one, the prompt is the user's words
+_MESSAGE_COMMANDS = ("architect", "ask", "code", "context", "help")
+_COMMAND = re.compile(r"/([a-z][a-z-]*)(?:\s+(\S.*))?", re.S)
 
 
 def _is_prompt(line: str) -> bool:
     return line.startswith("#### ") or line.rstrip() == "####"
+
+
+def _is_command(text: str) -> bool:
+    """Whether a prompt's text is an aider command (``/drop``, ``/ex``), not words for the model
+    (``/ask why?`` is: a message command with its message)."""
+    m = _COMMAND.fullmatch(text.strip())
+    if m is None:
+        return False
+    named = [name for name in _COMMANDS if name.startswith(m.group(1))]
+    if not named:
+        return False  # ``/usr/lib/…``: a path, not a command
+    return not (m.group(2) and any(name in _MESSAGE_COMMANDS for name in named))
+
+
+def _says_something(prompt: list[str]) -> bool:
+    """Whether a prompt holds the user's words: not only a command, nor only empty input (``<blank>``)."""
+    text = "\n".join(line for line in prompt if line.strip() != "<blank>").strip()
+    return bool(text) and not _is_command(text)
 
 
 def _is_group_answer(line: str) -> bool:
@@ -174,12 +201,16 @@ class _Session:
         self.quote_from = 0  # where the reply's current blockquote starts in ``reply``
         #: the turn before the prompt being read, added once that prompt proves not to be its hand-off
         self.parked: tuple[list[str], list[str], list[str]] | None = None
+        #: only blank lines since the last line of a prompt that says something: a next ``#### `` block
+        #: goes on with that prompt (see the module docstring)
+        self.joinable = False
+        self.dropping = False  # reading a command written right after a prompt, before any reply
 
     def _add(self, prompt: list[str] | None, reply: list[str], answers: list[str], *, tail: bool = False) -> None:
         if prompt is not None:
             user = "\n".join(prompt).strip()
             assistant = "\n".join(reply).strip()
-            if user and assistant:
+            if user and (assistant or _says_something(prompt)):
                 if answers:
                     user = "\n\n".join([user, *answers])
                 (self.builder.set_tail if tail else self.builder.add)(user, assistant, completed_at=self.started)
@@ -203,6 +234,14 @@ class _Session:
         refusal answered, a reply after the files the previous one named were added): it is the session's
         tail (:attr:`Session.tail`), captured once a next prompt closes it or the file is sealed, never
         twice."""
+        if last and self.reading_prompt and self._handing_off():
+            # the file ends inside the architect's hand-off, written so far: the turn is not over (the rest of
+            # the hand-off and the editor's reply join it), so it is the tail, never captured without them
+            assert self.parked is not None
+            before, answer, answers = self.parked
+            self.parked, self.reading_prompt = None, False
+            self._add(before, answer, answers, tail=True)
+            return
         if self.reading_prompt:
             self._prompt_read()
         if self.parked is not None:
@@ -214,6 +253,17 @@ class _Session:
         self._add(self.prompt, self.reply, self.answers)
         self.prompt, self.reply, self.answers, self.parked = None, [], [], None
         self.fence, self.thinking, self.reading_prompt, self.interrupted = None, None, False, False
+        self.joinable = self.dropping = False
+
+    def _handing_off(self) -> bool:
+        """Whether the prompt read so far (the file ends in it) repeats the start of the parked turn's reply,
+        three words at least: the architect's hand-off to the editor model, cut where the file ends."""
+        if self.parked is None or self.prompt is None:
+            return False
+        said, got = _words(self.parked[1]), _words(self.prompt)
+        if len(got) < 3 or len(got) > len(said):
+            return False
+        return said[:len(got) - 1] == got[:-1] and said[len(got) - 1].startswith(got[-1])
 
     def _reply_ends(self, line: str) -> bool:
         """Inside a fence or a thinking block, after a blank line: whether ``line`` is aider writing
@@ -224,26 +274,44 @@ class _Session:
 
     def feed(self, line: str) -> None:
         last, self.last = self.last, "blank" if not line.strip() else "reply"
+        if line.strip() and not (self.fence is None and self.thinking is None and _is_prompt(line)):
+            self.joinable = False
         if (self.fence is not None or self.thinking is not None) and last == "blank" and self._reply_ends(line):
             self.fence = self.thinking = None
         if self.thinking is not None:
             self._think(line)
             return
         if self.fence is None and not self.reading_prompt and _is_group_answer(line):
-            self.last = "group"
+            self.last, self.joinable = "group", False
             return  # aider's own answer to a yes/no question, not a prompt (a prompt's later lines are kept)
         if self.fence is None and _is_prompt(line):
             self.last = "prompt"
+            text = line[5:].rstrip() if len(line) > 4 else ""
+            if self.dropping and self.reading_prompt:
+                return
+            if not self.reading_prompt and self.joinable and self.prompt is not None:
+                # a block after only blank lines: the same prompt going on (one input aider logged in
+                # pieces), or a command typed before the reply, which does not replace the prompt
+                self.reading_prompt = True
+                if _is_command(text):
+                    self.dropping, self.joinable = True, False
+                else:
+                    self.prompt.extend(["", text])
+                return
             if not self.reading_prompt:
                 if self.prompt is not None:  # parked until the new prompt is whole (a hand-off?)
                     self.parked = (self.prompt, self.reply, self.answers)
                 self.prompt, self.reply, self.answers, self.reading_prompt = [], [], [], True
                 self.fence, self.interrupted = None, False
             assert self.prompt is not None
-            self.prompt.append(line[5:].rstrip() if len(line) > 4 else "")
+            self.prompt.append(text)
             return
         if self.reading_prompt:
-            self._prompt_read()
+            if self.dropping:
+                self.reading_prompt = self.dropping = False
+            else:
+                self._prompt_read()
+                self.joinable = not any(r.strip() for r in self.reply) and _says_something(self.prompt or [])
         if self.fence is None and _is_quote(line):
             self._quote(line, last)
             return
@@ -307,7 +375,10 @@ def parse(text: str, *, source_name: str) -> list[Session]:
     """Parse a chat history file into one session per ``# aider chat started at`` header."""
     text = text.replace("\r\n", "\n")
     chunks: list[tuple[str | None, list[str]]] = [(None, [])]
-    for line in text.split("\n"):
+    lines_of = text.split("\n")
+    if lines_of and not lines_of[-1]:
+        lines_of.pop()  # the file ends with a whole line: no blank line follows it (a prompt may go on)
+    for line in lines_of:
         if _HEADER.match(line):
             chunks.append((line.strip(), []))
         else:

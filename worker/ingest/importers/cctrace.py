@@ -22,7 +22,10 @@ user's name, and the echo stands for the prompt. Thinking and tool traffic
 are not text.
 
 A turn is complete when a new prompt follows it, or, for the last turn, when
-its last message is assistant text with no tool call pending. Its
+its last message is assistant text with no tool call pending; one that is not
+(a tool call pending, no reply yet) is the session's tail (:attr:`Session.tail`),
+with whatever reply text it has, admitted once the file is sealed: the last
+prompt of a finished session is never lost. A turn's
 ``completed_at`` is the timestamp of its last assistant message.
 """
 
@@ -100,7 +103,7 @@ def _user_content(body: str) -> str | list[dict[str, Any]]:
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
-    """Parse one export into at most one session of completed turns."""
+    """Parse one export into at most one session of completed turns (and its tail)."""
     text = text.replace("\r\n", "\n")
     if not text.lstrip("\ufeff\n").startswith(MAGIC):
         raise malformed(1, "missing the '# Claude Code Session Export' header")
@@ -159,8 +162,10 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         ends_cleanly = bool(said) and not tool
     if ends_cleanly:
         close()
+    elif user is not None:  # the last prompt, waiting on a tool or on its reply: the tail (admitted when sealed)
+        builder.set_tail(user, join_texts(texts), completed_at=at)
 
-    if not len(builder):
+    if not len(builder) and not builder.has_tail:
         return []
     sid = found_sid.group(1).strip() if found_sid else derived_session_id(NAME, None, builder.first_user or "")
     return [builder.finish(session_id=sid, source_format=NAME, title=None)]

@@ -22,7 +22,11 @@ Prompts go through the same boilerplate rules as Claude Code's JSONL
 (:func:`_claude.clean_prompt`); a shell-mode prompt (``! cmd``) is not a
 prompt for the journal. A local slash command (``/model``) that the model
 does not answer never completes a turn; one it answers (a custom command)
-stands for the user's prompt.
+stands for the user's prompt. The last prompt, when its turn did not end on
+reply text (``Interrupted by user``, a tool call pending, no reply), is the
+session's tail (:attr:`Session.tail`), with whatever reply text it has,
+admitted once the file is sealed: the last prompt of a finished session is
+never lost.
 
 A prompt Claude Code shows as a command's status, ``/init is analyzing your
 codebase…`` or ``/review is running… <arguments>``, stands for what the user
@@ -184,7 +188,7 @@ def _typed(prompt: str) -> str:
 
 
 def parse(text: str, *, source_name: str) -> list[Session]:
-    """Parse one export into at most one session of completed turns."""
+    """Parse one export into at most one session of completed turns (and its tail)."""
     text = text.replace("\r\n", "\n").lstrip("\ufeff")
     builder = TurnBuilder()
     user: str | None = None
@@ -217,7 +221,10 @@ def parse(text: str, *, source_name: str) -> list[Session]:
         close()
     for turn in _without_repeats(turns):
         builder.add(*turn)
-    if not len(builder):
+    if not ends_cleanly and user is not None and (answered or not user.startswith("/")):
+        # the last prompt, interrupted, waiting on a tool or on its reply: the tail (admitted when sealed)
+        builder.set_tail(user, join_texts(texts))
+    if not len(builder) and not builder.has_tail:
         return []
     found = _CWD.search(text[:4096]) or _V2_CWD.search(text[:4096])
     sid = derived_session_id(NAME, found.group(1).strip() if found else None, builder.first_user or "")

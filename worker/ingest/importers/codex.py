@@ -26,9 +26,11 @@ text before any reply. Assistant text comes from assistant messages
 A turn closes on ``task_complete`` (written by Codex CLI versions after
 0.60), else on the next prompt. The last prompt of a file with neither (Codex CLI up to
 about 0.60 wrote no ``task_complete`` event; any session ended or killed
-before it) is the session's :attr:`~cairn.protocol.transcript.Session.tail`
-when its reply's text is the last thing the file holds (no tool call after
-it, none pending): the import admits it once the file is sealed. Codex's own
+before it) is the session's :attr:`~cairn.protocol.transcript.Session.tail`,
+with whatever reply text it has (none yet, or a tool call pending after it):
+the import admits it once the file is sealed, so the last prompt of a
+finished session is never lost. A prompt that got no reply before the next
+one (interrupted at once) is a turn with an empty reply. Codex's own
 turn ids are per-process submission counters that repeat across resumes, so
 turn ids are derived from content, chained through the parent turn id; a
 tail's id is the one the same turn gets once a next prompt closes it.
@@ -215,12 +217,11 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
     user: str | None = None
     texts: list[str] = []
     answered = False
-    on_text = False  # the reply's text is the last thing read (no tool call after it)
     completed_at: str | None = None
     from_item = False  # the turn's prompt is a user message's, no reply yet: its event may follow
 
     def close() -> None:
-        if user is not None and answered:
+        if user is not None:  # answered or not: the prompt is the user's word
             builder.add(user, join_texts(texts), completed_at=completed_at or started)
             opened.append(opening)
 
@@ -248,16 +249,14 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
                 said = _texts(payload.get("content"), ("output_text", "text"))
                 texts.extend(said)
                 answered, completed_at = True, stamp or completed_at
-                on_text = on_text or any(t.strip() for t in said)
             continue
         elif kind == "event_msg" and ptype == "agent_message" and replies_from_events:
             if isinstance(payload.get("message"), str):
                 texts.append(payload["message"])
-                on_text = on_text or bool(payload["message"].strip())
             answered, completed_at = True, stamp or completed_at
             continue
         elif kind == "response_item" and ptype in _ACTIVITY:
-            answered, on_text = True, False
+            answered = True
             continue
         elif kind == "event_msg" and ptype == "task_complete":
             if answered:
@@ -269,10 +268,10 @@ def read(src: Records, *, start: State | None = None, session_id: str | None = N
             continue
         if prompt:
             close()
-            user, texts, answered, on_text, completed_at = prompt, [], False, False, None
+            user, texts, answered, completed_at = prompt, [], False, None
             opening, from_item = (offset, number), kind == "response_item"
 
-    if user is not None and answered and on_text:
+    if user is not None:
         builder.set_tail(user, join_texts(texts), completed_at=completed_at or started)
     state = None if not records and start is None else State(
         legacy=legacy, named=session_id is not None, started=started, event_prompts=events_have_prompts,
