@@ -33,6 +33,9 @@ NO_NOTE = {
         "chat so that I can use it for context to a new chat.",
         # aider-career-os 0.1
         "Update scripts/seed_pooja_only.ts to use the table name monitor_orgs instead of TargetCompanies.",
+        # aider-career-os, line 2061 ("perform …" asks for the work; the "do not …" after it fences that work)
+        "Perform a full rewrite of src/components/tabs/OpportunityMonitor.tsx. Do not use partial updates or diff "
+        "markers to avoid syntax errors.",
         # specstory-politipo-pandera 0.4
         "please move the tests to a tests folder so they don't enter in the library when users pip install",
         # specstory-video-share-metadata-design 0.0
@@ -207,6 +210,9 @@ NO_NOTE = {
         "ok ora la Action funziona perchè ho reinserito in .gitignore sia iil docker-compose.yml che il dockerFile, "
         "ma in fase di build ricevo qeusto errore: Run actions/checkout@v4\nSyncing repository: AV77web/magricambi\n"
         "Getting Git version info\n",
+        # aider-brejlator, lines 6357 and 7233 (aider's /help puts its docs on the user side: a command table)
+        "| **/quit** | Exit the application |\n\n| **/read** | Add a file to the chat that is for reference, not to be "
+        "edited |\n\n| **/run** | Run a shell command and optionally add the output to the chat (alias: !) |",
     ],
     # a debugging recipe for the problem of the moment
     "debugging recipe": [

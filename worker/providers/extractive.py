@@ -15,7 +15,7 @@ agent's "└"/"⎿" tool output), nor a message over 32 KiB (``PASTED_DOCUMENT``
 document pasted whole, someone else's ``CLAUDE.md`` or a product's terms, whose
 rules are its author's, not a user's words). Before matching, each user message is cleaned: fenced code
 blocks (an unclosed fence runs to the end), indented blocks, quoted lines
-(``>``) and lines that look like logs, tracebacks, console prompts, aligned
+(``>``), markdown table rows (``| … |``: a pasted table, a tool's help) and lines that look like logs, tracebacks, console prompts, aligned
 program output, compiler output, Dockerfile or environment-file lines, or
 code are dropped. What remains is split into sentences; bullets and leading filler
 ("ok,", "btw", "also", "remember that" …) are ignored. A sentence is then
@@ -27,11 +27,13 @@ keeps nothing where it is unsure (recall is the model path's job).
 
 Rules that drop a sentence whatever it says:
   requests for work addressed to the assistant ("add/create/initialize/
-  implement/fix/refactor/rewrite/unify/compare/get/put …", "let's …", "can you …",
+  implement/fix/refactor/rewrite/unify/compare/get/put/perform …", "let's …", "can you …",
   "I want you to …", "your task is …", "we should (also) adjust …", also after
   "moreover," / "finally," …), unless said "always/never …" or "from now on …";
   the list items of a message that opens with such a request (its
-  specification: "Fix image loading …" over "- always fall back to …");
+  specification: "Fix image loading …" over "- always fall back to …"), and a
+  "don't …" right after it ("Perform a full rewrite of X. Do not use partial
+  updates …": a fence of that work);
   a request behind a pasted link ("https://… Help me copy the README");
   questions (ends with ``?`` or ``?!``); sentences over 1000 characters (pasted text);
   markers of a one-off or of the moment ("for now", "this time", "right
@@ -138,6 +140,10 @@ _LOG_LINE = re.compile(
 )
 _CODE_END = re.compile(r"[;{}]\s*$|^\s*[})\]]")
 _BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+# a markdown table row ("| **/read** | Add a file to the chat … |"): a pasted table or a tool's help, not prose
+_TABLE_ROW = re.compile(r"^\|.*\|$")
+# "don't …" / "do not …" opening a sentence (said after a request for work: a fence of that work)
+_FENCE_OF_REQUEST = re.compile(r"^(?:please\s+)?(?:do\s+not|don'?t|don’t)\b", re.I)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)")
 # a lower-case line continues the previous one only if that one looks wrapped
 # (long); chat users often write one thought per short line, unpunctuated
@@ -239,7 +245,7 @@ def _symbol_heavy(line: str) -> bool:
 
 def _units(text: str) -> list[tuple[list[str], bool]]:
     """Prose paragraphs of ``text`` (each its sentences, and whether it began as a list item), without code,
-    quotes and logs."""
+    quotes, tables and logs."""
     units: list[tuple[str, bool]] = []
     current: list[str] = []
     item = False  # the paragraph being read began as a list item ("- …", "2. …")
@@ -267,7 +273,7 @@ def _units(text: str) -> list[tuple[list[str], bool]]:
             close()
             continue
         line = raw.strip()
-        if line.startswith(">") or _LOG_LINE.match(line) or _CODE_END.search(line) or _symbol_heavy(line):
+        if line.startswith(">") or _TABLE_ROW.match(line) or _LOG_LINE.match(line) or _CODE_END.search(line) or _symbol_heavy(line):
             close()
             continue
         bullet = _BULLET.match(line) is not None
@@ -315,7 +321,7 @@ _WORK_REQUEST = re.compile(
       |tweak|polish|replace|extend|enable|disable|configure|wire|hook\ up|introduce|design|develop|finish|complete
       |continue|start|run|test|deploy|commit|push|merge|review|check|investigate|debug|analy[sz]e|look\ at|go\ ahead
       |help\ me|show\ me|tell\ me|explain|summari[sz]e|list|find|read|open|try|compare|revert|upgrade|translate|get|put|fetch|pull|copy|download|upload|hide|display|insert|append
-      |attach|draw|render|plot|connect|call|send)\b
+      |attach|draw|render|plot|connect|call|send|perform|do\ a|do\ the)\b
     |let'?s\b|let\ us\b|i\ (?:want|need|would\ like|'d\ like)\ you\ to\b|(?:can|could|would|will)\ you\b
     |your\ (?:task|job|goal|mission|assignment)\ (?:is|will\ be)\b)""",
     re.I | re.X,
@@ -619,12 +625,14 @@ def digest(inp: DigestInput) -> DigestOutput:
             )
         units = _units(text)
         brief = bool(units) and _asks_for_work(units[0][0][0])
-        for sentences, item in units:
+        for u, (sentences, item) in enumerate(units):
             for i, sentence in enumerate(sentences):
                 position += 1
                 # the list items of a message that opens with a request for work specify that work ("Fix image
-                # loading …" then "- always fall back to a local image"): its requirements, not standing rules
-                if brief and item:
+                # loading …" then "- always fall back to a local image"): its requirements, not standing rules;
+                # so does a "don't …" right after the request ("Perform a full rewrite of X. Do not use partial
+                # updates …"): a fence of that work ("never …" and "from now on …" still say a standing rule)
+                if brief and (item or (u == 0 and i > 0 and _FENCE_OF_REQUEST.match(sentence))):
                     continue
                 found = classify(sentence)
                 if found is None:
