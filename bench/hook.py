@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
+import re
 import statistics
 import subprocess
 import sys
@@ -53,7 +53,8 @@ def hook_run(root: Path, n: int, argv: list[str]) -> float:
     folder.mkdir(parents=True)
     ws.mkdir()
     path = folder / f"{SESSION}.jsonl"
-    shutil.copyfile(REAL, path)
+    # the session recorded in the workspace: a hook imports a session only into the workspace it belongs to
+    path.write_bytes(re.sub(rb'"cwd":"[^"]*"', b'"cwd":' + json.dumps(str(ws)).encode(), REAL.read_bytes()))
     payload = json.dumps({"session_id": SESSION, "transcript_path": str(path), "cwd": str(ws),
                           "hook_event_name": "SessionEnd", "reason": "exit"}).encode()
     env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CAIRN_DEBUG")}
@@ -68,7 +69,7 @@ def codex_run(root: Path, n: int, argv: list[str]) -> float:
     day = home / ".codex" / "sessions" / "2025" / "07" / "14"
     day.mkdir(parents=True)
     ws.mkdir()
-    shutil.copyfile(ROLLOUT, day / ROLLOUT.name)
+    (day / ROLLOUT.name).write_bytes(ROLLOUT.read_bytes().replace(b"/home/dana/src/cairn-demo", str(ws).encode()))
     payload = json.dumps({"type": "agent-turn-complete", "thread-id": THREAD, "turn-id": "3", "cwd": str(ws),
                           "input-messages": ["Now bump the version and tag a release."],
                           "last-assistant-message": "Done."})

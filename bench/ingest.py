@@ -591,6 +591,9 @@ def codex_append(tmp: Path, repeat: int, scale: int, baseline: Path | None = Non
     day.mkdir(parents=True)
     thread = "0000000a-0000-7000-0000-000000000001"
     rollout = write_rollout(h.add(day / f"rollout-2026-05-11T10-00-00-{thread}.jsonl"), 10, turns)
+    # the session recorded in the hook's workspace: a hook imports a session only into the workspace it belongs to
+    rollout.write_bytes(rollout.read_bytes().replace(b'"cwd":"/work/project"',
+                                                     b'"cwd":' + json.dumps(str(root / "ws-hook")).encode(), 1))
     base = str(baseline) if baseline else None
     views = [("", None), ("-baseline", base)] if base else [("", None)]
 

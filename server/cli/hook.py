@@ -5,8 +5,11 @@ waiting), imports what is new in the transcript it names and seals the
 session with the trigger its event maps to (:mod:`worker.journal.hook`).
 ``cairn hook codex PAYLOAD`` is Codex's ``notify`` program: its payload is
 the last argument (Codex gives the program no stdin), it names the thread
-whose rollout is imported, with no seal; the workspace is the payload's
-``cwd`` unless ``-w`` names one.
+whose rollout is imported, with no seal.
+Every agent's workspace is decided the same way (:func:`worker.journal.hook.candidate`,
+:func:`~worker.journal.hook.workspace_of`): the payload's ``cwd`` unless
+``-w`` names one, never the file system root or the home folder, and a
+session is imported only into the workspace its own recorded folder is in.
 It never fails the agent: the exit status is 0 whatever happens; a problem
 is one ``cairn: hook: E_…: …`` line on stderr (ids and codes, never
 transcript text). Depends only on :mod:`server.cli.support`.
@@ -36,7 +39,7 @@ def hook_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("payload", nargs="?", metavar="PAYLOAD",
                    help="codex only: the JSON argument Codex's notify program gets after each turn")
     p.add_argument("--json", action="store_true", help="print what was done as JSON on stdout")
-    p.set_defaults(workspace=None)  # codex: the payload's cwd unless -w names the workspace
+    p.set_defaults(workspace=None)  # the payload's cwd unless -w names the workspace
 
 
 def parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
@@ -77,17 +80,16 @@ def cmd_hook(ns: argparse.Namespace) -> int:
             if ns.payload is None:
                 raise CairnError(ErrorCode.HOOK_PAYLOAD_INVALID, "no payload argument (Codex's notify passes "
                                  "it as the last argument)")
-            payload = H.find_rollout(H.parse_notify(ns.agent, os.fsencode(ns.payload)), home, os.environ)
-            where = ns.workspace or payload.cwd or "."
-            if not os.path.isdir(where):
-                raise CairnError(ErrorCode.HOOK_PAYLOAD_INVALID, "the payload's cwd is not a folder")
-            ws = os.path.abspath(where)
+            payload = H.parse_notify(ns.agent, os.fsencode(ns.payload))
+            where = H.candidate(payload, ns.workspace, ".")
+            payload = H.find_rollout(payload, home, os.environ)
         else:
             if ns.payload is not None:
                 raise CairnError(ErrorCode.USAGE, f"{ns.agent}'s hook payload comes on stdin, not as an argument")
             payload = H.parse(ns.agent, _stdin(H.MAX_PAYLOAD))
-            ws = os.path.abspath(ns.workspace or ".")
-        path = H.check_transcript(payload, ws, home, os.environ)
+            where = H.candidate(payload, ns.workspace, ".")
+        path = H.check_transcript(payload, where, home, os.environ)
+        ws = H.workspace_of(payload, path, where, ns.workspace is not None, home, os.environ)
         done = H.run(payload, path, ws, load_config(ws))
         if ns.json:
             emit_json(done)

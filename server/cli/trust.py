@@ -2,7 +2,9 @@
 
 A trusted workspace's ``.cairn/config.toml`` may set the settings that send
 data off the machine or run a program (provider, endpoint, API key variable,
-command); an untrusted one's are ignored (:mod:`worker.settings.config`). The list is the user's, in
+command), and those only the user chooses (the model, memory roots outside
+the workspace, ``mode = "auto"``); an untrusted one's are ignored, with one
+``E_WORKSPACE_UNTRUSTED`` warning (:mod:`worker.settings.config`). The list is the user's, in
 ``$XDG_CONFIG_HOME/cairn/`` (:mod:`worker.settings.trust`). Depends only on
 :mod:`server.cli.support`; the rows are in :mod:`server.cli.commands`.
 

@@ -455,6 +455,8 @@ def test_codex_notify_after_a_turn_captures_the_new_turns_as_a_whole_read_would(
     day = tmp_path / "home" / ".codex" / "sessions" / "2026" / "05" / "11"
     day.mkdir(parents=True)
     src = write_rollout(day / f"rollout-2026-05-11T10-00-00-{thread}.jsonl", 13, 150)
+    # the session recorded in the workspace: a hook imports a session only into the workspace it belongs to
+    src.write_bytes(src.read_bytes().replace(b'"cwd":"/work/project"', b'"cwd":' + json.dumps(str(workspace)).encode(), 1))
     env = child_env(HOME=str(tmp_path / "home"))
     env.pop("CODEX_HOME", None)
     payload = json.dumps({"type": "agent-turn-complete", "thread-id": thread, "turn-id": "1", "cwd": str(workspace)})

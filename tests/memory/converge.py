@@ -14,6 +14,7 @@ from cairn.state.fsdir import PinnedDir
 from cairn.worker.entry import run_request
 
 from tests.journal.helpers import DEMO, cairn
+from tests.support import users_auto_mode
 
 Files = dict[str, bytes | None]
 
@@ -35,8 +36,7 @@ def digested_template(template: Path, *, auto: bool = False) -> Path:
     """A workspace with an AGENTS.md and the demo session imported, sealed and digested (``auto``: auto mode)."""
     template.mkdir(parents=True)
     if auto:
-        (template / ".cairn").mkdir()
-        (template / ".cairn/config.toml").write_text('mode = "auto"\n')
+        users_auto_mode()
     (template / "AGENTS.md").write_bytes(b"# Agents\n\nBe terse.\n")
     cairn(template, "import", str(DEMO))
     cairn(template, "seal")

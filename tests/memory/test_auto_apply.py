@@ -17,6 +17,7 @@ from cairn.worker.memory import review as R
 from cairn.worker.memory.store import MemoryStore
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
+from tests.support import users_auto_mode
 
 AGENTS = "# Agents\n\nBe terse.\n"
 
@@ -27,7 +28,7 @@ def _reviewed_then_killed(ws: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
     Returns proposal id -> kind.
     """
     (ws / ".cairn").mkdir(exist_ok=True)
-    (ws / ".cairn/config.toml").write_text('mode = "auto"\n')
+    users_auto_mode()
     (ws / "AGENTS.md").write_text(AGENTS)
     cairn(ws, "import", str(DEMO))
     cairn(ws, "seal")

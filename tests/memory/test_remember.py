@@ -16,7 +16,7 @@ from cairn.worker.memory.remember import MAX_BYTES, check_request, remember
 from cairn.worker.memory.store import MemoryStore
 
 from tests.journal.helpers import DEMO, cairn, cairn_json
-from tests.support import PYTHON, REPO, child_env
+from tests.support import PYTHON, REPO, child_env, users_auto_mode
 
 SECRET = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
 FACTS = [  # unrelated facts: no two are similar enough to share a topic
@@ -132,8 +132,7 @@ def test_a_secret_in_a_remembered_text_never_reaches_the_proposal_or_public_reco
 
 
 def test_auto_mode_applies_the_proposal_through_the_checked_path(workspace: Path) -> None:
-    (workspace / ".cairn").mkdir()
-    (workspace / ".cairn/config.toml").write_text('mode = "auto"\n')
+    users_auto_mode()
     out = cairn_json(workspace, "remember", "--type", "project", "Releases are cut from the main branch")
     [p] = out["proposals"]
     assert out["applied"] == [p["id"]] and p["state"] == "applied"

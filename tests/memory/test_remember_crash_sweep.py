@@ -21,7 +21,7 @@ from cairn.protocol.memory import RememberRequest
 from tests import sweep
 from tests.journal.helpers import batches, cairn_json
 from tests.memory.converge import undated
-from tests.support import child_env
+from tests.support import child_env, users_auto_mode
 from tests.support.warm import run_python
 
 pytestmark = pytest.mark.slow  # a crash sweep or race: sampled by default, see tests/sweep.py
@@ -44,7 +44,10 @@ def _state(ws: Path) -> tuple[list[tuple[str, str, str, str]], dict[str, bytes |
 def _workspace(path: Path, mode: str) -> Path:
     path.mkdir()
     (path / ".cairn").mkdir()
-    (path / ".cairn/config.toml").write_text(f'mode = "{mode}"\n')
+    if mode == "auto":
+        users_auto_mode()  # the user's to choose: an untrusted workspace's own file cannot
+    else:
+        (path / ".cairn/config.toml").write_text(f'mode = "{mode}"\n')
     return path
 
 

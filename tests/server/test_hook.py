@@ -8,6 +8,7 @@ says its fixed code on stderr and writes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -27,13 +28,20 @@ REAL = FIXTURES / "claude-code" / "speakfree-ide-context.jsonl"  # one real turn
 SESSION = "7d48b15d-e2d0-4b94-a40b-621ba5e8485f"
 
 
-def _store(tmp_path: Path) -> tuple[Path, Path]:
-    """A home whose Claude Code store holds the real transcript: (home, transcript)."""
+#: the folder the real transcript's session records as its own
+RECORDED = b'"cwd":"/Users/mikemorgenstern/TIDR Dropbox/TIDR Team Folder/RG Collab Admin"'
+
+
+def _store(tmp_path: Path, cwd: Path | None = None, project: str = "-home-dana-src-speakfree") -> tuple[Path, Path]:
+    """A home whose Claude Code store holds the real transcript in folder ``project``, its session recorded in
+    ``cwd`` (default: the ``workspace`` fixture's folder): (home, transcript)."""
     home = tmp_path / "home"
-    folder = home / ".claude" / "projects" / "-home-dana-src-speakfree"
+    folder = home / ".claude" / "projects" / project
     folder.mkdir(parents=True)
     path = folder / f"{SESSION}.jsonl"
-    shutil.copyfile(REAL, path)
+    raw = REAL.read_bytes()
+    assert RECORDED in raw
+    path.write_bytes(raw.replace(RECORDED, b'"cwd":' + json.dumps(str(cwd or tmp_path / "ws")).encode()))
     return home, path
 
 
@@ -134,6 +142,104 @@ def test_a_transcript_outside_the_store_and_the_workspace_is_not_read(workspace:
     _refused(workspace, home, _payload(link, workspace), "E_PATH_SYMLINK")
 
 
+def _as_agent(run_in: Path, home: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    """``cairn hook claude-code`` as the agent runs it: no ``-w``, in the folder ``run_in``."""
+    env = child_env(HOME=str(home))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    return subprocess.run([PYTHON, "-m", "cairn.server", "hook", "claude-code"], input=stdin, cwd=run_in, env=env,
+                          capture_output=True, timeout=120)
+
+
+def _one_line(r: subprocess.CompletedProcess[bytes], code: str) -> None:
+    assert r.returncode == 0 and r.stdout == b"" and b"Traceback" not in r.stderr
+    assert r.stderr.decode().startswith(f"cairn: hook: {code}: ") and r.stderr.count(b"\n") == 1, r.stderr
+
+
+def test_the_workspace_is_the_payloads_cwd_not_the_folder_the_hook_runs_in(workspace: Path, tmp_path: Path) -> None:
+    """Run from another folder, the session was captured into that folder's .cairn, not its own project's."""
+    home, transcript = _store(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    r = _as_agent(other, home, _payload(transcript, workspace))
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert len(_turns(workspace)) == 1 and len(_seals(workspace)) == 1
+    assert not (other / ".cairn").exists()
+
+
+def test_a_session_is_never_imported_into_a_folder_it_does_not_belong_to(workspace: Path, tmp_path: Path) -> None:
+    """A payload whose cwd is another folder than the one the session records: refused, nothing written."""
+    home, transcript = _store(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for run_in, argv in ((victim, []), (workspace, ["-w", str(victim)])):
+        env = child_env(HOME=str(home))
+        env.pop("CLAUDE_CONFIG_DIR", None)
+        r = subprocess.run([PYTHON, "-m", "cairn.server", "hook", "claude-code", *argv],
+                           input=_payload(transcript, victim), cwd=run_in, env=env, capture_output=True, timeout=120)
+        _one_line(r, "E_HOOK_TRANSCRIPT_OUTSIDE")
+    assert not (victim / ".cairn").exists() and not (workspace / ".cairn").exists()
+
+
+def test_a_payload_cwd_inside_the_sessions_folder_imports_into_the_sessions_folder(
+        workspace: Path, tmp_path: Path) -> None:
+    """The agent moved into a subfolder of the folder it started in: the session is its starting folder's."""
+    home, transcript = _store(tmp_path)
+    sub = workspace / "src"
+    sub.mkdir()
+    r = _as_agent(sub, home, _payload(transcript, sub))
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert len(_turns(workspace)) == 1 and not (sub / ".cairn").exists()
+
+
+def test_the_root_or_the_home_folder_is_never_a_hooks_workspace(tmp_path: Path) -> None:
+    """An agent started in ~ (a user-level hook) or at /: its hook created ~/.cairn or /.cairn."""
+    home = tmp_path / "home"
+    root_had = os.path.lexists("/.cairn")
+    for folder, project in ((home, "-home"), (Path("/"), "-")):
+        _, transcript = _store(tmp_path, cwd=folder, project=project)
+        r = _as_agent(folder, home, _payload(transcript, folder))
+        _one_line(r, "E_WORKSPACE_INVALID")
+        assert "file system root or the home folder" in r.stderr.decode()
+    assert not (home / ".cairn").exists() and os.path.lexists("/.cairn") == root_had
+    # a hook run there for a project's session still imports into the project
+    ws = home / "proj"
+    ws.mkdir()
+    _, transcript = _store(tmp_path, cwd=ws, project="-home-proj")
+    r = _as_agent(home, home, _payload(transcript, ws))
+    assert (r.returncode, r.stderr) == (0, b"") and len(_turns(ws)) == 1 and not (home / ".cairn").exists()
+
+
+@pytest.mark.parametrize("layout", ["hash", "project_root"])
+def test_a_gemini_session_is_imported_only_into_its_own_project(workspace: Path, tmp_path: Path, layout: str) -> None:
+    """Gemini CLI records its project by the folder it keeps the session in: the sha256 of the project's path
+    (older versions) or a slug whose ``.project_root`` names it."""
+    session = FIXTURES / "gemini-cli" / "session-2025-09-14T08-02-a1b2c3d4.json"
+    home = tmp_path / "home"
+    name = hashlib.sha256(str(workspace).encode()).hexdigest() if layout == "hash" else "ws"
+    chats = home / ".gemini" / "tmp" / name / "chats"
+    chats.mkdir(parents=True)
+    if layout == "project_root":
+        (chats.parent / ".project_root").write_text(str(workspace))
+    shutil.copyfile(session, chats / session.name)
+    sid = json.loads(session.read_bytes())["sessionId"]
+    victim = tmp_path / "victim"
+    victim.mkdir()
+
+    def payload(cwd: Path) -> bytes:
+        return json.dumps({"session_id": sid, "transcript_path": str(chats / session.name), "cwd": str(cwd),
+                           "hook_event_name": "SessionEnd", "reason": "exit"}).encode()
+
+    env = child_env(HOME=str(home))
+    env.pop("GEMINI_CLI_HOME", None)
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "hook", "gemini-cli"], input=payload(victim), cwd=victim,
+                       env=env, capture_output=True, timeout=120)
+    _one_line(r, "E_HOOK_TRANSCRIPT_OUTSIDE")
+    assert not (victim / ".cairn").exists()
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "hook", "gemini-cli"], input=payload(workspace), cwd=victim,
+                       env=env, capture_output=True, timeout=120)
+    assert (r.returncode, r.stderr) == (0, b"") and _turns(workspace) and not (victim / ".cairn").exists()
+
+
 def test_a_fifo_is_refused_without_blocking(workspace: Path, tmp_path: Path) -> None:
     home, transcript = _store(tmp_path)
     fifo = transcript.parent / "fifo.jsonl"
@@ -150,7 +256,8 @@ SETTINGS = ('{\n  "permissions": {"allow": ["Bash(npm test)"]},\n  "hooks": {\n 
 
 
 def test_agents_hooks_installs_the_hooks_keeping_the_file_and_undo_restores_it(workspace: Path, tmp_path: Path) -> None:
-    env = {"HOME": str(tmp_path / "home")}
+    # this cairn on PATH (an activated venv): the hook names `cairn` (tests.memory.test_agents_rules: not on PATH)
+    env = {"HOME": str(tmp_path / "home"), "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     (workspace / "CLAUDE.md").write_text("# Project\n")
     settings = workspace / ".claude" / "settings.local.json"
     settings.parent.mkdir()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -38,11 +37,14 @@ def _home(tmp_path: Path, lines: int | None = None) -> tuple[Path, Path]:
     day = home / ".codex" / "sessions" / "2025" / "07" / "14"
     day.mkdir(parents=True)
     path = day / ROLLOUT.name
-    if lines is None:
-        shutil.copyfile(ROLLOUT, path)
-    else:
-        path.write_bytes(b"".join(ROLLOUT.read_bytes().splitlines(keepends=True)[:lines]))
+    path.write_bytes(b"".join(_rollout(tmp_path / "ws").splitlines(keepends=True)[:lines]))
     return home, path
+
+
+def _rollout(cwd: Path) -> bytes:
+    """The fixture rollout, its session recorded in ``cwd`` (the hook imports a session only into the workspace
+    it belongs to; ``_home`` records the ``workspace`` fixture's folder)."""
+    return ROLLOUT.read_bytes().replace(b"/home/dana/src/cairn-demo", str(cwd).encode())
 
 
 def _payload(cwd: Path, thread: str = THREAD, **extra: Any) -> str:
@@ -81,7 +83,7 @@ def test_each_completed_turn_is_captured_as_it_completes_and_nothing_is_sealed(
     assert not (elsewhere / ".cairn").exists()
     # the session goes on: three more turns written, two closed by `task_complete`, the last one still open
     with rollout.open("ab") as f:
-        f.write(b"".join(ROLLOUT.read_bytes().splitlines(keepends=True)[FIRST_TURN_LINES:]))
+        f.write(b"".join(_rollout(workspace).splitlines(keepends=True)[FIRST_TURN_LINES:]))
     r = _notify(home, "--json", _payload(workspace), cwd=elsewhere)  # an option before the payload, as a
     assert (r.returncode, r.stderr) == (0, b"")                        # notify line with options gives it
     done = json.loads(r.stdout)
@@ -113,6 +115,31 @@ def test_a_malformed_payload_exits_0_with_its_code_and_writes_nothing(
         workspace: Path, tmp_path: Path, argv: list[str]) -> None:
     home, _ = _home(tmp_path)
     _refused(workspace, home, argv, "E_HOOK_PAYLOAD_INVALID")
+
+
+def test_a_rollout_is_never_imported_into_a_folder_its_session_does_not_belong_to(
+        workspace: Path, tmp_path: Path) -> None:
+    """A payload ``cwd`` naming another folder than the rollout's own ``cwd``: it was imported there."""
+    home, _ = _home(tmp_path, FIRST_TURN_LINES)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    for argv in ([_payload(victim)], ["-w", str(victim), _payload(workspace)]):
+        r = _notify(home, *argv, cwd=workspace)
+        assert (r.returncode, r.stdout) == (0, b"") and b"Traceback" not in r.stderr
+        assert r.stderr.decode().startswith("cairn: hook: E_HOOK_TRANSCRIPT_OUTSIDE: "), r.stderr
+    assert not (victim / ".cairn").exists() and not (workspace / ".cairn").exists()
+
+
+def test_the_home_folder_is_never_the_notify_workspace(tmp_path: Path) -> None:
+    """Codex started in ~: its notify made ~/.cairn."""
+    home = tmp_path / "home"
+    day = home / ".codex" / "sessions" / "2025" / "07" / "14"
+    day.mkdir(parents=True)
+    (day / ROLLOUT.name).write_bytes(_rollout(home))
+    r = _notify(home, _payload(home), cwd=home)
+    assert (r.returncode, r.stdout) == (0, b"") and b"Traceback" not in r.stderr
+    assert r.stderr.decode().startswith("cairn: hook: E_WORKSPACE_INVALID: "), r.stderr
+    assert not (home / ".cairn").exists()
 
 
 def test_a_thread_with_no_rollout_is_not_found(workspace: Path, tmp_path: Path) -> None:
@@ -162,7 +189,9 @@ CONFIG = b'model = "gpt-5-codex"\r\n\r\n[mcp_servers.cairn]\r\ncommand = "cairn"
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {"HOME": str(tmp_path / "home"), "CODEX_HOME": "", "CLAUDE_CONFIG_DIR": "", "GEMINI_CLI_HOME": ""}
+    # this cairn on PATH (an activated venv): the notify line names `cairn` (docs/agents.md, *Hooks*)
+    return {"HOME": str(tmp_path / "home"), "CODEX_HOME": "", "CLAUDE_CONFIG_DIR": "", "GEMINI_CLI_HOME": "",
+            "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 def _json(ws: Path, env: dict[str, str], *argv: str) -> Any:

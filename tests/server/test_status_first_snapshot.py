@@ -34,7 +34,7 @@ def _with_proposals(ws: Path) -> int:
 
 async def test_the_first_status_waits_for_the_first_snapshot(workspace: Path) -> None:
     pending = _with_proposals(workspace)
-    (workspace / ".cairn" / "config.toml").write_text('mode = "auto"\n')
+    (workspace / ".cairn" / "config.toml").write_text('mode = "manual"\n')
     editor = FakeEditor()
     service = CairnService(editor, clock=FakeClock())
     service.configure([str(workspace)], {})
@@ -43,9 +43,9 @@ async def test_the_first_status_waits_for_the_first_snapshot(workspace: Path) ->
         status = await service.request(STATUS, {})
         assert status["proposals"] == pending
         assert status["refreshed"] is not None
-        assert status["mode"] == "auto"  # the workspace file applies when the editor sets nothing
-        await service.change_configuration({"cairn": {"mode": "manual"}})
-        assert (await service.request(STATUS, {}))["mode"] == "manual"
+        assert status["mode"] == "manual"  # the workspace file applies when the editor sets nothing
+        await service.change_configuration({"cairn": {"mode": "auto"}})  # the editor's are the user's
+        assert (await service.request(STATUS, {}))["mode"] == "auto"
     finally:
         await service.shutdown(0.0)
 

@@ -29,6 +29,15 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def users_auto_mode() -> None:
+    """``mode = "auto"`` in the user's own ``config.toml`` (this test's ``$XDG_CONFIG_HOME``, which every
+    subprocess inherits): auto mode is the user's to choose, a workspace's own file sets it only once the
+    user trusted the workspace."""
+    folder = Path(os.environ["XDG_CONFIG_HOME"], "cairn")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.toml").write_text('mode = "auto"\n')
+
+
 async def until_changed(changed: asyncio.Event, pred: Callable[[], object], bound: float = 30.0) -> None:
     """Wait for ``pred``, re-checked each time ``changed`` is set (bounded, not a sleep)."""
     async def loop() -> None:

@@ -71,11 +71,30 @@ def test_an_untrusted_files_auto_mode_does_not_write_unreviewed_into_the_users_g
     s, warnings = _load(str(workspace))
     assert (s.mode, s.memoryRoots) == ("propose", ("/home/u/memory",))
     assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and 'mode = "auto"' in warnings[0]
+    assert 'your mode "propose" is used' in warnings[0]
     assert _load(str(workspace), {"mode": "auto"}) == (attrs.evolve(s, mode="auto"), [])  # the user's choice
-    _ws_file(workspace, 'mode = "auto"\nmemory_roots = ["notes"]\n')  # only roots inside the workspace: auto
-    assert _load(str(workspace)) == (attrs.evolve(s, mode="auto", memoryRoots=("notes",)), [])
     _ws_file(workspace, 'mode = "auto"\n')
     trust.trust(str(workspace))
+    assert _load(str(workspace)) == (attrs.evolve(s, mode="auto"), [])
+
+
+def test_an_untrusted_files_auto_mode_is_never_taken_and_its_keys_share_one_warning(
+        workspace: Path, user_config_home: Path) -> None:
+    """``mode = "auto"`` from a cloned repository's own file let a review write its instruction files without
+    asking; with ``provider`` in the same file, two E_WORKSPACE_UNTRUSTED lines were printed for it."""
+    _ws_file(workspace, 'mode = "auto"\nmemory_roots = ["notes"]\n')  # even with no root outside the workspace
+    s, warnings = _load(str(workspace))
+    assert (s.mode, s.memoryRoots) == ("propose", ("notes",))
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and 'mode = "auto"' in warnings[0]
+    _ws_file(workspace, 'mode = "auto"\nprovider = "openai"\n')
+    s, warnings = _load(str(workspace))
+    assert (s.mode, s.provider) == ("propose", "extractive")
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and 'provider, mode = "auto"' in warnings[0]
+    _ws_file(workspace, 'mode = "manual"\n')  # a stricter mode is the repository's to choose
+    assert _load(str(workspace)) == (attrs.evolve(s, mode="manual"), [])
+    (user_config_home / "cairn").mkdir()
+    (user_config_home / "cairn/config.toml").write_text('mode = "auto"\n')  # the user's own auto: no warning
+    _ws_file(workspace, 'mode = "auto"\n')
     assert _load(str(workspace)) == (attrs.evolve(s, mode="auto"), [])
 
 
@@ -98,8 +117,8 @@ def test_an_untrusted_file_keeps_memory_roots_inside_the_workspace(workspace: Pa
     """Reviews write into memory roots (unreviewed in auto mode): one outside the workspace is the user's choice."""
     _ws_file(workspace, f'mode = "auto"\nmemory_roots = ["notes", {json.dumps(outside)}]\n')
     s, warnings = _load(str(workspace))
-    assert (s.mode, s.memoryRoots) == ("auto", ("notes",))
-    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and "memory_roots" in warnings[0]
+    assert (s.mode, s.memoryRoots) == ("propose", ("notes",))  # auto, too, is the user's choice
+    assert _codes(warnings) == ["E_WORKSPACE_UNTRUSTED"] and 'mode = "auto", memory_roots' in warnings[0]
     _ws_file(workspace, f'memory_roots = [{json.dumps(outside)}]\n')
     assert _load(str(workspace))[0].memoryRoots == ()  # the layers below decide
     trust.trust(str(workspace))
@@ -145,6 +164,48 @@ def test_no_layer_points_memory_at_gits_or_cairns_own_files(workspace: Path, opt
     trust.trust(str(workspace))  # trust does not make them memory
     assert _load(str(workspace))[0] == config.Settings()
     assert config.merge(config.Settings(), {config._camel(option): [value]}, source="editor settings")[1]
+
+
+@pytest.mark.parametrize("value", [".envrc", "Makefile", "scripts/setup.sh", "CMakeLists.txt", ".github/workflows/ci.md",
+                                   "../home/.bashrc", "~/.bashrc", "/etc/profile", "docs/", ".md"])
+def test_instruction_files_are_instruction_files_inside_the_workspace_in_every_layer(
+        workspace: Path, user_config_home: Path, value: str) -> None:
+    """``../home/.bashrc``, ``~/.bashrc`` or an absolute path were silently never used; ``.envrc`` (a shell
+    script direnv runs) got a review's rules."""
+    _ws_file(workspace, f'instruction_files = ["AGENTS.md", {json.dumps(value)}]\n')
+    s, warnings = _load(str(workspace))
+    assert s.instructionFiles == ("AGENTS.md",)  # the default: the layer below
+    assert _codes(warnings) == ["E_CONFIG_INVALID"] and value in warnings[0] and "instruction_files" in warnings[0]
+    trust.trust(str(workspace))  # trust does not make them instruction files
+    assert _load(str(workspace))[0].instructionFiles == ("AGENTS.md",)
+    assert config.merge(config.Settings(), {"instructionFiles": [value]}, source="editor settings")[1]
+
+
+@pytest.mark.parametrize("value", ["AGENTS.md", "docs/CLAUDE.md", ".cursor/rules/team.mdc", ".cursorrules",
+                                   "./GEMINI.md", "notes/Style.MARKDOWN", ".github/copilot-instructions.md"])
+def test_markdown_and_agents_rules_files_are_instruction_files(workspace: Path, value: str) -> None:
+    _ws_file(workspace, f'instruction_files = [{json.dumps(value)}]\n')
+    assert _load(str(workspace)) == (config.Settings(instructionFiles=(value,)), [])
+
+
+def test_a_cloned_repositorys_config_cannot_make_a_review_write_a_script_unasked(workspace: Path) -> None:
+    """``mode = "auto"`` with ``instruction_files = [".envrc", "../home/.bashrc", …]`` in an untrusted repository's
+    own file: ``cairn remember`` appended the rule to ``.envrc`` without asking, the other entries silently
+    ignored; and each E_WORKSPACE_UNTRUSTED line was printed twice."""
+    (workspace / ".envrc").write_text("export A=1\n")
+    (workspace / "AGENTS.md").write_text("# Agents\n")
+    _ws_file(workspace, 'mode = "auto"\nprovider = "openai"\n'
+             'instruction_files = ["../home/.bashrc", "~/.bashrc", "/abs", ".envrc"]\n')
+    r = subprocess.run([PYTHON, "-m", "cairn.server", "remember", "-w", str(workspace), "--json",
+                        "Never run make deploy without asking"], cwd=REPO, env=child_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (workspace / ".envrc").read_text() == "export A=1\n"
+    out = json.loads(r.stdout)
+    assert out["applied"] == [] and all(p["state"] == "pending" for p in out["proposals"])  # asked, not applied
+    lines = r.stderr.splitlines()
+    assert [ln.split(":")[1].strip() for ln in lines] == ["E_WORKSPACE_UNTRUSTED", "E_CONFIG_INVALID"], r.stderr
+    assert 'provider, mode = "auto"' in lines[0] and "../home/.bashrc" in lines[1]
 
 
 def test_the_users_global_memory_root_stands_against_an_untrusted_file(workspace: Path, user_config_home: Path) -> None:

@@ -248,6 +248,125 @@ def check_transcript(p: Payload, workspace: str, home: str, env: Mapping[str, st
     return real
 
 
+def too_wide(path: str) -> bool:
+    """Whether ``path`` (absolute) is the file system root or the user's home folder itself, by name or once
+    links are resolved: never a workspace, as for the language server (``server.lsp.service.too_wide``): its
+    ``.cairn/`` would collect the sessions of every project below it."""
+    home = os.path.expanduser("~")
+    wide = {os.path.abspath(os.sep)}
+    if os.path.isabs(home):
+        wide |= {os.path.normpath(home), os.path.realpath(home)}
+    path = os.path.normpath(path)
+    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path
+
+
+def candidate(p: Payload, given: str | None, here: str) -> str:
+    """The folder the hook's workspace is decided from: ``-w`` when the hook's command names one, else the
+    payload's ``cwd`` (an absolute, existing folder), else (a payload without one) the folder the hook runs
+    in. The file system root or the home folder is refused (``E_WORKSPACE_INVALID``) before anything is read."""
+    if given is not None:
+        where = os.path.abspath(given)
+        if not os.path.isdir(where):
+            raise CairnError(ErrorCode.WORKSPACE_INVALID, "the workspace -w names is not a folder; nothing written")
+    elif p.cwd is not None:
+        if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
+            raise _bad("payload field 'cwd' is not an absolute path to an existing folder")
+        where = os.path.normpath(p.cwd)
+    else:
+        where = os.path.abspath(here)
+    if too_wide(where):
+        raise CairnError(ErrorCode.WORKSPACE_INVALID, f"{where} is the file system root or the home folder, never a "
+                         "workspace; nothing written (start the agent in a project folder, or name one with -w)")
+    return where
+
+
+#: bytes of a transcript's head searched for the folder its session records (its first ``cwd``)
+CWD_HEAD = 1 << 20
+_CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _head(path: str, size: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def recorded_cwd(p: Payload, path: str, near: str, home: str, env: Mapping[str, str]) -> str | None:
+    """The folder the session of ``path`` records as its own, or None when the file names none: Claude Code's
+    and Codex's first ``cwd`` (a record's field, or the rollout's ``session_meta``); Gemini CLI's project root
+    (its project folder's ``.project_root``, ``projects.json``, or the ``sha256`` of ``near`` or of a folder
+    above it, which the older layout names the project folder by)."""
+    if p.agent == "gemini-cli":
+        store = next((s for s in stores(p.agent, home, env) if _inside(path, s)), None)
+        if store is None:
+            return None
+        # cold start: only for a Gemini CLI session
+        from cairn.worker.ingest.sources.probe import GeminiProjects
+
+        known, folder = [], near
+        while True:
+            known.append(folder)
+            if os.path.dirname(folder) == folder:
+                break
+            folder = os.path.dirname(folder)
+        return GeminiProjects(os.path.dirname(os.path.realpath(store)), known).workspace(os.path.dirname(path))
+    match = _CWD.search(_head(path, CWD_HEAD))
+    if not match:
+        return None
+    try:
+        value = boundedjson.loads('"' + match.group(1).decode("utf-8") + '"')
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return os.path.normpath(value) if isinstance(value, str) and os.path.isabs(value) and "\x00" not in value \
+        else None
+
+
+def _at_or_under(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or inside it, by name or once links are resolved."""
+    def under(a: str, b: str) -> bool:
+        return os.path.commonpath([a, b]) == b
+
+    return under(os.path.normpath(path), os.path.normpath(folder)) or \
+        under(os.path.realpath(path), os.path.realpath(folder))
+
+
+def workspace_of(p: Payload, path: str, where: str, given: bool, home: str, env: Mapping[str, str]) -> str:
+    """The workspace a checked transcript ``path`` is imported into, from the folder :func:`candidate` gave.
+
+    A session is imported only into the workspace it belongs to: the folder it records (:func:`recorded_cwd`)
+    is ``where`` or a folder inside it. When ``where`` is inside the recorded folder instead (the agent moved
+    into a subfolder of the folder it started in, and the payload's ``cwd`` says where it is now) the
+    recorded folder is the workspace, unless ``-w`` named ``where`` (``given``) or it is the file system root
+    or the home folder. A session that records no folder belongs to ``where`` when its file is inside it,
+    or (Claude Code) when its project folder is the one Claude Code names after ``where``. Anything else is
+    ``E_HOOK_TRANSCRIPT_OUTSIDE``: nothing is written."""
+    recorded = recorded_cwd(p, path, where, home, env)
+    if recorded is None:
+        from cairn.worker.ingest.sources.probe import claude_folder  # cold start: a session naming none
+
+        if _inside(path, where) or (p.agent == "claude-code" and
+                                    os.path.basename(os.path.dirname(path)) == claude_folder(where)):
+            return where
+        raise CairnError(ErrorCode.HOOK_TRANSCRIPT_OUTSIDE, "the session records no folder and its file is "
+                         "not the workspace's; nothing imported (import it with `cairn import -w DIR`)")
+    if _at_or_under(recorded, where):
+        return where
+    if not given and _at_or_under(where, recorded) and os.path.isdir(recorded):
+        if too_wide(recorded):
+            raise CairnError(ErrorCode.WORKSPACE_INVALID, f"the session was started in {recorded}, the file system "
+                             "root or the home folder, never a workspace; nothing written")
+        return recorded
+    raise CairnError(ErrorCode.HOOK_TRANSCRIPT_OUTSIDE, "the session was recorded in another folder than the "
+                     "workspace (its own cwd is neither the workspace nor inside it); nothing imported")
+
+
 def run(p: Payload, path: str, workspace: str, config: dict[str, Any]) -> dict[str, Any]:
     """Import ``path`` (links refused) and seal each of its sessions with the payload's trigger (none: no seal)."""
     from cairn.worker.journal.capture import policy_from_config, seal_session  # cold start: after checks

@@ -18,10 +18,22 @@ nothing anywhere: ``model`` (it runs on the user's own endpoint and key, so
 it sets what the user pays) and every ``memory_roots`` entry that is not a
 plain relative folder inside the workspace (an absolute path, ``~`` or
 ``..``: reviews write there, and in ``auto`` mode unreviewed). From an
-untrusted file those are ignored with the same warning. Its other keys
-(mode, instruction files, roots inside the workspace, the notes folders,
-the price table…) always apply: they stay on this machine and touch only
-the repository's own files.
+untrusted file those are ignored with the same warning, and so is
+``mode = "auto"`` (reviews would then write the repository's own files
+without asking, on the word of the repository itself): the user's mode
+applies. Every key an untrusted file is refused is named in one
+``E_WORKSPACE_UNTRUSTED`` warning. Its other keys (another mode,
+instruction files, roots inside the workspace, the notes folders, the price
+table…) always apply: they stay on this machine and touch only the
+repository's own files.
+
+Instruction files, in every layer, are files agents read, never files a
+program runs (:func:`instruction_file_refused`): a relative path inside the
+workspace (no ``..``, ``~`` or absolute path), to a markdown file (``.md``,
+``.mdc``, ``.markdown``) or to an agent's own rules file
+(:data:`INSTRUCTION_NAMES`), outside ``.git/``, ``.cairn/`` and
+``.github/workflows/``. Any other entry (``.envrc``, ``~/.bashrc``, a
+``Makefile``) makes the option ``E_CONFIG_INVALID``: the layer below applies.
 
 Each layer is structured field by field: a bad option (unknown name, wrong
 type, value outside its vocabulary) is reported with ``E_CONFIG_INVALID`` and
@@ -55,6 +67,13 @@ OFF_MACHINE = ("provider", "endpoint", "api_key_env", "command", "watch_paths")
 #: further workspace-file keys only a trusted workspace may set: the model (what the user's key pays for)
 #: and memory roots outside the workspace (where reviews write)
 USERS_CHOICE = ("model",)
+#: instruction files are markdown (what agents read), never a file a program runs (a shell's rc, ``.envrc``,
+#: a Makefile, a script, ``CMakeLists.txt``)
+INSTRUCTION_SUFFIXES = (".md", ".mdc", ".markdown")
+#: agents' own instruction files without a markdown suffix (Cursor, Windsurf, Cline, Roo Code, Goose)
+INSTRUCTION_NAMES = frozenset({".cursorrules", ".windsurfrules", ".clinerules", ".roorules", ".goosehints"})
+#: folders whose markdown a program runs: GitHub's agentic workflows are markdown files compiled into Actions
+INSTRUCTION_NEVER = (".github/workflows/",)
 WORKSPACE_FILE = ".cairn/config.toml"
 USER_FILE = f"{trust.USER_CONFIG} (user)"
 _REPORTED: set[str] = set()
@@ -85,6 +104,26 @@ def _prices(value: Any) -> tuple[tuple[str, float, float], ...]:
     return tuple(sorted(rows))
 
 
+def instruction_file_refused(entry: str) -> str | None:
+    """Why ``entry`` cannot be an instruction file, or None when it can: a relative path inside the
+    workspace to a markdown file or an agent's own rules file, never one a program runs."""
+    parts = entry.split("/")
+    if (not entry or os.path.isabs(entry) or entry.startswith("~") or "\\" in entry or "\x00" in entry
+            or any(p == ".." for p in parts)):
+        return "is not a relative path inside the workspace"
+    norm = os.path.normpath(entry)
+    if norm == "." or entry.endswith("/"):
+        return "is a folder, not a file"
+    if any(f"/{norm}".startswith(f"/{f}") for f in INSTRUCTION_NEVER):
+        return "is in a folder whose files a program runs"
+    base = os.path.basename(norm)
+    markdown = any(base.lower().endswith(x) and len(base) > len(x) for x in INSTRUCTION_SUFFIXES)
+    if not markdown and base not in INSTRUCTION_NAMES:
+        return ("is no instruction file (markdown: .md, .mdc, .markdown, or an agent's rules file: "
+                f"{', '.join(sorted(INSTRUCTION_NAMES))}; never a file a program runs)")
+    return None
+
+
 def _shape(name: str, value: Any) -> Any:
     """``value`` in the field's type (a list becomes a tuple, an int a float), or ``TypeError``/``ValueError``.
 
@@ -102,6 +141,10 @@ def _shape(name: str, value: Any) -> Any:
             bad = [v for v in value if not os.path.isabs(v) and layout.reserved(v)]
             if bad:  # a review would append to .git/config (git runs programs it names) or cairn's own files
                 raise ValueError(f"names {bad[0][:80]!r}, inside {' or '.join(layout.RESERVED)}, which memory never touches")
+        if name == "instructionFiles":
+            why = [(v, w) for v in value if (w := instruction_file_refused(v))]
+            if why:  # a review appends rules to it, in auto mode unasked: never to a file a program runs
+                raise ValueError(f"names {why[0][0][:80]!r}, which {why[0][1]}")
         return tuple(value)
     if isinstance(default, bool) or isinstance(default, str):
         if type(value) is not type(default):
@@ -192,6 +235,9 @@ def _refused(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``data`` without what only the user or a trusted workspace may set, and the keys refused."""
     kept = {k: v for k, v in data.items() if k not in OFF_MACHINE + USERS_CHOICE}
     refused = [k for k in OFF_MACHINE + USERS_CHOICE if k in data]
+    if data.get("mode") == "auto":  # reviews would write without asking, on the repository's own word
+        refused.append("mode")
+        del kept["mode"]
     roots = data.get("memory_roots")
     if isinstance(roots, list) and any(isinstance(r, str) and outside_workspace(r) for r in roots):
         inside = [r for r in roots if not (isinstance(r, str) and outside_workspace(r))]
@@ -221,35 +267,14 @@ def _untrusted(workspace: str, data: dict[str, Any], above: set[str],
     # only keys that would have mattered: set to something else than the user's value and not set by the editor
     ignored = [k for k in present if _camel(k) not in above and _comparable(data[k]) != getattr(below, _camel(k))]
     if ignored:
+        named = ", ".join('mode = "auto"' if k == "mode" else k for k in ignored)
+        mode = f'; your mode "{below.mode}" is used' if "mode" in ignored else ""
         warnings.append(_warning(ErrorCode.WORKSPACE_UNTRUSTED, f"{WORKSPACE_FILE} of {os.path.abspath(workspace)} sets "
-                        f"{', '.join(ignored)}, which only you choose (where data and keys go, which sessions are read, the model your key "
-                        "pays for, memory roots outside the workspace), but the workspace is not trusted; "
-                        "ignored (the embedded engine is used unless your own settings name a provider; "
-                        "`cairn trust` allows them)"))
+                        f"{named}, which only you choose (where data and keys go, which sessions are read, the model your key "
+                        "pays for, memory roots outside the workspace, writes without asking), but the workspace is not "
+                        "trusted; ignored (the embedded engine is used unless your own settings name a provider"
+                        f"{mode}; `cairn trust` allows them)"))
     return kept, warnings
-
-
-def _auto_outside(workspace: str, data: dict[str, Any], editor: dict[str, Any], users: Settings,
-                  settings: Settings) -> tuple[Settings, list[CairnError]]:
-    """No unreviewed writes outside the workspace on an untrusted file's word.
-
-    ``mode = "auto"`` from an untrusted workspace file, while a memory root
-    outside the workspace is in effect (the user's global root), would let
-    what a cloned repository feeds the review land in the memory that follows
-    the user to every project; then the user's own mode applies instead.
-    """
-    if data.get("mode") != "auto" or settings.mode != "auto" or users.mode == "auto" or "mode" in editor:
-        return settings, []
-    outside = [r for r in settings.memoryRoots if outside_workspace(r)]
-    try:
-        if not outside or trust.is_trusted(workspace):
-            return settings, []
-    except CairnError:
-        pass
-    return attrs.evolve(settings, mode=users.mode), [_warning(
-        ErrorCode.WORKSPACE_UNTRUSTED, f"{WORKSPACE_FILE} of {os.path.abspath(workspace)} sets mode = \"auto\", "
-        f"but the workspace is not trusted and memory root {outside[0][:80]} is outside it; mode "
-        f"\"{users.mode}\" is used (`cairn trust` allows it)")]
 
 
 def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[Settings, list[CairnError]]:
@@ -261,12 +286,9 @@ def load(workspace: str, editor_options: dict[str, Any] | None = None) -> tuple[
     warnings += w
     data, w = _untrusted(workspace, data, set(editor_options or {}), settings)
     warnings += w
-    users = settings
     for options, source, snake in ((data, WORKSPACE_FILE, True), (editor_options, "editor settings", False)):
         settings, w = merge(settings, options, source=source, snake=snake)
         warnings += w
-    settings, w = _auto_outside(workspace, data, editor_options or {}, users, settings)
-    warnings += w
     settings = _rooted(workspace, settings)
     if settings.provider == "command" and not settings.command:
         warnings.append(_warning(ErrorCode.CONFIG_INVALID, 'provider "command" needs the program to run: '
