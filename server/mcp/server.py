@@ -16,12 +16,25 @@ and a trusted workspace's file):
   (the journal: already redacted) whose notes match, newest session first
   (``since``/``until`` bound the day the session was held, else the day it
   was imported), each with its turn ids and session times.
-* ``memory_list()``: the memory topics (file, name, type, description).
+* ``memory_list()``: the memory topics of every memory root, the user's own
+  (``memory_roots``) too (file, name, type, description, and ``uri``: the
+  resource that reads it), and the rules files (``instructions``: ``AGENTS.md``
+  and the configured instruction files at the top level, each with its ``uri``).
 
-Resources: ``cairn://memory/index`` (the workspace's ``MEMORY.md``),
-``cairn://memory/topics`` (the topic list as JSON) and
-``cairn://memory/topic/{name}`` (one topic file of the workspace's memory
-root; only names that root lists are served).
+Resources, all read-only: ``cairn://memory/index`` (the workspace's
+``MEMORY.md``, then each other memory root's index under a comment line
+naming the root), ``cairn://memory/topics`` (the topic list as JSON),
+``cairn://memory/topic/{name}`` (one topic file: the first memory root
+whose folder holds that name, the workspace's first),
+``cairn://memory/roots/{n}/{name}`` (one topic file of root ``n``, 0 the
+workspace's) and ``cairn://instructions/AGENTS.md`` (``{name}``: another
+configured instruction file at the top level), read as ``cairn agents``
+reads it (:class:`worker.memory.agents.Files`: a link only to another
+instruction file of the workspace, one hop; no FIFO, at most 1 MiB).
+
+The file system root and the home folder itself are not served
+(:func:`too_wide`, the language server's rule): ``cairn mcp`` refuses them
+with ``E_WORKSPACE_INVALID`` before the server starts, nothing written.
 
 Failures are tool errors whose text is ``Error executing tool NAME: E_CODE:
 message`` (fixed codes, never evidence): arguments that fail the tool's
@@ -78,7 +91,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from pydantic import ValidationError
+from pydantic import StrictInt, ValidationError
 
 log = logging.getLogger("cairn.server.mcp")
 _CODE = re.compile(r"\b(E_[A-Z_]+): ")
@@ -89,7 +102,8 @@ INSTRUCTIONS = (
     "cairn keeps this project's curated memory (.agents/memory, AGENTS.md). When the user asks you to "
     "remember something, call `remember` with their words: it becomes a proposal the user accepts or "
     "rejects (applied at once only in the user's auto mode). Use `journal_search` and `memory_list` "
-    "to consult what was learned before."
+    "to consult what was learned before; the project's rules are in AGENTS.md (the resource "
+    "cairn://instructions/AGENTS.md)."
 )
 
 
@@ -331,9 +345,14 @@ def build(ns: argparse.Namespace) -> Any:
     """The server for ``ns.workspace`` (tools and resources registered; not running)."""
     from cairn.server import version  # looked up once the server starts (importlib.metadata: not at import)
 
+    ws = os.path.abspath(ns.workspace)
+    if too_wide(ws):
+        # the file system root or the home folder itself: its .cairn/state would collect every project's
+        # sessions; refused before anything runs (the language server refuses them alike)
+        raise CairnError(ErrorCode.WORKSPACE_INVALID, f"{ws[:120]} is the file system root or the home folder; it "
+                         "is not served (name a project folder with -w)")
     server: Any = _server_class()(NAME, instructions=INSTRUCTIONS, log_level="WARNING", version=version(),
                                   middleware=[_malformed])
-    root = os.path.join(os.path.abspath(ns.workspace), DEFAULT_ROOT)
 
     @server.tool()
     def remember(text: str, type: str | None = None) -> dict[str, Any]:
@@ -349,7 +368,7 @@ def build(ns: argparse.Namespace) -> Any:
 
     @server.tool()
     def journal_search(query: str = "", type: str | None = None, since: str | None = None,
-                       until: str | None = None, limit: int = 20) -> dict[str, Any]:
+                       until: str | None = None, limit: StrictInt = 20) -> dict[str, Any]:
         """Search the public journal (what past coding sessions taught): digests whose notes contain every
         word of QUERY, of TYPE (user, feedback, project, reference), of sessions held from SINCE to UNTIL
         (YYYY-MM-DD, both included), newest first, at most LIMIT (1-50). Each digest names its turn ids and
@@ -363,31 +382,210 @@ def build(ns: argparse.Namespace) -> Any:
 
     @server.tool()
     def memory_list() -> dict[str, Any]:
-        """List this project's memory topics: file, name, type and description."""
-        return _job(ns, "memory")
+        """List this project's memory topics (file, name, type, description, and the `uri` of the resource
+        that reads it), those of the user's own memory roots too, and the project's rules files
+        (`instructions`: AGENTS.md, the `uri` that reads it)."""
+        try:
+            settings = _settings(ws)
+            topics = _with_uris(ws, settings, _job(ns, "memory")["topics"])
+            return {"topics": topics, "instructions": _instructions(ws, settings)}
+        except CairnError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
 
     @server.resource("cairn://memory/index", name="memory-index", mime_type="text/markdown",
-                     description="The memory index (MEMORY.md): one line per topic")
+                     description="The memory index (MEMORY.md): one line per topic; then the index of each "
+                                 "other memory root (the user's own), with where its topics are read")
     def memory_index() -> str:
-        return _memory_text(ns.workspace, DEFAULT_ROOT, "MEMORY.md") or ""
+        return _index_text(ws, _settings(ws))
 
     @server.resource("cairn://memory/topics", name="memory-topics", mime_type="application/json",
-                     description="The memory topics as JSON: file, name, type, description")
+                     description="The memory topics as JSON: file, name, type, description, uri")
     def memory_topics() -> str:
-        return json.dumps(_run(ns, "memory")["topics"], ensure_ascii=False)
+        return json.dumps(_with_uris(ws, _settings(ws), _run(ns, "memory")["topics"]), ensure_ascii=False)
 
     @server.resource("cairn://memory/topic/{name}", name="memory-topic", mime_type="text/markdown",
-                     description="One memory topic file, by its file name")
+                     description="One memory topic file, by its file name (the first memory root holding it: "
+                                 "the project's, then the user's own)")
     def memory_topic(name: str) -> str:
-        names = set(os.listdir(root)) if os.path.isdir(root) else set()
-        if name not in names or not name.endswith(".md") or name == "MEMORY.md" or "/" in name:
-            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
-        text = _memory_text(ns.workspace, DEFAULT_ROOT, name)
+        roots = _roots(ws, _settings(ws))
+        for i in range(len(roots)):
+            text = _topic_in(ws, roots, i, name)
+            if text is not None:
+                return text
+        raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
+
+    @server.resource("cairn://memory/roots/{root}/{name}", name="memory-root-topic", mime_type="text/markdown",
+                     description="One memory topic file of one memory root (0: the project's, then the user's "
+                                 "own, in memory_roots order), by its file name")
+    def memory_root_topic(root: str, name: str) -> str:
+        roots = _roots(ws, _settings(ws))
+        i = int(root) if root.isdigit() and len(root) < 4 else -1
+        text = _topic_in(ws, roots, i, name) if 0 <= i < len(roots) else None
         if text is None:
-            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r}")
+            raise CairnError(ErrorCode.NOT_FOUND, f"no memory topic {name[:80]!r} in memory root {root[:8]!r}")
         return text
 
+    @server.resource("cairn://instructions/AGENTS.md", name="agents-md", mime_type="text/markdown",
+                     description="The project's rules (AGENTS.md: where the rules accepted with cairn go), read-only")
+    def agents_md() -> str:
+        return _instruction_text(ws, _settings(ws), "AGENTS.md")
+
+    @server.resource("cairn://instructions/{name}", name="instructions", mime_type="text/markdown",
+                     description="A rules file of the project (AGENTS.md, or another configured instruction file "
+                                 "at its top level), read-only")
+    def instructions(name: str) -> str:
+        return _instruction_text(ws, _settings(ws), name)
+
     return server
+
+
+def too_wide(path: str) -> bool:
+    """Whether ``path`` (absolute, normalized) is the file system root or the user's home folder itself, by
+    name or once links are resolved: never a workspace (the language server's rule, ``server.lsp.service``)."""
+    home = os.path.expanduser("~")
+    wide = {os.path.abspath(os.sep)}
+    if os.path.isabs(home):
+        wide |= {os.path.normpath(home), os.path.realpath(home)}
+    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path
+
+
+def _settings(ws: str) -> Any:
+    """The workspace's settings, as the jobs the tools run get them (the user's config, a trusted
+    workspace's file; memory roots resolved: a folder inside the workspace relative to it, any other absolute)."""
+    # cold start: the settings are read only by the tools that need the memory roots
+    from cairn.server.scheduler.inprocess import load_config
+    from cairn.worker.settings import config  # cold start: as load_config
+
+    return config.from_request(load_config(ws))
+
+
+def _roots(ws: str, settings: Any) -> list[str]:
+    """The memory roots in ``memory_list``'s order: the workspace's, then ``memory_roots`` (a root named twice
+    once)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for r in (DEFAULT_ROOT, *settings.memoryRoots):
+        key = os.path.normpath(r if os.path.isabs(r) else os.path.join(ws, r))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def _topic_in(ws: str, roots: list[str], i: int, name: str) -> str | None:
+    """Topic file ``name`` of memory root ``roots[i]``, read as every memory file is; None when that root has
+    no such file (a file there that cannot be served raises its code)."""
+    if not name.endswith(".md") or name == "MEMORY.md" or "/" in name or "\\" in name or name.startswith("."):
+        return None
+    if name not in _names(ws, roots[i]):
+        return None
+    return _memory_text(ws, roots[i], name)
+
+
+def _names(ws: str, root: str) -> set[str]:
+    """The names in memory root ``root`` (none when it is absent, or a link below the workspace)."""
+    try:
+        d = _open_root(ws, root)
+    except CairnError:
+        return set()
+    if d is None:
+        return set()
+    with d:
+        return set(d.listdir())
+
+
+def _open_root(ws: str, root: str) -> PinnedDir | None:
+    """Memory root ``root`` opened: an absolute one (the user's, chosen by them: its own path may hold links)
+    as it is, one in the workspace component by component, no link followed; None when absent."""
+    try:
+        if os.path.isabs(root):
+            return PinnedDir.open_root(root)
+        with PinnedDir.open_root(ws) as base:
+            return base.descend(root)
+    except CairnError as exc:
+        if exc.code in (ErrorCode.NOT_FOUND, ErrorCode.PATH_NOT_DIRECTORY):
+            return None
+        raise
+
+
+def _uri(roots: list[str], names: list[set[str]], i: int, name: str) -> str:
+    """The resource that reads topic ``name`` of root ``i``: by its name alone when no root before it holds
+    that name, else by its root's number."""
+    if not any(name in names[j] for j in range(i)):
+        return f"cairn://memory/topic/{name}"
+    return f"cairn://memory/roots/{i}/{name}"
+
+
+def _with_uris(ws: str, settings: Any, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``memory_list``'s rows, each with the ``uri`` of the resource that reads its file."""
+    roots = _roots(ws, settings)
+    keys = [os.path.normpath(r if os.path.isabs(r) else os.path.join(ws, r)) for r in roots]
+    names = [_names(ws, r) for r in roots]
+    out = []
+    for row in topics:
+        root = str(row.get("root") or "")
+        key = os.path.normpath(root if os.path.isabs(root) else os.path.join(ws, root))
+        name = os.path.basename(str(row.get("file") or ""))
+        uri = _uri(roots, names, keys.index(key), name) if key in keys and name else None
+        out.append({**row, "uri": uri})
+    return out
+
+
+def _index_text(ws: str, settings: Any) -> str:
+    """The workspace's ``MEMORY.md``, then each other memory root's, each under a line saying which root it
+    is and where its topics are read (a root's index that cannot be served is named with its code)."""
+    roots = _roots(ws, settings)
+    parts = [_memory_text(ws, DEFAULT_ROOT, "MEMORY.md") or ""]
+    for i, root in enumerate(roots[1:], start=1):
+        try:
+            text = _memory_text(ws, root, "MEMORY.md")
+        except CairnError as exc:
+            parts.append(f"<!-- cairn: memory root {i} ({root}): its MEMORY.md is not served ({exc.code}) -->\n")
+            continue
+        if text is None:
+            continue
+        parts.append(f"<!-- cairn: memory root {i} ({root}): its topics are read as cairn://memory/topic/FILE, "
+                     f"or cairn://memory/roots/{i}/FILE when a root before it has a file of that name -->\n{text}")
+    if len(parts) == 1:
+        return parts[0]
+    return "\n".join(p if p.endswith("\n") or not p else p + "\n" for p in parts)
+
+
+def _instruction_names(settings: Any) -> list[str]:
+    """The rules files served: ``AGENTS.md`` and every configured instruction file at the workspace's top level."""
+    return list(dict.fromkeys(["AGENTS.md", *(f for f in settings.instructionFiles if "/" not in f and f)]))
+
+
+def _instruction_text(ws: str, settings: Any, name: str) -> str:
+    """A rules file's text, read as ``cairn agents`` reads the agents' files: never through a link but one hop
+    to another instruction file of the workspace, never blocking, at most 1 MiB, UTF-8."""
+    from cairn.worker.memory.agents import Files  # cold start: only when an instruction file is read
+
+    if name not in _instruction_names(settings):
+        raise CairnError(ErrorCode.NOT_FOUND, f"no instruction file {name[:80]!r} (served: "
+                         f"{', '.join(_instruction_names(settings))})")
+    with Files(ws, settings.instructionFiles) as files:
+        text = files.text(name)
+        problem = files.problems.get(name)
+    if problem is not None:
+        raise CairnError(ErrorCode(problem.code), problem.message)
+    if text is None:
+        raise CairnError(ErrorCode.NOT_FOUND, f"{name} does not exist in this workspace")
+    return text
+
+
+def _instructions(ws: str, settings: Any) -> list[dict[str, Any]]:
+    """The rules files there, each ``{"file", "uri"}`` (with ``error``, its code, when it cannot be served)."""
+    out = []
+    for name in _instruction_names(settings):
+        try:
+            _instruction_text(ws, settings, name)
+        except CairnError as exc:
+            if exc.code is not ErrorCode.NOT_FOUND:
+                out.append({"file": name, "uri": None, "error": str(exc.code)})
+            continue
+        out.append({"file": name, "uri": f"cairn://instructions/{name}"})
+    return out
 
 
 #: a memory file larger than this is not served (the index holds 200 lines; topics are notes)
@@ -404,9 +602,9 @@ def _memory_text(workspace: str, root_rel: str, name: str) -> str | None:
     """
     opened: list[PinnedDir] = []
     try:
-        d = PinnedDir.open_root(workspace)
+        d = PinnedDir.open_root(root_rel if os.path.isabs(root_rel) else workspace)  # an absolute root: the user's
         opened.append(d)
-        for part in root_rel.split("/"):
+        for part in ([] if os.path.isabs(root_rel) else root_rel.split("/")):
             d = d.child(part)
             opened.append(d)
         data = d.read(name, limit=MEMORY_FILE_LIMIT)

@@ -190,10 +190,11 @@ def test_accepting_the_wiring_makes_claude_codex_and_gemini_read_the_memory_and_
 def test_a_wiring_written_by_hand_is_recognised_and_never_proposed_again(tmp_path: Path, workspace: Path) -> None:
     home = make_home(tmp_path, workspace, ())
     memory(workspace)
-    (workspace / "CLAUDE.md").write_text("# Notes\n\nSee the memory:\n@.agents/memory/MEMORY.md\n")
+    # AGENTS.md is there: Claude Code and Gemini CLI see its rules only through an import of it
+    (workspace / "CLAUDE.md").write_text("# Notes\n\nSee the memory:\n@.agents/memory/MEMORY.md\n@AGENTS.md\n")
     (workspace / "AGENTS.md").write_text("Read .agents/memory/MEMORY.md first.\n")
     (workspace / "GEMINI.md").write_text("The index is `@.agents/memory/MEMORY.md` (in code: no import).\n"
-                                         "```\n@.agents/memory/MEMORY.md\n```\n")
+                                         "```\n@.agents/memory/MEMORY.md\n```\n@AGENTS.md\n")
     (workspace / "QWEN.md").write_text("@./docs/agents.md\n")  # an import of a file that points to the memory
     (workspace / "docs").mkdir()
     (workspace / "docs" / "agents.md").write_text("@../.agents/memory/MEMORY.md\n")

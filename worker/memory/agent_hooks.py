@@ -34,8 +34,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
+import shutil
+import sys
 import time
 from typing import Any
 
@@ -49,7 +52,7 @@ from cairn.worker.memory.store import PROPOSALS, MemoryStore, user_hook_files
 
 REVIEW = "agents-hooks"
 #: a command that runs ``cairn hook`` (the program by name or by path, or ``python -m cairn.server hook``)
-HOOK = re.compile(r"(?:^|[\s/\"'=])cairn(?:\.server)?\s+hook(?:\s|$)")
+HOOK = re.compile(r"(?:^|[\s/\"'=])cairn(?:\.server)?[\"']?\s+hook(?:\s|$)")
 #: agent -> (its workspace settings files, the default first; the events cairn's hook runs on)
 HOOKABLE = {"claude-code": ((".claude/settings.local.json", ".claude/settings.json"), ("SessionEnd", "PreCompact")),
             "gemini-cli": ((".gemini/settings.json",), ("SessionEnd", "PreCompress"))}
@@ -57,12 +60,67 @@ HOOKABLE = {"claude-code": ((".claude/settings.local.json", ".claude/settings.js
 NOTIFIABLE = ("codex",)
 #: the order of :func:`.store.user_hook_files`
 USER_FILES = ("claude-code", "gemini-cli", "codex")
-NOTIFY = ["cairn", "hook", "codex"]
-NOTIFY_LINE = 'notify = ["cairn", "hook", "codex"]'
+
+
+def program() -> list[str]:
+    """How a hook runs this very cairn: ``["cairn"]`` when ``cairn`` on ``PATH`` is this program, else its
+    absolute path (a ``.venv/bin/cairn`` not on ``PATH``: a hook naming ``cairn`` would never run, silently),
+    or, for a cairn run as ``python -m cairn.server`` with no script of its own, that interpreter and module.
+
+    *This program*: the ``cairn`` script running now (``sys.argv[0]``), else
+    the one beside the running interpreter (the script of this
+    installation). ``cairn`` on ``PATH`` is the same program when it is that
+    very file, or a script whose ``#!`` line names the running interpreter.
+    """
+    argv0 = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    mine = argv0 if os.path.basename(argv0) in ("cairn", "cairn.exe") and os.path.isfile(argv0) else None
+    beside = os.path.join(os.path.dirname(sys.executable), "cairn") if sys.executable else ""
+    if mine is None and beside and os.path.isfile(beside) and _shebang(beside) == os.path.normpath(sys.executable):
+        mine = beside
+    found = shutil.which("cairn")
+    if found is not None:
+        found = os.path.abspath(found)
+        if mine is not None and _same(found, mine):
+            return ["cairn"]
+        if mine is None and _shebang(found) == os.path.normpath(sys.executable or "-"):
+            return ["cairn"]
+    if mine is not None:
+        return [mine]
+    return [sys.executable, "-m", "cairn.server"]
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter a script's ``#!`` line names (normalized), None for anything else (read: 256 bytes)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    return os.path.normpath(words[0]) if words else None
+
+
+def notify_argv() -> list[str]:
+    """Codex's ``notify`` running ``cairn hook codex`` (:func:`program`)."""
+    return [*program(), "hook", "codex"]
+
+
+def notify_line() -> str:
+    return "notify = " + json.dumps(notify_argv())
 
 
 def command(agent: str) -> str:
-    return f"cairn hook {agent}"
+    """The command a hook runs: ``cairn hook AGENT``, cairn by name or by path (:func:`program`)."""
+    return shlex.join([*program(), "hook", agent])
 
 
 def settings_file(agent: str, file: str | None, user: bool = False) -> str:
@@ -110,7 +168,7 @@ def notify_bytes(path: str, before: bytes | None) -> bytes | None:
             return None
         if not isinstance(old, list) or not old or not all(isinstance(a, str) for a in old):
             raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: `notify` is not a list of strings; nothing proposed")
-        chain = json.dumps(["sh", "-c", f'cairn hook codex "$1" & exec {shlex.join(old)} "$1"', "sh"])
+        chain = json.dumps(["sh", "-c", f'{command("codex")} "$1" & exec {shlex.join(old)} "$1"', "sh"])
         raise CairnError(ErrorCode.HOOK_NOTIFY_TAKEN,
                          f"{path}: `notify` already runs {shlex.join(old)[:200]}, and Codex runs one notify program; "
                          f"nothing proposed, it is left as it is. To run both, replace that line with: notify = {chain}")
@@ -119,23 +177,24 @@ def notify_bytes(path: str, before: bytes | None) -> bytes | None:
     # before the first table (a line that starts with `[` may also be inside an array or a string: each
     # place is checked by parsing the result), else at the end
     spots = [i for i, line in enumerate(lines) if line.lstrip().startswith("[")]
+    line_ = notify_line()
     for i in [*spots, None]:
         if i is None:
-            out = text + ("" if not text or text.endswith(("\n", "\r")) else nl) + NOTIFY_LINE + nl
+            out = text + ("" if not text or text.endswith(("\n", "\r")) else nl) + line_ + nl
         else:
-            out = "".join(lines[:i]) + NOTIFY_LINE + nl + nl + "".join(lines[i:])
+            out = "".join(lines[:i]) + line_ + nl + nl + "".join(lines[i:])
         try:
             after = tomllib.loads(out)
         except tomllib.TOMLDecodeError:
             continue
-        if after.get("notify") == NOTIFY and {k: v for k, v in after.items() if k != "notify"} == data:
+        if after.get("notify") == notify_argv() and {k: v for k, v in after.items() if k != "notify"} == data:
             encoded = out.encode("utf-8")
             if len(encoded) > MAX_FILE:
                 raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"{path} would be over {MAX_FILE >> 20} MiB; "
                                  "nothing proposed")
             return encoded
     raise CairnError(ErrorCode.CONFIG_INVALID, f"{path}: no place found for a top-level `notify` key; nothing "
-                     f"proposed (add `{NOTIFY_LINE}` by hand, before the first table)")
+                     f"proposed (add `{line_}` by hand, before the first table)")
 
 
 def _runs_cairn(groups: list[Any]) -> bool:

@@ -25,6 +25,16 @@ its folder) is as good as an import. Its wiring may take two files: the
 
 A wiring a person wrote by hand counts the same as one cairn proposed.
 
+The rules a user accepts go to ``AGENTS.md`` (:data:`RULES`, the default
+``instructionFiles``). Every agent but Claude Code and Gemini CLI reads it
+of its own; those two (:data:`RULES_BY_IMPORT`) read only their file and its
+imports, so while the workspace has an ``AGENTS.md`` of its own (not a link)
+they are wired only when their file is it, links to it or imports it
+(:func:`misses_rules`). Their wiring imports ``@AGENTS.md`` with the index
+when the file is there or will be (a configured instruction file:
+:func:`import_needs`), and only what is missing in a file that already has
+one of the two.
+
 An instruction file that is a symlink to another instruction file of the
 workspace (``CLAUDE.md -> AGENTS.md``, common) is read where it leads, as
 the agent reads it (``via.link``), one hop: a link that leaves the
@@ -118,13 +128,19 @@ COPILOT_FILE = ".github/copilot-instructions.md"
 
 _POINTER = [
     "Curated project memory, kept by cairn, is in `.agents/memory/`. At the start of a task read",
-    "`.agents/memory/MEMORY.md`: it is the index, one line per topic file (`- [Title](file.md) - hook`).",
+    "`.agents/memory/MEMORY.md`: it is the index, one line per topic file (`- [Title](file.md)`, maybe",
+    "followed by ` - hook` and by `(confirmed YYYY-MM-DD)`, the day the topic was last confirmed).",
     "Each topic file has YAML front matter (`name`, `description`, `type`: user, feedback, project or",
     "reference) and its notes as bullets; open the topic files whose line is relevant to the task.",
     "To add to the memory, use cairn (`cairn remember TEXT`, or the `remember` tool of `cairn mcp`).",
 ]
 #: appended to an instruction file an agent reads as text
 POINTER_BLOCK = ["## Project memory", "", *_POINTER]
+#: the instruction file the rules a user accepts go to (``instructionFiles``' default), which Codex, opencode,
+#: Cline, Copilot, Cursor and Qwen Code read of their own, Claude Code and Gemini CLI only through an import
+RULES = "AGENTS.md"
+#: agents that read their own file only and follow its ``@`` imports: they see :data:`RULES` only when imported
+RULES_BY_IMPORT = ("claude-code", "gemini-cli")
 #: appended to a file whose agent expands ``@`` imports (no backtick: a stray one above cannot swallow the import)
 IMPORT_BLOCK = [
     "## Project memory",
@@ -133,6 +149,25 @@ IMPORT_BLOCK = [
     "per topic file; open a topic file when its line is relevant to the task.",
     "",
     f"@{INDEX}",
+]
+#: the same, when the agent must also import the project's rules (:data:`RULES`)
+IMPORT_RULES_BLOCK = [
+    "## Project memory",
+    "",
+    "Curated project memory, kept by cairn, is in .agents/memory/: its index, imported below, has one line",
+    "per topic file; open a topic file when its line is relevant to the task. The project's rules are in",
+    f"{RULES}, imported below too.",
+    "",
+    f"@{RULES}",
+    f"@{INDEX}",
+]
+#: appended to a file that imports the index already but not the rules
+RULES_BLOCK = [
+    "## Project rules",
+    "",
+    f"The project's rules are in {RULES}, imported below (the rules accepted with cairn are added there).",
+    "",
+    f"@{RULES}",
 ]
 #: the Cursor rule cairn creates: always applied, the same pointer as AGENTS.md
 CURSOR_RULE = ["---", "description: Project memory kept by cairn (.agents/memory)", "alwaysApply: true", "---", "",
@@ -513,7 +548,47 @@ def reads(agent: str, files: Files, user: User = NO_USER) -> list[tuple[str, boo
 
 
 def wired(agent: str, files: Files, user: User = NO_USER) -> Via | None:
-    """How ``agent`` reaches the index, by its documented rule; None when it does not."""
+    """How ``agent`` reaches the index, by its documented rule; None when it does not, or when it does not
+    see the rules of :data:`RULES` there (:func:`misses_rules`)."""
+    via = reaches_index(agent, files, user)
+    return None if via is None or misses_rules(agent, files, user) else via
+
+
+def rules_present(files: Files) -> bool:
+    """Whether :data:`RULES` is there as a file of its own cairn writes rules into (a link is not: a review
+    never writes through one)."""
+    return files.text(RULES) is not None and RULES not in files.links
+
+
+def _imports_file(files: Files, rel: str, want: str, hops: int, seen: frozenset[str]) -> bool:
+    """Whether ``rel`` (or a file it is a link to) is ``want``, or imports it, directly or through the files
+    it imports (:data:`MAX_HOPS`)."""
+    if rel == want or files.real(rel) == want:
+        return True
+    text = files.text(rel)
+    if text is None or hops >= MAX_HOPS:
+        return False
+    for sub in (_resolve_in(files, rel, p) for p in import_paths(text)):
+        if sub is not None and (sub == want or (sub not in seen and
+                                                _imports_file(files, sub, want, hops + 1, seen | {sub}))):
+            return True
+    return False
+
+
+def sees_rules(agent: str, files: Files, user: User = NO_USER) -> bool:
+    """Whether ``agent`` reads :data:`RULES`: one of its files is it (or a link to it) or imports it."""
+    return any(_imports_file(files, rel, RULES, 0, frozenset({rel})) if imports else rel == RULES
+               for rel, imports in reads(agent, files, user))
+
+
+def misses_rules(agent: str, files: Files, user: User = NO_USER) -> bool:
+    """Whether ``agent`` reads only its own file and its imports (:data:`RULES_BY_IMPORT`) and misses the rules
+    of a :data:`RULES` that is there: the accepted rules never reach it."""
+    return agent in RULES_BY_IMPORT and rules_present(files) and not sees_rules(agent, files, user)
+
+
+def reaches_index(agent: str, files: Files, user: User = NO_USER) -> Via | None:
+    """How ``agent`` reaches the index, by its documented rule (the rules file aside); None when it does not."""
     if agent == "aider":
         return _aider_wired(files, user)
     best: Via | None = None
@@ -680,9 +755,11 @@ def _insert_near_top(data: bytes, block: list[str]) -> bytes:
     return join_lines(out, final, nl)
 
 
-def wire_bytes(path: str, before: bytes | None, read: Iterable[str] = (aider.ENTRY,)) -> bytes:
+def wire_bytes(path: str, before: bytes | None, read: Iterable[str] = (aider.ENTRY,), *,
+               index: bool = True, rules: bool = False) -> bytes:
     """The bytes of ``path`` once it wires its agents (``before``: its bytes now, None when absent; ``read``:
-    what aider's ``read:`` gets, for its config).
+    what aider's ``read:`` gets, for its config; for a file that imports: ``index``, import the index,
+    ``rules``, import :data:`RULES` too, :func:`import_needs`).
 
     Raises ``E_MEMORY_NOT_TEXT`` for a file that is not UTF-8, ``E_USAGE``
     for a Cursor rule of cairn's name that someone made not always-applied,
@@ -703,7 +780,8 @@ def wire_bytes(path: str, before: bytes | None, read: Iterable[str] = (aider.ENT
                              "it) and wire cursor again; nothing was proposed for it")
         return _append(before, _POINTER)
     if mechanism_of(path) == "import":
-        return _append(before or b"", IMPORT_BLOCK)
+        block = (IMPORT_RULES_BLOCK if rules else IMPORT_BLOCK) if index or not rules else RULES_BLOCK
+        return _append(before or b"", block)
     after = _append(before or b"", POINTER_BLOCK)
     # a pointer past what the agent reads of the file (a long AGENTS.md) is never read: it goes near the top
     return after if len(after) <= POINTER_WINDOW else _insert_near_top(before or b"", POINTER_BLOCK)
@@ -732,6 +810,39 @@ def read_before(ms: MemoryStore, path: str) -> bytes | None:
     return r.value if r.status.value == "ok" else None
 
 
+def import_needs(ms: MemoryStore, path: str, agents: list[str]) -> tuple[bool, bool]:
+    """What the wiring of ``path``, a file its agents expand ``@`` imports of, must import: (the index, the
+    rules of :data:`RULES`).
+
+    The index when one of ``agents`` does not reach it yet. The rules when
+    one of them reads only its own files and their imports
+    (:data:`RULES_BY_IMPORT`) and does not see :data:`RULES`, and the
+    workspace has that file or will have it: a proposal waiting for a
+    decision creates it (the wiring of Codex, proposed first in the same
+    ``wire``: :func:`plan` sorts by file). A :data:`RULES` that is a link is
+    never imported (no rule is written through a link); rules are written
+    only into one that exists (the review's rule 3).
+    """
+    with Files(ms.workspace, ms.settings.instructionFiles) as files:
+        # Gemini CLI's context names come from the user's settings: the file being wired is one of them
+        user = User(gemini_names=(path,)) if path in AGENT_FILES else NO_USER
+        index = any(reaches_index(a, files, user) is None for a in agents)
+        missing = [a for a in agents if a in RULES_BY_IMPORT and not sees_rules(a, files, user)]
+        rules = bool(missing) and (rules_present(files) or (not files.exists(RULES) and _rules_proposed(ms)))
+    return index or not rules, rules
+
+
+def _rules_proposed(ms: MemoryStore) -> bool:
+    """Whether a proposal waiting for a decision writes :data:`RULES`."""
+    from cairn.worker.memory.apply import proposal_ids
+
+    for pid in proposal_ids(ms):
+        p = ms.read_record(f"{PROPOSALS}/{pid}", Proposal)
+        if p is not None and any(f.path == RULES and f.after is not None for f in p.files) and not decisions(ms, pid):
+            return True
+    return False
+
+
 def propose(ms: MemoryStore, path: str, agents: list[str],
             read: Iterable[str] = (aider.ENTRY,)) -> tuple[Proposal, bool]:
     """The proposal that makes ``agents`` read the index through ``path``; (proposal, newly made?).
@@ -745,7 +856,8 @@ def propose(ms: MemoryStore, path: str, agents: list[str],
 
     read = list(read)
     before = read_before(ms, path)
-    after = wire_bytes(path, before, read)
+    index, rules = import_needs(ms, path, agents) if mechanism_of(path) == "import" else (True, False)
+    after = wire_bytes(path, before, read, index=index, rules=rules)
     # the gate a memory file's additions pass; the edit keeps every byte the user wrote, so a redaction would
     # rewrite them (a token-like name on the line aider's entry joins): refused, never written (module docstring)
     if redact_added(before, after) != after:
@@ -766,13 +878,15 @@ def propose(ms: MemoryStore, path: str, agents: list[str],
         raise CairnError(ErrorCode.PROPOSAL_STATE, f"{path}: too many decided wirings of this file state")
     mechanism = mechanism_of(path)
     names = ", ".join(agents)
-    summary = f"{names} will read {INDEX} ({mechanism} in {path})"
+    what = " and ".join([*([INDEX] if index else []), *([RULES] if rules else [])])
+    goal = " and ".join([*(["the memory"] if index else []), *([f"the rules of {RULES}"] if rules else [])])
+    summary = f"{names} will read {what} ({mechanism} in {path})"
     if path == aider.CONF:
         summary = (f"{names} will read {', '.join(read)} (`read:` in {path}); {aider.ENTRY} points to {INDEX}"
                    + ("; the user's own `read:` entries are kept, as a workspace `read:` replaces them"
                       if len(read) > 1 else ""))
     p = Proposal(id=pid, review=REVIEW, kind=ProposalKind.INSTRUCTION,
-                 title=f"Wire {path} to the memory for {names}",
+                 title=f"Wire {path} to {goal} for {names}",
                  summary=summary, target=path, files=(edit,),
                  index=(), evidence=(), fingerprint=fingerprint(ProposalKind.INSTRUCTION, path, [REVIEW, mechanism]),
                  created=time.time())

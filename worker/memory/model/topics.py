@@ -183,13 +183,25 @@ def append_to_topic(data: bytes, addition: str) -> bytes:
     return out + text.encode("utf-8") + nl
 
 
-def add_working_agreements(data: bytes | None, bullets: list[str]) -> bytes:
-    """Add bullets at the end of the ``## Working agreements`` section of an instruction file.
+#: what of an instruction file every agent is sure to read: Codex reads ``AGENTS.md`` up to its
+#: ``project_doc_max_bytes``, 32 KiB by default, and drops the rest; the rules added go within it
+RULES_WINDOW = 32 * 1024
 
-    The section is found by its heading (case-insensitive) and ends at the
-    next heading of level 1 or 2; bullets go after its last non-blank line.
-    Without such a section, one is appended at the end of the file. Every
-    other byte is kept; line endings follow the file, and a missing final
+
+def add_working_agreements(data: bytes | None, bullets: list[str]) -> bytes:
+    """Add bullets to the ``## Working agreements`` section of an instruction file, within its first
+    :data:`RULES_WINDOW` bytes.
+
+    The section is found by its heading (case-insensitive; the first one)
+    and ends at the next heading of level 1 or 2; bullets go after its last
+    non-blank line. Without such a section, one is appended at the end of
+    the file. Where that would put the bullets past :data:`RULES_WINDOW`
+    (a long ``AGENTS.md``, which Codex would read only in part), they go
+    first in the section instead (right under its heading), and when that
+    is past the window too, or there is no section, in a new ``## Working
+    agreements`` section under the file's title (a first ``# `` line) or
+    first in the file: the section later additions find first. Every other
+    byte is kept; line endings follow the file, and a missing final
     newline stays missing.
     """
     data = data or b""
@@ -199,6 +211,11 @@ def add_working_agreements(data: bytes | None, bullets: list[str]) -> bytes:
     lines = split_lines(data)
     final = not lines or bool(lines[-1][1])
     new = [(b.strip("\r\n").encode("utf-8"), b"") for b in bullets]
+
+    def within(head: list[tuple[bytes, bytes]]) -> bool:
+        """Whether the lines ``head`` (the file's first lines, up to the last bullet added) fit the window."""
+        return len(join_lines(head, True, nl)) <= RULES_WINDOW
+
     heading = next(
         (i for i, (c, _) in enumerate(lines) if _WORKING_AGREEMENTS.match(c.decode("utf-8", "replace"))), None
     )
@@ -209,7 +226,9 @@ def add_working_agreements(data: bytes | None, bullets: list[str]) -> bytes:
         out.append((b"## Working agreements", b""))
         out.append((b"", b""))
         out.extend(new)
-        return join_lines(out, True if not lines else final, nl)
+        if within(out):
+            return join_lines(out, True if not lines else final, nl)
+        return _agreements_near_top(lines, new, final, nl)
     end = next(
         (
             i
@@ -222,10 +241,34 @@ def add_working_agreements(data: bytes | None, bullets: list[str]) -> bytes:
     block = list(new)
     if last == heading or not _BULLET.match(lines[last][0].decode("utf-8", "replace")):
         block.insert(0, (b"", b""))
-    if last < len(lines) - 1 and not is_blank(lines[last + 1][0]):
-        block.append((b"", b""))  # keep a blank line before the next heading
-    out = lines[: last + 1] + block + lines[last + 1 :]
-    return join_lines(out, final, nl)
+    if within(lines[: last + 1] + block):
+        if last < len(lines) - 1 and not is_blank(lines[last + 1][0]):
+            block.append((b"", b""))  # keep a blank line before the next heading
+        out = lines[: last + 1] + block + lines[last + 1 :]
+        return join_lines(out, final, nl)
+    # the section's end is past the window: first in the section, under its heading (and its blank line)
+    at = heading + 1 + (1 if heading + 1 < len(lines) and is_blank(lines[heading + 1][0]) else 0)
+    block = ([] if at > heading + 1 else [(b"", b"")]) + list(new)
+    follows = lines[at][0] if at < len(lines) else None
+    if follows is not None and not is_blank(follows) and not _BULLET.match(follows.decode("utf-8", "replace")):
+        block.append((b"", b""))
+    if within(lines[:at] + block):
+        return join_lines(lines[:at] + block + lines[at:], final, nl)
+    return _agreements_near_top(lines, new, final, nl)
+
+
+def _agreements_near_top(
+    lines: list[tuple[bytes, bytes]], new: list[tuple[bytes, bytes]], final: bool, nl: bytes
+) -> bytes:
+    """The file of ``lines`` with a new ``## Working agreements`` section holding ``new`` under its title
+    line (a ``# `` heading first in the file) or first, a blank line either side."""
+    at = 1 if lines and lines[0][0].startswith(b"# ") else 0
+    head = [*lines[:at], *([(b"", b"")] if at else [])]
+    rest = lines[at:]
+    while rest and is_blank(rest[0][0]):
+        rest = rest[1:]
+    section = [(b"## Working agreements", b""), (b"", b""), *new]
+    return join_lines([*head, *section, *([(b"", b"")] if rest else []), *rest], final, nl)
 
 
 def topic_filename(title: str) -> str:
