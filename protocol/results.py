@@ -145,6 +145,9 @@ class DecideArgs:
     ids: tuple[str, ...]  # proposal ids (at least one)
     #: accept even where memory says otherwise on a proposal's subject (docs/adr/0025): both are kept
     keepBoth: bool | None = optional_key()
+    #: every id the user decides in the same command (``cairn accept A B`` runs one job per id): a promise a
+    #: killed ``auto`` review left for one of them waits for the user's decision, never goes first
+    deciding: tuple[str, ...] | None = optional_key()
 
 
 @record("proposal-args", version=1)
@@ -167,6 +170,9 @@ class Decision:
     changed: bool  # False: it was in that state already
     written: tuple[str, ...] | None = optional_key()  # files an apply/undo wrote
     supersedes: str | None = optional_key()  # accept-edited: the edited proposal
+    #: accept: the proposals whose applications changed its file since it was made; its working agreements were
+    #: added to the file as they left it (re-derived, :func:`worker.memory.apply.rebase`)
+    rebased: tuple[str, ...] | None = optional_key()
 
 
 @record("decisions-result", version=1)
@@ -200,6 +206,9 @@ class RememberResult:
     proposals: tuple[ProposalRow, ...]
     applied: tuple[str, ...]  # proposals applied (``auto`` mode)
     skippedNotes: dict[str, int] | None = optional_key()  # notes left out (cannot be written), by code
+    #: the stale proposals this text had made (their files changed since): it was reviewed again against the
+    #: files as they are now, and ``proposals`` are what that review proposed
+    again: tuple[str, ...] | None = optional_key()
 
 
 @record("agents-wire-args", version=1)

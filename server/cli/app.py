@@ -34,7 +34,14 @@ from typing import NoReturn
 
 from cairn.protocol.errors import CairnError, ErrorCode, os_error
 from cairn.protocol.text import printable
-from cairn.server.cli.support import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PIPE, Command
+from cairn.server.cli.support import (
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_PIPE,
+    Command,
+    unwritable,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -221,33 +228,13 @@ def _broken_pipe() -> int:
     return EXIT_PIPE
 
 
-#: the folders of a workspace cairn writes in, each with what it keeps there
-_WRITTEN = (((".cairn", "state"), "its private state (.cairn/state)"), ((".agents", "memory"), "memory (.agents/memory)"))
-
-
-def _unwritable(ws: str) -> str | None:
-    """The first folder of the workspace cairn writes in and cannot (a read-only file system, no write
-    permission), said with what it keeps there: the private state (``.cairn/state``, or the deepest of its
-    folders already made), then the memory folder. None when each can be written (the error is elsewhere)."""
-    for chain, what in _WRITTEN:
-        here = ws
-        for part in chain:  # the deepest folder of the chain that exists is where the next write goes
-            below = os.path.join(here, part)
-            if not os.path.isdir(below) or os.path.islink(below):
-                break
-            here = below
-        if os.path.isdir(here) and not os.access(here, os.W_OK):
-            return f"{here}, where cairn keeps {what}"
-    return None
-
-
 def _io_failed_where(ns: argparse.Namespace, message: str) -> str:
     """``E_IO_FAILED: Read-only file system (EROFS)`` named no path: the folder that cannot be written is
     added (a path only, never what was being written)."""
     ws = getattr(ns, "workspace", None)
     if not isinstance(ws, str) or ns.command in _NO_WORKSPACE_NEEDED or not os.path.isdir(ws):
         return message
-    where = _unwritable(os.path.abspath(ws))
+    where = unwritable(os.path.abspath(ws))
     if where is None or where.split(",", 1)[0] in message:
         return message
     return f"{message}: cannot write in {where}"
@@ -258,7 +245,7 @@ def _unwritable_note(ns: argparse.Namespace) -> str:
     ws = getattr(ns, "workspace", None)
     if not isinstance(ws, str) or ns.command in _NO_WORKSPACE_NEEDED or not os.path.isdir(ws):
         return ""
-    where = _unwritable(os.path.abspath(ws))
+    where = unwritable(os.path.abspath(ws))
     return f"; note: cannot write in {where}" if where else ""
 
 

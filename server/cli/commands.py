@@ -62,7 +62,8 @@ COMMANDS: dict[str, Command] = {
     "reject": Command("reject proposals (remembered: later reviews will not propose them again; "
                       "`cairn unreject ID` takes it back)",
                       M.many_ids_setup, M.cmd_reject),
-    "undo": Command("undo an applied proposal (refused if the files changed since)", M.one_id_setup, M.cmd_undo),
+    "undo": Command("undo applied proposals, the latest applied first (each refused if its files changed since)",
+                    M.many_ids_setup, M.cmd_undo),
     "unreject": Command("take rejections back: the proposals are pending again and later reviews may propose "
                         "them again", M.many_ids_setup, M.cmd_unreject),
     "history": Command("the decisions, newest first: time, action (accept/reject/undo/unreject), state, id; "

@@ -13,10 +13,14 @@ Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cairn.server.cli.support import (
+    EXIT_ERROR,
+    EXIT_INTERNAL,
     EXIT_OK,
     budget_line,
     emit_json,
@@ -27,6 +31,7 @@ from cairn.server.cli.support import (
     refused_why,
     run_job,
     run_result,
+    unwritable,
     warn_skipped,
     workspace_path,
 )
@@ -152,17 +157,85 @@ def accept_setup(p: argparse.ArgumentParser) -> None:
                    help="accept even where memory now says otherwise on the proposal's subject (both are kept)")
 
 
+def _decision_line(d: Any) -> str:
+    """What one decision says on stdout (``accept``, ``reject``, ``unreject``, ``undo``)."""
+    line = f"{d.id}: {d.state}" + ("" if d.changed else " (already)")
+    if getattr(d, "rebased", None):
+        # applied to the file as other accepted proposals left it, not to the bytes it was shown against
+        line += (f" (re-derived against {printable(', '.join(d.written or ()) or 'its file')} as "
+                 f"{', '.join(d.rebased)} left it: `cairn show {d.id}` shows what was written)")
+    return line
+
+
+#: failures of the disk or the machine, not of one proposal: deciding several ids stops there
+_STOPS = frozenset({"E_NO_SPACE", "E_IO_FAILED", "E_INTERNAL"})
+
+
+def _each(ns: argparse.Namespace, ids: list[str], one: Callable[[str], Any],
+          shape: Callable[[list[Any]], Any] | None = None) -> int:
+    """Decide each id on its own, in order: every outcome is reported (a decision on stdout as a single one
+    would print it, a refusal with its code on stderr, the others still decided); exit 0 only if none failed.
+
+    One id is what it always was: a refusal is the command's error (``app.main`` says it, naming the folder
+    an ``E_IO_FAILED`` could not write), ``--json`` prints ``shape`` of the decisions (default: the
+    ``decisions`` list). Several ids with a refusal among them: ``--json`` prints the decisions and the
+    ``errors`` (each ``id``, ``code``, ``message``), and each refusal is said on stderr too. A failure of the
+    disk or the machine (``E_NO_SPACE``, ``E_IO_FAILED``, ``E_INTERNAL``) stops there: the ids after it are
+    named, not decided (in the order given, as one command would have decided them)."""
+    from cairn.protocol.codec import to_body
+    from cairn.protocol.errors import CairnError, ErrorCode
+    from cairn.protocol.results import Decisions
+    from cairn.worker.redaction.redact import redact_text
+
+    done: list[Any] = []
+    failed: list[dict[str, str]] = []
+    internal = False
+    for pid in ids:
+        try:
+            d = one(pid)
+        except CairnError as exc:
+            if len(ids) == 1:
+                raise
+            internal |= exc.code is ErrorCode.INTERNAL
+            message = redact_text(exc.message)
+            where = unwritable(os.path.abspath(ns.workspace)) if exc.code is ErrorCode.IO_FAILED else None
+            if where is not None and where.split(",", 1)[0] not in message:
+                message = f"{message}: cannot write in {where}"  # as app.main says it of one id
+            failed.append({"id": pid, "code": str(exc.code), "message": message})
+            sys.stderr.write(f"cairn: {exc.code}: {printable(message)}\n")
+            if exc.code in _STOPS:
+                break  # the disk or the machine failed, not this proposal: the next ones would fail alike
+            continue
+        done.append(d)
+        if not ns.json:
+            print(_decision_line(d))
+            sys.stdout.flush()  # each outcome as it is decided: a later one may take a while, or be interrupted
+    if ns.json:
+        if failed:
+            emit_json({"decisions": [to_body(d) for d in done], "errors": failed})
+        else:
+            emit_json(shape(done) if shape is not None else Decisions(decisions=tuple(done)))
+    if failed:
+        left = ids[len(done) + len(failed):]
+        sys.stderr.write(f"cairn: {len(done)} of {len(ids)} decided; {len(failed)} refused: "
+                         f"{', '.join(f['id'] for f in failed)}"
+                         + (f"; not decided, run the command again for them: {', '.join(left)}" if left else "")
+                         + "\n")
+    return EXIT_OK if not failed else EXIT_INTERNAL if internal else EXIT_ERROR
+
+
 def _decide(ns: argparse.Namespace, job: str) -> int:
     from cairn.protocol.results import DecideArgs, Decisions
 
     keep = True if getattr(ns, "keep_both", False) else None
-    r = run_result(ns, job, Decisions, DecideArgs(ids=tuple(ns.ids), keepBoth=keep))
-    if ns.json:
-        emit_json(r)
-    else:
-        for d in r.decisions:
-            print(f"{d.id}: {d.state}" + ("" if d.changed else " (already)"))
-    return EXIT_OK
+    ids = list(dict.fromkeys(ns.ids))
+    every = tuple(ids) if len(ids) > 1 else None  # a killed auto review's promise of a later one waits for it
+
+    def one(pid: str) -> Any:
+        (d,) = run_result(ns, job, Decisions, DecideArgs(ids=(pid,), keepBoth=keep, deciding=every)).decisions
+        return d
+
+    return _each(ns, ids, one)
 
 
 def cmd_accept(ns: argparse.Namespace) -> int:
@@ -173,12 +246,26 @@ def cmd_reject(ns: argparse.Namespace) -> int:
     return _decide(ns, "reject")
 
 
+def _undo_order(ns: argparse.Namespace, ids: list[str]) -> list[str]:
+    """``ids`` in reverse order of their applications (the latest applied first: what it wrote lies over what
+    the earlier ones wrote); an id not applied keeps its place after them (its undo is refused as usual)."""
+    if len(ids) < 2:
+        return ids
+    applied: dict[str, float] = {}
+    for r in run_job(ns, "cockpit", {"view": "history"}).result["rows"]:
+        if r["id"] in ids and r["state"] == "applied" and r["id"] not in applied:  # rows come newest first
+            applied[r["id"]] = r["decided"]
+    return (sorted((i for i in ids if i in applied), key=lambda i: -applied[i])
+            + [i for i in ids if i not in applied])
+
+
 def cmd_undo(ns: argparse.Namespace) -> int:
     from cairn.protocol.results import Decision, ProposalArgs
 
-    r = run_result(ns, "undo", Decision, ProposalArgs(id=ns.id))
-    emit_json(r) if ns.json else print(f"{r.id}: {r.state}")
-    return EXIT_OK
+    ids = list(dict.fromkeys(ns.ids))
+    # one id: the decision itself, as `cairn undo ID --json` always printed it
+    return _each(ns, _undo_order(ns, ids), lambda pid: run_result(ns, "undo", Decision, ProposalArgs(id=pid)),
+                 shape=(lambda done: done[0]) if len(ids) == 1 else None)
 
 
 def cmd_unreject(ns: argparse.Namespace) -> int:

@@ -7,7 +7,8 @@ is captured as a turn of its own ``remember`` session, a focused review runs
 at once, and the proposals made for it are printed (applied already in
 ``auto`` mode). Bad input is a fixed error before anything is written:
 no text, an empty or oversized text (``E_RECORD_TOO_LARGE``), an unknown
-type, an unreadable file. Depends only on :mod:`server.cli.support` (and the
+type, an unreadable file, a path that is no regular file (a FIFO, a device, a
+folder: ``E_PATH_NOT_REGULAR``, refused without blocking). Depends only on :mod:`server.cli.support` (and the
 worker's checks).
 
 Imports inside functions: ``cairn --help`` cold start, see :mod:`server.cli`.
@@ -35,6 +36,36 @@ def remember_setup(p: argparse.ArgumentParser) -> None:
     json_flag(p)
 
 
+def _read_regular(path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``; anything else (a FIFO, a device, a socket, a
+    folder) is ``E_PATH_NOT_REGULAR`` without blocking: opened non-blocking (a FIFO with no writer would wait
+    forever otherwise), checked with ``fstat`` on the descriptor read, never read."""
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+            raise CairnError(ErrorCode.PATH_NOT_REGULAR, f"remember: {path[:120]} is {what}, not a regular file; "
+                             "give a file, or `--file -` to read stdin")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read_file(path: str) -> str:
     from cairn.worker.memory.remember import MAX_BYTES
 
@@ -42,8 +73,7 @@ def _read_file(path: str) -> str:
         if path == "-":
             data = sys.stdin.buffer.read(MAX_BYTES + 1)
         else:
-            with open(path, "rb") as f:
-                data = f.read(MAX_BYTES + 1)
+            data = _read_regular(path, MAX_BYTES + 1)
     except OSError as exc:
         raise CairnError(ErrorCode.USAGE, f"remember: cannot read {path[:120]}: {exc.strerror or 'error'}") from None
     if len(data) > MAX_BYTES:
@@ -71,6 +101,11 @@ def request_text(ns: argparse.Namespace) -> str:
 def result_lines(r: RememberResult) -> list[str]:
     """What the user reads: the request, then each proposal (or why there is none yet)."""
     lines = [f"remembered {r.remember}"]
+    if r.again:
+        fresh = [p.id for p in r.proposals if p.id not in r.again]
+        lines.append(f"{', '.join(r.again)} proposed it before and went stale (memory changed since): "
+                     + (f"proposed again as {', '.join(fresh)}, against memory as it is now" if fresh
+                        else "reviewed again against memory as it is now"))
     if not r.reviewed:
         lines.append("a focused review is running elsewhere: the proposal follows in `cairn proposals`")
     elif not r.proposals and (r.skippedNotes or {}).get(str(ErrorCode.INDEX_FULL)):

@@ -199,3 +199,23 @@ def run_result(ns: argparse.Namespace, job: str, result: type[T], job_args: Any 
     from cairn.protocol.results import read
 
     return read(result, run_job(ns, job, job_args).result, job=job)
+
+
+#: the folders of a workspace cairn writes in, each with what it keeps there
+_WRITTEN = (((".cairn", "state"), "its private state (.cairn/state)"), ((".agents", "memory"), "memory (.agents/memory)"))
+
+
+def unwritable(ws: str) -> str | None:
+    """The first folder of the workspace cairn writes in and cannot (a read-only file system, no write
+    permission), said with what it keeps there: the private state (``.cairn/state``, or the deepest of its
+    folders already made), then the memory folder. None when each can be written (the error is elsewhere)."""
+    for chain, what in _WRITTEN:
+        here = ws
+        for part in chain:  # the deepest folder of the chain that exists is where the next write goes
+            below = os.path.join(here, part)
+            if not os.path.isdir(below) or os.path.islink(below):
+                break
+            here = below
+        if os.path.isdir(here) and not os.access(here, os.W_OK):
+            return f"{here}, where cairn keeps {what}"
+    return None

@@ -56,8 +56,8 @@ def _names(d: Path) -> list[str]:
 
 def _applied_once(ws: Path) -> None:
     """Every proposal decided once (applied), with its one public record; no promise left."""
+    import cairn.worker.memory.apply as apply
     from cairn.protocol.settings import Settings
-    from cairn.worker.memory import apply
     from cairn.worker.memory.store import MemoryStore
 
     with MemoryStore(str(ws), Settings(mode="auto")) as ms:

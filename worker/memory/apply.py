@@ -33,6 +33,14 @@ reported). Success is never inferred from an unmarked intent, and an
 intent naming a path its proposal may not touch is foreign too (a cloned
 repository can ship ``.cairn/state``; see :func:`_own_paths`).
 
+**Rebase**: an instruction proposal that only adds working agreements, whose
+file changed since it was made only by cairn's own recorded writes (other
+proposals accepted or undone: :func:`changed_by` follows their intents'
+hashes), is fresh: accept re-derives it against the file as it is now
+(:func:`rebase`) and writes that through the same protocol (the current bytes
+are the before-state its locked program proves). A change by anyone else
+keeps it stale, as does a bullet the file already holds.
+
 **Undo** is a separate reversal intent that requires the exact recorded
 after-state of every topic/instruction file (and the applied entry lines of
 the index); otherwise it refuses with ``E_TARGET_CHANGED`` and changes
@@ -194,11 +202,16 @@ def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, s
     from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
 
     current = _read_current(base, sorted(set(rels.values())))
+    rebased = ""
     for f in p.files:
         data = current[rels[f.path]]
         now = None if data is None else sha(data)
         if now != f.before:
-            return False, f"{f.path} changed since the proposal was made"
+            rb = rebase(ms, p, rels, current)
+            if rb is None:
+                return False, f"{f.path} changed since the proposal was made" + _changed_by(ms, p, rels, current)
+            rebased = (f"{f.path} changed since the proposal was made, by accepted proposal(s) {', '.join(rb[1])}: "
+                       "accepting it adds its working agreements to the file as it is now")
     for e in p.index:
         data = current[rels[e.index]] or b""
         if model.entry_line(model.parse_index(data), e.file) != e.before:
@@ -209,7 +222,7 @@ def check_fresh(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, s
     why = _contradicted(ms, p, base, rels, current) if contradictions else ""
     if why:
         return False, why
-    return True, ""
+    return True, rebased
 
 
 def _contradicted(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str, str],
@@ -253,6 +266,149 @@ def _contradicted(ms: MemoryStore, p: Proposal, base: PinnedDir, rels: dict[str,
     return contradiction.conflict(changes, others)
 
 
+# -- rebasing: a proposal whose file only other accepted proposals changed -------------------
+
+#: (workspace, write id) -> (proposal, action, ((rel, before, after), ...)) of a write whose decision is recorded:
+#: immutable facts (an intent is written once, a decision never goes away), remembered per process
+_RECORDED: dict[tuple[str, str], tuple[str, str, tuple[tuple[str, str | None, str | None], ...]]] = {}
+
+
+def _recorded_writes(ms: MemoryStore) -> list[tuple[str, str, tuple[tuple[str, str | None, str | None], ...]]]:
+    """(proposal, action, files) of every write cairn made and recorded a decision for (an accept or an undo
+    the person decided, or ``auto`` mode applied): the changes of memory files that are cairn's own.
+
+    A write without its decision (rolled back, under way, foreign) is never one of them."""
+    out = []
+    for w in ms.names(INTENTS):
+        key = (ms.workspace, w)
+        if key not in _RECORDED:
+            try:
+                intent = load_intent(ms, w)
+                if not any(d.write == w for d in decisions(ms, intent.proposal)):
+                    continue
+            except CairnError:
+                continue  # an intent or decision that cannot be read is no proof of anything
+            _RECORDED[key] = (intent.proposal, intent.action,
+                              tuple((f.path, f.before, f.after) for f in intent.files if f.before != f.after))
+        out.append(_RECORDED[key])
+    return out
+
+
+def changed_by(ms: MemoryStore, rel: str, start: str | None, end: str | None) -> list[tuple[str, str]] | None:
+    """The recorded cairn writes, ``(proposal, action)`` in order, that took the file ``rel`` (base-relative)
+    from the bytes hashed ``start`` to those hashed ``end``; ``[]`` when they are the same, None when no
+    chain of them does (someone else changed the file)."""
+    if start == end:
+        return []
+    edges: dict[str | None, list[tuple[str | None, str, str]]] = {}
+    for pid, action, files in _recorded_writes(ms):
+        for name, before, after in files:
+            if name == rel:
+                edges.setdefault(before, []).append((after, pid, action))
+    seen = {start}
+    frontier: list[tuple[str | None, list[tuple[str, str]]]] = [(start, [])]
+    while frontier:  # breadth first: the shortest chain
+        nxt: list[tuple[str | None, list[tuple[str, str]]]] = []
+        for h, chain in frontier:
+            for after, pid, action in edges.get(h, ()):
+                if after == end:
+                    return [*chain, (pid, action)]
+                if after not in seen:
+                    seen.add(after)
+                    nxt.append((after, [*chain, (pid, action)]))
+        frontier = nxt
+    return None
+
+
+def _added_bullets(before: bytes | None, after: bytes) -> list[str] | None:
+    """The bullet lines ``after`` adds to ``before`` when it only inserts lines, else None."""
+    import difflib
+
+    try:
+        a = (before or b"").decode("utf-8").splitlines(keepends=True)
+        b = after.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None
+    bullets = []
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if tag != "insert":
+            return None
+        bullets += [line.rstrip("\r\n") for line in b[j1:j2] if line.lstrip().startswith(("- ", "* ", "+ "))]
+    return bullets
+
+
+def rebase(ms: MemoryStore, p: Proposal, rels: dict[str, str],
+           current: dict[str, bytes | None]) -> tuple[bytes, tuple[str, ...]] | None:
+    """An instruction proposal that only adds working agreements, re-derived against its file as it is now:
+    (the file with them added, the proposals whose writes changed it since the proposal was made), or None.
+
+    Only when every change since is one of cairn's recorded writes (:func:`changed_by`: another proposal
+    accepted, or undone), so a person's own edit still makes the proposal stale; only when its bytes are
+    exactly its bullets added to its before-state (:func:`~worker.memory.model.add_working_agreements`), and
+    none of them is in the file already. The accept that writes it is as checked as any (the file as read
+    here is the before-state its write proves under the target lock)."""
+    from cairn.worker.memory import model  # yaml loads only to check or write files: module docstring
+
+    if p.kind is not ProposalKind.INSTRUCTION or p.index or p.premise or len(p.files) != 1:
+        return None
+    (f,) = p.files
+    now = current.get(rels.get(f.path, ""))
+    if now is None or f.after is None or not f.after_bundle:
+        return None
+    h = sha(now)
+    if h == f.before:
+        return None
+    chain = changed_by(ms, rels[f.path], f.before, h)
+    if not chain:
+        return None
+    try:
+        before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
+        after = ms.mbundles.get(f.after_bundle)
+        bullets = _added_bullets(before, after)
+        if not bullets or model.add_working_agreements(before, bullets) != after:
+            return None
+        present = {line.strip() for line in now.decode("utf-8").splitlines()}
+    except (CairnError, UnicodeDecodeError):
+        return None
+    if any(b.strip() in present for b in bullets):
+        return None  # already said: adding it again would say it twice
+    return model.add_working_agreements(now, bullets), tuple(dict.fromkeys(pid for pid, _ in chain))
+
+
+def rebased_file(ms: MemoryStore, p: Proposal) -> tuple[str, bytes, bytes] | None:
+    """(path, its bytes now, with the proposal's agreements added) for a proposal :func:`rebase` re-derives now;
+    what ``show`` diffs and the editors mark for it before it is accepted. None otherwise."""
+    if p.kind is not ProposalKind.INSTRUCTION or len(p.files) != 1:
+        return None
+    try:
+        target, rels = _resolve(ms, p)
+        base, tclaims = ms.target_stores(target)
+        try:
+            current = _read_current(base, sorted(set(rels.values())))
+            rb = rebase(ms, p, rels, current)
+        finally:
+            tclaims.close()
+            if base is not ms.root:
+                base.close()
+    except CairnError:
+        return None
+    path = p.files[0].path
+    now = current[rels[path]]
+    return None if rb is None or now is None else (path, now, rb[0])
+
+
+def _changed_by(ms: MemoryStore, p: Proposal, rels: dict[str, str], current: dict[str, bytes | None]) -> str:
+    """Who changed a stale proposal's files, when only cairn did: `` (by proposal P applied)`` or ""."""
+    names: list[str] = []
+    for f in p.files:
+        data = current.get(rels.get(f.path, ""))
+        chain = changed_by(ms, rels[f.path], f.before, None if data is None else sha(data))
+        names += [f"{pid} {'applied' if action == 'apply' else 'undone'}" for pid, action in chain or ()]
+    return f" (by proposal {', '.join(dict.fromkeys(names))})" if names else ""
+
+
 def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
     ds = decisions(ms, p.id)
     if ds and ds[-1].state is not ProposalState.PENDING:  # pending again after an un-reject: checked as any
@@ -270,7 +426,7 @@ def state_of(ms: MemoryStore, p: Proposal) -> tuple[ProposalState, str]:
                 base.close()
     except CairnError as exc:
         return ProposalState.STALE, f"{exc.code}: {exc.message}"
-    return (ProposalState.PENDING, "") if fresh else (ProposalState.STALE, why)
+    return (ProposalState.PENDING, why) if fresh else (ProposalState.STALE, why)
 
 
 def contradicted(ms: MemoryStore, p: Proposal) -> bool:
@@ -543,8 +699,11 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
                 again = ("; `cairn process && cairn review` proposes it as a replacement"
                          if "without replacing it" in why else "")
                 why += f" (to keep both: accept --keep-both){again}"  # the editors' hint first: messages are clipped
-            raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written")
+            elif "changed since the proposal was made" in why and (again := _again(ms, p)):
+                why += f"; {again}"
+            raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid} is stale: {why}; nothing was written for it")
         current = _read_current(base, sorted(set(rels.values())))
+        rb = rebase(ms, p, rels, current)
         out: list[tuple[str, str, bytes | None, bytes | None]] = []
         for f in p.files:
             after = ms.mbundles.get(f.after_bundle) if f.after_bundle else None
@@ -553,6 +712,12 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
             # the redaction gate once more before a memory file is written (a no-op for proposals it made), over
             # what the write adds: the user's own lines are theirs (a token in their agent settings stays)
             before = current[rels[f.path]]
+            if rb is not None:  # only cairn's own writes changed it: its agreements added to the file as it is now
+                after = rb[0]
+                rebased.extend(rb[1])
+            elif (None if before is None else sha(before)) != f.before:  # changed since it was checked just now
+                raise CairnError(ErrorCode.PROPOSAL_STALE, f"proposal {pid}: {f.path} changed during application; "
+                                 "nothing was written for it")
             out.append((f.path, rels[f.path], before, None if after is None else redact_added(before, after)))
         by_index: dict[str, list[tuple[str, str | None, str | None]]] = {}
         for e in p.index:
@@ -563,8 +728,23 @@ def accept(ms: MemoryStore, pid: str, *, undecided: bool = False, keep_both: boo
             out.append((index, rels[index], before, redact_added(before, after)))
         return out
 
+    rebased: list[str] = []
     written = _checked_write(ms, p, "accept", "apply", ProposalState.APPLIED, plan)
-    return Decision(id=pid, state=ProposalState.APPLIED, changed=True, written=tuple(written))
+    return Decision(id=pid, state=ProposalState.APPLIED, changed=True, written=tuple(written),
+                    rebased=tuple(dict.fromkeys(rebased)) or None)
+
+
+def _again(ms: MemoryStore, p: Proposal) -> str:
+    """The command that proposes a stale proposal's change again, against the files as they are now."""
+    from cairn.worker.memory.store import REMEMBERED
+
+    if p.kind is ProposalKind.DISPOSITION:
+        return ""
+    remembered = set(ms.names(REMEMBERED))
+    if any(e in remembered for e in p.evidence):
+        return ("`cairn review` (or `cairn remember` of the same text) proposes it again against the files "
+                "as they are now")
+    return "`cairn review` proposes it again against the files as they are now"
 
 
 def _check_required(ms: MemoryStore, p: Proposal) -> None:
@@ -734,14 +914,29 @@ def undo(ms: MemoryStore, pid: str) -> Decision:
                 out.append((path, f.path, now, after))
                 continue
             if (None if now is None else sha(now)) != f.after:
-                raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied; "
-                                 "nothing was changed")
+                raise CairnError(ErrorCode.TARGET_CHANGED, f"undo refused: {path} changed since it was applied"
+                                 f"{_later(ms, pid, f.path, f.after, now)}; nothing was changed")
             before = ms.mbundles.get(f.before_bundle) if f.before_bundle else None
             out.append((path, f.path, now, before))
         return out
 
     written = _checked_write(ms, p, "undo", "undo", ProposalState.UNDONE, plan, dirs=intent.dirs)
     return Decision(id=pid, state=ProposalState.UNDONE, changed=True, written=tuple(written))
+
+
+def _later(ms: MemoryStore, pid: str, rel: str, applied: str | None, now: bytes | None) -> str:
+    """Why an undo of ``pid`` finds ``rel`` changed, when cairn changed it: the proposals applied after it that
+    wrote the file and are still applied, to undo first (:func:`changed_by`); otherwise that someone else did."""
+    chain = changed_by(ms, rel, applied, None if now is None else sha(now))
+    if chain is None:
+        return " (not by a cairn proposal: edit the file by hand)"
+    later = [q for q, action in chain if action == "apply" and q != pid]
+    later = [q for q in dict.fromkeys(reversed(later))
+             if (ds := decisions(ms, q)) and ds[-1].state is ProposalState.APPLIED]
+    if not later:
+        return ""
+    return (f", by proposal {', '.join(later)} applied after it: undo {' and '.join(later)} first "
+            f"(`cairn undo {' '.join(later)} {pid}` undoes them all, the latest first)")
 
 
 # -- recovery -------------------------------------------------------------------

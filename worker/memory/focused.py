@@ -17,6 +17,10 @@ unpublished focused review is published, never re-run.
   advances general coverage: the digest of the remembered turn is reviewed
   again by a general review, whose fingerprints then suppress a proposal
   still pending or rejected, and whose notes memory already holds are dropped.
+* **Stale, reviewed again.** A covered request whose every proposal went
+  stale (its files changed since) is reviewed once more, against memory as
+  it is now, by the next ``remember`` of the same text or an explicit
+  ``cairn review`` (:func:`stale_requests`); that review covers it anew.
 * **Not capped.** Focused reviews are never automatic, so the rolling 24 h
   cap of automatic reviews neither counts nor stops them.
 * **Bounded and coalesced.** :func:`run_focused` repeats focused reviews
@@ -121,8 +125,29 @@ def recover_focused(ms: MemoryStore) -> bool:
     return True
 
 
-def focused_review(ms: MemoryStore) -> tuple[dict[str, Any], bool]:
-    """One bounded focused review. Returns (result, more: requests still pending); see the module docstring."""
+def stale_requests(ms: MemoryStore, only: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Remember id -> its proposals, for each covered request (``only``: that one) whose every proposal is
+    stale (its files changed since, or memory now says otherwise): reviewed again, against memory as it is
+    now, by the next ``remember`` of the same text or ``cairn review`` (:func:`focused_review` ``again``).
+    Once per such proposal: the review again covers the request with its own, fresh proposals (or none)."""
+    done = covered(ms)
+    ids = [only] if only is not None else [r.id for r in _requests(ms)]
+    ids = [i for i in ids if done.get(i)]
+    if not ids:
+        return {}
+    rows = proposal_rows(ms.workspace, ms.settings)
+    out: dict[str, tuple[str, ...]] = {}
+    for rid in ids:
+        mine = [r for r in rows if r["id"] in done[rid] and rid in r.get("evidence", ())]
+        if mine and all(r["state"] == "stale" for r in mine):
+            out[rid] = tuple(r["id"] for r in mine)
+    return out
+
+
+def focused_review(ms: MemoryStore, again: tuple[str, ...] = ()) -> tuple[dict[str, Any], bool]:
+    """One bounded focused review. Returns (result, more: requests still pending); see the module docstring.
+
+    ``again``: covered requests to review once more with the pending ones (:func:`stale_requests`)."""
     recovered = recover_focused(ms)
     try:
         claim = ms.mclaims.elect(SCOPE, purpose="focused-review", ttl=REVIEW_TTL, authority=ms.mauthority)
@@ -132,7 +157,9 @@ def focused_review(ms: MemoryStore) -> tuple[dict[str, Any], bool]:
         raise
     try:
         todo = pending(ms)
-        batch = todo[:MAX_BATCH]
+        more = [r for r in _requests(ms) if r.id in again and r not in todo]
+        batch = (todo + more)[:MAX_BATCH]
+        todo = todo + more
         if not batch:
             ms.mclaims.settle(claim, OutcomeKind.CANCELLED, error=str(ErrorCode.CANCELLED))
             return {"review": None, "remembered": 0, "proposals": 0, "recovered": recovered}, False

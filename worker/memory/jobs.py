@@ -48,7 +48,13 @@ def _store(req: WorkerRequest) -> MemoryStore:
 
 def job_review(req: WorkerRequest) -> tuple[ReviewJobResult, bool]:
     # the review machinery loads with the review jobs only: module docstring
-    from cairn.worker.memory.focused import pending, recover_focused, run_focused
+    from cairn.worker.memory.focused import (
+        focused_review,
+        pending,
+        recover_focused,
+        run_focused,
+        stale_requests,
+    )
     from cairn.worker.memory.review import general_review, skipped_report
 
     automatic = read(ReviewArgs, req.args, job=req.job).automatic
@@ -58,6 +64,14 @@ def job_review(req: WorkerRequest) -> tuple[ReviewJobResult, bool]:
         # a remembered text whose focused review was interrupted is reviewed here (never capped)
         recover_focused(ms)
         focused: dict[str, Any] = run_focused(ms) if pending(ms) else {"reviews": 0}
+        if not automatic and (again := stale_requests(ms)):
+            # remembered texts whose proposals all went stale (their files changed since): reviewed once more,
+            # against the files as they are now, so an explicit review proposes them again
+            r, _ = focused_review(ms, again=tuple(again))
+            if r.get("review"):
+                focused = {**focused, "reviews": focused["reviews"] + 1,
+                           "skippedNotes": dict(Counter(focused.get("skippedNotes", {}))
+                                                + Counter(r.get("skippedNotes", {})))}
         skipped = Counter(result.skippedNotes or {}) + Counter(focused.get("skippedNotes", {}))
         return codec.evolve(result, writes=recovered, focused=focused["reviews"],
                             skippedNotes=skipped_report(skipped)), more
@@ -84,7 +98,7 @@ def _decide(req: WorkerRequest, fn_name: str) -> Decisions:
         raise CairnError(ErrorCode.USAGE, "ids: a non-empty list of proposal ids is required")
     out = []
     with _store(req) as ms:
-        apply.recover(ms, deciding=ids)
+        apply.recover(ms, deciding=tuple(dict.fromkeys((*ids, *(args.deciding or ())))))
         for pid in ids:
             out.append(fn(ms, pid))
         if fn_name == "accept":

@@ -140,7 +140,13 @@ def record_request(ms: MemoryStore, text: str, note_type: str, source: str) -> R
 def remember(ms: MemoryStore, text: object, note_type: object = None, source: object = None) -> RememberResult:
     """Record the request and run the focused review; report this text's proposals."""
     from cairn.worker.memory.apply import recover  # cold start: module docstring
-    from cairn.worker.memory.focused import covered, proposals_for, run_focused
+    from cairn.worker.memory.focused import (
+        covered,
+        focused_review,
+        proposals_for,
+        run_focused,
+        stale_requests,
+    )
     from cairn.worker.memory.review import skipped_report
 
     checked = check_request(text, note_type, source)
@@ -158,10 +164,19 @@ def remember(ms: MemoryStore, text: object, note_type: object = None, source: ob
         applied += review["applied"]
         reviews += review["reviews"]
         skipped.update(review.get("skippedNotes", {}))
+    again = stale_requests(ms, only=req.id).get(req.id, ())
+    if again:  # remembered again after its proposals went stale: reviewed again against the files as they are now
+        r, _ = focused_review(ms, again=(req.id,))
+        if r.get("review"):
+            reviews += 1
+            applied += r["applied"]
+            skipped.update(r.get("skippedNotes", {}))
+        else:
+            again = ()  # another process holds the focused review: the stale proposals are what there is
     mine = proposals_for(ms, req.id)
     return RememberResult(remember=req.id, capture=req.capture, reviews=reviews, busy=review["busy"],
                           reviewed=mine["reviewed"], proposals=tuple(ProposalRow(**p) for p in mine["proposals"]),
-                          applied=tuple(applied), skippedNotes=skipped_report(skipped))
+                          applied=tuple(applied), skippedNotes=skipped_report(skipped), again=again or None)
 
 
 def job_remember(req: WorkerRequest) -> RememberResult:

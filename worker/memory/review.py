@@ -90,7 +90,8 @@ def reviewed_digests(ms: MemoryStore, digests: list[PublicDigest] | None = None)
     """Digests covered by a published review whose accepted proposals exist privately.
 
     A digest covered by one review only, whose note an undecided proposal carries that memory now
-    contradicts (:mod:`.contradiction`: another proposal was applied first), is not covered: its notes are
+    contradicts (:mod:`.contradiction`: another proposal was applied first) or that is stale otherwise (its
+    files changed since, not by cairn's own writes alone: :func:`apply.check_fresh`), is not covered: its notes are
     reviewed once more, against memory as it is now, so the note becomes a replacement instead of being
     lost with its stale proposal. The proposal may come from that review (its evidence names the digest)
     or from a focused review of a remembered text (``digests``: the digest whose turn is the remembered
@@ -120,8 +121,8 @@ def reviewed_digests(ms: MemoryStore, digests: list[PublicDigest] | None = None)
             p = load_proposal(ms, pid)
             named = [d for e in p.evidence for d in ([e] if e in covering else by_turn.get(e, []))]
             again = [d for d in named if covering.get(d) == 1]
-            if again and contradicted(ms, p):
-                out.difference_update(again)
+            if again and (contradicted(ms, p) or state_of(ms, p)[0] is ProposalState.STALE):
+                out.difference_update(again)  # contradicted, or its files changed since (not by cairn alone)
     return out
 
 

@@ -32,6 +32,7 @@ from cairn.worker.memory.apply import (
     load_intent,
     load_proposal,
     proposal_ids,
+    rebased_file,
     state_of,
 )
 from cairn.worker.memory.edited import editable
@@ -226,6 +227,8 @@ def _file_pairs(ms: MemoryStore, p: Proposal) -> list[tuple[str, bytes | None, b
         back = {v: k for k, v in rels.items()}
         return [(back.get(f.path, f.path), ms.mbundles.get(f.before_bundle) if f.before_bundle else None,
                  ms.mbundles.get(f.after_bundle) if f.after_bundle else None) for f in intent.files]
+    if (rebased := rebased_file(ms, p)) is not None:
+        return [rebased]  # only cairn changed its file since: what accepting it writes to the file as it is now
     out: list[tuple[str, bytes | None, bytes | None]] = []
     for f in p.files:
         out.append((f.path, ms.mbundles.get(f.before_bundle) if f.before_bundle else None,
