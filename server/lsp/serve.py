@@ -2,9 +2,10 @@
 
 stdout belongs to the protocol, so logging goes to stderr at WARNING, and
 pygls' own loggers are held at WARNING too (they log every message at INFO).
-If the connection ends without a ``shutdown`` request, running workers are
-stopped on the way out (they are bounded jobs; anything unfinished stays
-durable for the next start).
+If the connection ends without a ``shutdown`` request, or SIGHUP, SIGTERM or
+SIGINT arrives (:func:`server.lsp.stdio.stop_on_signals`: the session ends as
+at the end of input), running workers are stopped on the way out (they are
+bounded jobs; anything unfinished stays durable for the next start).
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ class CairnLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("cairn", VERSION, protocol_cls=CairnProtocol)
         self.service = CairnService(_PyglsClient(self))
+        #: whether SIGHUP, SIGTERM and SIGINT end the session (``stdio.stop_on_signals``) rather than the process
+        self.stops_on_signals = False
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve over stdio: :mod:`server.lsp.stdio` when stdin is a stream, else pygls' reader."""
@@ -53,6 +55,7 @@ class CairnLanguageServer(LanguageServer):
             super().start_io(stdin, stdout)
             return
         self._stop_event = stop = threading.Event()
+        self.stops_on_signals = True  # lsp_stdio.serve takes them: the end of input's path
         try:
             asyncio.run(lsp_stdio.serve(source, stdout or sys.stdout.buffer, self.protocol, stop,
                                         self.report_server_error))
@@ -61,6 +64,15 @@ class CairnLanguageServer(LanguageServer):
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
+            self.shutdown()
+
+    def end_session(self) -> None:
+        """On pygls' transports: end the session as the client leaving does (a TCP connection closed: its
+        reader sees the end of input, then pygls shuts down), else stop pygls' reading loop."""
+        transport = getattr(getattr(self.protocol, "writer", None), "transport", None)
+        if isinstance(transport, asyncio.BaseTransport):
+            transport.close()
+        else:
             self.shutdown()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -168,6 +180,9 @@ def build_server() -> CairnLanguageServer:
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: CairnLanguageServer, params: lsp.InitializeParams) -> None:
+        if not ls.stops_on_signals:  # pygls' own transports (--tcp, a regular file as stdin): before any worker
+            lsp_stdio.stop_on_signals(asyncio.get_running_loop(), threading.Event(), ls.end_session)
+            ls.stops_on_signals = True
         ls.service.configure(_folders(params), _object(params.initialization_options))
 
     @server.feature(lsp.INITIALIZED)
@@ -229,6 +244,7 @@ def build_server() -> CairnLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: CairnLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.service.documents.opening(params.text_document.uri)  # before any wait: a decision may come next
         await ls.service.wait_started()
         await ls.service.documents.did_open(params.text_document.uri)
 

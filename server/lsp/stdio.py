@@ -24,14 +24,21 @@ line carrying ``E_MESSAGE_MALFORMED``. A body that parses but fails in
 structuring or dispatch is reported to the server's error handler (class
 name only) and the next message is read. An exception no handler took is
 one log line with its class (``E_INTERNAL``), never a traceback.
+
+``SIGHUP`` (an editor quitting: Emacs sends it to its servers), ``SIGTERM``
+and ``SIGINT`` end the session as the end of input does: one log line naming
+the signal, no further message read, and the caller stops the running
+workers on the way out (``docs/lsp.md``, "Scheduling").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import signal
 import stat
 import threading
 from collections.abc import Callable
@@ -45,6 +52,8 @@ from pygls.protocol import JsonRPCProtocol
 
 DEFAULT_LIMIT = 1 << 26  # 64 MiB: the longest body (and header line) accepted
 _DISCARD_CHUNK = 1 << 20  # an oversized body is read and dropped this much at a time
+#: signals that end the session as the end of input does (the default action would leave the workers running)
+STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 _RESYNC = re.compile(rb"(?<![A-Za-z0-9-])content-length:[ \t]*[0-9]{1,18}[ \t]*\r?\n\Z", re.IGNORECASE)
 
 
@@ -76,11 +85,12 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, protocol: JsonRPCProtocol, st
     reader = asyncio.StreamReader(limit=LIMIT)
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_loop_error)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    stop_on_signals(loop, stop, transport.close)  # closed, stdin reads as ended: nothing more is fed in
     skipping = False
     while not stop.is_set():
         head = await _headers(reader, skipping)
-        if head is None:
+        if head is None or stop.is_set():
             return
         if isinstance(head, _Lost):
             log.error("no message header in %d bytes of input; ending the session (%s)", LIMIT,
@@ -100,7 +110,26 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, protocol: JsonRPCProtocol, st
             body = await reader.readexactly(head)
         except asyncio.IncompleteReadError:
             return
+        if stop.is_set():
+            return
         _dispatch(body, protocol, on_error)
+
+
+def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: threading.Event, end: Callable[[], None]) -> None:
+    """On any of :data:`STOP_SIGNALS`: one log line, ``stop`` set and ``end()`` called (it ends the reading).
+
+    The handlers belong to ``loop`` (they go with it when it closes). Outside the main thread a loop cannot
+    take signals: the defaults stay.
+    """
+    def stopping(signum: int) -> None:
+        if not stop.is_set():
+            log.warning("%s: ending the session; running workers are stopped", signal.Signals(signum).name)
+        stop.set()
+        end()
+
+    for signum in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(signum, stopping, signum)
 
 
 def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -202,7 +202,9 @@ async def accept_edited(svc: CairnService, p: AcceptEditedParams) -> dict[str, A
 
 
 async def undo(svc: CairnService, p: ProposalParams) -> dict[str, Any]:
-    return await foreground(svc, svc.workspace(p.workspace), "undo", ProposalArgs(id=p.id))
+    ws = svc.workspace(p.workspace)
+    await svc.documents.check_live_buffers(ws, (p.id,), "undo")  # an undo writes files back: live buffers win
+    return await foreground(svc, ws, "undo", ProposalArgs(id=p.id))
 
 
 async def remember(svc: CairnService, p: RememberParams) -> dict[str, Any]:

@@ -13,8 +13,11 @@ read cairn memory`` (``cairn.wireAgents``: the ``agents-wire`` proposal,
 decided like any other). Which agents those are is
 ``worker.jobs.agents.report`` without a scan (a few ``stat`` calls, in a thread).
 :meth:`Documents.check_live_buffers` keeps the rule that live buffers win: a
-proposal is never applied under an open document with unsaved changes
-(``E_PROPOSAL_STALE``). LSP carries no "modified" flag, so the server keeps
+decision is never written under an open document with unsaved changes
+(``E_PROPOSAL_STALE``): an accept (of a pending proposal, or of an undone one
+applied again) or an undo is checked against every open document, whatever
+its diagnostics say, with the files the decision writes as its proposal and
+decisions record them (:func:`written_by`). LSP carries no "modified" flag, so the server keeps
 each document's text as of its last ``didOpen`` (when it matched the file)
 or ``didSave``: a buffer still holding that text is unmodified, even when
 the file changed on disk since (the CLI or another editor wrote it); such a
@@ -70,6 +73,41 @@ def _read_text(path: str) -> str | None:
         os.close(fd)
 
 
+def _disk_text(path: str) -> str | None:
+    """:func:`_read_text`, and "" for no file at all (an unsaved new buffer: a decision would create it)."""
+    text = _read_text(path)
+    return "" if text is None and not os.path.lexists(path) else text
+
+
+def written_by(ws: str, ids: tuple[str, ...], settings: Any, paths: list[str]) -> list[str]:
+    """Those of ``paths`` (absolute) that a decision on the proposals ``ids`` of ``ws`` may write.
+
+    A proposal's files and memory indexes, resolved as the apply step resolves them
+    (``MemoryStore.check_target``), and the files its decisions wrote (an undo writes them back, an accept
+    of an undone proposal writes them again). Compared by path and once links are resolved. A proposal that
+    cannot be read adds nothing: its decision is refused by the worker anyway.
+    """
+    from cairn.worker.memory.apply import decisions, load_intent, load_proposal  # server start: status.py
+    from cairn.worker.memory.store import MemoryStore
+
+    files: set[str] = set()
+    with MemoryStore(ws, settings) as ms:
+        for pid in ids:
+            try:
+                p = load_proposal(ms, pid)
+                targets = [ms.check_target(path) for path in [*(f.path for f in p.files), *(e.index for e in p.index)]]
+                for target, rel in targets:
+                    files.add(os.path.join(target.base, rel))
+                base = targets[0][0].base if targets else ws
+                for decision in decisions(ms, pid):
+                    if decision.write:
+                        files.update(os.path.join(base, f.path) for f in load_intent(ms, decision.write).files)
+            except (CairnError, OSError, ValueError):
+                continue
+    wanted = {os.path.normpath(f) for f in files} | {os.path.realpath(f) for f in files}
+    return [path for path in paths if os.path.normpath(path) in wanted or os.path.realpath(path) in wanted]
+
+
 class Documents:
     def __init__(self, service: CairnService) -> None:
         self.service = service
@@ -82,6 +120,11 @@ class Documents:
         self.published_at: dict[str, Any] = {}
         #: uri of an open instruction file the last verification read -> its stale lines (``marks.stale_lines``)
         self.stale: dict[str, list[dict[str, Any]]] = {}
+
+    def opening(self, uri: str) -> None:
+        """``didOpen`` arrived: the document counts as open at once, as modified until :meth:`did_open` has
+        compared it with its file (a decision that comes meanwhile compares it itself)."""
+        self.saved[uri] = None
 
     async def did_open(self, uri: str) -> None:
         text = self.service.client.document_text(uri)
@@ -168,20 +211,31 @@ class Documents:
         proposals = cached[1] if cached else await self._pending_for(ws, path)
         return memory_docs.code_actions(ws, memory_docs.overlapping(proposals, start_line, end_line))
 
-    async def check_live_buffers(self, ws: str, ids: tuple[str, ...]) -> None:
-        """Live buffers win: never write under an open document with unsaved changes."""
+    async def check_live_buffers(self, ws: str, ids: tuple[str, ...], verb: str = "accept") -> None:
+        """Live buffers win: never write under an open document with unsaved changes.
+
+        Every open document counts (not only those showing a pending proposal: an undone proposal accepted
+        again, or an undo, writes files no diagnostic names), when the decision on ``ids`` writes its file.
+        """
         client = self.service.client
-        for uri, (doc_ws, proposals) in self.open.items():
-            if doc_ws != ws or not any(p.get("id") in ids for p in proposals):
-                continue
+        modified: dict[str, str] = {}  # path -> the buffer's text
+        for uri in list(self.saved):
             text = client.document_text(uri)
             path = memory_docs.uri_to_path(uri)
             if text is None or path is None or text == self.saved.get(uri):
                 continue  # unmodified (perhaps older than its file): nothing of the user's to lose
-            on_disk = await asyncio.to_thread(_read_text, path)
-            if on_disk is not None and text != on_disk:
+            modified[path] = text
+        if not modified:
+            return  # the common case: nothing to read
+        state = self.service.workspaces.get(ws)
+        settings = state.settings if state is not None else None
+        for path in await asyncio.to_thread(written_by, ws, ids, settings, list(modified)):
+            on_disk = await asyncio.to_thread(_disk_text, path)
+            # an empty buffer of a file not made yet holds nothing of the user's (an editor may send it as "\n")
+            empty = on_disk == "" and not modified[path].strip("\r\n")
+            if on_disk is not None and modified[path] != on_disk and not empty:
                 raise CairnError(ErrorCode.PROPOSAL_STALE,
-                                 f"{os.path.basename(path)} has unsaved changes; save it, then accept again")
+                                 f"{os.path.basename(path)} has unsaved changes; save it, then {verb} again")
 
     async def _changed(self, uri: str) -> None:
         found = self._memory_document(uri)
