@@ -436,9 +436,13 @@ there only when some row's title does not name its target (see
   "V as a display string."
   (cond ((null v) "") ((stringp v) v) (t (format "%s" v))))
 
-(defun cairn-cockpit--time (v)
-  "Display a decision time V (epoch seconds or a string)."
-  (cond ((numberp v) (format-time-string "%Y-%m-%d %H:%M" v))
+(defconst cairn-cockpit--time-fields '(:decided :created :updated :sealed :started :finished)
+  "Row fields the info panel shows as local date-times when they are epoch seconds.")
+
+(defun cairn-cockpit--time (v &optional seconds)
+  "Display a time V (epoch seconds or a string) as a local date-time.
+With SECONDS, down to the second."
+  (cond ((numberp v) (format-time-string (if seconds "%Y-%m-%d %H:%M:%S" "%Y-%m-%d %H:%M") v))
         (t (cairn-cockpit--str v))))
 
 (defun cairn-cockpit--target (row)
@@ -1674,7 +1678,7 @@ On a memory topic (Memories, Stale memories): visit its file to update it."
         (cl-loop for (k v) on row by #'cddr
                  do (insert (format "%-12s %s\n" (substring (symbol-name k) 1)
                                     (cond ((vectorp v) (mapconcat #'cairn-cockpit--str (append v nil) ", "))
-                                          ((eq k :decided) (cairn-cockpit--time v))
+                                          ((memq k cairn-cockpit--time-fields) (cairn-cockpit--time v t))
                                           ((eq v :json-false) "no")
                                           ((eq v t) "yes")
                                           (t (cairn-cockpit--str v))))))

@@ -395,11 +395,31 @@ The root of the project eglot finds for a memory file there, else DIR."
   (or (cairn--project-root dir)
       (directory-file-name (expand-file-name (or dir default-directory)))))
 
+(defun cairn--open-workspaces ()
+  "The workspaces of the running cairn servers, newest first."
+  (delete-dups (delq nil (mapcar #'cairn--workspace (cairn--servers)))))
+
+(defun cairn--read-open-workspace (here open)
+  "Read one of the OPEN workspaces, or HERE (a folder in no project).
+HERE is offered last: choosing it starts a server there, which
+creates .cairn/ in it."
+  (let* ((new (format "%s (new: creates .cairn/ there)" (abbreviate-file-name here)))
+         (choices (append (mapcar (lambda (ws) (cons (abbreviate-file-name ws) ws)) open)
+                          (list (cons new here))))
+         (answer (completing-read
+                  (format "%s is in no project; cairn workspace (default %s): "
+                          (abbreviate-file-name here) (caar choices))
+                  choices nil t nil nil (caar choices))))
+    (or (cdr (assoc answer choices))
+        (user-error "Nothing started: no workspace chosen"))))
+
 (defun cairn-read-workspace (&optional choose)
   "The workspace an interactive command works on.
 The project of `default-directory' (or the workspace of a running
 server).  With CHOOSE (the prefix argument), read a folder.  Outside
-any project, ask before starting a server there (it creates .cairn/)."
+any project, offer the workspaces of the running servers (and that
+folder, which a server would create .cairn/ in); with none running,
+ask before starting a server there."
   (let ((here (directory-file-name (expand-file-name default-directory))))
     (cond (choose
            (directory-file-name
@@ -409,6 +429,8 @@ any project, ask before starting a server there (it creates .cairn/)."
                                                    nil t))))
           ((cairn-server here) here)
           ((cairn--project-root here))
+          ((cairn--open-workspaces)
+           (cairn--read-open-workspace here (cairn--open-workspaces)))
           ((y-or-n-p (format "%s is in no project: start cairn there (creates .cairn/)? "
                              (abbreviate-file-name here)))
            here)
@@ -705,6 +727,35 @@ The cockpit adds `cairn-cockpit-refresh-all' when it opens.")
                                   (cairn--workspace-changed workspace))))))
           cairn--changed-timers)))
 
+(defun cairn--wire-summary (body)
+  "What `cairn.wireAgents' did, from its result BODY: one line.
+Names each proposal made (or pending already) and each refusal with
+its code and message; nothing written yet in either case."
+  (let ((parts
+         (append
+          (mapcar (lambda (p)
+                    (format "%s %s (%s)%s" (if (eq (plist-get p :new) :json-false) "pending already:" "proposed")
+                            (plist-get p :id) (plist-get p :title)
+                            (if (eq (plist-get p :new) :json-false) "" ", to accept in the cockpit")))
+                  (plist-get body :proposals))
+          (mapcar (lambda (r)
+                    (format "refused %s: %s"
+                            (plist-get r :code)
+                            (or (plist-get r :message) (plist-get r :target))))
+                  (plist-get body :refused))
+          (and (> (length (plist-get body :wired)) 0)
+               (list (format "reading the memory already: %s"
+                             (mapconcat #'cairn--wire-name (plist-get body :wired) ", ")))))))
+    (concat "wire: " (if parts (mapconcat #'identity parts "; ") "nothing to propose"))))
+
+(defun cairn--wire-name (item)
+  "An agent or target ITEM of a `cairn.wireAgents' answer, as text."
+  (cond ((stringp item) item)
+        ((plist-get item :target)
+         (format "%s (%s)" (plist-get item :target)
+                 (mapconcat #'identity (plist-get item :agents) ", ")))
+        (t (format "%s" item))))
+
 (defun cairn--command-summary (command result)
   "What COMMAND did, from its RESULT: a line for the echo area, or nil.
 Decisions name their proposals and the state each is in now; a review
@@ -718,7 +769,8 @@ says it was queued (it runs in the background), never that it is done."
       ("cairn.review" (format "review queued%s; the cockpit refreshes when it has run"
                               (if (plist-get result :jobId) (format " (job %s)" (plist-get result :jobId)) "")))
       ((or "cairn.accept" "cairn.reject" "cairn.unreject" "cairn.undo" "cairn.acceptEdited")
-       (and decisions (format "%s: %s" (substring command 6) states))))))
+       (and decisions (format "%s: %s" (substring command 6) states)))
+      ("cairn.wireAgents" (cairn--wire-summary body)))))
 
 (defun cairn--after-command (server command result)
   "Follow-up in Emacs once SERVER ran COMMAND and answered RESULT."
@@ -728,7 +780,8 @@ says it was queued (it runs in the background), never that it is done."
     ("cairn.showProposal" (cairn--show-proposal result t (cairn--workspace server)))
     ((or "cairn.accept" "cairn.reject" "cairn.unreject" "cairn.undo" "cairn.acceptEdited")
      (cairn--revert-workspace-buffers (cairn--workspace server))
-     (cairn--workspace-changed (cairn--workspace server))))
+     (cairn--workspace-changed (cairn--workspace server)))
+    ("cairn.wireAgents" (cairn--workspace-changed (cairn--workspace server))))
   result)
 
 (defun cairn--action-command (action)
@@ -789,9 +842,14 @@ says it was queued (it runs in the background), never that it is done."
 
 (defun cairn--lighter-status ()
   "The cached status of the current buffer's workspace (or the only one)."
-  (let ((dir (expand-file-name default-directory)))
-    (or (cdr (cl-find-if (lambda (entry) (string-prefix-p (file-name-as-directory (car entry)) dir))
-                         cairn--status-cache))
+  (let ((dir (file-name-as-directory (expand-file-name default-directory)))
+        best)
+    ;; nested workspaces: the innermost one (the longest root) holding the buffer
+    (dolist (entry cairn--status-cache)
+      (when (and (string-prefix-p (file-name-as-directory (car entry)) dir)
+                 (or (null best) (> (length (car entry)) (length (car best)))))
+        (setq best entry)))
+    (or (cdr best)
         (and (= 1 (length cairn--status-cache)) (cdar cairn--status-cache)))))
 
 (defun cairn--lighter ()
@@ -1026,16 +1084,21 @@ The server captures TEXT and reviews it at once: the answer lists the
 proposals made for it (`:proposals'), to accept or reject in the
 cockpit (applied already in auto mode).  TYPE is one of
 `cairn-remember-types', or nil to let the server classify TEXT.
-Interactively, TEXT is the active region, else read in the
-minibuffer; a prefix argument also reads TYPE.  WORKSPACE defaults
-to the project of `default-directory'."
+Interactively, WORKSPACE is read first as by `cairn-read-workspace'
+\\(outside any project: one of the open workspaces, never a new one
+silently), then TEXT is the active region, else read in the
+minibuffer; a prefix argument also reads TYPE, two prefix arguments
+also the workspace's folder.  From Lisp, WORKSPACE defaults to the
+project of `default-directory'."
   (interactive
-   (list (if (use-region-p)
-             (buffer-substring-no-properties (region-beginning) (region-end))
-           (read-string "Remember: "))
-         (and current-prefix-arg
-              (completing-read "Note type (default: classified from the text): "
-                               (cons "classify" cairn-remember-types) nil t nil nil "classify"))))
+   (let ((ws (cairn-read-workspace (equal current-prefix-arg '(16)))))
+     (list (if (use-region-p)
+               (buffer-substring-no-properties (region-beginning) (region-end))
+             (read-string "Remember: "))
+           (and current-prefix-arg
+                (completing-read "Note type (default: classified from the text): "
+                                 (cons "classify" cairn-remember-types) nil t nil nil "classify"))
+           ws)))
   (let* ((server (cairn-connect workspace))
          (ws (cairn--workspace server))
          (argument (append (list :workspace ws :text text :source "emacs")
@@ -1172,6 +1235,9 @@ buffer's window is selected.  Return the buffer."
       (setq cairn-proposal--id (plist-get proposal :id)
             cairn-proposal--workspace workspace
             cairn-proposal--state (plist-get proposal :state))
+      ;; the buffer is reused: commands run from it act on this proposal's workspace
+      (when workspace
+        (setq default-directory (file-name-as-directory (expand-file-name workspace))))
       (when workspace (cairn--use-keys cairn-proposal-keys))
       ;; the keys first: a narrow window cuts the end of a header line, never its start
       (setq header-line-format (format "%scairn %s: %s"

@@ -91,7 +91,7 @@ def test_nvim_plugin_in_a_fresh_repository(workspace: Path, tmp_path: Path) -> N
 def test_nvim_unset_option_returns_to_the_config_files(workspace: Path, tmp_path: Path) -> None:
     ws = _fresh_repo(workspace)
     (ws / ".cairn").mkdir()
-    (ws / ".cairn" / "config.toml").write_text('mode = "auto"\n')
+    (ws / ".cairn" / "config.toml").write_text('mode = "manual"\n')
     user = tmp_path / "xdg" / "XDG_CONFIG_HOME" / "cairn"
     user.mkdir(parents=True)
     (user / "config.toml").write_text(

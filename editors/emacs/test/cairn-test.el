@@ -854,37 +854,37 @@ diagnostics update does (and shows a decision made with the CLI)."
       (should-error (cairn-connect cairn-test--ws) :type 'user-error))))
 
 (ert-deftest cairn-workspace-config-file-is-not-overridden ()
-  "Defaults send no settings: mode = \"auto\" in .cairn/config.toml takes effect and shows."
+  "Defaults send no settings: mode = \"manual\" in .cairn/config.toml takes effect and shows."
   (cairn-test--with-workspace
     (should-not (cairn--settings))
-    (cairn-test--write ".cairn/config.toml" "mode = \"auto\"\n")
-    (should (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto"))
+    (cairn-test--write ".cairn/config.toml" "mode = \"manual\"\n")
+    (should (equal (plist-get (cairn-status cairn-test--ws) :mode) "manual"))
     (with-current-buffer (cairn-cockpit cairn-test--ws)
-      (should (string-match-p "· auto mode" (cairn-test--header))))
-    (let ((cairn-mode-setting "manual"))
-      (should (equal (cairn--settings) '(:mode "manual")))
+      (should (string-match-p "· manual mode" (cairn-test--header))))
+    (let ((cairn-mode-setting "auto"))
+      (should (equal (cairn--settings) '(:mode "auto")))
       (cairn--send-configuration (cairn-server cairn-test--ws))
       (cairn-test--until "the editor's mode" (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode)
-                                                               "manual"))))))
+                                                               "auto"))))))
 
 ;; an option set back to nil unsets it on the server: the config files' value returns
 (ert-deftest cairn-option-set-back-to-nil-returns-to-the-config-file ()
   "Customizing an option, then setting it back to nil, leaves the config file's value in force."
   (cairn-test--with-workspace
-    (cairn-test--write ".cairn/config.toml" "mode = \"auto\"\n")
-    (should (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto"))
+    (cairn-test--write ".cairn/config.toml" "mode = \"manual\"\n")
+    (should (equal (plist-get (cairn-status cairn-test--ws) :mode) "manual"))
     (unwind-protect
         (progn
-          (customize-set-variable 'cairn-mode-setting "manual")
+          (customize-set-variable 'cairn-mode-setting "auto")
           (customize-set-variable 'cairn-provider "openai")
           (cairn-test--until "the editor's mode"
-                             (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode) "manual")))
+                             (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto")))
           (customize-set-variable 'cairn-mode-setting nil)
           (customize-set-variable 'cairn-provider nil)
           (should (string-match-p "\"provider\":null"
                                   (json-serialize (cairn--settings t) :null-object nil :false-object :json-false)))
           (cairn-test--until "the config file's mode again"
-                             (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode) "auto"))))
+                             (lambda () (equal (plist-get (cairn-status cairn-test--ws) :mode) "manual"))))
       (set-default 'cairn-mode-setting nil)
       (set-default 'cairn-provider nil))))
 
@@ -2087,6 +2087,123 @@ Outside the cockpit c opens it.  At 80 columns no line of the menu wraps."
               (when transient
                 (dolist (l lines)
                   (when (> (string-width l) 79) (ert-fail (list what "wider than 80 columns" l))))))))))))
+
+;;;; Fixes: remember outside a project, wire feedback, nested lighter, diff buffer, info times
+
+;; fails before: M-x cairn-remember outside any project started a server there (.cairn/ created)
+(ert-deftest cairn-remember-outside-a-project-offers-the-open-workspaces ()
+  "Outside any project `cairn-remember' asks: the open workspaces first; nothing starts silently."
+  (cairn-test--with-workspace
+    (let ((outside (directory-file-name (file-truename (make-temp-file "cairn-ert-out-" t))))
+          prompts)
+      (unwind-protect
+          (progn
+            ;; no server runs: a yes-or-no question, and no means nothing started
+            (let ((default-directory (file-name-as-directory outside)))
+              (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (push prompt prompts) nil))
+                        ((symbol-function 'read-string) (lambda (&rest _) "Always run make lint")))
+                (should-error (call-interactively #'cairn-remember) :type 'user-error)))
+            (should (string-match-p "in no project" (car prompts)))
+            (should-not (file-exists-p (expand-file-name ".cairn" outside)))
+            (should-not (cairn-server outside))
+            ;; a workspace is open: it is offered (the default), the folder itself last
+            (make-directory (cairn-test--file ".cairn") t)
+            (cairn-connect cairn-test--ws)
+            (let ((default-directory (file-name-as-directory outside))
+                  offered)
+              (cl-letf (((symbol-function 'completing-read)
+                         (lambda (prompt table &rest args)
+                           (setq offered (list prompt (mapcar #'car table)))
+                           (nth 4 args)))
+                        ((symbol-function 'y-or-n-p) (lambda (prompt) (ert-fail (list "asked" prompt))))
+                        ((symbol-function 'read-string) (lambda (&rest _) "Always run make lint")))
+                (let ((result (call-interactively #'cairn-remember)))
+                  (should (= 1 (length (plist-get result :proposals))))))
+              (should (string-match-p "in no project" (car offered)))
+              (should (equal (car (cadr offered)) (abbreviate-file-name cairn-test--ws)))
+              (should (string-match-p "creates \\.cairn/" (car (last (cadr offered))))))
+            (should-not (file-exists-p (expand-file-name ".cairn" outside)))
+            (should-not (cairn-server outside))
+            (should (= 1 (plist-get (cairn-status cairn-test--ws) :proposals))))
+        (let ((server (cairn-server outside)))
+          (when server (eglot-shutdown server nil 30)))
+        (delete-directory outside t)))))
+
+;; fails before: the quick fix's answer (a refusal, or the proposal made) showed nothing
+(ert-deftest cairn-wire-quick-fix-says-what-it-proposed-or-why-not ()
+  "\"Wire AGENT to read cairn memory\" names the proposal made, or the refusal's code and message."
+  (cairn-test--with-workspace
+    (call-process "git" nil nil nil "init" "-q" cairn-test--ws)
+    (let ((agents (cairn-test--file "AGENTS.md")))
+      (let ((coding-system-for-write 'binary))
+        (with-temp-file agents (set-buffer-multibyte nil) (insert "Caf\351: Codex runs make test\n")))
+      (cairn-mode 1)
+      (let ((server (cairn-connect cairn-test--ws)))
+        (with-current-buffer (find-file-noselect agents)
+          (should (eq major-mode 'cairn-memory-mode))
+          (cairn-test--until "the server to manage AGENTS.md" (lambda () (eq (eglot-current-server) server)))
+          (let ((wire (lambda ()
+                        (cl-find-if (lambda (a) (string-match-p "\\`Wire .* to read cairn memory"
+                                                                (plist-get a :title)))
+                                    (eglot-code-actions (point-min) (point-min))))))
+            (let ((action (cairn-test--until "the wire quick fix" wire)))
+              (cairn-test--async (lambda () (cairn-execute-action server action))))
+            (should (string-match-p "cairn: wire: refused E_MEMORY_NOT_TEXT: AGENTS\\.md: not UTF-8 text"
+                                    (cairn-test--messages)))
+            (with-temp-file agents (insert "# Agents\n\nCodex runs make test\n"))
+            (revert-buffer t t t)
+            (let ((action (cairn-test--until "the wire quick fix" wire)))
+              (cairn-test--async (lambda () (cairn-execute-action server action))))
+            (should (string-match-p "cairn: wire: proposed p[0-9a-f]+ (Wire AGENTS\\.md [^)]*), to accept"
+                                    (cairn-test--messages)))))))))
+
+;; fails before: the first cached workspace holding the buffer won, the outer one
+(ert-deftest cairn-lighter-counts-the-innermost-workspace ()
+  "With nested workspaces the mode line counts the proposals of the innermost one."
+  (let ((outer (expand-file-name "outer" temporary-file-directory)))
+    (dolist (cache (list `((,outer :proposals 1) (,(concat outer "/inner") :proposals 2))
+                         `((,(concat outer "/inner") :proposals 2) (,outer :proposals 1))))
+      (let ((cairn--status-cache cache)
+            (cairn--progress nil))
+        (let ((default-directory (concat outer "/inner/src/")))
+          (should (equal (substring-no-properties (cairn--lighter)) " cairn:2")))
+        (let ((default-directory (concat outer "/innerx/")))
+          (should (equal (substring-no-properties (cairn--lighter)) " cairn:1")))
+        (let ((default-directory (concat outer "/")))
+          (should (equal (substring-no-properties (cairn--lighter)) " cairn:1")))))))
+
+;; fails before: *cairn diff* kept the folder of the first workspace that showed a diff
+(ert-deftest cairn-diff-buffer-follows-the-proposals-workspace ()
+  "The reused diff and proposal buffers take the folder of the workspace shown each time."
+  (let ((one (file-name-as-directory (expand-file-name "cairn-ws-one" temporary-file-directory)))
+        (two (file-name-as-directory (expand-file-name "cairn-ws-two" temporary-file-directory))))
+    (unwind-protect
+        (dolist (diff-only '(t nil))
+          (dolist (ws (list one two one))
+            (let ((buf (cairn--show-proposal (list :id "p0123" :state "pending" :title "t"
+                                                   :diff "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+                                             diff-only (directory-file-name ws))))
+              (should (equal (buffer-local-value 'default-directory buf) ws)))))
+      (dolist (name '("*cairn diff*" "*cairn proposal*"))
+        (when (get-buffer name) (kill-buffer name))))))
+
+;; fails before: created showed as a raw epoch float
+(ert-deftest cairn-info-panel-shows-times-as-local-date-times ()
+  "The info panel shows created and decided as local date-times, never epoch floats."
+  (let ((row (list :id "p0123" :created 1796688465.3012 :decided 1796688500 :title "t")))
+    (with-temp-buffer
+      (cairn-cockpit-mode)
+      (cl-letf (((symbol-function 'cairn-cockpit--row) (lambda (&rest _) row)))
+        (let ((text (with-current-buffer (cairn-cockpit-info) (buffer-string))))
+          (unwind-protect
+              (progn
+                (should (string-match-p (concat "^created +" (regexp-quote (format-time-string
+                                                                            "%Y-%m-%d %H:%M:%S" 1796688465.3012))
+                                                "$")
+                                        text))
+                (should (string-match-p "^decided +[0-9]\\{4\\}-[0-9]\\{2\\}-[0-9]\\{2\\} " text))
+                (should-not (string-match-p "1796688" text)))
+            (kill-buffer "*cairn info*")))))))
 
 (provide 'cairn-test)
 ;;; cairn-test.el ends here

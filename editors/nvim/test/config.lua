@@ -6,7 +6,7 @@
 --
 -- Environment (set by tests/editors/test_nvim_config.py):
 --   CAIRN_TEST_PYTHON    interpreter that runs `-m cairn.server serve`
---   CAIRN_TEST_WS        a workspace whose .cairn/config.toml says mode = "auto"
+--   CAIRN_TEST_WS        a workspace whose .cairn/config.toml says mode = "manual" (a mode a repository may set untrusted)
 --
 -- Every wait is bounded (vim.wait).  Any failure prints "cairn config: FAIL: ..."
 -- on stderr, stops the server and exits 1; success prints "cairn config: OK".
@@ -45,7 +45,7 @@ local function main()
     return answer
   end
   -- the workspace's config file decides the mode
-  check(status().mode == "auto", "mode is not the config file's auto")
+  check(status().mode == "manual", "mode is not the config file's manual")
 
   -- a crash: the client restarts by itself for the open memory file, settings unchanged
   local pid = vim.fn.trim(vim.fn.system({ "pgrep", "-P", tostring(vim.fn.getpid()), "-f", "cairn.server" }))
@@ -56,7 +56,7 @@ local function main()
     local c = cairn.client(buf)
     return c ~= nil and c.id ~= client.id and c.initialized and c.attached_buffers[buf] and not is_stopped(c)
   end)
-  check(status().mode == "auto", "mode after the restart is not the config file's auto")
+  check(status().mode == "manual", "mode after the restart is not the config file's manual")
 end
 
 harness.run("config", main)

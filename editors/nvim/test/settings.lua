@@ -4,7 +4,7 @@
 --   nvim --headless --clean -u NONE -c "luafile editors/nvim/test/settings.lua"
 --
 -- Environment (set by tests/editors/test_nvim_plugin.py; Neovim runs in the workspace):
---   CAIRN_TEST_WS   a repository whose .cairn/config.toml says mode = "auto"; the user's
+--   CAIRN_TEST_WS   a repository whose .cairn/config.toml says mode = "manual"; the user's
 --                   cairn config names an `openai` provider
 local here = debug.getinfo(1, "S").source:sub(2)
 local plugin_dir = vim.fn.fnamemodify(here, ":p:h:h")
@@ -40,7 +40,7 @@ local function main()
     tostring(st.mode), tostring(st.provider))
   -- one option set back to nil: the workspace file's value
   cairn.set("mode", nil)
-  until_status("mode from the config file", function(x) return x.mode == "auto" end)
+  until_status("mode from the config file", function(x) return x.mode == "manual" end)
   check(status().provider == "extractive", "provider changed with mode")
   -- setup again without the provider: the user's config file's value
   cairn.setup({ settings = {} })

@@ -275,11 +275,38 @@ function M.remember_message(answer)
   return table.concat(lines, "\n")
 end
 
+--- What `cairn.wireAgents` (the "Wire AGENT to read cairn memory" quick fix) did, for the user: the
+--- proposal(s) made, to accept like any other, and each refusal with its code and message.
+function M.wire_message(answer)
+  local r = type(answer) == "table" and type(answer.result) == "table" and answer.result or {}
+  local parts = {}
+  for _, p in ipairs(type(r.proposals) == "table" and r.proposals or {}) do
+    if p.new == false then
+      table.insert(parts, string.format("pending already: %s (%s)", tostring(p.id), tostring(p.title)))
+    else
+      table.insert(parts, string.format("proposed %s (%s), to accept in the cockpit", tostring(p.id),
+        tostring(p.title)))
+    end
+  end
+  for _, x in ipairs(type(r.refused) == "table" and r.refused or {}) do
+    table.insert(parts, string.format("refused %s: %s", tostring(x.code), tostring(x.message or x.target)))
+  end
+  if type(r.wired) == "table" and #r.wired > 0 then
+    table.insert(parts, "reading the memory already: " .. table.concat(vim.tbl_map(function(w)
+      return type(w) == "table" and tostring(w.target or vim.inspect(w)) or tostring(w)
+    end, r.wired), ", "))
+  end
+  return "wire: " .. (#parts > 0 and table.concat(parts, "; ") or "nothing to propose")
+end
+
 --- What a command other than a decision did, for the user (`cairn.review` is queued, not done;
 --- `cairn.remember` names its proposals or says it was queued).
 function M.command_message(name, answer)
   if name == "cairn.remember" then
     return M.remember_message(answer)
+  end
+  if name == "cairn.wireAgents" then
+    return M.wire_message(answer)
   end
   if name == "cairn.review" then
     return "review queued" .. (type(answer) == "table" and type(answer.jobId) == "string"
@@ -578,7 +605,25 @@ M.specs = {
   { "CairnVerify", function() M.verify() end, { desc = "cairn: recheck what the memory cites" } },
   { "CairnStatus", M.status_command, { desc = "cairn: status counts" } },
   { "CairnRemember", M.remember_command, { nargs = "*", range = true, desc = "cairn: remember a text" } },
+  { "CairnMessages", function() M.messages_command() end, { desc = "cairn: the last messages in full" } },
 }
+
+-- :CairnMessages: the full text of cairn's last messages (the echo area cuts them to one line)
+function M.messages_command()
+  local buf = vim.api.nvim_create_buf(false, true)
+  local lines = {}
+  for _, m in ipairs(config.recent) do
+    vim.list_extend(lines, vim.split(m, "\n", { plain = true }))
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, #lines > 0 and lines or { "cairn: no message yet" })
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].modifiable = false
+  vim.cmd("botright split")
+  vim.api.nvim_win_set_buf(0, buf)
+  vim.api.nvim_win_set_height(0, math.min(#lines + 1, 12))
+  vim.wo.wrap = true
+  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf, nowait = true })
+end
 
 --- Attach memory files (`.agents/memory/*.md`, `MEMORY.md`, the instruction
 --- files) to their workspace's server when they are read or created.

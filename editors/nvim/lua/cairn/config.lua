@@ -125,8 +125,113 @@ function M.root_of_buf(bufnr)
   return root
 end
 
+-- Whether vim.notify is Neovim's own (it echoes; a notification plugin replaces it).
+local function builtin_notify()
+  local info = debug.getinfo(vim.notify, "S")
+  local source = info and info.source or ""
+  -- "@vim/_editor.lua" (built into the binary), or that file under $VIMRUNTIME/lua
+  return source == "@vim/_editor.lua" or source:match("^@.*/lua/vim/_editor%.lua$") ~= nil
+end
+
+--- `text` on one line that fits `width` display cells (cut with "…" when longer).
+function M.one_line(text, width)
+  text = tostring(text):gsub("%s*\n%s*", "; ")
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text, false
+  end
+  local n = vim.fn.strchars(text)
+  local lo, hi = 0, n -- the longest prefix that fits with the ellipsis
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if vim.fn.strdisplaywidth(vim.fn.strcharpart(text, 0, mid)) <= width - 1 then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  return vim.fn.strcharpart(text, 0, lo) .. "…", true
+end
+
+M.recent = {} -- the full text of the last messages (newest last), for :CairnMessages
+local float -- { win, timer } of the float showing the last cut message
+
+local function close_float()
+  if float then
+    pcall(function() float.timer:stop() float.timer:close() end)
+    pcall(vim.api.nvim_win_close, float.win, true)
+    float = nil
+  end
+end
+
+-- The full text of a message cut in the echo area: a float above the command line for a few seconds.
+local function show_float(text, hl)
+  close_float()
+  local width = math.max(20, math.min(vim.o.columns - 4, 100))
+  local buf = vim.api.nvim_create_buf(false, true)
+  local lines = {}
+  for _, line in ipairs(vim.split(text, "\n", { plain = true })) do
+    table.insert(lines, line)
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].bufhidden = "wipe"
+  local height = 0
+  for _, line in ipairs(lines) do
+    height = height + math.max(1, math.ceil(vim.fn.strdisplaywidth(line) / width))
+  end
+  height = math.max(1, math.min(height, math.floor(vim.o.lines / 3)))
+  local ok, win = pcall(vim.api.nvim_open_win, buf, false, {
+    relative = "editor", anchor = "SE", row = vim.o.lines - vim.o.cmdheight - 1, col = vim.o.columns,
+    width = width, height = height, style = "minimal", border = "single", focusable = false,
+    noautocmd = true,
+  })
+  if not ok then
+    return
+  end
+  vim.wo[win].wrap = true
+  if hl then
+    vim.wo[win].winhighlight = "Normal:" .. hl
+  end
+  local timer = vim.loop.new_timer()
+  float = { win = win, timer = timer }
+  timer:start(10000, 0, vim.schedule_wrap(function()
+    if float and float.win == win then
+      close_float()
+    end
+  end))
+end
+
+-- Say `text` in the echo area on one line that fits (no "Press ENTER"): the line goes to :messages,
+-- and a cut message's full text shows in a float for a few seconds (and in :CairnMessages).
+local function echo_line(text, level)
+  local hl = (level == vim.log.levels.ERROR and "ErrorMsg") or (level == vim.log.levels.WARN and "WarningMsg") or nil
+  local width = vim.v.echospace
+  if type(width) ~= "number" or width <= 0 then
+    width = vim.o.columns - 12
+  end
+  local line, cut = M.one_line(text, math.max(10, width))
+  vim.api.nvim_echo({ { line, hl } }, true, {})
+  if cut then
+    show_float(text, hl)
+  end
+end
+
+--- Tell the user `msg` (prefixed "cairn: "). With Neovim's own vim.notify: one line in the echo area
+--- that fits (see echo_line); a notification plugin's vim.notify gets the whole text.
 function M.notify(msg, level)
-  vim.notify("cairn: " .. msg, level or vim.log.levels.INFO)
+  local text = "cairn: " .. tostring(msg)
+  table.insert(M.recent, text)
+  if #M.recent > 50 then
+    table.remove(M.recent, 1)
+  end
+  if not builtin_notify() then
+    return vim.notify(text, level or vim.log.levels.INFO)
+  end
+  if vim.in_fast_event() then
+    return vim.schedule(function()
+      echo_line(text, level)
+    end)
+  end
+  echo_line(text, level)
 end
 
 --- A person's message for an LSP error (its message carries the fixed code first). A proposal

@@ -57,6 +57,9 @@ function M.command(name, argument, on_result, bufnr)
       config.notify(config.error_text(err), vim.log.levels.ERROR)
     elseif DECISIONS[name] then
       commands.after_decision(ws, name, result, commands.ids_of(argument))
+    elseif name == "cairn.wireAgents" then
+      config.notify(commands.wire_message(result))
+      status.schedule(ws)
     elseif name ~= "cairn.drainBacklog" then
       config.notify(commands.command_message(name, result))
     end
@@ -147,7 +150,9 @@ function M.configure(settings)
     end
   end
   config.opts.settings = kept
-  return lsp.change_settings(settings or {})
+  local change = lsp.change_settings(settings or {})
+  require("cairn.idle").rearm()
+  return change
 end
 
 --- Set one server setting; `value` nil (or vim.NIL) unsets it (the config files decide again).
@@ -169,8 +174,7 @@ function M.setup(user_opts)
   if next(lsp.clients) ~= nil and not vim.deep_equal(before, config.opts.settings) then
     M.configure(config.opts.settings)
   end
-  -- Neovim has no idle timer: send cairn/idle yourself if you want idle
-  -- maintenance, e.g. M.notify("cairn/idle", { seconds = 600 }) from CursorHold.
+  require("cairn.idle").rearm() -- idle maintenance: see lua/cairn/idle.lua
   return M
 end
 

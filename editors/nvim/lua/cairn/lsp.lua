@@ -9,6 +9,8 @@ local waiting = {} -- root -> callbacks waiting for that root's client to initia
 M.listeners = {} -- functions(root): the server says the workspace changed (see status.lua)
 local editor_settings = {} -- the settings last sent to the servers (for unsetting)
 local crashes = {} -- root -> { since, count }: crashes of its server in the last minute
+local log_offsets = {} -- root -> size of the LSP log when its server was started
+local missing_reported = {} -- server programs already reported missing in this session
 
 -- Client methods are called with ':' from 0.11 on, with '.' before.
 local function call(client, method, ...)
@@ -91,6 +93,45 @@ local function is_finish_line(message)
 end
 M.is_finish_line = is_finish_line
 
+-- The size of Neovim's LSP log now (0 when there is none).
+local function log_size()
+  local ok, path = pcall(vim.lsp.get_log_path)
+  local stat = ok and path and vim.loop.fs_stat(path)
+  return stat and stat.size or 0
+end
+
+--- The last line `program` wrote on stderr since `offset` of the LSP log, or nil.  Neovim keeps a
+--- server's stderr only there (`"rpc" "PROGRAM" "stderr" "CHUNK"`, at level ERROR, logged by default).
+function M.last_stderr_line(program, offset)
+  local ok, path = pcall(vim.lsp.get_log_path)
+  local f = ok and path and io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  f:seek("set", offset or 0)
+  local data = f:read("*a") or ""
+  f:close()
+  local quoted = vim.inspect(program)
+  local text = ""
+  for line in data:gmatch("[^\n]+") do
+    local chunk = line:find(quoted, 1, true) and line:match('"stderr"%s+(".*")%s*$')
+    if chunk then
+      local fn = load("return " .. chunk, "stderr", "t", {})
+      local got = fn and select(2, pcall(fn))
+      if type(got) == "string" then
+        text = text .. got
+      end
+    end
+  end
+  local last
+  for l in text:gmatch("[^\r\n]+") do
+    if l:match("%S") then
+      last = vim.trim(l)
+    end
+  end
+  return last
+end
+
 local function client_config(root)
   local opts = config.opts
   local settings = {}
@@ -135,6 +176,9 @@ local function client_config(root)
           config.notify(config.error_text(err), vim.log.levels.ERROR)
         elseif command == "cairn.showProposal" then
           require("cairn.cockpit").show_diff(result, root)
+        elseif command == "cairn.wireAgents" then
+          config.notify(require("cairn.commands").wire_message(result))
+          changed(root)
         elseif command == "cairn.accept" or command == "cairn.reject" or command == "cairn.undo"
             or command == "cairn.unreject" or command == "cairn.acceptEdited" then
           local commands = require("cairn.commands")
@@ -153,6 +197,7 @@ local function client_config(root)
       end
       vim.schedule(function()
         changed(root) -- the statusline gets its first counts
+        require("cairn.idle").check() -- an idle period that began before this server started
       end)
     end,
     on_exit = function(code, signal, client_id)
@@ -161,9 +206,14 @@ local function client_config(root)
       end
       local fns = waiting[root] or {}
       waiting[root] = nil
+      local program = config.opts.cmd and config.opts.cmd[1]
+      local offset = log_offsets[root] or 0
       vim.schedule(function()
+        -- the server's own word on why it stopped (E_CODE: reason), as the Emacs client shows it
+        local said = (code ~= 0 or (signal or 0) ~= 0) and program and M.last_stderr_line(program, offset)
+        local why = said and (": " .. said) or ""
         for _, fn in ipairs(fns) do
-          fn(nil, string.format("the server exited before it started (code %s)", tostring(code)))
+          fn(nil, string.format("the server exited before it started (code %s)%s", tostring(code), why))
         end
         changed(root)
         if code ~= 0 or (signal or 0) ~= 0 then
@@ -179,8 +229,8 @@ local function client_config(root)
               .. "not restarting it (the next command will; see :checkhealth cairn)", tostring(code),
               tostring(signal), r.count), vim.log.levels.ERROR)
           end
-          config.notify(string.format("the server exited (code %s, signal %s); restarting", tostring(code),
-            tostring(signal)), vim.log.levels.WARN)
+          config.notify(string.format("the server exited (code %s, signal %s)%s; restarting", tostring(code),
+            tostring(signal), why), vim.log.levels.WARN)
           M.restart(root)
         end
       end)
@@ -195,13 +245,28 @@ local function start_client(cfg)
   return vim.lsp.start(cfg, { attach = false })
 end
 
---- The client id of `root`'s server, starting it when none runs (nil when it cannot start).
+--- The message for a server program that cannot be run.
+function M.missing_message(program)
+  -- the program's name first: a message cut to fit one line still says which program is missing
+  local path = tostring(program or "cairn")
+  return string.format("cairn not found: %s (%s): install it or set `cmd` in require(\"cairn\").setup "
+    .. "(see :checkhealth cairn)", vim.fn.fnamemodify(path, ":t"), path)
+end
+
+--- The client id of `root`'s server, starting it when none runs (nil when it cannot start; then the
+--- reason, and true when the program is missing).
 function M.ensure(root)
   config.last_root = root
   local client = M.client_of_root(root)
   if client then
     return client.id
   end
+  local program = config.opts.cmd and config.opts.cmd[1]
+  if type(program) ~= "string" or vim.fn.executable(program) ~= 1 then
+    return nil, M.missing_message(program), true
+  end
+  log_offsets[root] = log_size()
+  require("cairn.idle").start()
   local ok, id = pcall(start_client, client_config(root))
   if not ok or not id then
     return nil, string.format("could not start %s: is cairn installed? see :checkhealth cairn",
@@ -241,14 +306,33 @@ function M.client_sync(root, timeout)
 end
 
 --- Attach `bufnr` to the cairn server of `root`, starting it when needed.
+--- A missing program is reported once per session (not for every memory file), after the autocommand
+--- that opened the file (no "Error detected while processing" around it).
 function M.attach(bufnr, root)
-  local id, reason = M.ensure(root)
+  local id, reason, missing = M.ensure(root)
   if id then
     vim.lsp.buf_attach_client(bufnr, id)
-  else
-    config.notify(reason, vim.log.levels.ERROR)
+  elseif not missing or not missing_reported[reason] then
+    if missing then
+      missing_reported[reason] = true
+    end
+    vim.schedule(function()
+      config.notify(reason, vim.log.levels.ERROR)
+    end)
   end
   return id
+end
+
+--- Every running, initialized cairn client.
+function M.running()
+  local out = {}
+  for root in pairs(M.clients) do
+    local client = M.client_of_root(root)
+    if client and client.initialized then
+      table.insert(out, client)
+    end
+  end
+  return out
 end
 
 --- Re-attach the loaded memory buffers under `root` (starting the server).
