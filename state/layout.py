@@ -7,6 +7,8 @@ workspace root and are opened only through pinned handles.
 
 from __future__ import annotations
 
+import os
+
 CAIRN = ".cairn"
 CONFIG = ".cairn/config.toml"
 PUBLIC_JOURNAL = ".cairn/journal"
@@ -39,3 +41,16 @@ CLAIM_ROOTS: tuple[tuple[str, str], ...] = (
     (MEMORY_CLAIMS, MEMORY_BUNDLES),
     (MEMORY_WRITE_CLAIMS, MEMORY_WRITE_BUNDLES),
 )
+
+
+def too_wide(path: str) -> bool:
+    """Whether ``path`` (absolute) is the file system root or the user's home folder itself, by name or once
+    links are resolved: never a workspace (a folder inside either is fine), since its ``.cairn/`` would collect
+    the sessions and memory of every project below it. The language server, ``cairn mcp`` and the agents'
+    hooks refuse such a folder with ``E_WORKSPACE_INVALID``."""
+    home = os.path.expanduser("~")
+    wide = {os.path.abspath(os.sep)}
+    if os.path.isabs(home):
+        wide |= {os.path.normpath(home), os.path.realpath(home)}
+    path = os.path.normpath(path)
+    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path

@@ -79,6 +79,7 @@ from cairn.server.scheduler.events import CoordinatorConfig, Enqueue, Report, St
 from cairn.server.scheduler.jobstore import JobStoreFiles, merge_stores, read_store
 from cairn.server.scheduler.runner import RunResult, WorkerProcess, worker_env
 from cairn.state.fsdir import refusal
+from cairn.state.layout import too_wide
 from cairn.worker.redaction.redact import redact_text
 from cairn.worker.settings import config as settings_file
 
@@ -104,16 +105,6 @@ REQUESTS: dict[str, Route] = {
     CHECK_EDITED: Route(AcceptEditedParams, lambda s, p: s.status.check_edited(p)),
     EVIDENCE: Route(ProposalParams, lambda s, p: s.status.evidence(p)),
 }
-
-
-def too_wide(path: str) -> bool:
-    """Whether ``path`` (absolute, normalized) is the file system root or the user's home folder itself,
-    by name or once links are resolved: never a workspace (a folder inside either is fine)."""
-    home = os.path.expanduser("~")
-    wide = {os.path.abspath(os.sep)}
-    if os.path.isabs(home):
-        wide |= {os.path.normpath(home), os.path.realpath(home)}
-    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path
 
 
 def unknown(name: str) -> CairnError:

@@ -33,7 +33,7 @@ reads it (:class:`worker.memory.agents.Files`: a link only to another
 instruction file of the workspace, one hop; no FIFO, at most 1 MiB).
 
 The file system root and the home folder itself are not served
-(:func:`too_wide`, the language server's rule): ``cairn mcp`` refuses them
+(:func:`~cairn.state.layout.too_wide`, the language server's rule): ``cairn mcp`` refuses them
 with ``E_WORKSPACE_INVALID`` before the server starts, nothing written.
 
 Failures are tool errors whose text is ``Error executing tool NAME: E_CODE:
@@ -74,6 +74,7 @@ from cairn.protocol.results import RememberArgs, RememberResult, read
 from cairn.protocol.transcript import utc_instant
 from cairn.server.scheduler.inprocess import call, response_error
 from cairn.state.fsdir import PinnedDir
+from cairn.state.layout import too_wide
 from cairn.worker.memory.remember import TYPES, check_request
 from cairn.worker.memory.store import DEFAULT_ROOT
 from cairn.worker.redaction.redact import RedactingFilter
@@ -437,16 +438,6 @@ def build(ns: argparse.Namespace) -> Any:
         return _instruction_text(ws, _settings(ws), name)
 
     return server
-
-
-def too_wide(path: str) -> bool:
-    """Whether ``path`` (absolute, normalized) is the file system root or the user's home folder itself, by
-    name or once links are resolved: never a workspace (the language server's rule, ``server.lsp.service``)."""
-    home = os.path.expanduser("~")
-    wide = {os.path.abspath(os.sep)}
-    if os.path.isabs(home):
-        wide |= {os.path.normpath(home), os.path.realpath(home)}
-    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path
 
 
 def _settings(ws: str) -> Any:

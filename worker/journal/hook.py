@@ -45,6 +45,7 @@ import attrs
 from cairn.protocol import boundedjson
 from cairn.protocol.errors import CairnError, ErrorCode
 from cairn.protocol.vocab import Trigger
+from cairn.state.layout import too_wide
 
 #: agents whose hooks cairn understands -> (their session format, the event that ends, the one that compacts)
 AGENTS = {"claude-code": ("claude-code", "SessionEnd", "PreCompact"),
@@ -246,18 +247,6 @@ def check_transcript(p: Payload, workspace: str, home: str, env: Mapping[str, st
         raise CairnError(ErrorCode.RECORD_TOO_LARGE, f"the transcript is over {MAX_TRANSCRIPT >> 20} MiB; "
                          "import it with `cairn import`")
     return real
-
-
-def too_wide(path: str) -> bool:
-    """Whether ``path`` (absolute) is the file system root or the user's home folder itself, by name or once
-    links are resolved: never a workspace, as for the language server (``server.lsp.service.too_wide``): its
-    ``.cairn/`` would collect the sessions of every project below it."""
-    home = os.path.expanduser("~")
-    wide = {os.path.abspath(os.sep)}
-    if os.path.isabs(home):
-        wide |= {os.path.normpath(home), os.path.realpath(home)}
-    path = os.path.normpath(path)
-    return path in wide or os.path.realpath(path) in wide or os.path.dirname(path) == path
 
 
 def candidate(p: Payload, given: str | None, here: str) -> str:
