@@ -36,7 +36,8 @@ def local_minute(epoch: float) -> str:
 
 def test_a_2025_session_is_dated_2025_in_the_journal_and_in_the_memory_note(workspace: Path) -> None:
     before = time.time()
-    cairn(workspace, "import", str(ESPHOME))
+    # a finished export: its last prompt (13:03, unanswered) is kept whatever the file's age (a clone's is new)
+    cairn(workspace, "import", "--ended", str(ESPHOME))
     cairn(workspace, "seal")
     cairn(workspace, "process")
 
@@ -65,7 +66,8 @@ def _entry(did: str, created: float, title: str, **times: str | None) -> PublicD
 
 
 def test_journal_lists_sessions_in_the_order_they_were_held_and_still_reads_old_entries(workspace: Path) -> None:
-    cairn(workspace, "import", str(ESPHOME))
+    # a finished export: its last prompt (13:03, unanswered) is kept whatever the file's age (a clone's is new)
+    cairn(workspace, "import", "--ended", str(ESPHOME))
     cairn(workspace, "seal")
     cairn(workspace, "process")  # the workspace's journal exists, with one entry of a 2025 session
     journal = workspace / ".cairn" / "journal"
